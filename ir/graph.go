@@ -1,0 +1,299 @@
+package ir
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Op names an operation. The registry (Lookup) describes each one.
+type Op string
+
+// Node is one value of the graph: a leaf (input, weight, state, constant) or
+// the result of an op applied to earlier nodes.
+type Node struct {
+	ID    int     // dense index in Graph.Nodes; Compact renumbers
+	Op    Op      // the operation
+	Args  []*Node // operands, each earlier in Graph.Nodes
+	Type  Type    // the result type
+	Attrs Attrs   // static parameters
+	Name  string  // a label (the GGUF tensor name for weights, llama.cpp's name for activations); not unique
+	Layer int     // transformer layer, -1 when none; used for display only
+	Data  []byte  // the raw contents of a const leaf (little endian)
+}
+
+// IsLeaf reports whether the node takes no operands and holds data that
+// exists before the step runs.
+func (n *Node) IsLeaf() bool {
+	info, ok := Lookup(n.Op)
+	return ok && info.Kind == KindLeaf
+}
+
+// String is "%ID".
+func (n *Node) String() string { return fmt.Sprintf("%%%d", n.ID) }
+
+// Graph is a DAG of nodes stored in execution order.
+type Graph struct {
+	Name    string
+	Nodes   []*Node // execution order; every node's args come before it
+	Outputs []*Node // the values the step returns
+	Meta    map[string]string
+}
+
+// New returns an empty graph.
+func New(name string) *Graph { return &Graph{Name: name} }
+
+// Add appends a node applying op to args, inferring its type from the
+// registry. It returns an error naming the op when inference fails.
+func (g *Graph) Add(op Op, args []*Node, attrs Attrs) (*Node, error) {
+	n := &Node{Op: op, Args: args, Attrs: attrs, Layer: -1}
+	info, ok := Lookup(op)
+	if !ok {
+		return nil, fmt.Errorf("ir: unknown op %q", op)
+	}
+	if info.Infer == nil {
+		return nil, fmt.Errorf("ir: op %q needs an explicit type (use AddTyped)", op)
+	}
+	t, err := info.Infer(n)
+	if err != nil {
+		return nil, fmt.Errorf("ir: %s: %w", op, err)
+	}
+	n.Type = t
+	g.append(n)
+	return n, nil
+}
+
+// AddTyped appends a node with a declared result type (leaves, reshape, view,
+// cast) and checks it against the op's rules.
+func (g *Graph) AddTyped(op Op, args []*Node, attrs Attrs, t Type) (*Node, error) {
+	n := &Node{Op: op, Args: args, Attrs: attrs, Type: t, Layer: -1}
+	if err := CheckNode(n); err != nil {
+		return nil, err
+	}
+	g.append(n)
+	return n, nil
+}
+
+func (g *Graph) append(n *Node) {
+	n.ID = len(g.Nodes)
+	g.Nodes = append(g.Nodes, n)
+}
+
+// Insert places n immediately before the node at position pos and renumbers.
+func (g *Graph) Insert(pos int, n *Node) {
+	g.Nodes = append(g.Nodes, nil)
+	copy(g.Nodes[pos+1:], g.Nodes[pos:])
+	g.Nodes[pos] = n
+	g.renumber()
+}
+
+func (g *Graph) renumber() {
+	for i, n := range g.Nodes {
+		n.ID = i
+	}
+}
+
+// Users returns, for each node id, the nodes that use it (in order, with
+// repeats when a node uses a value twice).
+func (g *Graph) Users() [][]*Node {
+	g.renumber()
+	users := make([][]*Node, len(g.Nodes))
+	for _, n := range g.Nodes {
+		for _, a := range n.Args {
+			if a.ID >= 0 && a.ID < len(users) && g.Nodes[a.ID] == a {
+				users[a.ID] = append(users[a.ID], n)
+			}
+		}
+	}
+	return users
+}
+
+// ReplaceUses makes every use of old (as an operand or an output) use new.
+func (g *Graph) ReplaceUses(old, new *Node) int {
+	count := 0
+	for _, n := range g.Nodes {
+		for i, a := range n.Args {
+			if a == old && n != new {
+				n.Args[i] = new
+				count++
+			}
+		}
+	}
+	for i, o := range g.Outputs {
+		if o == old {
+			g.Outputs[i] = new
+			count++
+		}
+	}
+	return count
+}
+
+// Compact removes nodes that no output depends on, except persistent leaves
+// named in keep, and renumbers ids densely. It returns how many were removed.
+func (g *Graph) Compact() int {
+	live := make(map[*Node]bool, len(g.Nodes))
+	var mark func(n *Node)
+	stack := []*Node{}
+	mark = func(n *Node) {
+		stack = append(stack[:0], n)
+		for len(stack) > 0 {
+			x := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if live[x] {
+				continue
+			}
+			live[x] = true
+			stack = append(stack, x.Args...)
+		}
+	}
+	for _, o := range g.Outputs {
+		mark(o)
+	}
+	// Side-effecting nodes (writes into persistent state) stay alive.
+	for _, n := range g.Nodes {
+		if info, ok := Lookup(n.Op); ok && info.SideEffect {
+			mark(n)
+		}
+	}
+	kept := g.Nodes[:0]
+	removed := 0
+	for _, n := range g.Nodes {
+		if live[n] {
+			kept = append(kept, n)
+		} else {
+			removed++
+		}
+	}
+	for i := len(kept); i < len(g.Nodes); i++ {
+		g.Nodes[i] = nil
+	}
+	g.Nodes = kept
+	g.renumber()
+	return removed
+}
+
+// Clone returns a deep copy of the graph (constant data is shared, since it
+// is never mutated in place).
+func (g *Graph) Clone() *Graph {
+	out := &Graph{Name: g.Name, Nodes: make([]*Node, len(g.Nodes))}
+	if g.Meta != nil {
+		out.Meta = make(map[string]string, len(g.Meta))
+		for k, v := range g.Meta {
+			out.Meta[k] = v
+		}
+	}
+	m := make(map[*Node]*Node, len(g.Nodes))
+	for i, n := range g.Nodes {
+		c := *n
+		c.Attrs = n.Attrs.Clone()
+		c.Args = make([]*Node, len(n.Args))
+		for j, a := range n.Args {
+			c.Args[j] = m[a]
+		}
+		m[n] = &c
+		out.Nodes[i] = &c
+	}
+	for _, o := range g.Outputs {
+		out.Outputs = append(out.Outputs, m[o])
+	}
+	out.renumber()
+	return out
+}
+
+// Symbols returns the sorted shape symbols the graph uses.
+func (g *Graph) Symbols() []string {
+	set := map[string]bool{}
+	for _, n := range g.Nodes {
+		for _, s := range n.Type.Shape.Symbols() {
+			set[s] = true
+		}
+		for _, v := range n.Attrs {
+			if d, ok := v.(Dim); ok && d.Sym != "" {
+				set[d.Sym] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for s := range set {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Specialize returns a static copy of g with every symbol bound, verified.
+func (g *Graph) Specialize(b Bindings) (*Graph, error) {
+	out := g.Clone()
+	for _, n := range out.Nodes {
+		t, err := n.Type.Shape.Eval(b)
+		if err != nil {
+			return nil, fmt.Errorf("ir: specialize %s (%s %q): %w", n, n.Op, n.Name, err)
+		}
+		n.Type.Shape = t
+		for k, v := range n.Attrs {
+			if d, ok := v.(Dim); ok {
+				x, err := d.Eval(b)
+				if err != nil {
+					return nil, fmt.Errorf("ir: specialize %s attr %s: %w", n, k, err)
+				}
+				n.Attrs[k] = C(x)
+			}
+		}
+	}
+	if err := Verify(out); err != nil {
+		return nil, fmt.Errorf("ir: specialize with %s: %w", b, err)
+	}
+	return out, nil
+}
+
+// IsStatic reports whether every shape is constant.
+func (g *Graph) IsStatic() bool {
+	for _, n := range g.Nodes {
+		if !n.Type.Shape.IsStatic() {
+			return false
+		}
+	}
+	return true
+}
+
+// OpCounts counts nodes per op, leaves excluded.
+func (g *Graph) OpCounts() map[string]int {
+	m := map[string]int{}
+	for _, n := range g.Nodes {
+		if !n.IsLeaf() {
+			m[string(n.Op)]++
+		}
+	}
+	return m
+}
+
+// NumOps is the number of non-leaf nodes.
+func (g *Graph) NumOps() int {
+	c := 0
+	for _, n := range g.Nodes {
+		if !n.IsLeaf() {
+			c++
+		}
+	}
+	return c
+}
+
+// Find returns the first node with the given name, or nil.
+func (g *Graph) Find(name string) *Node {
+	for _, n := range g.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Leaves returns the leaf nodes of the given op (input, weight, state, const).
+func (g *Graph) Leaves(op Op) []*Node {
+	var out []*Node
+	for _, n := range g.Nodes {
+		if n.Op == op {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,66 @@
+package ir
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Verify checks the graph's invariants: ids are dense and match positions,
+// every operand comes earlier (so the node order is a topological order and
+// the graph is acyclic), every node passes its op's checks, outputs belong to
+// the graph, and, for a static graph, every view stays inside its storage.
+// It reports up to ten problems, each naming the node.
+func Verify(g *Graph) error {
+	if g == nil {
+		return errors.New("ir: verify: nil graph")
+	}
+	var errs []error
+	add := func(n *Node, format string, args ...any) {
+		if len(errs) < 10 {
+			errs = append(errs, fmt.Errorf("%s (%s %q): %s", n, n.Op, n.Name, fmt.Sprintf(format, args...)))
+		}
+	}
+	pos := make(map[*Node]int, len(g.Nodes))
+	for i, n := range g.Nodes {
+		if n == nil {
+			errs = append(errs, fmt.Errorf("node %d is nil", i))
+			continue
+		}
+		if _, dup := pos[n]; dup {
+			add(n, "appears twice in the node list")
+			continue
+		}
+		if n.ID != i {
+			add(n, "id %d at position %d", n.ID, i)
+		}
+		for j, a := range n.Args {
+			p, ok := pos[a]
+			switch {
+			case a == nil:
+				add(n, "operand %d is nil", j)
+			case !ok:
+				add(n, "operand %d (%s) is not defined before its use", j, a)
+			case p >= i:
+				add(n, "operand %d comes after its use", j)
+			}
+		}
+		pos[n] = i
+		if err := CheckNode(n); err != nil {
+			add(n, "%v", err)
+		}
+	}
+	for i, o := range g.Outputs {
+		if _, ok := pos[o]; !ok {
+			errs = append(errs, fmt.Errorf("output %d is not a node of the graph", i))
+		}
+	}
+	if len(errs) == 0 && g.IsStatic() {
+		if _, err := Layouts(g); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("ir: verify %q: %w", g.Name, errors.Join(errs...))
+}

@@ -1,0 +1,312 @@
+// Package models turns a GGUF model into an ir.Graph for one forward step.
+//
+// A builder reads every hyper-parameter from GGUF metadata (falling back to
+// llama.cpp's defaults where a key is missing) and emits the same sequence
+// of ops llama.cpp's graph builder does at commit c392e50, so the graph can
+// be checked node for node against llama.cpp's recorded graphs and the
+// memory planner's ggml-alloc mode reproduces llama.cpp's compute buffer.
+//
+// The graph is symbolic in n_tokens (tokens in this step), n_kv (KV cells
+// attended to) and n_outputs (rows that produce logits); ir.Graph.Specialize
+// binds them for prefill, decode or the worst case.
+//
+// Inputs (ir "input" leaves, by name):
+//
+//	inp_tokens   i32[n_tokens]                 token ids
+//	inp_pos      i32[n_tokens]                 positions
+//	kv_idx       i64[n_tokens]                 KV cell each token is written to (set_rows mode)
+//	KQ_mask      f32[n_kv, pad(n_tokens,64)]   0 or -inf, as llama.cpp builds it
+//	inp_out_ids  i32[n_outputs]                rows whose logits are returned
+//
+// Each layer owns two "state" leaves, cache_k_l<i> and cache_v_l<i>. In the
+// default set_rows mode they are [n_embd_kv, n_ctx] row tables written by a
+// row scatter whose destination address never moves; in cpy mode (llama.cpp
+// c392e50's own graph, kept to reproduce the seeds' graph-replay problem)
+// the new rows are copied into a view whose byte offset moves with kv_head.
+package models
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/ir"
+)
+
+// KVWrite selects how new K/V rows reach the cache.
+type KVWrite int
+
+const (
+	// KVSetRows scatters rows by index into the whole cache (the default).
+	KVSetRows KVWrite = iota
+	// KVCpy copies into a view at kv_head, as llama.cpp c392e50 does.
+	KVCpy
+)
+
+func (k KVWrite) String() string {
+	if k == KVCpy {
+		return "cpy"
+	}
+	return "set_rows"
+}
+
+// ParseKVWrite parses "set_rows" or "cpy".
+func ParseKVWrite(s string) (KVWrite, error) {
+	switch s {
+	case "set_rows", "":
+		return KVSetRows, nil
+	case "cpy":
+		return KVCpy, nil
+	}
+	return 0, fmt.Errorf("models: unknown KV write mode %q (want set_rows or cpy)", s)
+}
+
+// KVCacheType is the KV cache element type.
+type KVCacheType int
+
+const (
+	// KVF16 stores K and V as f16, as llama.cpp does by default.
+	KVF16 KVCacheType = iota
+	// KVF32 stores them as f32.
+	KVF32
+)
+
+// DType returns the IR dtype of the cache.
+func (k KVCacheType) DType() ir.DType {
+	if k == KVF32 {
+		return ir.F32
+	}
+	return ir.F16
+}
+
+// String is "f16" or "f32".
+func (k KVCacheType) String() string { return k.DType().String() }
+
+// ParseKVCacheType parses "f16" or "f32".
+func ParseKVCacheType(s string) (KVCacheType, error) {
+	switch s {
+	case "f16", "":
+		return KVF16, nil
+	case "f32":
+		return KVF32, nil
+	}
+	return 0, fmt.Errorf("models: KV cache type %q is not supported (f16 or f32)", s)
+}
+
+// Options control graph construction.
+type Options struct {
+	NCtx    int64       // KV cache cells (llama.cpp's n_ctx); 0 means 256
+	KVType  KVCacheType // KV cache element type: f16 (the default, as llama.cpp) or f32
+	KVWrite KVWrite
+}
+
+// Symbols used by every builder.
+const (
+	SymTokens  = "n_tokens"
+	SymKV      = "n_kv"
+	SymOutputs = "n_outputs"
+	SymKVHead  = "kv_head" // cpy mode only: the first cell written this step
+	// MaskPad is GGML_KQ_MASK_PAD: mask rows are padded to a multiple of it.
+	MaskPad = 64
+	// KVPad is the granularity llama.cpp pads n_kv to.
+	KVPad = 32
+)
+
+// HParams are the hyper-parameters a builder needs, after defaults.
+type HParams struct {
+	Arch          string
+	NVocab        int64
+	NCtxTrain     int64
+	NEmbd         int64
+	NLayer        int64
+	NHead         int64
+	NHeadKV       int64
+	NFF           int64
+	HeadDimK      int64
+	HeadDimV      int64
+	NRot          int64
+	RMSEps        float64
+	RopeFreqBase  float64
+	RopeFreqScale float64
+	RopeMode      int64 // 0 = NORM (llama), 2 = NEOX (qwen2)
+	RopeExtFactor float64
+	RopeAttn      float64
+	NCtxOrig      int64
+	AttnScale     float64 // 0: 1/sqrt(head_dim)
+}
+
+// Weight describes one weight tensor: its GGUF type and ggml dims.
+type Weight struct {
+	Type ir.DType
+	Ne   [4]int64
+}
+
+// WeightLookup resolves a GGUF tensor name.
+type WeightLookup func(name string) (Weight, bool)
+
+// Model is a built graph with the facts a runtime needs.
+type Model struct {
+	Graph   *ir.Graph
+	HParams HParams
+	Options Options
+}
+
+// Build reads the architecture from the file and builds its graph.
+func Build(f *gguf.File, opts Options) (*Model, error) {
+	hp, err := ReadHParams(f)
+	if err != nil {
+		return nil, err
+	}
+	lookup := func(name string) (Weight, bool) {
+		ti, ok := f.Tensor(name)
+		if !ok {
+			return Weight{}, false
+		}
+		return Weight{Type: ir.DType(ti.Type), Ne: ti.Ne}, true
+	}
+	return BuildHParams(hp, lookup, opts)
+}
+
+// BuildHParams builds a graph from hyper-parameters and a weight lookup, so a
+// model's graph can be made without its file (planner benchmarks at the
+// shapes of models we do not ship).
+func BuildHParams(hp HParams, lookup WeightLookup, opts Options) (*Model, error) {
+	if opts.NCtx == 0 {
+		opts.NCtx = 256
+	}
+	if opts.KVType != KVF16 && opts.KVType != KVF32 {
+		return nil, fmt.Errorf("models: KV cache type %d is not supported (f16 or f32)", opts.KVType)
+	}
+	if opts.NCtx < 1 || opts.NCtx > 1<<24 {
+		return nil, fmt.Errorf("models: n_ctx %d out of range", opts.NCtx)
+	}
+	switch hp.Arch {
+	case "llama", "qwen2", "mistral":
+		b := &builder{hp: hp, lookup: lookup, opts: opts}
+		g, err := b.build()
+		if err != nil {
+			return nil, fmt.Errorf("models: %s: %w", hp.Arch, err)
+		}
+		return &Model{Graph: g, HParams: hp, Options: opts}, nil
+	}
+	return nil, fmt.Errorf("models: architecture %q is not supported (llama, qwen2)", hp.Arch)
+}
+
+// ReadHParams reads hyper-parameters from GGUF metadata with llama.cpp's defaults.
+func ReadHParams(f *gguf.File) (HParams, error) {
+	arch := f.Arch()
+	if arch == "" {
+		return HParams{}, fmt.Errorf("models: %s: no general.architecture key", "model")
+	}
+	hp := HParams{Arch: arch}
+	key := func(s string) string { return arch + "." + s }
+	req := func(s string) (int64, error) {
+		v, ok := f.GetUint(key(s))
+		if !ok {
+			return 0, fmt.Errorf("models: missing metadata key %q", key(s))
+		}
+		if v == 0 || v > 1<<31 {
+			return 0, fmt.Errorf("models: metadata key %q = %d is out of range", key(s), v)
+		}
+		return int64(v), nil
+	}
+	var err error
+	if hp.NEmbd, err = req("embedding_length"); err != nil {
+		return hp, err
+	}
+	if hp.NLayer, err = req("block_count"); err != nil {
+		return hp, err
+	}
+	if hp.NHead, err = req("attention.head_count"); err != nil {
+		return hp, err
+	}
+	if hp.NFF, err = req("feed_forward_length"); err != nil {
+		return hp, err
+	}
+	hp.NHeadKV = hp.NHead
+	if v, ok := f.GetUint(key("attention.head_count_kv")); ok {
+		hp.NHeadKV = int64(v)
+	}
+	if hp.NHeadKV == 0 || hp.NHead%hp.NHeadKV != 0 {
+		return hp, fmt.Errorf("models: n_head %d is not a multiple of n_head_kv %d", hp.NHead, hp.NHeadKV)
+	}
+	if hp.NEmbd%hp.NHead != 0 {
+		return hp, fmt.Errorf("models: n_embd %d is not a multiple of n_head %d", hp.NEmbd, hp.NHead)
+	}
+	hp.HeadDimK = hp.NEmbd / hp.NHead
+	hp.HeadDimV = hp.HeadDimK
+	if v, ok := f.GetUint(key("attention.key_length")); ok && v > 0 {
+		hp.HeadDimK = int64(v)
+	}
+	if v, ok := f.GetUint(key("attention.value_length")); ok && v > 0 {
+		hp.HeadDimV = int64(v)
+	}
+	hp.NRot = hp.HeadDimK
+	if v, ok := f.GetUint(key("rope.dimension_count")); ok && v > 0 {
+		hp.NRot = int64(v)
+	}
+	hp.NCtxTrain = 2048
+	if v, ok := f.GetUint(key("context_length")); ok && v > 0 {
+		hp.NCtxTrain = int64(v)
+	}
+	hp.RMSEps = 1e-5
+	if v, ok := f.GetFloat(key("attention.layer_norm_rms_epsilon")); ok {
+		hp.RMSEps = v
+	}
+	hp.RopeFreqBase = 10000
+	if v, ok := f.GetFloat(key("rope.freq_base")); ok && v > 0 {
+		hp.RopeFreqBase = v
+	}
+	// Rope scaling: llama.cpp reads rope.scaling.factor, or the older
+	// rope.scale_linear; the frequency scale is its inverse.
+	scale := 0.0
+	if v, ok := f.GetFloat(key("rope.scale_linear")); ok {
+		scale = v
+	}
+	if v, ok := f.GetFloat(key("rope.scaling.factor")); ok {
+		scale = v
+	}
+	hp.RopeFreqScale = 1
+	if scale != 0 {
+		hp.RopeFreqScale = 1 / scale
+	}
+	stype, _ := f.GetString(key("rope.scaling.type"))
+	switch stype {
+	case "", "none", "linear":
+	case "yarn":
+		hp.RopeExtFactor = 1
+	default:
+		return hp, fmt.Errorf("models: rope scaling type %q is not supported", stype)
+	}
+	if stype == "none" {
+		hp.RopeFreqScale = 1
+	}
+	hp.RopeAttn = 1
+	hp.NCtxOrig = hp.NCtxTrain
+	if v, ok := f.GetUint(key("rope.scaling.original_context_length")); ok && v > 0 {
+		hp.NCtxOrig = int64(v)
+	}
+	if v, ok := f.GetFloat(key("attention.scale")); ok {
+		hp.AttnScale = v
+	}
+	if arch == "qwen2" {
+		hp.RopeMode = 2
+	}
+	hp.NVocab = 0
+	if toks, ok := f.GetStrings("tokenizer.ggml.tokens"); ok {
+		hp.NVocab = int64(len(toks))
+	}
+	if v, ok := f.GetUint(key("vocab_size")); ok && v > 0 {
+		hp.NVocab = int64(v)
+	}
+	if ti, ok := f.Tensor("token_embd.weight"); ok {
+		hp.NVocab = ti.Ne[1]
+	}
+	if hp.NVocab == 0 {
+		return hp, fmt.Errorf("models: cannot tell the vocabulary size")
+	}
+	if math.IsNaN(hp.RMSEps) || hp.RMSEps < 0 {
+		return hp, fmt.Errorf("models: bad rms epsilon %v", hp.RMSEps)
+	}
+	return hp, nil
+}
