@@ -142,7 +142,10 @@ func formatAttr(v any) string {
 	case string:
 		return strconv.Quote(x)
 	case Dim:
-		if x.IsConst() {
+		// A bare constant would read back as an int64, and a symbol spelt
+		// like a keyword as that keyword.
+		switch {
+		case x.IsConst(), x.Sym == "true", x.Sym == "false", x.Sym == "inf", x.Sym == "nan":
 			return "dim(" + x.String() + ")"
 		}
 		return x.String()

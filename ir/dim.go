@@ -70,8 +70,19 @@ func (d Dim) Eval(b Bindings) (int64, error) {
 	if !ok {
 		return 0, fmt.Errorf("symbol %q is not bound", d.Sym)
 	}
-	v *= d.scale()
+	if v < 0 {
+		return 0, fmt.Errorf("symbol %q is bound to %d, want >= 0", d.Sym, v)
+	}
+	const limit = 1 << 62
+	k := d.scale()
+	if k < 1 || v > limit/k {
+		return 0, fmt.Errorf("dimension %s with %s=%d is out of range", d, d.Sym, v)
+	}
+	v *= k
 	if d.Align > 1 {
+		if d.Align > limit-v {
+			return 0, fmt.Errorf("dimension %s with %s=%d is out of range", d, d.Sym, v)
+		}
 		v = (v + d.Align - 1) / d.Align * d.Align
 	}
 	return v, nil
@@ -138,6 +149,28 @@ func ParseDim(s string) (Dim, error) {
 		return Dim{}, fmt.Errorf("dimension %q: %q is not a symbol name", s, sym)
 	}
 	return Dim{Sym: sym, Scale: k}.norm(), nil
+}
+
+// check reports whether d can be written and read back by the text format:
+// a non-negative constant, or a symbol name with a factor and alignment in
+// the ranges ParseDim accepts.
+func (d Dim) check() error {
+	if d.Sym == "" {
+		if d.Val < 0 {
+			return fmt.Errorf("negative dimension %d", d.Val)
+		}
+		return nil
+	}
+	if !isIdent(d.Sym) {
+		return fmt.Errorf("dimension symbol %q is not an identifier", d.Sym)
+	}
+	if d.Scale < 0 || d.Scale > 1<<40 {
+		return fmt.Errorf("dimension %s: factor %d out of range", d.Sym, d.Scale)
+	}
+	if d.Align < 0 || d.Align > 1<<30 {
+		return fmt.Errorf("dimension %s: alignment %d out of range", d.Sym, d.Align)
+	}
+	return nil
 }
 
 func isIdent(s string) bool {
@@ -364,10 +397,13 @@ func (t Type) Bytes() (int64, error) {
 	}
 	row, err := t.DType.RowBytes(ne[0])
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("type %s: %w", t, err)
 	}
 	n := row
 	for _, d := range ne[1:] {
+		if d < 0 {
+			return 0, fmt.Errorf("type %s: negative dimension", t)
+		}
 		if d != 0 && n > (1<<62)/d {
 			return 0, fmt.Errorf("type %s: size overflows", t)
 		}

@@ -1,6 +1,9 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // DType is an element type. Its values are ggml's type ids (ggml.h), so a
 // GGUF tensor type converts to a DType with a plain conversion.
@@ -101,8 +104,14 @@ func (t DType) RowBytes(n int64) (int64, error) {
 	if !ok {
 		return 0, fmt.Errorf("unknown dtype %d", uint32(t))
 	}
+	if n < 0 {
+		return 0, fmt.Errorf("%s: row of %d elements", info.name, n)
+	}
 	if n%info.blockSize != 0 {
 		return 0, fmt.Errorf("%s: row of %d elements is not a multiple of the block size %d", info.name, n, info.blockSize)
+	}
+	if n/info.blockSize > math.MaxInt64/info.typeSize {
+		return 0, fmt.Errorf("%s: row of %d elements overflows", info.name, n)
 	}
 	return n / info.blockSize * info.typeSize, nil
 }

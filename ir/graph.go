@@ -43,7 +43,8 @@ type Graph struct {
 func New(name string) *Graph { return &Graph{Name: name} }
 
 // Add appends a node applying op to args, inferring its type from the
-// registry. It returns an error naming the op when inference fails.
+// registry, and checks it as AddTyped does. It returns an error naming the op
+// when the operands are wrong or inference fails.
 func (g *Graph) Add(op Op, args []*Node, attrs Attrs) (*Node, error) {
 	n := &Node{Op: op, Args: args, Attrs: attrs, Layer: -1}
 	info, ok := Lookup(op)
@@ -53,11 +54,18 @@ func (g *Graph) Add(op Op, args []*Node, attrs Attrs) (*Node, error) {
 	if info.Infer == nil {
 		return nil, fmt.Errorf("ir: op %q needs an explicit type (use AddTyped)", op)
 	}
+	// Infer indexes the operands, so arity comes first.
+	if err := checkOperands(n, info); err != nil {
+		return nil, fmt.Errorf("ir: %w", err)
+	}
 	t, err := info.Infer(n)
 	if err != nil {
 		return nil, fmt.Errorf("ir: %s: %w", op, err)
 	}
 	n.Type = t
+	if err := CheckNode(n); err != nil {
+		return nil, fmt.Errorf("ir: %w", err)
+	}
 	g.append(n)
 	return n, nil
 }
@@ -127,8 +135,9 @@ func (g *Graph) ReplaceUses(old, new *Node) int {
 	return count
 }
 
-// Compact removes nodes that no output depends on, except persistent leaves
-// named in keep, and renumbers ids densely. It returns how many were removed.
+// Compact removes nodes that no output depends on, except side-effecting
+// nodes (writes into persistent state, such as set_rows and cpy) and what they
+// depend on, and renumbers ids densely. It returns how many were removed.
 func (g *Graph) Compact() int {
 	live := make(map[*Node]bool, len(g.Nodes))
 	var mark func(n *Node)
@@ -233,7 +242,7 @@ func (g *Graph) Specialize(b Bindings) (*Graph, error) {
 			if d, ok := v.(Dim); ok {
 				x, err := d.Eval(b)
 				if err != nil {
-					return nil, fmt.Errorf("ir: specialize %s attr %s: %w", n, k, err)
+					return nil, fmt.Errorf("ir: specialize %s (%s %q) attribute %s: %w", n, n.Op, n.Name, k, err)
 				}
 				n.Attrs[k] = C(x)
 			}

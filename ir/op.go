@@ -143,19 +143,33 @@ func CheckNode(n *Node) error {
 	if !ok {
 		return fmt.Errorf("unknown op %q", n.Op)
 	}
-	if len(n.Args) < info.MinArgs || len(n.Args) > info.MaxArgs {
-		if info.MinArgs == info.MaxArgs {
-			return fmt.Errorf("%s takes %d operands, got %d", n.Op, info.MinArgs, len(n.Args))
-		}
-		return fmt.Errorf("%s takes %d to %d operands, got %d", n.Op, info.MinArgs, info.MaxArgs, len(n.Args))
+	if err := checkOperands(n, info); err != nil {
+		return err
 	}
-	for i, a := range n.Args {
-		if a == nil {
-			return fmt.Errorf("%s: operand %d is nil", n.Op, i)
+	for _, k := range n.Attrs.Keys() {
+		if !isIdent(k) {
+			return fmt.Errorf("%s: attribute name %q is not an identifier", n.Op, k)
+		}
+		switch v := n.Attrs[k].(type) {
+		case int64, float64, bool, string, []int64, []float64:
+		case Dim:
+			if err := v.check(); err != nil {
+				return fmt.Errorf("%s: attribute %s: %w", n.Op, k, err)
+			}
+		default:
+			return fmt.Errorf("%s: attribute %s has unsupported type %T", n.Op, k, n.Attrs[k])
 		}
 	}
 	if !n.Type.DType.Known() {
 		return fmt.Errorf("%s: unknown dtype %d", n.Op, uint32(n.Type.DType))
+	}
+	if n.Data != nil && n.Op != OpConst {
+		return fmt.Errorf("%s: only const nodes hold data", n.Op)
+	}
+	for _, d := range n.Type.Shape {
+		if err := d.check(); err != nil {
+			return fmt.Errorf("%s: type %s: %w", n.Op, n.Type, err)
+		}
 	}
 	if info.Infer != nil {
 		t, err := info.Infer(n)
@@ -169,6 +183,22 @@ func CheckNode(n *Node) error {
 	if info.Check != nil {
 		if err := info.Check(n); err != nil {
 			return fmt.Errorf("%s: %w", n.Op, err)
+		}
+	}
+	return nil
+}
+
+// checkOperands checks the operand count and that no operand is nil.
+func checkOperands(n *Node, info *OpInfo) error {
+	if len(n.Args) < info.MinArgs || len(n.Args) > info.MaxArgs {
+		if info.MinArgs == info.MaxArgs {
+			return fmt.Errorf("%s takes %d operands, got %d", n.Op, info.MinArgs, len(n.Args))
+		}
+		return fmt.Errorf("%s takes %d to %d operands, got %d", n.Op, info.MinArgs, info.MaxArgs, len(n.Args))
+	}
+	for i, a := range n.Args {
+		if a == nil {
+			return fmt.Errorf("%s: operand %d is nil", n.Op, i)
 		}
 	}
 	return nil
@@ -258,6 +288,9 @@ func init() {
 			src, idx := n.Args[0].Type, n.Args[1].Type
 			if idx.DType != I32 && idx.DType != I64 {
 				return Type{}, fmt.Errorf("index must be i32 or i64, got %s", idx.DType)
+			}
+			if !src.Shape[2].Equal(idx.Shape[1]) {
+				return Type{}, fmt.Errorf("dim 2 of %s differs from dim 1 of the index %s", src, idx)
 			}
 			dt := F32
 			if src.DType == I32 {

@@ -22,6 +22,7 @@ func Parse(r io.Reader) (*Graph, error) {
 	state := 0 // 0: before header, 1: in body, 2: after closing brace
 	for sc.Scan() {
 		lineNo++
+		p.line = lineNo
 		line := strings.TrimSpace(sc.Text())
 		if line == "" || strings.HasPrefix(line, "//") {
 			continue
@@ -52,7 +53,14 @@ func Parse(r io.Reader) (*Graph, error) {
 		return nil, fmt.Errorf("ir: parse line %d: %w", lineNo+1, err)
 	}
 	if state != 2 {
-		return nil, fmt.Errorf("ir: parse: missing closing brace")
+		return nil, fmt.Errorf("ir: parse line %d: missing closing brace at the end of the input", lineNo)
+	}
+	// Every node passed CheckNode as it was read; what is left for Verify is
+	// the layout of a static graph, which is checked here to name the line.
+	if p.g.IsStatic() {
+		if _, bad, err := layouts(p.g); err != nil {
+			return nil, fmt.Errorf("ir: parse line %d: %w", p.lines[bad], err)
+		}
 	}
 	if err := Verify(p.g); err != nil {
 		return nil, err
@@ -66,6 +74,8 @@ func ParseString(s string) (*Graph, error) { return Parse(strings.NewReader(s)) 
 type parser struct {
 	g      *Graph
 	labels map[string]*Node
+	line   int   // the line being parsed
+	lines  []int // the line of each node
 }
 
 func clip(s string) string {
@@ -96,10 +106,14 @@ func (p *parser) meta(s string) error {
 	if err != nil {
 		return fmt.Errorf("meta value must be a quoted string")
 	}
+	key := strings.TrimSpace(s[:i])
+	if !validMetaKey(key) {
+		return fmt.Errorf("meta wants key=\"value\" with a non-empty key on one line")
+	}
 	if p.g.Meta == nil {
 		p.g.Meta = map[string]string{}
 	}
-	p.g.Meta[strings.TrimSpace(s[:i])] = v
+	p.g.Meta[key] = v
 	return nil
 }
 
@@ -197,8 +211,7 @@ func (p *parser) node(line string) error {
 		return fmt.Errorf("want op(args)")
 	}
 	n := &Node{Op: Op(rest[:lp]), Layer: -1}
-	info, ok := Lookup(n.Op)
-	if !ok {
+	if _, ok := Lookup(n.Op); !ok {
 		return fmt.Errorf("unknown op %q", clip(rest[:lp]))
 	}
 	rest = rest[lp:]
@@ -293,12 +306,15 @@ func (p *parser) node(line string) error {
 	if n.Op == OpConst && n.Data == nil {
 		n.Data = []byte{}
 	}
-	_ = info
+	if n.Op != OpConst && n.Data != nil {
+		return fmt.Errorf("%s node with data= (only const nodes hold data)", n.Op)
+	}
 	if err := CheckNode(n); err != nil {
 		return err
 	}
 	p.labels[label] = n
 	p.g.append(n)
+	p.lines = append(p.lines, p.line)
 	return nil
 }
 

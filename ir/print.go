@@ -112,13 +112,13 @@ func PrintTable(w io.Writer, g *Graph) error {
 		}
 		args := make([]string, len(n.Args))
 		for j, a := range n.Args {
-			args[j] = "%" + strconv.Itoa(a.ID)
+			args[j] = tableRef(a)
 		}
 		rows = append(rows, []string{strconv.Itoa(i), opcode, n.Name, string(n.Op), "(" + strings.Join(args, ", ") + ")", n.Attrs.String(), n.Type.String()})
 	}
 	outs := make([]string, len(g.Outputs))
 	for j, o := range g.Outputs {
-		outs[j] = "%" + strconv.Itoa(o.ID)
+		outs[j] = tableRef(o)
 	}
 	rows = append(rows, []string{"", "output", "output", "output", "(" + strings.Join(outs, ", ") + ")", "", ""})
 	width := make([]int, len(rows[0]))
@@ -131,18 +131,27 @@ func PrintTable(w io.Writer, g *Graph) error {
 	}
 	bw := bufio.NewWriter(w)
 	for _, r := range rows {
+		var line strings.Builder
 		for c, s := range r {
 			if c == len(r)-1 {
-				bw.WriteString(s)
+				line.WriteString(s)
 				break
 			}
 			if len(s) > 60 {
 				s = s[:57] + "..."
 			}
-			bw.WriteString(s)
-			bw.WriteString(strings.Repeat(" ", width[c]-len(s)+2))
+			line.WriteString(s)
+			line.WriteString(strings.Repeat(" ", width[c]-len(s)+2))
 		}
+		bw.WriteString(strings.TrimRight(line.String(), " "))
 		bw.WriteByte('\n')
 	}
 	return bw.Flush()
+}
+
+func tableRef(n *Node) string {
+	if n == nil {
+		return "%?"
+	}
+	return "%" + strconv.Itoa(n.ID)
 }

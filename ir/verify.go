@@ -3,6 +3,8 @@ package ir
 import (
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 )
 
 // Verify checks the graph's invariants: ids are dense and match positions,
@@ -20,10 +22,17 @@ func Verify(g *Graph) error {
 			errs = append(errs, fmt.Errorf("%s (%s %q): %s", n, n.Op, n.Name, fmt.Sprintf(format, args...)))
 		}
 	}
+	for _, k := range sortedKeys(g.Meta) {
+		if !validMetaKey(k) {
+			errs = append(errs, fmt.Errorf("meta key %q cannot be printed (empty, padded, or holding '=' or a newline)", k))
+		}
+	}
 	pos := make(map[*Node]int, len(g.Nodes))
 	for i, n := range g.Nodes {
 		if n == nil {
-			errs = append(errs, fmt.Errorf("node %d is nil", i))
+			if len(errs) < 10 {
+				errs = append(errs, fmt.Errorf("node %d is nil", i))
+			}
 			continue
 		}
 		if _, dup := pos[n]; dup {
@@ -50,7 +59,7 @@ func Verify(g *Graph) error {
 		}
 	}
 	for i, o := range g.Outputs {
-		if _, ok := pos[o]; !ok {
+		if _, ok := pos[o]; !ok && len(errs) < 10 {
 			errs = append(errs, fmt.Errorf("output %d is not a node of the graph", i))
 		}
 	}
@@ -63,4 +72,18 @@ func Verify(g *Graph) error {
 		return nil
 	}
 	return fmt.Errorf("ir: verify %q: %w", g.Name, errors.Join(errs...))
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// validMetaKey reports whether a meta key survives Print and Parse.
+func validMetaKey(k string) bool {
+	return k != "" && strings.TrimSpace(k) == k && !strings.ContainsAny(k, "=\n\r")
 }

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/irtool/irtool"
+	"github.com/irtool/irtool/gguf"
+)
+
+// command is one irtool subcommand. Each lives in its own file and
+// registers itself from init.
+type command struct {
+	Name    string // what follows "irtool"
+	Summary string // one line for the command list
+	Usage   string // full help: synopsis line, then a description
+	// Run executes the command with the arguments after its name and
+	// returns the exit status (0 ok, 1 failure, 2 usage error).
+	Run func(args []string, stdout, stderr io.Writer) int
+	// Flags, if set, declares the command's flags on fs so that
+	// "irtool help NAME" can list them. Optional.
+	Flags func(fs *flag.FlagSet)
+}
+
+// commands holds every registered command by name.
+var commands = map[string]*command{}
+
+// canonicalOrder is the order of "irtool help"; commands not listed follow
+// alphabetically.
+var canonicalOrder = []string{"inspect", "tokenize", "compile", "run", "plan", "viz", "passes"}
+
+// register adds a command; it panics on a duplicate or incomplete entry,
+// which is a programming error caught by any test run.
+func register(c *command) {
+	if c.Name == "" || c.Run == nil {
+		panic("irtool: register: command without a name or Run")
+	}
+	if _, dup := commands[c.Name]; dup {
+		panic("irtool: register: duplicate command " + c.Name)
+	}
+	commands[c.Name] = c
+}
+
+// sortedCommands returns the registered commands in help order.
+func sortedCommands() []*command {
+	rank := func(name string) int {
+		if i := slices.Index(canonicalOrder, name); i >= 0 {
+			return i
+		}
+		return len(canonicalOrder)
+	}
+	out := make([]*command, 0, len(commands))
+	for _, c := range commands {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b *command) int {
+		if ra, rb := rank(a.Name), rank(b.Name); ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, `irtool turns GGUF models into compiled, replayable programs and shows each stage.
+
+Usage:
+  irtool COMMAND [ARGS]
+  irtool help [COMMAND]
+
+Commands:
+`)
+	width := 0
+	for _, c := range sortedCommands() {
+		width = max(width, len(c.Name))
+	}
+	for _, c := range sortedCommands() {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.Name, c.Summary)
+	}
+	fmt.Fprint(w, `
+Flags and the model path may come in any order. MODEL defaults to the
+stories260K model embedded in the binary. "irtool help COMMAND" describes a
+command.
+`)
+}
+
+// printCommandHelp writes a command's usage and, when fs has flags, their
+// defaults.
+func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: %s\n", strings.TrimSpace(c.Usage))
+	if fs == nil && c.Flags != nil {
+		fs = flag.NewFlagSet(c.Name, flag.ContinueOnError)
+		c.Flags(fs)
+	}
+	if fs == nil {
+		return
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		out := fs.Output()
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(out)
+	}
+}
+
+func cmdHelp(args []string, stdout, stderr io.Writer) int {
+	switch len(args) {
+	case 0:
+		printUsage(stdout)
+		return 0
+	case 1:
+		c, ok := commands[args[0]]
+		if !ok {
+			fmt.Fprintf(stderr, "irtool help: unknown command %q\n\n", args[0])
+			printUsage(stderr)
+			return 2
+		}
+		printCommandHelp(stdout, c, nil)
+		return 0
+	}
+	fmt.Fprintln(stderr, "usage: irtool help [COMMAND]")
+	return 2
+}
+
+// parseArgs parses args with fs, accepting flags and positional arguments
+// in any order (the flag package alone stops at the first positional), and
+// returns the positionals in order. Everything after "--" is positional.
+// With -h or --help it prints the command's help to fs.Output() and returns
+// flag.ErrHelp.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	if c, ok := commands[fs.Name()]; ok {
+		fs.Usage = func() { printCommandHelp(fs.Output(), c, fs) }
+	}
+	pos := []string{}
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" && !takesValue(fs, args, used-1) {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// takesValue reports whether args[i] is the value of the flag before it
+// ("-p --" gives -p the value "--", which must not end flag parsing).
+func takesValue(fs *flag.FlagSet, args []string, i int) bool {
+	if i == 0 {
+		return false
+	}
+	prev := args[i-1]
+	if !strings.HasPrefix(prev, "-") || prev == "-" || prev == "--" || strings.Contains(prev, "=") {
+		return false
+	}
+	f := fs.Lookup(strings.TrimLeft(prev, "-"))
+	if f == nil {
+		return false
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return false
+	}
+	return true
+}
+
+// openModel opens the GGUF file at path, or parses the embedded stories260K
+// model when path is "". The caller closes the file.
+func openModel(path string) (*gguf.File, error) {
+	if path == "" {
+		return gguf.Parse(irtool.EmbeddedModel, irtool.EmbeddedModelName)
+	}
+	return gguf.Open(path)
+}
+
+// writeJSON writes v as JSON indented by two spaces with a trailing newline.
+// Field order is that of the Go structs, so output is stable; HTML
+// characters are not escaped.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("writing JSON: %w", err)
+	}
+	return nil
+}
+
+// usageError reports a command-line mistake: the command prints it with
+// its usage line and exits 2.
+func usageError(stderr io.Writer, c string, format string, args ...any) int {
+	fmt.Fprintf(stderr, "irtool %s: %s\n", c, fmt.Sprintf(format, args...))
+	if cmd, ok := commands[c]; ok {
+		synopsis, _, _ := strings.Cut(strings.TrimSpace(cmd.Usage), "\n")
+		fmt.Fprintf(stderr, "usage: %s\n", synopsis)
+	}
+	return 2
+}
+
+// flagError handles an error from parseArgs: 0 for -h (help was printed),
+// otherwise 2 (the flag package has already printed the problem).
+func flagError(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}

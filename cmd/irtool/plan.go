@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/irtool/irtool/planner"
+)
+
+func init() {
+	register(&command{
+		Name:    "plan",
+		Summary: "assign arena offsets to a buffer-lifetime instance (CSV) and score them",
+		Usage: `irtool plan INSTANCE.csv [--strategy NAME|best] [--budget 10s] [--align B] [--json]
+
+Reads a static memory-planning instance in the benchmark format shared by
+MiniMalloc and idealloc: a header "id,lower,upper,size", then one buffer per
+line, live over the half-open step range [lower, upper) and needing size
+bytes. Every buffer gets an arena offset so that no two buffers live at the
+same step overlap; the score is arena / lower bound, where the lower bound
+is the largest number of bytes live at one step.
+
+Strategies: naive (no reuse), greedy-size (largest first into the
+smallest gap, TFLite / XLA kSpatial), greedy-lifetime (longest first, XLA
+kTemporal), greedy-breadth (widest step first), online-bestfit (alloc/free
+events in time order through a best-fit free list), search (exact
+branch-and-bound in the style of MiniMalloc on a ladder of capacities, then
+an order search; stops at the lower bound or after --budget), and best (all
+of them, keeping the smallest arena; the default).
+
+--align B rounds every size up to a multiple of B and keeps offsets
+multiples of B (ggml's CPU buffers use 32).
+
+--json prints one object:
+  {"buffers", "lower_bound", "arena", "ratio", "naive", "strategy",
+   "winner", "ms", "strategies": {name: arena}, "strategy_ms": {name: ms}}
+where ratio = arena / lower_bound, naive is the arena without reuse,
+winner is the strategy that produced the arena and ms the wall time.`,
+		Run:   cmdPlan,
+		Flags: func(fs *flag.FlagSet) { declarePlanFlags(fs) },
+	})
+}
+
+type planFlags struct {
+	strategy *string
+	budget   *time.Duration
+	align    *int64
+	asJSON   *bool
+}
+
+func declarePlanFlags(fs *flag.FlagSet) planFlags {
+	return planFlags{
+		strategy: fs.String("strategy", planner.StrategyBest, "strategy `NAME`: "+strings.Join(planner.Strategies(), ", ")),
+		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of search and best"),
+		align:    fs.Int64("align", 1, "alignment of sizes and offsets in `bytes`"),
+		asJSON:   fs.Bool("json", false, "print the report as JSON"),
+	}
+}
+
+func cmdPlan(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fl := declarePlanFlags(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagError(err)
+	}
+	if len(pos) != 1 {
+		return usageError(stderr, "plan", "want one INSTANCE.csv argument, got %d", len(pos))
+	}
+	known := false
+	for _, s := range planner.Strategies() {
+		known = known || s == *fl.strategy
+	}
+	if !known {
+		return usageError(stderr, "plan", "unknown strategy %q (have %s)", *fl.strategy, strings.Join(planner.Strategies(), ", "))
+	}
+	if *fl.budget <= 0 {
+		return usageError(stderr, "plan", "--budget must be positive, got %v", *fl.budget)
+	}
+	if *fl.align < 1 || *fl.align > 1<<30 {
+		return usageError(stderr, "plan", "--align must be in [1, 2^30], got %d", *fl.align)
+	}
+	p, err := planner.ReadCSVFile(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool plan: %v\n", err)
+		return 1
+	}
+	p.Alignment = *fl.align
+	_, rep, err := planner.Solve(context.Background(), p, *fl.strategy, planner.Options{Budget: *fl.budget})
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool plan: %s: %v\n", pos[0], err)
+		return 1
+	}
+	if *fl.asJSON {
+		err = writeJSON(stdout, rep)
+	} else {
+		err = planText(stdout, filepath.Base(pos[0]), *fl.align, rep)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool plan: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// planText prints the report as a short summary and a table of strategies
+// in the order "best" runs them.
+func planText(w io.Writer, name string, align int64, rep *planner.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "instance\t%s (%d buffers, alignment %d)\n", name, rep.Buffers, align)
+	fmt.Fprintf(tw, "lower bound\t%d B\n", rep.LowerBound)
+	fmt.Fprintf(tw, "arena\t%d B\t%.4f x LB, by %s in %.1f ms\n", rep.Arena, rep.Ratio, rep.Winner, rep.MS)
+	fmt.Fprintf(tw, "naive\t%d B\t%.4f x LB\n", rep.Naive, planner.Ratio(rep.Naive, rep.LowerBound))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "strategy\tarena (B)\tx LB\tms")
+	for _, s := range planner.Strategies() {
+		arena, ok := rep.Strategies[s]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.1f\n", s, arena, planner.Ratio(arena, rep.LowerBound), rep.StrategyMS[s])
+	}
+	return tw.Flush()
+}

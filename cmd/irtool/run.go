@@ -1,0 +1,234 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/tokenizer"
+)
+
+func init() {
+	register(&command{
+		Name:    "run",
+		Summary: "generate tokens greedily with a model",
+		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu]
+           [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--json] [--logits]
+
+Runs prefill on the prompt, then greedy decode (argmax, lowest id on ties) for
+N tokens on the CPU reference executor. -p tokenises TEXT with the model's own
+tokenizer (adding BOS as llama.cpp does) and streams the generated text to
+stdout; --tokens takes comma-separated ids. --json prints one object with
+"prompt_tokens", "tokens", "text", "timing" and, with --logits, "logits" (one
+array of n_vocab floats per generated token: the distribution it was chosen
+from).`,
+		Run: cmdRun,
+	})
+}
+
+type runJSON struct {
+	Model        string      `json:"model"`
+	Backend      string      `json:"backend"`
+	PromptTokens []int32     `json:"prompt_tokens"`
+	Tokens       []int32     `json:"tokens"`
+	Text         *string     `json:"text,omitempty"`
+	Timing       runTiming   `json:"timing"`
+	Logits       [][]float32 `json:"logits,omitempty"`
+}
+
+type runTiming struct {
+	LoadMS           float64 `json:"load_ms"`
+	PrefillMS        float64 `json:"prefill_ms"`
+	DecodeTokensPerS float64 `json:"decode_tokens_per_s"`
+}
+
+func parseTokenList(s string) ([]int32, error) {
+	var out []int32
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		v, err := strconv.ParseInt(f, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("--tokens: %q is not a token id", f)
+		}
+		out = append(out, int32(v))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--tokens: no token ids given")
+	}
+	return out, nil
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	prompt := fs.String("p", "", "prompt text")
+	tokens := fs.String("tokens", "", "prompt token ids, comma-separated")
+	n := fs.Int("n", 32, "tokens to generate")
+	backend := fs.String("backend", "cpu", "execution backend: cpu")
+	nctx := fs.Int64("ctx", 0, "KV cache size in tokens (default: prompt + n rounded up to 256)")
+	kvType := fs.String("kv-type", "f16", "KV cache element type: f16 or f32")
+	kvWrite := fs.String("kv-write", "set_rows", "KV cache write: set_rows or cpy")
+	asJSON := fs.Bool("json", false, "print JSON")
+	withLogits := fs.Bool("logits", false, "include each step's logits in the JSON")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(pos) > 1 {
+		fmt.Fprintf(stderr, "irtool run: want at most one model path, got %q\n", pos)
+		return 2
+	}
+	if *backend != "cpu" {
+		fmt.Fprintf(stderr, "irtool run: backend %q is not available yet (cpu)\n", *backend)
+		return 2
+	}
+	if (*prompt == "") == (*tokens == "") {
+		fmt.Fprintln(stderr, "irtool run: give exactly one of -p TEXT or --tokens IDS")
+		return 2
+	}
+	if *n < 0 {
+		fmt.Fprintln(stderr, "irtool run: -n must be >= 0")
+		return 2
+	}
+	modelPath := ""
+	if len(pos) == 1 {
+		modelPath = pos[0]
+	}
+	t0 := time.Now()
+	f, err := openModel(modelPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return 1
+	}
+	defer f.Close()
+	var tok *tokenizer.Tokenizer
+	var ids []int32
+	if *prompt != "" {
+		if tok, err = tokenizer.FromGGUF(f); err != nil {
+			fmt.Fprintf(stderr, "irtool run: %v\n", err)
+			return 1
+		}
+		if ids, err = tok.Encode(*prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}); err != nil {
+			fmt.Fprintf(stderr, "irtool run: %v\n", err)
+			return 1
+		}
+	} else if ids, err = parseTokenList(*tokens); err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return 2
+	} else if t, err := tokenizer.FromGGUF(f); err == nil {
+		tok = t
+	}
+	opts := models.Options{NCtx: *nctx}
+	if opts.KVType, err = models.ParseKVCacheType(*kvType); err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return 2
+	}
+	if opts.KVWrite, err = models.ParseKVWrite(*kvWrite); err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return 2
+	}
+	if opts.NCtx == 0 {
+		need := int64(len(ids) + *n)
+		opts.NCtx = max(256, (need+255)/256*256)
+	}
+	m, err := models.Build(f, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return 1
+	}
+	sess, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return 1
+	}
+	loadMS := float64(time.Since(t0).Microseconds()) / 1000
+
+	var dec *tokenizer.StreamDecoder
+	var text strings.Builder
+	if tok != nil {
+		dec = tok.NewStreamDecoder()
+	}
+	onToken := func(id int32) {
+		if dec == nil {
+			return
+		}
+		piece := dec.Push(id)
+		text.Write(piece)
+		if !*asJSON {
+			stdout.Write(piece)
+		}
+	}
+	if !*asJSON && *prompt != "" {
+		fmt.Fprint(stdout, *prompt)
+	}
+	res, err := sess.Generate(ids, *n, *withLogits, onToken)
+	if err != nil {
+		fmt.Fprintf(stderr, "\nirtool run: %v\n", err)
+		return 1
+	}
+	if dec != nil {
+		rest := dec.Flush()
+		text.Write(rest)
+		if !*asJSON {
+			stdout.Write(rest)
+		}
+	}
+	tps := 0.0
+	if len(res.Tokens) > 1 && res.DecodeMS > 0 {
+		tps = float64(len(res.Tokens)-1) / (res.DecodeMS / 1000)
+	}
+	if !*asJSON {
+		if dec == nil {
+			fmt.Fprintln(stdout, formatIDs(res.Tokens))
+		} else {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stderr, "irtool run: %d prompt tokens, %d generated; load %.1f ms, prefill %.1f ms, decode %.1f tok/s\n",
+			len(ids), len(res.Tokens), loadMS, res.PrefillMS, tps)
+		return 0
+	}
+	out := runJSON{Model: modelName(modelPath), Backend: *backend, PromptTokens: ids, Tokens: res.Tokens,
+		Timing: runTiming{LoadMS: round3(loadMS), PrefillMS: round3(res.PrefillMS), DecodeTokensPerS: round3(tps)}}
+	if out.Tokens == nil {
+		out.Tokens = []int32{}
+	}
+	if dec != nil {
+		s := text.String()
+		out.Text = &s
+	}
+	if *withLogits {
+		out.Logits = res.Logits
+	}
+	if err := writeJSON(stdout, out); err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func formatIDs(ids []int32) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, " ")
+}
+
+func modelName(path string) string {
+	if path == "" {
+		return "embedded:stories260K.gguf"
+	}
+	return path
+}
+
+func round3(x float64) float64 {
+	if math.IsInf(x, 0) || math.IsNaN(x) {
+		return 0
+	}
+	return math.Round(x*1000) / 1000
+}

@@ -1,0 +1,10 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly || android || ios)
+
+package gguf
+
+import "os"
+
+// mapFile reads the whole file: memory mapping is not used on this platform.
+func mapFile(fh *os.File) ([]byte, func() error, error) {
+	return readAll(fh)
+}

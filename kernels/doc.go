@@ -1,0 +1,36 @@
+// Package kernels holds the numeric kernels that both the CPU reference
+// executor and the simulated Ascend device run: get_rows, rms_norm, add,
+// mul, scale, silu, soft_max, rope, cpy, set_rows, mul_mat, and a few fused
+// kernels (RMSNormMul, AddRMSNormMul, SwiGLU, MulMatAdd, RopeSetRows,
+// Attention) that the fusion passes produce.
+//
+// Why one package: every number this project prints is checked against
+// llama.cpp's own output (../shared/reference), so each kernel reproduces
+// the semantics of the corresponding ggml CPU op at llama.cpp commit c392e50
+// (ggml_compute_forward_*, x86-64 AVX2 build), down to where float32
+// rounding happens: the double-precision sum of squares in RMSNorm, the
+// iterative float32 theta of RoPE, softmax's exponentials with ggml's AVX2
+// expf approximation summed in double, F16 activations for F16 weights,
+// Q8_0/Q8_K activation quantisation for quantised weights. On the reference
+// models the logits agree with llama.cpp's to 1e-7 to 1e-5 relative. Having
+// one implementation means the executor and the device simulator cannot
+// disagree, and a pass that rewrites the graph can be checked by running
+// both graphs through the same arithmetic.
+//
+// Tensors are ggml-style views (Tensor): a type, four dims (ne[0]
+// innermost), four byte strides and a byte slice that starts at element
+// [0,0,0,0]. Views, permutations and transposes are metadata only, and every
+// kernel accepts strided operands, as ggml's do. Elementwise kernels may
+// write in place (dst the same view as a source); the matmul and attention
+// kernels refuse a dst that overlaps an operand. Kernels validate shapes,
+// types and bounds and return an error instead of panicking; a recover at
+// each exported entry point turns any remaining out-of-range access into an
+// error too.
+//
+// Matrix multiplication runs on GOMAXPROCS goroutines; every output element
+// is computed by exactly one goroutine with a fixed summation order, so
+// results do not depend on the number of threads. Options.Quant chooses
+// between dequantising quantised weights to float32 (QuantDequant) and
+// ggml's integer path (QuantGGML: activations quantised to Q8_0 or Q8_K as
+// ggml's CPU backend does). See docs/KERNELS.md for the op-by-op notes.
+package kernels

@@ -1,0 +1,202 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+)
+
+// elemGrain is the number of elements below which row loops stay on one
+// goroutine.
+const elemGrain = 1 << 14
+
+// expf is C's expf: exp in float32, correctly rounded in all but a few
+// double-rounding cases (glibc's expf is computed the same way).
+func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
+
+// silu is ggml_silu_f32: x / (1 + expf(-x)).
+func silu(x float32) float32 { return x / (1 + expf(-x)) }
+
+func checkFloat(op, what string, t Tensor) error {
+	if err := t.Validate(); err != nil {
+		return fmt.Errorf("kernels: %s: %s: %w", op, what, err)
+	}
+	if !isFloatType(t.Type) {
+		return fmt.Errorf("kernels: %s: %s %s: type must be f32, f16 or bf16", op, what, t)
+	}
+	return nil
+}
+
+// canRepeat reports whether b can be broadcast over a (ggml_can_repeat):
+// every dim of a is a multiple of b's.
+func canRepeat(b, a Tensor) bool {
+	for i := range MaxDims {
+		if b.Ne[i] == 0 {
+			if a.Ne[i] != 0 {
+				return false
+			}
+			continue
+		}
+		if a.Ne[i]%b.Ne[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// rowIndex splits a flat row number into (i1, i2, i3) for dims ne.
+func rowIndex(r int64, ne [MaxDims]int64) (i1, i2, i3 int64) {
+	i1 = r % ne[1]
+	r /= ne[1]
+	i2 = r % ne[2]
+	i3 = r / ne[2]
+	return
+}
+
+// eachRow runs fn over every row (i1, i2, i3) of shape ne, in parallel
+// chunks when the tensor is large. fn gets two scratch rows of ne[0]
+// floats.
+func eachRow(ne [MaxDims]int64, threads int, fn func(i1, i2, i3 int64, s1, s2 []float32)) {
+	nr := ne[1] * ne[2] * ne[3]
+	if nr == 0 || ne[0] == 0 {
+		return
+	}
+	grain := max(1, int(elemGrain/max(ne[0], 1)))
+	parallelFor(threads, int(nr), grain, func(lo, hi int) {
+		p1, p2 := getF32(int(ne[0])), getF32(int(ne[0]))
+		defer putF32(p1)
+		defer putF32(p2)
+		for r := lo; r < hi; r++ {
+			i1, i2, i3 := rowIndex(int64(r), ne)
+			fn(i1, i2, i3, *p1, *p2)
+		}
+	})
+}
+
+func (t Tensor) rowOff(i1, i2, i3 int64) int64 { return i1*t.Nb[1] + i2*t.Nb[2] + i3*t.Nb[3] }
+
+// binaryOp implements ggml's add/mul: dst = a op b with b repeated over a.
+func binaryOp(op string, dst, a, b Tensor, f func(x, y float32) float32) (err error) {
+	defer guard(op, &err)
+	for _, c := range []struct {
+		what string
+		t    Tensor
+	}{{"dst", dst}, {"src0", a}, {"src1", b}} {
+		if err := checkFloat(op, c.what, c.t); err != nil {
+			return err
+		}
+	}
+	if dst.Ne != a.Ne {
+		return fmt.Errorf("kernels: %s: dst %s and src0 %s differ in shape", op, dst, a)
+	}
+	if !canRepeat(b, a) {
+		return fmt.Errorf("kernels: %s: src1 %s cannot be broadcast over src0 %s", op, b, a)
+	}
+	ne0, ne10 := int(a.Ne[0]), int(b.Ne[0])
+	eachRow(a.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
+		x := srcRow(a, a.rowOff(i1, i2, i3), ne0, s1)
+		y := srcRow(b, b.rowOff(i1%b.Ne[1], i2%b.Ne[2], i3%b.Ne[3]), ne10, s2[:ne10])
+		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
+		if ne10 == ne0 {
+			y = y[:len(x)]
+			out = out[:len(x)]
+			for i := range x {
+				out[i] = f(x[i], y[i])
+			}
+		} else {
+			for r := 0; r < ne0; r += ne10 {
+				for i := range ne10 {
+					out[r+i] = f(x[r+i], y[i])
+				}
+			}
+		}
+		if !direct {
+			storeRow(dst, dst.rowOff(i1, i2, i3), out)
+		}
+	})
+	return nil
+}
+
+// Add computes dst = a + b, with b repeated over a in every dim whose size
+// divides a's (ggml_add). dst has a's shape and may alias a.
+func Add(dst, a, b Tensor) error {
+	return binaryOp("add", dst, a, b, func(x, y float32) float32 { return x + y })
+}
+
+// Mul computes dst = a * b, with b broadcast over a as in Add (ggml_mul).
+func Mul(dst, a, b Tensor) error {
+	return binaryOp("mul", dst, a, b, func(x, y float32) float32 { return x * y })
+}
+
+// unary applies f to every row of src into dst (same shape); f's out may
+// alias x.
+func unary(op string, dst, src Tensor, f func(out, x []float32)) (err error) {
+	defer guard(op, &err)
+	if err := checkFloat(op, "dst", dst); err != nil {
+		return err
+	}
+	if err := checkFloat(op, "src", src); err != nil {
+		return err
+	}
+	if dst.Ne != src.Ne {
+		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
+	}
+	ne0 := int(src.Ne[0])
+	eachRow(src.Ne, 0, func(i1, i2, i3 int64, s1, _ []float32) {
+		x := srcRow(src, src.rowOff(i1, i2, i3), ne0, s1)
+		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
+		f(out[:len(x)], x)
+		if !direct {
+			storeRow(dst, dst.rowOff(i1, i2, i3), out)
+		}
+	})
+	return nil
+}
+
+// Scale computes dst = src * s (ggml_scale).
+func Scale(dst, src Tensor, s float32) error {
+	return unary("scale", dst, src, func(out, x []float32) {
+		for i, v := range x {
+			out[i] = v * s
+		}
+	})
+}
+
+// Silu computes dst = src / (1 + exp(-src)) (ggml_silu), row by row with
+// the exponential llama.cpp's x86 build uses (see siluRow).
+func Silu(dst, src Tensor) error {
+	return unary("silu", dst, src, siluRow)
+}
+
+// SwiGLU computes dst = silu(gate) * up elementwise, bit for bit the same
+// as Silu followed by Mul. gate, up and dst have the same shape.
+func SwiGLU(dst, gate, up Tensor) (err error) {
+	const op = "swiglu"
+	defer guard(op, &err)
+	for _, c := range []struct {
+		what string
+		t    Tensor
+	}{{"dst", dst}, {"gate", gate}, {"up", up}} {
+		if err := checkFloat(op, c.what, c.t); err != nil {
+			return err
+		}
+	}
+	if dst.Ne != gate.Ne || up.Ne != gate.Ne {
+		return fmt.Errorf("kernels: %s: shapes differ: dst %s, gate %s, up %s", op, dst, gate, up)
+	}
+	ne0 := int(gate.Ne[0])
+	eachRow(gate.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
+		g := srcRow(gate, gate.rowOff(i1, i2, i3), ne0, s1)
+		u := srcRow(up, up.rowOff(i1, i2, i3), ne0, s2)
+		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
+		u = u[:len(g)]
+		out = out[:len(g)]
+		siluRow(out, g)
+		for i := range out {
+			out[i] *= u[i]
+		}
+		if !direct {
+			storeRow(dst, dst.rowOff(i1, i2, i3), out)
+		}
+	})
+	return nil
+}

@@ -1,0 +1,501 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/irtool/irtool/gguf"
+)
+
+// QuantMode selects the arithmetic of matrix products with quantised
+// weights.
+type QuantMode int
+
+const (
+	// QuantGGML reproduces llama.cpp's CPU backend: activations are
+	// quantised to the weight type's vec_dot_type (Q8_0 for Q4_0, Q5_0 and
+	// Q8_0 weights, Q8_K for Q2_K … Q6_K) and multiplied with exact integer
+	// dot products per block, scaled in float32. Weight types without an
+	// integer path here (Q4_1, Q5_1, …) fall back to QuantDequant.
+	QuantGGML QuantMode = iota
+	// QuantDequant dequantises each weight row to float32 (exactly as
+	// ggml's to_float) and takes float32 dot products with the unrounded
+	// activations: what llama.cpp computes on an F32 file holding the
+	// dequantised weights (the reference's *.dequant-f32 runs).
+	QuantDequant
+)
+
+// String names the mode as the CLI spells it.
+func (m QuantMode) String() string {
+	switch m {
+	case QuantDequant:
+		return "dequant"
+	case QuantGGML:
+		return "ggml"
+	}
+	return fmt.Sprintf("QuantMode(%d)", int(m))
+}
+
+// ParseQuantMode maps "dequant" or "ggml" to a QuantMode.
+func ParseQuantMode(s string) (QuantMode, error) {
+	switch s {
+	case "dequant":
+		return QuantDequant, nil
+	case "ggml":
+		return QuantGGML, nil
+	}
+	return 0, fmt.Errorf("kernels: unknown quant mode %q (want dequant or ggml)", s)
+}
+
+// Options are the numeric options of the kernels that have a choice.
+type Options struct {
+	// Quant selects the arithmetic of matmuls with quantised weights.
+	Quant QuantMode
+	// Threads bounds the goroutines of one matmul (0 = GOMAXPROCS). The
+	// results do not depend on it.
+	Threads int
+}
+
+// matmul kinds.
+type mmKind int
+
+const (
+	mmFloat mmKind = iota // a rows as float32, b float32 (rounded to a's vec_dot_type)
+	mmQ8_0                // a unpacked to int8 blocks of 32, b quantised to Q8_0
+	mmQ8_K                // a unpacked K-quant, b quantised to Q8_K
+)
+
+// matmul is one prepared product: the activation columns converted once.
+type matmul struct {
+	kind   mmKind
+	a, b   Tensor
+	k      int   // inner dimension
+	n      int64 // columns per b batch (b.Ne[1])
+	bf     []float32
+	bq     q8Row
+	aView  bool // a rows can be read in place as float32
+	raw    bool // a rows are multiplied straight from their bytes (few columns)
+	r2, r3 int64
+}
+
+func checkMulMat(op string, dst, a, b Tensor) error {
+	if err := a.Validate(); err != nil {
+		return fmt.Errorf("kernels: %s: src0: %w", op, err)
+	}
+	if err := b.Validate(); err != nil {
+		return fmt.Errorf("kernels: %s: src1: %w", op, err)
+	}
+	if err := dst.Validate(); err != nil {
+		return fmt.Errorf("kernels: %s: dst: %w", op, err)
+	}
+	if !canLoad(a.Type) || a.Type.BlockSize() == 1 && !isFloatType(a.Type) {
+		return fmt.Errorf("kernels: %s: src0 type %s is not supported", op, a.Type)
+	}
+	if !isFloatType(b.Type) {
+		return fmt.Errorf("kernels: %s: src1 %s must be f32, f16 or bf16", op, b)
+	}
+	if dst.Type != gguf.TypeF32 {
+		return fmt.Errorf("kernels: %s: dst %s must be f32", op, dst)
+	}
+	if a.Ne[0] != b.Ne[0] {
+		return fmt.Errorf("kernels: %s: inner dims differ: src0 %s, src1 %s", op, a, b)
+	}
+	if a.Ne[2] == 0 || a.Ne[3] == 0 || b.Ne[2]%a.Ne[2] != 0 || b.Ne[3]%a.Ne[3] != 0 {
+		return fmt.Errorf("kernels: %s: src0 %s cannot be broadcast over src1 %s in dims 2, 3", op, a, b)
+	}
+	want := [MaxDims]int64{a.Ne[1], b.Ne[1], b.Ne[2], b.Ne[3]}
+	if dst.Ne != want {
+		return fmt.Errorf("kernels: %s: dst %s, want shape %v", op, dst, want)
+	}
+	if a.Ne[0] > math.MaxInt32 || b.NRows()*a.Ne[0] > math.MaxInt32*int64(8) {
+		return fmt.Errorf("kernels: %s: operands too large", op)
+	}
+	if overlaps(dst, a) || overlaps(dst, b) {
+		return fmt.Errorf("kernels: %s: dst %s overlaps an operand; a matmul cannot run in place", op, dst)
+	}
+	return nil
+}
+
+// MulMat computes dst = a·b with ggml_mul_mat's semantics and default
+// Options: dst[i, j, i2, i3] = dot(row i of a[:, :, i2/r2, i3/r3], row j of
+// b[:, :, i2, i3]) where r2 = b.ne2/a.ne2 and r3 = b.ne3/a.ne3 (a is
+// broadcast, as for grouped-query attention). dst is F32
+// [a.ne1, b.ne1, b.ne2, b.ne3]. a may be any strided F32/F16/BF16 view
+// (a KV-cache view) or a quantised weight; b is F32/F16/BF16, any strides.
+func MulMat(dst, a, b Tensor) error { return Options{}.MulMat(dst, a, b) }
+
+// MulMat computes dst = a·b (see the package function MulMat) with these
+// options. Precision follows llama.cpp's CPU backend: F32 weights take
+// float32 dots; F16 (BF16) weights see b rounded to F16 (BF16) first, with
+// the exact products summed in float32; quantised weights follow o.Quant.
+func (o Options) MulMat(dst, a, b Tensor) (err error) {
+	const op = "mul_mat"
+	defer guard(op, &err)
+	if err := checkMulMat(op, dst, a, b); err != nil {
+		return err
+	}
+	m := prepareMatmul(o, a, b)
+	m.run(o, dst)
+	return nil
+}
+
+// MulMatAdd computes dst = a·b + bias with bias broadcast over dst as Add
+// does (a linear layer with bias); bit for bit MulMat followed by Add.
+func MulMatAdd(dst, a, b, bias Tensor) error { return Options{}.MulMatAdd(dst, a, b, bias) }
+
+// MulMatAdd is the method form of MulMatAdd.
+func (o Options) MulMatAdd(dst, a, b, bias Tensor) (err error) {
+	const op = "mul_mat_add"
+	defer guard(op, &err)
+	if err := checkMulMat(op, dst, a, b); err != nil {
+		return err
+	}
+	if err := checkFloat(op, "bias", bias); err != nil {
+		return err
+	}
+	if !canRepeat(bias, dst) {
+		return fmt.Errorf("kernels: %s: bias %s cannot be broadcast over %s", op, bias, dst)
+	}
+	m := prepareMatmul(o, a, b)
+	m.run(o, dst)
+	return Add(dst, dst, bias)
+}
+
+// vecDotRound returns how b's values are rounded for weights of type t in
+// the float path (ggml's vec_dot_type conversion), or nil for none.
+func vecDotRound(t gguf.GGMLType) func(float32) float32 {
+	switch t {
+	case gguf.TypeF16:
+		return roundF16
+	case gguf.TypeBF16:
+		return func(v float32) float32 { return gguf.BF16ToF32(gguf.F32ToBF16(v)) }
+	}
+	return nil
+}
+
+func prepareMatmul(o Options, a, b Tensor) *matmul {
+	m := &matmul{a: a, b: b, k: int(a.Ne[0]), n: b.Ne[1], r2: b.Ne[2] / a.Ne[2], r3: b.Ne[3] / a.Ne[3]}
+	switch {
+	case o.Quant == QuantGGML && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0 || a.Type == gguf.TypeQ5_0):
+		m.kind = mmQ8_0
+	case o.Quant == QuantGGML && qkSupported(a.Type):
+		m.kind = mmQ8_K
+	default:
+		m.kind = mmFloat
+		m.aView = a.Type == gguf.TypeF32 && (a.Nb[0] == 4 || a.Ne[0] == 1) && hostLittleEndian
+	}
+	// A weight row that meets fewer than 4 activation columns is cheaper to
+	// multiply straight from its bytes than to decode first (decode steps).
+	if m.n*m.r2*m.r3 < 4 {
+		switch {
+		case m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1):
+			m.raw = true
+		case m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0):
+			m.raw = true
+		}
+	}
+	cols := int(b.NRows())
+	k := m.k
+	load := func(c int, row []float32) {
+		i1, i2, i3 := rowIndex(int64(c), b.Ne)
+		if err := loadRowInto(b, b.rowOff(i1, i2, i3), row); err != nil {
+			panic(err)
+		}
+	}
+	grain := max(1, (1<<15)/max(k, 1))
+	switch m.kind {
+	case mmFloat:
+		round := vecDotRound(a.Type)
+		if round == nil && b.Type == gguf.TypeF32 && b.IsContiguous() {
+			if v := f32view(b.Data, cols*k); v != nil {
+				m.bf = v
+				return m
+			}
+		}
+		m.bf = make([]float32, cols*k)
+		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
+			for c := lo; c < hi; c++ {
+				row := m.bf[c*k : (c+1)*k]
+				load(c, row)
+				if round != nil {
+					for i, v := range row {
+						row[i] = round(v)
+					}
+				}
+			}
+		})
+	case mmQ8_0:
+		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/32)}
+		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
+			p := getF32(k)
+			defer putF32(p)
+			for c := lo; c < hi; c++ {
+				load(c, *p)
+				quantizeQ8_0(*p, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/32:(c+1)*k/32])
+			}
+		})
+	case mmQ8_K:
+		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/256), bsums: make([]int32, cols*k/16)}
+		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
+			p := getF32(k)
+			defer putF32(p)
+			for c := lo; c < hi; c++ {
+				load(c, *p)
+				quantizeQ8_K(*p, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/256:(c+1)*k/256], m.bq.bsums[c*k/16:(c+1)*k/16])
+			}
+		})
+	}
+	return m
+}
+
+// col returns activation column c (float kind).
+func (m *matmul) col(c int64) []float32 { return m.bf[int(c)*m.k : int(c+1)*m.k] }
+
+// q8col returns activation column c (integer kinds).
+func (m *matmul) q8col(c int64) q8Row {
+	k := m.k
+	r := q8Row{qs: m.bq.qs[int(c)*k : int(c+1)*k]}
+	switch m.kind {
+	case mmQ8_0:
+		r.d = m.bq.d[int(c)*k/32 : int(c+1)*k/32]
+	case mmQ8_K:
+		r.d = m.bq.d[int(c)*k/256 : int(c+1)*k/256]
+		r.bsums = m.bq.bsums[int(c)*k/16 : int(c+1)*k/16]
+	}
+	return r
+}
+
+// dstWriter stores output elements: in place into F32 data when every
+// stride is a multiple of 4 and the data is aligned, else through storeElem.
+type dstWriter struct {
+	t    Tensor
+	view []float32
+}
+
+func newDstWriter(t Tensor) dstWriter {
+	w := dstWriter{t: t}
+	if t.Type == gguf.TypeF32 && t.Nb[0]%4 == 0 && t.Nb[1]%4 == 0 && t.Nb[2]%4 == 0 && t.Nb[3]%4 == 0 {
+		w.view = f32view(t.Data, len(t.Data)/4)
+	}
+	return w
+}
+
+func (w *dstWriter) put(i0, i1, i2, i3 int64, v float32) {
+	off := w.t.offset(i0, i1, i2, i3)
+	if w.view != nil {
+		w.view[off/4] = v
+		return
+	}
+	storeElem(w.t.Type, w.t.Data[off:], v)
+}
+
+// run computes every output element. Work is split into tasks of a few
+// weight rows of one weight batch; a task decodes its rows once and
+// multiplies them with every activation column of every b batch that
+// broadcasts to that weight batch.
+func (m *matmul) run(o Options, dst Tensor) {
+	a := m.a
+	M := a.Ne[1]
+	nA := a.Ne[2] * a.Ne[3]
+	if M == 0 || nA == 0 || m.n == 0 || dst.NElements() == 0 {
+		return
+	}
+	k := m.k
+	// Rows per task: about 32 KiB of decoded weights, at least 1.
+	rt := int64(max(1, min(64, (32<<10)/max(4*k, 1))))
+	w := workers(o.Threads, 1<<30)
+	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
+		rt /= 2
+	}
+	tilesPerBatch := (M + rt - 1) / rt
+	nTasks := int(nA * tilesPerBatch)
+	// Work per task in multiply-adds, to keep tiny products on one goroutine.
+	perTask := rt * int64(k) * m.n * m.r2 * m.r3
+	grain := int(max(1, (1<<16)/max(perTask, 1)))
+	out := newDstWriter(dst)
+	parallelFor(o.Threads, nTasks, grain, func(lo, hi int) {
+		tile := newTile(m, int(rt))
+		for t := lo; t < hi; t++ {
+			ab := int64(t) / tilesPerBatch
+			r0 := (int64(t) % tilesPerBatch) * rt
+			r1 := min(M, r0+rt)
+			i02, i03 := ab%a.Ne[2], ab/a.Ne[2]
+			tile.load(m, r0, r1, i02, i03)
+			for i13 := i03 * m.r3; i13 < (i03+1)*m.r3; i13++ {
+				for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
+					base := m.n * (i12 + m.b.Ne[2]*i13)
+					tile.mul(m, &out, r0, r1, base, i12, i13)
+				}
+			}
+		}
+		tile.release()
+	})
+}
+
+// tile holds decoded weight rows for one task.
+type tile struct {
+	raw  [][]byte    // undecoded rows (matmul.raw)
+	rows [][]float32 // float kind
+	buf  *[]float32
+	q    []int8 // mmQ8_0
+	d    []float32
+	qk   []*qkRow // mmQ8_K
+}
+
+func newTile(m *matmul, rt int) *tile {
+	t := &tile{}
+	k := m.k
+	if m.raw {
+		t.raw = make([][]byte, rt)
+		return t
+	}
+	switch m.kind {
+	case mmFloat:
+		t.rows = make([][]float32, rt)
+		if !m.aView {
+			t.buf = getF32(rt * k)
+		}
+	case mmQ8_0:
+		t.q = make([]int8, rt*k)
+		t.d = make([]float32, rt*k/32)
+	case mmQ8_K:
+		t.qk = make([]*qkRow, rt)
+		for i := range t.qk {
+			t.qk[i] = newQKRow(k)
+		}
+	}
+	return t
+}
+
+func (t *tile) release() {
+	if t.buf != nil {
+		putF32(t.buf)
+		t.buf = nil
+	}
+}
+
+// load decodes weight rows [r0, r1) of batch (i02, i03).
+func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
+	a, k := m.a, m.k
+	for r := r0; r < r1; r++ {
+		off := a.rowOff(r, i02, i03)
+		j := int(r - r0)
+		if m.raw {
+			t.raw[j] = a.Data[off:]
+			continue
+		}
+		switch m.kind {
+		case mmFloat:
+			if m.aView {
+				if v := f32view(a.Data[off:], k); v != nil {
+					t.rows[j] = v
+					continue
+				}
+				// Misaligned view: fall back to decoding (no pooled buffer yet).
+				if t.buf == nil {
+					t.buf = getF32(len(t.rows) * k)
+				}
+			}
+			row := (*t.buf)[j*k : (j+1)*k]
+			if err := loadRowInto(a, off, row); err != nil {
+				panic(err)
+			}
+			t.rows[j] = row
+		case mmQ8_0:
+			src := a.Data[off:]
+			q, d := t.q[j*k:(j+1)*k], t.d[j*k/32:(j+1)*k/32]
+			switch a.Type {
+			case gguf.TypeQ8_0:
+				unpackQ8_0(src, q, d)
+			case gguf.TypeQ4_0:
+				unpackQ4_0(src, q, d)
+			case gguf.TypeQ5_0:
+				unpackQ5_0(src, q, d)
+			}
+		case mmQ8_K:
+			unpackQK(a.Type, a.Data[off:], t.qk[j])
+		}
+	}
+}
+
+// mul multiplies the loaded rows [r0, r1) with the n columns starting at
+// column base and writes dst[:, :, i12, i13].
+func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
+	k := m.k
+	nr := int(r1 - r0)
+	if m.raw {
+		for j := range m.n {
+			for r, row := range t.raw[:nr] {
+				var v float32
+				switch m.a.Type {
+				case gguf.TypeF16:
+					v = dotF16F32(row, m.col(base+j))
+				case gguf.TypeQ8_0:
+					c := m.q8col(base + j)
+					v = dotQ8_0Raw(row, c.qs, c.d)
+				case gguf.TypeQ4_0:
+					c := m.q8col(base + j)
+					v = dotQ4_0Raw(row, c.qs, c.d)
+				}
+				out.put(r0+int64(r), j, i12, i13, v)
+			}
+		}
+		return
+	}
+	switch m.kind {
+	case mmFloat:
+		rows := t.rows[:nr]
+		var j int64
+		for ; j+4 <= m.n; j += 4 {
+			c0, c1, c2, c3 := m.col(base+j), m.col(base+j+1), m.col(base+j+2), m.col(base+j+3)
+			for r, row := range rows {
+				v0, v1, v2, v3 := dotF32x4(row, c0, c1, c2, c3)
+				i := r0 + int64(r)
+				out.put(i, j, i12, i13, v0)
+				out.put(i, j+1, i12, i13, v1)
+				out.put(i, j+2, i12, i13, v2)
+				out.put(i, j+3, i12, i13, v3)
+			}
+		}
+		for ; j < m.n; j++ {
+			c := m.col(base + j)
+			for r, row := range rows {
+				out.put(r0+int64(r), j, i12, i13, dotF32(row, c))
+			}
+		}
+	case mmQ8_0:
+		for j := range m.n {
+			c := m.q8col(base + j)
+			for r := range nr {
+				v := dotQ8_0(t.q[r*k:(r+1)*k], t.d[r*k/32:(r+1)*k/32], c.qs, c.d)
+				out.put(r0+int64(r), j, i12, i13, v)
+			}
+		}
+	case mmQ8_K:
+		for j := range m.n {
+			c := m.q8col(base + j)
+			for r := range nr {
+				out.put(r0+int64(r), j, i12, i13, dotQK(t.qk[r], c))
+			}
+		}
+	}
+}
+
+// unpackQ5_0 reads a Q5_0 row (22-byte blocks: f16 d, 32 high bits, 16
+// bytes of nibbles) into int8 values (nibble | high bit << 4) - 16.
+func unpackQ5_0(src []byte, qs []int8, d []float32) {
+	tab := f16tab()
+	for b := range d {
+		blk := src[b*22 : b*22+22]
+		d[b] = tab[uint16(blk[0])|uint16(blk[1])<<8]
+		qh := uint32(blk[2]) | uint32(blk[3])<<8 | uint32(blk[4])<<16 | uint32(blk[5])<<24
+		q := qs[b*32 : b*32+32]
+		for j := range 16 {
+			v := blk[6+j]
+			h0 := uint8((qh>>uint(j))<<4) & 0x10
+			h1 := uint8(qh>>uint(j+12)) & 0x10
+			q[j] = int8(v&0x0f|h0) - 16
+			q[j+16] = int8(v>>4|h1) - 16
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/irtool/irtool/gguf"
+)
+
+// sqrtf is C's sqrtf (correctly rounded; the float64 detour is exact).
+func sqrtf(x float32) float32 { return float32(math.Sqrt(float64(x))) }
+
+// rmsScale is ggml_compute_forward_rms_norm_f32's factor: squares rounded to
+// float32, summed in float64, the mean narrowed to float32, then
+// 1/sqrtf(mean + eps) in float32.
+func rmsScale(x []float32, eps float32) float32 {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	mean := float32(sum / float64(len(x)))
+	return 1 / sqrtf(mean+eps)
+}
+
+// RMSNorm computes dst = src / sqrt(mean(src²) + eps) over dim 0 of every
+// row (ggml_rms_norm). dst and src have the same shape; dst may alias src.
+func RMSNorm(dst, src Tensor, eps float32) (err error) {
+	const op = "rms_norm"
+	defer guard(op, &err)
+	if err := checkFloat(op, "dst", dst); err != nil {
+		return err
+	}
+	if err := checkFloat(op, "src", src); err != nil {
+		return err
+	}
+	if dst.Ne != src.Ne {
+		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
+	}
+	ne0 := int(src.Ne[0])
+	eachRow(src.Ne, 0, func(i1, i2, i3 int64, s1, _ []float32) {
+		x := srcRow(src, src.rowOff(i1, i2, i3), ne0, s1)
+		scale := rmsScale(x, eps)
+		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
+		out = out[:len(x)]
+		for i := range x {
+			out[i] = x[i] * scale
+		}
+		if !direct {
+			storeRow(dst, dst.rowOff(i1, i2, i3), out)
+		}
+	})
+	return nil
+}
+
+// RMSNormMul computes dst = rms_norm(x, eps) * w, with w broadcast over the
+// rows of x as Mul does; bit for bit the same as RMSNorm followed by Mul
+// (the normalised value is rounded to float32 before the product).
+func RMSNormMul(dst, x, w Tensor, eps float32) (err error) {
+	const op = "rms_norm_mul"
+	defer guard(op, &err)
+	for _, c := range []struct {
+		what string
+		t    Tensor
+	}{{"dst", dst}, {"x", x}, {"w", w}} {
+		if err := checkFloat(op, c.what, c.t); err != nil {
+			return err
+		}
+	}
+	if dst.Ne != x.Ne {
+		return fmt.Errorf("kernels: %s: dst %s and x %s differ in shape", op, dst, x)
+	}
+	if !canRepeat(w, x) {
+		return fmt.Errorf("kernels: %s: weight %s cannot be broadcast over %s", op, w, x)
+	}
+	ne0, nw := int(x.Ne[0]), int(w.Ne[0])
+	eachRow(x.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
+		xr := srcRow(x, x.rowOff(i1, i2, i3), ne0, s1)
+		wr := srcRow(w, w.rowOff(i1%w.Ne[1], i2%w.Ne[2], i3%w.Ne[3]), nw, s2[:nw])
+		normMulRow(dst, dst.rowOff(i1, i2, i3), xr, wr, eps, s1)
+	})
+	return nil
+}
+
+// normMulRow writes rms_norm(x)*w (w repeated along the row) to the row of
+// dst at off; scratch may alias x.
+func normMulRow(dst Tensor, off int64, x, w []float32, eps float32, scratch []float32) {
+	scale := rmsScale(x, eps)
+	out, direct := dstRow(dst, off, len(x), scratch)
+	out = out[:len(x)]
+	if len(w) == len(x) {
+		w = w[:len(x)]
+		for i := range x {
+			out[i] = float32(x[i]*scale) * w[i]
+		}
+	} else {
+		nw := len(w)
+		for r := 0; r < len(x); r += nw {
+			for i := range nw {
+				out[r+i] = float32(x[r+i]*scale) * w[i]
+			}
+		}
+	}
+	if !direct {
+		storeRow(dst, off, out)
+	}
+}
+
+// AddRMSNormMul computes sum = a + b (b broadcast over a, as Add) and
+// dst = rms_norm(sum, eps) * w (as RMSNormMul): the residual add and the
+// following norm in one pass. The norm reads sum as stored, so the result is
+// bit for bit that of Add, RMSNorm, Mul in sequence.
+func AddRMSNormMul(dst, sum, a, b, w Tensor, eps float32) (err error) {
+	const op = "add_rms_norm_mul"
+	defer guard(op, &err)
+	for _, c := range []struct {
+		what string
+		t    Tensor
+	}{{"dst", dst}, {"sum", sum}, {"a", a}, {"b", b}, {"w", w}} {
+		if err := checkFloat(op, c.what, c.t); err != nil {
+			return err
+		}
+	}
+	if dst.Ne != a.Ne || sum.Ne != a.Ne {
+		return fmt.Errorf("kernels: %s: dst %s, sum %s and a %s differ in shape", op, dst, sum, a)
+	}
+	if !canRepeat(b, a) {
+		return fmt.Errorf("kernels: %s: b %s cannot be broadcast over a %s", op, b, a)
+	}
+	if !canRepeat(w, a) {
+		return fmt.Errorf("kernels: %s: weight %s cannot be broadcast over %s", op, w, a)
+	}
+	ne0, ne10, nw := int(a.Ne[0]), int(b.Ne[0]), int(w.Ne[0])
+	eachRow(a.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
+		x := srcRow(a, a.rowOff(i1, i2, i3), ne0, s1)
+		y := srcRow(b, b.rowOff(i1%b.Ne[1], i2%b.Ne[2], i3%b.Ne[3]), ne10, s2[:ne10])
+		soff := sum.rowOff(i1, i2, i3)
+		s, direct := dstRow(sum, soff, ne0, s1)
+		for r := 0; r < ne0; r += ne10 {
+			for i := range ne10 {
+				s[r+i] = x[r+i] + y[i]
+			}
+		}
+		if !direct {
+			storeRow(sum, soff, s)
+			if sum.Type != gguf.TypeF32 {
+				if err := loadRowInto(sum, soff, s); err != nil {
+					panic(err)
+				}
+			}
+		}
+		wr := srcRow(w, w.rowOff(i1%w.Ne[1], i2%w.Ne[2], i3%w.Ne[3]), nw, s2[:nw])
+		normMulRow(dst, dst.rowOff(i1, i2, i3), s, wr, eps, s1)
+	})
+	return nil
+}

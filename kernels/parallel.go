@@ -1,0 +1,78 @@
+package kernels
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// workers returns how many goroutines to use for n independent tasks.
+func workers(threads, n int) int {
+	w := threads
+	if w <= 0 {
+		w = runtime.GOMAXPROCS(0)
+	}
+	return max(1, min(w, n))
+}
+
+// parallelFor runs fn over [0, n) split into chunks of at least grain
+// items, on up to threads goroutines (0 = GOMAXPROCS). Chunks are handed out
+// dynamically, but each index is processed by exactly one call, so results
+// that depend only on the index are deterministic. A panic in any worker is
+// re-raised in the caller's goroutine, where the kernel's guard turns it
+// into an error.
+func parallelFor(threads, n, grain int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	grain = max(grain, 1)
+	nChunks := (n + grain - 1) / grain
+	w := workers(threads, nChunks)
+	if w == 1 {
+		fn(0, n)
+		return
+	}
+	// Aim for a few chunks per worker so uneven chunks balance out.
+	chunk := max(grain, (n+4*w-1)/(4*w))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var panicked atomic.Value
+	for range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					panicked.CompareAndSwap(nil, r)
+				}
+			}()
+			for {
+				lo := int(next.Add(int64(chunk))) - chunk
+				if lo >= n {
+					return
+				}
+				fn(lo, min(lo+chunk, n))
+			}
+		}()
+	}
+	wg.Wait()
+	if r := panicked.Load(); r != nil {
+		panic(r)
+	}
+}
+
+// f32Pool recycles float32 scratch buffers.
+var f32Pool sync.Pool
+
+// getF32 returns a scratch slice of length n (contents undefined).
+func getF32(n int) *[]float32 {
+	if p, ok := f32Pool.Get().(*[]float32); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	s := make([]float32, n)
+	return &s
+}
+
+// putF32 returns a scratch slice to the pool.
+func putF32(p *[]float32) { f32Pool.Put(p) }

@@ -1,0 +1,188 @@
+package kernels
+
+import (
+	"encoding/binary"
+
+	"github.com/irtool/irtool/gguf"
+)
+
+// qkRow is a K-quant weight row (Q2_K … Q6_K) unpacked for integer dot
+// products with a Q8_K activation row. Each super-block of 256 values is
+// described by groups of 16: value j of group g is
+// d*sc[g]*q[j] - dmin*m[g], with q, sc and m integers. Types with 32-value
+// sub-blocks (Q4_K, Q5_K) repeat the sub-block's scale and min in both of
+// its groups, which leaves the integer sums unchanged.
+type qkRow struct {
+	q     []int8
+	sc, m []int32
+	d     []float32 // per super-block: the f16 super-scale
+	dmin  []float32 // per super-block: the f16 super-min (0 for Q3_K, Q6_K)
+}
+
+func newQKRow(k int) *qkRow {
+	nsb := k / 256
+	return &qkRow{q: make([]int8, k), sc: make([]int32, nsb*16), m: make([]int32, nsb*16),
+		d: make([]float32, nsb), dmin: make([]float32, nsb)}
+}
+
+// qkSupported reports whether unpackQK handles t.
+func qkSupported(t gguf.GGMLType) bool {
+	switch t {
+	case gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K:
+		return true
+	}
+	return false
+}
+
+// unpackQK unpacks one row of type t (len(r.d) super-blocks) from src.
+func unpackQK(t gguf.GGMLType, src []byte, r *qkRow) {
+	tab := f16tab()
+	half := func(b []byte) float32 { return tab[binary.LittleEndian.Uint16(b)] }
+	ts := t.TypeSize()
+	for s := range r.d {
+		b := src[s*ts : (s+1)*ts]
+		q := r.q[s*256 : s*256+256]
+		sc := r.sc[s*16 : s*16+16]
+		m := r.m[s*16 : s*16+16]
+		switch t {
+		case gguf.TypeQ2_K:
+			// scales[16] (low nibble scale, high nibble min), qs[64], d, dmin.
+			scales, qs := b[0:16], b[16:80]
+			r.d[s], r.dmin[s] = half(b[80:]), half(b[82:])
+			for g := range 16 {
+				sc[g] = int32(scales[g] & 0x0f)
+				m[g] = int32(scales[g] >> 4)
+			}
+			k := 0
+			for n := 0; n < 2; n++ {
+				qq := qs[n*32 : n*32+32]
+				for shift := uint(0); shift < 8; shift += 2 {
+					for l := range 32 {
+						q[k+l] = int8((qq[l] >> shift) & 3)
+					}
+					k += 32
+				}
+			}
+		case gguf.TypeQ3_K:
+			// hmask[32], qs[64], scales[12] (16 six-bit scales, biased by 32), d.
+			hm, qs, sb := b[0:32], b[32:96], b[96:108]
+			r.d[s], r.dmin[s] = half(b[108:]), 0
+			const kmask1, kmask2 = 0x03030303, 0x0f0f0f0f
+			a0 := binary.LittleEndian.Uint32(sb[0:])
+			a1 := binary.LittleEndian.Uint32(sb[4:])
+			tmp := binary.LittleEndian.Uint32(sb[8:])
+			aux := [4]uint32{
+				(a0 & kmask2) | (((tmp >> 0) & kmask1) << 4),
+				(a1 & kmask2) | (((tmp >> 2) & kmask1) << 4),
+				((a0 >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4),
+				((a1 >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4),
+			}
+			for g := range 16 {
+				sc[g] = int32(int8(aux[g/4]>>(8*(g%4)))) - 32
+				m[g] = 0
+			}
+			k := 0
+			mask := uint8(1)
+			for n := 0; n < 2; n++ {
+				qq := qs[n*32 : n*32+32]
+				for shift := uint(0); shift < 8; shift += 2 {
+					for l := range 32 {
+						v := int8((qq[l] >> shift) & 3)
+						if hm[l]&mask == 0 {
+							v -= 4
+						}
+						q[k+l] = v
+					}
+					k += 32
+					mask <<= 1
+				}
+			}
+		case gguf.TypeQ4_K, gguf.TypeQ5_K:
+			// d, dmin, scales[12] (8 six-bit scales and mins), [qh[32]], qs[128].
+			r.d[s], r.dmin[s] = half(b), half(b[2:])
+			scales := b[4:16]
+			var qh, ql []byte
+			if t == gguf.TypeQ4_K {
+				ql = b[16:144]
+			} else {
+				qh, ql = b[16:48], b[48:176]
+			}
+			for sub := range 8 {
+				c, mn := scaleMinK4(sub, scales)
+				sc[2*sub], sc[2*sub+1] = int32(c), int32(c)
+				m[2*sub], m[2*sub+1] = int32(mn), int32(mn)
+			}
+			u1, u2 := uint8(1), uint8(2)
+			for j := range 4 {
+				qq := ql[j*32 : j*32+32]
+				for l := range 32 {
+					lo, hi := int8(qq[l]&0x0f), int8(qq[l]>>4)
+					if qh != nil {
+						if qh[l]&u1 != 0 {
+							lo += 16
+						}
+						if qh[l]&u2 != 0 {
+							hi += 16
+						}
+					}
+					q[j*64+l] = lo
+					q[j*64+32+l] = hi
+				}
+				u1 <<= 2
+				u2 <<= 2
+			}
+		case gguf.TypeQ6_K:
+			// ql[128], qh[64], scales[16] int8, d.
+			ql, qh, scs := b[0:128], b[128:192], b[192:208]
+			r.d[s], r.dmin[s] = half(b[208:]), 0
+			for g := range 16 {
+				sc[g] = int32(int8(scs[g]))
+				m[g] = 0
+			}
+			for n := 0; n < 2; n++ {
+				l4, h2 := ql[n*64:n*64+64], qh[n*32:n*32+32]
+				y := q[n*128 : n*128+128]
+				for l := range 32 {
+					y[l] = int8((l4[l]&0x0f)|((h2[l]>>0)&3)<<4) - 32
+					y[l+32] = int8((l4[l+32]&0x0f)|((h2[l]>>2)&3)<<4) - 32
+					y[l+64] = int8((l4[l]>>4)|((h2[l]>>4)&3)<<4) - 32
+					y[l+96] = int8((l4[l+32]>>4)|((h2[l]>>6)&3)<<4) - 32
+				}
+			}
+		}
+	}
+}
+
+// scaleMinK4 is get_scale_min_k4: the j-th 6-bit scale and min of a
+// Q4_K/Q5_K block.
+func scaleMinK4(j int, q []byte) (sc, m uint8) {
+	if j < 4 {
+		return q[j] & 63, q[j+4] & 63
+	}
+	return (q[j+4] & 0x0f) | ((q[j-4] >> 6) << 4), (q[j+4] >> 4) | ((q[j] >> 6) << 4)
+}
+
+// dotQK is ggml_vec_dot_q{2..6}_K_q8_K: per super-block the exact integer
+// sums isum = Σ_g sc[g]·Σ q·y and msum = Σ_g m[g]·bsum[g], combined in
+// float32 as d_y·d·isum − d_y·dmin·msum and summed in super-block order.
+func dotQK(a *qkRow, b q8Row) float32 {
+	var sum float32
+	for s, da := range a.d {
+		var isum, msum int32
+		for g := range 16 {
+			o := s*256 + g*16
+			x := a.q[o : o+16 : o+16]
+			y := b.qs[o : o+16 : o+16]
+			var p0, p1 int32
+			for j := 0; j < 16; j += 2 {
+				p0 += int32(x[j]) * int32(y[j])
+				p1 += int32(x[j+1]) * int32(y[j+1])
+			}
+			isum += a.sc[s*16+g] * (p0 + p1)
+			msum += a.m[s*16+g] * b.bsums[s*16+g]
+		}
+		yd := b.d[s]
+		sum += float32(float32(yd*da)*float32(isum)) - float32(float32(yd*a.dmin[s])*float32(msum))
+	}
+	return sum
+}

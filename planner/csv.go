@@ -1,0 +1,132 @@
+package planner
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// csvHeader is the header line of the benchmark format shared by MiniMalloc
+// and idealloc: buffer id, first live step, first step no longer live, bytes.
+const csvHeader = "id,lower,upper,size"
+
+// maxCSVLine bounds one CSV line so that hostile input cannot make the reader
+// buffer without limit.
+const maxCSVLine = 1 << 16
+
+// ReadCSV reads a problem in the benchmark format `id,lower,upper,size`
+// (a header line, then one buffer per line, live over [lower, upper)). Blank
+// lines are skipped; anything else that is not four integers with
+// lower <= upper and 0 <= size <= MaxSize is an error naming the line. The
+// problem's alignment is 1.
+func ReadCSV(r io.Reader) (*Problem, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), maxCSVLine)
+	p := &Problem{}
+	seen := map[int]int{}
+	line := 0
+	header := false
+	var total int64
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if line == 1 {
+			text = strings.TrimPrefix(text, "\uFEFF")
+		}
+		if text == "" {
+			continue
+		}
+		if !header {
+			if h := strings.ReplaceAll(text, " ", ""); !strings.EqualFold(h, csvHeader) {
+				return nil, fmt.Errorf("planner: csv line %d: header %q, want %q", line, clip(text), csvHeader)
+			}
+			header = true
+			continue
+		}
+		fields := strings.Split(text, ",")
+		if len(fields) != 4 {
+			return nil, fmt.Errorf("planner: csv line %d: %d fields, want 4 (id,lower,upper,size)", line, len(fields))
+		}
+		var v [4]int64
+		for k, f := range fields {
+			n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("planner: csv line %d: field %d (%s): %q is not an integer", line, k+1, strings.Split(csvHeader, ",")[k], clip(f))
+			}
+			v[k] = n
+		}
+		if v[0] != int64(int(v[0])) || v[1] != int64(int(v[1])) || v[2] != int64(int(v[2])) {
+			return nil, fmt.Errorf("planner: csv line %d: value out of range for int", line)
+		}
+		b := Buffer{ID: int(v[0]), Start: int(v[1]), End: int(v[2]), Size: v[3]}
+		switch {
+		case b.Start > b.End:
+			return nil, fmt.Errorf("planner: csv line %d: lower %d > upper %d", line, b.Start, b.End)
+		case b.Start < -MaxStep || b.End > MaxStep:
+			return nil, fmt.Errorf("planner: csv line %d: steps [%d, %d) out of range [-2^60, 2^60]", line, b.Start, b.End)
+		case b.Size < 0 || b.Size > MaxSize:
+			return nil, fmt.Errorf("planner: csv line %d: size %d out of range [0, 2^60]", line, b.Size)
+		}
+		if first, dup := seen[b.ID]; dup {
+			return nil, fmt.Errorf("planner: csv line %d: duplicate id %d (first on line %d)", line, b.ID, first)
+		}
+		seen[b.ID] = line
+		total += b.Size
+		if total > MaxSize {
+			return nil, fmt.Errorf("planner: csv line %d: total size exceeds 2^60 bytes", line)
+		}
+		p.Buffers = append(p.Buffers, b)
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("planner: csv line %d: line longer than %d bytes", line+1, maxCSVLine)
+		}
+		return nil, fmt.Errorf("planner: csv line %d: %w", line+1, err)
+	}
+	if !header {
+		return nil, fmt.Errorf("planner: csv: empty input, want header %q", csvHeader)
+	}
+	return p, nil
+}
+
+// ReadCSVFile reads a problem from a CSV file (see ReadCSV); errors name the
+// file.
+func ReadCSVFile(path string) (*Problem, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
+	}
+	defer f.Close()
+	p, err := ReadCSV(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// WriteCSV writes p in the benchmark format read by ReadCSV. The alignment is
+// not part of the format; sizes are written as given.
+func WriteCSV(w io.Writer, p *Problem) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString(csvHeader + "\n")
+	for _, b := range p.Buffers {
+		fmt.Fprintf(bw, "%d,%d,%d,%d\n", b.ID, b.Start, b.End, b.Size)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("planner: write csv: %w", err)
+	}
+	return nil
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	const n = 40
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}

@@ -1,0 +1,578 @@
+package planner
+
+import (
+	"context"
+	"math"
+	"slices"
+	"time"
+)
+
+// This file holds the exact search: a depth-first search over canonical
+// solutions for the decision problem "do all buffers fit below capacity C?",
+// after the algorithm of MiniMalloc (Moffitt, "MiniMalloc: A Lightweight
+// Memory Allocator for Hardware-Accelerated Machine Learning", ASPLOS 2023;
+// google/minimalloc). The code is our own; the ideas are:
+//
+//   - Canonical solutions: buffers are placed in non-decreasing offset order,
+//     each at the lowest offset its placed time-neighbours allow (its minimum
+//     offset), ties broken by a static preorder, so each packing is explored
+//     once.
+//   - Cross sections: the maximal sets of simultaneously live buffers. Each
+//     keeps a floor (the top of its placed buffers), the smallest minimum
+//     offset of its unplaced buffers and their total size; a partial
+//     solution is pruned as soon as some section's max(floor, that minimum,
+//     current offset) + unplaced total exceeds C. The minima are kept
+//     lazily: a placement only marks the sections it touched stale.
+//   - Dominance: a buffer is not placed at or above the height where some
+//     other unplaced buffer would already fit completely below it.
+//   - Dynamic decomposition: once no unplaced buffer spans the boundary
+//     between two sections, the two sides are independent subproblems.
+//   - Several static preorders are tried round-robin with a node limit that
+//     doubles each round, so one unlucky order does not eat the budget.
+
+type dfsStatus int
+
+const (
+	dfsFound      dfsStatus = iota
+	dfsInfeasible           // the whole tree was searched
+	dfsAborted              // node limit reached
+	dfsTimeout              // deadline, context or total node cap reached
+)
+
+// dfsPart is a subproblem: the sections [lo, hi) and the buffers in them.
+type dfsPart struct {
+	lo, hi int32
+	bufs   []int32
+}
+
+type offChange struct {
+	b   int32
+	old int64
+}
+
+type floorChange struct {
+	s   int32
+	old int64
+}
+
+type minChange struct {
+	s   int32
+	min int64
+}
+
+// noMin is the section minimum of a section without unplaced buffers (and
+// the minimum offset of a placed buffer); staleMin marks a minimum that must
+// be recomputed.
+const (
+	noMin    = int64(1) << 62
+	staleMin = int64(-1)
+)
+
+type dfsCand struct {
+	off int64
+	pre int32
+	b   int32
+}
+
+// dfs holds the static data of an instance (live buffers only) and the
+// mutable state of one search.
+type dfs struct {
+	m      int
+	idx    []int32 // live buffer -> timeline index
+	size   []int64
+	width  []int64 // lifetime length in the problem's steps
+	secLo  []int32 // section range [secLo, secHi) of each buffer
+	secHi  []int32
+	adj    [][]int32 // time-overlapping buffers
+	secs   [][]int32 // members of each section
+	cuts0  []int32   // buffers spanning the boundary between sections i and i+1
+	parts0 []dfsPart // connected components
+
+	c        int64
+	off      []int64 // -1 when unplaced
+	minOff   []int64
+	floor    []int64
+	total    []int64
+	cuts     []int32
+	pre      []int32
+	sol      []int64
+	secMin   []int64 // smallest minimum offset of a section's unplaced buffers
+	cover    []int32 // scratch difference array over sections
+	offLog   []offChange
+	floorLog []floorChange
+	minLog   []minChange
+	minStamp []int64 // tryID of the section's last minLog entry
+	tryID    int64
+	cands    []dfsCand
+
+	heuristic string
+	nodesLeft int64 // per attempt
+	nodes     int64 // total
+	maxNodes  int64 // total cap (0: none)
+	deadline  time.Time
+	ctx       context.Context
+	stopped   bool
+}
+
+// newDFS builds the sections, overlaps and partitions of tl's live buffers.
+// It returns nil when the instance is too large for the exact search (more
+// than maxDFSBuffers live buffers or maxPairs time-overlapping pairs).
+func newDFS(tl *timeline, maxPairs int) *dfs {
+	live := 0
+	for _, l := range tl.live {
+		if l {
+			live++
+		}
+	}
+	if live > maxDFSBuffers || overlapPairs(tl) > maxPairs {
+		return nil
+	}
+	d := &dfs{}
+	var startsAt, endsAt [][]int32
+	startsAt = make([][]int32, tl.steps)
+	endsAt = make([][]int32, tl.steps)
+	for i := 0; i < tl.n; i++ {
+		if !tl.live[i] {
+			continue
+		}
+		b := int32(len(d.idx))
+		d.idx = append(d.idx, int32(i))
+		d.size = append(d.size, tl.size[i])
+		d.width = append(d.width, int64(tl.length[i]))
+		startsAt[tl.s[i]] = append(startsAt[tl.s[i]], b)
+		endsAt[tl.e[i]] = append(endsAt[tl.e[i]], b)
+	}
+	m := len(d.idx)
+	d.m = m
+	d.secLo = make([]int32, m)
+	d.secHi = make([]int32, m)
+	d.adj = make([][]int32, m)
+	pos := make([]int32, m)
+	var active []int32
+	started := false
+	pairs := 0
+	for t := 0; t < tl.steps; t++ {
+		if len(endsAt[t]) > 0 && started {
+			d.secs = append(d.secs, slices.Clone(active))
+			started = false
+		}
+		for _, b := range endsAt[t] {
+			d.secHi[b] = int32(len(d.secs))
+			p := pos[b]
+			last := active[len(active)-1]
+			active[p], pos[last] = last, p
+			active = active[:len(active)-1]
+		}
+		for _, b := range startsAt[t] {
+			pairs += 2 * len(active)
+			if pairs > maxPairs {
+				return nil
+			}
+			for _, x := range active {
+				d.adj[b] = append(d.adj[b], x)
+				d.adj[x] = append(d.adj[x], b)
+			}
+			d.secLo[b] = int32(len(d.secs))
+			pos[b] = int32(len(active))
+			active = append(active, b)
+			started = true
+		}
+	}
+	ns := len(d.secs)
+	if ns > 0 {
+		d.cuts0 = make([]int32, ns-1)
+	}
+	for b := 0; b < m; b++ {
+		for i := d.secLo[b]; i+1 < d.secHi[b]; i++ {
+			d.cuts0[i]++
+		}
+	}
+	// Initial partitions: maximal section ranges joined by non-zero cuts.
+	lo := 0
+	for i := 0; i < ns; i++ {
+		if i == ns-1 || d.cuts0[i] == 0 {
+			d.parts0 = append(d.parts0, dfsPart{lo: int32(lo), hi: int32(i + 1)})
+			lo = i + 1
+		}
+	}
+	for b := 0; b < m; b++ {
+		// Partitions are sorted and disjoint: find the one holding secLo.
+		k, _ := slices.BinarySearchFunc(d.parts0, d.secLo[b], func(p dfsPart, s int32) int {
+			switch {
+			case p.hi <= s:
+				return -1
+			case p.lo > s:
+				return 1
+			}
+			return 0
+		})
+		d.parts0[k].bufs = append(d.parts0[k].bufs, int32(b))
+	}
+	d.off = make([]int64, m)
+	d.minOff = make([]int64, m)
+	d.pre = make([]int32, m)
+	d.sol = make([]int64, m)
+	d.floor = make([]int64, ns)
+	d.total = make([]int64, ns)
+	d.cuts = make([]int32, len(d.cuts0))
+	d.secMin = make([]int64, ns)
+	d.cover = make([]int32, ns+1)
+	d.minStamp = make([]int64, ns)
+	return d
+}
+
+// overlapPairs counts the time-overlapping pairs of live buffers (both
+// ways) in O(n log n): buffer b overlaps those that start before it ends,
+// less those that end before it starts.
+func overlapPairs(tl *timeline) int {
+	var starts, ends []int32
+	for i := 0; i < tl.n; i++ {
+		if tl.live[i] {
+			starts = append(starts, tl.s[i])
+			ends = append(ends, tl.e[i])
+		}
+	}
+	slices.Sort(starts)
+	slices.Sort(ends)
+	pairs := 0
+	for i := 0; i < tl.n; i++ {
+		if !tl.live[i] {
+			continue
+		}
+		a, _ := slices.BinarySearch(starts, tl.e[i]) // starts < e
+		b, _ := slices.BinarySearch(ends, tl.s[i]+1) // ends <= s
+		pairs += a - b - 1
+	}
+	return pairs
+}
+
+// solve decides whether everything fits below capacity c using one preorder
+// heuristic and at most nodeLimit nodes.
+func (d *dfs) solve(c int64, heuristic string, nodeLimit int64) dfsStatus {
+	d.c = c
+	d.heuristic = heuristic
+	d.nodesLeft = nodeLimit
+	for b := range d.off {
+		d.off[b] = -1
+		d.minOff[b] = 0
+		if d.size[b] > c {
+			return dfsInfeasible
+		}
+	}
+	clear(d.floor)
+	clear(d.total)
+	for s, mem := range d.secs {
+		for _, b := range mem {
+			d.total[s] += d.size[b]
+		}
+		d.secMin[s] = 0
+		if d.total[s] > c {
+			return dfsInfeasible
+		}
+	}
+	copy(d.cuts, d.cuts0)
+	d.offLog, d.floorLog, d.minLog = d.offLog[:0], d.floorLog[:0], d.minLog[:0]
+	for _, p := range d.parts0 {
+		if st := d.subSolve(p); st != dfsFound {
+			return st
+		}
+	}
+	return dfsFound
+}
+
+// subSolve preorders a partition's buffers and searches it from scratch.
+func (d *dfs) subSolve(p dfsPart) dfsStatus {
+	// Preorder keys: W = lifetime width, A = area, T = the largest unplaced
+	// total among the buffer's sections; all descending, then index.
+	key := func(b int32, c byte) int64 {
+		switch c {
+		case 'W':
+			return d.width[b]
+		case 'A':
+			if w := d.width[b]; w > 0 && d.size[b] > math.MaxInt64/w {
+				return math.MaxInt64
+			}
+			return d.width[b] * d.size[b]
+		case 'Z':
+			return d.size[b]
+		}
+		var t int64
+		for s := d.secLo[b]; s < d.secHi[b]; s++ {
+			t = max(t, d.total[s])
+		}
+		return t
+	}
+	type kb struct {
+		k [3]int64
+		b int32
+	}
+	ks := make([]kb, len(p.bufs))
+	for i, b := range p.bufs {
+		ks[i].b = b
+		for j := 0; j < len(d.heuristic) && j < 3; j++ {
+			ks[i].k[j] = key(b, d.heuristic[j])
+		}
+	}
+	slices.SortFunc(ks, func(x, y kb) int {
+		for j := range 3 {
+			if x.k[j] != y.k[j] {
+				if x.k[j] > y.k[j] {
+					return -1
+				}
+				return 1
+			}
+		}
+		return int(x.b - y.b)
+	})
+	saved := make([]int32, len(ks))
+	for i, e := range ks {
+		saved[i] = d.pre[e.b]
+		d.pre[e.b] = int32(i)
+	}
+	st := d.search(p, 0, -1)
+	for i, e := range ks {
+		d.pre[e.b] = saved[i]
+	}
+	return st
+}
+
+// search is one node of the depth-first search within partition p; lastOff
+// and lastPre describe the previous placement (canonical order).
+func (d *dfs) search(p dfsPart, lastOff int64, lastPre int32) dfsStatus {
+	if d.nodesLeft <= 0 {
+		return dfsAborted
+	}
+	d.nodesLeft--
+	d.nodes++
+	if d.maxNodes > 0 && d.nodes >= d.maxNodes {
+		d.stopped = true
+	}
+	if d.nodes&1023 == 0 && (time.Now().After(d.deadline) || d.ctx.Err() != nil) {
+		d.stopped = true
+	}
+	if d.stopped {
+		return dfsTimeout
+	}
+	minH := int64(-1)
+	for _, b := range p.bufs {
+		if d.off[b] < 0 {
+			if h := d.minOff[b] + d.size[b]; minH < 0 || h < minH {
+				minH = h
+			}
+		}
+	}
+	if minH < 0 {
+		return dfsFound
+	}
+	base := len(d.cands)
+	for _, b := range p.bufs {
+		if d.off[b] >= 0 {
+			continue
+		}
+		o := d.minOff[b]
+		if o >= minH || o < lastOff || (o == lastOff && d.pre[b] < lastPre) {
+			continue
+		}
+		d.cands = append(d.cands, dfsCand{o, d.pre[b], b})
+	}
+	cands := d.cands[base:]
+	slices.SortFunc(cands, func(x, y dfsCand) int {
+		if x.off != y.off {
+			if x.off < y.off {
+				return -1
+			}
+			return 1
+		}
+		return int(x.pre - y.pre)
+	})
+	for k := range cands {
+		c := d.cands[base+k] // d.cands may have grown; index afresh
+		st := d.try(p, c)
+		if st != dfsInfeasible {
+			d.cands = d.cands[:base]
+			return st
+		}
+	}
+	d.cands = d.cands[:base]
+	return dfsInfeasible
+}
+
+// try places candidate c, propagates, checks and recurses, then undoes.
+func (d *dfs) try(p dfsPart, c dfsCand) dfsStatus {
+	b, o := c.b, c.off
+	top := o + d.size[b]
+	d.tryID++
+	d.off[b] = o
+	d.sol[b] = o
+	d.minOff[b] = noMin // placed buffers never hold a section minimum
+	mOff, mFloor, mMin := len(d.offLog), len(d.floorLog), len(d.minLog)
+	// The sections of b and of every raised neighbour may have a new
+	// minimum: mark their union stale (a difference array over sections).
+	lo, hi := d.secLo[b], d.secHi[b]
+	d.cover[lo]++
+	d.cover[hi]--
+	for s := lo; s < hi; s++ {
+		d.floorLog = append(d.floorLog, floorChange{s, d.floor[s]})
+		d.floor[s] = top
+		d.total[s] -= d.size[b]
+	}
+	for _, x := range d.adj[b] {
+		old := d.minOff[x]
+		if old >= top { // placed (noMin) or already high enough
+			continue
+		}
+		d.offLog = append(d.offLog, offChange{x, old})
+		d.minOff[x] = top
+		d.cover[d.secLo[x]]++
+		d.cover[d.secHi[x]]--
+		lo, hi = min(lo, d.secLo[x]), max(hi, d.secHi[x])
+	}
+	run := int32(0)
+	for s := lo; s < hi; s++ {
+		run += d.cover[s]
+		d.cover[s] = 0
+		if run > 0 && d.secMin[s] != staleMin {
+			d.logMin(s)
+			d.secMin[s] = staleMin
+		}
+	}
+	d.cover[hi] = 0
+	status := dfsInfeasible
+	if d.check(p, o) {
+		status = d.decompose(p, b, o)
+	}
+	for i := len(d.minLog) - 1; i >= mMin; i-- {
+		r := d.minLog[i]
+		d.secMin[r.s] = r.min
+	}
+	d.minLog = d.minLog[:mMin]
+	for i := len(d.floorLog) - 1; i >= mFloor; i-- {
+		d.floor[d.floorLog[i].s] = d.floorLog[i].old
+	}
+	d.floorLog = d.floorLog[:mFloor]
+	for s := d.secLo[b]; s < d.secHi[b]; s++ {
+		d.total[s] += d.size[b]
+	}
+	for i := len(d.offLog) - 1; i >= mOff; i-- {
+		d.minOff[d.offLog[i].b] = d.offLog[i].old
+	}
+	d.offLog = d.offLog[:mOff]
+	d.off[b] = -1
+	d.minOff[b] = o
+	return status
+}
+
+// logMin saves section s's minimum once per placement, for undo.
+func (d *dfs) logMin(s int32) {
+	if d.minStamp[s] != d.tryID {
+		d.minStamp[s] = d.tryID
+		d.minLog = append(d.minLog, minChange{s, d.secMin[s]})
+	}
+}
+
+// rescan recomputes a stale section minimum.
+func (d *dfs) rescan(s int32) {
+	d.logMin(s)
+	lowest := int64(noMin)
+	for _, y := range d.secs[s] {
+		lowest = min(lowest, d.minOff[y]) // noMin for placed buffers
+	}
+	d.secMin[s] = lowest
+}
+
+// check applies cross-section inference to the sections of p: every
+// unplaced buffer of a section lies above the section's floor (the top of
+// its placed buffers), above the smallest minimum offset of its unplaced
+// buffers, and above the current offset o (placements are monotone), so all
+// of them must fit above the highest of the three. Stale minima are only
+// recomputed when the cheaper bounds do not already prune.
+func (d *dfs) check(p dfsPart, o int64) bool {
+	stale := false
+	for s := p.lo; s < p.hi; s++ {
+		if d.total[s] == 0 {
+			continue
+		}
+		if max(o, d.floor[s], d.secMin[s])+d.total[s] > d.c {
+			return false
+		}
+		stale = stale || d.secMin[s] == staleMin
+	}
+	if !stale {
+		return true
+	}
+	for s := p.lo; s < p.hi; s++ {
+		if d.total[s] == 0 || d.secMin[s] != staleMin {
+			continue
+		}
+		d.rescan(s)
+		if max(o, d.floor[s], d.secMin[s])+d.total[s] > d.c {
+			return false
+		}
+	}
+	return true
+}
+
+// decompose continues the search after placing b at o, splitting p where no
+// unplaced buffer spans a section boundary any more.
+func (d *dfs) decompose(p dfsPart, b int32, o int64) dfsStatus {
+	var cutsBuf [8]int32
+	cutpoints := cutsBuf[:0]
+	for i := d.secLo[b]; i+1 < d.secHi[b]; i++ {
+		d.cuts[i]--
+		if d.cuts[i] == 0 {
+			cutpoints = append(cutpoints, i+1)
+		}
+	}
+	var status dfsStatus
+	if len(cutpoints) == 0 {
+		status = d.search(p, o, d.pre[b])
+	} else {
+		status = dfsFound
+		lo := p.lo
+		for k := 0; k <= len(cutpoints) && status == dfsFound; k++ {
+			hi := p.hi
+			if k < len(cutpoints) {
+				hi = cutpoints[k]
+			}
+			var bufs []int32
+			for _, x := range p.bufs {
+				if d.off[x] < 0 && d.secLo[x] < hi && d.secHi[x] > lo {
+					bufs = append(bufs, x)
+				}
+			}
+			if len(bufs) > 0 {
+				status = d.subSolve(dfsPart{lo: lo, hi: hi, bufs: bufs})
+			}
+			lo = hi
+		}
+	}
+	for i := d.secLo[b]; i+1 < d.secHi[b]; i++ {
+		d.cuts[i]++
+	}
+	return status
+}
+
+// dfsHeuristics are the static preorders tried round-robin (MiniMalloc's
+// defaults: width, area and section total in three priorities).
+var dfsHeuristics = []string{"WAT", "TAW", "TWA"}
+
+// feasible runs the round-robin search at capacity c until it finds a
+// packing, proves there is none, or hits the deadline. On success the
+// offsets (indexed like the timeline) are written to out.
+func (d *dfs) feasible(c int64, out []int64) dfsStatus {
+	limit := int64(max(d.m, 1))
+	for {
+		limit *= 2
+		for _, h := range dfsHeuristics {
+			switch st := d.solve(c, h, limit); st {
+			case dfsFound:
+				for b, i := range d.idx {
+					out[i] = d.sol[b]
+				}
+				return st
+			case dfsInfeasible, dfsTimeout:
+				return st
+			}
+		}
+	}
+}

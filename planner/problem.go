@@ -1,0 +1,254 @@
+package planner
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// MaxSize bounds a single buffer's size and the sum of all sizes of a
+// Problem, so that aligned sizes, offsets and sums never overflow int64.
+const MaxSize int64 = 1 << 60
+
+// MaxStep bounds the absolute value of lifetime steps, so that lifetime
+// lengths never overflow.
+const MaxStep = 1 << 60
+
+// Buffer is one tensor to place: it is live over the half-open range of
+// execution steps [Start, End) and needs Size bytes. A buffer with
+// Start == End or Size == 0 conflicts with nothing.
+type Buffer struct {
+	ID    int   `json:"id"`
+	Start int   `json:"start"`
+	End   int   `json:"end"`
+	Size  int64 `json:"size"`
+}
+
+// Problem is a static offset-assignment instance. Alignment (a positive
+// number of bytes; 0 means 1) applies to every size and offset: sizes are
+// rounded up to it and offsets are multiples of it, as ggml-alloc does.
+type Problem struct {
+	Buffers   []Buffer `json:"buffers"`
+	Alignment int64    `json:"alignment,omitempty"`
+}
+
+// Assignment is a solution: Offsets[i] is the offset of Problem.Buffers[i]
+// (indexed by position, not by Buffer.ID) and Arena is the arena size, the
+// highest offset+aligned size.
+type Assignment struct {
+	Offsets []int64 `json:"offsets"`
+	Arena   int64   `json:"arena"`
+}
+
+// align returns the effective alignment (at least 1).
+func (p *Problem) align() int64 {
+	if p.Alignment <= 1 {
+		return 1
+	}
+	return p.Alignment
+}
+
+// AlignedSize returns buffer i's size rounded up to the problem's alignment.
+func (p *Problem) AlignedSize(i int) int64 {
+	return alignUp(p.Buffers[i].Size, p.align())
+}
+
+func alignUp(v, a int64) int64 {
+	if a <= 1 {
+		return v
+	}
+	if r := v % a; r != 0 {
+		return v + a - r
+	}
+	return v
+}
+
+// Check reports the first reason the problem is malformed: a negative or
+// too large size, an inverted lifetime, a duplicate ID, a negative alignment,
+// or sizes whose sum could overflow.
+func (p *Problem) Check() error {
+	if p == nil {
+		return errors.New("planner: nil problem")
+	}
+	if p.Alignment < 0 || p.Alignment > MaxSize {
+		return fmt.Errorf("planner: alignment %d out of range", p.Alignment)
+	}
+	seen := make(map[int]int, len(p.Buffers))
+	var total int64
+	for i, b := range p.Buffers {
+		if b.Size < 0 || b.Size > MaxSize {
+			return fmt.Errorf("planner: buffer %d: size %d out of range [0, 2^60]", b.ID, b.Size)
+		}
+		if b.Start > b.End {
+			return fmt.Errorf("planner: buffer %d: start %d after end %d", b.ID, b.Start, b.End)
+		}
+		if b.Start < -MaxStep || b.End > MaxStep {
+			return fmt.Errorf("planner: buffer %d: lifetime [%d, %d) out of range [-2^60, 2^60]", b.ID, b.Start, b.End)
+		}
+		if j, dup := seen[b.ID]; dup {
+			return fmt.Errorf("planner: buffer %d: duplicate id (positions %d and %d)", b.ID, j, i)
+		}
+		seen[b.ID] = i
+		total += alignUp(b.Size, p.align())
+		if total > MaxSize {
+			return fmt.Errorf("planner: total size exceeds 2^60 bytes at buffer %d", b.ID)
+		}
+	}
+	return nil
+}
+
+// live reports whether buffer i occupies memory at some step.
+func (p *Problem) live(i int) bool {
+	b := p.Buffers[i]
+	return b.Start < b.End && b.Size > 0
+}
+
+// NaiveSize returns the arena a planner without reuse needs: the sum of all
+// aligned sizes of buffers that are live at some step.
+func NaiveSize(p *Problem) int64 {
+	var s int64
+	for i := range p.Buffers {
+		if p.live(i) {
+			s += p.AlignedSize(i)
+		}
+	}
+	return s
+}
+
+// LowerBound returns the LOAD of the problem: the maximum over steps of the
+// sum of aligned sizes of the buffers live at that step. No assignment has a
+// smaller arena. It sweeps sorted start/end events, O(n log n).
+func LowerBound(p *Problem) int64 {
+	type event struct {
+		t     int
+		delta int64
+	}
+	ev := make([]event, 0, 2*len(p.Buffers))
+	for i, b := range p.Buffers {
+		if !p.live(i) {
+			continue
+		}
+		s := p.AlignedSize(i)
+		ev = append(ev, event{b.Start, s}, event{b.End, -s})
+	}
+	// Ends sort before starts at the same step: lifetimes are half-open.
+	slices.SortFunc(ev, func(a, b event) int {
+		if c := cmp.Compare(a.t, b.t); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.delta, b.delta)
+	})
+	var cur, best int64
+	for _, e := range ev {
+		cur += e.delta
+		best = max(best, cur)
+	}
+	return best
+}
+
+// ArenaOf returns the arena size implied by offsets: the largest
+// offset+aligned size over buffers that are live at some step.
+func ArenaOf(p *Problem, offsets []int64) int64 {
+	var top int64
+	for i := range p.Buffers {
+		if p.live(i) && i < len(offsets) {
+			top = max(top, offsets[i]+p.AlignedSize(i))
+		}
+	}
+	return top
+}
+
+// Validate checks that a is a correct solution of p: one offset per buffer,
+// every offset non-negative and aligned, every buffer inside the arena, and
+// no two buffers that are live at a common step overlapping in address. It
+// sweeps the buffers in time order keeping the live ones sorted by offset, so
+// each new buffer is compared with its two address neighbours only.
+func Validate(p *Problem, a *Assignment) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	if a == nil {
+		return errors.New("planner: nil assignment")
+	}
+	if len(a.Offsets) != len(p.Buffers) {
+		return fmt.Errorf("planner: assignment has %d offsets for %d buffers", len(a.Offsets), len(p.Buffers))
+	}
+	al := p.align()
+	for i, b := range p.Buffers {
+		off := a.Offsets[i]
+		if off < 0 {
+			return fmt.Errorf("planner: buffer %d: negative offset %d", b.ID, off)
+		}
+		if off%al != 0 {
+			return fmt.Errorf("planner: buffer %d: offset %d not aligned to %d", b.ID, off, al)
+		}
+		if off > MaxSize {
+			return fmt.Errorf("planner: buffer %d: offset %d out of range", b.ID, off)
+		}
+		if p.live(i) && off+p.AlignedSize(i) > a.Arena {
+			return fmt.Errorf("planner: buffer %d: [%d, %d) exceeds arena %d", b.ID, off, off+p.AlignedSize(i), a.Arena)
+		}
+	}
+	type event struct {
+		t     int
+		start bool
+		i     int
+	}
+	ev := make([]event, 0, 2*len(p.Buffers))
+	for i, b := range p.Buffers {
+		if p.live(i) {
+			ev = append(ev, event{b.Start, true, i}, event{b.End, false, i})
+		}
+	}
+	slices.SortFunc(ev, func(x, y event) int {
+		if c := cmp.Compare(x.t, y.t); c != 0 {
+			return c
+		}
+		if x.start != y.start { // ends first: lifetimes are half-open
+			if x.start {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(x.i, y.i)
+	})
+	// active holds the live buffers sorted by offset; they never overlap.
+	var active []int
+	cmpOff := func(j int, off int64) int { return cmp.Compare(a.Offsets[j], off) }
+	for _, e := range ev {
+		off := a.Offsets[e.i]
+		pos, _ := slices.BinarySearchFunc(active, off, cmpOff)
+		if !e.start {
+			for pos < len(active) && active[pos] != e.i {
+				pos++
+			}
+			if pos < len(active) {
+				active = slices.Delete(active, pos, pos+1)
+			}
+			continue
+		}
+		top := off + p.AlignedSize(e.i)
+		if pos > 0 {
+			j := active[pos-1]
+			if a.Offsets[j]+p.AlignedSize(j) > off {
+				return overlapError(p, a, j, e.i)
+			}
+		}
+		if pos < len(active) {
+			j := active[pos]
+			if a.Offsets[j] < top {
+				return overlapError(p, a, j, e.i)
+			}
+		}
+		active = slices.Insert(active, pos, e.i)
+	}
+	return nil
+}
+
+func overlapError(p *Problem, a *Assignment, i, j int) error {
+	bi, bj := p.Buffers[i], p.Buffers[j]
+	return fmt.Errorf("planner: buffers %d (steps [%d,%d), bytes [%d,%d)) and %d (steps [%d,%d), bytes [%d,%d)) overlap",
+		bi.ID, bi.Start, bi.End, a.Offsets[i], a.Offsets[i]+p.AlignedSize(i),
+		bj.ID, bj.Start, bj.End, a.Offsets[j], a.Offsets[j]+p.AlignedSize(j))
+}

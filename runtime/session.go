@@ -1,0 +1,275 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+)
+
+// SessionOptions configure a Session.
+type SessionOptions struct {
+	// Exec is passed to every step's executor.
+	Exec ExecOptions
+	// AllLogits returns logits for every token of a step, not just the last.
+	AllLogits bool
+}
+
+// Session runs a model step by step over a persistent KV cache, as
+// llama.cpp's llama_decode does for one sequence: token i of the sequence
+// lives in KV cell i.
+type Session struct {
+	model   *models.Model
+	weights WeightSource
+	opts    SessionOptions
+	state   map[string][]byte
+	pos     int64
+	execs   map[string]*Executor // per binding
+	// Stats
+	Steps int
+}
+
+// NewSession allocates the KV cache (zeroed) for a built model.
+func NewSession(m *models.Model, w WeightSource, opts SessionOptions) (*Session, error) {
+	s := &Session{model: m, weights: w, opts: opts, state: map[string][]byte{}, execs: map[string]*Executor{}}
+	for _, n := range m.Graph.Leaves(ir.OpState) {
+		size, err := n.Type.Bytes()
+		if err != nil {
+			return nil, fmt.Errorf("runtime: state %q: %w", n.Name, err)
+		}
+		s.state[n.Name] = make([]byte, size)
+	}
+	return s, nil
+}
+
+// Pos is the number of tokens already in the KV cache.
+func (s *Session) Pos() int64 { return s.pos }
+
+// NCtx is the KV cache capacity.
+func (s *Session) NCtx() int64 { return s.model.Options.NCtx }
+
+// KVLen returns llama.cpp's n_kv for a cache holding used cells: the used
+// length padded to 32, at least 32, at most n_ctx.
+func KVLen(used, nCtx int64) int64 {
+	n := (used + models.KVPad - 1) / models.KVPad * models.KVPad
+	if n < models.KVPad {
+		n = models.KVPad
+	}
+	return min(n, nCtx)
+}
+
+// Bindings returns the symbol values of a step of nTokens tokens starting at pos.
+func (s *Session) Bindings(pos, nTokens, nOutputs int64) ir.Bindings {
+	return ir.Bindings{
+		models.SymTokens:  nTokens,
+		models.SymKV:      KVLen(pos+nTokens, s.model.Options.NCtx),
+		models.SymOutputs: nOutputs,
+		models.SymKVHead:  pos,
+	}
+}
+
+// StepResult is the outcome of one step.
+type StepResult struct {
+	Logits [][]float32 // one row of n_vocab per output token
+	Time   time.Duration
+}
+
+// Step feeds tokens at the current position and returns the logits of the
+// last token (or of every token with AllLogits).
+func (s *Session) Step(tokens []int32) (*StepResult, error) {
+	start := time.Now()
+	n := int64(len(tokens))
+	if n == 0 {
+		return nil, fmt.Errorf("runtime: step with no tokens")
+	}
+	if s.pos+n > s.model.Options.NCtx {
+		return nil, fmt.Errorf("runtime: context full: %d + %d tokens exceed n_ctx %d", s.pos, n, s.model.Options.NCtx)
+	}
+	nVocab := s.model.HParams.NVocab
+	for _, t := range tokens {
+		if t < 0 || int64(t) >= nVocab {
+			return nil, fmt.Errorf("runtime: token id %d out of range [0, %d)", t, nVocab)
+		}
+	}
+	nOut := int64(1)
+	if s.opts.AllLogits {
+		nOut = n
+	}
+	b := s.Bindings(s.pos, n, nOut)
+	ex, err := s.executor(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.setInputs(ex, tokens, b); err != nil {
+		return nil, err
+	}
+	if err := ex.Run(); err != nil {
+		return nil, err
+	}
+	out, ne, err := ex.Output(0)
+	if err != nil {
+		return nil, err
+	}
+	res := &StepResult{}
+	for r := int64(0); r < ne[1]; r++ {
+		res.Logits = append(res.Logits, out[r*ne[0]:(r+1)*ne[0]])
+	}
+	s.pos += n
+	s.Steps++
+	res.Time = time.Since(start)
+	return res, nil
+}
+
+// executor returns the executor specialised for the bindings, building and
+// caching it on first use. With the cpy KV mode every position is a new
+// binding (its view offsets move), which is exactly the seeds' problem.
+func (s *Session) executor(b ir.Bindings) (*Executor, error) {
+	key := b.String()
+	if s.model.Options.KVWrite == models.KVSetRows {
+		bb := ir.Bindings{}
+		for k, v := range b {
+			if k != models.SymKVHead {
+				bb[k] = v
+			}
+		}
+		key = bb.String()
+		b = bb
+	}
+	if ex, ok := s.execs[key]; ok {
+		return ex, nil
+	}
+	g, err := s.model.Graph.Specialize(b)
+	if err != nil {
+		return nil, fmt.Errorf("runtime: %w", err)
+	}
+	ex, err := NewExecutor(g, s.weights, s.opts.Exec)
+	if err != nil {
+		return nil, err
+	}
+	for name, data := range s.state {
+		if err := ex.BindState(name, data); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.execs) > 64 {
+		clear(s.execs)
+	}
+	s.execs[key] = ex
+	return ex, nil
+}
+
+func i32Bytes(v []int32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(out[4*i:], uint32(x))
+	}
+	return out
+}
+
+// Inputs computes the input tensors of a step, by name, as raw bytes. It is
+// exported so other backends feed exactly the same inputs.
+func Inputs(tokens []int32, pos int64, b ir.Bindings) map[string][]byte {
+	n := int64(len(tokens))
+	in := map[string][]byte{}
+	in["inp_tokens"] = i32Bytes(tokens)
+	p := make([]int32, n)
+	idx := make([]byte, 8*n)
+	for i := range p {
+		p[i] = int32(pos + int64(i))
+		binary.LittleEndian.PutUint64(idx[8*i:], uint64(pos+int64(i)))
+	}
+	in["inp_pos"] = i32Bytes(p)
+	in["kv_idx"] = idx
+	nKV := b[models.SymKV]
+	rows := (n + models.MaskPad - 1) / models.MaskPad * models.MaskPad
+	mask := make([]byte, 4*nKV*rows)
+	negInf := math.Float32bits(float32(math.Inf(-1)))
+	for r := int64(0); r < rows; r++ {
+		for c := int64(0); c < nKV; c++ {
+			v := negInf
+			// Cell c holds position c; token r sits at position pos+r.
+			if r < n && c <= pos+r {
+				v = 0
+			}
+			binary.LittleEndian.PutUint32(mask[4*(r*nKV+c):], v)
+		}
+	}
+	in["KQ_mask"] = mask
+	nOut := b[models.SymOutputs]
+	ids := make([]int32, nOut)
+	for i := range ids {
+		ids[i] = int32(n - nOut + int64(i))
+	}
+	in["inp_out_ids"] = i32Bytes(ids)
+	return in
+}
+
+func (s *Session) setInputs(ex *Executor, tokens []int32, b ir.Bindings) error {
+	for name, data := range Inputs(tokens, s.pos, b) {
+		if !ex.HasInput(name) {
+			continue
+		}
+		if err := ex.SetInput(name, data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Argmax returns the index of the largest value, the lowest index on ties
+// (llama.cpp's greedy sampler).
+func Argmax(v []float32) int32 {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// GenerateResult is the outcome of greedy generation.
+type GenerateResult struct {
+	Tokens    []int32
+	Logits    [][]float32 // the distribution each token was chosen from
+	PrefillMS float64
+	DecodeMS  float64
+}
+
+// Generate runs prefill on the prompt and then greedy decode for n tokens.
+// onToken, if set, is called with each generated token as soon as it exists.
+func (s *Session) Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*GenerateResult, error) {
+	res := &GenerateResult{}
+	if n <= 0 {
+		return res, nil
+	}
+	t0 := time.Now()
+	step, err := s.Step(prompt)
+	if err != nil {
+		return nil, err
+	}
+	res.PrefillMS = float64(time.Since(t0).Microseconds()) / 1000
+	t1 := time.Now()
+	for i := 0; ; i++ {
+		logits := step.Logits[len(step.Logits)-1]
+		tok := Argmax(logits)
+		res.Tokens = append(res.Tokens, tok)
+		if keepLogits {
+			res.Logits = append(res.Logits, append([]float32(nil), logits...))
+		}
+		if onToken != nil {
+			onToken(tok)
+		}
+		if i == n-1 {
+			break
+		}
+		if step, err = s.Step([]int32{tok}); err != nil {
+			return nil, err
+		}
+	}
+	res.DecodeMS = float64(time.Since(t1).Microseconds()) / 1000
+	return res, nil
+}
