@@ -203,6 +203,32 @@ func (b Bindings) String() string {
 	return strings.Join(parts, ",")
 }
 
+// ParseBindings reads the String form back ("n_kv=32,n_tokens=5"). Spaces
+// around entries are ignored; a symbol given twice is an error.
+func ParseBindings(s string) (Bindings, error) {
+	b := Bindings{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, val, ok := strings.Cut(part, "=")
+		name = strings.TrimSpace(name)
+		if !ok || !isIdent(name) {
+			return nil, fmt.Errorf("ir: binding %q: want symbol=value", part)
+		}
+		v, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("ir: binding %q: value must be a non-negative integer", part)
+		}
+		if _, dup := b[name]; dup {
+			return nil, fmt.Errorf("ir: binding %q: symbol %s given twice", part, name)
+		}
+		b[name] = v
+	}
+	return b, nil
+}
+
 // MaxDims is the rank of every shape (as in ggml).
 const MaxDims = 4
 

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+)
+
+// The compile command is a fixed spine (load → build → stages → print) with
+// the stages plugged in from their own files: passes, memory planning,
+// partition, lowering and the report each register a compileStage from
+// init. A stage reads what earlier stages left in the compileJob and adds
+// its part of the JSON. This keeps every stage's CLI code beside nothing
+// but its own package.
+
+func init() {
+	register(&command{
+		Name:    "compile",
+		Summary: "build a model's graph and run the compiler stages on it",
+		Usage: `irtool compile [MODEL.gguf] [--target ascend910b|ascend310b|cpu] [--passes LIST|none]
+               [--print-after PASS|all] [--ctx N] [--ubatch N] [--strategy NAME|best]
+               [--out DIR] [--report FILE.html] [--json]
+
+Builds the graph of one forward step of MODEL (default: the embedded
+stories260K), then runs the compiler's stages in order: the pass pipeline,
+memory planning for the worst case (n_tokens = ubatch, n_kv = ctx) and for
+decode (n_tokens = 1), partition and lowering. Without --json it prints a
+summary per stage; --json prints one object (see docs/CLI.md).`,
+		Run:   cmdCompile,
+		Flags: func(fs *flag.FlagSet) { new(compileFlags).declare(fs) },
+	})
+}
+
+// compileFlags are every compile flag; stages read the ones they own.
+type compileFlags struct {
+	Passes        string
+	PrintAfter    string
+	DumpDir       string
+	JSON          bool
+	Ctx           int64
+	UBatch        int64
+	KVType        string
+	KVWrite       string
+	Align         int64
+	Strategy      string
+	Budget        time.Duration
+	ExportBuffers string
+	Target        string
+	Out           string
+	Report        string
+	MergeQKV      bool
+	Requant       string
+}
+
+func (f *compileFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&f.Passes, "passes", "default", "pass pipeline: default, none, or a comma-separated list (see irtool passes)")
+	fs.StringVar(&f.PrintAfter, "print-after", "", "print the IR after PASS, or after every pass with all")
+	fs.StringVar(&f.DumpDir, "dump-dir", "", "write the IR after every pass into DIR as NN-pass.ir")
+	fs.BoolVar(&f.JSON, "json", false, "print one JSON object (docs/CLI.md)")
+	fs.Int64Var(&f.Ctx, "ctx", 256, "KV cache cells (n_ctx)")
+	fs.Int64Var(&f.UBatch, "ubatch", 0, "tokens per step in the worst case (n_ubatch; default: ctx)")
+	fs.StringVar(&f.KVType, "kv-type", "f16", "KV cache element type: f16 or f32")
+	fs.StringVar(&f.KVWrite, "kv-write", "set_rows", "KV cache write: set_rows or cpy")
+	fs.Int64Var(&f.Align, "align", 0, "arena alignment in bytes (default: the target's)")
+	fs.StringVar(&f.Strategy, "strategy", "best", "memory planning strategy, or best")
+	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "time budget of the search strategy")
+	fs.StringVar(&f.ExportBuffers, "export-buffers", "", "write the worst-case planning problem as CSV (id,lower,upper,size)")
+	fs.StringVar(&f.Target, "target", "ascend910b", "target: ascend910b, ascend310b or cpu")
+	fs.StringVar(&f.Out, "out", "", "write program.json and DOT files of the partition and segments into DIR")
+	fs.StringVar(&f.Report, "report", "", "write a self-contained HTML report of every stage")
+	fs.BoolVar(&f.MergeQKV, "merge-qkv", false, "merge Q, K and V projections sharing an input into one matmul")
+	fs.StringVar(&f.Requant, "requant", "", "re-quantise weights the target cannot run to this type (q8_0 or q4_0)")
+}
+
+// compileJSON is the --json output. Each stage fills its own fields with
+// its own types; docs/CLI.md documents them.
+type compileJSON struct {
+	Model        string         `json:"model"`
+	Arch         string         `json:"arch"`
+	Target       string         `json:"target"`
+	NodesBefore  int            `json:"nodes_before"`
+	NodesAfter   int            `json:"nodes_after"`
+	OpsBefore    map[string]int `json:"ops_before"`
+	OpsAfter     map[string]int `json:"ops_after"`
+	Passes       any            `json:"passes"`
+	Memory       any            `json:"memory,omitempty"`
+	MemoryDecode any            `json:"memory_decode,omitempty"`
+	Partition    any            `json:"partition,omitempty"`
+	Program      any            `json:"program,omitempty"`
+	Predicted    any            `json:"predicted,omitempty"`
+}
+
+// compileJob is the state one compile run passes from stage to stage.
+type compileJob struct {
+	Flags     compileFlags
+	ModelPath string
+	File      *gguf.File
+	Model     *models.Model
+	Input     *ir.Graph // the graph as built, never modified
+	Graph     *ir.Graph // the current graph: stages may replace it
+	Out       compileJSON
+	// Text collects the human summary (printed without --json).
+	Text   io.Writer
+	Stdout io.Writer
+	Stderr io.Writer
+	// Values stages leave for later ones (the pass snapshots, the plans,
+	// the partition, the program), by stage-chosen keys.
+	Values map[string]any
+}
+
+// compileStage is one step of irtool compile.
+type compileStage struct {
+	Name  string
+	Order int // stages run by increasing Order
+	Run   func(j *compileJob) error
+}
+
+var compileStages []compileStage
+
+// registerCompileStage adds a stage; stage files call it from init.
+func registerCompileStage(s compileStage) {
+	compileStages = append(compileStages, s)
+	slices.SortStableFunc(compileStages, func(a, b compileStage) int { return a.Order - b.Order })
+}
+
+// Conventional stage orders.
+const (
+	stagePasses    = 10
+	stageMemory    = 20
+	stagePartition = 30
+	stageLower     = 40
+	stageReport    = 90
+)
+
+// modelOptions turns the shared model flags into models.Options.
+func modelOptions(ctx int64, kvType, kvWrite string) (models.Options, error) {
+	opts := models.Options{NCtx: ctx}
+	var err error
+	if opts.KVType, err = models.ParseKVCacheType(kvType); err != nil {
+		return opts, err
+	}
+	if opts.KVWrite, err = models.ParseKVWrite(kvWrite); err != nil {
+		return opts, err
+	}
+	return opts, nil
+}
+
+func opCounts(g *ir.Graph) map[string]int {
+	return g.OpCounts()
+}
+
+func cmdCompile(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	j := &compileJob{Stdout: stdout, Stderr: stderr, Values: map[string]any{}}
+	j.Flags.declare(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagError(err)
+	}
+	if len(pos) > 1 {
+		return usageError(stderr, "compile", "want at most one model path, got %q", pos)
+	}
+	if len(pos) == 1 {
+		j.ModelPath = pos[0]
+	}
+	if j.Flags.Ctx <= 0 {
+		return usageError(stderr, "compile", "--ctx must be positive")
+	}
+	if j.Flags.UBatch == 0 {
+		j.Flags.UBatch = j.Flags.Ctx
+	}
+	if j.Flags.UBatch < 0 || j.Flags.UBatch > j.Flags.Ctx {
+		return usageError(stderr, "compile", "--ubatch must be in [1, ctx]")
+	}
+	opts, err := modelOptions(j.Flags.Ctx, j.Flags.KVType, j.Flags.KVWrite)
+	if err != nil {
+		return usageError(stderr, "compile", "%v", err)
+	}
+	if j.File, err = openModel(j.ModelPath); err != nil {
+		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
+		return 1
+	}
+	defer j.File.Close()
+	if j.Model, err = models.Build(j.File, opts); err != nil {
+		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
+		return 1
+	}
+	j.Input = j.Model.Graph
+	j.Graph = j.Model.Graph.Clone()
+	j.Out = compileJSON{Model: modelName(j.ModelPath), Arch: j.Model.HParams.Arch, Target: j.Flags.Target,
+		NodesBefore: j.Input.NumOps(), OpsBefore: opCounts(j.Input), Passes: []any{}}
+	if j.Flags.JSON {
+		j.Text = io.Discard
+	} else {
+		j.Text = stdout
+	}
+	fmt.Fprintf(j.Text, "%s: %s, %d layers, %d ops as built (ctx %d, ubatch %d)\n",
+		j.Out.Model, j.Out.Arch, j.Model.HParams.NLayer, j.Out.NodesBefore, j.Flags.Ctx, j.Flags.UBatch)
+	for _, s := range compileStages {
+		fmt.Fprintf(stderr, "irtool compile: %s\n", s.Name)
+		if err := s.Run(j); err != nil {
+			fmt.Fprintf(stderr, "irtool compile: %s: %v\n", s.Name, err)
+			return 1
+		}
+	}
+	j.Out.NodesAfter = j.Graph.NumOps()
+	j.Out.OpsAfter = opCounts(j.Graph)
+	if j.Flags.JSON {
+		if err := writeJSON(stdout, j.Out); err != nil {
+			fmt.Fprintf(stderr, "irtool compile: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
