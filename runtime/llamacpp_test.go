@@ -1,0 +1,198 @@
+package runtime_test
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testref"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime"
+)
+
+// llamaRef is the part of a llamacpp/*.llamacpp.json file these tests read.
+type llamaRef struct {
+	ModelFile string `json:"model_file"`
+	Context   struct {
+		NCtx  int64  `json:"n_ctx"`
+		TypeK string `json:"type_k"`
+	} `json:"context"`
+	Prompt struct {
+		Tokens []int32 `json:"tokens"`
+	} `json:"prompt"`
+	Prefill struct {
+		LogitsLast []float32 `json:"logits_last"`
+	} `json:"prefill"`
+	Decode struct {
+		Token  int32     `json:"token"`
+		Logits []float32 `json:"logits"`
+	} `json:"decode"`
+	Generation struct {
+		Tokens []int32        `json:"tokens"`
+		Top5   [][][2]float64 `json:"top5_per_step"`
+	} `json:"generation"`
+}
+
+func loadRef(t *testing.T, path string) *llamaRef {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r llamaRef
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &r
+}
+
+// tolerance is the issue's bound on max|Δlogit| / max|logit| for a model:
+// 1e-3 for F32 and F16 files, 2e-2 for quantised ones.
+func tolerance(name string) float64 {
+	for _, q := range []string{"Q8_0", "Q4_0", "_K"} {
+		if strings.Contains(name, q) {
+			return 2e-2
+		}
+	}
+	return 1e-3
+}
+
+func maxAbs(v []float32) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = max(m, math.Abs(float64(x)))
+	}
+	return m
+}
+
+func relErr(got, want []float32) float64 {
+	d := 0.0
+	for i := range want {
+		d = max(d, math.Abs(float64(got[i])-float64(want[i])))
+	}
+	return d / maxAbs(want)
+}
+
+// TestMatchesLlamaCpp feeds llama.cpp's own token sequence (prompt, then its
+// 32 greedy tokens) through a Session and compares every step's logits with
+// llama.cpp's: prefill.logits_last, decode.logits and the top-5 of every
+// generation step. Our argmax must equal llama.cpp's token wherever
+// llama.cpp's top-1/top-2 gap exceeds twice the tolerance.
+func TestMatchesLlamaCpp(t *testing.T) {
+	refs, _ := filepath.Glob(filepath.Join(filepath.Dir(testref.Shared(t, "llamacpp/stories260K.llamacpp.json")), "*.llamacpp.json"))
+	for _, refPath := range refs {
+		if strings.Contains(refPath, "dequant-f32") {
+			continue // runs of other files; the kernels tests use them
+		}
+		name := strings.TrimSuffix(filepath.Base(refPath), ".llamacpp.json")
+		t.Run(name, func(t *testing.T) {
+			ref := loadRef(t, refPath)
+			f, err := gguf.Open(testref.Shared(t, "models/"+ref.ModelFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			opts := models.Options{NCtx: ref.Context.NCtx}
+			if opts.KVType, err = models.ParseKVCacheType(ref.Context.TypeK); err != nil {
+				t.Fatal(err)
+			}
+			m, err := models.Build(f, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tol := tolerance(name)
+			worst := 0.0
+			check := func(step string, got, want []float32) {
+				t.Helper()
+				e := relErr(got, want)
+				worst = max(worst, e)
+				if e > tol {
+					t.Errorf("%s: max|Δ|/max|logit| = %.3g > %.0e", step, e, tol)
+				}
+			}
+			gen := ref.Generation.Tokens
+			feed := ref.Prompt.Tokens
+			mismatches := 0
+			for i := range gen {
+				res, err := s.Step(feed)
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				logits := res.Logits[len(res.Logits)-1]
+				switch i {
+				case 0:
+					check("prefill", logits, ref.Prefill.LogitsLast)
+				case 1:
+					check("decode", logits, ref.Decode.Logits)
+				}
+				scale := maxAbs(logits)
+				top5 := ref.Generation.Top5[i]
+				for _, p := range top5 {
+					id, want := int(p[0]), p[1]
+					if d := math.Abs(float64(logits[id]) - want); d > tol*scale {
+						t.Errorf("step %d: logit[%d] = %g, llama.cpp %g (|Δ|/max = %.3g)", i, id, logits[id], want, d/scale)
+					}
+					worst = max(worst, math.Abs(float64(logits[id])-want)/scale)
+				}
+				if got := runtime.Argmax(logits); got != gen[i] {
+					gap := top5[0][1] - top5[1][1]
+					if gap > 2*tol*scale {
+						t.Errorf("step %d: greedy token %d, llama.cpp %d with a gap of %.4g", i, got, gen[i], gap)
+					}
+					mismatches++
+				}
+				feed = []int32{gen[i]}
+			}
+			t.Logf("%s: worst max|Δ|/max|logit| %.2e over prefill, decode and %d steps (tolerance %.0e); %d argmax differences at near-ties",
+				name, worst, len(gen), tol, mismatches)
+		})
+	}
+}
+
+// TestGreedyStories260K runs the embedded model's greedy generation itself
+// (our own argmax feeding the next step) and requires llama.cpp's 32 tokens.
+func TestGreedyStories260K(t *testing.T) {
+	ref := loadRef(t, testref.Shared(t, "llamacpp/stories260K.llamacpp.json"))
+	f, err := gguf.Open(testref.Testdata("stories260K.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, kv := range []models.KVWrite{models.KVSetRows, models.KVCpy} {
+		m, err := models.Build(f, models.Options{NCtx: ref.Context.NCtx, KVWrite: kv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := s.Generate(ref.Prompt.Tokens, len(ref.Generation.Tokens), false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slicesEqual(res.Tokens, ref.Generation.Tokens) {
+			t.Errorf("kv-write %v: tokens\n got %v\nwant %v", kv, res.Tokens, ref.Generation.Tokens)
+		}
+	}
+}
+
+func slicesEqual(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
