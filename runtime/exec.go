@@ -18,8 +18,15 @@ type ExecOptions struct {
 	// Arena, when set, places every intermediate buffer at Offsets[node id]
 	// inside one byte slice of ArenaSize bytes (planned execution). Nodes
 	// missing from Offsets get their own buffer.
+	// Graph inputs listed in Offsets live in the arena too (a plan made
+	// with planner.GraphOptions.ArenaIO, ggml's layout).
 	Offsets   map[int]int64
 	ArenaSize int64
+	// Order, when set, is the execution order as node IDs (a memory plan's
+	// order, planner.GraphPlan.OrderIDs): every non-leaf node exactly once,
+	// each after its operands; leaves may appear and are skipped. Nil runs
+	// the graph's own order.
+	Order []int
 	// Kernels selects numeric options of the kernels.
 	Kernels kernels.Options
 }
@@ -33,6 +40,7 @@ type Executor struct {
 	arena   []byte
 	inputs  map[string]*ir.Node
 	state   map[string]*ir.Node
+	order   []*ir.Node // execution order (opts.Order), nil for g.Nodes
 }
 
 // NewExecutor prepares a static graph: it resolves every node's storage.
@@ -50,6 +58,11 @@ func NewExecutor(g *ir.Graph, w WeightSource, opts ExecOptions) (*Executor, erro
 		inputs: map[string]*ir.Node{}, state: map[string]*ir.Node{}}
 	if opts.Offsets != nil {
 		e.arena = make([]byte, opts.ArenaSize)
+	}
+	if opts.Order != nil {
+		if e.order, err = execOrder(g, opts.Order); err != nil {
+			return nil, err
+		}
 	}
 	for _, n := range g.Nodes {
 		if layouts[n.ID].Root != n {
@@ -78,19 +91,64 @@ func NewExecutor(g *ir.Graph, w WeightSource, opts ExecOptions) (*Executor, erro
 			e.state[n.Name] = n
 		case ir.OpInput:
 			e.inputs[n.Name] = n
-			e.bufs[n.ID] = make([]byte, size)
+			if e.bufs[n.ID], err = e.storage(n, size); err != nil {
+				return nil, err
+			}
 		default:
-			if off, ok := opts.Offsets[n.ID]; ok && e.arena != nil {
-				if off < 0 || off+size > int64(len(e.arena)) {
-					return nil, fmt.Errorf("runtime: %s (%q): planned bytes [%d,%d) outside the %d-byte arena", n, n.Name, off, off+size, len(e.arena))
-				}
-				e.bufs[n.ID] = e.arena[off : off+size : off+size]
-			} else {
-				e.bufs[n.ID] = make([]byte, size)
+			if e.bufs[n.ID], err = e.storage(n, size); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return e, nil
+}
+
+// storage returns n's planned slice of the arena, or a buffer of its own
+// when n has no planned offset.
+func (e *Executor) storage(n *ir.Node, size int64) ([]byte, error) {
+	off, ok := e.opts.Offsets[n.ID]
+	if !ok || e.arena == nil {
+		return make([]byte, size), nil
+	}
+	if off < 0 || off+size > int64(len(e.arena)) {
+		return nil, fmt.Errorf("runtime: %s (%q): planned bytes [%d,%d) outside the %d-byte arena", n, n.Name, off, off+size, len(e.arena))
+	}
+	return e.arena[off : off+size : off+size], nil
+}
+
+// execOrder checks an execution order given as node IDs and returns it as
+// nodes: every non-leaf node once, each after its non-leaf operands.
+func execOrder(g *ir.Graph, ids []int) ([]*ir.Node, error) {
+	pos := make([]int, len(g.Nodes))
+	for i := range pos {
+		pos[i] = -1
+	}
+	out := make([]*ir.Node, 0, len(ids))
+	for _, id := range ids {
+		if id < 0 || id >= len(g.Nodes) {
+			return nil, fmt.Errorf("runtime: order names node %%%d, graph %q has %d nodes", id, g.Name, len(g.Nodes))
+		}
+		n := g.Nodes[id]
+		if n.IsLeaf() {
+			continue
+		}
+		if pos[id] >= 0 {
+			return nil, fmt.Errorf("runtime: order lists %s twice", n)
+		}
+		for _, a := range n.Args {
+			if !a.IsLeaf() && pos[a.ID] < 0 {
+				return nil, fmt.Errorf("runtime: order runs %s (%s %q) before its operand %s", n, n.Op, n.Name, a)
+			}
+		}
+		pos[id] = len(out)
+		out = append(out, n)
+	}
+	for _, n := range g.Nodes {
+		if !n.IsLeaf() && pos[n.ID] < 0 {
+			return nil, fmt.Errorf("runtime: order misses %s (%s %q)", n, n.Op, n.Name)
+		}
+	}
+	return out, nil
 }
 
 // Graph returns the graph the executor runs.
@@ -139,9 +197,13 @@ func (e *Executor) Tensor(n *ir.Node) (kernels.Tensor, error) {
 	return kernels.Tensor{Type: gguf.GGMLType(n.Type.DType), Ne: l.Ne, Nb: l.Nb, Data: buf[l.Offset:]}, nil
 }
 
-// Run executes every node in order.
+// Run executes every node in order (ExecOptions.Order, or the graph's).
 func (e *Executor) Run() error {
-	for _, n := range e.g.Nodes {
+	nodes := e.g.Nodes
+	if e.order != nil {
+		nodes = e.order
+	}
+	for _, n := range nodes {
 		info, _ := ir.Lookup(n.Op)
 		if info == nil || info.Kind == ir.KindLeaf {
 			continue
