@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime"
 	"github.com/irtool/irtool/tokenizer"
 )
@@ -18,8 +19,10 @@ func init() {
 	register(&command{
 		Name:    "run",
 		Summary: "generate tokens greedily with a model",
-		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu]
-           [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--json] [--logits]
+		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu|sim]
+           [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
+           [--graph on|off] [--prefill-graph] [--graph-cache N] [--target T]
+           [--json] [--logits]
 
 Runs prefill on the prompt, then greedy decode (argmax, lowest id on ties) for
 N tokens on the CPU reference executor. -p tokenises TEXT with the model's own
@@ -27,7 +30,13 @@ tokenizer (adding BOS as llama.cpp does) and streams the generated text to
 stdout; --tokens takes comma-separated ids. --json prints one object with
 "prompt_tokens", "tokens", "text", "timing" and, with --logits, "logits" (one
 array of n_vocab floats per generated token: the distribution it was chosen
-from).`,
+from). The graph is optimised by the default pass pipeline first (see irtool
+passes); --passes none runs it as built, --passes LIST runs those passes.
+--backend sim runs the whole pipeline (partition, memory plan, CANN lowering)
+on the simulated Ascend device with ACL-graph capture and the LRU graph cache
+(--graph, --prefill-graph, --graph-cache, --target; docs/RUNTIME.md); its
+--json adds "stats" per phase: captures, replays, cache_hits, cache_misses,
+evictions, kernel_launches, host_dispatch_ns_per_token.`,
 		Run: cmdRun,
 	})
 }
@@ -40,6 +49,7 @@ type runJSON struct {
 	Text         *string     `json:"text,omitempty"`
 	Timing       runTiming   `json:"timing"`
 	Logits       [][]float32 `json:"logits,omitempty"`
+	Stats        any         `json:"stats,omitempty"` // --backend sim
 }
 
 type runTiming struct {
@@ -69,12 +79,15 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	prompt := fs.String("p", "", "prompt text")
 	tokens := fs.String("tokens", "", "prompt token ids, comma-separated")
 	n := fs.Int("n", 32, "tokens to generate")
-	backend := fs.String("backend", "cpu", "execution backend: cpu")
+	backend := fs.String("backend", "cpu", "execution backend: cpu (reference executor) or sim (simulated Ascend device)")
 	nctx := fs.Int64("ctx", 0, "KV cache size in tokens (default: prompt + n rounded up to 256)")
 	kvType := fs.String("kv-type", "f16", "KV cache element type: f16 or f32")
 	kvWrite := fs.String("kv-write", "set_rows", "KV cache write: set_rows or cpy")
 	asJSON := fs.Bool("json", false, "print JSON")
 	withLogits := fs.Bool("logits", false, "include each step's logits in the JSON")
+	passList := fs.String("passes", "default", "pass pipeline applied before running: default, none, or a comma-separated list (see irtool passes)")
+	var sim simFlags
+	sim.declare(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return 2
@@ -83,8 +96,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "irtool run: want at most one model path, got %q\n", pos)
 		return 2
 	}
-	if *backend != "cpu" {
-		fmt.Fprintf(stderr, "irtool run: backend %q is not available yet (cpu)\n", *backend)
+	if *backend != "cpu" && *backend != "sim" {
+		fmt.Fprintf(stderr, "irtool run: backend %q is not available (cpu or sim)\n", *backend)
+		return 2
+	}
+	if err := checkSimFlags(fs, *backend); err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 2
 	}
 	if (*prompt == "") == (*tokens == "") {
@@ -136,15 +153,42 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		need := int64(len(ids) + *n)
 		opts.NCtx = max(256, (need+255)/256*256)
 	}
+	pipeline, err := passes.Parse(*passList)
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return 2
+	}
 	m, err := models.Build(f, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1
 	}
-	sess, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+	if len(pipeline) > 0 {
+		// The passes work on the symbolic graph; the session specialises
+		// the optimised graph for each step's shapes.
+		g, _, err := passes.Run(m.Graph, pipeline, passes.Options{})
+		if err != nil {
+			fmt.Fprintf(stderr, "irtool run: %v\n", err)
+			return 1
+		}
+		optimised := *m
+		optimised.Graph = g
+		m = &optimised
+	}
+	var sess generator
+	var simRun *simBackend
+	if *backend == "sim" {
+		simRun, err = newSimBackend(m, f, &sim, fs)
+		sess = simRun
+	} else {
+		sess, err = runtime.NewSession(m, f, runtime.SessionOptions{})
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1
+	}
+	if simRun != nil {
+		defer simRun.Close()
 	}
 	loadMS := float64(time.Since(t0).Microseconds()) / 1000
 
@@ -190,6 +234,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "irtool run: %d prompt tokens, %d generated; load %.1f ms, prefill %.1f ms, decode %.1f tok/s\n",
 			len(ids), len(res.Tokens), loadMS, res.PrefillMS, tps)
+		if simRun != nil {
+			simRun.summary(stderr)
+		}
 		return 0
 	}
 	out := runJSON{Model: modelName(modelPath), Backend: *backend, PromptTokens: ids, Tokens: res.Tokens,
@@ -203,6 +250,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if *withLogits {
 		out.Logits = res.Logits
+	}
+	if simRun != nil {
+		out.Stats = simRun.stats()
 	}
 	if err := writeJSON(stdout, out); err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)

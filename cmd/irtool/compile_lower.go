@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/lower/cann"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/partition"
+	"github.com/irtool/irtool/planner"
+	"github.com/irtool/irtool/target"
+	"github.com/irtool/irtool/viz"
+)
+
+// The partition and lowering stages of irtool compile. The partition stage
+// places every node of the compiled graph for --target (optionally after
+// requantising weights the NPU cannot multiply, --requant) and replaces
+// j.Graph with the partitioned graph, transfers included; the result is
+// j.Values["partition"]. The lowering stage specialises that graph for one
+// decode step (n_tokens = 1 over a full cache of --ctx cells), plans it and
+// lowers it to a cann.Program (j.Values["program"]), then runs the cost
+// model for the eager and graph-replay predictions. --out DIR writes
+// program.json and DOT drawings of the partition and of the segments.
+
+func init() {
+	registerCompileStage(compileStage{Name: "partition", Order: stagePartition, Run: runPartitionStage})
+	registerCompileStage(compileStage{Name: "lower", Order: stageLower, Run: runLowerStage})
+}
+
+// partitionJSON is the "partition" object of compile --json.
+type partitionJSON struct {
+	Target      string                   `json:"target"`
+	Bindings    string                   `json:"bindings"`
+	Segments    int                      `json:"segments"`
+	Copies      int                      `json:"copies"`
+	CopyBytes   int64                    `json:"copy_bytes"`
+	CPUNodes    int                      `json:"cpu_nodes"`
+	NPUNodes    int                      `json:"npu_nodes"`
+	Moved       int                      `json:"moved"`
+	PredictedUS float64                  `json:"predicted_us"`
+	Fallbacks   []partition.Fallback     `json:"fallbacks"`
+	Requant     *partition.RequantReport `json:"requant,omitempty"`
+}
+
+// programJSON is the "program" object of compile --json.
+type programJSON struct {
+	Bucket             string         `json:"bucket"`
+	Kernels            int            `json:"kernels"`
+	Segments           int            `json:"segments"`
+	CapturableSegments int            `json:"capturable_segments"`
+	Copies             int            `json:"copies"`
+	KernelsByName      map[string]int `json:"kernels_by_name"`
+	Regions            []cann.Region  `json:"regions"`
+	Blockers           []string       `json:"blockers,omitempty"`
+}
+
+// predictedJSON is the "predicted" object of compile --json: the cost
+// model's decode step, all eager and with capturable segments replayed.
+type predictedJSON struct {
+	EagerUSPerToken float64 `json:"eager_us_per_token"`
+	GraphUSPerToken float64 `json:"graph_us_per_token"`
+	Speedup         float64 `json:"speedup"`
+	EagerTokPerS    float64 `json:"eager_tok_per_s"`
+	GraphTokPerS    float64 `json:"graph_tok_per_s"`
+	Launches        int     `json:"launches"`
+	GraphLaunches   int     `json:"graph_launches"`
+	DeviceUS        float64 `json:"device_us"`
+	HostLaunchUS    float64 `json:"host_launch_us"`
+	CopyUS          float64 `json:"copy_us"`
+	CPUUS           float64 `json:"cpu_us"`
+}
+
+// decodeBindings are one decode step over a full cache, as the memory stage
+// plans it.
+func decodeBindings(f compileFlags) ir.Bindings {
+	return ir.Bindings{models.SymTokens: 1, models.SymKV: f.Ctx, models.SymOutputs: 1, models.SymKVHead: 0}
+}
+
+func runPartitionStage(j *compileJob) error {
+	f := j.Flags
+	prof, err := target.Get(f.Target)
+	if err != nil {
+		return err
+	}
+	var rep *partition.RequantReport
+	if f.Requant != "" {
+		dt, ok := ir.ParseDType(strings.ToLower(f.Requant))
+		if !ok || dt != ir.Q8_0 && dt != ir.Q4_0 {
+			return fmt.Errorf("--requant %q: want q8_0 or q4_0", f.Requant)
+		}
+		g, src, r, err := partition.Requant(j.Graph, prof, j.File, dt)
+		if err != nil {
+			return err
+		}
+		j.Graph, rep = g, r
+		j.Values["requant"] = src
+		fmt.Fprintf(j.Text, "requant to %s: %d weights, %d -> %d B, worst relative RMS error %.3g\n",
+			r.To, len(r.Tensors), r.BytesBefore, r.BytesAfter, r.WorstRelRMSE)
+	}
+	b := decodeBindings(f)
+	used := ir.Bindings{}
+	for _, s := range j.Graph.Symbols() {
+		used[s] = b[s]
+	}
+	g, res, err := partition.RunOptions(j.Graph, prof, partition.Options{Bindings: used})
+	if err != nil {
+		return err
+	}
+	j.Graph = g
+	j.Values["partition"] = res
+	j.Out.Partition = partitionJSON{Target: prof.Name, Bindings: used.String(), Segments: len(res.Segments), Copies: len(res.Copies),
+		CopyBytes: res.CopyBytes, CPUNodes: res.CPUNodes, NPUNodes: res.NPUNodes, Moved: res.Moved,
+		PredictedUS: res.PredictedUS, Fallbacks: res.Fallbacks, Requant: rep}
+	fmt.Fprintf(j.Text, "partition (%s, %s): %d nodes on the NPU, %d on the CPU, %d segments, %d copies moving %d B per step\n",
+		prof.Name, used, res.NPUNodes, res.CPUNodes, len(res.Segments), len(res.Copies), res.CopyBytes)
+	for _, line := range summariseFallbacks(res.Fallbacks) {
+		fmt.Fprintf(j.Text, "  cpu: %s\n", line)
+	}
+	return nil
+}
+
+// summariseFallbacks groups fallbacks by op and reason: "rope x10: ...".
+func summariseFallbacks(fs []partition.Fallback) []string {
+	count := map[string]int{}
+	for _, f := range fs {
+		count[string(f.Op)+"\x00"+f.Reason]++
+	}
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		op, reason, _ := strings.Cut(k, "\x00")
+		out[i] = fmt.Sprintf("%s x%d: %s", op, count[k], reason)
+	}
+	return out
+}
+
+func runLowerStage(j *compileJob) error {
+	f := j.Flags
+	res, ok := j.Values["partition"].(*partition.Result)
+	if !ok || res == nil {
+		return fmt.Errorf("no partition: the partition stage did not run")
+	}
+	prof, err := target.Get(f.Target)
+	if err != nil {
+		return err
+	}
+	if f.Align > 0 {
+		prof.Align = f.Align // --align overrides the target's device alignment
+	}
+	opts := cann.Options{KVWrite: f.KVWrite}
+	if src, ok := j.Values["requant"].(*partition.RequantSource); ok && src != nil {
+		opts.SourceDTypes = src.From
+	}
+	prog, plan, err := cann.Compile(j.Graph, res, prof, decodeBindings(f),
+		planner.GraphOptions{Strategy: f.Strategy, Budget: f.Budget}, opts)
+	if err != nil {
+		return err
+	}
+	j.Values["program"] = prog
+	j.Values["plan_lowered"] = plan
+	pr, err := cann.Predict(prog, prof)
+	if err != nil {
+		return err
+	}
+	out := programJSON{Bucket: prog.Bucket, Kernels: prog.Kernels(), Segments: len(prog.Segments),
+		KernelsByName: prog.KernelsByName(), Regions: prog.Regions}
+	blockers := map[string]bool{}
+	for _, s := range prog.Segments {
+		if s.Capturable {
+			out.CapturableSegments++
+		} else if s.Device == string(target.NPU) {
+			blockers[s.Blocker] = true
+		}
+	}
+	for _, st := range prog.Steps {
+		if st.Kind == cann.StepCopy {
+			out.Copies++
+		}
+	}
+	for b := range blockers {
+		out.Blockers = append(out.Blockers, b)
+	}
+	sort.Strings(out.Blockers)
+	j.Out.Program = out
+	speedup := 0.0
+	if pr.GraphUS > 0 {
+		speedup = pr.EagerUS / pr.GraphUS
+	}
+	j.Out.Predicted = predictedJSON{EagerUSPerToken: pr.EagerUS, GraphUSPerToken: pr.GraphUS, Speedup: speedup,
+		EagerTokPerS: perSecond(pr.EagerUS), GraphTokPerS: perSecond(pr.GraphUS), Launches: pr.Launches,
+		GraphLaunches: pr.GraphLaunches, DeviceUS: pr.DeviceUS, HostLaunchUS: pr.HostLaunchUS, CopyUS: pr.CopyUS, CPUUS: pr.CPUUS}
+	fmt.Fprintf(j.Text, "lower (%s): %d kernels in %d segments (%d capturable), %d copies\n",
+		prog.Bucket, out.Kernels, out.Segments, out.CapturableSegments, out.Copies)
+	fmt.Fprintf(j.Text, "  kernels: %s\n", kernelSummary(out.KernelsByName))
+	for _, b := range out.Blockers {
+		fmt.Fprintf(j.Text, "  not captured: %s\n", b)
+	}
+	fmt.Fprintf(j.Text, "predicted decode step: eager %.0f us (%.1f tok/s), graph replay %.0f us (%.1f tok/s), %.2fx\n",
+		pr.EagerUS, perSecond(pr.EagerUS), pr.GraphUS, perSecond(pr.GraphUS), speedup)
+	if f.Out != "" {
+		if err := writeLowerOut(j, res, prog); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func perSecond(us float64) float64 {
+	if us <= 0 {
+		return 0
+	}
+	return 1e6 / us
+}
+
+func kernelSummary(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s x%d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeLowerOut writes program.json, partition.dot and segments.dot.
+func writeLowerOut(j *compileJob, res *partition.Result, prog *cann.Program) error {
+	dir := j.Flags.Out
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := prog.Write(&buf); err != nil {
+		return err
+	}
+	files := map[string][]byte{"program.json": append([]byte(nil), buf.Bytes()...)}
+	part, err := partitionPlacement(res, j.Graph, false)
+	if err != nil {
+		return err
+	}
+	segs, err := segmentPlacement(res, prog, j.Graph)
+	if err != nil {
+		return err
+	}
+	for name, c := range map[string]struct {
+		title string
+		p     *viz.Partition
+	}{
+		"partition.dot": {fmt.Sprintf("%s on %s: partition (%d NPU, %d CPU nodes, %d copies)", j.Out.Model, res.Target, res.NPUNodes, res.CPUNodes, len(res.Copies)), part},
+		"segments.dot":  {fmt.Sprintf("%s on %s: segments of %s", j.Out.Model, res.Target, prog.Bucket), segs},
+	} {
+		d, err := viz.GraphDOT(j.Graph, viz.GraphOptions{Title: c.title, Partition: c.p, NoWeights: true})
+		if err != nil {
+			return err
+		}
+		files[name] = []byte(d.String())
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := filepath.Join(dir, n)
+		if err := os.WriteFile(p, files[n], 0o644); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		fmt.Fprintf(j.Text, "wrote %s\n", p)
+	}
+	return nil
+}
+
+// segmentPlacement maps every kernel of the program to its lowered segment
+// (node IDs of the program are those of the partitioned graph, which
+// specialisation keeps), captioned with the segment's key or why it is not
+// captured; other nodes keep their device outside any segment.
+func segmentPlacement(res *partition.Result, prog *cann.Program, g *ir.Graph) (*viz.Partition, error) {
+	p, err := partitionPlacement(res, g, false)
+	if err != nil {
+		return nil, err
+	}
+	p.Segments = map[int]string{}
+	for _, s := range prog.Segments {
+		for _, k := range s.Kernels {
+			if k.Node < 0 || k.Node >= len(g.Nodes) {
+				return nil, fmt.Errorf("lower: segment %d names node %d, outside graph %q", s.ID, k.Node, g.Name)
+			}
+			p.Nodes[k.Node] = viz.Placement{Device: s.Device, Segment: s.ID}
+		}
+		caption := "captured, key " + s.Key
+		if !s.Capturable {
+			caption = "eager: " + s.Blocker
+		}
+		p.Segments[s.ID] = fmt.Sprintf("%d kernels, %s", len(s.Kernels), caption)
+	}
+	return p, nil
+}

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/program"
+)
+
+// This file holds "irtool run --backend sim": the model goes through the
+// whole pipeline (passes, partition, memory plan, CANN lowering) and runs
+// on the simulated Ascend device, with ACL-graph capture and the LRU graph
+// cache (runtime/program, docs/RUNTIME.md).
+
+// generator is what run needs from a backend's session.
+type generator interface {
+	Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*runtime.GenerateResult, error)
+}
+
+// simFlags are run's flags for the sim backend.
+type simFlags struct {
+	Graph        string
+	PrefillGraph bool
+	GraphCache   int
+	Target       string
+}
+
+// simOnly lists the flags that only the sim backend reads.
+var simOnly = []string{"graph", "prefill-graph", "graph-cache", "target"}
+
+func (f *simFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&f.Graph, "graph", "", "sim: ACL graph mode, on or off (default: "+runtime.EnvACLGraph+", else on)")
+	fs.BoolVar(&f.PrefillGraph, "prefill-graph", false, "sim: capture prefill too, padding prompts to a bucket length ("+runtime.EnvPrefillUseGraph+")")
+	fs.IntVar(&f.GraphCache, "graph-cache", 0, "sim: graph LRU capacity (default: "+runtime.EnvCacheCapacity+", else 12)")
+	fs.StringVar(&f.Target, "target", "ascend910b", "sim: target profile: ascend910b, ascend310b or cpu")
+}
+
+// policy is the environment's graph policy with the flags set on the
+// command line on top.
+func (f *simFlags) policy(fs *flag.FlagSet) (runtime.GraphPolicy, error) {
+	p, err := runtime.PolicyFromEnv(nil)
+	if err != nil {
+		return p, err
+	}
+	var ferr error
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "graph":
+			on, err := runtime.ParseBool(f.Graph)
+			if err != nil {
+				ferr = fmt.Errorf("--graph: %w", err)
+			}
+			p.Graphs = on
+		case "prefill-graph":
+			p.PrefillGraphs = f.PrefillGraph
+		case "graph-cache":
+			if f.GraphCache < 1 {
+				ferr = fmt.Errorf("--graph-cache %d: want a positive capacity", f.GraphCache)
+			}
+			p.Cache.Capacity = f.GraphCache
+		}
+	})
+	return p, ferr
+}
+
+// checkSimFlags rejects sim-only flags on another backend.
+func checkSimFlags(fs *flag.FlagSet, backend string) error {
+	if backend == "sim" {
+		return nil
+	}
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		for _, name := range simOnly {
+			if fl.Name == name && err == nil {
+				err = fmt.Errorf("--%s applies to --backend sim only", name)
+			}
+		}
+	})
+	return err
+}
+
+// simBackend is a program session on a simulated device.
+type simBackend struct {
+	*program.Session
+	dev *runtime.SimDevice
+}
+
+// newSimBackend builds the sim session for a model whose graph run has
+// already optimised with the pass pipeline.
+func newSimBackend(m *models.Model, f *gguf.File, flags *simFlags, fs *flag.FlagSet) (*simBackend, error) {
+	pol, err := flags.policy(fs)
+	if err != nil {
+		return nil, err
+	}
+	dev, err := runtime.NewSimDevice(runtime.SimOptions{MemoryBytes: simMemory(f)})
+	if err != nil {
+		return nil, err
+	}
+	// run has applied the pipeline already: only the required passes run
+	// again inside the compiler.
+	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol,
+		Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
+	if err != nil {
+		return nil, err
+	}
+	return &simBackend{Session: s, dev: dev}, nil
+}
+
+// simMemory sizes the simulated device: the model file's bytes (weights)
+// plus headroom for KV caches, the arena and the tables, at least 256 MiB.
+func simMemory(f *gguf.File) int64 {
+	var weights int64
+	for _, t := range f.Tensors {
+		weights += int64(t.Size)
+	}
+	return max(runtime.DefaultSimMemory, 2*weights+(64<<20))
+}
+
+// simStatsJSON is the "stats" object of run --json with the sim backend.
+type simStatsJSON struct {
+	Mode     string              `json:"mode"` // "graph" or "eager"
+	Target   string              `json:"target"`
+	Prefill  program.PhaseStats  `json:"prefill"`
+	Decode   program.PhaseStats  `json:"decode"`
+	Programs int                 `json:"programs"`
+	Cache    runtime.CacheStats  `json:"cache"`
+	Device   runtime.DeviceStats `json:"device"`
+	Pool     runtime.PoolStats   `json:"pool"`
+}
+
+func (b *simBackend) stats() simStatsJSON {
+	st := b.Stats()
+	mode := "eager"
+	if st.Graphs {
+		mode = "graph"
+	}
+	ds := b.dev.Stats()
+	ds.Pools = nil
+	return simStatsJSON{Mode: mode, Target: b.Compiler().Profile().Name, Prefill: st.Prefill, Decode: st.Decode,
+		Programs: st.Programs, Cache: b.Cache().Stats(), Device: ds, Pool: st.Pool}
+}
+
+// summary prints one line per phase to w.
+func (b *simBackend) summary(w io.Writer) {
+	st := b.stats()
+	for _, ph := range []struct {
+		name string
+		p    program.PhaseStats
+	}{{"prefill", st.Prefill}, {"decode", st.Decode}} {
+		if ph.p.Steps == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "irtool run: sim %s (%s): %d steps, %d captures, %d replays, %d hits / %d misses (%.1f%%), %d evictions, %d kernel launches, host dispatch %.0f ns/token\n",
+			ph.name, st.Mode, ph.p.Steps, ph.p.Captures, ph.p.Replays, ph.p.CacheHits, ph.p.CacheMisses, 100*ph.p.HitRate,
+			ph.p.Evictions, ph.p.KernelLaunches, ph.p.HostDispatchNSPerToken)
+	}
+}

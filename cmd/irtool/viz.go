@@ -1,0 +1,317 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/emicklei/dot"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/planner"
+	"github.com/irtool/irtool/viz"
+)
+
+// irtool viz draws one stage of what irtool compile does. It does not
+// re-implement the compiler: it runs compile's own stages (passes, memory
+// planning, partition, lowering) on a job built from the same flags, stops
+// after the stage the view needs, and draws what that stage left in the
+// job. With --after PASS the graph after that pass replaces the pipeline's
+// result before the later stages run.
+
+func init() {
+	register(&command{
+		Name:    "viz",
+		Summary: "draw a model's graph, memory plan, partition or segments (DOT, SVG, HTML)",
+		Usage: `irtool viz [MODEL.gguf] --what graph|liveness|interference|partition|segments
+           [--passes LIST|none] [--after PASS] [--ctx N] [--ubatch N] [--strategy NAME]
+           [--target NAME] [--no-weights] [-o FILE.dot|.svg|.html]
+
+Draws one stage of "irtool compile" for MODEL (default: the embedded
+stories260K), running the same stages with the same flags:
+
+  graph         the IR after the pass pipeline (or after --after PASS), as
+                a DOT graph clustered by layer; symbolic shapes are kept
+  liveness      the worst-case memory plan (n_tokens = ubatch, n_kv = ctx)
+                as a chart: x the execution step, y the arena offset
+  interference  the same plan's interference graph, coloured by arena slot
+  partition     the partitioned graph clustered by device
+  segments      the lowered graph clustered by device and segment
+
+The format follows the extension of -o: .dot (DOT text), .svg (Graphviz
+renders DOT views; the liveness chart needs nothing) or .html (one
+self-contained page). Without -o, or with -o -, the DOT text (the SVG chart
+for liveness) goes to stdout.`,
+		Run:   cmdViz,
+		Flags: func(fs *flag.FlagSet) { declareVizFlags(fs, new(vizFlags)) },
+	})
+}
+
+// vizFlags are viz's own flags plus the compile flags it shares.
+type vizFlags struct {
+	compile   compileFlags
+	what      string
+	after     string
+	out       string
+	noWeights bool
+}
+
+// vizViews lists --what values with the last compile stage each needs.
+var vizViews = map[string]int{
+	"graph":        stagePasses,
+	"liveness":     stageMemory,
+	"interference": stageMemory,
+	"partition":    stagePartition,
+	"segments":     stageLower,
+}
+
+func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
+	// Take compile's defaults, then expose the flags viz shares with it.
+	f.compile.declare(flag.NewFlagSet("compile defaults", flag.ContinueOnError))
+	c := &f.compile
+	fs.StringVar(&f.what, "what", "graph", "the view: graph, liveness, interference, partition or segments")
+	fs.StringVar(&f.after, "after", "", "draw the graph after this pass of the pipeline (later stages see it)")
+	fs.StringVar(&f.out, "o", "", "output file; .dot, .svg or .html (default: stdout)")
+	fs.BoolVar(&f.noWeights, "no-weights", false, "leave weights out of graph drawings")
+	fs.StringVar(&c.Passes, "passes", c.Passes, "pass pipeline: default, none, or a comma-separated list (see irtool passes)")
+	fs.Int64Var(&c.Ctx, "ctx", c.Ctx, "KV cache cells (n_ctx)")
+	fs.Int64Var(&c.UBatch, "ubatch", c.UBatch, "tokens per step of the planned worst case (default: ctx)")
+	fs.StringVar(&c.KVType, "kv-type", c.KVType, "KV cache element type: f16 or f32")
+	fs.StringVar(&c.KVWrite, "kv-write", c.KVWrite, "KV cache write: set_rows or cpy")
+	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "memory planning strategy, or best")
+	fs.DurationVar(&c.Budget, "budget", c.Budget, "time budget of the search strategy")
+	fs.Int64Var(&c.Align, "align", c.Align, "arena alignment in bytes (default: the target's)")
+	fs.StringVar(&c.Target, "target", c.Target, "target: ascend910b, ascend310b or cpu")
+}
+
+func cmdViz(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("viz", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f vizFlags
+	declareVizFlags(fs, &f)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagError(err)
+	}
+	if len(pos) > 1 {
+		return usageError(stderr, "viz", "want at most one model path, got %q", pos)
+	}
+	need, ok := vizViews[f.what]
+	if !ok {
+		return usageError(stderr, "viz", "--what %q: want one of graph, liveness, interference, partition, segments", f.what)
+	}
+	format, err := vizFormat(f.out, f.what)
+	if err != nil {
+		return usageError(stderr, "viz", "%v", err)
+	}
+	if f.compile.Ctx <= 0 {
+		return usageError(stderr, "viz", "--ctx must be positive")
+	}
+	if f.compile.UBatch == 0 {
+		f.compile.UBatch = f.compile.Ctx
+	}
+	if f.compile.UBatch < 0 || f.compile.UBatch > f.compile.Ctx {
+		return usageError(stderr, "viz", "--ubatch must be in [1, ctx]")
+	}
+	path := ""
+	if len(pos) == 1 {
+		path = pos[0]
+	}
+	out, err := drawViz(path, &f, need, format)
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool viz: %v\n", err)
+		return 1
+	}
+	if f.out == "" || f.out == "-" {
+		_, err = stdout.Write(out)
+	} else {
+		err = os.WriteFile(f.out, out, 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool viz: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// vizFormat picks the output format from the file name.
+func vizFormat(out, what string) (string, error) {
+	if out == "" || out == "-" {
+		if what == "liveness" {
+			return "svg", nil
+		}
+		return "dot", nil
+	}
+	switch ext := strings.ToLower(filepath.Ext(out)); ext {
+	case ".dot", ".gv":
+		if what == "liveness" {
+			return "", fmt.Errorf("-o %s: the liveness chart is SVG, not DOT; use .svg or .html", out)
+		}
+		return "dot", nil
+	case ".svg", ".html":
+		return ext[1:], nil
+	default:
+		return "", fmt.Errorf("-o %s: unknown extension %q (want .dot, .svg or .html)", out, ext)
+	}
+}
+
+// drawViz runs the compile stages the view needs and draws it.
+func drawViz(path string, f *vizFlags, need int, format string) ([]byte, error) {
+	j, err := newCompileJob(path, f.compile)
+	if err != nil {
+		return nil, err
+	}
+	defer j.File.Close()
+	ran := map[int]bool{}
+	for _, s := range compileStages {
+		if s.Order > need {
+			break
+		}
+		if err := s.Run(j); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		ran[s.Order] = true
+		if s.Order == stagePasses && f.after != "" {
+			g, err := graphAfter(j, f.after)
+			if err != nil {
+				return nil, err
+			}
+			j.Graph = g.Clone()
+		}
+	}
+	if f.after != "" && !ran[stagePasses] {
+		return nil, fmt.Errorf("--after %s: this build has no pass stage", f.after)
+	}
+	title := fmt.Sprintf("%s (%s)", modelName(path), f.what)
+	if f.after != "" {
+		title = fmt.Sprintf("%s after %s", modelName(path), f.after)
+	}
+
+	if f.what == "liveness" {
+		return vizLiveness(j, f, path, format)
+	}
+	d, err := vizDOT(j, f, path, title)
+	if err != nil {
+		return nil, err
+	}
+	src := []byte(d.String())
+	if format == "dot" {
+		return src, nil
+	}
+	svg, err := viz.RenderSVG(context.Background(), src)
+	if err != nil {
+		if errors.Is(err, viz.ErrNoGraphviz) {
+			return nil, fmt.Errorf("cannot write %s: %w", format, err)
+		}
+		return nil, err
+	}
+	if format == "svg" {
+		return svg, nil
+	}
+	var buf bytes.Buffer
+	err = viz.WriteSVGPage(&buf, title, svg)
+	return buf.Bytes(), err
+}
+
+// vizChart returns the liveness chart of the job's worst-case plan.
+func vizChart(j *compileJob, f *vizFlags, path string) (*viz.Chart, *planner.GraphPlan, error) {
+	plan, ok := j.Values["plan"].(*planner.GraphPlan)
+	if !ok || plan == nil {
+		return nil, nil, fmt.Errorf("--what %s needs the memory plan, and this build's compile has no memory planning stage", f.what)
+	}
+	chart, err := viz.ChartFromPlan(plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	what := modelName(path) + ": worst case"
+	if f.after != "" {
+		what = modelName(path) + " after " + f.after + ":"
+	}
+	chart.Title = fmt.Sprintf("%s n_tokens=%d, n_kv=%d, %s plan", what, f.compile.UBatch, f.compile.Ctx, plan.Strategy)
+	return chart, plan, nil
+}
+
+// vizLiveness draws the liveness chart as SVG, or as a report page whose
+// boxes link to the planned graph.
+func vizLiveness(j *compileJob, f *vizFlags, path, format string) ([]byte, error) {
+	chart, plan, err := vizChart(j, f, path)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if format == "html" {
+		r := &viz.Report{Title: chart.Title, Columns: []viz.Column{{Name: "planned graph", Graph: plan.Graph}},
+			Charts: []viz.ReportChart{{Chart: chart, Graph: plan.Graph}}}
+		err = r.WriteHTML(&buf)
+	} else {
+		err = chart.WriteSVG(&buf)
+	}
+	return buf.Bytes(), err
+}
+
+// vizDOT draws the DOT views.
+func vizDOT(j *compileJob, f *vizFlags, path, title string) (*dot.Graph, error) {
+	switch f.what {
+	case "interference":
+		chart, _, err := vizChart(j, f, path)
+		if err != nil {
+			return nil, err
+		}
+		return viz.InterferenceDOT(chart)
+	case "partition", "segments":
+		g, part, err := partitionView(j, f.what == "segments")
+		if err != nil {
+			return nil, err
+		}
+		return viz.GraphDOT(g, viz.GraphOptions{Title: title, Partition: part, NoWeights: f.noWeights})
+	}
+	return viz.GraphDOT(j.Graph, viz.GraphOptions{Title: title, NoWeights: f.noWeights})
+}
+
+// newCompileJob loads and builds the model as irtool compile does, for
+// commands that run compile's stages themselves.
+func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
+	opts, err := modelOptions(flags.Ctx, flags.KVType, flags.KVWrite)
+	if err != nil {
+		return nil, err
+	}
+	j := &compileJob{Flags: flags, ModelPath: path, Values: map[string]any{},
+		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
+	if j.File, err = openModel(path); err != nil {
+		return nil, err
+	}
+	if j.Model, err = models.Build(j.File, opts); err != nil {
+		j.File.Close()
+		return nil, err
+	}
+	j.Input = j.Model.Graph
+	j.Graph = j.Model.Graph.Clone()
+	j.Out = compileJSON{Model: modelName(path), Arch: j.Model.HParams.Arch, Target: flags.Target,
+		NodesBefore: j.Input.NumOps(), OpsBefore: opCounts(j.Input), Passes: []any{}}
+	return j, nil
+}
+
+// graphAfter returns the graph the pass stage recorded after pass name.
+func graphAfter(j *compileJob, name string) (*ir.Graph, error) {
+	cols := snapshotColumns(j)
+	var names []string
+	for _, c := range cols[1:] {
+		if c.Name == name {
+			return c.Graph, nil
+		}
+		if !slices.Contains(names, c.Name) {
+			names = append(names, c.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("--after %s: the pipeline %q ran no passes", name, j.Flags.Passes)
+	}
+	return nil, fmt.Errorf("--after %s: no such pass in the pipeline (it ran %s)", name, strings.Join(names, ", "))
+}

@@ -1,0 +1,469 @@
+package partition
+
+import (
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testref"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/target"
+)
+
+func build(t testing.TB, file string, opts models.Options) (*gguf.File, *models.Model) {
+	t.Helper()
+	f, err := gguf.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, err := models.Build(f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, m
+}
+
+func prof(t testing.TB, name string) *target.Profile {
+	t.Helper()
+	p, err := target.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var testModels = []string{"stories260K.gguf", "synth-llama-F16.gguf", "synth-llama-Q8_0.gguf", "synth-llama-Q4_0.gguf"}
+
+// checkResult verifies the invariants every partition must hold.
+func checkResult(t *testing.T, p *target.Profile, g *ir.Graph, r *Result) {
+	t.Helper()
+	if len(r.Device) != len(g.Nodes) {
+		t.Fatalf("%d devices for %d nodes", len(r.Device), len(g.Nodes))
+	}
+	segOf := make([]int, len(g.Nodes))
+	for i := range segOf {
+		segOf[i] = -1
+	}
+	for _, s := range r.Segments {
+		for _, id := range s.Nodes {
+			segOf[id] = s.ID
+			if r.Device[id] != s.Device {
+				t.Errorf("node %d on %s in a %s segment", id, r.Device[id], s.Device)
+			}
+		}
+	}
+	if err := CheckAcyclic(g, segOf); err != nil {
+		t.Fatal(err)
+	}
+	npu, cpu := 0, 0
+	var bytes int64
+	for _, n := range g.Nodes {
+		if !isCompute(n) {
+			if n.Op == OpTransfer {
+				from, _ := n.Attrs.Str("from")
+				if from == string(r.Device[n.ID]) {
+					t.Errorf("transfer %s from %s to itself", n, from)
+				}
+			}
+			continue
+		}
+		if segOf[n.ID] < 0 {
+			t.Errorf("compute node %s (%s) in no segment", n, n.Op)
+		}
+		d := r.Device[n.ID]
+		if d == target.NPU {
+			npu++
+			if s := p.Supports(n); !s.OK {
+				t.Errorf("%s (%s %q) on the NPU but %s", n, n.Op, n.Name, s.Reason)
+			}
+		} else {
+			cpu++
+		}
+		// Every operand lives on the node's device, or is a weight,
+		// constant or input (placed per device at load time).
+		for _, a := range n.Args {
+			root := a
+			for {
+				info, _ := ir.Lookup(root.Op)
+				if info.Kind != ir.KindView {
+					break
+				}
+				root = root.Args[info.AliasArg]
+			}
+			switch root.Op {
+			case ir.OpWeight, ir.OpConst, ir.OpInput:
+				continue
+			}
+			if r.Device[root.ID] != d {
+				t.Errorf("%s (%s %q) on %s reads %s (%s %q) held on %s", n, n.Op, n.Name, d, a, a.Op, a.Name, r.Device[root.ID])
+			}
+		}
+	}
+	for _, c := range r.Copies {
+		bytes += c.Bytes
+	}
+	if npu != r.NPUNodes || cpu != r.CPUNodes || bytes != r.CopyBytes {
+		t.Errorf("report npu %d cpu %d bytes %d; counted %d %d %d", r.NPUNodes, r.CPUNodes, r.CopyBytes, npu, cpu, bytes)
+	}
+}
+
+func TestPartitionInvariants(t *testing.T) {
+	for _, file := range testModels {
+		_, m := build(t, testref.Testdata(file), models.Options{NCtx: 64})
+		for _, tn := range target.Names() {
+			p := prof(t, tn)
+			for _, refine := range []bool{true, false} {
+				g, r, err := RunOptions(m.Graph, p, Options{NoRefine: !refine})
+				if err != nil {
+					t.Fatalf("%s %s: %v", file, tn, err)
+				}
+				checkResult(t, p, g, r)
+				if !p.HasNPU() && (r.NPUNodes != 0 || len(r.Copies) != 0 || len(r.Segments) != 1) {
+					t.Errorf("%s cpu: npu %d, copies %d, segments %d", file, r.NPUNodes, len(r.Copies), len(r.Segments))
+				}
+			}
+		}
+	}
+}
+
+// Test310BFallsBackVisibly: on the 310B, RoPE has no aclnn kernel, so every
+// rope runs on the CPU, the report names the reason, and the boundary
+// copies and their bytes show up; the segments form no cycle.
+func Test310BFallsBackVisibly(t *testing.T) {
+	_, m := build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
+	p := prof(t, "ascend310b")
+	g, r, err := Run(m.Graph, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, p, g, r)
+	ropes := 0
+	for _, f := range r.Fallbacks {
+		if f.Op == ir.OpRope {
+			ropes++
+			if !strings.Contains(f.Reason, "aclnnRotaryPositionEmbedding") {
+				t.Errorf("rope fallback reason %q", f.Reason)
+			}
+		}
+	}
+	if ropes != 2*5 {
+		t.Errorf("%d ropes fell back, want 10 (Q and K of 5 layers)", ropes)
+	}
+	if len(r.Copies) == 0 || r.CopyBytes == 0 || r.NPUNodes == 0 || len(r.Segments) < 3 {
+		t.Errorf("copies %d (%d B), npu %d, segments %d", len(r.Copies), r.CopyBytes, r.NPUNodes, len(r.Segments))
+	}
+	for _, c := range r.Copies {
+		if c.Bytes <= 0 || c.From == c.To {
+			t.Errorf("copy %+v", c)
+		}
+	}
+	// The same model fits the 910B NPU: fewer fallbacks, fewer copies.
+	_, r9, err := Run(m.Graph, prof(t, "ascend910b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r9.Copies) >= len(r.Copies) || r9.NPUNodes <= r.NPUNodes {
+		t.Errorf("910B: copies %d npu %d; 310B: copies %d npu %d", len(r9.Copies), r9.NPUNodes, len(r.Copies), r.NPUNodes)
+	}
+	// Quantised matmul has no 310B kernel either.
+	_, mq := build(t, testref.Testdata("synth-llama-Q8_0.gguf"), models.Options{NCtx: 64})
+	_, rq, err := RunOptions(mq.Graph, p, Options{NoRefine: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range rq.Fallbacks {
+		if f.Op == ir.OpMulMat && strings.Contains(f.Reason, "aclnnWeightQuantBatchMatmulV2") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("q8_0 matmul did not fall back on the 310B: %+v", rq.Fallbacks)
+	}
+}
+
+func TestCheckAcyclicFindsCycle(t *testing.T) {
+	g, err := ir.ParseString(`graph "c" {
+  %0 = input() : f32[4] "x"
+  %1 = silu(%0) : f32[4] "a"
+  %2 = silu(%1) : f32[4] "b"
+  %3 = silu(%2) : f32[4] "c"
+  outputs(%3)
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckAcyclic(g, []int{-1, 0, 1, 1}); err != nil {
+		t.Errorf("chain: %v", err)
+	}
+	// a and c in one segment, b in another: each waits for the other.
+	err = CheckAcyclic(g, []int{-1, 0, 1, 0})
+	if err == nil || !strings.Contains(err.Error(), "cycle") || !strings.Contains(err.Error(), "[0 1]") {
+		t.Errorf("cycle not found: %v", err)
+	}
+	if err := CheckAcyclic(g, []int{0}); err == nil {
+		t.Error("short segment list accepted")
+	}
+}
+
+// run executes a graph (specialised with b) through the reference executor
+// and returns output 0.
+func run(t *testing.T, g *ir.Graph, w runtime.WeightSource, b ir.Bindings, in map[string][]byte, state map[string][]byte) []float32 {
+	t.Helper()
+	sg, err := g.Specialize(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := runtime.NewExecutor(sg, w, runtime.ExecOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sg.Leaves(ir.OpState) {
+		if state[s.Name] == nil {
+			n, _ := s.Type.Bytes()
+			state[s.Name] = make([]byte, n)
+		}
+		if err := ex.BindState(s.Name, state[s.Name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range in {
+		if ex.HasInput(name) {
+			if err := ex.SetInput(name, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := ex.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := ex.Output(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPartitionedGraphComputesTheSame runs the original and the
+// partitioned graph (transfers, helper conts, moved nodes and all) through
+// the reference executor: the logits must be identical, bit for bit, over a
+// prefill and a decode step.
+func TestPartitionedGraphComputesTheSame(t *testing.T) {
+	f, m := build(t, testref.Testdata("synth-llama-Q8_0.gguf"), models.Options{NCtx: 64})
+	for _, c := range []struct {
+		target string
+		policy Policy
+	}{
+		{"ascend310b", nil},
+		{"ascend910b", PinCPU(ir.OpSetRows)}, // the KV cache on the host, read by the NPU
+		{"ascend310b-strict", nil},
+	} {
+		p := prof(t, c.target)
+		g, r, err := RunOptions(m.Graph, p, Options{Policy: c.policy, NoRefine: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkResult(t, p, g, r)
+		s0, s1 := map[string][]byte{}, map[string][]byte{}
+		pos := int64(0)
+		for _, toks := range [][]int32{{1, 5, 9, 200}, {17}} {
+			n := int64(len(toks))
+			b := ir.Bindings{models.SymTokens: n, models.SymOutputs: 1, models.SymKV: runtime.KVLen(pos+n, 64)}
+			in := runtime.Inputs(toks, pos, b)
+			want := run(t, m.Graph, f, b, in, s0)
+			got := run(t, g, f, b, in, s1)
+			for i := range want {
+				if want[i] != got[i] {
+					t.Fatalf("%s pos %d: logit %d = %g, original %g", c.target, pos, i, got[i], want[i])
+				}
+			}
+			pos += n
+		}
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	_, m := build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
+	p9 := prof(t, "ascend910b")
+	g, r, err := Run(m.Graph, p9, PinCPU(ir.OpSoftMax))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, p9, g, r)
+	pinned := 0
+	for _, f := range r.Fallbacks {
+		if f.Op == ir.OpSoftMax && strings.Contains(f.Reason, "policy") {
+			pinned++
+		}
+	}
+	if pinned != 5 {
+		t.Errorf("%d softmaxes pinned to the cpu, want 5", pinned)
+	}
+	// Pinning an unsupported node to the NPU is an error naming it.
+	toNPU := PolicyFunc(func(n *ir.Node, _ target.Support) target.Device {
+		if n.Op == ir.OpRope {
+			return target.NPU
+		}
+		return ""
+	})
+	if _, _, err := Run(m.Graph, prof(t, "ascend310b"), toNPU); err == nil || !strings.Contains(err.Error(), "rope") || !strings.Contains(err.Error(), "aclnnRotaryPositionEmbedding") {
+		t.Errorf("unsupported pin: %v", err)
+	}
+	bad := PolicyFunc(func(*ir.Node, target.Support) target.Device { return "gpu" })
+	if _, _, err := Run(m.Graph, p9, bad); err == nil || !strings.Contains(err.Error(), "gpu") {
+		t.Errorf("unknown device: %v", err)
+	}
+	// A state and its writers share a device.
+	g, r, err = Run(m.Graph, p9, PinCPU(ir.OpSetRows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpState && r.Device[n.ID] != target.CPU {
+			t.Errorf("state %s on %s, its writers on the cpu", n.Name, r.Device[n.ID])
+		}
+	}
+	// Conflicting pins on the writers of one state are refused.
+	half := PolicyFunc(func(n *ir.Node, _ target.Support) target.Device {
+		if n.Op == ir.OpSetRows && strings.HasPrefix(n.Name, "k_cache_set-0") {
+			return target.CPU
+		}
+		return ""
+	})
+	if _, _, err := Run(m.Graph, p9, half); err != nil {
+		t.Errorf("a single pinned writer should move the others: %v", err)
+	}
+	if _, _, err := Run(nil, p9, nil); err == nil {
+		t.Error("nil graph accepted")
+	}
+}
+
+// TestRefineLowersCost: the cost-driven moves never make the modelled step
+// slower; on the 910B, where every copy also splits a captured segment,
+// they never add copies either.
+func TestRefineLowersCost(t *testing.T) {
+	for _, file := range testModels {
+		_, m := build(t, testref.Testdata(file), models.Options{NCtx: 64})
+		for _, tn := range []string{"ascend910b", "ascend310b"} {
+			p := prof(t, tn)
+			_, a, err := RunOptions(m.Graph, p, Options{NoRefine: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, b, err := RunOptions(m.Graph, p, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b.PredictedUS > a.PredictedUS+1e-9 {
+				t.Errorf("%s %s: refined %.1f us > greedy %.1f us", file, tn, b.PredictedUS, a.PredictedUS)
+			}
+			if p.GraphCapture && len(b.Copies) > len(a.Copies) {
+				t.Errorf("%s %s: refined %d copies > greedy %d", file, tn, len(b.Copies), len(a.Copies))
+			}
+			t.Logf("%s %s: greedy %.0f us, %d copies, %d segments; refined %.0f us, %d copies, %d segments, %d moved",
+				file, tn, a.PredictedUS, len(a.Copies), len(a.Segments), b.PredictedUS, len(b.Copies), len(b.Segments), b.Moved)
+		}
+	}
+}
+
+func TestRequant(t *testing.T) {
+	path := filepath.Join(testref.SharedDir(), "models", "synth-llama256-Q4_K_M.gguf")
+	if testref.SharedDir() == "" {
+		t.Skip("needs the K-quant reference models")
+	}
+	f, m := build(t, path, models.Options{NCtx: 64})
+	p := prof(t, "ascend910b")
+	_, before, err := Run(m.Graph, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg, src, rep, err := Requant(m.Graph, p, f, ir.Q8_0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Tensors) == 0 || rep.BytesAfter <= 0 {
+		t.Fatalf("nothing requantised: %+v", rep)
+	}
+	for _, x := range rep.Tensors {
+		if x.To != "q8_0" || x.From == "q8_0" || x.RelRMSE <= 0 || x.RelRMSE > 0.05 || x.MaxAbs <= 0 {
+			t.Errorf("tensor %+v", x)
+		}
+	}
+	g, after, err := Run(rg, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, p, g, after)
+	for _, f := range after.Fallbacks {
+		if f.Op == ir.OpMulMat && strings.Contains(f.Reason, "quantised matmul") {
+			t.Errorf("matmul still falls back after requant: %+v", f)
+		}
+	}
+	if after.NPUNodes <= before.NPUNodes {
+		t.Errorf("npu nodes %d -> %d", before.NPUNodes, after.NPUNodes)
+	}
+	// End to end the numbers move only by the requantisation error.
+	b := ir.Bindings{models.SymTokens: 3, models.SymOutputs: 1, models.SymKV: 32}
+	in := runtime.Inputs([]int32{1, 2, 3}, 0, b)
+	want := run(t, m.Graph, f, b, in, map[string][]byte{})
+	got := run(t, rg, src, b, in, map[string][]byte{})
+	d, mx := 0.0, 0.0
+	for i := range want {
+		d = max(d, math.Abs(float64(got[i]-want[i])))
+		mx = max(mx, math.Abs(float64(want[i])))
+	}
+	if d == 0 || d/mx > 0.05 {
+		t.Errorf("requantised logits: max|Δ|/max = %.3g", d/mx)
+	}
+	t.Logf("requant q4_K/q6_K -> q8_0: %d tensors, worst rel RMSE %.3g, logits max|Δ|/max %.3g", len(rep.Tensors), rep.WorstRelRMSE, d/mx)
+	// The 310B has no quantised matmul at all: only the embedding table,
+	// which aclnnGatherV2 reads as q8_0, is worth converting.
+	if _, _, r, err := Requant(m.Graph, prof(t, "ascend310b"), f, ir.Q8_0); err != nil || len(r.Tensors) != 1 || r.Tensors[0].Name != "token_embd.weight" {
+		t.Errorf("310B requant: %v %+v", err, r)
+	}
+	if _, _, _, err := Requant(m.Graph, p, f, ir.Q4_K); err == nil {
+		t.Error("requant to q4_K accepted")
+	}
+}
+
+func TestConvert(t *testing.T) {
+	vals := make([]float32, 64)
+	for i := range vals {
+		vals[i] = float32(i%7) - 3.25
+	}
+	f32, err := Convert(f32Bytes(vals), ir.F32, ir.F32)
+	if err != nil || string(f32) != string(f32Bytes(vals)) {
+		t.Fatalf("f32 -> f32: %v", err)
+	}
+	q, err := Convert(f32Bytes(vals), ir.F32, ir.Q8_0)
+	if err != nil || len(q) != 2*34 {
+		t.Fatalf("q8_0: %d bytes, %v", len(q), err)
+	}
+	back, err := Convert(q, ir.Q8_0, ir.F32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range vals {
+		got := math.Float32frombits(uint32(back[4*i]) | uint32(back[4*i+1])<<8 | uint32(back[4*i+2])<<16 | uint32(back[4*i+3])<<24)
+		if math.Abs(float64(got-v)) > 0.03 {
+			t.Errorf("element %d: %g -> %g", i, v, got)
+		}
+	}
+	if _, err := Convert([]byte{1, 2, 3}, ir.F32, ir.Q8_0); err == nil {
+		t.Error("ragged data accepted")
+	}
+}
+
+func f32Bytes(v []float32) []byte {
+	out := make([]byte, 4*len(v))
+	for i, x := range v {
+		u := math.Float32bits(x)
+		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+	}
+	return out
+}

@@ -1,0 +1,175 @@
+// Package program runs lowered programs (lower/cann) on a runtime.Device:
+// the whole pipeline from a model to tokens on a simulated (or real)
+// Ascend device, with ACL-graph capture, replay and the LRU graph cache.
+//
+// A Compiler takes a model graph through the compiler once (the pass
+// pipeline and the CPU/NPU partition, both on the symbolic graph) and then,
+// per symbol binding (one shape bucket: n_tokens, n_kv, ...), specialises,
+// plans memory and lowers it to a cann.Program, caching the result. A
+// Session binds programs to a device: it allocates each program region
+// once (weights, KV caches and constants are uploaded once and shared by
+// every bucket's program; the arena, inputs and outputs are one allocation
+// each, sized for the largest program seen), runs each step's upload, segment,
+// copy and download steps on its own stream, and sends every capturable NPU
+// segment through a runtime.GraphCache: captured on the first run of its
+// properties, replayed with one ExecuteAsync afterwards.
+//
+// Why a package of its own: it imports lower/cann, passes, partition and
+// planner, which themselves import package runtime (passes and partition
+// register kernels in its table); inside package runtime it would close an
+// import cycle.
+package program
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/lower/cann"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/partition"
+	"github.com/irtool/irtool/passes"
+	"github.com/irtool/irtool/planner"
+	"github.com/irtool/irtool/target"
+)
+
+// CompileOptions configure a Compiler.
+type CompileOptions struct {
+	// Target names the target profile (default "ascend910b").
+	Target string
+	// Passes is the pass pipeline as passes.Parse reads it ("" means
+	// "default", "none" the required passes only).
+	Passes string
+	// Strategy is the memory planning strategy of every binding (default
+	// "greedy-size": a session compiles one program per shape bucket, so
+	// planning must be fast).
+	Strategy string
+	// PrefillGraph lowers prefill segments as capturable (by default
+	// prefill runs eagerly, as upstream).
+	PrefillGraph bool
+}
+
+// DefaultStrategy is the planner strategy of CompileOptions.
+const DefaultStrategy = planner.StrategyGreedySize
+
+// Compiler lowers one model for any binding, caching the programs. It is
+// safe for concurrent use: sessions sharing a device may share it.
+type Compiler struct {
+	model   *models.Model
+	prof    *target.Profile
+	opts    CompileOptions
+	graph   *ir.Graph // after passes and partition, symbolic
+	devices []target.Device
+	symbols []string
+	Part    *partition.Result // the partition of the symbolic graph
+
+	mu       sync.Mutex
+	progs    map[string]*cann.Program
+	compiles int
+	elapsed  time.Duration
+}
+
+// maxPrograms bounds the program cache (the cpy KV mode makes one program
+// per position).
+const maxPrograms = 256
+
+// NewCompiler runs the pass pipeline and the partition on the model's
+// graph.
+func NewCompiler(m *models.Model, opts CompileOptions) (*Compiler, error) {
+	if opts.Target == "" {
+		opts.Target = "ascend910b"
+	}
+	if opts.Strategy == "" {
+		opts.Strategy = DefaultStrategy
+	}
+	prof, err := target.Get(opts.Target)
+	if err != nil {
+		return nil, fmt.Errorf("program: %w", err)
+	}
+	pipe, err := passes.Parse(opts.Passes)
+	if err != nil {
+		return nil, fmt.Errorf("program: %w", err)
+	}
+	g, _, err := passes.Run(m.Graph, pipe, passes.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("program: %w", err)
+	}
+	pg, part, err := partition.Run(g, prof, nil)
+	if err != nil {
+		return nil, fmt.Errorf("program: %w", err)
+	}
+	return &Compiler{model: m, prof: prof, opts: opts, graph: pg, devices: part.Device, symbols: pg.Symbols(),
+		Part: part, progs: map[string]*cann.Program{}}, nil
+}
+
+// Profile returns the target profile.
+func (c *Compiler) Profile() *target.Profile { return c.prof }
+
+// Graph returns the compiled (passed and partitioned) symbolic graph.
+func (c *Compiler) Graph() *ir.Graph { return c.graph }
+
+// Restrict keeps the bindings of the symbols the compiled graph uses: the
+// set_rows graph has no kv_head, so every position of a bucket shares one
+// program.
+func (c *Compiler) Restrict(b ir.Bindings) ir.Bindings {
+	out := ir.Bindings{}
+	for _, s := range c.symbols {
+		if v, ok := b[s]; ok {
+			out[s] = v
+		}
+	}
+	return out
+}
+
+// Program returns the program of a binding, compiling it on first use.
+func (c *Compiler) Program(b ir.Bindings) (*cann.Program, error) {
+	b = c.Restrict(b)
+	key := b.String()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.progs[key]; ok {
+		return p, nil
+	}
+	t0 := time.Now()
+	gs, err := c.graph.Specialize(b)
+	if err != nil {
+		return nil, fmt.Errorf("program: bucket %s: %w", key, err)
+	}
+	plan, err := cann.Plan(gs, c.prof, planner.GraphOptions{Strategy: c.opts.Strategy})
+	if err != nil {
+		return nil, fmt.Errorf("program: bucket %s: %w", key, err)
+	}
+	p, err := cann.Lower(gs, plan, c.prof, cann.Options{Devices: c.devices, Bindings: b,
+		KVWrite: c.model.Options.KVWrite.String(), PrefillGraph: c.opts.PrefillGraph})
+	if err != nil {
+		return nil, fmt.Errorf("program: bucket %s: %w", key, err)
+	}
+	if len(c.progs) >= maxPrograms {
+		clear(c.progs)
+	}
+	c.progs[key] = p
+	c.compiles++
+	c.elapsed += time.Since(t0)
+	return p, nil
+}
+
+// Compiled returns how many programs were compiled and the time spent.
+func (c *Compiler) Compiled() (int, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.compiles, c.elapsed
+}
+
+// Buckets lists the cached programs' bucket keys, sorted.
+func (c *Compiler) Buckets() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.progs))
+	for k := range c.progs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

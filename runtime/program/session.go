@@ -1,0 +1,925 @@
+package program
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/kernels"
+	"github.com/irtool/irtool/lower/cann"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/target"
+)
+
+// Options configure a Session.
+type Options struct {
+	// Compile configures the session's own Compiler when Compiler is nil.
+	// Its PrefillGraph is taken from Policy.PrefillGraphs.
+	Compile CompileOptions
+	// Compiler, when set, is shared (sessions of one model may share it).
+	Compiler *Compiler
+	// Policy decides eager or graph execution and configures the cache.
+	Policy runtime.GraphPolicy
+	// DeviceID is the device the session binds (SetDevice).
+	DeviceID int
+	// Kernels are the numeric options of CPU segments; keep them equal to
+	// the device's (runtime.SimOptions.Kernels) for bit-identical results.
+	Kernels kernels.Options
+}
+
+// PhaseStats count what the steps of one phase (prefill: steps of more
+// than one token; decode: one-token steps) did.
+type PhaseStats struct {
+	Steps          int64 `json:"steps"`
+	Tokens         int64 `json:"tokens"`
+	Captures       int64 `json:"captures"`
+	Replays        int64 `json:"replays"`
+	CacheHits      int64 `json:"cache_hits"`
+	CacheMisses    int64 `json:"cache_misses"`
+	Evictions      int64 `json:"evictions"`
+	KernelLaunches int64 `json:"kernel_launches"`
+	// EagerSegments and GraphSegments count NPU segment runs by path.
+	EagerSegments int64 `json:"eager_segments"`
+	GraphSegments int64 `json:"graph_segments"`
+	// HostDispatchNS is the host time spent feeding the device: uploads,
+	// cache lookups, kernel launches or graph replays (captures included),
+	// copies and downloads; not compilation, not CPU kernels, not waiting.
+	HostDispatchNS         int64   `json:"host_dispatch_ns"`
+	HostDispatchNSPerToken float64 `json:"host_dispatch_ns_per_token"`
+	// HitRate is CacheHits / (CacheHits + CacheMisses), 0 without lookups.
+	HitRate float64 `json:"hit_rate"`
+}
+
+// Stats describe a session.
+type Stats struct {
+	Graphs    bool       `json:"graphs"` // graph mode on
+	Prefill   PhaseStats `json:"prefill"`
+	Decode    PhaseStats `json:"decode"`
+	Programs  int        `json:"programs"` // programs the session loaded
+	CompileMS float64    `json:"compile_ms"`
+	// Pool is the device pool after the last step.
+	Pool runtime.PoolStats `json:"pool"`
+}
+
+func (p *PhaseStats) finish() {
+	if p.Tokens > 0 {
+		p.HostDispatchNSPerToken = math.Round(float64(p.HostDispatchNS) / float64(p.Tokens))
+	}
+	if n := p.CacheHits + p.CacheMisses; n > 0 {
+		p.HitRate = math.Round(1e4*float64(p.CacheHits)/float64(n)) / 1e4
+	}
+}
+
+// region is one allocation of a program region: device memory for NPU
+// regions, host bytes for host ones.
+type region struct {
+	name  string
+	npu   bool
+	bytes int64
+	ptr   runtime.Ptr
+	host  []byte
+}
+
+// shared regions hold the same data for every bucket's program and are
+// filled once; the others are rewritten by every step.
+var sharedRegions = map[string]bool{
+	cann.RegionWeights: true, cann.RegionKV: true, cann.RegionConsts: true,
+	cann.RegionHostWeights: true, cann.RegionHostKV: true, cann.RegionHostConsts: true,
+}
+
+// loaded is a program resolved against the session's regions.
+type loaded struct {
+	prog *cann.Program
+	gen  int // region generation the addresses were resolved with
+	segs []loadedSeg
+}
+
+type loadedSeg struct {
+	seg      *cann.Segment
+	npu      bool
+	launches []runtime.KernelLaunch
+	props    *runtime.GraphProps // capturable NPU segments
+	host     []hostKernel        // CPU segments
+}
+
+type hostKernel struct {
+	name string
+	node *ir.Node
+	fn   runtime.Kernel
+	dst  kernels.Tensor
+	args []kernels.Tensor
+}
+
+// Session runs a model step by step on a device: prefill, then greedy
+// decode, over a KV cache that lives in device memory. It is not safe for
+// concurrent use; sessions sharing a device are.
+type Session struct {
+	model   *models.Model
+	weights runtime.WeightSource
+	dev     runtime.Device
+	opts    Options
+	comp    *Compiler
+	policy  runtime.GraphPolicy
+	stream  runtime.Stream
+	cache   *runtime.GraphCache
+
+	regions map[string]*region
+	gen     int
+	ref     *cann.Program // the program whose shared layout was loaded
+	progs   map[string]*loaded
+	stage   []byte // pinned upload staging, laid out like the inputs region
+	down    []byte // pinned download buffer
+
+	pos      int64
+	stats    Stats
+	launches int64
+	closed   bool
+}
+
+// NewSession compiles nothing yet: programs are compiled and loaded on the
+// first step of each shape bucket. It binds the device, creates the
+// session's stream and its graph cache.
+func NewSession(m *models.Model, w runtime.WeightSource, dev runtime.Device, opts Options) (*Session, error) {
+	comp := opts.Compiler
+	if comp == nil {
+		co := opts.Compile
+		co.PrefillGraph = opts.Policy.Graphs && opts.Policy.PrefillGraphs
+		var err error
+		if comp, err = NewCompiler(m, co); err != nil {
+			return nil, err
+		}
+	}
+	if comp.model != m {
+		return nil, fmt.Errorf("program: the compiler was built for another model")
+	}
+	if err := dev.SetDevice(opts.DeviceID); err != nil {
+		return nil, fmt.Errorf("program: %w", err)
+	}
+	s := &Session{model: m, weights: w, dev: dev, opts: opts, comp: comp, policy: opts.Policy,
+		regions: map[string]*region{}, progs: map[string]*loaded{}}
+	s.stats.Graphs = opts.Policy.Graphs
+	lock := runtime.DeviceLock(dev)
+	lock.RLock()
+	st, err := dev.CreateStream()
+	lock.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("program: %w", err)
+	}
+	s.stream = st
+	if s.cache, err = runtime.NewGraphCache(dev, opts.Policy.Cache); err != nil {
+		dev.DestroyStream(st)
+		return nil, fmt.Errorf("program: %w", err)
+	}
+	return s, nil
+}
+
+// Pos is the number of tokens in the KV cache.
+func (s *Session) Pos() int64 { return s.pos }
+
+// Rewind forgets the tokens from position pos on (llama.cpp's
+// llama_kv_cache_seq_rm on the tail): the next step writes cell pos
+// again. Cells past the new position keep stale rows, which the mask
+// hides and later steps overwrite before reading.
+func (s *Session) Rewind(pos int64) error {
+	if pos < 0 || pos > s.pos {
+		return fmt.Errorf("program: rewind to %d: the cache holds %d tokens", pos, s.pos)
+	}
+	s.pos = pos
+	return nil
+}
+
+// Cache returns the session's graph cache.
+func (s *Session) Cache() *runtime.GraphCache { return s.cache }
+
+// Compiler returns the session's compiler.
+func (s *Session) Compiler() *Compiler { return s.comp }
+
+// Stats returns the session's statistics so far.
+func (s *Session) Stats() Stats {
+	st := s.stats
+	st.Prefill.finish()
+	st.Decode.finish()
+	_, d := s.comp.Compiled()
+	st.CompileMS = float64(d.Microseconds()) / 1000
+	st.Programs = len(s.progs)
+	if pools := s.dev.Stats().Pools; s.opts.DeviceID < len(pools) {
+		st.Pool = pools[s.opts.DeviceID]
+	}
+	return st
+}
+
+// bindings are the symbol values of a step of n tokens at pos.
+func (s *Session) bindings(pos, n int64) ir.Bindings {
+	return ir.Bindings{
+		models.SymTokens:  n,
+		models.SymKV:      runtime.KVLen(pos+n, s.model.Options.NCtx),
+		models.SymOutputs: 1,
+		models.SymKVHead:  pos,
+	}
+}
+
+// Step feeds tokens at the current position and returns the logits of the
+// last one. With prefill graphs on, a prompt is padded to its bucket
+// length (the padding tokens' KV rows land past the prompt and are
+// overwritten by later tokens before anything reads them).
+func (s *Session) Step(tokens []int32) (*runtime.StepResult, error) {
+	if s.closed {
+		return nil, fmt.Errorf("program: session is closed")
+	}
+	start := time.Now()
+	n := int64(len(tokens))
+	nctx := s.model.Options.NCtx
+	if n == 0 {
+		return nil, fmt.Errorf("program: step with no tokens")
+	}
+	if s.pos+n > nctx {
+		return nil, fmt.Errorf("program: context full: %d + %d tokens exceed n_ctx %d", s.pos, n, nctx)
+	}
+	for _, t := range tokens {
+		if t < 0 || int64(t) >= s.model.HParams.NVocab {
+			return nil, fmt.Errorf("program: token id %d out of range [0, %d)", t, s.model.HParams.NVocab)
+		}
+	}
+	padded := s.policy.PrefillLength(n, nctx-s.pos)
+	feed := tokens
+	if padded > n {
+		feed = append(slices.Clone(tokens), make([]int32, padded-n)...)
+		for i := n; i < padded; i++ {
+			feed[i] = tokens[n-1]
+		}
+	}
+	b := s.bindings(s.pos, padded)
+	lp, err := s.load(b)
+	if err != nil {
+		return nil, err
+	}
+	inputs := runtime.Inputs(feed, s.pos, b)
+	inputs["inp_out_ids"] = i32le(int32(n - 1))
+
+	phase := &s.stats.Decode
+	if n > 1 {
+		phase = &s.stats.Prefill
+	}
+	before := s.cache.Stats()
+	launches0 := s.launches
+	dispatch, err := s.run(lp, inputs, phase)
+	if err != nil {
+		return nil, fmt.Errorf("program: step at position %d (%s): %w", s.pos, lp.prog.Bucket, err)
+	}
+	logits, err := s.output(lp, 0)
+	if err != nil {
+		return nil, fmt.Errorf("program: step at position %d: %w", s.pos, err)
+	}
+	after := s.cache.Stats()
+	phase.Steps++
+	phase.Tokens += n
+	phase.Captures += after.Captures - before.Captures
+	phase.Replays += after.Replays - before.Replays
+	phase.CacheHits += after.Hits - before.Hits
+	phase.CacheMisses += after.Misses - before.Misses
+	phase.Evictions += after.Evictions - before.Evictions
+	phase.KernelLaunches += s.launches - launches0
+	phase.HostDispatchNS += int64(dispatch)
+	s.pos += n
+	nv := s.model.HParams.NVocab
+	if int64(len(logits)) < nv {
+		return nil, fmt.Errorf("program: output 0 holds %d values, want at least %d logits", len(logits), nv)
+	}
+	return &runtime.StepResult{Logits: [][]float32{logits[len(logits)-int(nv):]}, Time: time.Since(start)}, nil
+}
+
+func i32le(v int32) []byte {
+	return []byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)}
+}
+
+// Generate runs prefill on the prompt, then greedy decode (argmax, lowest
+// id on ties) for n tokens in all; onToken, if set, sees each token as
+// soon as it exists.
+func (s *Session) Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*runtime.GenerateResult, error) {
+	res := &runtime.GenerateResult{}
+	if n <= 0 {
+		return res, nil
+	}
+	t0 := time.Now()
+	step, err := s.Step(prompt)
+	if err != nil {
+		return nil, err
+	}
+	res.PrefillMS = float64(time.Since(t0).Microseconds()) / 1000
+	t1 := time.Now()
+	for i := 0; ; i++ {
+		logits := step.Logits[len(step.Logits)-1]
+		tok := runtime.Argmax(logits)
+		res.Tokens = append(res.Tokens, tok)
+		if keepLogits {
+			res.Logits = append(res.Logits, append([]float32(nil), logits...))
+		}
+		if onToken != nil {
+			onToken(tok)
+		}
+		if i == n-1 {
+			break
+		}
+		if step, err = s.Step([]int32{tok}); err != nil {
+			return nil, err
+		}
+	}
+	res.DecodeMS = float64(time.Since(t1).Microseconds()) / 1000
+	return res, nil
+}
+
+// maxLoaded bounds the loaded-program cache (one per position in cpy mode).
+const maxLoaded = 256
+
+// load returns the program of a binding bound to the session's regions.
+func (s *Session) load(b ir.Bindings) (*loaded, error) {
+	p, err := s.comp.Program(b)
+	if err != nil {
+		return nil, err
+	}
+	key := p.Bucket
+	lp := s.progs[key]
+	if lp == nil {
+		if len(s.progs) >= maxLoaded {
+			clear(s.progs)
+		}
+		lp = &loaded{prog: p, gen: -1}
+		s.progs[key] = lp
+	}
+	if err := s.ensureRegions(p); err != nil {
+		return nil, err
+	}
+	if lp.gen != s.gen {
+		if err := s.resolve(lp); err != nil {
+			return nil, err
+		}
+		lp.gen = s.gen
+	}
+	return lp, nil
+}
+
+// ensureRegions allocates what p needs: shared regions once (checking that
+// p lays them out as the first program did), the others grown to p's size.
+// Growing a region moves it, so every loaded program is resolved again;
+// graphs captured at the old addresses stop matching and age out of the
+// cache.
+func (s *Session) ensureRegions(p *cann.Program) error {
+	if s.ref != nil {
+		if err := sameLayout(s.ref, p); err != nil {
+			return err
+		}
+	}
+	lock := runtime.DeviceLock(s.dev)
+	lock.RLock()
+	defer lock.RUnlock()
+	for _, r := range p.Regions {
+		npu := r.Device == string(target.NPU)
+		cur := s.regions[r.Name]
+		if sharedRegions[r.Name] {
+			if cur != nil {
+				if cur.bytes != r.Bytes {
+					return fmt.Errorf("program: bucket %s: region %q needs %d bytes, %d were loaded", p.Bucket, r.Name, r.Bytes, cur.bytes)
+				}
+				continue
+			}
+			reg, err := s.alloc(r.Name, npu, r.Bytes)
+			if err != nil {
+				return err
+			}
+			if err := s.fill(p, reg); err != nil {
+				return err
+			}
+			continue
+		}
+		if cur != nil && cur.bytes >= r.Bytes {
+			continue
+		}
+		if cur != nil {
+			if err := s.release(cur); err != nil {
+				return err
+			}
+		}
+		if _, err := s.alloc(r.Name, npu, r.Bytes); err != nil {
+			return err
+		}
+		s.gen++
+		if r.Name == cann.RegionInputs {
+			if err := s.growPinned(&s.stage, r.Bytes); err != nil {
+				return err
+			}
+		}
+	}
+	var out int64
+	for _, o := range p.Outputs {
+		out = max(out, o.Desc.Bytes())
+	}
+	if err := s.growPinned(&s.down, out); err != nil {
+		return err
+	}
+	if s.ref == nil {
+		s.ref = p
+	}
+	return nil
+}
+
+func (s *Session) growPinned(buf *[]byte, n int64) error {
+	if int64(len(*buf)) >= n || n == 0 {
+		return nil
+	}
+	if *buf != nil {
+		if err := s.dev.FreeHost(*buf); err != nil {
+			return fmt.Errorf("program: %w", err)
+		}
+		*buf = nil
+	}
+	b, err := s.dev.MallocHost(n)
+	if err != nil {
+		return fmt.Errorf("program: %w", err)
+	}
+	*buf = b
+	return nil
+}
+
+// sameLayout checks that q places weights, states and constants exactly as
+// p does, so that one upload serves both.
+func sameLayout(p, q *cann.Program) error {
+	if len(p.Weights) != len(q.Weights) || len(p.States) != len(q.States) || len(p.Consts) != len(q.Consts) {
+		return fmt.Errorf("program: buckets %s and %s hold different weights, states or constants", p.Bucket, q.Bucket)
+	}
+	for i := range p.Weights {
+		if a, b := p.Weights[i], q.Weights[i]; a.Name != b.Name || a.Addr != b.Addr || a.DType != b.DType || a.Bytes != b.Bytes {
+			return fmt.Errorf("program: buckets %s and %s place weight %q differently", p.Bucket, q.Bucket, a.Name)
+		}
+	}
+	for i := range p.States {
+		if p.States[i] != q.States[i] {
+			return fmt.Errorf("program: buckets %s and %s place state %q differently", p.Bucket, q.Bucket, p.States[i].Name)
+		}
+	}
+	for i := range p.Consts {
+		a, b := p.Consts[i], q.Consts[i]
+		if a.Name != b.Name || a.Addr != b.Addr || !bytes.Equal(a.Data, b.Data) {
+			return fmt.Errorf("program: buckets %s and %s hold constant %q differently", p.Bucket, q.Bucket, a.Name)
+		}
+	}
+	return nil
+}
+
+// alloc makes a region (the caller holds the device lock).
+func (s *Session) alloc(name string, npu bool, n int64) (*region, error) {
+	r := &region{name: name, npu: npu, bytes: n}
+	if npu {
+		p, err := s.dev.Malloc(n)
+		if err != nil {
+			return nil, fmt.Errorf("program: region %q (%d bytes): %w", name, n, err)
+		}
+		r.ptr = p
+	} else {
+		r.host = make([]byte, n)
+	}
+	s.regions[name] = r
+	return r, nil
+}
+
+func (s *Session) release(r *region) error {
+	delete(s.regions, r.name)
+	if r.npu {
+		if err := s.dev.Free(r.ptr); err != nil {
+			return fmt.Errorf("program: region %q: %w", r.name, err)
+		}
+	}
+	return nil
+}
+
+// fill writes a shared region's initial contents: weights from the model
+// file, zeroed states, constants (the caller holds the device lock).
+func (s *Session) fill(p *cann.Program, r *region) error {
+	write := func(what string, a cann.Addr, data []byte) error {
+		if a.Offset < 0 || a.Offset+int64(len(data)) > r.bytes {
+			return fmt.Errorf("program: %s: [%d, +%d) lies outside region %q (%d bytes)", what, a.Offset, len(data), r.name, r.bytes)
+		}
+		if !r.npu {
+			copy(r.host[a.Offset:], data)
+			return nil
+		}
+		if err := s.dev.MemcpyH2D(r.ptr+runtime.Ptr(a.Offset), data); err != nil {
+			return fmt.Errorf("program: %s: %w", what, err)
+		}
+		return nil
+	}
+	if r.npu {
+		// Pool blocks are reused: clear whatever the last owner left.
+		if err := write("clearing", cann.Addr{Region: r.name}, make([]byte, r.bytes)); err != nil {
+			return err
+		}
+	}
+	for _, w := range p.Weights {
+		if w.Addr.Region != r.name {
+			continue
+		}
+		if w.DType != w.SourceDType {
+			return fmt.Errorf("program: weight %q is requantised %s -> %s at load time, which this executor does not do yet",
+				w.Name, w.SourceDType, w.DType)
+		}
+		data, err := s.weights.TensorData(w.Name)
+		if err != nil {
+			return fmt.Errorf("program: weight %q: %w", w.Name, err)
+		}
+		if int64(len(data)) < w.Bytes {
+			return fmt.Errorf("program: weight %q holds %d bytes, the program places %d", w.Name, len(data), w.Bytes)
+		}
+		if err := write("weight "+w.Name, w.Addr, data[:w.Bytes]); err != nil {
+			return err
+		}
+	}
+	for _, c := range p.Consts {
+		if c.Addr.Region == r.name {
+			if err := write("constant "+c.Name, c.Addr, c.Data); err != nil {
+				return err
+			}
+		}
+	}
+	return nil // states are zero: the region was cleared
+}
+
+// ptr resolves an address in an NPU region, checking that n bytes fit.
+func (s *Session) ptr(a cann.Addr, n int64) (runtime.Ptr, error) {
+	r := s.regions[a.Region]
+	if r == nil || !r.npu {
+		return 0, fmt.Errorf("address %s: no device region %q", a, a.Region)
+	}
+	if a.Offset < 0 || a.Offset+n > r.bytes {
+		return 0, fmt.Errorf("address %s: [%d, +%d) lies outside region %q (%d bytes)", a, a.Offset, n, a.Region, r.bytes)
+	}
+	return r.ptr + runtime.Ptr(a.Offset), nil
+}
+
+// hostBytes resolves an address in a host region.
+func (s *Session) hostBytes(a cann.Addr, n int64) ([]byte, error) {
+	r := s.regions[a.Region]
+	if r == nil || r.npu {
+		return nil, fmt.Errorf("address %s: no host region %q", a, a.Region)
+	}
+	if a.Offset < 0 || a.Offset+n > r.bytes {
+		return nil, fmt.Errorf("address %s: [%d, +%d) lies outside region %q (%d bytes)", a, a.Offset, n, a.Region, r.bytes)
+	}
+	return r.host[a.Offset : a.Offset+n : a.Offset+n], nil
+}
+
+func (s *Session) devDesc(t cann.TensorDesc) (runtime.TensorDesc, error) {
+	p, err := s.ptr(t.Addr, t.Bytes())
+	return runtime.TensorDesc{DType: t.DType, Ne: t.Ne, Nb: t.Nb, Addr: p}, err
+}
+
+func (s *Session) hostTensor(t cann.TensorDesc) (kernels.Tensor, error) {
+	b, err := s.hostBytes(t.Addr, t.Bytes())
+	return kernels.Tensor{Type: gguf.GGMLType(t.DType), Ne: t.Ne, Nb: t.Nb, Data: b}, err
+}
+
+// resolve turns a program's region addresses into device pointers and
+// host views, and records the properties of its capturable segments.
+func (s *Session) resolve(lp *loaded) error {
+	p := lp.prog
+	lp.segs = make([]loadedSeg, len(p.Segments))
+	for i := range p.Segments {
+		seg := &p.Segments[i]
+		ls := loadedSeg{seg: seg, npu: seg.Device == string(target.NPU)}
+		for j := range seg.Kernels {
+			k := &seg.Kernels[j]
+			fail := func(err error) error {
+				return fmt.Errorf("program: bucket %s segment %d kernel %s (node %d %q): %w", p.Bucket, seg.ID, k.Name, k.Node, k.NodeName, err)
+			}
+			if ls.npu {
+				l := runtime.KernelLaunch{Name: k.Name, Op: k.Op, Attrs: k.Attrs, Node: k.Node, WorkspaceBytes: k.WorkspaceBytes}
+				var err error
+				if l.Output, err = s.devDesc(k.Output); err != nil {
+					return fail(err)
+				}
+				for _, in := range k.Inputs {
+					d, err := s.devDesc(in)
+					if err != nil {
+						return fail(err)
+					}
+					l.Inputs = append(l.Inputs, d)
+				}
+				for _, x := range k.Extra {
+					d, err := s.devDesc(x)
+					if err != nil {
+						return fail(err)
+					}
+					l.Extra = append(l.Extra, d)
+				}
+				if k.WorkspaceBytes > 0 {
+					if l.Workspace, err = s.ptr(k.Workspace, k.WorkspaceBytes); err != nil {
+						return fail(err)
+					}
+				}
+				ls.launches = append(ls.launches, l)
+				continue
+			}
+			fn, ok := runtime.LookupKernel(k.Op)
+			if !ok {
+				return fail(fmt.Errorf("no CPU kernel for op %q", k.Op))
+			}
+			hk := hostKernel{name: k.Name, fn: fn}
+			var err error
+			if hk.dst, err = s.hostTensor(k.Output); err != nil {
+				return fail(err)
+			}
+			l := runtime.KernelLaunch{Name: k.Name, Op: k.Op, Attrs: k.Attrs, Node: k.Node, Output: runtime.TensorDesc{DType: k.Output.DType, Ne: k.Output.Ne, Nb: k.Output.Nb}}
+			for _, in := range k.Inputs {
+				t, err := s.hostTensor(in)
+				if err != nil {
+					return fail(err)
+				}
+				hk.args = append(hk.args, t)
+				l.Inputs = append(l.Inputs, runtime.TensorDesc{DType: in.DType, Ne: in.Ne, Nb: in.Nb})
+			}
+			hk.node = runtime.KernelNode(&l)
+			ls.host = append(ls.host, hk)
+		}
+		if ls.npu && seg.Capturable {
+			ls.props = runtime.NewGraphProps(ls.launches)
+		}
+		lp.segs[i] = ls
+	}
+	return nil
+}
+
+// run performs a program's steps and waits for the device. It returns the
+// host dispatch time.
+func (s *Session) run(lp *loaded, inputs map[string][]byte, phase *PhaseStats) (time.Duration, error) {
+	p := lp.prog
+	var dispatch time.Duration
+	// Inputs read on the CPU are written in place; device inputs are
+	// staged in pinned memory and uploaded by the upload steps.
+	for _, in := range p.Inputs {
+		data, ok := inputs[in.Name]
+		if !ok {
+			return 0, fmt.Errorf("input %q: no value for it", in.Name)
+		}
+		if int64(len(data)) != in.Bytes {
+			return 0, fmt.Errorf("input %q: %d bytes, the program expects %d", in.Name, len(data), in.Bytes)
+		}
+		if in.Desc.Addr.Region == cann.RegionInputs {
+			if in.Desc.Addr.Offset+in.Bytes > int64(len(s.stage)) {
+				return 0, fmt.Errorf("input %q does not fit the staging buffer", in.Name)
+			}
+			copy(s.stage[in.Desc.Addr.Offset:], data)
+			continue
+		}
+		b, err := s.hostBytes(in.Desc.Addr, in.Bytes)
+		if err != nil {
+			return 0, fmt.Errorf("input %q: %w", in.Name, err)
+		}
+		copy(b, data)
+	}
+	for _, st := range p.Steps {
+		switch st.Kind {
+		case cann.StepUpload:
+			t0 := time.Now()
+			for _, in := range p.Inputs {
+				if in.Name != st.Input || in.Desc.Addr.Region != cann.RegionInputs {
+					continue
+				}
+				dst, err := s.ptr(in.Desc.Addr, in.Bytes)
+				if err != nil {
+					return 0, fmt.Errorf("upload %q: %w", in.Name, err)
+				}
+				off := in.Desc.Addr.Offset
+				if err := s.dev.MemcpyH2DAsync(dst, s.stage[off:off+in.Bytes], s.stream); err != nil {
+					return 0, fmt.Errorf("upload %q: %w", in.Name, err)
+				}
+			}
+			dispatch += time.Since(t0)
+		case cann.StepSegment:
+			if st.Segment < 0 || st.Segment >= len(lp.segs) {
+				return 0, fmt.Errorf("step names segment %d of %d", st.Segment, len(lp.segs))
+			}
+			ls := &lp.segs[st.Segment]
+			if !ls.npu {
+				if err := s.runHost(ls); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			t0 := time.Now()
+			err := s.runNPU(ls, phase)
+			dispatch += time.Since(t0)
+			if err != nil {
+				return 0, err
+			}
+		case cann.StepCopy:
+			d, err := s.copyStep(st.Copy)
+			dispatch += d
+			if err != nil {
+				return 0, err
+			}
+		case cann.StepDownload:
+			if st.Output < 0 || st.Output >= len(p.Outputs) {
+				return 0, fmt.Errorf("download of output %d of %d", st.Output, len(p.Outputs))
+			}
+			if st.Output != 0 {
+				continue // only the logits are read back
+			}
+			o := p.Outputs[st.Output]
+			t0 := time.Now()
+			src, err := s.ptr(o.Desc.Addr, o.Desc.Bytes())
+			if err != nil {
+				return 0, fmt.Errorf("download %q: %w", o.Name, err)
+			}
+			if err := s.dev.MemcpyD2HAsync(s.down[:o.Desc.Bytes()], src, s.stream); err != nil {
+				return 0, fmt.Errorf("download %q: %w", o.Name, err)
+			}
+			dispatch += time.Since(t0)
+		default:
+			return 0, fmt.Errorf("unknown step kind %q", st.Kind)
+		}
+	}
+	if err := s.dev.SynchronizeStream(s.stream); err != nil {
+		return 0, err
+	}
+	return dispatch, nil
+}
+
+// runNPU dispatches one NPU segment: through the graph cache when graph
+// mode is on and the segment is capturable, kernel by kernel otherwise.
+func (s *Session) runNPU(ls *loadedSeg, phase *PhaseStats) error {
+	launch := func(st runtime.Stream) error {
+		for i := range ls.launches {
+			if err := s.dev.Launch(st, &ls.launches[i]); err != nil {
+				return fmt.Errorf("segment %d: %w", ls.seg.ID, err)
+			}
+			s.launches++
+		}
+		return nil
+	}
+	if s.policy.Graphs && ls.props != nil {
+		phase.GraphSegments++
+		_, err := s.cache.Execute(s.stream, ls.props, launch)
+		return err
+	}
+	phase.EagerSegments++
+	return launch(s.stream)
+}
+
+// runHost runs a CPU segment after the device has finished what it reads.
+func (s *Session) runHost(ls *loadedSeg) error {
+	if err := s.dev.SynchronizeStream(s.stream); err != nil {
+		return err
+	}
+	for _, k := range ls.host {
+		if err := runHostKernel(k, s.opts.Kernels); err != nil {
+			return fmt.Errorf("segment %d: %s (node %d): %w", ls.seg.ID, k.name, k.node.ID, err)
+		}
+	}
+	return nil
+}
+
+func runHostKernel(k hostKernel, o kernels.Options) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kernel panic: %v", r)
+		}
+	}()
+	return k.fn(k.node, k.dst, k.args, o)
+}
+
+// copyStep moves a value between host and device. Same-layout copies are
+// one async memcpy; otherwise the value is laid out on the host with a
+// strided copy first (D2H: after the download; H2D: before the upload).
+func (s *Session) copyStep(k *cann.Kernel) (time.Duration, error) {
+	if k == nil || len(k.Inputs) != 1 {
+		return 0, fmt.Errorf("copy step without a source")
+	}
+	src, dst := k.Inputs[0], k.Output
+	fail := func(err error) error { return fmt.Errorf("copy %s (node %d %q): %w", k.Name, k.Node, k.NodeName, err) }
+	srcNPU := s.regions[src.Addr.Region] != nil && s.regions[src.Addr.Region].npu
+	dstNPU := s.regions[dst.Addr.Region] != nil && s.regions[dst.Addr.Region].npu
+	same := src.DType == dst.DType && src.Ne == dst.Ne && src.Nb == dst.Nb
+	t0 := time.Now()
+	switch {
+	case srcNPU && !dstNPU: // D2H
+		from, err := s.ptr(src.Addr, src.Bytes())
+		if err != nil {
+			return 0, fail(err)
+		}
+		if same {
+			to, err := s.hostBytes(dst.Addr, dst.Bytes())
+			if err != nil {
+				return 0, fail(err)
+			}
+			err = s.dev.MemcpyD2HAsync(to, from, s.stream)
+			return time.Since(t0), fail0(fail, err)
+		}
+		tmp := make([]byte, src.Bytes())
+		if err := s.dev.MemcpyD2HAsync(tmp, from, s.stream); err != nil {
+			return 0, fail(err)
+		}
+		d := time.Since(t0)
+		if err := s.dev.SynchronizeStream(s.stream); err != nil {
+			return d, fail(err)
+		}
+		out, err := s.hostTensor(dst)
+		if err != nil {
+			return d, fail(err)
+		}
+		in := kernels.Tensor{Type: gguf.GGMLType(src.DType), Ne: src.Ne, Nb: src.Nb, Data: tmp}
+		return d, fail0(fail, kernels.Cpy(out, in))
+	case !srcNPU && dstNPU: // H2D
+		to, err := s.ptr(dst.Addr, dst.Bytes())
+		if err != nil {
+			return 0, fail(err)
+		}
+		// The device must be done with the host value's producers: they
+		// are CPU kernels, which already ran.
+		in, err := s.hostTensor(src)
+		if err != nil {
+			return 0, fail(err)
+		}
+		data := in.Data[:src.Bytes()]
+		if !same {
+			tmp := make([]byte, dst.Bytes())
+			out := kernels.Tensor{Type: gguf.GGMLType(dst.DType), Ne: dst.Ne, Nb: dst.Nb, Data: tmp}
+			if err := kernels.Cpy(out, in); err != nil {
+				return 0, fail(err)
+			}
+			data = tmp
+		}
+		// Pageable host memory: the bytes are staged now, so later CPU
+		// kernels may reuse the host arena before the copy runs.
+		err = s.dev.MemcpyH2DAsync(to, data, s.stream)
+		return time.Since(t0), fail0(fail, err)
+	}
+	return 0, fail(fmt.Errorf("copy between %s and %s: want one host and one device region", src.Addr.Region, dst.Addr.Region))
+}
+
+func fail0(fail func(error) error, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fail(err)
+}
+
+// output reads output i as f32 after a step.
+func (s *Session) output(lp *loaded, i int) ([]float32, error) {
+	p := lp.prog
+	if i >= len(p.Outputs) {
+		return nil, fmt.Errorf("program has %d outputs", len(p.Outputs))
+	}
+	o := p.Outputs[i].Desc
+	var data []byte
+	if r := s.regions[o.Addr.Region]; r != nil && r.npu {
+		data = s.down[:o.Bytes()]
+	} else {
+		b, err := s.hostBytes(o.Addr, o.Bytes())
+		if err != nil {
+			return nil, err
+		}
+		data = b
+	}
+	return kernels.ToF32(kernels.Tensor{Type: gguf.GGMLType(o.DType), Ne: o.Ne, Nb: o.Nb, Data: data})
+}
+
+// Close waits for the device, destroys the cached graphs, and frees every
+// region, staging buffer and the stream.
+func (s *Session) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	first := s.dev.SynchronizeStream(s.stream)
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	keep(s.cache.Close())
+	lock := runtime.DeviceLock(s.dev)
+	lock.RLock()
+	defer lock.RUnlock()
+	names := make([]string, 0, len(s.regions))
+	for n := range s.regions {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		keep(s.release(s.regions[n]))
+	}
+	for _, b := range [][]byte{s.stage, s.down} {
+		if b != nil {
+			keep(s.dev.FreeHost(b))
+		}
+	}
+	s.stage, s.down = nil, nil
+	keep(s.dev.DestroyStream(s.stream))
+	if first != nil {
+		return fmt.Errorf("program: close: %w", first)
+	}
+	return nil
+}

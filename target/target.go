@@ -1,0 +1,241 @@
+package target
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/irtool/irtool/ir"
+)
+
+// Device is where a node runs or a value lives.
+type Device string
+
+// The two devices a program uses.
+const (
+	CPU Device = "cpu" // the host, through the CPU kernels
+	NPU Device = "npu" // the Ascend NPU, through aclnn calls
+)
+
+// Chip is the compute side of one device: peak matrix throughput and memory
+// bandwidth. Elementwise and normalisation ops are costed by bandwidth
+// alone, which is what bounds them on every device we model.
+type Chip struct {
+	Name        string  // what the numbers describe
+	MatmulFLOPS float64 // peak matrix-unit throughput, FLOP/s (FP16 for the NPU, FP32 for a CPU)
+	MemBW       float64 // peak memory bandwidth, bytes/s
+	Source      string  // where the two numbers come from
+}
+
+// Overheads are the fixed costs the model adds to compute and traffic. They
+// are assumptions, not specifications: docs/LOWERING.md says where each
+// value comes from and how the predictions move with it.
+type Overheads struct {
+	// LaunchUS is the host time of one eager aclnn call: the two-phase
+	// aclnnXxxGetWorkspaceSize + aclnnXxx submission (cann.md §1.2).
+	LaunchUS float64
+	// TaskUS is the device time every aclnn call costs on top of its
+	// traffic (task dispatch, tiling, pipeline fill); small decode kernels
+	// are bounded by it.
+	TaskUS float64
+	// GraphLaunchUS is the host time of one aclmdlRIExecuteAsync replay of a
+	// captured segment (cann.md §1.3).
+	GraphLaunchUS float64
+	// CopyUS is the fixed cost of one host<->device copy, synchronisation
+	// included (the copy ends a segment, cann.md §0.2).
+	CopyUS float64
+	// CPUOpUS is the fixed host cost of one CPU kernel call.
+	CPUOpUS float64
+}
+
+// Profile describes one target machine.
+type Profile struct {
+	Name        string // the --target name
+	Description string
+	// NPU is nil for the cpu target.
+	NPU *Chip
+	// Host is the CPU that runs fallbacks and the host steps.
+	Host Chip
+	// LinkBW is the host<->device copy bandwidth in bytes/s (0 without an NPU).
+	LinkBW     float64
+	LinkSource string
+	// GraphCapture reports whether the device supports aclmdlRI capture and
+	// replay; without it every NPU segment runs eagerly.
+	GraphCapture bool
+	// Align is the alignment of every planned device offset, in bytes.
+	Align int64
+	// Overheads are the fixed per-call, per-task and per-copy costs.
+	Overheads Overheads
+	// rules maps ops to their NPU support rule.
+	rules map[ir.Op]rule
+	// gate vetoes kernels this part lacks (nil: none).
+	gate func(n *ir.Node, s Support) Support
+}
+
+var profiles = map[string]func() *Profile{
+	"ascend910b":        ascend910B,
+	"ascend310b":        ascend310B,
+	"ascend310b-strict": ascend310BStrict,
+	"cpu":               cpuOnly,
+}
+
+// Get returns a fresh copy of the named profile; callers may change its
+// fields (for example Overheads, to study their effect) without affecting
+// others.
+func Get(name string) (*Profile, error) {
+	mk, ok := profiles[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return nil, fmt.Errorf("target: unknown target %q (have %s)", name, strings.Join(Names(), ", "))
+	}
+	return mk(), nil
+}
+
+// Names lists the profile names, sorted.
+func Names() []string {
+	out := make([]string, 0, len(profiles))
+	for n := range profiles {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// HasNPU reports whether the profile has an NPU to place nodes on.
+func (p *Profile) HasNPU() bool { return p.NPU != nil }
+
+// Support says whether and how the NPU runs one node.
+type Support struct {
+	// OK: the NPU runs this node.
+	OK bool
+	// Kernel is the aclnn operator the node lowers to ("aclnnRmsNorm"),
+	// empty for nodes that launch nothing (leaves and pure views).
+	Kernel string
+	// Calls are the aclnn calls the node costs when launched eagerly, in
+	// order, as llama.cpp's CANN backend issues them (cann.md §3); Kernel
+	// is one of them. Captured segments replay them as device tasks.
+	Calls []string
+	// HostSync marks kernels that synchronise with the host internally;
+	// a segment holding one cannot be captured (cann.md §0.9).
+	HostSync bool
+	// Reason says why the NPU does not run the node, or notes a limit.
+	Reason string
+}
+
+// Supports decides whether the NPU runs n. Leaves and pure views need no
+// kernel and are always supported; they live wherever their users or their
+// storage put them. n may be symbolic: rules that need a constant dimension
+// refuse when it is not one.
+func (p *Profile) Supports(n *ir.Node) Support {
+	info, ok := ir.Lookup(n.Op)
+	if !ok {
+		return Support{Reason: fmt.Sprintf("op %q is not registered", n.Op)}
+	}
+	if info.Kind == ir.KindLeaf || info.Kind == ir.KindView && !info.SideEffect {
+		return Support{OK: true}
+	}
+	if p.NPU == nil {
+		return Support{Reason: "target " + p.Name + " has no NPU"}
+	}
+	r, ok := p.rules[n.Op]
+	if !ok {
+		return Support{Reason: fmt.Sprintf("no aclnn lowering for op %q", n.Op)}
+	}
+	s := r(n)
+	if s.OK && len(s.Calls) == 0 {
+		s.Calls = []string{s.Kernel}
+	}
+	if s.OK && p.gate != nil {
+		s = p.gate(n, s)
+	}
+	return s
+}
+
+// Ops lists the ops this profile has an NPU rule for, sorted.
+func (p *Profile) Ops() []ir.Op {
+	out := make([]ir.Op, 0, len(p.rules))
+	for op := range p.rules {
+		out = append(out, op)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+const (
+	kib = 1024.0
+	gb  = 1e9
+	tf  = 1e12
+)
+
+// The hosts. Their numbers only rank placements against each other and the
+// NPU; docs/LOWERING.md states them as assumptions where no datasheet says.
+func serverHost() Chip {
+	return Chip{Name: "server host CPU (generic, assumed)", MatmulFLOPS: 1 * tf, MemBW: 100 * gb,
+		Source: "assumption: a 2-socket server host sustaining 1 TFLOP/s FP32 and 100 GB/s"}
+}
+
+func ascend910B() *Profile {
+	return &Profile{
+		Name:        "ascend910b",
+		Description: "Atlas A2 training/inference series (Ascend 910B), PCIe-attached, ACL graph capture",
+		NPU: &Chip{Name: "Ascend 910B", MatmulFLOPS: 320 * tf, MemBW: 1.2e12,
+			Source: "FP16 ≈320 TFLOPS and 64 GB HBM2e (boardor.com, \"Huawei Ascend 910B outperforms H20\"); HBM bandwidth 1.2 TB/s (oryoy.com, \"910B算力是多少\"); Huawei publishes no per-SKU datasheet"},
+		Host:         serverHost(),
+		LinkBW:       32 * gb,
+		LinkSource:   "PCIe 4.0 x16, ≈32 GB/s per direction (PCI-SIG); assumption that the card sits on such a link",
+		GraphCapture: true,
+		Align:        128, // ggml-cann buffer alignment and pool padding (cann.md §3, §4)
+		Overheads:    defaultOverheads(),
+		rules:        npuRules(),
+	}
+}
+
+func defaultOverheads() Overheads {
+	return Overheads{LaunchUS: 10, TaskUS: 4, GraphLaunchUS: 30, CopyUS: 15, CPUOpUS: 0.5}
+}
+
+// The 310B is an SoC: four TaiShan cores and one DaVinci V300 AI core on one
+// LPDDR4X bus (Atlas 200I DK A2 datasheet).
+func ascend310BChips() (npu Chip, host Chip, link float64) {
+	const src = "Atlas 200I DK A2 basic specifications (hiascend.com Atlas200IDKA2DeveloperKit pd_0004): FP16 4 TFLOPS, INT8 8 TOPS, LPDDR4X 3200 Mbps x 64 bit = 25.6 GB/s, 4 TaiShan V200M cores at 1.0 GHz"
+	npu = Chip{Name: "Ascend 310B (Atlas 200I/500 A2)", MatmulFLOPS: 4 * tf, MemBW: 25.6 * gb, Source: src}
+	host = Chip{Name: "4x TaiShan V200M @1.0 GHz", MatmulFLOPS: 32e9, MemBW: 25.6 * gb,
+		Source: src + "; FP32 peak assumed 8 FLOP/cycle/core (one 128-bit FMA)"}
+	// Host and device share the DRAM: a copy reads and writes it once each.
+	return npu, host, 12.8 * gb
+}
+
+func ascend310B() *Profile {
+	npu, host, link := ascend310BChips()
+	return &Profile{
+		Name:         "ascend310b",
+		Description:  "Atlas 200I/500 A2 inference products (Ascend 310B SoC): no ACL graph, no fused attention, no quantised matmul, no aclnn RoPE",
+		NPU:          &npu,
+		Host:         host,
+		LinkBW:       link,
+		LinkSource:   "shared LPDDR4X: a copy moves every byte twice over the 25.6 GB/s bus",
+		GraphCapture: false, // aclmdlRI capture is not offered on Atlas 200I/500 A2 (cann.md §1.3)
+		Align:        128,
+		Overheads:    defaultOverheads(),
+		rules:        npuRules(),
+		gate:         gate310B,
+	}
+}
+
+func ascend310BStrict() *Profile {
+	p := ascend310B()
+	p.Name = "ascend310b-strict"
+	p.Description = "Ascend 310B restricted to the aclnn operators whose CANN product table lists Atlas 200I/500 A2 as supported"
+	p.gate = gate310BStrict
+	return p
+}
+
+func cpuOnly() *Profile {
+	return &Profile{
+		Name:        "cpu",
+		Description: "the host alone; every op runs through the CPU kernels",
+		Host:        serverHost(),
+		Align:       64,
+		Overheads:   defaultOverheads(),
+		rules:       map[ir.Op]rule{},
+	}
+}

@@ -1,0 +1,27 @@
+// Package viz draws the compiler's stages so that a person can check them by
+// eye: the IR as a DOT graph, the memory plan as a liveness chart and an
+// interference graph, the partition and the lowered segments as clustered
+// DOT graphs, and one self-contained HTML page that shows the IR after every
+// pass side by side.
+//
+// Why pictures at all: a graph compiler's bugs are mostly structural (a
+// fusion that captured the wrong operand, a buffer reused while still live, a
+// cut edge that forces a copy every token), and structure is what a text dump
+// hides and a drawing shows. Every view is therefore built from the same data
+// the compiler itself uses (ir.Graph, planner.Problem and
+// planner.Assignment, a node-to-device mapping) rather than from a separate
+// description that could drift.
+//
+// Output is deterministic: the same graph gives byte-identical DOT, SVG and
+// HTML, so views can be golden-tested and diffed between compiler versions.
+// DOT is produced with github.com/emicklei/dot and turned into SVG by
+// Graphviz's dot program (RenderSVG), which is optional: when it is missing
+// RenderSVG says so and names the Debian package to install. The liveness
+// chart and the HTML report are written directly and need nothing external;
+// the HTML page has its style and script inline and loads nothing from the
+// network.
+//
+// The partition views take a plain mapping (Partition: node ID to device and
+// segment) so that any partitioner or lowering can feed them without this
+// package depending on it.
+package viz

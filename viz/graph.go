@@ -1,0 +1,351 @@
+package viz
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/emicklei/dot"
+	"github.com/irtool/irtool/ir"
+)
+
+// Placement is where one node runs after partitioning.
+type Placement struct {
+	// Device names the device ("npu", "cpu", ...).
+	Device string
+	// Segment is the lowered segment the node belongs to, numbered from 0;
+	// a negative value means none (a partition before lowering, or a host
+	// step outside every segment).
+	Segment int
+}
+
+// Partition maps nodes to devices and segments. It is the only thing the
+// partition and segment views need, so any partitioner can feed them: the
+// keys of Nodes are ir.Node IDs of the graph being drawn. Nodes absent from
+// the map (typically weights and other leaves) are drawn outside every
+// device cluster.
+type Partition struct {
+	// Nodes places nodes by ID.
+	Nodes map[int]Placement
+	// Segments optionally captions segments by ID (for example "captured,
+	// key s3"); the caption follows "segment N" in the cluster label.
+	Segments map[int]string
+}
+
+// GraphOptions tune GraphDOT. The zero value draws the whole graph with
+// layer clusters.
+type GraphOptions struct {
+	// Title labels the drawing; empty means the graph's name.
+	Title string
+	// Partition, when set, clusters nodes by device and, inside a device,
+	// by segment, instead of by layer; edges between devices are drawn
+	// bold red, since each is a copy at run time. A view without a segment
+	// is drawn in the segment of the tensor it views.
+	Partition *Partition
+	// NoWeights leaves weight leaves (and their edges) out, which halves
+	// the drawing of a large model.
+	NoWeights bool
+	// NoEdgeLabels leaves the byte counts off the edges.
+	NoEdgeLabels bool
+}
+
+// Node colours: a small palette that reads on white and in print.
+const (
+	colorInk      = "#1f2937" // text and outlines
+	colorDim      = "#9ca3af" // weights: dimmed
+	colorDimFill  = "#f3f4f6"
+	colorInput    = "#dbeafe" // per-step inputs
+	colorState    = "#fef3c7" // KV cache and other state
+	colorConst    = "#ede9fe"
+	colorFused    = "#fed7aa" // ops made by fusion
+	colorFusedInk = "#c2410c"
+	colorWrite    = "#fef9c3" // side effects: writes into state
+	colorCut      = "#dc2626" // edges between devices
+)
+
+// GraphDOT returns a DOT drawing of g. Each node is a box labelled with its
+// ID, op, dtype and shape (and its name when it has one); weights are
+// dimmed, per-step inputs and state are tinted, views are dashed (they
+// compute nothing), ops made by fusion are orange and say "fused", and the
+// graph's outputs have a double border. Nodes are clustered by transformer
+// layer (ir.Node.Layer), or by device and segment when opts.Partition is
+// set. Each edge is labelled with the size of the tensor it carries (for
+// symbolic shapes, a formula such as "256·n_tokens B").
+//
+// The output is deterministic: the same graph and options give the same
+// DOT text. GraphDOT fails only on a malformed graph (a nil node or an
+// operand outside the graph), naming the node.
+func GraphDOT(g *ir.Graph, opts GraphOptions) (*dot.Graph, error) {
+	if g == nil {
+		return nil, fmt.Errorf("viz: nil graph")
+	}
+	in := make(map[*ir.Node]int, len(g.Nodes))
+	for i, n := range g.Nodes {
+		if n == nil {
+			return nil, fmt.Errorf("viz: graph %q: node %d is nil", g.Name, i)
+		}
+		in[n] = i
+	}
+	for _, n := range g.Nodes {
+		for j, a := range n.Args {
+			if _, ok := in[a]; !ok {
+				return nil, fmt.Errorf("viz: graph %q: node %%%d (%s): operand %d is not in the graph", g.Name, n.ID, n.Op, j)
+			}
+		}
+	}
+	outputs := map[*ir.Node]bool{}
+	for _, o := range g.Outputs {
+		outputs[o] = true
+	}
+
+	d := dot.NewGraph(dot.Directed)
+	title := opts.Title
+	if title == "" {
+		title = g.Name
+	}
+	d.Attrs("label", title, "labelloc", "t", "fontname", "Helvetica", "fontsize", "16",
+		"rankdir", "TB", "nodesep", "0.25", "ranksep", "0.35")
+	d.NodeInitializer(func(n dot.Node) {
+		n.Attrs("shape", "box", "fontname", "Helvetica", "fontsize", "10", "color", colorInk, "fontcolor", colorInk)
+	})
+	d.EdgeInitializer(func(e dot.Edge) {
+		e.Attrs("fontname", "Helvetica", "fontsize", "8", "color", "#6b7280", "fontcolor", "#6b7280", "arrowsize", "0.6")
+	})
+
+	clusters := newClusterer(d, g, opts.Partition)
+	nodes := make(map[*ir.Node]dot.Node, len(g.Nodes))
+	for _, n := range g.Nodes {
+		if opts.NoWeights && n.Op == ir.OpWeight {
+			continue
+		}
+		sub := clusters.of(n)
+		dn := sub.Node(nodeKey(n.ID)).Label(nodeLabel(n))
+		styleNode(dn, n, outputs[n])
+		nodes[n] = dn
+	}
+	for _, n := range g.Nodes {
+		to, ok := nodes[n]
+		if !ok {
+			continue
+		}
+		for _, a := range n.Args {
+			from, ok := nodes[a]
+			if !ok {
+				continue
+			}
+			var e dot.Edge
+			if opts.NoEdgeLabels {
+				e = d.Edge(from, to)
+			} else {
+				e = d.Edge(from, to, TensorBytes(a.Type))
+			}
+			switch {
+			case a.Op == ir.OpWeight:
+				e.Attrs("color", "#d1d5db", "fontcolor", colorDim)
+			case clusters.cut(a, n):
+				e.Attrs("color", colorCut, "fontcolor", colorCut, "penwidth", "2")
+			}
+		}
+	}
+	return d, nil
+}
+
+// nodeKey is the emicklei/dot identifier of an IR node; zero padding keeps
+// the library's sorted output in execution order.
+func nodeKey(id int) string { return fmt.Sprintf("v%06d", id) }
+
+// maxNameLen bounds the name line of a node label.
+const maxNameLen = 40
+
+func nodeLabel(n *ir.Node) string {
+	head := fmt.Sprintf("%%%d %s", n.ID, n.Op)
+	if info, ok := ir.Lookup(n.Op); ok && info.Fused {
+		head += " (fused)"
+	}
+	lines := []string{head, n.Type.String()}
+	if n.Name != "" {
+		name := n.Name
+		if r := []rune(name); len(r) > maxNameLen {
+			name = string(r[:maxNameLen-1]) + "…"
+		}
+		lines = append(lines, name)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func styleNode(dn dot.Node, n *ir.Node, output bool) {
+	info, known := ir.Lookup(n.Op)
+	switch {
+	case n.Op == ir.OpWeight:
+		dn.Attrs("style", "filled", "fillcolor", colorDimFill, "color", colorDim, "fontcolor", colorDim)
+	case n.Op == ir.OpInput:
+		dn.Attrs("style", "filled", "fillcolor", colorInput)
+	case n.Op == ir.OpState:
+		dn.Attrs("style", "filled", "fillcolor", colorState)
+	case n.Op == ir.OpConst:
+		dn.Attrs("style", "filled", "fillcolor", colorConst)
+	case known && info.Fused:
+		dn.Attrs("style", "rounded,filled,bold", "fillcolor", colorFused, "color", colorFusedInk)
+	case known && info.SideEffect:
+		dn.Attrs("style", "rounded,filled", "fillcolor", colorWrite)
+	case known && info.Kind == ir.KindView:
+		dn.Attrs("style", "rounded,dashed")
+	default:
+		dn.Attrs("style", "rounded")
+	}
+	if len(n.Attrs) > 0 {
+		dn.Attr("tooltip", n.Attrs.String())
+	}
+	if output {
+		dn.Attr("peripheries", "2")
+	}
+}
+
+// clusterer places nodes into DOT clusters: by layer, or by device and
+// segment when a partition is given. Clusters are created in a fixed order
+// (first use in execution order), so the output is deterministic.
+type clusterer struct {
+	root  *dot.Graph
+	part  *Partition
+	subs  map[string]*dot.Graph
+	depth int // digits of the layer number, for sortable cluster keys
+}
+
+func newClusterer(root *dot.Graph, g *ir.Graph, part *Partition) *clusterer {
+	maxLayer := 0
+	for _, n := range g.Nodes {
+		maxLayer = max(maxLayer, n.Layer)
+	}
+	return &clusterer{root: root, part: viewsJoinSegments(g, part), subs: map[string]*dot.Graph{}, depth: len(strconv.Itoa(maxLayer))}
+}
+
+// viewsJoinSegments returns part with every view that has no segment of its
+// own drawn in the segment of the tensor it views (on the same device):
+// views launch no kernel, so a lowering leaves them out of its segments,
+// but drawn outside they would split each segment's chain of kernels into
+// pieces. part itself is not modified.
+func viewsJoinSegments(g *ir.Graph, part *Partition) *Partition {
+	if part == nil {
+		return nil
+	}
+	out := &Partition{Nodes: make(map[int]Placement, len(part.Nodes)), Segments: part.Segments}
+	for id, p := range part.Nodes {
+		out.Nodes[id] = p
+	}
+	for _, n := range g.Nodes {
+		p, ok := out.Nodes[n.ID]
+		if !ok || p.Segment >= 0 || len(n.Args) == 0 {
+			continue
+		}
+		if info, known := ir.Lookup(n.Op); !known || info.Kind != ir.KindView || info.SideEffect {
+			continue
+		}
+		if src, ok := out.Nodes[n.Args[0].ID]; ok && src.Segment >= 0 && src.Device == p.Device {
+			out.Nodes[n.ID] = Placement{Device: p.Device, Segment: src.Segment}
+		}
+	}
+	return out
+}
+
+func (c *clusterer) sub(parent *dot.Graph, key, label string, attrs ...any) *dot.Graph {
+	if s, ok := c.subs[key]; ok {
+		return s
+	}
+	s := parent.Subgraph(key, dot.ClusterOption{})
+	s.Label(label)
+	s.Attrs("fontname", "Helvetica", "fontsize", "11", "labeljust", "l", "style", "rounded", "color", "#9ca3af")
+	if len(attrs) > 0 {
+		s.Attrs(attrs...)
+	}
+	c.subs[key] = s
+	return s
+}
+
+func (c *clusterer) of(n *ir.Node) *dot.Graph {
+	if c.part == nil {
+		if n.Layer < 0 {
+			return c.root
+		}
+		return c.sub(c.root, fmt.Sprintf("layer %0*d", c.depth, n.Layer), fmt.Sprintf("layer %d", n.Layer))
+	}
+	p, ok := c.part.Nodes[n.ID]
+	if !ok || p.Device == "" {
+		return c.root
+	}
+	dev := c.sub(c.root, "device "+p.Device, strings.ToUpper(p.Device), "style", "rounded,filled", "fillcolor", deviceFill(p.Device), "fontsize", "14")
+	if p.Segment < 0 {
+		return dev
+	}
+	label := fmt.Sprintf("segment %d", p.Segment)
+	if caption := c.part.Segments[p.Segment]; caption != "" {
+		label += ": " + caption
+	}
+	return c.sub(dev, fmt.Sprintf("device %s segment %08d", p.Device, p.Segment), label, "style", "rounded,filled", "fillcolor", "#ffffff")
+}
+
+// cut reports whether the edge from a to n crosses devices.
+func (c *clusterer) cut(a, n *ir.Node) bool {
+	if c.part == nil {
+		return false
+	}
+	pa, oka := c.part.Nodes[a.ID]
+	pn, okn := c.part.Nodes[n.ID]
+	return oka && okn && pa.Device != "" && pn.Device != "" && pa.Device != pn.Device
+}
+
+// deviceFill tints a device cluster: NPUs green, CPUs blue, others grey.
+func deviceFill(dev string) string {
+	switch strings.ToLower(dev) {
+	case "npu":
+		return "#ecfdf5"
+	case "cpu":
+		return "#eff6ff"
+	}
+	return "#f9fafb"
+}
+
+// TensorBytes formats the storage size of a tensor of type t: "1.5 KiB"
+// for a static type, or a formula in the shape's symbols such as
+// "256·n_tokens B" (n_tokens tokens of 256 bytes each) for a symbolic one.
+func TensorBytes(t ir.Type) string {
+	if t.Shape.IsStatic() {
+		b, err := t.Bytes()
+		if err != nil {
+			return "?"
+		}
+		return HumanBytes(b)
+	}
+	n := t.Shape.Numel()
+	bs, ts := t.DType.BlockSize(), t.DType.TypeSize()
+	if bs <= 0 || ts <= 0 || n.Coef%bs != 0 {
+		return "? B"
+	}
+	parts := append([]string{strconv.FormatInt(n.Coef/bs*ts, 10)}, n.Factors...)
+	return strings.Join(parts, "·") + " B"
+}
+
+// HumanBytes formats a byte count: exact below 1 KiB, then KiB, MiB or GiB
+// with one decimal (two for GiB).
+func HumanBytes(n int64) string {
+	switch a := max(n, -n); {
+	case a < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case a < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	case a < 1<<30:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+}
+
+// sortedKeys returns a map's keys in increasing order.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
