@@ -239,9 +239,22 @@ type GenerateResult struct {
 	DecodeMS  float64
 }
 
+// Stepper runs one step of a model over its KV cache: the reference
+// Session here, or a lowered program on a device (package runtime/program).
+type Stepper interface {
+	Step(tokens []int32) (*StepResult, error)
+}
+
 // Generate runs prefill on the prompt and then greedy decode for n tokens.
 // onToken, if set, is called with each generated token as soon as it exists.
 func (s *Session) Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*GenerateResult, error) {
+	return Generate(s, prompt, n, keepLogits, onToken)
+}
+
+// Generate runs greedy generation on any Stepper: prefill on the prompt,
+// then n-1 decode steps, each feeding back the argmax (lowest id on ties,
+// as llama.cpp's greedy sampler) of the previous step's last logits.
+func Generate(s Stepper, prompt []int32, n int, keepLogits bool, onToken func(int32)) (*GenerateResult, error) {
 	res := &GenerateResult{}
 	if n <= 0 {
 		return res, nil

@@ -38,54 +38,14 @@ type bpeBigram struct {
 	size        int32
 }
 
-// bpeHeap is a min-heap by rank, then by left index.
-type bpeHeap []bpeBigram
+// bpeHeap pops the merge of lowest rank first, then the leftmost.
+type bpeHeap = bigramHeap[bpeBigram]
 
-func (h bpeHeap) less(i, j int) bool {
-	if h[i].rank != h[j].rank {
-		return h[i].rank < h[j].rank
+func (a bpeBigram) before(b bpeBigram) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
 	}
-	return h[i].left < h[j].left
-}
-
-func (h *bpeHeap) push(b bpeBigram) {
-	*h = append(*h, b)
-	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *bpeHeap) pop() bpeBigram {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s = s[:last]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= len(s) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(s) && s.less(r, l) {
-			m = r
-		}
-		if !s.less(m, i) {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	*h = s
-	return top
+	return a.left < b.left
 }
 
 // bpeState holds buffers reused across the words of one Encode call.

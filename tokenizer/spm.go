@@ -21,54 +21,14 @@ type spmBigram struct {
 	size        int32
 }
 
-// spmHeap is a max-heap by score, then by smaller left index.
-type spmHeap []spmBigram
+// spmHeap pops the bigram of highest score first, then the leftmost.
+type spmHeap = bigramHeap[spmBigram]
 
-func (h spmHeap) less(i, j int) bool { // true if i should come out before j
-	if h[i].score != h[j].score {
-		return h[i].score > h[j].score
+func (a spmBigram) before(b spmBigram) bool {
+	if a.score != b.score {
+		return a.score > b.score
 	}
-	return h[i].left < h[j].left
-}
-
-func (h *spmHeap) push(b spmBigram) {
-	*h = append(*h, b)
-	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *spmHeap) pop() spmBigram {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s = s[:last]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= len(s) {
-			break
-		}
-		m := l
-		if r := l + 1; r < len(s) && s.less(r, l) {
-			m = r
-		}
-		if !s.less(m, i) {
-			break
-		}
-		s[i], s[m] = s[m], s[i]
-		i = m
-	}
-	*h = s
-	return top
+	return a.left < b.left
 }
 
 // spmMergeable marks the codepoints that occur in some token of two or more

@@ -301,36 +301,7 @@ func i32le(v int32) []byte {
 // id on ties) for n tokens in all; onToken, if set, sees each token as
 // soon as it exists.
 func (s *Session) Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*runtime.GenerateResult, error) {
-	res := &runtime.GenerateResult{}
-	if n <= 0 {
-		return res, nil
-	}
-	t0 := time.Now()
-	step, err := s.Step(prompt)
-	if err != nil {
-		return nil, err
-	}
-	res.PrefillMS = float64(time.Since(t0).Microseconds()) / 1000
-	t1 := time.Now()
-	for i := 0; ; i++ {
-		logits := step.Logits[len(step.Logits)-1]
-		tok := runtime.Argmax(logits)
-		res.Tokens = append(res.Tokens, tok)
-		if keepLogits {
-			res.Logits = append(res.Logits, append([]float32(nil), logits...))
-		}
-		if onToken != nil {
-			onToken(tok)
-		}
-		if i == n-1 {
-			break
-		}
-		if step, err = s.Step([]int32{tok}); err != nil {
-			return nil, err
-		}
-	}
-	res.DecodeMS = float64(time.Since(t1).Microseconds()) / 1000
-	return res, nil
+	return runtime.Generate(s, prompt, n, keepLogits, onToken)
 }
 
 // maxLoaded bounds the loaded-program cache (one per position in cpy mode).
