@@ -6,27 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime"
 	"github.com/irtool/irtool/target"
 )
-
-func build(t testing.TB, file string, opts models.Options) (*gguf.File, *models.Model) {
-	t.Helper()
-	f, err := gguf.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := models.Build(f, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, m
-}
 
 func prof(t testing.TB, name string) *target.Profile {
 	t.Helper()
@@ -114,7 +100,7 @@ func checkResult(t *testing.T, p *target.Profile, g *ir.Graph, r *Result) {
 
 func TestPartitionInvariants(t *testing.T) {
 	for _, file := range testModels {
-		_, m := build(t, testref.Testdata(file), models.Options{NCtx: 64})
+		_, m := testmodel.Build(t, testref.Testdata(file), models.Options{NCtx: 64})
 		for _, tn := range target.Names() {
 			p := prof(t, tn)
 			for _, refine := range []bool{true, false} {
@@ -135,7 +121,7 @@ func TestPartitionInvariants(t *testing.T) {
 // rope runs on the CPU, the report names the reason, and the boundary
 // copies and their bytes show up; the segments form no cycle.
 func Test310BFallsBackVisibly(t *testing.T) {
-	_, m := build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
+	_, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
 	p := prof(t, "ascend310b")
 	g, r, err := Run(m.Graph, p, nil)
 	if err != nil {
@@ -171,7 +157,7 @@ func Test310BFallsBackVisibly(t *testing.T) {
 		t.Errorf("910B: copies %d npu %d; 310B: copies %d npu %d", len(r9.Copies), r9.NPUNodes, len(r.Copies), r.NPUNodes)
 	}
 	// Quantised matmul has no 310B kernel either.
-	_, mq := build(t, testref.Testdata("synth-llama-Q8_0.gguf"), models.Options{NCtx: 64})
+	_, mq := testmodel.Build(t, testref.Testdata("synth-llama-Q8_0.gguf"), models.Options{NCtx: 64})
 	_, rq, err := RunOptions(mq.Graph, p, Options{NoRefine: true})
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +240,7 @@ func run(t *testing.T, g *ir.Graph, w runtime.WeightSource, b ir.Bindings, in ma
 // the reference executor: the logits must be identical, bit for bit, over a
 // prefill and a decode step.
 func TestPartitionedGraphComputesTheSame(t *testing.T) {
-	f, m := build(t, testref.Testdata("synth-llama-Q8_0.gguf"), models.Options{NCtx: 64})
+	f, m := testmodel.Build(t, testref.Testdata("synth-llama-Q8_0.gguf"), models.Options{NCtx: 64})
 	for _, c := range []struct {
 		target string
 		policy Policy
@@ -288,7 +274,7 @@ func TestPartitionedGraphComputesTheSame(t *testing.T) {
 }
 
 func TestPolicy(t *testing.T) {
-	_, m := build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
+	_, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
 	p9 := prof(t, "ascend910b")
 	g, r, err := Run(m.Graph, p9, PinCPU(ir.OpSoftMax))
 	if err != nil {
@@ -348,7 +334,7 @@ func TestPolicy(t *testing.T) {
 // they never add copies either.
 func TestRefineLowersCost(t *testing.T) {
 	for _, file := range testModels {
-		_, m := build(t, testref.Testdata(file), models.Options{NCtx: 64})
+		_, m := testmodel.Build(t, testref.Testdata(file), models.Options{NCtx: 64})
 		for _, tn := range []string{"ascend910b", "ascend310b"} {
 			p := prof(t, tn)
 			_, a, err := RunOptions(m.Graph, p, Options{NoRefine: true})
@@ -376,7 +362,7 @@ func TestRequant(t *testing.T) {
 	if testref.SharedDir() == "" {
 		t.Skip("needs the K-quant reference models")
 	}
-	f, m := build(t, path, models.Options{NCtx: 64})
+	f, m := testmodel.Build(t, path, models.Options{NCtx: 64})
 	p := prof(t, "ascend910b")
 	_, before, err := Run(m.Graph, p, nil)
 	if err != nil {

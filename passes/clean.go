@@ -1,8 +1,6 @@
 package passes
 
 import (
-	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -283,18 +281,4 @@ func composeAxes(a, b []int64) []int64 {
 		out[i] = b[a[i]]
 	}
 	return out
-}
-
-// sortedStats formats a map deterministically (for messages).
-func sortedStats(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var parts []string
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
-	}
-	return strings.Join(parts, " ")
 }

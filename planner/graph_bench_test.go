@@ -1,6 +1,7 @@
 package planner_test
 
 import (
+	"github.com/irtool/irtool/internal/testmodel"
 	"strconv"
 	"strings"
 	"testing"
@@ -142,7 +143,7 @@ func BenchmarkPlanReferenceModels(b *testing.B) {
 			{"decode-npu", models.KVSetRows, 1, planner.GraphOptions{Policy: planner.NPUPolicy(), Align: 64, Reorder: true}},
 		} {
 			b.Run(modelBase(path)+"/"+v.name, func(b *testing.B) {
-				_, m := openModel(b, path, models.Options{NCtx: 256, KVWrite: v.kv})
+				_, m := testmodel.Build(b, path, models.Options{NCtx: 256, KVWrite: v.kv})
 				g := specialise(b, m, v.nTokens, 256, v.nTokens)
 				var p *planner.GraphPlan
 				var err error

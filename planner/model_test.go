@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
@@ -19,20 +20,6 @@ import (
 // modelBase is a model file's name without directory and extension.
 func modelBase(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), ".gguf")
-}
-
-func openModel(t testing.TB, path string, opts models.Options) (*gguf.File, *models.Model) {
-	t.Helper()
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := models.Build(f, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, m
 }
 
 func specialise(t testing.TB, m *models.Model, nTokens, nKV, nOutputs int64) *ir.Graph {
@@ -48,7 +35,7 @@ func specialise(t testing.TB, m *models.Model, nTokens, nKV, nOutputs int64) *ir
 // with: cpy KV writes, f16 cache, n_ctx = n_ubatch = 256, all 256 rows
 // producing logits.
 func llamaCppGraph(t testing.TB, path string) *ir.Graph {
-	_, m := openModel(t, path, models.Options{NCtx: 256, KVWrite: models.KVCpy, KVType: models.KVF16})
+	_, m := testmodel.Build(t, path, models.Options{NCtx: 256, KVWrite: models.KVCpy, KVType: models.KVF16})
 	return specialise(t, m, 256, 256, 256)
 }
 
@@ -131,7 +118,7 @@ func TestGraphPlanMatchesNotes(t *testing.T) {
 		{"synth-llama-F32.gguf", 256, 256, 256, true, 1575936, 1443840, 36, 4983808, 0},
 		{"synth-llama-F32.gguf", 1, 256, 1, true, 70752, 70208, 0, 0, 0},
 	} {
-		_, m := openModel(t, testref.Testdata(c.model), models.Options{NCtx: 256, KVWrite: models.KVCpy})
+		_, m := testmodel.Build(t, testref.Testdata(c.model), models.Options{NCtx: 256, KVWrite: models.KVCpy})
 		g := specialise(t, m, c.nTokens, c.nKV, c.nOut)
 		opts := planner.GraphOptions{ArenaIO: true, Align: 32}
 		if c.inplace {
@@ -160,7 +147,7 @@ func TestGraphPlanMatchesNotes(t *testing.T) {
 func TestBestReachesLowerBound(t *testing.T) {
 	for _, path := range testref.Models(t) {
 		for _, kv := range []models.KVWrite{models.KVSetRows, models.KVCpy} {
-			_, m := openModel(t, path, models.Options{NCtx: 256, KVWrite: kv})
+			_, m := testmodel.Build(t, path, models.Options{NCtx: 256, KVWrite: kv})
 			for _, shape := range [][3]int64{{256, 256, 256}, {1, 256, 1}} {
 				g := specialise(t, m, shape[0], shape[1], shape[2])
 				for _, pol := range []planner.InPlacePolicy{planner.CPUPolicy(), planner.NPUPolicy()} {
@@ -284,7 +271,7 @@ func TestPlannedExecutionMatches(t *testing.T) {
 	}
 	for _, path := range paths {
 		for _, kv := range []models.KVWrite{models.KVSetRows, models.KVCpy} {
-			f, m := openModel(t, path, models.Options{NCtx: 64, KVWrite: kv})
+			f, m := testmodel.Build(t, path, models.Options{NCtx: 64, KVWrite: kv})
 			want := runSteps(t, f, m, nil, nil)
 			for _, v := range variants {
 				got := runSteps(t, f, m, &v.opts, nil)
@@ -300,7 +287,7 @@ func TestPlannedExecutionMatches(t *testing.T) {
 // moving K of layer 0 onto Q of layer 0, which is still live then, must
 // change the logits.
 func TestPlannedExecutionDetectsClobbers(t *testing.T) {
-	f, m := openModel(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
+	f, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
 	want := runSteps(t, f, m, nil, nil)
 	got := runSteps(t, f, m, &planner.GraphOptions{Policy: planner.CPUPolicy()}, func(p *planner.GraphPlan) {
 		q := p.Offsets[p.Graph.Find("Qcur-0").ID]

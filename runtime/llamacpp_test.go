@@ -1,65 +1,17 @@
 package runtime_test
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime"
 )
-
-// llamaRef is the part of a llamacpp/*.llamacpp.json file these tests read.
-type llamaRef struct {
-	ModelFile string `json:"model_file"`
-	Context   struct {
-		NCtx  int64  `json:"n_ctx"`
-		TypeK string `json:"type_k"`
-	} `json:"context"`
-	Prompt struct {
-		Tokens []int32 `json:"tokens"`
-	} `json:"prompt"`
-	Prefill struct {
-		LogitsLast []float32 `json:"logits_last"`
-	} `json:"prefill"`
-	Decode struct {
-		Token  int32     `json:"token"`
-		Logits []float32 `json:"logits"`
-	} `json:"decode"`
-	Generation struct {
-		Tokens []int32        `json:"tokens"`
-		Top5   [][][2]float64 `json:"top5_per_step"`
-	} `json:"generation"`
-}
-
-func loadRef(t *testing.T, path string) *llamaRef {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r llamaRef
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return &r
-}
-
-// tolerance is the issue's bound on max|Δlogit| / max|logit| for a model:
-// 1e-3 for F32 and F16 files, 2e-2 for quantised ones.
-func tolerance(name string) float64 {
-	for _, q := range []string{"Q8_0", "Q4_0", "_K"} {
-		if strings.Contains(name, q) {
-			return 2e-2
-		}
-	}
-	return 1e-3
-}
 
 func maxAbs(v []float32) float64 {
 	m := 0.0
@@ -67,14 +19,6 @@ func maxAbs(v []float32) float64 {
 		m = max(m, math.Abs(float64(x)))
 	}
 	return m
-}
-
-func relErr(got, want []float32) float64 {
-	d := 0.0
-	for i := range want {
-		d = max(d, math.Abs(float64(got[i])-float64(want[i])))
-	}
-	return d / maxAbs(want)
 }
 
 // TestMatchesLlamaCpp feeds llama.cpp's own token sequence (prompt, then its
@@ -90,7 +34,7 @@ func TestMatchesLlamaCpp(t *testing.T) {
 		}
 		name := strings.TrimSuffix(filepath.Base(refPath), ".llamacpp.json")
 		t.Run(name, func(t *testing.T) {
-			ref := loadRef(t, refPath)
+			ref := testmodel.LoadRun(t, refPath)
 			f, err := gguf.Open(testref.Shared(t, "models/"+ref.ModelFile))
 			if err != nil {
 				t.Fatal(err)
@@ -108,11 +52,11 @@ func TestMatchesLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tol := tolerance(name)
+			tol := testmodel.Tolerance(name)
 			worst := 0.0
 			check := func(step string, got, want []float32) {
 				t.Helper()
-				e := relErr(got, want)
+				e := testmodel.RelErr(got, want)
 				worst = max(worst, e)
 				if e > tol {
 					t.Errorf("%s: max|Δ|/max|logit| = %.3g > %.0e", step, e, tol)
@@ -160,7 +104,7 @@ func TestMatchesLlamaCpp(t *testing.T) {
 // TestGreedyStories260K runs the embedded model's greedy generation itself
 // (our own argmax feeding the next step) and requires llama.cpp's 32 tokens.
 func TestGreedyStories260K(t *testing.T) {
-	ref := loadRef(t, testref.Shared(t, "llamacpp/stories260K.llamacpp.json"))
+	ref := testmodel.LoadRun(t, testref.Shared(t, "llamacpp/stories260K.llamacpp.json"))
 	f, err := gguf.Open(testref.Testdata("stories260K.gguf"))
 	if err != nil {
 		t.Fatal(err)

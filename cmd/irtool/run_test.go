@@ -3,32 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 )
 
 // refGeneration reads llama.cpp's greedy continuation of stories260K.
 func refGeneration(t *testing.T) (prompt, tokens []int32, text string) {
 	t.Helper()
-	data, err := os.ReadFile(testref.Shared(t, "llamacpp/stories260K.llamacpp.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref struct {
-		Prompt struct {
-			Tokens []int32 `json:"tokens"`
-		} `json:"prompt"`
-		Generation struct {
-			Tokens []int32 `json:"tokens"`
-			Text   string  `json:"text"`
-		} `json:"generation"`
-	}
-	if err := json.Unmarshal(data, &ref); err != nil {
-		t.Fatal(err)
-	}
+	ref := testmodel.LoadRun(t, testref.Shared(t, "llamacpp/stories260K.llamacpp.json"))
 	return ref.Prompt.Tokens, ref.Generation.Tokens, ref.Generation.Text
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
@@ -80,56 +80,6 @@ func (p *pipeline) step(h *hostRuntime, s *runtime.Session, tokens []int32, pos 
 	return out[(ne[1]-1)*ne[0]:]
 }
 
-func openModel(t testing.TB, path string, opts models.Options) (*gguf.File, *models.Model) {
-	t.Helper()
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := models.Build(f, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, m
-}
-
-type llamaRef struct {
-	Context struct {
-		NCtx  int64  `json:"n_ctx"`
-		TypeK string `json:"type_k"`
-	} `json:"context"`
-	Prompt struct {
-		Tokens []int32 `json:"tokens"`
-	} `json:"prompt"`
-	Prefill struct {
-		LogitsLast []float32 `json:"logits_last"`
-	} `json:"prefill"`
-	Decode struct {
-		Token  int32     `json:"token"`
-		Logits []float32 `json:"logits"`
-	} `json:"decode"`
-}
-
-// tolerance is the foundation issue's bound on max|Δlogit|/max|logit|.
-func tolerance(name string) float64 {
-	for _, q := range []string{"Q8_0", "Q4_0", "_K"} {
-		if strings.Contains(name, q) {
-			return 2e-2
-		}
-	}
-	return 1e-3
-}
-
-func relErr(got, want []float32) float64 {
-	d, m := 0.0, 0.0
-	for i := range want {
-		d = max(d, math.Abs(float64(got[i])-float64(want[i])))
-		m = max(m, math.Abs(float64(want[i])))
-	}
-	return d / m
-}
-
 // TestLoweredProgramsGiveReferenceLogits executes every reference model's
 // lowered programs for every target, kernel by kernel on the host, and
 // checks the logits: bit for bit against the reference executor (a
@@ -139,13 +89,13 @@ func TestLoweredProgramsGiveReferenceLogits(t *testing.T) {
 	for _, path := range testref.Models(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
 		t.Run(name, func(t *testing.T) {
-			var ref *llamaRef
+			var ref *testmodel.LlamaRun
 			opts := models.Options{NCtx: 64}
 			tokens := []int32{1, 15, 27, 3, 99}
 			next := int32(42)
 			if d := testref.SharedDir(); d != "" {
 				if data, err := os.ReadFile(filepath.Join(d, "llamacpp", name+".llamacpp.json")); err == nil {
-					ref = &llamaRef{}
+					ref = &testmodel.LlamaRun{}
 					if err := json.Unmarshal(data, ref); err != nil {
 						t.Fatal(err)
 					}
@@ -158,7 +108,7 @@ func TestLoweredProgramsGiveReferenceLogits(t *testing.T) {
 					tokens, next = ref.Prompt.Tokens, ref.Decode.Token
 				}
 			}
-			f, m := openModel(t, path, opts)
+			f, m := testmodel.Build(t, path, opts)
 			for _, tn := range target.Names() {
 				prof, _ := target.Get(tn)
 				p := newPipeline(t, m, prof)
@@ -182,8 +132,8 @@ func TestLoweredProgramsGiveReferenceLogits(t *testing.T) {
 						if step == 1 {
 							r = ref.Decode.Logits
 						}
-						if e := relErr(got, r); e > tolerance(name) {
-							t.Errorf("%s step %d: max|Δ|/max|logit| vs llama.cpp = %.3g > %.0e", tn, step, e, tolerance(name))
+						if e := testmodel.RelErr(got, r); e > testmodel.Tolerance(name) {
+							t.Errorf("%s step %d: max|Δ|/max|logit| vs llama.cpp = %.3g > %.0e", tn, step, e, testmodel.Tolerance(name))
 						}
 					}
 				}
@@ -201,7 +151,7 @@ func TestLoweredProgramsGiveReferenceLogits(t *testing.T) {
 // against the reference executor on the unfused graph.
 func TestFusedProgramsGiveReferenceLogits(t *testing.T) {
 	for _, file := range []string{"stories260K.gguf", "synth-llama-Q8_0.gguf", "synth-llama-F16.gguf"} {
-		f, m := openModel(t, testref.Testdata(file), models.Options{NCtx: 64})
+		f, m := testmodel.Build(t, testref.Testdata(file), models.Options{NCtx: 64})
 		fg, _, err := passes.Run(m.Graph, passes.Default(), passes.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -229,7 +179,7 @@ func TestFusedProgramsGiveReferenceLogits(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if e := relErr(got, want.Logits[len(want.Logits)-1]); e > 1e-5 {
+				if e := testmodel.RelErr(got, want.Logits[len(want.Logits)-1]); e > 1e-5 {
 					t.Errorf("%s %s step %d: max|Δ|/max|logit| = %.3g", file, tn, step, e)
 				}
 			}
@@ -241,7 +191,7 @@ func TestFusedProgramsGiveReferenceLogits(t *testing.T) {
 // programs, one per position (each position is its own bucket), over a
 // few decode steps.
 func TestCpyModeLogits(t *testing.T) {
-	f, m := openModel(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64, KVWrite: models.KVCpy})
+	f, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64, KVWrite: models.KVCpy})
 	prof, _ := target.Get("ascend910b")
 	p := newPipeline(t, m, prof)
 	sess, err := runtime.NewSession(m, f, runtime.SessionOptions{})
@@ -270,7 +220,7 @@ func TestCpyModeLogits(t *testing.T) {
 // stories260K in a KV write mode for the 910B.
 func decodePrograms(t *testing.T, kv models.KVWrite, positions ...int64) []*Program {
 	t.Helper()
-	_, m := openModel(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64, KVWrite: kv})
+	_, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64, KVWrite: kv})
 	prof, _ := target.Get("ascend910b")
 	p := newPipeline(t, m, prof)
 	var out []*Program
@@ -359,7 +309,7 @@ func TestDecodeAddressesAreReplaySafe(t *testing.T) {
 }
 
 func TestProgramJSONRoundTrip(t *testing.T) {
-	f, m := openModel(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
+	f, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
 	for _, tn := range []string{"ascend910b", "ascend310b"} {
 		prof, _ := target.Get(tn)
 		p := newPipeline(t, m, prof)
@@ -425,7 +375,7 @@ func TestAttrsRoundTrip(t *testing.T) {
 // TestKernelNames lowers stories260K entirely on the 910B NPU and checks
 // that each op becomes the aclnn operator ggml-cann uses for it.
 func TestKernelNames(t *testing.T) {
-	_, m := openModel(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
+	_, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
 	prof, _ := target.Get("ascend910b")
 	prog, _, err := Compile(m.Graph, nil, prof, ir.Bindings{models.SymTokens: 1, models.SymOutputs: 1, models.SymKV: 32}, fastPlan, Options{})
 	if err != nil {
@@ -505,7 +455,7 @@ func TestDescriptor(t *testing.T) {
 }
 
 func TestLowerErrors(t *testing.T) {
-	_, m := openModel(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
+	_, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
 	b := ir.Bindings{models.SymTokens: 1, models.SymOutputs: 1, models.SymKV: 32}
 	sg, err := m.Graph.Specialize(b)
 	if err != nil {
@@ -551,7 +501,7 @@ func TestLowerErrors(t *testing.T) {
 // TestCapturePolicy: a prefill program keeps its NPU segments eager unless
 // PrefillGraph is set; the 310B never captures.
 func TestCapturePolicy(t *testing.T) {
-	_, m := openModel(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
+	_, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
 	b := ir.Bindings{models.SymTokens: 7, models.SymOutputs: 1, models.SymKV: 32}
 	for _, c := range []struct {
 		target  string

@@ -1,0 +1,105 @@
+// Package testmodel holds what tests across packages need to build a
+// reference model and read llama.cpp's recorded run of it. It is separate
+// from internal/testref because it imports models, which testref's own users
+// (the models package's tests among them) must not.
+package testmodel
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/models"
+)
+
+// Build opens the GGUF file at path and builds its graph; the file is closed
+// when the test ends.
+func Build(t testing.TB, path string, opts models.Options) (*gguf.File, *models.Model) {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, err := models.Build(f, opts)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return f, m
+}
+
+// LlamaRun is the part of a llamacpp/*.llamacpp.json file (llama.cpp's
+// recorded run of a reference model) that tests compare against.
+type LlamaRun struct {
+	ModelFile string `json:"model_file"`
+	Context   struct {
+		NCtx  int64  `json:"n_ctx"`
+		TypeK string `json:"type_k"`
+	} `json:"context"`
+	Prompt struct {
+		Tokens []int32 `json:"tokens"`
+	} `json:"prompt"`
+	Prefill struct {
+		LogitsLast []float32 `json:"logits_last"`
+	} `json:"prefill"`
+	Decode struct {
+		Token  int32     `json:"token"`
+		Logits []float32 `json:"logits"`
+	} `json:"decode"`
+	Generation struct {
+		Tokens []int32        `json:"tokens"`
+		Text   string         `json:"text"`
+		Top5   [][][2]float64 `json:"top5_per_step"`
+	} `json:"generation"`
+}
+
+// LoadRun reads a recorded llama.cpp run.
+func LoadRun(t testing.TB, path string) *LlamaRun {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r LlamaRun
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return &r
+}
+
+// Options returns the model options of a recorded run: its n_ctx and KV
+// cache type.
+func (r *LlamaRun) Options(t testing.TB) models.Options {
+	t.Helper()
+	opts := models.Options{NCtx: r.Context.NCtx}
+	var err error
+	if opts.KVType, err = models.ParseKVCacheType(r.Context.TypeK); err != nil {
+		t.Fatal(err)
+	}
+	return opts
+}
+
+// Tolerance is the foundation issue's bound on max|Δlogit| / max|logit|
+// against llama.cpp for a model file: 1e-3 for F32 and F16 weights, 2e-2
+// for quantised ones.
+func Tolerance(name string) float64 {
+	for _, q := range []string{"Q8_0", "Q4_0", "_K"} {
+		if strings.Contains(name, q) {
+			return 2e-2
+		}
+	}
+	return 1e-3
+}
+
+// RelErr returns max|got-want| / max|want|.
+func RelErr(got, want []float32) float64 {
+	d, m := 0.0, 0.0
+	for i := range want {
+		d = max(d, math.Abs(float64(got[i])-float64(want[i])))
+		m = max(m, math.Abs(float64(want[i])))
+	}
+	return d / m
+}
