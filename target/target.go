@@ -183,7 +183,7 @@ func ascend910B() *Profile {
 		LinkBW:       32 * gb,
 		LinkSource:   "PCIe 4.0 x16, ≈32 GB/s per direction (PCI-SIG); assumption that the card sits on such a link",
 		GraphCapture: true,
-		Align:        128, // ggml-cann buffer alignment and pool padding (cann.md §3, §4)
+		Align:        64, // aclrtMalloc starts are 64-B aligned and copies want 64-B ends; tensor data needs 32 B (cann.md §1). ggml-cann pads to 128: --align 128
 		Overheads:    defaultOverheads(),
 		rules:        npuRules(),
 	}
@@ -214,7 +214,7 @@ func ascend310B() *Profile {
 		LinkBW:       link,
 		LinkSource:   "shared LPDDR4X: a copy moves every byte twice over the 25.6 GB/s bus",
 		GraphCapture: false, // aclmdlRI capture is not offered on Atlas 200I/500 A2 (cann.md §1.3)
-		Align:        128,
+		Align:        64,
 		Overheads:    defaultOverheads(),
 		rules:        npuRules(),
 		gate:         gate310B,
@@ -234,7 +234,7 @@ func cpuOnly() *Profile {
 		Name:        "cpu",
 		Description: "the host alone; every op runs through the CPU kernels",
 		Host:        serverHost(),
-		Align:       64,
+		Align:       32, // ggml-cpu TENSOR_ALIGNMENT
 		Overheads:   defaultOverheads(),
 		rules:       map[ir.Op]rule{},
 	}

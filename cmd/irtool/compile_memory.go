@@ -47,18 +47,21 @@ type memoryJSON struct {
 	MS              float64          `json:"ms"`
 }
 
-// memoryAlign returns the arena alignment: --align, else 32 (ggml's CPU
-// alignment) for the cpu target and 64 for NPU targets.
+// memoryAlign returns the arena alignment: --align, else the target
+// profile's (32 B, ggml's CPU alignment, for cpu; 64 B for the Ascend
+// targets), so the memory figures are those of the plan the lowering uses.
 func memoryAlign(f compileFlags) (int64, error) {
 	switch {
 	case f.Align < 0 || f.Align > 1<<30:
 		return 0, fmt.Errorf("--align %d out of range [1, 2^30]", f.Align)
 	case f.Align > 0:
 		return f.Align, nil
-	case f.Target == "cpu":
-		return 32, nil
 	}
-	return 64, nil
+	prof, err := target.Get(f.Target)
+	if err != nil {
+		return 0, err
+	}
+	return prof.Align, nil
 }
 
 func runMemoryStage(j *compileJob) error {
