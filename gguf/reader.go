@@ -60,6 +60,7 @@ type FormatError struct {
 	Err    error  // the class of problem
 }
 
+// Error names the file, the problem and the byte offset where it was found.
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("gguf: %s: %s (at byte %d)", e.File, e.Msg, e.Offset)
 }

@@ -19,6 +19,7 @@ const (
 	KindLeaf
 )
 
+// String names the kind as the docs spell it.
 func (k Kind) String() string {
 	switch k {
 	case KindView:

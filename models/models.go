@@ -43,6 +43,7 @@ const (
 	KVCpy
 )
 
+// String gives the CLI spelling: "set_rows" or "cpy".
 func (k KVWrite) String() string {
 	if k == KVCpy {
 		return "cpy"

@@ -277,6 +277,7 @@ type ACLError struct {
 	Msg  string
 }
 
+// Error gives the call, the ACL code with its name, and the message.
 func (e *ACLError) Error() string {
 	return fmt.Sprintf("%s: error %d (%s): %s", e.Call, int32(e.Code), e.Code, e.Msg)
 }

@@ -220,6 +220,7 @@ const (
 	WarmupEager
 )
 
+// String names the outcome as the stats report it.
 func (o Outcome) String() string {
 	return [...]string{"replayed", "captured", "warmup-eager"}[o]
 }
