@@ -19,8 +19,8 @@ func init() {
 	register(&command{
 		Name:    "run",
 		Summary: "generate tokens greedily with a model",
-		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu|sim]
-           [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
+		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu|sim|cann]
+           [--device N] [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
            [--graph on|off] [--prefill-graph] [--graph-cache N] [--target T]
            [--json] [--logits]
 
@@ -36,7 +36,10 @@ passes); --passes none runs it as built, --passes LIST runs those passes.
 on the simulated Ascend device with ACL-graph capture and the LRU graph cache
 (--graph, --prefill-graph, --graph-cache, --target; docs/RUNTIME.md); its
 --json adds "stats" per phase: captures, replays, cache_hits, cache_misses,
-evictions, kernel_launches, host_dispatch_ns_per_token.`,
+evictions, kernel_launches, host_dispatch_ns_per_token.
+--backend cann runs the same pipeline on an Ascend NPU (--device N) through
+CANN; it needs a binary built with -tags cann (irtool doctor checks the setup;
+docs/RUNTIME.md, "Real hardware").`,
 		Run: cmdRun,
 	})
 }
@@ -79,7 +82,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	prompt := fs.String("p", "", "prompt text")
 	tokens := fs.String("tokens", "", "prompt token ids, comma-separated")
 	n := fs.Int("n", 32, "tokens to generate")
-	backend := fs.String("backend", "cpu", "execution backend: cpu (reference executor) or sim (simulated Ascend device)")
+	backend := fs.String("backend", "cpu", "execution backend: cpu (reference executor), sim (simulated Ascend device) or cann (Ascend NPU; builds with -tags cann)")
 	nctx := fs.Int64("ctx", 0, "KV cache size in tokens (default: prompt + n rounded up to 256)")
 	kvType := fs.String("kv-type", "f16", "KV cache element type: f16 or f32")
 	kvWrite := fs.String("kv-write", "set_rows", "KV cache write: set_rows or cpy")
@@ -88,6 +91,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	passList := fs.String("passes", "default", "pass pipeline applied before running: default, none, or a comma-separated list (see irtool passes)")
 	var sim simFlags
 	sim.declare(fs)
+	var cannF cannFlags
+	cannF.declare(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return 2
@@ -96,8 +101,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "irtool run: want at most one model path, got %q\n", pos)
 		return 2
 	}
-	if *backend != "cpu" && *backend != "sim" {
-		fmt.Fprintf(stderr, "irtool run: backend %q is not available (cpu or sim)\n", *backend)
+	if *backend != "cpu" && *backend != "sim" && *backend != "cann" {
+		fmt.Fprintf(stderr, "irtool run: backend %q is not available (cpu, sim or cann)\n", *backend)
+		return 2
+	}
+	if err := cannF.check(fs, *backend); err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 2
 	}
 	if err := checkSimFlags(fs, *backend); err != nil {
@@ -177,9 +186,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	var sess generator
 	var simRun *simBackend
+	var cannRun *cannBackend
 	if *backend == "sim" {
 		simRun, err = newSimBackend(m, f, &sim, fs)
 		sess = simRun
+	} else if *backend == "cann" {
+		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
+		sess = cannRun
 	} else {
 		sess, err = runtime.NewSession(m, f, runtime.SessionOptions{})
 	}
@@ -189,6 +202,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if simRun != nil {
 		defer simRun.Close()
+	}
+	if cannRun != nil {
+		defer cannRun.Close()
 	}
 	loadMS := float64(time.Since(t0).Microseconds()) / 1000
 
@@ -237,6 +253,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		if simRun != nil {
 			simRun.summary(stderr)
 		}
+		if cannRun != nil {
+			cannRun.summary(stderr)
+		}
 		return 0
 	}
 	out := runJSON{Model: modelName(modelPath), Backend: *backend, PromptTokens: ids, Tokens: res.Tokens,
@@ -253,6 +272,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if simRun != nil {
 		out.Stats = simRun.stats()
+	}
+	if cannRun != nil {
+		out.Stats = cannRun.stats()
 	}
 	if err := writeJSON(stdout, out); err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)

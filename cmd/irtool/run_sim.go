@@ -69,7 +69,7 @@ func (f *simFlags) policy(fs *flag.FlagSet) (runtime.GraphPolicy, error) {
 
 // checkSimFlags rejects sim-only flags on another backend.
 func checkSimFlags(fs *flag.FlagSet, backend string) error {
-	if backend == "sim" {
+	if backend == "sim" || backend == "cann" { // cann runs the same pipeline
 		return nil
 	}
 	var err error

@@ -1,0 +1,99 @@
+//go:build cann
+
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime/acl"
+	"github.com/irtool/irtool/runtime/program"
+)
+
+// This file holds the CANN side of the CLI, built with -tags cann:
+// "irtool run --backend cann" (the sim backend's pipeline, on a real NPU
+// through runtime/acl) and the probe of "irtool doctor".
+
+// cannBackend is a program session on an Ascend device.
+type cannBackend struct {
+	*program.Session
+	dev *acl.Device
+}
+
+// newCannBackend opens device cf.Device through CANN and builds the same
+// session as the sim backend on it (graph flags shared with sim).
+func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags, fs *flag.FlagSet) (*cannBackend, error) {
+	pol, err := sim.policy(fs)
+	if err != nil {
+		return nil, err
+	}
+	pool := cf.Pool
+	if pool == 0 {
+		pool = simMemory(f) + 2*cf.Workspace + (16 << 20)
+	}
+	dev, err := acl.New(acl.Options{PoolBytes: pool, WorkspaceReserve: cf.Workspace})
+	if err != nil {
+		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
+	}
+	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol, DeviceID: cf.Device,
+		Compile: program.CompileOptions{Target: sim.Target, Passes: "none"}})
+	if err != nil {
+		return nil, errors.Join(err, dev.Close())
+	}
+	return &cannBackend{Session: s, dev: dev}, nil
+}
+
+// Close ends the session, then releases the device.
+func (b *cannBackend) Close() error {
+	return errors.Join(b.Session.Close(), b.dev.Close())
+}
+
+func (b *cannBackend) stats() any {
+	st := b.Stats()
+	mode := "eager"
+	if st.Graphs {
+		mode = "graph"
+	}
+	ds := b.dev.Stats()
+	ds.Pools = nil
+	return simStatsJSON{Mode: mode, Target: b.Compiler().Profile().Name, Prefill: st.Prefill, Decode: st.Decode,
+		Programs: st.Programs, Cache: b.Cache().Stats(), Device: ds, Pool: st.Pool}
+}
+
+// summary prints one line per phase to w.
+func (b *cannBackend) summary(w io.Writer) {
+	st := b.Stats()
+	mode := "eager"
+	if st.Graphs {
+		mode = "graph"
+	}
+	for _, ph := range []struct {
+		name string
+		p    program.PhaseStats
+	}{{"prefill", st.Prefill}, {"decode", st.Decode}} {
+		if ph.p.Steps == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "irtool run: cann %s (%s): %d steps, %d captures, %d replays, %d hits / %d misses, %d evictions, %d kernel launches, host dispatch %.0f ns/token\n",
+			ph.name, mode, ph.p.Steps, ph.p.Captures, ph.p.Replays, ph.p.CacheHits, ph.p.CacheMisses,
+			ph.p.Evictions, ph.p.KernelLaunches, ph.p.HostDispatchNSPerToken)
+	}
+}
+
+// probeCANN loads CANN and inspects one device for doctor.
+func probeCANN(device int) doctorReport {
+	rep := doctorReport{CANNSupport: true, Device: device}
+	info, err := acl.Probe(nil, device)
+	rep.Libraries, rep.Devices, rep.SoC = info.Libraries, info.Devices, info.SoC
+	rep.FreeBytes, rep.Total = info.FreeBytes, info.TotalBytes
+	rep.CaptureAPI, rep.GraphCapture, rep.CaptureError, rep.Missing = info.CaptureAPI, info.Capture, info.CaptureError, info.Missing
+	rep.Found = acl.Loaded() != nil
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	return rep
+}

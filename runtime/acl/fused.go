@@ -1,0 +1,595 @@
+//go:build cann
+
+package acl
+
+/*
+#include "binding.h"
+*/
+import "C"
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/passes"
+	"github.com/irtool/irtool/runtime"
+)
+
+// Recipes of the fused ops of package passes (the lowering maps them to
+// the aclnn operators CANN fuses natively, cann.md §3):
+//
+//	rms_norm_mul        aclnnRmsNorm(x, gamma = w, eps, y, rstd in the workspace)
+//	add_rms_norm_mul    aclnnAddRmsNorm(a, b, w, eps, y = slot 0, rstd, x = slot 1)
+//	swiglu              aclnnSilu(gate → out) aclnnInplaceMul(out, up)
+//	rope_cache          aclnnCast(pos) aclnnMul(pos, theta) aclnnCos aclnnSin
+//	                    into full-width tables, then two aclnnInplaceCopy
+//	                    writing the IR table [c0 s0 c1 s1 …] per position
+//	rope_apply          aclnnRotaryPositionEmbedding on the full-width tables
+//	rope_apply_set_rows aclnnRotaryPositionEmbedding [aclnnCast → f16]
+//	                    aclnnInplaceIndexCopy, staging in the workspace
+//	attention           aclnnCast(q → f16) [aclnnCast(mask → f16)]
+//	                    aclnnFusedInferAttentionScoreV2 (BSND, mask as
+//	                    pse shift, GQA by numKeyValueHeads)
+//	                    aclnnCast(out → f32)
+//
+// aclnnRotaryPositionEmbedding takes cos and sin as wide as the head; the
+// IR's RoPE cache holds n_dims/2 pairs per position. rope_cache therefore
+// also writes full-width tables into device scratch of the binding, keyed
+// by the cache's address, and rope_apply reads those (it runs after its
+// rope_cache in the same step, in stream order).
+func init() {
+	recipes[passes.OpRMSNormMul] = rmsNormMul
+	recipes[passes.OpAddRMSNormMul] = addRMSNormMul
+	recipes[passes.OpSwiGLU] = swiGLU
+	recipes[passes.OpRopeCache] = ropeCache
+	recipes[passes.OpRopeApply] = ropeApply
+	recipes[passes.OpRopeApplySetRows] = ropeApplySetRows
+	recipes[passes.OpAttention] = attention
+}
+
+// vector1D is a weight [n, 1, 1, 1] as a 1-D aclTensor.
+func (b *builder) vector1D(role string, t runtime.TensorDesc) (C.uintptr_t, error) {
+	if t.Ne[1] != 1 || t.Ne[2] != 1 || t.Ne[3] != 1 {
+		return 0, b.unsupported("%s %v: a vector is expected", role, t.Ne)
+	}
+	return b.desc(role, t, 1)
+}
+
+func (b *builder) rstd(x runtime.TensorDesc) (C.uintptr_t, error) {
+	rows := x.Ne[1] * x.Ne[2] * x.Ne[3]
+	p, err := b.temp("rstd", 4*rows, 4)
+	if err != nil {
+		return 0, err
+	}
+	shape := []int64{x.Ne[3], x.Ne[2], x.Ne[1], 1}
+	return b.tensor(C.ACL_FLOAT, shape, contiguous(shape), 0, p)
+}
+
+func rmsNormMul(b *builder) error {
+	if err := b.inputs(2); err != nil {
+		return err
+	}
+	x, w, y := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
+	xt, err := b.desc("x", x, 4)
+	if err != nil {
+		return err
+	}
+	gt, err := b.vector1D("gamma", w)
+	if err != nil {
+		return err
+	}
+	yt, err := b.desc("y", y, 4)
+	if err != nil {
+		return err
+	}
+	rt, err := b.rstd(x)
+	if err != nil {
+		return err
+	}
+	a := tensors(xt, gt, yt, rt)
+	a.f[0] = C.double(b.attrF("eps", 1e-6))
+	b.call(C.IRT_RMSNORM, a)
+	return nil
+}
+
+// addRMSNormMul: the output is f32[a0,a1,a2,2]; slot 0 of dim 3 receives
+// rms_norm(a+b)·w, slot 1 the sum a+b.
+func addRMSNormMul(b *builder) error {
+	if err := b.inputs(3); err != nil {
+		return err
+	}
+	x1, x2, w, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
+	if out.Ne[3] != 2 || x1.Ne[3] != 1 || x2.Ne != x1.Ne {
+		return b.unsupported("add_rms_norm_mul of %v and %v into %v: equal shapes only", x1.Ne, x2.Ne, out.Ne)
+	}
+	slot := func(i int64) runtime.TensorDesc {
+		t := out
+		t.Ne[3] = 1
+		t.Addr += runtime.Ptr(i * out.Nb[3])
+		return t
+	}
+	var ts [6]C.uintptr_t
+	var err error
+	for i, d := range []struct {
+		role string
+		t    runtime.TensorDesc
+	}{{"x1", x1}, {"x2", x2}} {
+		if ts[i], err = b.desc(d.role, d.t, 4); err != nil {
+			return err
+		}
+	}
+	if ts[2], err = b.vector1D("gamma", w); err != nil {
+		return err
+	}
+	if ts[3], err = b.desc("yOut", slot(0), 4); err != nil {
+		return err
+	}
+	if ts[4], err = b.rstd(x1); err != nil {
+		return err
+	}
+	if ts[5], err = b.desc("xOut", slot(1), 4); err != nil {
+		return err
+	}
+	a := tensors(ts[:]...)
+	a.f[0] = C.double(b.attrF("eps", 1e-6))
+	b.call(C.IRT_ADDRMSNORM, a)
+	return nil
+}
+
+func swiGLU(b *builder) error {
+	if err := b.inputs(2); err != nil {
+		return err
+	}
+	gate, up, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
+	gt, err := b.desc("self", gate, 4)
+	if err != nil {
+		return err
+	}
+	ot, err := b.desc("out", out, 4)
+	if err != nil {
+		return err
+	}
+	b.call(C.IRT_SILU, tensors(gt, ot))
+	o2, err := b.desc("selfRef", out, 4)
+	if err != nil {
+		return err
+	}
+	ut, err := b.desc("other", up, 4)
+	if err != nil {
+		return err
+	}
+	b.call(C.IRT_INPLACEMUL, tensors(o2, ut))
+	return nil
+}
+
+// ropeTables is the device scratch of one rope_cache: the positions as
+// f32, the angles and the full-width cos and sin tables, [T, D] each.
+type ropeTables struct {
+	T, D               int64
+	pos, ang, cos, sin runtime.Ptr
+}
+
+func ropeKey(cache runtime.TensorDesc) string {
+	return fmt.Sprintf("rope_tables@%#x[%d,%d]", uint64(cache.Addr), cache.Ne[0], cache.Ne[1])
+}
+
+func (b *builder) ropeTables(cache runtime.TensorDesc) (ropeTables, error) {
+	T, D := cache.Ne[1], cache.Ne[0]
+	p, err := b.buffer(ropeKey(cache), 4*(T+3*T*D))
+	if err != nil {
+		return ropeTables{}, err
+	}
+	return ropeTables{T: T, D: D, pos: p, ang: p + runtime.Ptr(4*T), cos: p + runtime.Ptr(4*(T+T*D)), sin: p + runtime.Ptr(4*(T+2*T*D))}, nil
+}
+
+// ropeCheck accepts the RoPE variants the binding computes.
+func (b *builder) ropeCheck(head int64) (mode int64, err error) {
+	nDims := b.attrI("n_dims", 0)
+	mode = b.attrI("mode", 0)
+	switch {
+	case nDims != head:
+		return 0, b.unsupported("partial rope (n_dims %d of head dim %d) is not bound", nDims, head)
+	case b.attrF("ext_factor", 0) != 0:
+		return 0, b.unsupported("YaRN rope (ext_factor %g) is not bound", b.attrF("ext_factor", 0))
+	case b.attrF("attn_factor", 1) != 1:
+		return 0, b.unsupported("rope with attn_factor %g is not bound", b.attrF("attn_factor", 1))
+	case mode != 0 && mode != 2:
+		return 0, b.unsupported("rope mode %d", mode)
+	}
+	return mode, nil
+}
+
+func ropeCache(b *builder) error {
+	if err := b.inputs(1); err != nil {
+		return err
+	}
+	pos, cache := b.k.Inputs[0], b.k.Output
+	if len(b.k.Inputs) > 1 {
+		return b.unsupported("rope_cache with frequency factors is not bound")
+	}
+	D, T := cache.Ne[0], cache.Ne[1]
+	mode, err := b.ropeCheck(D)
+	if err != nil {
+		return err
+	}
+	if pos.DType != ir.I32 || pos.Ne[0] != T || !rows2D(pos) || pos.Ne[1] != 1 || cache.DType != ir.F32 || cache.Nb[0] != 4 || cache.Nb[1] != 4*D || !rows2D(cache) {
+		return b.unsupported("rope_cache %v of positions %s %v", cache.Ne, pos.DType, pos.Ne)
+	}
+	base, fscale := b.attrF("freq_base", 10000), b.attrF("freq_scale", 1)
+	theta := make([]byte, 4*D)
+	for j := int64(0); j < D; j++ {
+		i := j / 2
+		if mode == 2 {
+			i = j % (D / 2)
+		}
+		v := fscale * math.Pow(base, -2*float64(i)/float64(D))
+		binary.LittleEndian.PutUint32(theta[4*j:], math.Float32bits(float32(v)))
+	}
+	th, err := b.table(fmt.Sprintf("rope_theta[%d,mode %d,base %g,scale %g]", D, mode, base, fscale), theta)
+	if err != nil {
+		return err
+	}
+	rt, err := b.ropeTables(cache)
+	if err != nil {
+		return err
+	}
+	pt, err := b.desc("positions", pos, 1)
+	if err != nil {
+		return err
+	}
+	pf, err := b.tensor(C.ACL_FLOAT, []int64{T}, []int64{1}, 0, rt.pos)
+	if err != nil {
+		return err
+	}
+	c := tensors(pt, pf)
+	c.i[0] = C.ACL_FLOAT
+	b.call(C.IRT_CAST, c)
+	pcol, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, rt.pos)
+	if err != nil {
+		return err
+	}
+	trow, err := b.tensor(C.ACL_FLOAT, []int64{1, D}, []int64{D, 1}, 0, th)
+	if err != nil {
+		return err
+	}
+	at, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
+	if err != nil {
+		return err
+	}
+	b.call(C.IRT_MUL, tensors(pcol, trow, at))
+	for _, f := range []struct {
+		op  C.int
+		dst runtime.Ptr
+	}{{C.IRT_COS, rt.cos}, {C.IRT_SIN, rt.sin}} {
+		in, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
+		if err != nil {
+			return err
+		}
+		o, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, f.dst)
+		if err != nil {
+			return err
+		}
+		b.call(f.op, tensors(in, o))
+	}
+	// The IR table: pair i of position t is (cos, sin) of angle i, which
+	// sits at column 2i (normal) or i (neox) of the full-width tables.
+	step := int64(2)
+	if mode == 2 {
+		step = 1
+	}
+	for k, src := range []runtime.Ptr{rt.cos, rt.sin} {
+		dst, err := b.tensor(C.ACL_FLOAT, []int64{T, D / 2}, []int64{D, 2}, int64(k), cache.Addr)
+		if err != nil {
+			return err
+		}
+		s, err := b.tensor(C.ACL_FLOAT, []int64{T, D / 2}, []int64{D, step}, 0, src)
+		if err != nil {
+			return err
+		}
+		b.call(C.IRT_INPLACECOPY, tensors(dst, s))
+	}
+	return nil
+}
+
+// ropeInputs resolves x and the full-width tables of its cache operand.
+func (b *builder) ropeInputs(x, cache runtime.TensorDesc) (ropeTables, int64, error) {
+	D, T := x.Ne[0], x.Ne[2]
+	mode, err := b.ropeCheck(D)
+	if err != nil {
+		return ropeTables{}, 0, err
+	}
+	if x.DType != ir.F32 || x.Ne[3] != 1 || cache.Ne[0] != D || cache.Ne[1] != T {
+		return ropeTables{}, 0, b.unsupported("rope of %s %v with a table %v", x.DType, x.Ne, cache.Ne)
+	}
+	b.n.cmu.Lock()
+	_, ok := b.n.tables[ropeKey(cache)]
+	b.n.cmu.Unlock()
+	if !ok {
+		return ropeTables{}, 0, b.fail(runtime.ACLErrParamInvalid, "the RoPE table at %#x was not made by a rope_cache launch on this device", uint64(cache.Addr))
+	}
+	rt, err := b.ropeTables(cache)
+	if err != nil {
+		return ropeTables{}, 0, err
+	}
+	aclMode := int64(1) // ggml normal: adjacent pairs = aclnn "interleave"
+	if mode == 2 {
+		aclMode = 0 // neox: halves = aclnn "half"
+	}
+	return rt, aclMode, nil
+}
+
+// rope calls aclnnRotaryPositionEmbedding on x [D, H, T, 1] (BSND in ACL
+// order) into out.
+func (b *builder) rope(x runtime.TensorDesc, xt C.uintptr_t, rt ropeTables, mode int64, out C.uintptr_t) error {
+	ct, err := b.tensor(C.ACL_FLOAT, []int64{1, rt.T, 1, rt.D}, []int64{rt.T * rt.D, rt.D, rt.D, 1}, 0, rt.cos)
+	if err != nil {
+		return err
+	}
+	st, err := b.tensor(C.ACL_FLOAT, []int64{1, rt.T, 1, rt.D}, []int64{rt.T * rt.D, rt.D, rt.D, 1}, 0, rt.sin)
+	if err != nil {
+		return err
+	}
+	a := tensors(xt, ct, st, out)
+	a.i[0] = C.int64_t(mode)
+	b.call(C.IRT_ROPE, a)
+	return nil
+}
+
+func ropeApply(b *builder) error {
+	if err := b.inputs(2); err != nil {
+		return err
+	}
+	x, cache, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
+	rt, mode, err := b.ropeInputs(x, cache)
+	if err != nil {
+		return err
+	}
+	xt, err := b.desc("x", x, 4)
+	if err != nil {
+		return err
+	}
+	ot, err := b.desc("out", out, 4)
+	if err != nil {
+		return err
+	}
+	return b.rope(x, xt, rt, mode, ot)
+}
+
+// ropeApplySetRows writes rope(x) of token t into row idx[t] of dst, the
+// heads of a token laid end to end (the K-cache write).
+func ropeApplySetRows(b *builder) error {
+	if err := b.inputs(4); err != nil {
+		return err
+	}
+	dst, x, cache, idx := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Inputs[3]
+	D, H, T := x.Ne[0], x.Ne[1], x.Ne[2]
+	if !rows2D(dst) || dst.Ne[0] != D*H || !rows2D(idx) || idx.Ne[1] != 1 || idx.Ne[0] != T {
+		return b.unsupported("rope_apply_set_rows of %v into %v by %v", x.Ne, dst.Ne, idx.Ne)
+	}
+	rt, mode, err := b.ropeInputs(x, cache)
+	if err != nil {
+		return err
+	}
+	xt, err := b.desc("x", x, 4)
+	if err != nil {
+		return err
+	}
+	rows, err := b.temp("roped rows", 4*T*H*D, 32)
+	if err != nil {
+		return err
+	}
+	shape := []int64{1, T, H, D}
+	rot, err := b.tensor(C.ACL_FLOAT, shape, contiguous(shape), 0, rows)
+	if err != nil {
+		return err
+	}
+	if err := b.rope(x, xt, rt, mode, rot); err != nil {
+		return err
+	}
+	src, srcType := rows, C.int(C.ACL_FLOAT)
+	if dst.DType != ir.F32 {
+		dd, ok := aclDType(dst.DType)
+		if !ok {
+			return b.unsupported("rows into %s", dst.DType)
+		}
+		cast, err := b.temp("cast rows", dst.DType.TypeSize()*T*H*D, 32)
+		if err != nil {
+			return err
+		}
+		in, err := b.tensor(C.ACL_FLOAT, []int64{T, H * D}, []int64{H * D, 1}, 0, rows)
+		if err != nil {
+			return err
+		}
+		ct, err := b.tensor(dd, []int64{T, H * D}, []int64{H * D, 1}, 0, cast)
+		if err != nil {
+			return err
+		}
+		c := tensors(in, ct)
+		c.i[0] = C.int64_t(dd)
+		b.call(C.IRT_CAST, c)
+		src, srcType = cast, dd
+	}
+	dt, err := b.desc("selfRef", dst, 2)
+	if err != nil {
+		return err
+	}
+	it, err := b.desc("index", idx, 1)
+	if err != nil {
+		return err
+	}
+	st, err := b.tensor(srcType, []int64{T, H * D}, []int64{H * D, 1}, 0, src)
+	if err != nil {
+		return err
+	}
+	a := tensors(dt, it, st)
+	a.i[0] = 0
+	b.call(C.IRT_INDEXCOPY, a)
+	return nil
+}
+
+// bsnd is a ggml view whose dims 0..2 are (D, S, N) in some order as a
+// BSND aclTensor: perm gives, for S, N and D, the ggml dim holding it.
+func bsnd(t runtime.TensorDesc, s, n, d int) ([]int64, []int64, bool) {
+	es := t.DType.TypeSize()
+	if t.Ne[3] != 1 || es <= 0 {
+		return nil, nil, false
+	}
+	for _, i := range []int{s, n, d} {
+		if t.Nb[i]%es != 0 {
+			return nil, nil, false
+		}
+	}
+	return []int64{1, t.Ne[s], t.Ne[n], t.Ne[d]}, []int64{t.Nb[3] / es, t.Nb[s] / es, t.Nb[n] / es, t.Nb[d] / es}, true
+}
+
+// attention(q, k, v, mask?){scale, max_bias}: q [D, T, H, 1], k [D, KV,
+// Hkv, 1], v [KV, Dv, Hkv, 1] (the transposed V view), mask [KV, T', 1, 1]
+// with T' ≥ T; out f32 [Dv·H, T, 1, 1].
+func attention(b *builder) error {
+	if err := b.inputs(3); err != nil {
+		return err
+	}
+	q, k, v, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
+	if mb := b.attrF("max_bias", 0); mb != 0 {
+		return b.unsupported("attention with ALiBi (max_bias %g) is not bound", mb)
+	}
+	D, T, H := q.Ne[0], q.Ne[1], q.Ne[2]
+	KV, Hkv := k.Ne[1], k.Ne[2]
+	if k.DType != ir.F16 || v.DType != ir.F16 {
+		return b.unsupported("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 reads f16 caches", k.DType, v.DType)
+	}
+	if k.Ne[0] != D || v.Ne[1] != D || v.Ne[0] != KV || v.Ne[2] != Hkv || Hkv == 0 || H%Hkv != 0 || out.Ne[0] != D*H || out.Ne[1] != T {
+		return b.unsupported("attention of q %v, k %v, v %v into %v", q.Ne, k.Ne, v.Ne, out.Ne)
+	}
+	// q → f16, BSND, contiguous (the operator takes no strided query).
+	qs, qst, ok := bsnd(q, 1, 2, 0)
+	if !ok || q.DType != ir.F32 {
+		return b.unsupported("query %s %v", q.DType, q.Nb)
+	}
+	qin, err := b.tensor(C.ACL_FLOAT, qs, qst, 0, q.Addr)
+	if err != nil {
+		return err
+	}
+	q16, err := b.temp("f16 query", 2*T*H*D, 32)
+	if err != nil {
+		return err
+	}
+	o16, err := b.temp("f16 output", 2*T*H*D, 32)
+	if err != nil {
+		return err
+	}
+	qshape := []int64{1, T, H, D}
+	q16t, err := b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, q16)
+	if err != nil {
+		return err
+	}
+	c := tensors(qin, q16t)
+	c.i[0] = C.ACL_FLOAT16
+	b.call(C.IRT_CAST, c)
+
+	ks, kst, ok1 := bsnd(k, 1, 2, 0)
+	vs, vst, ok2 := bsnd(v, 0, 2, 1)
+	if !ok1 || !ok2 {
+		return b.unsupported("K/V views with strides %v / %v", k.Nb, v.Nb)
+	}
+	kt, err := b.tensor(C.ACL_FLOAT16, ks, kst, 0, k.Addr)
+	if err != nil {
+		return err
+	}
+	vt, err := b.tensor(C.ACL_FLOAT16, vs, vst, 0, v.Addr)
+	if err != nil {
+		return err
+	}
+	var pse C.uintptr_t
+	if len(b.k.Inputs) > 3 {
+		m := b.k.Inputs[3]
+		if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) {
+			return b.fail(runtime.ACLErrParamInvalid, "mask %v does not cover %d rows of %d keys", m.Ne, T, KV)
+		}
+		// The mask goes in as the position shift, one row per query, the
+		// same for every head (head stride 0), as ggml-cann passes it.
+		maddr, rowStride := m.Addr, m.Nb[1]/2
+		if m.DType == ir.F32 {
+			scratch, err := b.buffer(fmt.Sprintf("mask_f16@%#x[%d,%d]", uint64(m.Addr), KV, T), 2*KV*T)
+			if err != nil {
+				return err
+			}
+			min, err := b.tensor(C.ACL_FLOAT, []int64{T, KV}, []int64{m.Nb[1] / 4, 1}, 0, m.Addr)
+			if err != nil {
+				return err
+			}
+			mout, err := b.tensor(C.ACL_FLOAT16, []int64{T, KV}, []int64{KV, 1}, 0, scratch)
+			if err != nil {
+				return err
+			}
+			mc := tensors(min, mout)
+			mc.i[0] = C.ACL_FLOAT16
+			b.call(C.IRT_CAST, mc)
+			maddr, rowStride = scratch, KV
+		} else if m.DType != ir.F16 {
+			return b.unsupported("a %s mask", m.DType)
+		}
+		if pse, err = b.tensor(C.ACL_FLOAT16, []int64{1, H, T, KV}, []int64{0, 0, rowStride, 1}, 0, maddr); err != nil {
+			return err
+		}
+	}
+	kl := C.irt_aclCreateTensorList(&kt, 1)
+	if kl == 0 {
+		return newError("aclCreateTensorList", b.p.label, C.ACLNN_ERR_PARAM_INVALID)
+	}
+	b.adopt(kl, kt)
+	vl := C.irt_aclCreateTensorList(&vt, 1)
+	if vl == 0 {
+		return newError("aclCreateTensorList", b.p.label, C.ACLNN_ERR_PARAM_INVALID)
+	}
+	b.adopt(vl, vt)
+	o16t, err := b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, o16)
+	if err != nil {
+		return err
+	}
+	q16in, err := b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, q16)
+	if err != nil {
+		return err
+	}
+	a := tensors(q16in, pse, 0, o16t)
+	a.l[0], a.l[1] = kl, vl
+	a.f[0] = C.double(b.attrF("scale", 1))
+	a.i[0] = C.int64_t(H)
+	a.i[1], a.i[2] = 65535, 65535
+	a.i[3] = C.int64_t(Hkv)
+	a.i[4] = 0
+	if T > 1 {
+		a.i[5] = 2 // innerPrecise 2 for S > 1, 0 for S == 1, as ggml-cann
+	}
+	for i, ch := range "BSND" {
+		a.layout[i] = C.char(ch)
+	}
+	b.call(C.IRT_FIA, a)
+
+	o16in, err := b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, o16)
+	if err != nil {
+		return err
+	}
+	ot, err := b.tensor(C.ACL_FLOAT, qshape, []int64{T * out.Nb[1] / 4, out.Nb[1] / 4, D, 1}, 0, out.Addr)
+	if err != nil {
+		return err
+	}
+	back := tensors(o16in, ot)
+	back.i[0] = C.ACL_FLOAT
+	b.call(C.IRT_CAST, back)
+	return nil
+}
+
+// adopt moves tensor t into list l's ownership: destroying the list
+// destroys it.
+func (b *builder) adopt(l, t C.uintptr_t) {
+	b.p.lists = append(b.p.lists, l)
+	for i, x := range b.p.tensors {
+		if x == t {
+			b.p.tensors = append(b.p.tensors[:i], b.p.tensors[i+1:]...)
+			break
+		}
+	}
+}
