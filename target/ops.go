@@ -147,14 +147,16 @@ func unary(kernel string) rule {
 }
 
 // MatmulKernel names the aclnn matmul ggml-cann picks by operand rank:
-// aclnnMm for 2-D, aclnnBatchMatMul for 3-D, aclnnMatmul with broadcasting
-// for 4-D (cann.md §3). A symbolic outer dim counts as more than one.
+// aclnnMm for 2-D, aclnnBatchMatMul for 3-D with equal batches, and
+// aclnnMatmul, which broadcasts, for 4-D or for the repeated batches of
+// grouped-query attention (cann.md §3). A symbolic outer dim counts as more
+// than one.
 func MatmulKernel(a, b ir.Shape) string {
 	one := func(d ir.Dim) bool { return d.IsConst() && d.Val == 1 }
 	switch {
 	case one(a[2]) && one(a[3]) && one(b[2]) && one(b[3]):
 		return "aclnnMm"
-	case one(a[3]) && one(b[3]):
+	case one(a[3]) && one(b[3]) && a[2].Equal(b[2]):
 		return "aclnnBatchMatMul"
 	}
 	return "aclnnMatmul"

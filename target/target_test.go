@@ -158,7 +158,10 @@ func TestMatmulKernel(t *testing.T) {
 		want string
 	}{
 		{ir.Sh(64, 32), ir.Sh(64, "n_tokens"), "aclnnMm"},
-		{ir.Sh(64, "n_kv", 4), ir.Sh(64, "n_tokens", 8), "aclnnBatchMatMul"},
+		{ir.Sh(64, "n_kv", 8), ir.Sh(64, "n_tokens", 8), "aclnnBatchMatMul"},
+		// Grouped-query attention repeats a's batch: BatchMatMul cannot
+		// broadcast, Matmul can.
+		{ir.Sh(64, "n_kv", 4), ir.Sh(64, "n_tokens", 8), "aclnnMatmul"},
 		{ir.Sh(64, 32, 4, 2), ir.Sh(64, 8, 4, 2), "aclnnMatmul"},
 		{ir.Sh(64, 32, 1, "n"), ir.Sh(64, 8), "aclnnMatmul"},
 	} {
