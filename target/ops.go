@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/passes"
 )
 
 // rule decides NPU support for one node of its op.
@@ -273,23 +274,6 @@ func gate310BStrict(n *ir.Node, s Support) Support {
 	return s
 }
 
-// The fused ops of package passes, by name: package target does not import
-// passes (the rules only apply once the ops are registered).
-const (
-	OpRMSNormMul       ir.Op = "rms_norm_mul"
-	OpAddRMSNormMul    ir.Op = "add_rms_norm_mul"
-	OpSwiGLU           ir.Op = "swiglu"
-	OpMulMatAdd        ir.Op = "mul_mat_add"
-	OpRopeCache        ir.Op = "rope_cache"
-	OpRopeApply        ir.Op = "rope_apply"
-	OpRopeSetRows      ir.Op = "rope_set_rows"
-	OpRopeApplySetRows ir.Op = "rope_apply_set_rows"
-	OpAttention        ir.Op = "attention"
-	OpConcat           ir.Op = "concat"
-	OpRopeTheta        ir.Op = "rope_theta"
-	OpRopeCacheTable   ir.Op = "rope_cache_table"
-)
-
 // gammaRow reports whether w is a 1-D table as long as x's rows, the only
 // gamma shape aclnnRmsNorm and aclnnAddRmsNorm take (gamma_shape =
 // x_shape[n:], CANN aclnnRmsNorm reference).
@@ -315,7 +299,7 @@ func ropeHead(x ir.Type) (Support, bool) {
 func fusedRules() map[ir.Op]rule {
 	return map[ir.Op]rule{
 		// aclnnRmsNorm with the weight as gamma.
-		OpRMSNormMul: func(n *ir.Node) Support {
+		passes.OpRMSNormMul: func(n *ir.Node) Support {
 			x, w := n.Args[0].Type, n.Args[1].Type
 			if !isFloat(x.DType) || !isFloat(w.DType) {
 				return no("rms_norm_mul of %s by %s", x.DType, w.DType)
@@ -328,7 +312,7 @@ func fusedRules() map[ir.Op]rule {
 		// aclnnAddRmsNorm: the residual add and the norm in one operator
 		// (ggml-cann's optional ADD+RMS_NORM fusion; same shapes, no
 		// broadcast; cann.md §3).
-		OpAddRMSNormMul: func(n *ir.Node) Support {
+		passes.OpAddRMSNormMul: func(n *ir.Node) Support {
 			a, b, w := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
 			if !a.Shape.Equal(b.Shape) {
 				return no("add_rms_norm_mul of %s and %s: aclnnAddRmsNorm needs equal shapes", a, b)
@@ -341,11 +325,11 @@ func fusedRules() map[ir.Op]rule {
 		// ggml-cann's SwiGlu operator takes one tensor split in halves; with
 		// gate and up apart it falls back to Silu and an in-place Mul
 		// (cann.md §3, GLU).
-		OpSwiGLU: func(n *ir.Node) Support {
+		passes.OpSwiGLU: func(n *ir.Node) Support {
 			return yes("aclnnSilu", "aclnnSilu", "aclnnInplaceMul")
 		},
 		// The matmul ggml-cann would pick, then the bias add.
-		OpMulMatAdd: func(n *ir.Node) Support {
+		passes.OpMulMatAdd: func(n *ir.Node) Support {
 			s := mulMat(n)
 			if !s.OK {
 				return s
@@ -358,12 +342,12 @@ func fusedRules() map[ir.Op]rule {
 		},
 		// The RoPE cache built on the device from the positions (cann.md
 		// §2.7): angles = positions × inverse frequencies, then cos and sin.
-		OpRopeCache: func(n *ir.Node) Support {
+		passes.OpRopeCache: func(n *ir.Node) Support {
 			return yes("aclnnSin", "aclnnCast", "aclnnMul", "aclnnCos", "aclnnSin")
 		},
 		// The seeds' formulation: angles from positions and a table of
 		// inverse frequencies (a folded constant), then cos and sin.
-		OpRopeCacheTable: func(n *ir.Node) Support {
+		passes.OpRopeCacheTable: func(n *ir.Node) Support {
 			calls := []string{"aclnnCast", "aclnnMul"}
 			if len(n.Args) > 2 {
 				calls = append(calls, "aclnnDiv")
@@ -372,22 +356,22 @@ func fusedRules() map[ir.Op]rule {
 		},
 		// ggml-cann computes the theta-scale powers on the host and copies
 		// them once (cann.md §2.7); here the fold pass makes them a constant.
-		OpRopeTheta: func(n *ir.Node) Support {
+		passes.OpRopeTheta: func(n *ir.Node) Support {
 			return no("rope_theta is computed on the host, as ggml-cann does (cann.md §2.7); the fold pass makes it a constant")
 		},
 		// aclnnRotaryPositionEmbedding(x, cos, sin, mode) is this op.
-		OpRopeApply: func(n *ir.Node) Support {
+		passes.OpRopeApply: func(n *ir.Node) Support {
 			if s, ok := ropeHead(n.Args[0].Type); !ok {
 				return s
 			}
 			return yes("aclnnRotaryPositionEmbedding")
 		},
-		OpRopeSetRows:      ropeWrite("aclnnRotaryPositionEmbedding"),
-		OpRopeApplySetRows: ropeWrite("aclnnRotaryPositionEmbedding"),
+		passes.OpRopeSetRows:      ropeWrite("aclnnRotaryPositionEmbedding"),
+		passes.OpRopeApplySetRows: ropeWrite("aclnnRotaryPositionEmbedding"),
 		// Flash attention: aclnnFusedInferAttentionScoreV2 with Q cast to
 		// f16 and the output cast back; K and V must be f16 with one head
 		// dim (cann.md §3, FLASH_ATTN_EXT).
-		OpAttention: func(n *ir.Node) Support {
+		passes.OpAttention: func(n *ir.Node) Support {
 			q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
 			if k.DType != ir.F16 || v.DType != ir.F16 {
 				return no("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 takes f16 K and V (cann.md §3)", k.DType, v.DType)
@@ -400,7 +384,7 @@ func fusedRules() map[ir.Op]rule {
 			}
 			return yes("aclnnFusedInferAttentionScoreV2", "aclnnCast", "aclnnFusedInferAttentionScoreV2", "aclnnCast")
 		},
-		OpConcat: func(n *ir.Node) Support {
+		passes.OpConcat: func(n *ir.Node) Support {
 			for _, a := range n.Args {
 				if !isFloat(a.Type.DType) {
 					return no("concat of %s", a.Type.DType)

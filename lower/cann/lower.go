@@ -6,6 +6,7 @@ import (
 
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/partition"
+	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 )
@@ -472,7 +473,7 @@ func (l *lowerer) kernel(n *ir.Node, d target.Device) (Kernel, error) {
 		k.Workspace = Addr{Region: RegionArena, Offset: ws.Offset}
 	}
 	switch n.Op {
-	case ir.OpRMSNorm, target.OpRMSNormMul, target.OpAddRMSNormMul:
+	case ir.OpRMSNorm, passes.OpRMSNormMul, passes.OpAddRMSNormMul:
 		// aclnnRmsNorm(x, gamma, eps, y, rstd) and aclnnAddRmsNorm: the
 		// fused forms take the weight as gamma; plain rms_norm gets a table
 		// of ones built at load time. rstd lands in the planned workspace.
