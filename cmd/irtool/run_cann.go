@@ -52,36 +52,11 @@ func (b *cannBackend) Close() error {
 	return errors.Join(b.Session.Close(), b.dev.Close())
 }
 
-func (b *cannBackend) stats() any {
-	st := b.Stats()
-	mode := "eager"
-	if st.Graphs {
-		mode = "graph"
-	}
-	ds := b.dev.Stats()
-	ds.Pools = nil
-	return simStatsJSON{Mode: mode, Target: b.Compiler().Profile().Name, Prefill: st.Prefill, Decode: st.Decode,
-		Programs: st.Programs, Cache: b.Cache().Stats(), Device: ds, Pool: st.Pool}
-}
+func (b *cannBackend) stats() any { return programStats(b.Session, b.dev.Stats()) }
 
 // summary prints one line per phase to w.
 func (b *cannBackend) summary(w io.Writer) {
-	st := b.Stats()
-	mode := "eager"
-	if st.Graphs {
-		mode = "graph"
-	}
-	for _, ph := range []struct {
-		name string
-		p    program.PhaseStats
-	}{{"prefill", st.Prefill}, {"decode", st.Decode}} {
-		if ph.p.Steps == 0 {
-			continue
-		}
-		fmt.Fprintf(w, "irtool run: cann %s (%s): %d steps, %d captures, %d replays, %d hits / %d misses, %d evictions, %d kernel launches, host dispatch %.0f ns/token\n",
-			ph.name, mode, ph.p.Steps, ph.p.Captures, ph.p.Replays, ph.p.CacheHits, ph.p.CacheMisses,
-			ph.p.Evictions, ph.p.KernelLaunches, ph.p.HostDispatchNSPerToken)
-	}
+	printPhases(w, "cann", programStats(b.Session, b.dev.Stats()))
 }
 
 // probeCANN loads CANN and inspects one device for doctor.

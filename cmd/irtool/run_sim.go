@@ -132,21 +132,26 @@ type simStatsJSON struct {
 	Pool     runtime.PoolStats   `json:"pool"`
 }
 
-func (b *simBackend) stats() simStatsJSON {
-	st := b.Stats()
+func (b *simBackend) stats() simStatsJSON { return programStats(b.Session, b.dev.Stats()) }
+
+// summary prints one line per phase to w.
+func (b *simBackend) summary(w io.Writer) { printPhases(w, "sim", b.stats()) }
+
+// programStats gathers the "stats" object of a program session on a device
+// (the sim and cann backends alike).
+func programStats(s *program.Session, ds runtime.DeviceStats) simStatsJSON {
+	st := s.Stats()
 	mode := "eager"
 	if st.Graphs {
 		mode = "graph"
 	}
-	ds := b.dev.Stats()
 	ds.Pools = nil
-	return simStatsJSON{Mode: mode, Target: b.Compiler().Profile().Name, Prefill: st.Prefill, Decode: st.Decode,
-		Programs: st.Programs, Cache: b.Cache().Stats(), Device: ds, Pool: st.Pool}
+	return simStatsJSON{Mode: mode, Target: s.Compiler().Profile().Name, Prefill: st.Prefill, Decode: st.Decode,
+		Programs: st.Programs, Cache: s.Cache().Stats(), Device: ds, Pool: st.Pool}
 }
 
-// summary prints one line per phase to w.
-func (b *simBackend) summary(w io.Writer) {
-	st := b.stats()
+// printPhases prints one stderr line per phase that ran.
+func printPhases(w io.Writer, backend string, st simStatsJSON) {
 	for _, ph := range []struct {
 		name string
 		p    program.PhaseStats
@@ -154,8 +159,8 @@ func (b *simBackend) summary(w io.Writer) {
 		if ph.p.Steps == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "irtool run: sim %s (%s): %d steps, %d captures, %d replays, %d hits / %d misses (%.1f%%), %d evictions, %d kernel launches, host dispatch %.0f ns/token\n",
-			ph.name, st.Mode, ph.p.Steps, ph.p.Captures, ph.p.Replays, ph.p.CacheHits, ph.p.CacheMisses, 100*ph.p.HitRate,
+		fmt.Fprintf(w, "irtool run: %s %s (%s): %d steps, %d captures, %d replays, %d hits / %d misses (%.1f%%), %d evictions, %d kernel launches, host dispatch %.0f ns/token\n",
+			backend, ph.name, st.Mode, ph.p.Steps, ph.p.Captures, ph.p.Replays, ph.p.CacheHits, ph.p.CacheMisses, 100*ph.p.HitRate,
 			ph.p.Evictions, ph.p.KernelLaunches, ph.p.HostDispatchNSPerToken)
 	}
 }
