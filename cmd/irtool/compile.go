@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/planner"
+	"github.com/irtool/irtool/target"
 )
 
 // The compile command is a fixed spine (load → build → stages → print) with
@@ -182,6 +185,16 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	opts, err := modelOptions(j.Flags.Ctx, j.Flags.KVType, j.Flags.KVWrite)
 	if err != nil {
 		return usageError(stderr, "compile", "%v", err)
+	}
+	// Flag values that name things are checked before any work.
+	if _, err := target.Get(j.Flags.Target); err != nil {
+		return usageError(stderr, "compile", "--target: %v", err)
+	}
+	if _, err := passesPipeline(j.Flags.Passes, j.Flags.MergeQKV); err != nil {
+		return usageError(stderr, "compile", "--passes: %v", err)
+	}
+	if j.Flags.Strategy != "" && !slices.Contains(planner.GraphStrategies(), j.Flags.Strategy) {
+		return usageError(stderr, "compile", "unknown --strategy %q (have %s)", j.Flags.Strategy, strings.Join(planner.GraphStrategies(), ", "))
 	}
 	if j.File, err = openModel(j.ModelPath); err != nil {
 		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
