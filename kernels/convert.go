@@ -45,8 +45,32 @@ func f16tab() *[1 << 16]float32 {
 	return f16Table
 }
 
-// roundF16 rounds v to the nearest half-precision value and back.
-func roundF16(v float32) float32 { return gguf.F16ToF32(gguf.F32ToF16(v)) }
+// roundF16 rounds v to the nearest half-precision value and back
+// (round to nearest, ties to even, as F16C's vcvtps2ph). Where v and its
+// rounding are both normal halves (2^-14 <= |v| < 2^15) that is dropping
+// the low 13 mantissa bits with a ties-to-even carry, done here on the bits
+// (a carry into the exponent is the correct result); below 2^-14 it is
+// rounding to a multiple of 2^-24; Inf, NaN and values from 2^15 up go
+// through gguf's converters. Bit for bit equal to
+// F16ToF32(F32ToF16(v)) (tested), and several times faster on the
+// probabilities that attention rounds before its V product.
+func roundF16(v float32) float32 {
+	b := math.Float32bits(v)
+	e := (b >> 23) & 0xff
+	if e-113 <= 141-113 {
+		b += 0xfff + (b>>13)&1
+		return math.Float32frombits(b &^ 0x1fff)
+	}
+	if e < 113 {
+		// |v| < 2^-14: half subnormals (or zero), multiples of 2^-24.
+		// Scaling by 2^24 is exact, adding and removing 1.5·2^23 rounds
+		// to an integer, ties to even; the sign is put back (−0 stays).
+		a := math.Float32frombits(b&^0x80000000) * 0x1p24
+		r := (a + 0x1.8p23) - 0x1.8p23
+		return math.Float32frombits(math.Float32bits(r*0x1p-24) | b&0x80000000)
+	}
+	return gguf.F16ToF32(gguf.F32ToF16(v))
+}
 
 // isFloatType reports whether t is one of the float element types a kernel
 // reads and writes directly.
@@ -136,6 +160,20 @@ func loadRowInto(t Tensor, off int64, dst []float32) error {
 		}
 	}
 	s := t.Nb[0]
+	switch t.Type {
+	case gguf.TypeF32:
+		for i := range dst {
+			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[int64(i)*s:]))
+		}
+		return nil
+	case gguf.TypeF16:
+		// Strided halves: a V view of a row-major KV cache.
+		tab := f16tab()
+		for i := range dst {
+			dst[i] = tab[binary.LittleEndian.Uint16(b[int64(i)*s:])]
+		}
+		return nil
+	}
 	for i := range dst {
 		dst[i] = loadElem(t.Type, b[int64(i)*s:])
 	}

@@ -6,9 +6,12 @@ package kernels
 // (l1+l5), (l2+l6), (l3+l7); then pairs; then the two halves), then the
 // tail elements added one by one. This is the lane structure of llamafile's
 // tinyBLAS kernels that llama.cpp's CPU backend uses for F32 and F16
-// matmuls on AVX2, without the fused multiply-adds. Every product is rounded
-// to float32 explicitly so that no platform fuses it into an FMA, which
-// keeps results bit-identical across architectures.
+// matmuls on AVX2, without its fused multiply-adds: it is exact for
+// operands whose products are exact in float32 (F16 and BF16 values, which
+// is how ggml multiplies F16 weights and the F16 KV cache), where an FMA
+// and a rounded product plus an add agree. F32 weights need dotF32FMA.
+// Every product is rounded to float32 explicitly so that no platform fuses
+// it into an FMA, which keeps results bit-identical across architectures.
 func dotF32(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
@@ -102,4 +105,185 @@ func dotF16F32(a []byte, b []float32) float32 {
 		sum += float32(tab[uint16(a[2*i])|uint16(a[2*i+1])<<8] * y)
 	}
 	return sum
+}
+
+// dotVec is ggml_vec_dot_f32 (f16 false) or ggml_vec_dot_f16 (f16 true, a
+// and b holding values already rounded to F16) of llama.cpp's AVX2 build:
+// the kernel ggml's mul_mat uses where llamafile's tinyBLAS declines the
+// product, above all for a single activation column (decode: tinyBLAS
+// takes only n >= 2) and for inner dimensions that are not a multiple of
+// 8. The first len&^31 products go to 32 lanes (index mod 32) accumulated
+// with fused multiply-adds; the four 8-lane vectors are reduced as
+// (v0+v2)+(v1+v3), the halves added lane-wise and the last four values as
+// two horizontal adds, (t0+t1)+(t2+t3). The remaining products are added
+// one by one: rounded to float32 and added to the float32 sum for F32
+// (measured against llama.cpp's values: not fused), and added to a float64
+// sum for F16 (converted to float32 at the end). F16 products are exact in
+// float32, so there the lane FMAs are plain adds.
+func dotVec(a, b []float32, f16 bool) float32 {
+	n := len(a)
+	b = b[:n]
+	np := n &^ 31
+	var red float32
+	if np > 0 {
+		// One 8-lane vector at a time, its lanes in registers: vector k
+		// holds indices ≡ 8k+e (mod 32).
+		var g [4][8]float32
+		for k := range g {
+			var s0, s1, s2, s3, s4, s5, s6, s7 float32
+			if f16 {
+				for i := 8 * k; i < np; i += 32 {
+					x := a[i : i+8 : i+8]
+					y := b[i : i+8 : i+8]
+					s0 += float32(x[0] * y[0])
+					s1 += float32(x[1] * y[1])
+					s2 += float32(x[2] * y[2])
+					s3 += float32(x[3] * y[3])
+					s4 += float32(x[4] * y[4])
+					s5 += float32(x[5] * y[5])
+					s6 += float32(x[6] * y[6])
+					s7 += float32(x[7] * y[7])
+				}
+			} else {
+				for i := 8 * k; i < np; i += 32 {
+					x := a[i : i+8 : i+8]
+					y := b[i : i+8 : i+8]
+					s0 = fma32(x[0], y[0], s0)
+					s1 = fma32(x[1], y[1], s1)
+					s2 = fma32(x[2], y[2], s2)
+					s3 = fma32(x[3], y[3], s3)
+					s4 = fma32(x[4], y[4], s4)
+					s5 = fma32(x[5], y[5], s5)
+					s6 = fma32(x[6], y[6], s6)
+					s7 = fma32(x[7], y[7], s7)
+				}
+			}
+			g[k] = [8]float32{s0, s1, s2, s3, s4, s5, s6, s7}
+		}
+		red = reduce32(&g)
+	}
+	if f16 {
+		sum := float64(red)
+		for i := np; i < n; i++ {
+			sum += float64(a[i] * b[i])
+		}
+		return float32(sum)
+	}
+	for i := np; i < n; i++ {
+		red += float32(a[i] * b[i])
+	}
+	return red
+}
+
+// reduce32 is GGML_F32_VEC_REDUCE on AVX: the four 8-lane accumulators
+// added as (g0+g2)+(g1+g3), then the two 128-bit halves, then two
+// horizontal adds.
+func reduce32(g *[4][8]float32) float32 {
+	var v [8]float32
+	for e := range v {
+		v[e] = (g[0][e] + g[2][e]) + (g[1][e] + g[3][e])
+	}
+	t0, t1, t2, t3 := v[0]+v[4], v[1]+v[5], v[2]+v[6], v[3]+v[7]
+	return (t0 + t1) + (t2 + t3)
+}
+
+// dotVecF16Raw is dotVec(f16 = true) with a given as raw little-endian
+// F16 values, widened on the fly.
+func dotVecF16Raw(a []byte, b []float32) float32 {
+	tab := f16tab()
+	n := len(b)
+	a = a[:2*n]
+	np := n &^ 31
+	var red float32
+	if np > 0 {
+		var g [4][8]float32
+		for k := range g {
+			var s0, s1, s2, s3, s4, s5, s6, s7 float32
+			for i := 8 * k; i < np; i += 32 {
+				x := a[2*i : 2*i+16 : 2*i+16]
+				y := b[i : i+8 : i+8]
+				s0 += float32(tab[uint16(x[0])|uint16(x[1])<<8] * y[0])
+				s1 += float32(tab[uint16(x[2])|uint16(x[3])<<8] * y[1])
+				s2 += float32(tab[uint16(x[4])|uint16(x[5])<<8] * y[2])
+				s3 += float32(tab[uint16(x[6])|uint16(x[7])<<8] * y[3])
+				s4 += float32(tab[uint16(x[8])|uint16(x[9])<<8] * y[4])
+				s5 += float32(tab[uint16(x[10])|uint16(x[11])<<8] * y[5])
+				s6 += float32(tab[uint16(x[12])|uint16(x[13])<<8] * y[6])
+				s7 += float32(tab[uint16(x[14])|uint16(x[15])<<8] * y[7])
+			}
+			g[k] = [8]float32{s0, s1, s2, s3, s4, s5, s6, s7}
+		}
+		red = reduce32(&g)
+	}
+	sum := float64(red)
+	for i := np; i < n; i++ {
+		sum += float64(tab[uint16(a[2*i])|uint16(a[2*i+1])<<8] * b[i])
+	}
+	return float32(sum)
+}
+
+// dotF32FMA is dotF32 with tinyBLAS's fused multiply-adds (lane j =
+// fma(a[i], b[i], lane j)), the tail also fused: bit for bit what
+// llamafile's tinyBLAS computes for F32 weights on AVX2 (it takes only
+// inner dimensions that are multiples of 8, so there is no tail there).
+func dotF32FMA(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3, s4, s5, s6, s7 float32
+	for len(a) >= 8 {
+		x := a[:8:8]
+		y := b[:8:8]
+		s0 = fma32(x[0], y[0], s0)
+		s1 = fma32(x[1], y[1], s1)
+		s2 = fma32(x[2], y[2], s2)
+		s3 = fma32(x[3], y[3], s3)
+		s4 = fma32(x[4], y[4], s4)
+		s5 = fma32(x[5], y[5], s5)
+		s6 = fma32(x[6], y[6], s6)
+		s7 = fma32(x[7], y[7], s7)
+		a = a[8:]
+		b = b[8:]
+	}
+	t0, t1, t2, t3 := s0+s4, s1+s5, s2+s6, s3+s7
+	sum := (t0 + t2) + (t1 + t3)
+	b = b[:len(a)]
+	for i, x := range a {
+		sum = fma32(x, b[i], sum)
+	}
+	return sum
+}
+
+// dotF32x4FMA is dotF32x4 with fused multiply-adds: each result bit for
+// bit dotF32FMA(a, bi).
+func dotF32x4FMA(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
+	n := len(a)
+	b0, b1, b2, b3 = b0[:n], b1[:n], b2[:n], b3[:n]
+	var p, q, r, s [8]float32
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		x := a[i : i+8 : i+8]
+		y0 := b0[i : i+8 : i+8]
+		y1 := b1[i : i+8 : i+8]
+		y2 := b2[i : i+8 : i+8]
+		y3 := b3[i : i+8 : i+8]
+		for j := range 8 {
+			xj := x[j]
+			p[j] = fma32(xj, y0[j], p[j])
+			q[j] = fma32(xj, y1[j], q[j])
+			r[j] = fma32(xj, y2[j], r[j])
+			s[j] = fma32(xj, y3[j], s[j])
+		}
+	}
+	red := func(l *[8]float32) float32 {
+		t0, t1, t2, t3 := l[0]+l[4], l[1]+l[5], l[2]+l[6], l[3]+l[7]
+		return (t0 + t2) + (t1 + t3)
+	}
+	r0, r1, r2, r3 = red(&p), red(&q), red(&r), red(&s)
+	for ; i < n; i++ {
+		x := a[i]
+		r0 = fma32(x, b0[i], r0)
+		r1 = fma32(x, b1[i], r1)
+		r2 = fma32(x, b2[i], r2)
+		r3 = fma32(x, b3[i], r3)
+	}
+	return
 }

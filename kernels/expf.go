@@ -3,11 +3,14 @@ package kernels
 import "math"
 
 // fma32 is a float32 fused multiply-add (a*b + c rounded once). It goes
-// through float64: a*b is exact there and only the final two roundings
-// could differ from a true single-precision FMA, which for the operand
-// ranges used here does not happen in practice.
+// through float64: a*b is exact there (24+24 significant bits), so the
+// float64 sum is a*b + c rounded once, whether or not the compiler fuses it
+// (math.FMA would give the same bits, three times slower); only the final
+// two roundings could differ from a true single-precision FMA, which needs
+// the float64 sum to land exactly on a float32 midpoint without being one,
+// and does not happen in practice.
 func fma32(a, b, c float32) float32 {
-	return float32(math.FMA(float64(a), float64(b), float64(c)))
+	return float32(float64(a)*float64(b) + float64(c))
 }
 
 // vexpf is ggml's vectorised expf for AVX2+FMA (ggml_v_expf, "adapted from
@@ -66,6 +69,13 @@ func siluRow(out, x []float32) {
 	}
 }
 
+var (
+	negInf32 = float32(math.Inf(-1))
+	// vexpfNegInf is vexpf(-Inf) (which is +0), looked up for the
+	// masked entries of a soft_max row instead of evaluated.
+	vexpfNegInf = vexpf(negInf32)
+)
+
 // softmaxExpSum is ggml_vec_soft_max_f32 on x86 with AVX2: w[i] =
 // exp(w[i] - mx), vexpf in blocks of 8 whose horizontal float32 sums
 // ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)) are added to a float64 total, then
@@ -76,7 +86,11 @@ func softmaxExpSum(w []float32, mx float32) float64 {
 	for i := 0; i < n; i += 8 {
 		v := w[i : i+8 : i+8]
 		for j := range v {
-			v[j] = vexpf(v[j] - mx)
+			if x := v[j] - mx; x != negInf32 {
+				v[j] = vexpf(x)
+			} else {
+				v[j] = vexpfNegInf // a masked entry
+			}
 		}
 		t0, t1, t2, t3 := v[4]+v[0], v[5]+v[1], v[6]+v[2], v[7]+v[3]
 		sum += float64((t0 + t2) + (t1 + t3))

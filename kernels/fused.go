@@ -2,6 +2,8 @@ package kernels
 
 import (
 	"fmt"
+
+	"github.com/irtool/irtool/gguf"
 )
 
 // RopeSetRows applies Rope to src [head_dim, n_head, n_tokens] and
@@ -120,64 +122,196 @@ func (o Options) Attention(dst, q, k, v Tensor, mask *Tensor, scale, maxBias flo
 	}
 	al := newAlibi(maxBias, H)
 	rk, rv := vecDotRound(k.Type), vecDotRound(v.Type)
-	r2 := H / k.Ne[2]
+	HKV := k.Ne[2]
+	r2 := H / HKV
 	d, nkv, dv := int(D), int(NKV), int(DV)
+	// v is usually a strided view whose dim 1 (head_dim_v) is the
+	// contiguous one (set_rows cache) and sometimes one whose dim 0 (n_kv)
+	// is (llama.cpp's transposed cpy cache): read it along whichever is
+	// dense. Either way vr holds it as dv rows of nkv values.
+	vt := v
+	vt.Ne[0], vt.Ne[1], vt.Nb[0], vt.Nb[1] = v.Ne[1], v.Ne[0], v.Nb[1], v.Nb[0]
+	es := int64(v.Type.TypeSize())
+	vAlongDim1 := v.Nb[0] != es && v.Nb[1] == es
 	out := newDstWriter(dst)
-	grain := max(1, int((1<<15)/max(T*NKV*(D+DV), 1)))
-	parallelFor(o.Threads, int(H*B), grain, func(lo, hi int) {
-		kr := make([]float32, nkv*d)
-		vr := make([]float32, dv*nkv)
-		qc := make([]float32, d)
-		s := make([]float32, nkv)
-		mrow := make([]float32, nkv)
-		res := make([]float32, dv)
+	// The products follow the kernel ggml's mul_mat picks for each of the
+	// two matmuls (see MulMat): tinyBLAS's lanes, fused for F32 operands,
+	// unless a single query column or an inner dimension that is not a
+	// multiple of 8 sends it to ggml_vec_dot_f16/f32.
+	kqDots := dotRowsFor(k.Type, T < 2 || d%8 != 0)
+	vDot := dotFor(v.Type, T < 2 || nkv%8 != 0)
+	// One task is one KV head of one dim-3 batch and a range of tokens:
+	// its K and V rows are decoded once and serve the r2 query heads that
+	// share them (GQA). Tokens are split only when there are too few KV
+	// heads to keep the workers busy (each split decodes K and V again).
+	// Every output row is computed the same way whatever the split.
+	groups := int(HKV * B)
+	tChunks := 1
+	if w := workers(o.Threads, 1<<30); groups < 4*w && T > 1 && int(r2*T)*nkv*(d+dv) >= 4<<15 {
+		tChunks = min(int(T), (4*w+groups-1)/groups)
+	}
+	tLen := (T + int64(tChunks) - 1) / int64(tChunks)
+	tChunks = int((T + tLen - 1) / tLen)
+	work := (int(r2*tLen) + 1) * nkv * (d + dv)
+	grain := max(1, (1<<15)/max(work, 1))
+	parallelFor(o.Threads, groups*tChunks, grain, func(lo, hi int) {
+		bufs := getF32(nkv*d + dv*nkv + d + 2*nkv + 2*dv)
+		defer putF32(bufs)
+		buf := *bufs
+		take := func(n int) []float32 {
+			s := buf[:n:n]
+			buf = buf[n:]
+			return s
+		}
+		kr, vr, qc, s, mrow, res, vtmp := take(nkv*d), take(dv*nkv), take(d), take(nkv), take(nkv), take(dv), take(dv)
 		for task := lo; task < hi; task++ {
-			h, i3 := int64(task)%H, int64(task)/H
-			hk, i3k, i3v := h/r2, i3%k.Ne[3], i3%v.Ne[3]
-			for j := range nkv {
-				if err := loadRowInto(k, k.rowOff(int64(j), hk, i3k), kr[j*d:(j+1)*d]); err != nil {
-					panic(err)
-				}
+			g, tc := int64(task/tChunks), int64(task%tChunks)
+			hk, i3 := g%HKV, g/HKV
+			t0, t1 := tc*tLen, min(T, (tc+1)*tLen)
+			// Dim 3 broadcasts as in mul_mat: batch i3 of q meets batch
+			// i3/(ne3/ne3k) of k (and likewise of v).
+			i3k, i3v := i3/(B/k.Ne[3]), i3/(B/v.Ne[3])
+			loadRows(k, hk, i3k, kr, d, nil)
+			if vAlongDim1 {
+				loadRows(vt, hk, i3v, vr, dv, vtmp)
+			} else {
+				loadRows(v, hk, i3v, vr, nkv, nil)
 			}
-			for j := range dv {
-				if err := loadRowInto(v, v.rowOff(int64(j), hk, i3v), vr[j*nkv:(j+1)*nkv]); err != nil {
-					panic(err)
-				}
-			}
-			for t := range T {
-				if err := loadRowInto(q, q.rowOff(t, h, i3), qc); err != nil {
-					panic(err)
-				}
-				if rk != nil {
-					for i, x := range qc {
-						qc[i] = rk(x)
+			for h := hk * r2; h < (hk+1)*r2; h++ {
+				for t := t0; t < t1; t++ {
+					if err := loadRowInto(q, q.rowOff(t, h, i3), qc); err != nil {
+						panic(err)
 					}
-				}
-				for j := range nkv {
-					s[j] = dotF32(kr[j*d:(j+1)*d], qc)
-				}
-				var m []float32
-				if mask != nil {
-					m = srcRow(*mask, mask.rowOff(t, h%mask.Ne[2], i3%mask.Ne[3]), nkv, mrow)
-				}
-				softmaxRow(s, m, scale, al.slope(h))
-				if rv != nil {
-					for i, x := range s {
-						s[i] = rv(x)
+					if rk != nil {
+						for i, x := range qc {
+							qc[i] = rk(x)
+						}
 					}
-				}
-				for j := range dv {
-					res[j] = dotF32(vr[j*nkv:(j+1)*nkv], s)
-				}
-				if out.view != nil {
-					for j, x := range res {
-						out.put(int64(j), t, h, i3, x)
+					kqDots(s, kr, qc)
+					var m []float32
+					if mask != nil {
+						m = srcRow(*mask, mask.rowOff(t, h%mask.Ne[2], i3%mask.Ne[3]), nkv, mrow)
 					}
-				} else {
-					storeRow(dst, dst.rowOff(t, h, i3), res)
+					softmaxRow(s, m, scale, al.slope(h))
+					if rv != nil {
+						for i, x := range s {
+							s[i] = rv(x)
+						}
+					}
+					for c := range dv {
+						res[c] = vDot(vr[c*nkv:(c+1)*nkv], s)
+					}
+					if out.view != nil {
+						for c, x := range res {
+							out.put(int64(c), t, h, i3, x)
+						}
+					} else {
+						storeRow(dst, dst.rowOff(t, h, i3), res)
+					}
 				}
 			}
 		}
 	})
 	return nil
+}
+
+// loadRows decodes rows i1 = 0, 1, … of n values each (n = t.Ne[0]) of
+// batch (i2, i3) of t into dst. With tr nil, row i1 goes to dst[i1*n:]
+// (dst holds len(dst)/n rows). With tr (scratch for one row) it is stored
+// transposed: value i0 of row i1 goes to dst[i0*rows+i1], rows =
+// len(dst)/n. Dense F16 rows are widened through the table without a call
+// per row; all conversions are exact.
+func loadRows(t Tensor, i2, i3 int64, dst []float32, n int, tr []float32) {
+	rows := len(dst) / n
+	if t.Type == gguf.TypeF16 && (t.Nb[0] == 2 || n == 1) {
+		tab := f16tab()
+		for i1 := range rows {
+			b := t.Data[t.rowOff(int64(i1), i2, i3):][: 2*n : 2*n]
+			if tr == nil {
+				row := dst[i1*n : (i1+1)*n : (i1+1)*n]
+				for i := range row {
+					row[i] = tab[uint16(b[2*i])|uint16(b[2*i+1])<<8]
+				}
+				continue
+			}
+			for i := range n {
+				dst[i*rows+i1] = tab[uint16(b[2*i])|uint16(b[2*i+1])<<8]
+			}
+		}
+		return
+	}
+	for i1 := range rows {
+		row := tr
+		if tr == nil {
+			row = dst[i1*n : (i1+1)*n]
+		}
+		if err := loadRowInto(t, t.rowOff(int64(i1), i2, i3), row[:n]); err != nil {
+			panic(err)
+		}
+		if tr != nil {
+			for i, x := range row[:n] {
+				dst[i*rows+i1] = x
+			}
+		}
+	}
+}
+
+// dotFor returns the dot product ggml's mul_mat computes for weights of
+// type t (operands already rounded to its vec_dot_type): dotVec where
+// tinyBLAS declines (vec; F32 and F16 only), else tinyBLAS's lanes, fused
+// for F32.
+func dotFor(t gguf.GGMLType, vec bool) func(a, b []float32) float32 {
+	switch {
+	case vec && t == gguf.TypeF16:
+		return func(a, b []float32) float32 { return dotVec(a, b, true) }
+	case vec && t == gguf.TypeF32:
+		return func(a, b []float32) float32 { return dotVec(a, b, false) }
+	case t == gguf.TypeF32:
+		return dotF32FMA
+	}
+	return dotF32
+}
+
+// dotRowsFor returns a function setting s[j] = dot(a[j*d:(j+1)*d], q) for
+// every row j of a (d = len(q)) with dotFor(t, vec)'s dot, unrolled for
+// head_dim 8 where that is one block of tinyBLAS's eight lanes.
+func dotRowsFor(t gguf.GGMLType, vec bool) func(s, a, q []float32) {
+	dot := dotFor(t, vec)
+	return func(s, a, q []float32) {
+		d := len(q)
+		switch {
+		case d == 8 && !(vec && (t == gguf.TypeF16 || t == gguf.TypeF32)):
+			dotRows8(s, a, q)
+		case d < 32 && vec && t == gguf.TypeF16:
+			// ggml_vec_dot_f16 without a full block: the rounded
+			// products summed in float64 from +0 (dotVec's leftovers).
+			q = q[:d:d]
+			for j := range s {
+				x := a[j*d : (j+1)*d : (j+1)*d]
+				var sum float64
+				for i, y := range q {
+					sum += float64(x[i] * y)
+				}
+				s[j] = float32(sum)
+			}
+		default:
+			for j := range s {
+				s[j] = dot(a[j*d:(j+1)*d], q)
+			}
+		}
+	}
+}
+
+// dotRows8 sets s[j] = dotF32(a[j*8:(j+1)*8], q) (also dotF32FMA's value:
+// with one block of lanes each lane holds a single rounded product).
+func dotRows8(s, a, q []float32) {
+	y := q[:8:8]
+	for j := range s {
+		x := a[j*8 : j*8+8 : j*8+8]
+		t0 := float32(x[0]*y[0]) + float32(x[4]*y[4])
+		t1 := float32(x[1]*y[1]) + float32(x[5]*y[5])
+		t2 := float32(x[2]*y[2]) + float32(x[6]*y[6])
+		t3 := float32(x[3]*y[3]) + float32(x[7]*y[7])
+		s[j] = (t0 + t2) + (t1 + t3)
+	}
 }

@@ -269,3 +269,102 @@ func TestHostileInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionShapes checks Attention bit for bit against the unfused
+// chain on the shapes its fast paths depend on: head_dim 8 (unrolled K
+// dots) and others with dot tails, n_kv not a multiple of 8, V read along
+// dim 1 (set_rows cache) or dim 0 (transposed cpy cache), 1 to 3 query
+// heads per KV head, dim-3 batches broadcast over fewer KV batches, F16 masks,
+// ALiBi, and enough tokens over few KV heads that the kernel splits
+// tokens across goroutines (also compared with one goroutine).
+func TestAttentionShapes(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, c := range []struct {
+		cache, maskType       gguf.GGMLType
+		transposedV           bool
+		hd, nh, nhkv, nt, nkv int64
+		batches, kvBatches    int64
+		maxBias               float32
+	}{
+		{gguf.TypeF16, gguf.TypeF32, false, 8, 8, 4, 1, 64, 1, 1, 0},
+		{gguf.TypeF16, gguf.TypeF32, true, 8, 8, 4, 1, 64, 1, 1, 0},
+		{gguf.TypeF16, gguf.TypeF16, true, 16, 4, 2, 5, 37, 4, 2, 0},
+		{gguf.TypeF32, gguf.TypeF16, false, 12, 6, 2, 70, 96, 1, 1, 0},
+		{gguf.TypeF16, gguf.TypeF32, false, 8, 8, 4, 65, 96, 2, 1, 0},
+		{gguf.TypeBF16, gguf.TypeF32, false, 16, 2, 2, 3, 40, 2, 2, 8},
+		{gguf.TypeF16, gguf.TypeF32, false, 64, 4, 1, 2, 33, 1, 1, 0},
+	} {
+		name := fmt.Sprintf("%s/vT=%v/hd%d_h%d_kv%d_t%d_nkv%d_b%d_kvb%d", c.cache, c.transposedV, c.hd, c.nh, c.nhkv, c.nt, c.nkv, c.batches, c.kvBatches)
+		t.Run(name, func(t *testing.T) {
+			// Caches of kvBatches blocks of nctx cells each.
+			nctx, kvb := c.nkv+3, c.kvBatches
+			es := int64(c.cache.TypeSize())
+			n := int(c.hd * c.nhkv * nctx * kvb)
+			kc := newT(t, c.cache, c.hd*c.nhkv, nctx*kvb)
+			if err := Cpy(kc, f32t(t, randF32(r, n, 1), c.hd*c.nhkv, nctx*kvb)); err != nil {
+				t.Fatal(err)
+			}
+			k, err := kc.View([4]int64{c.hd, c.nkv, c.nhkv, kvb}, [4]int64{es, kc.Nb[1], c.hd * es, kc.Nb[1] * nctx}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v Tensor
+			if c.transposedV {
+				vc := newT(t, c.cache, nctx, c.hd*c.nhkv*kvb)
+				if err := Cpy(vc, f32t(t, randF32(r, n, 1), nctx, c.hd*c.nhkv*kvb)); err != nil {
+					t.Fatal(err)
+				}
+				v, err = vc.View([4]int64{c.nkv, c.hd, c.nhkv, kvb}, [4]int64{es, vc.Nb[1], vc.Nb[1] * c.hd, vc.Nb[1] * c.hd * c.nhkv}, 0)
+			} else {
+				vc := newT(t, c.cache, c.hd*c.nhkv, nctx*kvb)
+				if err := Cpy(vc, f32t(t, randF32(r, n, 1), c.hd*c.nhkv, nctx*kvb)); err != nil {
+					t.Fatal(err)
+				}
+				v, err = vc.View([4]int64{c.nkv, c.hd, c.nhkv, kvb}, [4]int64{vc.Nb[1], es, c.hd * es, vc.Nb[1] * nctx}, 0)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := f32t(t, randF32(r, int(c.hd*c.nh*c.nt*c.batches), 1), c.hd, c.nh, c.nt, c.batches).Permute([4]int{0, 2, 1, 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := (c.nt + 63) / 64 * 64
+			mv := make([]float32, c.nkv*rows)
+			for i := range rows {
+				for j := range c.nkv {
+					if i >= c.nt || j > c.nkv-c.nt-2+i {
+						mv[i*c.nkv+j] = float32(math.Inf(-1))
+					}
+				}
+			}
+			mask := f32t(t, mv, c.nkv, rows)
+			if c.maskType == gguf.TypeF16 {
+				mask = f16t(t, mv, c.nkv, rows)
+			}
+			scale := float32(1 / math.Sqrt(float64(c.hd)))
+
+			kq := newT(t, gguf.TypeF32, c.nkv, c.nt, c.nh, c.batches)
+			if err := MulMat(kq, k, q); err != nil {
+				t.Fatal(err)
+			}
+			if err := SoftMax(kq, kq, &mask, scale, c.maxBias); err != nil {
+				t.Fatal(err)
+			}
+			want := newT(t, gguf.TypeF32, c.hd, c.nt, c.nh, c.batches)
+			if err := MulMat(want, v, kq); err != nil {
+				t.Fatal(err)
+			}
+			for _, threads := range []int{0, 1, 3} {
+				got, err := newT(t, gguf.TypeF32, c.hd, c.nh, c.nt, c.batches).Permute([4]int{0, 2, 1, 3})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := (Options{Threads: threads}).Attention(got, q, k, v, &mask, scale, c.maxBias); err != nil {
+					t.Fatal(err)
+				}
+				same(t, fmt.Sprintf("threads=%d", threads), vals(t, got), vals(t, want))
+			}
+		})
+	}
+}

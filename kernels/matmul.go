@@ -67,14 +67,23 @@ const (
 
 // matmul is one prepared product: the activation columns converted once.
 type matmul struct {
-	kind   mmKind
-	a, b   Tensor
-	k      int   // inner dimension
-	n      int64 // columns per b batch (b.Ne[1])
-	bf     []float32
-	bq     q8Row
-	aView  bool // a rows can be read in place as float32
-	raw    bool // a rows are multiplied straight from their bytes (few columns)
+	kind  mmKind
+	a, b  Tensor
+	k     int   // inner dimension
+	n     int64 // columns per b batch (b.Ne[1])
+	bf    []float32
+	bq    q8Row
+	aView bool // a rows can be read in place as float32
+	raw   bool // a rows are multiplied straight from their bytes (few columns)
+	// vec: float kind only (not BF16), products follow
+	// ggml_vec_dot_f32/f16 (dotVec) instead of tinyBLAS (dotF32): where
+	// llamafile_sgemm declines, i.e. one column per b batch (n < 2) or an
+	// inner dimension that is not a multiple of 8.
+	vec    bool
+	vecF16 bool // vec with F16 weights (ggml_vec_dot_f16)
+	// fma: F32 or dequantised weights, whose products are inexact:
+	// tinyBLAS's lanes are fused (dotF32FMA, dotF32x4FMA).
+	fma    bool
 	r2, r3 int64
 }
 
@@ -183,6 +192,13 @@ func prepareMatmul(o Options, a, b Tensor) *matmul {
 	default:
 		m.kind = mmFloat
 		m.aView = a.Type == gguf.TypeF32 && (a.Nb[0] == 4 || a.Ne[0] == 1) && hostLittleEndian
+		// Dequantised weights (QuantDequant) are multiplied as llama.cpp
+		// multiplies F32 weights (its F32 dequantisation of them).
+		bf16 := a.Type == gguf.TypeBF16
+		if !bf16 && (m.n < 2 || m.k%8 != 0) {
+			m.vec, m.vecF16 = true, a.Type == gguf.TypeF16
+		}
+		m.fma = a.Type != gguf.TypeF16 && !bf16
 	}
 	// A weight row that meets fewer than 4 activation columns is cheaper to
 	// multiply straight from its bytes than to decode first (decode steps).
@@ -429,7 +445,11 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 				var v float32
 				switch m.a.Type {
 				case gguf.TypeF16:
-					v = dotF16F32(row, m.col(base+j))
+					if m.vec {
+						v = dotVecF16Raw(row, m.col(base+j))
+					} else {
+						v = dotF16F32(row, m.col(base+j))
+					}
 				case gguf.TypeQ8_0:
 					c := m.q8col(base + j)
 					v = dotQ8_0Raw(row, c.qs, c.d)
@@ -446,10 +466,24 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 	case mmFloat:
 		rows := t.rows[:nr]
 		var j int64
+		if m.vec {
+			for ; j < m.n; j++ {
+				c := m.col(base + j)
+				for r, row := range rows {
+					out.put(r0+int64(r), j, i12, i13, dotVec(row, c, m.vecF16))
+				}
+			}
+			return
+		}
 		for ; j+4 <= m.n; j += 4 {
 			c0, c1, c2, c3 := m.col(base+j), m.col(base+j+1), m.col(base+j+2), m.col(base+j+3)
 			for r, row := range rows {
-				v0, v1, v2, v3 := dotF32x4(row, c0, c1, c2, c3)
+				var v0, v1, v2, v3 float32
+				if m.fma {
+					v0, v1, v2, v3 = dotF32x4FMA(row, c0, c1, c2, c3)
+				} else {
+					v0, v1, v2, v3 = dotF32x4(row, c0, c1, c2, c3)
+				}
 				i := r0 + int64(r)
 				out.put(i, j, i12, i13, v0)
 				out.put(i, j+1, i12, i13, v1)
@@ -460,7 +494,11 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 		for ; j < m.n; j++ {
 			c := m.col(base + j)
 			for r, row := range rows {
-				out.put(r0+int64(r), j, i12, i13, dotF32(row, c))
+				if m.fma {
+					out.put(r0+int64(r), j, i12, i13, dotF32FMA(row, c))
+				} else {
+					out.put(r0+int64(r), j, i12, i13, dotF32(row, c))
+				}
 			}
 		}
 	case mmQ8_0:

@@ -142,6 +142,29 @@ func TestDotF32x4SameBits(t *testing.T) {
 	}
 }
 
+// TestDotVariantsSameBits checks the unrolled and raw forms of the dot
+// products against their plain forms: dotF32x4FMA against dotF32FMA,
+// dotVecF16Raw against dotVec of the widened row, and (F16 values, whose
+// products are exact) dotF32 against dotF32FMA. Lengths cover empty, tails
+// and several 32-value blocks.
+func TestDotVariantsSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n <= 100; n++ {
+		a := randF32(r, n, 1)
+		b := [4][]float32{randF32(r, n, 1), randF32(r, n, 1), randF32(r, n, 1), randF32(r, n, 1)}
+		v0, v1, v2, v3 := dotF32x4FMA(a, b[0], b[1], b[2], b[3])
+		same(t, fmt.Sprintf("x4 n=%d", n), []float32{v0, v1, v2, v3},
+			[]float32{dotF32FMA(a, b[0]), dotF32FMA(a, b[1]), dotF32FMA(a, b[2]), dotF32FMA(a, b[3])})
+		h := f16t(t, append(a, 0), int64(n+1))
+		ha, hb := vals(t, h)[:n], make([]float32, n)
+		for i, x := range b[0] {
+			hb[i] = roundF16(x)
+		}
+		same(t, fmt.Sprintf("raw n=%d", n), []float32{dotVecF16Raw(h.Data, hb)}, []float32{dotVec(ha, hb, true)})
+		same(t, fmt.Sprintf("f16 fma n=%d", n), []float32{dotF32(ha, hb)}, []float32{dotF32FMA(ha, hb)})
+	}
+}
+
 func TestQuantizeQ8_0(t *testing.T) {
 	// ggml's AVX2 quantize_row_q8_0: amax 127 gives id = 1, so 2.5 rounds
 	// to even (2) where the reference roundf would give 3; -0.5 gives -0.
@@ -412,9 +435,14 @@ func TestMulMatErrors(t *testing.T) {
 }
 
 // TestMulMatColumnsIndependent multiplies 6 columns at once and one at a
-// time: a decode step (1 column, weights read straight from their bytes)
-// must give the bits of the same column in a prefill (weights decoded once
-// for all columns).
+// time: for quantised weights a decode step (1 column, weights read
+// straight from their bytes) must give the bits of the same column in a
+// prefill (weights decoded once for all columns). F32 and F16 weights, and
+// quantised weights dequantised to F32 (QuantDequant), meet a single column
+// with ggml_vec_dot_f32/f16's summation order (tinyBLAS takes only n >= 2,
+// as in llama.cpp), so there the single column must equal dotVec of the row
+// and the column, and the 6 columns tinyBLAS's order (dotF32FMA, or dotF32
+// for F16).
 func TestMulMatColumnsIndependent(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	const k, m, n = 256, 7, 6
@@ -451,10 +479,34 @@ func TestMulMatColumnsIndependent(t *testing.T) {
 			av := vals(t, all)
 			for j := range n {
 				one := newT(t, gguf.TypeF32, m, 1)
-				if err := opts.MulMat(one, w, f32t(t, xv[j*k:(j+1)*k], k, 1)); err != nil {
+				col := xv[j*k : (j+1)*k]
+				if err := opts.MulMat(one, w, f32t(t, col, k, 1)); err != nil {
 					t.Fatal(err)
 				}
-				same(t, fmt.Sprintf("%s %s column %d", ty, opts.Quant, j), vals(t, one), av[j*m:(j+1)*m])
+				what := fmt.Sprintf("%s %s column %d", ty, opts.Quant, j)
+				if ty != gguf.TypeF32 && ty != gguf.TypeF16 && opts.Quant == QuantGGML {
+					same(t, what, vals(t, one), av[j*m:(j+1)*m])
+					continue
+				}
+				wf := vals(t, w)
+				c := append([]float32(nil), col...)
+				if ty == gguf.TypeF16 {
+					for i := range c {
+						c[i] = roundF16(c[i])
+					}
+				}
+				vec, tiny := make([]float32, m), make([]float32, m)
+				for r := range m {
+					row := wf[r*k : (r+1)*k]
+					vec[r] = dotVec(row, c, ty == gguf.TypeF16)
+					if ty != gguf.TypeF16 {
+						tiny[r] = dotF32FMA(row, c)
+					} else {
+						tiny[r] = dotF32(row, c)
+					}
+				}
+				same(t, what+" (vec_dot)", vals(t, one), vec)
+				same(t, what+" (tinyBLAS)", av[j*m:(j+1)*m], tiny)
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 // sub-blocks (Q4_K, Q5_K) repeat the sub-block's scale and min in both of
 // its groups, which leaves the integer sums unchanged.
 type qkRow struct {
+	t     gguf.GGMLType // set by unpackQK; selects dotQK's float combination
 	q     []int8
 	sc, m []int32
 	d     []float32 // per super-block: the f16 super-scale
@@ -39,6 +40,7 @@ func unpackQK(t gguf.GGMLType, src []byte, r *qkRow) {
 	tab := f16tab()
 	half := func(b []byte) float32 { return tab[binary.LittleEndian.Uint16(b)] }
 	ts := t.TypeSize()
+	r.t = t
 	for s := range r.d {
 		b := src[s*ts : (s+1)*ts]
 		q := r.q[s*256 : s*256+256]
@@ -162,27 +164,73 @@ func scaleMinK4(j int, q []byte) (sc, m uint8) {
 	return (q[j+4] & 0x0f) | ((q[j-4] >> 6) << 4), (q[j+4] >> 4) | ((q[j] >> 6) << 4)
 }
 
-// dotQK is ggml_vec_dot_q{2..6}_K_q8_K: per super-block the exact integer
-// sums isum = Σ_g sc[g]·Σ q·y and msum = Σ_g m[g]·bsum[g], combined in
-// float32 as d_y·d·isum − d_y·dmin·msum and summed in super-block order.
+// dotQK is ggml_vec_dot_q{2..6}_K_q8_K as llama.cpp's x86 AVX2 build
+// computes it, bit for bit. The integer work is exact in any order; what
+// matters is how it is split before it meets floats. Every AVX2 kernel
+// multiplies 32 consecutive values per 256-bit register, so int32 lane k
+// (0..7) of its accumulator collects the products of values 4k..4k+3 of
+// every 32-value group, each times its 16-value scale. Per super-block the
+// eight lane sums are converted to float and accumulated with an FMA,
+// acc[k] = fma(d, lane[k], acc[k]) with d = d_y·d_x, and the result is
+// the 256-bit horizontal sum of acc. The mins (Q2_K, Q4_K, Q5_K) go their
+// own ways: Q2_K folds d_min·(m[2k]·bsum[2k] + m[2k+1]·bsum[2k+1]) into
+// acc[k] first; Q4_K keeps four lanes (one per pair of 32-value sub-blocks)
+// in a 128-bit accumulator reduced as (m0+m2)+(m1+m3) and added last; Q5_K
+// adds d_min times the whole integer mins sum to a scalar (contracted to an
+// FMA by gcc) added last. d_min enters negated (-d_y·d_min).
 func dotQK(a *qkRow, b q8Row) float32 {
-	var sum float32
+	var acc [8]float32
+	var accM [4]float32
+	var summs float32
 	for s, da := range a.d {
-		var isum, msum int32
+		var lane [8]int32
 		for g := range 16 {
 			o := s*256 + g*16
 			x := a.q[o : o+16 : o+16]
 			y := b.qs[o : o+16 : o+16]
-			var p0, p1 int32
-			for j := 0; j < 16; j += 2 {
-				p0 += int32(x[j]) * int32(y[j])
-				p1 += int32(x[j+1]) * int32(y[j+1])
+			sc := a.sc[s*16+g]
+			// Values 16(g%2)..16(g%2)+15 of their 32-value group: lanes
+			// 4(g%2)..4(g%2)+3.
+			l0 := 4 * (g % 2)
+			for k := range 4 {
+				p := int32(x[4*k])*int32(y[4*k]) + int32(x[4*k+1])*int32(y[4*k+1]) +
+					int32(x[4*k+2])*int32(y[4*k+2]) + int32(x[4*k+3])*int32(y[4*k+3])
+				lane[l0+k] += sc * p
 			}
-			isum += a.sc[s*16+g] * (p0 + p1)
-			msum += a.m[s*16+g] * b.bsums[s*16+g]
 		}
 		yd := b.d[s]
-		sum += float32(float32(yd*da)*float32(isum)) - float32(float32(yd*a.dmin[s])*float32(msum))
+		d := yd * da
+		dmin := -yd * a.dmin[s]
+		m := a.m[s*16 : s*16+16]
+		bs := b.bsums[s*16 : s*16+16]
+		switch a.t {
+		case gguf.TypeQ2_K:
+			for k := range 8 {
+				acc[k] = fma32(dmin, float32(m[2*k]*bs[2*k]+m[2*k+1]*bs[2*k+1]), acc[k])
+			}
+		case gguf.TypeQ4_K:
+			for l := range 4 {
+				p := m[4*l]*bs[4*l] + m[4*l+1]*bs[4*l+1] + m[4*l+2]*bs[4*l+2] + m[4*l+3]*bs[4*l+3]
+				accM[l] = fma32(dmin, float32(p), accM[l])
+			}
+		case gguf.TypeQ5_K:
+			var p int32
+			for g := range 16 {
+				p += m[g] * bs[g]
+			}
+			summs = fma32(dmin, float32(p), summs)
+		}
+		for k := range 8 {
+			acc[k] = fma32(d, float32(lane[k]), acc[k])
+		}
+	}
+	t0, t1, t2, t3 := acc[0]+acc[4], acc[1]+acc[5], acc[2]+acc[6], acc[3]+acc[7]
+	sum := (t0 + t2) + (t1 + t3)
+	switch a.t {
+	case gguf.TypeQ4_K:
+		sum += (accM[0] + accM[2]) + (accM[1] + accM[3])
+	case gguf.TypeQ5_K:
+		sum += summs
 	}
 	return sum
 }

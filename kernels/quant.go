@@ -124,25 +124,32 @@ func quantizeQ8_K(x []float32, qs []int8, d []float32, bsums []int32) {
 	}
 }
 
-// dotQ8_0 is ggml_vec_dot_q8_0_q8_0 (and q4_0_q8_0 once the Q4_0 nibbles
-// are unpacked to int8): per block of 32 an exact int32 dot product, scaled
-// by d_a*d_b and summed in float32 in block order.
+// dotQ8_0 is ggml_vec_dot_q8_0_q8_0 (and q4_0/q5_0_q8_0 once the weights
+// are unpacked to int8) as the AVX2 build computes it, and llamafile's
+// tinyBLAS_Q0_AVX too: per block of 32 the products go to eight int32
+// lanes (lane k: values 4k..4k+3), each converted to float and accumulated
+// as acc[k] = fma(d_a·d_b, lane, acc[k]); the result is the 256-bit
+// horizontal sum ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)).
 func dotQ8_0(aq []int8, ad []float32, bq []int8, bd []float32) float32 {
-	var sum float32
+	var acc [8]float32
 	bd = bd[:len(ad)]
 	for blk, da := range ad {
 		x := aq[blk*32 : blk*32+32 : blk*32+32]
 		y := bq[blk*32 : blk*32+32 : blk*32+32]
-		var s0, s1, s2, s3 int32
-		for j := 0; j < 32; j += 4 {
-			s0 += int32(x[j]) * int32(y[j])
-			s1 += int32(x[j+1]) * int32(y[j+1])
-			s2 += int32(x[j+2]) * int32(y[j+2])
-			s3 += int32(x[j+3]) * int32(y[j+3])
+		d := da * bd[blk]
+		for k := range acc {
+			l := int32(x[4*k])*int32(y[4*k]) + int32(x[4*k+1])*int32(y[4*k+1]) +
+				int32(x[4*k+2])*int32(y[4*k+2]) + int32(x[4*k+3])*int32(y[4*k+3])
+			acc[k] = fma32(d, float32(l), acc[k])
 		}
-		sum += float32(float32(s0+s1+s2+s3) * float32(da*bd[blk]))
 	}
-	return sum
+	return hsum8(&acc)
+}
+
+// hsum8 is the AVX horizontal sum of eight lanes (hsum_float_8).
+func hsum8(a *[8]float32) float32 {
+	t0, t1, t2, t3 := a[0]+a[4], a[1]+a[5], a[2]+a[6], a[3]+a[7]
+	return (t0 + t2) + (t1 + t3)
 }
 
 // unpackQ8_0 reads a Q8_0 row (34-byte blocks) into int8 values and scales.
@@ -178,42 +185,45 @@ func unpackQ4_0(src []byte, qs []int8, d []float32) {
 // blocks (34 bytes: f16 d, 32 int8), bit for bit the same result.
 func dotQ8_0Raw(src []byte, bq []int8, bd []float32) float32 {
 	tab := f16tab()
-	var sum float32
+	var acc [8]float32
 	for blk, db := range bd {
 		b := src[blk*34 : blk*34+34 : blk*34+34]
 		da := tab[uint16(b[0])|uint16(b[1])<<8]
 		x := b[2:34:34]
 		y := bq[blk*32 : blk*32+32 : blk*32+32]
-		var s0, s1, s2, s3 int32
-		for j := 0; j < 32; j += 4 {
-			s0 += int32(int8(x[j])) * int32(y[j])
-			s1 += int32(int8(x[j+1])) * int32(y[j+1])
-			s2 += int32(int8(x[j+2])) * int32(y[j+2])
-			s3 += int32(int8(x[j+3])) * int32(y[j+3])
+		d := da * db
+		for k := range acc {
+			l := int32(int8(x[4*k]))*int32(y[4*k]) + int32(int8(x[4*k+1]))*int32(y[4*k+1]) +
+				int32(int8(x[4*k+2]))*int32(y[4*k+2]) + int32(int8(x[4*k+3]))*int32(y[4*k+3])
+			acc[k] = fma32(d, float32(l), acc[k])
 		}
-		sum += float32(float32(s0+s1+s2+s3) * float32(da*db))
 	}
-	return sum
+	return hsum8(&acc)
 }
 
 // dotQ4_0Raw is dotQ8_0 for a Q4_0 weight row read straight from its
-// blocks (18 bytes: f16 d, 16 bytes of nibbles, value = nibble - 8), bit for
-// bit the same as unpacking first.
+// blocks (18 bytes: f16 d, 16 bytes of nibbles, value = nibble - 8; low
+// nibbles are values 0..15, high nibbles 16..31), bit for bit the same as
+// unpacking first.
 func dotQ4_0Raw(src []byte, bq []int8, bd []float32) float32 {
 	tab := f16tab()
-	var sum float32
+	var acc [8]float32
 	for blk, db := range bd {
 		b := src[blk*18 : blk*18+18 : blk*18+18]
 		da := tab[uint16(b[0])|uint16(b[1])<<8]
 		x := b[2:18:18]
 		y := bq[blk*32 : blk*32+32 : blk*32+32]
-		var s0, s1 int32
-		for j := range 16 {
-			v := x[j]
-			s0 += (int32(v&0x0f) - 8) * int32(y[j])
-			s1 += (int32(v>>4) - 8) * int32(y[j+16])
+		d := da * db
+		for k := range 4 {
+			var lo, hi int32
+			for j := 4 * k; j < 4*k+4; j++ {
+				v := x[j]
+				lo += (int32(v&0x0f) - 8) * int32(y[j])
+				hi += (int32(v>>4) - 8) * int32(y[j+16])
+			}
+			acc[k] = fma32(d, float32(lo), acc[k])
+			acc[k+4] = fma32(d, float32(hi), acc[k+4])
 		}
-		sum += float32(float32(s0+s1) * float32(da*db))
 	}
-	return sum
+	return hsum8(&acc)
 }

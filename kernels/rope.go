@@ -87,8 +87,8 @@ func ropeApplyRow(out, x, c []float32, nDims int, neox bool) {
 		for i0 := 0; i0 < nDims; i0 += 2 {
 			cs, sn := c[i0], c[i0+1]
 			x0, x1 := x[i0], x[i0+1]
-			out[i0] = float32(x0*cs) - float32(x1*sn)
-			out[i0+1] = float32(x0*sn) + float32(x1*cs)
+			out[i0] = fma32(x0, cs, -float32(x1*sn))
+			out[i0+1] = fma32(x0, sn, float32(x1*cs))
 		}
 	} else {
 		h := nDims / 2
@@ -96,8 +96,8 @@ func ropeApplyRow(out, x, c []float32, nDims int, neox bool) {
 			ic := i0 / 2
 			cs, sn := c[i0], c[i0+1]
 			x0, x1 := x[ic], x[ic+h]
-			out[ic] = float32(x0*cs) - float32(x1*sn)
-			out[ic+h] = float32(x0*sn) + float32(x1*cs)
+			out[ic] = fma32(x0, cs, -float32(x1*sn))
+			out[ic+h] = fma32(x0, sn, float32(x1*cs))
 		}
 	}
 	if &out[0] != &x[0] {

@@ -1,6 +1,8 @@
 package kernels
 
 import (
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -177,5 +179,29 @@ func TestToF32Quantised(t *testing.T) {
 	same(t, "q8_0", vals(t, x), want)
 	if _, err := FromBytes(gguf.TypeQ8_0, q[:60], 32, 2); err == nil {
 		t.Error("FromBytes accepted short data")
+	}
+}
+
+// TestRoundF16 checks the bit-level fast path of roundF16 against gguf's
+// converters on every float32 whose low 13 bits are one of the patterns
+// that decide rounding (exact, just below/at/above a tie, largest), for all
+// 2^19 sign/exponent/upper-mantissa combinations, and on random values.
+func TestRoundF16(t *testing.T) {
+	ref := func(v float32) float32 { return gguf.F16ToF32(gguf.F32ToF16(v)) }
+	check := func(b uint32) {
+		v := math.Float32frombits(b)
+		got, want := roundF16(v), ref(v)
+		if math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("roundF16(%#08x = %g) = %#08x, want %#08x", b, v, math.Float32bits(got), math.Float32bits(want))
+		}
+	}
+	for hi := uint32(0); hi < 1<<19; hi++ {
+		for _, lo := range []uint32{0, 1, 0xfff, 0x1000, 0x1001, 0x1fff} {
+			check(hi<<13 | lo)
+		}
+	}
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 1 << 20 {
+		check(r.Uint32())
 	}
 }
