@@ -321,3 +321,27 @@ func TestNumel(t *testing.T) {
 		t.Errorf("Numel string %q", got)
 	}
 }
+
+// FuzzParseBindings: ParseBindings never panics, and what it accepts prints
+// (Bindings.String) to text that parses back to the same bindings.
+func FuzzParseBindings(f *testing.F) {
+	for _, s := range []string{"n_kv=32,n_tokens=5", "", " n_tokens = 7 ", "a=1,a=2", "x=-1", "1x=3", "n=99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		b, err := ParseBindings(in)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "ir: binding ") {
+				t.Fatalf("error does not name the binding: %v", err)
+			}
+			return
+		}
+		back, err := ParseBindings(b.String())
+		if err != nil {
+			t.Fatalf("%q printed as %q, which does not parse: %v", in, b.String(), err)
+		}
+		if back.String() != b.String() {
+			t.Fatalf("%q: %q reparses as %q", in, b.String(), back.String())
+		}
+	})
+}

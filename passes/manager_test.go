@@ -430,3 +430,28 @@ func TestPatternMatching(t *testing.T) {
 		t.Errorf("AllowMore: %d", n)
 	}
 }
+
+// FuzzParsePipeline: Parse never panics, names the problem with the package
+// prefix, and a pipeline it accepts prints to text that parses to the same
+// pipeline.
+func FuzzParsePipeline(f *testing.F) {
+	for _, s := range []string{"default", "none", "", "cse,dce", "default,merge-qkv", "cse,rope-cache", ",,", "fold, cse ,dce", "none,cse"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		p, err := passes.Parse(in)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "passes: ") {
+				t.Fatalf("error without the package prefix: %v", err)
+			}
+			return
+		}
+		q, err := passes.Parse(p.String())
+		if err != nil {
+			t.Fatalf("%q parsed to %q, which does not parse: %v", in, p.String(), err)
+		}
+		if q.String() != p.String() {
+			t.Fatalf("%q: %q reparses as %q", in, p.String(), q.String())
+		}
+	})
+}

@@ -532,3 +532,35 @@ func TestCapturePolicy(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRead: Read never panics on hostile program.json text, and a program
+// it accepts writes back to JSON that reads to the same program.
+func FuzzRead(f *testing.F) {
+	f.Add(`{"version": 1}`)
+	f.Add(`{"version":1,"segments":[{"kernels":[{"attrs":{"x":{"i":3},"y":{"f":"NaN"},"z":{"dim":"n_kv*2"}}}]}]}`)
+	f.Add(`{"version":1,"regions":[{"name":"arena","bytes":-5}],"segments":[{"kernels":[{"inputs":[{"dtype":"q4_0","ne":[1,2,3,4]}]}]}]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		p, err := Read(strings.NewReader(in))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "cann: ") {
+				t.Fatalf("error without the package prefix: %v", err)
+			}
+			return
+		}
+		var a bytes.Buffer
+		if err := p.Write(&a); err != nil {
+			return // a value JSON cannot hold (e.g. from an attr decoding) is refused, not a crash
+		}
+		q, err := Read(bytes.NewReader(a.Bytes()))
+		if err != nil {
+			t.Fatalf("a written program does not read back: %v\n%s", err, a.String())
+		}
+		var b bytes.Buffer
+		if err := q.Write(&b); err != nil {
+			t.Fatal(err)
+		}
+		if a.String() != b.String() {
+			t.Fatalf("write(read(write(p))) != write(p)")
+		}
+	})
+}
