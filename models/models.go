@@ -181,6 +181,9 @@ func BuildHParams(hp HParams, lookup WeightLookup, opts Options) (*Model, error)
 	if opts.NCtx < 1 || opts.NCtx > 1<<24 {
 		return nil, fmt.Errorf("models: n_ctx %d out of range", opts.NCtx)
 	}
+	if err := hp.Validate(); err != nil {
+		return nil, err
+	}
 	switch hp.Arch {
 	case "llama", "qwen2", "mistral":
 		b := &builder{hp: hp, lookup: lookup, opts: opts}
@@ -191,6 +194,41 @@ func BuildHParams(hp HParams, lookup WeightLookup, opts Options) (*Model, error)
 		return &Model{Graph: g, HParams: hp, Options: opts}, nil
 	}
 	return nil, fmt.Errorf("models: architecture %q is not supported (llama, qwen2)", hp.Arch)
+}
+
+// MaxLayers bounds the layer count a graph is built for; the largest
+// published decoders have under 200 layers.
+const MaxLayers = 4096
+
+// Validate checks what the builders rely on: positive sizes below 2^31, a
+// layer count up to MaxLayers, whole heads (n_head a multiple of n_head_kv),
+// rotary dims within the head, and a positive norm epsilon. ReadHParams
+// output always passes; hyper-parameters made by hand (BuildHParams) are
+// checked here so that hostile values give an error, not a panic or an
+// unbounded build.
+func (hp HParams) Validate() error {
+	for _, d := range []struct {
+		name string
+		v    int64
+	}{{"n_vocab", hp.NVocab}, {"n_embd", hp.NEmbd}, {"n_layer", hp.NLayer}, {"n_head", hp.NHead},
+		{"n_head_kv", hp.NHeadKV}, {"n_ff", hp.NFF}, {"head_dim_k", hp.HeadDimK}, {"head_dim_v", hp.HeadDimV}} {
+		if d.v <= 0 || d.v > 1<<31 {
+			return fmt.Errorf("models: %s %d is out of range", d.name, d.v)
+		}
+	}
+	if hp.NLayer > MaxLayers {
+		return fmt.Errorf("models: n_layer %d exceeds %d", hp.NLayer, MaxLayers)
+	}
+	if hp.NHead%hp.NHeadKV != 0 {
+		return fmt.Errorf("models: n_head %d is not a multiple of n_head_kv %d", hp.NHead, hp.NHeadKV)
+	}
+	if hp.NRot < 0 || hp.NRot > hp.HeadDimK || hp.NRot%2 != 0 {
+		return fmt.Errorf("models: n_rot %d must be even and within the head (%d)", hp.NRot, hp.HeadDimK)
+	}
+	if !(hp.RMSEps > 0) {
+		return fmt.Errorf("models: bad rms epsilon %v", hp.RMSEps)
+	}
+	return nil
 }
 
 // ReadHParams reads hyper-parameters from GGUF metadata with llama.cpp's defaults.
