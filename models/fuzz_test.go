@@ -73,7 +73,7 @@ func FuzzBuildHParams(f *testing.F) {
 func TestBuildHParamsRejects(t *testing.T) {
 	good := HParams{Arch: "llama", NVocab: 512, NEmbd: 64, NLayer: 2, NHead: 8, NHeadKV: 4, NFF: 172,
 		HeadDimK: 8, HeadDimV: 8, NRot: 8, RMSEps: 1e-5, RopeFreqBase: 10000, RopeFreqScale: 1}
-	any := func(string) (Weight, bool) { return Weight{Type: ir.F32, Ne: [4]int64{64, 64, 1, 1}}, true }
+	lookup := func(string) (Weight, bool) { return Weight{Type: ir.F32, Ne: [4]int64{64, 64, 1, 1}}, true }
 	for _, c := range []struct {
 		edit func(*HParams)
 		want string
@@ -88,7 +88,7 @@ func TestBuildHParamsRejects(t *testing.T) {
 	} {
 		hp := good
 		c.edit(&hp)
-		if _, err := BuildHParams(hp, any, Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := BuildHParams(hp, lookup, Options{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("want an error mentioning %q, got %v", c.want, err)
 		}
 	}
