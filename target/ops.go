@@ -196,14 +196,26 @@ func Contiguous(n *ir.Node) bool {
 	case ir.OpReshape:
 		return Contiguous(n.Args[0])
 	case ir.OpView:
-		ne, err := n.Type.Shape.Ne()
-		if err != nil {
-			return false
+		// The dense stride of dim i is known while dims 0..i-1 are
+		// static; a symbolic dim (n_tokens) makes the strides after it
+		// unknown, which is fine as long as those dims are 1.
+		var ne [4]int64
+		firstSym := len(n.Type.Shape)
+		for i, d := range n.Type.Shape {
+			ne[i] = 1
+			if d.IsConst() {
+				ne[i] = d.Val
+			} else if i < firstSym {
+				firstSym = i
+			}
 		}
 		nb, _ := n.Attrs.Ints("nb")
 		want := ir.ContiguousStrides(n.Type.DType, ne)
-		for i := range ne {
-			if ne[i] != 1 && (i >= len(nb) || nb[i] != want[i]) {
+		for i, d := range n.Type.Shape {
+			if d.IsConst() && d.Val == 1 {
+				continue
+			}
+			if i > firstSym || i >= len(nb) || nb[i] != want[i] {
 				return false
 			}
 		}

@@ -279,3 +279,32 @@ func ExampleProfile_Supports() {
 	// ascend910b: ok=true kernel=aclnnRotaryPositionEmbedding reason=""
 	// ascend310b: ok=false kernel= reason="aclnnRotaryPositionEmbedding is not available on Atlas 200I/500 A2 (CANN operator table; cann.md §2.9)"
 }
+
+// TestContiguousSymbolicView: a view whose dims after a symbolic one are 1
+// is dense when its known strides are; one whose later dims are not 1 cannot
+// be shown dense from the graph alone.
+func TestContiguousSymbolicView(t *testing.T) {
+	g := ir.New("t")
+	add := func(op ir.Op, args []*ir.Node, attrs ir.Attrs, ty ir.Type) *ir.Node {
+		n, err := g.AddTyped(op, args, attrs, ty)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	x := add(ir.OpInput, nil, nil, ir.T(ir.F32, 64, "n_tokens", 1, 2))
+	view := func(nb []int64, ty ir.Type) *ir.Node {
+		return add(ir.OpView, []*ir.Node{x}, ir.Attrs{"offset": ir.C(0), "nb": nb}, ty)
+	}
+	slot := view([]int64{4, 256, 256, 256}, ir.T(ir.F32, 64, "n_tokens"))
+	strided := view([]int64{4, 512, 256, 256}, ir.T(ir.F32, 64, "n_tokens"))
+	after := view([]int64{4, 256, 256, 256}, ir.T(ir.F32, 64, "n_tokens", 1, 2))
+	for _, c := range []struct {
+		n    *ir.Node
+		want bool
+	}{{slot, true}, {strided, false}, {after, false}} {
+		if got := target.Contiguous(c.n); got != c.want {
+			t.Errorf("%s %v nb %v: Contiguous %v, want %v", c.n, c.n.Type, c.n.Attrs["nb"], got, c.want)
+		}
+	}
+}
