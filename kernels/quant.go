@@ -136,11 +136,12 @@ func dotQ8_0(aq []int8, ad []float32, bq []int8, bd []float32) float32 {
 	for blk, da := range ad {
 		x := aq[blk*32 : blk*32+32 : blk*32+32]
 		y := bq[blk*32 : blk*32+32 : blk*32+32]
-		d := da * bd[blk]
+		d := float64(da * bd[blk]) // fma32 with the conversions hoisted (exact products)
 		for k := range acc {
-			l := int32(x[4*k])*int32(y[4*k]) + int32(x[4*k+1])*int32(y[4*k+1]) +
-				int32(x[4*k+2])*int32(y[4*k+2]) + int32(x[4*k+3])*int32(y[4*k+3])
-			acc[k] = fma32(d, float32(l), acc[k])
+			x4, y4 := x[4*k:4*k+4:4*k+4], y[4*k:4*k+4:4*k+4]
+			l := int32(x4[0])*int32(y4[0]) + int32(x4[1])*int32(y4[1]) +
+				int32(x4[2])*int32(y4[2]) + int32(x4[3])*int32(y4[3])
+			acc[k] = float32(d*float64(l) + float64(acc[k]))
 		}
 	}
 	return hsum8(&acc)
@@ -191,11 +192,15 @@ func dotQ8_0Raw(src []byte, bq []int8, bd []float32) float32 {
 		da := tab[uint16(b[0])|uint16(b[1])<<8]
 		x := b[2:34:34]
 		y := bq[blk*32 : blk*32+32 : blk*32+32]
-		d := da * db
+		// fma32(d, l, acc) with the conversions hoisted: the product of a
+		// float32 and an int below 2^17 is exact in float64.
+		d := float64(da * db)
 		for k := range acc {
-			l := int32(int8(x[4*k]))*int32(y[4*k]) + int32(int8(x[4*k+1]))*int32(y[4*k+1]) +
-				int32(int8(x[4*k+2]))*int32(y[4*k+2]) + int32(int8(x[4*k+3]))*int32(y[4*k+3])
-			acc[k] = fma32(d, float32(l), acc[k])
+			w := binary.LittleEndian.Uint32(x[4*k:])
+			y4 := y[4*k : 4*k+4 : 4*k+4]
+			l := int32(int8(w))*int32(y4[0]) + int32(int8(w>>8))*int32(y4[1]) +
+				int32(int8(w>>16))*int32(y4[2]) + int32(int8(w>>24))*int32(y4[3])
+			acc[k] = float32(d*float64(l) + float64(acc[k]))
 		}
 	}
 	return hsum8(&acc)
@@ -213,16 +218,16 @@ func dotQ4_0Raw(src []byte, bq []int8, bd []float32) float32 {
 		da := tab[uint16(b[0])|uint16(b[1])<<8]
 		x := b[2:18:18]
 		y := bq[blk*32 : blk*32+32 : blk*32+32]
-		d := da * db
+		d := float64(da * db) // fma32 with the conversions hoisted (exact products)
 		for k := range 4 {
-			var lo, hi int32
-			for j := 4 * k; j < 4*k+4; j++ {
-				v := x[j]
-				lo += (int32(v&0x0f) - 8) * int32(y[j])
-				hi += (int32(v>>4) - 8) * int32(y[j+16])
-			}
-			acc[k] = fma32(d, float32(lo), acc[k])
-			acc[k+4] = fma32(d, float32(hi), acc[k+4])
+			w := binary.LittleEndian.Uint32(x[4*k:])
+			ylo, yhi := y[4*k:4*k+4:4*k+4], y[16+4*k:16+4*k+4:16+4*k+4]
+			lo := (int32(w&0x0f)-8)*int32(ylo[0]) + (int32(w>>8&0x0f)-8)*int32(ylo[1]) +
+				(int32(w>>16&0x0f)-8)*int32(ylo[2]) + (int32(w>>24&0x0f)-8)*int32(ylo[3])
+			hi := (int32(w>>4&0x0f)-8)*int32(yhi[0]) + (int32(w>>12&0x0f)-8)*int32(yhi[1]) +
+				(int32(w>>20&0x0f)-8)*int32(yhi[2]) + (int32(w>>28)-8)*int32(yhi[3])
+			acc[k] = float32(d*float64(lo) + float64(acc[k]))
+			acc[k+4] = float32(d*float64(hi) + float64(acc[k+4]))
 		}
 	}
 	return hsum8(&acc)
