@@ -223,6 +223,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 			stdout.Write(piece)
 		}
 	}
+	// Progress on stderr before the long part (prefill of a large model
+	// takes seconds on the CPU executor).
+	fmt.Fprintf(stderr, "irtool run: %s: %s, %d layers, %d ops; prefill of %d tokens, then %d greedy steps on %s\n",
+		modelName(modelPath), m.HParams.Arch, m.HParams.NLayer, m.Graph.NumOps(), len(ids), max(*n-1, 0), *backend)
 	if !*asJSON && *prompt != "" {
 		fmt.Fprint(stdout, *prompt)
 	}
