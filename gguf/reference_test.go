@@ -14,32 +14,9 @@ import (
 	"github.com/irtool/irtool/internal/testref"
 )
 
-// refFloat is a float in llama.cpp's reference JSON, where non-finite values
-// are the strings "NaN", "+Inf" and "-Inf".
-type refFloat float64
-
-func (f *refFloat) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		switch s {
-		case "NaN":
-			*f = refFloat(math.NaN())
-		case "+Inf":
-			*f = refFloat(math.Inf(1))
-		case "-Inf":
-			*f = refFloat(math.Inf(-1))
-		default:
-			return fmt.Errorf("bad float %q", s)
-		}
-		return nil
-	}
-	var x float64
-	if err := json.Unmarshal(b, &x); err != nil {
-		return err
-	}
-	*f = refFloat(x)
-	return nil
-}
+// refFloat is a number of llama.cpp's reference JSON (NaN and infinities
+// spelled as strings).
+type refFloat = testref.Float
 
 // refFile is llama.cpp's <model>.gguf.json (see the reference README).
 type refFile struct {

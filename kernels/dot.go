@@ -60,11 +60,7 @@ func dotF32x4(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 			s[j] += float32(xj * y3[j])
 		}
 	}
-	red := func(l *[8]float32) float32 {
-		t0, t1, t2, t3 := l[0]+l[4], l[1]+l[5], l[2]+l[6], l[3]+l[7]
-		return (t0 + t2) + (t1 + t3)
-	}
-	r0, r1, r2, r3 = red(&p), red(&q), red(&r), red(&s)
+	r0, r1, r2, r3 = hsum8(&p), hsum8(&q), hsum8(&r), hsum8(&s)
 	for ; i < n; i++ {
 		x := a[i]
 		r0 += float32(x * b0[i])
@@ -273,11 +269,7 @@ func dotF32x4FMA(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 			s[j] = fma32(xj, y3[j], s[j])
 		}
 	}
-	red := func(l *[8]float32) float32 {
-		t0, t1, t2, t3 := l[0]+l[4], l[1]+l[5], l[2]+l[6], l[3]+l[7]
-		return (t0 + t2) + (t1 + t3)
-	}
-	r0, r1, r2, r3 = red(&p), red(&q), red(&r), red(&s)
+	r0, r1, r2, r3 = hsum8(&p), hsum8(&q), hsum8(&r), hsum8(&s)
 	for ; i < n; i++ {
 		x := a[i]
 		r0 = fma32(x, b0[i], r0)

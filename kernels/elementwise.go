@@ -27,6 +27,17 @@ func checkFloat(op, what string, t Tensor) error {
 }
 
 // canRepeat reports whether b can be broadcast over a (ggml_can_repeat):
+// checkFloats runs checkFloat on each operand of an op; names[i] names
+// ts[i] in the error.
+func checkFloats(op string, names []string, ts ...Tensor) error {
+	for i, t := range ts {
+		if err := checkFloat(op, names[i], t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // every dim of a is a multiple of b's.
 func canRepeat(b, a Tensor) bool {
 	for i := range MaxDims {
@@ -77,13 +88,8 @@ func (t Tensor) rowOff(i1, i2, i3 int64) int64 { return i1*t.Nb[1] + i2*t.Nb[2] 
 // binaryOp implements ggml's add/mul: dst = a op b with b repeated over a.
 func binaryOp(op string, dst, a, b Tensor, f func(x, y float32) float32) (err error) {
 	defer guard(op, &err)
-	for _, c := range []struct {
-		what string
-		t    Tensor
-	}{{"dst", dst}, {"src0", a}, {"src1", b}} {
-		if err := checkFloat(op, c.what, c.t); err != nil {
-			return err
-		}
+	if err := checkFloats(op, []string{"dst", "src0", "src1"}, dst, a, b); err != nil {
+		return err
 	}
 	if dst.Ne != a.Ne {
 		return fmt.Errorf("kernels: %s: dst %s and src0 %s differ in shape", op, dst, a)
@@ -172,13 +178,8 @@ func Silu(dst, src Tensor) error {
 func SwiGLU(dst, gate, up Tensor) (err error) {
 	const op = "swiglu"
 	defer guard(op, &err)
-	for _, c := range []struct {
-		what string
-		t    Tensor
-	}{{"dst", dst}, {"gate", gate}, {"up", up}} {
-		if err := checkFloat(op, c.what, c.t); err != nil {
-			return err
-		}
+	if err := checkFloats(op, []string{"dst", "gate", "up"}, dst, gate, up); err != nil {
+		return err
 	}
 	if dst.Ne != gate.Ne || up.Ne != gate.Ne {
 		return fmt.Errorf("kernels: %s: shapes differ: dst %s, gate %s, up %s", op, dst, gate, up)

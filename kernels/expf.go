@@ -92,8 +92,7 @@ func softmaxExpSum(w []float32, mx float32) float64 {
 				v[j] = vexpfNegInf // a masked entry
 			}
 		}
-		t0, t1, t2, t3 := v[4]+v[0], v[5]+v[1], v[6]+v[2], v[7]+v[3]
-		sum += float64((t0 + t2) + (t1 + t3))
+		sum += float64(hsum8((*[8]float32)(v)))
 	}
 	for i := n; i < len(w); i++ {
 		e := expf(w[i] - mx)

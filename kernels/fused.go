@@ -82,13 +82,8 @@ func Attention(dst, q, k, v Tensor, mask *Tensor, scale, maxBias float32) error 
 func (o Options) Attention(dst, q, k, v Tensor, mask *Tensor, scale, maxBias float32) (err error) {
 	const op = "attention"
 	defer guard(op, &err)
-	for _, c := range []struct {
-		what string
-		t    Tensor
-	}{{"q", q}, {"k", k}, {"v", v}} {
-		if err := checkFloat(op, c.what, c.t); err != nil {
-			return err
-		}
+	if err := checkFloats(op, []string{"q", "k", "v"}, q, k, v); err != nil {
+		return err
 	}
 	if err := dst.Validate(); err != nil {
 		return fmt.Errorf("kernels: %s: dst: %w", op, err)

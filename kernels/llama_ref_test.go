@@ -18,31 +18,9 @@ import (
 // reference models and compares the logits, and layer-0 intermediate
 // values, with llama.cpp's own numbers in ../shared/reference.
 
-// refFloat parses a JSON number or one of "NaN", "+Inf", "-Inf".
-type refFloat float64
-
-func (f *refFloat) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		switch s {
-		case "NaN":
-			*f = refFloat(math.NaN())
-		case "+Inf":
-			*f = refFloat(math.Inf(1))
-		case "-Inf":
-			*f = refFloat(math.Inf(-1))
-		default:
-			return fmt.Errorf("bad float %q", s)
-		}
-		return nil
-	}
-	var v float64
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*f = refFloat(v)
-	return nil
-}
+// refFloat is a number of llama.cpp's reference JSON (NaN and infinities
+// spelled as strings).
+type refFloat = testref.Float
 
 type refNode struct {
 	Name  string `json:"name"`

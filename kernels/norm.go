@@ -58,13 +58,8 @@ func RMSNorm(dst, src Tensor, eps float32) (err error) {
 func RMSNormMul(dst, x, w Tensor, eps float32) (err error) {
 	const op = "rms_norm_mul"
 	defer guard(op, &err)
-	for _, c := range []struct {
-		what string
-		t    Tensor
-	}{{"dst", dst}, {"x", x}, {"w", w}} {
-		if err := checkFloat(op, c.what, c.t); err != nil {
-			return err
-		}
+	if err := checkFloats(op, []string{"dst", "x", "w"}, dst, x, w); err != nil {
+		return err
 	}
 	if dst.Ne != x.Ne {
 		return fmt.Errorf("kernels: %s: dst %s and x %s differ in shape", op, dst, x)
@@ -112,13 +107,8 @@ func normMulRow(dst Tensor, off int64, x, w []float32, eps float32, scratch []fl
 func AddRMSNormMul(dst, sum, a, b, w Tensor, eps float32) (err error) {
 	const op = "add_rms_norm_mul"
 	defer guard(op, &err)
-	for _, c := range []struct {
-		what string
-		t    Tensor
-	}{{"dst", dst}, {"sum", sum}, {"a", a}, {"b", b}, {"w", w}} {
-		if err := checkFloat(op, c.what, c.t); err != nil {
-			return err
-		}
+	if err := checkFloats(op, []string{"dst", "sum", "a", "b", "w"}, dst, sum, a, b, w); err != nil {
+		return err
 	}
 	if dst.Ne != a.Ne || sum.Ne != a.Ne {
 		return fmt.Errorf("kernels: %s: dst %s, sum %s and a %s differ in shape", op, dst, sum, a)

@@ -224,8 +224,7 @@ func dotQK(a *qkRow, b q8Row) float32 {
 			acc[k] = fma32(d, float32(lane[k]), acc[k])
 		}
 	}
-	t0, t1, t2, t3 := acc[0]+acc[4], acc[1]+acc[5], acc[2]+acc[6], acc[3]+acc[7]
-	sum := (t0 + t2) + (t1 + t3)
+	sum := hsum8(&acc)
 	switch a.t {
 	case gguf.TypeQ4_K:
 		sum += (accM[0] + accM[2]) + (accM[1] + accM[3])

@@ -166,68 +166,37 @@ func TestBestReachesLowerBound(t *testing.T) {
 	}
 }
 
-// runSteps runs a prefill of five tokens and one decode step, each through
-// its own executor over one persistent KV cache, and returns every row of
+// runSteps runs a prefill of five tokens and one decode step through a
+// runtime.Session over one persistent KV cache, and returns every row of
 // logits. planOpts nil runs unplanned (every tensor its own buffer);
 // otherwise each step's graph is planned and executed inside one arena, in
 // the plan's order; mutate, if set, edits each plan first.
 func runSteps(t *testing.T, f *gguf.File, m *models.Model, planOpts *planner.GraphOptions, mutate func(*planner.GraphPlan)) [][]float32 {
 	t.Helper()
-	state := map[string][]byte{}
-	for _, n := range m.Graph.Leaves(ir.OpState) {
-		size, err := n.Type.Bytes()
-		if err != nil {
-			t.Fatal(err)
-		}
-		state[n.Name] = make([]byte, size)
-	}
-	var out [][]float32
-	pos := int64(0)
-	for _, tokens := range [][]int32{{1, 403, 407, 261, 378}, {432}} {
-		n := int64(len(tokens))
-		b := ir.Bindings{models.SymTokens: n, models.SymKV: runtime.KVLen(pos+n, m.Options.NCtx), models.SymOutputs: n, models.SymKVHead: pos}
-		g, err := m.Graph.Specialize(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var eo runtime.ExecOptions
-		if planOpts != nil {
+	opts := runtime.SessionOptions{AllLogits: true}
+	if planOpts != nil {
+		opts.Plan = func(g *ir.Graph) (runtime.ExecOptions, error) {
 			p, err := planner.PlanGraph(g, *planOpts)
 			if err != nil {
-				t.Fatal(err)
+				return runtime.ExecOptions{}, err
 			}
 			if mutate != nil {
 				mutate(p)
 			}
-			eo = runtime.ExecOptions{Offsets: p.Offsets, ArenaSize: p.ArenaBytes, Order: p.OrderIDs()}
+			return runtime.ExecOptions{Offsets: p.Offsets, ArenaSize: p.ArenaBytes, Order: p.OrderIDs()}, nil
 		}
-		ex, err := runtime.NewExecutor(g, f, eo)
+	}
+	s, err := runtime.NewSession(m, f, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]float32
+	for _, tokens := range [][]int32{{1, 403, 407, 261, 378}, {432}} {
+		r, err := s.Step(tokens)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, data := range state {
-			if err := ex.BindState(name, data); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for name, data := range runtime.Inputs(tokens, pos, b) {
-			if ex.HasInput(name) {
-				if err := ex.SetInput(name, data); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if err := ex.Run(); err != nil {
-			t.Fatal(err)
-		}
-		logits, ne, err := ex.Output(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r := int64(0); r < ne[1]; r++ {
-			out = append(out, logits[r*ne[0]:(r+1)*ne[0]])
-		}
-		pos += n
+		out = append(out, r.Logits...)
 	}
 	return out
 }

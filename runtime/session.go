@@ -16,6 +16,11 @@ type SessionOptions struct {
 	Exec ExecOptions
 	// AllLogits returns logits for every token of a step, not just the last.
 	AllLogits bool
+	// Plan, if set, is called once for each specialised step graph and
+	// returns the options to execute it with, typically a memory plan's
+	// offsets, arena size and order (planned execution). Exec is used
+	// when Plan is nil.
+	Plan func(g *ir.Graph) (ExecOptions, error)
 }
 
 // Session runs a model step by step over a persistent KV cache, as
@@ -145,7 +150,13 @@ func (s *Session) executor(b ir.Bindings) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
-	ex, err := NewExecutor(g, s.weights, s.opts.Exec)
+	eo := s.opts.Exec
+	if s.opts.Plan != nil {
+		if eo, err = s.opts.Plan(g); err != nil {
+			return nil, fmt.Errorf("runtime: plan for %s: %w", b, err)
+		}
+	}
+	ex, err := NewExecutor(g, s.weights, eo)
 	if err != nil {
 		return nil, err
 	}

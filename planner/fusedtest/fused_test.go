@@ -81,55 +81,29 @@ func TestBestReachesLowerBoundFused(t *testing.T) {
 // graph over one KV cache, planned (one arena, the plan's order) or not.
 func run(t *testing.T, f *gguf.File, m *models.Model, g *ir.Graph, opts *planner.GraphOptions) [][]float32 {
 	t.Helper()
-	state := map[string][]byte{}
-	for _, n := range g.Leaves(ir.OpState) {
-		size, _ := n.Type.Bytes()
-		state[n.Name] = make([]byte, size)
-	}
-	var out [][]float32
-	pos := int64(0)
-	for _, tokens := range [][]int32{{1, 403, 407, 261, 378}, {432}} {
-		n := int64(len(tokens))
-		b := ir.Bindings{models.SymTokens: n, models.SymKV: runtime.KVLen(pos+n, m.Options.NCtx), models.SymOutputs: n, models.SymKVHead: pos}
-		sg, err := g.Specialize(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var eo runtime.ExecOptions
-		if opts != nil {
+	fused := *m
+	fused.Graph = g
+	so := runtime.SessionOptions{AllLogits: true}
+	if opts != nil {
+		so.Plan = func(sg *ir.Graph) (runtime.ExecOptions, error) {
 			p, err := planner.PlanGraph(sg, *opts)
 			if err != nil {
-				t.Fatal(err)
+				return runtime.ExecOptions{}, err
 			}
-			eo = runtime.ExecOptions{Offsets: p.Offsets, ArenaSize: p.ArenaBytes, Order: p.OrderIDs()}
+			return runtime.ExecOptions{Offsets: p.Offsets, ArenaSize: p.ArenaBytes, Order: p.OrderIDs()}, nil
 		}
-		ex, err := runtime.NewExecutor(sg, f, eo)
+	}
+	s, err := runtime.NewSession(&fused, f, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]float32
+	for _, tokens := range [][]int32{{1, 403, 407, 261, 378}, {432}} {
+		r, err := s.Step(tokens)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for name, data := range state {
-			if err := ex.BindState(name, data); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for name, data := range runtime.Inputs(tokens, pos, b) {
-			if ex.HasInput(name) {
-				if err := ex.SetInput(name, data); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if err := ex.Run(); err != nil {
-			t.Fatal(err)
-		}
-		logits, ne, err := ex.Output(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for r := int64(0); r < ne[1]; r++ {
-			out = append(out, logits[r*ne[0]:(r+1)*ne[0]])
-		}
-		pos += n
+		out = append(out, r.Logits...)
 	}
 	return out
 }

@@ -201,6 +201,24 @@ func (b *builder) ropeCheck(head int64) (mode int64, err error) {
 	return mode, nil
 }
 
+// ropeTheta returns the device table of the full-width rotary frequencies
+// freq_scale · base^(-2i/D), where i is the pair index of column j
+// (adjacent pairs for ggml's normal mode, halves for neox), shared by every
+// kernel with the same parameters.
+func (b *builder) ropeTheta(D, mode int64) (runtime.Ptr, error) {
+	base, fscale := b.attrF("freq_base", 10000), b.attrF("freq_scale", 1)
+	theta := make([]byte, 4*D)
+	for j := int64(0); j < D; j++ {
+		i := j / 2
+		if mode == 2 {
+			i = j % (D / 2)
+		}
+		v := fscale * math.Pow(base, -2*float64(i)/float64(D))
+		binary.LittleEndian.PutUint32(theta[4*j:], math.Float32bits(float32(v)))
+	}
+	return b.table(fmt.Sprintf("rope_theta[%d,mode %d,base %g,scale %g]", D, mode, base, fscale), theta)
+}
+
 func ropeCache(b *builder) error {
 	if err := b.inputs(1); err != nil {
 		return err
@@ -217,17 +235,7 @@ func ropeCache(b *builder) error {
 	if pos.DType != ir.I32 || pos.Ne[0] != T || !rows2D(pos) || pos.Ne[1] != 1 || cache.DType != ir.F32 || cache.Nb[0] != 4 || cache.Nb[1] != 4*D || !rows2D(cache) {
 		return b.unsupported("rope_cache %v of positions %s %v", cache.Ne, pos.DType, pos.Ne)
 	}
-	base, fscale := b.attrF("freq_base", 10000), b.attrF("freq_scale", 1)
-	theta := make([]byte, 4*D)
-	for j := int64(0); j < D; j++ {
-		i := j / 2
-		if mode == 2 {
-			i = j % (D / 2)
-		}
-		v := fscale * math.Pow(base, -2*float64(i)/float64(D))
-		binary.LittleEndian.PutUint32(theta[4*j:], math.Float32bits(float32(v)))
-	}
-	th, err := b.table(fmt.Sprintf("rope_theta[%d,mode %d,base %g,scale %g]", D, mode, base, fscale), theta)
+	th, err := b.ropeTheta(D, mode)
 	if err != nil {
 		return err
 	}

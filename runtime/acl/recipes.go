@@ -1029,21 +1029,16 @@ func rope(b *builder) error {
 	}
 	x, pos, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	D, T := x.Ne[0], x.Ne[2]
-	nDims := b.attrI("n_dims", 0)
-	mode := b.attrI("mode", 0)
-	switch {
-	case len(b.k.Inputs) > 2:
+	if len(b.k.Inputs) > 2 {
 		return b.unsupported("rope with frequency factors is not bound")
-	case nDims != D:
-		return b.unsupported("partial rope (n_dims %d of head dim %d) is not bound", nDims, D)
-	case b.attrF("ext_factor", 0) != 0:
-		return b.unsupported("YaRN rope (ext_factor %g) is not bound", b.attrF("ext_factor", 0))
-	case b.attrF("attn_factor", 1) != 1:
-		return b.unsupported("rope with attn_factor %g is not bound", b.attrF("attn_factor", 1))
+	}
+	mode, err := b.ropeCheck(D)
+	if err != nil {
+		return err
+	}
+	switch {
 	case x.Ne[3] != 1 || pos.DType != ir.I32 || pos.Ne[0] != T || !rows2D(pos) || pos.Ne[1] != 1:
 		return b.unsupported("rope of %v at positions %s %v", x.Ne, pos.DType, pos.Ne)
-	case mode != 0 && mode != 2:
-		return b.unsupported("rope mode %d", mode)
 	case x.DType != ir.F32 || out.DType != ir.F32:
 		return b.unsupported("rope of %s: the cos/sin tables are f32", x.DType)
 	}
@@ -1051,17 +1046,7 @@ func rope(b *builder) error {
 	if mode == 2 {
 		aclMode = 0 // neox: halves = aclnn "half"
 	}
-	base, fscale := b.attrF("freq_base", 10000), b.attrF("freq_scale", 1)
-	theta := make([]byte, 4*D)
-	for j := int64(0); j < D; j++ {
-		i := j / 2
-		if mode == 2 {
-			i = j % (D / 2)
-		}
-		v := fscale * math.Pow(base, -2*float64(i)/float64(nDims))
-		binary.LittleEndian.PutUint32(theta[4*j:], math.Float32bits(float32(v)))
-	}
-	th, err := b.table(fmt.Sprintf("rope_theta[%d,mode %d,base %g,scale %g]", D, mode, base, fscale), theta)
+	th, err := b.ropeTheta(D, mode)
 	if err != nil {
 		return err
 	}
