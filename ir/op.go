@@ -205,9 +205,10 @@ func checkOperands(n *Node, info *OpInfo) error {
 	return nil
 }
 
-// canRepeat reports whether b broadcasts over a (ggml_can_repeat): each dim
-// of b equals a's or is 1, or divides it when both are constant.
-func canRepeat(b, a Shape) bool {
+// CanRepeat reports whether b broadcasts over a (ggml_can_repeat): each dim
+// of b equals a's or is 1, or divides it when both are constant. It is the
+// rule of the registry's mul and add, and of every fused op that broadcasts.
+func CanRepeat(b, a Shape) bool {
 	for i := range a {
 		switch {
 		case b[i].Equal(a[i]):
@@ -259,7 +260,7 @@ func elementwiseBinary(n *Node) (Type, error) {
 	if err := floatArg(n, 1); err != nil {
 		return Type{}, err
 	}
-	if !canRepeat(b.Shape, a.Shape) {
+	if !CanRepeat(b.Shape, a.Shape) {
 		return Type{}, fmt.Errorf("cannot broadcast %s over %s", b, a)
 	}
 	return a, nil
@@ -321,7 +322,7 @@ func init() {
 				return Type{}, fmt.Errorf("operand 1 must be f32, got %s", b.DType)
 			}
 			for _, i := range []int{2, 3} {
-				if !a.Shape[i].Equal(b.Shape[i]) && !canRepeat(Shape{C(1), C(1), a.Shape[i], C(1)}, Shape{C(1), C(1), b.Shape[i], C(1)}) {
+				if !a.Shape[i].Equal(b.Shape[i]) && !CanRepeat(Shape{C(1), C(1), a.Shape[i], C(1)}, Shape{C(1), C(1), b.Shape[i], C(1)}) {
 					return Type{}, fmt.Errorf("dim %d of %s does not broadcast to %s", i, a, b)
 				}
 			}

@@ -24,7 +24,7 @@ func normRules() []*Rule {
 			Pattern: Op(ir.OpMul, Op(ir.OpRMSNorm, Any("x")).As("norm").OneUse(), Any("w")).Commutative().DType(ir.F32),
 			Cond: func(m *Match) bool {
 				x, w := m.Get("x"), m.Get("w")
-				return f32(x) && isFloat(w.Type.DType) && canRepeat(w.Type.Shape, x.Type.Shape)
+				return f32(x) && isFloat(w.Type.DType) && ir.CanRepeat(w.Type.Shape, x.Type.Shape)
 			},
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				return b.Op(OpRMSNormMul, ir.Attrs{"eps": attrFloat(m.Get("norm"), "eps", 0)}, m.Get("x"), m.Get("w"))
@@ -110,7 +110,7 @@ func matmulBiasRules() []*Rule {
 			Pattern: Op(ir.OpAdd, Op(ir.OpMulMat, Any("a"), Any("b")).As("mm").OneUse(), Any("bias")).Commutative(),
 			Cond: func(m *Match) bool {
 				bias := m.Get("bias")
-				return isFloat(bias.Type.DType) && canRepeat(bias.Type.Shape, m.Get("mm").Type.Shape)
+				return isFloat(bias.Type.DType) && ir.CanRepeat(bias.Type.Shape, m.Get("mm").Type.Shape)
 			},
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				return b.Op(OpMulMatAdd, nil, m.Get("a"), m.Get("b"), m.Get("bias"))
@@ -145,7 +145,7 @@ func softmaxRules() []*Rule {
 				if !isFloat(mask.DType) || !mask.Shape[0].Equal(x.Shape[0]) || !mask.Shape[1].Equal(x.Shape[1]) {
 					return false
 				}
-				return canRepeat(ir.Shape{ir.C(1), ir.C(1), mask.Shape[2], mask.Shape[3]}, ir.Shape{ir.C(1), ir.C(1), x.Shape[2], x.Shape[3]})
+				return ir.CanRepeat(ir.Shape{ir.C(1), ir.C(1), mask.Shape[2], mask.Shape[3]}, ir.Shape{ir.C(1), ir.C(1), x.Shape[2], x.Shape[3]})
 			},
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				return b.Op(ir.OpSoftMax, m.Root.Attrs.Clone(), m.Get("x"), m.Get("mask"))

@@ -41,21 +41,6 @@ const (
 	OpConcat ir.Op = "concat"
 )
 
-// canRepeat reports whether b broadcasts over a as ggml_can_repeat decides
-// (the same rule as the ir registry's mul and add).
-func canRepeat(b, a ir.Shape) bool {
-	for i := range a {
-		switch {
-		case b[i].Equal(a[i]):
-		case b[i].IsConst() && b[i].Val == 1:
-		case b[i].IsConst() && a[i].IsConst() && b[i].Val > 0 && a[i].Val%b[i].Val == 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 func isFloat(dt ir.DType) bool { return dt == ir.F32 || dt == ir.F16 }
 
 func wantF32(n *ir.Node, idx ...int) error {
@@ -132,7 +117,7 @@ func init() {
 			if !isFloat(x.DType) || !isFloat(w.DType) {
 				return ir.Type{}, fmt.Errorf("operands must be f32 or f16, got %s and %s", x.DType, w.DType)
 			}
-			if !canRepeat(w.Shape, x.Shape) {
+			if !ir.CanRepeat(w.Shape, x.Shape) {
 				return ir.Type{}, fmt.Errorf("cannot broadcast %s over %s", w, x)
 			}
 			return x, nil
@@ -152,7 +137,7 @@ func init() {
 			if !a[3].IsConst() || a[3].Val != 1 {
 				return ir.Type{}, fmt.Errorf("operand 0 %s must have dim 3 = 1", n.Args[0].Type)
 			}
-			if !canRepeat(b, a) || !canRepeat(w, a) {
+			if !ir.CanRepeat(b, a) || !ir.CanRepeat(w, a) {
 				return ir.Type{}, fmt.Errorf("cannot broadcast %s and %s over %s", n.Args[1].Type, n.Args[2].Type, n.Args[0].Type)
 			}
 			return ir.Type{DType: ir.F32, Shape: ir.Shape{a[0], a[1], a[2], ir.C(2)}}, nil
@@ -199,7 +184,7 @@ func init() {
 			if !isFloat(bias.DType) {
 				return ir.Type{}, fmt.Errorf("bias must be f32 or f16, got %s", bias.DType)
 			}
-			if !canRepeat(bias.Shape, t.Shape) {
+			if !ir.CanRepeat(bias.Shape, t.Shape) {
 				return ir.Type{}, fmt.Errorf("cannot broadcast bias %s over %s", bias, t)
 			}
 			return t, nil
@@ -211,20 +196,7 @@ func init() {
 	mustRegister(ir.OpInfo{Name: OpRopeCache, Fused: true, MinArgs: 1, MaxArgs: 2,
 		Doc: "rope_cache(pos, freq_factors?){n_dims, mode, freq_base, freq_scale, ...}: f32[n_dims, n_pos], cos and sin of every rotation angle (the RoPE cache: computed once per step, shared by every layer)",
 		Infer: func(n *ir.Node) (ir.Type, error) {
-			p := n.Args[0].Type
-			if p.DType != ir.I32 {
-				return ir.Type{}, fmt.Errorf("positions must be i32, got %s", p.DType)
-			}
-			nd, ok := n.Attrs.Int("n_dims")
-			if !ok {
-				return ir.Type{}, fmt.Errorf("missing attribute %q", "n_dims")
-			}
-			if len(n.Args) == 2 {
-				if ff := n.Args[1].Type; ff.DType != ir.F32 || !ff.Shape[0].IsConst() || ff.Shape[0].Val < nd/2 {
-					return ir.Type{}, fmt.Errorf("freq factors %s must be f32 with at least n_dims/2 = %d values", ff, nd/2)
-				}
-			}
-			return ir.Type{DType: ir.F32, Shape: ir.Sh(nd, p.Shape[0])}, nil
+			return ropeTableType(n, func(_ int, t ir.Type) string { return fmt.Sprintf("freq factors %s", t) })
 		},
 		Check: func(n *ir.Node) error { return ropeCheck(n, ropeAngleAttrs...) },
 	}, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
@@ -432,4 +404,25 @@ func concatKernel(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.
 		off += x.Ne[d]
 	}
 	return nil
+}
+
+// ropeTableType infers the type of the ops that make a RoPE table,
+// f32[n_dims, n_pos], from i32 positions (operand 0); every further operand
+// is a per-pair f32 vector of at least n_dims/2 values, which name(i, type)
+// names in errors.
+func ropeTableType(n *ir.Node, name func(i int, t ir.Type) string) (ir.Type, error) {
+	p := n.Args[0].Type
+	if p.DType != ir.I32 {
+		return ir.Type{}, fmt.Errorf("positions must be i32, got %s", p.DType)
+	}
+	nd, ok := n.Attrs.Int("n_dims")
+	if !ok {
+		return ir.Type{}, fmt.Errorf("missing attribute %q", "n_dims")
+	}
+	for i := 1; i < len(n.Args); i++ {
+		if t := n.Args[i].Type; t.DType != ir.F32 || !t.Shape[0].IsConst() || t.Shape[0].Val < nd/2 {
+			return ir.Type{}, fmt.Errorf("%s must be f32 with at least n_dims/2 = %d values", name(i, t), nd/2)
+		}
+	}
+	return ir.Type{DType: ir.F32, Shape: ir.Sh(nd, p.Shape[0])}, nil
 }

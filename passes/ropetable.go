@@ -58,20 +58,7 @@ func init() {
 	mustRegister(ir.OpInfo{Name: OpRopeCacheTable, Fused: true, MinArgs: 2, MaxArgs: 3,
 		Doc: "rope_cache_table(pos, inv_freq, freq_factors?){n_dims, mode, freq_scale, attn_factor}: the table rope_cache makes, from angles pos*inv_freq[i]/ff[i]*freq_scale (the seeds' formulation; ext_factor 0 only)",
 		Infer: func(n *ir.Node) (ir.Type, error) {
-			p := n.Args[0].Type
-			if p.DType != ir.I32 {
-				return ir.Type{}, fmt.Errorf("positions must be i32, got %s", p.DType)
-			}
-			nd, ok := n.Attrs.Int("n_dims")
-			if !ok {
-				return ir.Type{}, fmt.Errorf("missing attribute %q", "n_dims")
-			}
-			for i := 1; i < len(n.Args); i++ {
-				if t := n.Args[i].Type; t.DType != ir.F32 || !t.Shape[0].IsConst() || t.Shape[0].Val < nd/2 {
-					return ir.Type{}, fmt.Errorf("operand %d %s must be f32 with at least n_dims/2 = %d values", i, t, nd/2)
-				}
-			}
-			return ir.Type{DType: ir.F32, Shape: ir.Sh(nd, p.Shape[0])}, nil
+			return ropeTableType(n, func(i int, t ir.Type) string { return fmt.Sprintf("operand %d %s", i, t) })
 		},
 		Check: func(n *ir.Node) error { return ropeCheck(n, "n_dims", "mode") },
 	}, ropeCacheTableKernel)

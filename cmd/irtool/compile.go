@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -141,6 +142,46 @@ const (
 	stageReport    = 90
 )
 
+// checkShape normalises --ubatch (0 means --ctx) and checks the step
+// shapes and the model flags: an error is a usage error.
+func (f *compileFlags) checkShape() error {
+	if f.Ctx <= 0 {
+		return errors.New("--ctx must be positive")
+	}
+	if f.UBatch == 0 {
+		f.UBatch = f.Ctx
+	}
+	if f.UBatch < 0 || f.UBatch > f.Ctx {
+		return errors.New("--ubatch must be in [1, ctx]")
+	}
+	_, err := modelOptions(f.Ctx, f.KVType, f.KVWrite)
+	return err
+}
+
+// newCompileJob loads the model at path ("" = embedded) and builds its
+// graph: the state every stage starts from. Its writers discard until the
+// caller sets them; the caller closes j.File.
+func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
+	opts, err := modelOptions(flags.Ctx, flags.KVType, flags.KVWrite)
+	if err != nil {
+		return nil, err
+	}
+	j := &compileJob{Flags: flags, ModelPath: path, Values: map[string]any{},
+		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
+	if j.File, err = openModel(path); err != nil {
+		return nil, err
+	}
+	if j.Model, err = models.Build(j.File, opts); err != nil {
+		j.File.Close()
+		return nil, err
+	}
+	j.Input = j.Model.Graph
+	j.Graph = j.Model.Graph.Clone()
+	j.Out = compileJSON{Model: modelName(path), Arch: j.Model.HParams.Arch, Target: flags.Target,
+		NodesBefore: j.Input.NumOps(), OpsBefore: opCounts(j.Input), Passes: []any{}}
+	return j, nil
+}
+
 // modelOptions turns the shared model flags into models.Options.
 func modelOptions(ctx int64, kvType, kvWrite string) (models.Options, error) {
 	opts := models.Options{NCtx: ctx}
@@ -161,8 +202,8 @@ func opCounts(g *ir.Graph) map[string]int {
 func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	j := &compileJob{Stdout: stdout, Stderr: stderr, Values: map[string]any{}}
-	j.Flags.declare(fs)
+	var flags compileFlags
+	flags.declare(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagError(err)
@@ -170,45 +211,30 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 1 {
 		return usageError(stderr, "compile", "want at most one model path, got %q", pos)
 	}
+	path := ""
 	if len(pos) == 1 {
-		j.ModelPath = pos[0]
+		path = pos[0]
 	}
-	if j.Flags.Ctx <= 0 {
-		return usageError(stderr, "compile", "--ctx must be positive")
-	}
-	if j.Flags.UBatch == 0 {
-		j.Flags.UBatch = j.Flags.Ctx
-	}
-	if j.Flags.UBatch < 0 || j.Flags.UBatch > j.Flags.Ctx {
-		return usageError(stderr, "compile", "--ubatch must be in [1, ctx]")
-	}
-	opts, err := modelOptions(j.Flags.Ctx, j.Flags.KVType, j.Flags.KVWrite)
-	if err != nil {
+	if err := flags.checkShape(); err != nil {
 		return usageError(stderr, "compile", "%v", err)
 	}
 	// Flag values that name things are checked before any work.
-	if _, err := target.Get(j.Flags.Target); err != nil {
+	if _, err := target.Get(flags.Target); err != nil {
 		return usageError(stderr, "compile", "--target: %v", err)
 	}
-	if _, err := passesPipeline(j.Flags.Passes, j.Flags.MergeQKV); err != nil {
+	if _, err := passesPipeline(flags.Passes, flags.MergeQKV); err != nil {
 		return usageError(stderr, "compile", "--passes: %v", err)
 	}
-	if j.Flags.Strategy != "" && !slices.Contains(planner.GraphStrategies(), j.Flags.Strategy) {
-		return usageError(stderr, "compile", "unknown --strategy %q (have %s)", j.Flags.Strategy, strings.Join(planner.GraphStrategies(), ", "))
+	if flags.Strategy != "" && !slices.Contains(planner.GraphStrategies(), flags.Strategy) {
+		return usageError(stderr, "compile", "unknown --strategy %q (have %s)", flags.Strategy, strings.Join(planner.GraphStrategies(), ", "))
 	}
-	if j.File, err = openModel(j.ModelPath); err != nil {
+	j, err := newCompileJob(path, flags)
+	if err != nil {
 		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
 		return 1
 	}
 	defer j.File.Close()
-	if j.Model, err = models.Build(j.File, opts); err != nil {
-		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
-		return 1
-	}
-	j.Input = j.Model.Graph
-	j.Graph = j.Model.Graph.Clone()
-	j.Out = compileJSON{Model: modelName(j.ModelPath), Arch: j.Model.HParams.Arch, Target: j.Flags.Target,
-		NodesBefore: j.Input.NumOps(), OpsBefore: opCounts(j.Input), Passes: []any{}}
+	j.Stdout, j.Stderr = stdout, stderr
 	if j.Flags.JSON {
 		j.Text = io.Discard
 	} else {

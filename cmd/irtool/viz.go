@@ -14,7 +14,6 @@ import (
 
 	"github.com/emicklei/dot"
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/viz"
 )
@@ -111,14 +110,8 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "viz", "%v", err)
 	}
-	if f.compile.Ctx <= 0 {
-		return usageError(stderr, "viz", "--ctx must be positive")
-	}
-	if f.compile.UBatch == 0 {
-		f.compile.UBatch = f.compile.Ctx
-	}
-	if f.compile.UBatch < 0 || f.compile.UBatch > f.compile.Ctx {
-		return usageError(stderr, "viz", "--ubatch must be in [1, ctx]")
+	if err := f.compile.checkShape(); err != nil {
+		return usageError(stderr, "viz", "%v", err)
 	}
 	path := ""
 	if len(pos) == 1 {
@@ -273,29 +266,6 @@ func vizDOT(j *compileJob, f *vizFlags, path, title string) (*dot.Graph, error) 
 		return viz.GraphDOT(g, viz.GraphOptions{Title: title, Partition: part, NoWeights: f.noWeights})
 	}
 	return viz.GraphDOT(j.Graph, viz.GraphOptions{Title: title, NoWeights: f.noWeights})
-}
-
-// newCompileJob loads and builds the model as irtool compile does, for
-// commands that run compile's stages themselves.
-func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
-	opts, err := modelOptions(flags.Ctx, flags.KVType, flags.KVWrite)
-	if err != nil {
-		return nil, err
-	}
-	j := &compileJob{Flags: flags, ModelPath: path, Values: map[string]any{},
-		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
-	if j.File, err = openModel(path); err != nil {
-		return nil, err
-	}
-	if j.Model, err = models.Build(j.File, opts); err != nil {
-		j.File.Close()
-		return nil, err
-	}
-	j.Input = j.Model.Graph
-	j.Graph = j.Model.Graph.Clone()
-	j.Out = compileJSON{Model: modelName(path), Arch: j.Model.HParams.Arch, Target: flags.Target,
-		NodesBefore: j.Input.NumOps(), OpsBefore: opCounts(j.Input), Passes: []any{}}
-	return j, nil
 }
 
 // graphAfter returns the graph the pass stage recorded after pass name.

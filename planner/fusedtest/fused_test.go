@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
@@ -23,15 +24,7 @@ import (
 // symbolic graph.
 func fused(t testing.TB, path string, opts models.Options) (*gguf.File, *models.Model, *ir.Graph) {
 	t.Helper()
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	m, err := models.Build(f, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, m := testmodel.Build(t, path, opts)
 	g, _, err := passes.Run(m.Graph, passes.Default(), passes.Options{})
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
