@@ -8,7 +8,7 @@ import (
 	"github.com/irtool/irtool/kernels"
 )
 
-// The seeds' RoPE cache (llama.cpp's CANN backend): the inverse
+// ggml-cann's RoPE cache (llama.cpp PR #15912): the inverse
 // frequencies theta_scale^i are a constant table, and each step's angles
 // are positions times that table. It is opt-in (pass rope-table) because it
 // is not ggml's arithmetic: ggml's CPU rope multiplies the angle by
@@ -56,7 +56,7 @@ func init() {
 	})
 
 	mustRegister(ir.OpInfo{Name: OpRopeCacheTable, Fused: true, MinArgs: 2, MaxArgs: 3,
-		Doc: "rope_cache_table(pos, inv_freq, freq_factors?){n_dims, mode, freq_scale, attn_factor}: the table rope_cache makes, from angles pos*inv_freq[i]/ff[i]*freq_scale (the seeds' formulation; ext_factor 0 only)",
+		Doc: "rope_cache_table(pos, inv_freq, freq_factors?){n_dims, mode, freq_scale, attn_factor}: the table rope_cache makes, from angles pos*inv_freq[i]/ff[i]*freq_scale (ggml-cann's formulation; ext_factor 0 only)",
 		Infer: func(n *ir.Node) (ir.Type, error) {
 			return ropeTableType(n, func(i int, t ir.Type) string { return fmt.Sprintf("operand %d %s", i, t) })
 		},
