@@ -321,7 +321,7 @@ func init() {
 		},
 	})
 	MustRegister(OpInfo{Name: OpRopeCacheTable, Fused: true, MinArgs: 2, MaxArgs: 3,
-		Doc: "rope_cache_table(pos, inv_freq, freq_factors?){n_dims, mode, freq_scale, attn_factor}: the table rope_cache makes, from angles pos*inv_freq[i]/ff[i]*freq_scale (the seeds' formulation; ext_factor 0 only)",
+		Doc: "rope_cache_table(pos, inv_freq, freq_factors?){n_dims, mode, freq_scale, attn_factor}: the table rope_cache makes, from angles pos*inv_freq[i]/ff[i]*freq_scale (ggml-cann's formulation; ext_factor 0 only)",
 		Infer: func(n *Node) (Type, error) {
 			return ropeTableType(n, func(i int, t Type) string { return fmt.Sprintf("operand %d %s", i, t) })
 		},

@@ -20,7 +20,7 @@ import (
 	"github.com/irtool/irtool/tokenizer"
 )
 
-// referencePrompt is the prompt of ../shared/reference's llama.cpp runs.
+// referencePrompt is the prompt of the reference llama.cpp runs (testdata/README.md).
 const referencePrompt = "Once upon a time"
 
 // relDiff is max|a-b| / max|a|, the measure of docs/KERNELS.md.
@@ -231,7 +231,7 @@ func TestSyntheticArchitectures(t *testing.T) {
 	}
 }
 
-// TestRopeTable measures the seeds' formulation of the RoPE cache (opt-in
+// TestRopeTable measures ggml-cann's formulation of the RoPE cache (opt-in
 // pass rope-table): the inverse frequencies become one constant, the
 // angles are positions times that constant. It is not ggml's float32
 // recurrence, so the logits move; the test bounds how far and checks the

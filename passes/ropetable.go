@@ -4,7 +4,7 @@ import (
 	"github.com/irtool/irtool/ir"
 )
 
-// The seeds' RoPE cache (llama.cpp's CANN backend): the inverse
+// ggml-cann's RoPE cache (llama.cpp PR #15912): the inverse
 // frequencies theta_scale^i are a constant table, and each step's angles
 // are positions times that table. It is opt-in (pass rope-table) because it
 // is not ggml's arithmetic: ggml's CPU rope multiplies the angle by

@@ -41,7 +41,7 @@ func llamaCppGraph(t testing.TB, path string) *ir.Graph {
 }
 
 // computeBuffer returns llama.cpp's compute buffer size for a reference
-// model: from its recorded run when ../shared/reference is present, else
+// model: from its recorded run when the external reference data is present, else
 // the figures issue 6 quotes for the two models in testdata.
 func computeBuffer(t testing.TB, path string) (int64, bool) {
 	base := modelBase(path)
@@ -101,7 +101,7 @@ func TestGallocrReproducesLlamaCpp(t *testing.T) {
 
 // TestGraphPlanMatchesNotes checks the liveness model against the figures
 // measured with an independent scratch simulation in
-// shared/notes/planning.md §2.1 (ggml layout: inputs and outputs in the
+// an independent scratch simulation of gallocr (ggml layout: inputs and outputs in the
 // arena, 32-byte alignment, cpy KV writes, f16 cache).
 func TestGraphPlanMatchesNotes(t *testing.T) {
 	for _, c := range []struct {

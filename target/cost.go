@@ -189,7 +189,7 @@ func (p *Profile) CopyUS(bytes float64) float64 {
 // f16 staging of a weight-quant matmul's input and output, the scaled copy a
 // masked softmax works on, the rstd output aclnnRmsNorm requires, the cast
 // rows of an f16 set_rows. These are planned into the arena so that nothing
-// is allocated while a segment is captured (cann.md §0.7). The operator's
+// is allocated while a segment is captured (ggml-cann's VMM pool). The operator's
 // own aclnnXxxGetWorkspaceSize answer is only known on a device; a runtime
 // checks it against this reservation at load time.
 func (p *Profile) Workspace(n *ir.Node) int64 {

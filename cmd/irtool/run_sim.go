@@ -34,10 +34,10 @@ type simFlags struct {
 var simOnly = []string{"graph", "prefill-graph", "graph-cache", "target"}
 
 func (f *simFlags) declare(fs *flag.FlagSet) {
-	fs.StringVar(&f.Graph, "graph", "", "sim: ACL graph mode, on or off (default: "+device.EnvACLGraph+", else on)")
-	fs.BoolVar(&f.PrefillGraph, "prefill-graph", false, "sim: capture prefill too, padding prompts to a bucket length ("+device.EnvPrefillUseGraph+")")
-	fs.IntVar(&f.GraphCache, "graph-cache", 0, "sim: graph LRU capacity (default: "+device.EnvCacheCapacity+", else 12)")
-	fs.StringVar(&f.Target, "target", "ascend910b", "sim: target profile: ascend910b, ascend310b or cpu")
+	fs.StringVar(&f.Graph, "graph", "", "sim, cann: ACL graph `MODE`: on (capture and replay) or off (default: $"+device.EnvACLGraph+", else on)")
+	fs.BoolVar(&f.PrefillGraph, "prefill-graph", false, "sim, cann: capture prefill too, padding prompts to a bucket length (or $"+device.EnvPrefillUseGraph+")")
+	fs.IntVar(&f.GraphCache, "graph-cache", 0, "sim, cann: capacity of the graph LRU cache (default: $"+device.EnvCacheCapacity+", else 12)")
+	fs.StringVar(&f.Target, "target", "ascend910b", "sim: the target profile `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
 }
 
 // policy is the environment's graph policy with the flags set on the

@@ -25,7 +25,7 @@ type Options struct {
 	// means g.Meta["kv_write"].
 	KVWrite string
 	// PrefillGraph lets segments of a prefill step (n_tokens > 1) be
-	// captured; by default prefill runs eagerly, as upstream (cann.md §0.5).
+	// captured; by default prefill runs eagerly, as upstream (llama.cpp PR #15933).
 	PrefillGraph bool
 	// SourceDTypes gives, per weight name, the dtype stored in the model
 	// file when it differs from the graph's (requantised weights).
@@ -429,15 +429,15 @@ func (l *lowerer) capturable(s *Segment) (bool, string) {
 		return false, "cpu segment: host kernels are not captured"
 	}
 	if !l.prof.GraphCapture {
-		return false, "target " + l.prof.Name + " has no ACL graph capture (aclmdlRI is not offered on it; cann.md §1.3)"
+		return false, "target " + l.prof.Name + " has no ACL graph capture (aclmdlRI is not offered on it; CANN docs, aclmdlRI capture API)"
 	}
 	for _, k := range s.Kernels {
 		if k.HostSync {
-			return false, fmt.Sprintf("%s (node %d) synchronises with the host (cann.md §0.9)", k.Name, k.Node)
+			return false, fmt.Sprintf("%s (node %d) synchronises with the host (llama.cpp issue #16586)", k.Name, k.Node)
 		}
 	}
 	if nt, ok := l.opts.Bindings["n_tokens"]; ok && nt > 1 && !l.opts.PrefillGraph {
-		return false, fmt.Sprintf("prefill (n_tokens=%d) runs eagerly, as upstream (cann.md §0.5)", nt)
+		return false, fmt.Sprintf("prefill (n_tokens=%d) runs eagerly, as upstream (llama.cpp PR #15933)", nt)
 	}
 	return true, ""
 }
@@ -494,7 +494,7 @@ func (l *lowerer) kernel(n *ir.Node, d target.Device) (Kernel, error) {
 }
 
 // onesTable returns the address of an f32 table of n ones on device d,
-// built once per length (cann.md §0.8: the constant is made before capture).
+// built once per length (llama.cpp PR #20747: the constant is made before capture).
 func (l *lowerer) onesTable(n int64, d target.Device) Addr {
 	if a, ok := l.ones[n][d]; ok {
 		return a

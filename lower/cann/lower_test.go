@@ -231,7 +231,7 @@ func decodePrograms(t *testing.T, kv models.KVWrite, positions ...int64) []*Prog
 	return out
 }
 
-// TestDecodeAddressesAreReplaySafe is the seeds' problem and its fix. Under
+// TestDecodeAddressesAreReplaySafe is ggml-cann's re-capture problem and its fix. Under
 // the decode binding every NPU segment is capturable. With set_rows, the
 // programs of two consecutive positions are identical property for property
 // (same keys, same fingerprints), so a graph captured at the first replays
@@ -438,7 +438,7 @@ func countViews(g *ir.Graph) int {
 }
 
 // TestDescriptor checks the ACL view of a permuted f16 window, the mapping
-// ggml-cann uses (cann.md §1.2).
+// ggml-cann uses (CANN docs, aclCreateTensor and the two-phase aclnn calls).
 func TestDescriptor(t *testing.T) {
 	// ggml: ne = [8, 32, 4, 1] f16 with nb = [2, 128, 16, 4096].
 	d := newDesc(ir.F16, [4]int64{8, 32, 4, 1}, [4]int64{2, 128, 16, 4096}, Addr{Region: "kv", Offset: 256})

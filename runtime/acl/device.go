@@ -316,7 +316,7 @@ func (d *Device) DestroyStream(s device.Stream) error {
 // refuseWhileCapturing refuses an allocation while a stream of n captures
 // in a strict mode. aclrtMalloc is not among the calls CANN documents as
 // capture-unsafe, but addresses handed out during a capture are the
-// pattern upstream had to remove (cann.md §0.2, §2.6); the binding refuses
+// pattern upstream had to remove (CANN's single-stream capture rules; ggml-cann's memory pools); the binding refuses
 // them like the simulated device, with the capture-mode code.
 func (d *Device) refuseWhileCapturing(call string, n *npu) error {
 	d.mu.Lock()

@@ -18,7 +18,7 @@
 // What the Device does (see device.Device for the contract):
 //
 //   - Memory: one aclrtMalloc(ACL_MEM_MALLOC_HUGE_FIRST) pool per device,
-//     taken at SetDevice, carved by device.MemPool (the seed's pool). The
+//     taken at SetDevice, carved by device.MemPool (mLLM's Ascend pool). The
 //     runtime binds the planned arena, weights, KV caches and constant
 //     tables to it before any capture.
 //   - Tensors: each device.TensorDesc (ggml order, byte strides) becomes an

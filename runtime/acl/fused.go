@@ -17,7 +17,7 @@ import (
 )
 
 // Recipes of the fused ops of package passes (the lowering maps them to
-// the aclnn operators CANN fuses natively, cann.md §3):
+// the aclnn operators CANN fuses natively, ggml-cann's supports_op and compute_forward):
 //
 //	rms_norm_mul        aclnnRmsNorm(x, gamma = w, eps, y, rstd in the workspace)
 //	add_rms_norm_mul    aclnnAddRmsNorm(a, b, w, eps, y = slot 0, rstd, x = slot 1)

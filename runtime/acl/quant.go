@@ -17,7 +17,7 @@ import (
 // Quantised weights. The device memory the runtime fills holds ggml blocks
 // (what the simulated device computes on); aclnnWeightQuantBatchMatmulV2
 // wants CANN's split layout: all quants of the matrix, row after row, then
-// all f16 scales (cann.md §3, "Weight layout on the device"). The binding
+// all f16 scales (ggml-cann's set_tensor for Q4_0/Q8_0). The binding
 // keeps a repacked shadow per weight, made when a kernel using the weight
 // is first prepared: the blocks are read back (aclrtMemcpy), repacked on
 // the host (RepackQ8_0, RepackQ4_0) and written to a block of the pool.

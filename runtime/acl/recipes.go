@@ -22,7 +22,7 @@ import (
 
 // This file turns a device.KernelLaunch (an IR op on ggml-order
 // descriptors) into the aclnn calls that compute it, the way ggml-cann's
-// compute_forward does for the same op (cann.md §3):
+// compute_forward does for the same op (ggml-cann's supports_op and compute_forward):
 //
 //	rms_norm   aclnnRmsNorm(x, gamma = ones, eps, y, rstd in the workspace)
 //	add, mul   aclnnAdd (alpha 1) / aclnnMul, broadcasting dims of size 1
@@ -68,7 +68,7 @@ func opName(op C.int) string {
 	return fmt.Sprintf("op%d", int(op))
 }
 
-// aclDType is the aclDataType of an IR dtype (cann.md §1.2).
+// aclDType is the aclDataType of an IR dtype (CANN docs, aclCreateTensor and the two-phase aclnn calls).
 func aclDType(t ir.DType) (C.int, bool) {
 	switch t {
 	case ir.F32:
@@ -303,7 +303,7 @@ func (b *builder) attrI(key string, def int64) int64 {
 
 // tensor makes an aclTensor: ACL-order shape and strides in elements, a
 // storage offset in elements from addr, ND format and a 1-D storage shape
-// covering the view (cann.md §1.2).
+// covering the view (CANN docs, aclCreateTensor and the two-phase aclnn calls).
 func (b *builder) tensor(dt C.int, shape, strides []int64, offset int64, addr device.Ptr) (C.uintptr_t, error) {
 	if len(shape) != len(strides) || len(shape) == 0 || len(shape) > 8 {
 		return 0, b.fail(device.ACLErrParamInvalid, "descriptor with shape %v strides %v", shape, strides)

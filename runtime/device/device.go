@@ -19,7 +19,7 @@ import (
 // simulated device (simdevice.go) and a real binding to libascendcl
 // implement the same calls and the layers above (the graph cache, the
 // program session) cannot tell them apart. The names follow ACL one to one;
-// see ../shared/notes/cann.md §1 for the calls and their documented rules.
+// see the CANN runtime API reference (hiascend.com) for the calls and their documented rules.
 
 // Ptr is a device address, as aclrtMalloc returns it. 0 is the null pointer.
 // Addresses are plain numbers: adding a byte offset to a pointer gives the
@@ -70,7 +70,7 @@ func (m CaptureMode) String() string {
 // element type, dims (Ne[0] innermost), byte strides and the device address
 // of element [0,0,0,0]. ACL's own descriptor (shape and strides reversed,
 // strides in elements, a storage offset) is derived from it one to one
-// (cann.md §1.2), so a device needs nothing more.
+// (CANN docs, aclCreateTensor and the two-phase aclnn calls), so a device needs nothing more.
 type TensorDesc struct {
 	DType ir.DType
 	Ne    [ir.MaxDims]int64
@@ -222,7 +222,7 @@ func (s DeviceStats) Sub(before DeviceStats) DeviceStats {
 type ACLCode int32
 
 // The ACL codes the runtime produces (rt_error_codes.h and the capture
-// codes of the CANN runtime reference; cann.md §1.3).
+// codes of the CANN runtime reference).
 const (
 	ACLSuccess                     ACLCode = 0
 	ACLErrParamInvalid             ACLCode = 107000 // ACL_ERROR_RT_PARAM_INVALID

@@ -17,7 +17,7 @@ import (
 // with real behaviour, not bookkeeping:
 //
 //   - Device memory is a real byte arena per NPU, addressed by Ptr values,
-//     handed out by a MemPool (the seed's pool: one pre-allocation, 32-byte
+//     handed out by a MemPool (mLLM's pool: one pre-allocation, 32-byte
 //     rounding, 64-byte aligned blocks, reuse of freed blocks).
 //   - Kernels run for real through the runtime's kernel table (the same
 //     kernels the CPU executor uses), on the bytes at the launch's
@@ -61,7 +61,7 @@ type SimOptions struct {
 	// pool (default 256 MiB).
 	MemoryBytes int64
 	// MaxStreams bounds the streams of one NPU (default 2048, the A2
-	// limit; cann.md §1.1).
+	// limit; CANN docs, aclrtMalloc).
 	MaxStreams int
 	// Kernels selects the numeric options of the kernels; keep it equal
 	// to the CPU executor's to get bit-identical results.

@@ -53,7 +53,7 @@ var prompt = []int32{1, 403, 407, 261, 378}
 var testModels = []string{"stories260K", "synth-llama-F32", "synth-llama-F16", "synth-llama-Q8_0", "synth-llama-Q4_0"}
 
 // llamaTokens returns llama.cpp's greedy tokens for a model, or nil when
-// ../shared/reference is absent.
+// the external reference data is absent.
 func llamaTokens(t *testing.T, model string) []int32 {
 	t.Helper()
 	dir := testref.SharedDir()
@@ -173,7 +173,7 @@ func TestSameTokensEveryPath(t *testing.T) {
 	}
 }
 
-// The seeds' cache behaviour over 64 decode tokens: with set_rows, one
+// ggml-cann's cache behaviour over 64 decode tokens: with set_rows, one
 // capture per capturable segment and shape bucket (n_kv changes every 32
 // cells), every other step a hit; with cpy, the KV write's destination
 // moves every token, so every step misses.

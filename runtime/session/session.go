@@ -119,7 +119,7 @@ func (s *Session) Step(tokens []int32) (*StepResult, error) {
 
 // executor returns the executor specialised for the bindings, building and
 // caching it on first use. With the cpy KV mode every position is a new
-// binding (its view offsets move), which is exactly the seeds' problem.
+// binding (its view offsets move), which is exactly ggml-cann's re-capture problem.
 func (s *Session) executor(b ir.Bindings) (*eval.Executor, error) {
 	key := b.String()
 	if s.model.Options.KVWrite == models.KVSetRows {
