@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/passes"
 )
 
 // rule decides NPU support for one node of its op.
@@ -311,7 +310,7 @@ func ropeHead(x ir.Type) (Support, bool) {
 func fusedRules() map[ir.Op]rule {
 	return map[ir.Op]rule{
 		// aclnnRmsNorm with the weight as gamma.
-		passes.OpRMSNormMul: func(n *ir.Node) Support {
+		ir.OpRMSNormMul: func(n *ir.Node) Support {
 			x, w := n.Args[0].Type, n.Args[1].Type
 			if !isFloat(x.DType) || !isFloat(w.DType) {
 				return no("rms_norm_mul of %s by %s", x.DType, w.DType)
@@ -324,7 +323,7 @@ func fusedRules() map[ir.Op]rule {
 		// aclnnAddRmsNorm: the residual add and the norm in one operator
 		// (ggml-cann's optional ADD+RMS_NORM fusion; same shapes, no
 		// broadcast; ggml-cann's supports_op and compute_forward).
-		passes.OpAddRMSNormMul: func(n *ir.Node) Support {
+		ir.OpAddRMSNormMul: func(n *ir.Node) Support {
 			a, b, w := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
 			if !a.Shape.Equal(b.Shape) {
 				return no("add_rms_norm_mul of %s and %s: aclnnAddRmsNorm needs equal shapes", a, b)
@@ -337,11 +336,11 @@ func fusedRules() map[ir.Op]rule {
 		// ggml-cann's SwiGlu operator takes one tensor split in halves; with
 		// gate and up apart it falls back to Silu and an in-place Mul
 		// (ggml-cann's supports_op and compute_forward, GLU).
-		passes.OpSwiGLU: func(n *ir.Node) Support {
+		ir.OpSwiGLU: func(n *ir.Node) Support {
 			return yes("aclnnSilu", "aclnnSilu", "aclnnInplaceMul")
 		},
 		// The matmul ggml-cann would pick, then the bias add.
-		passes.OpMulMatAdd: func(n *ir.Node) Support {
+		ir.OpMulMatAdd: func(n *ir.Node) Support {
 			s := mulMat(n)
 			if !s.OK {
 				return s
@@ -354,12 +353,12 @@ func fusedRules() map[ir.Op]rule {
 		},
 		// The RoPE cache built on the device from the positions (llama.cpp
 		// PRs #15912, #20747): angles = positions × inverse frequencies, then cos and sin.
-		passes.OpRopeCache: func(n *ir.Node) Support {
+		ir.OpRopeCache: func(n *ir.Node) Support {
 			return yes("aclnnSin", "aclnnCast", "aclnnMul", "aclnnCos", "aclnnSin")
 		},
 		// ggml-cann's formulation: angles from positions and a table of
 		// inverse frequencies (a folded constant), then cos and sin.
-		passes.OpRopeCacheTable: func(n *ir.Node) Support {
+		ir.OpRopeCacheTable: func(n *ir.Node) Support {
 			calls := []string{"aclnnCast", "aclnnMul"}
 			if len(n.Args) > 2 {
 				calls = append(calls, "aclnnDiv")
@@ -368,22 +367,22 @@ func fusedRules() map[ir.Op]rule {
 		},
 		// ggml-cann computes the theta-scale powers on the host and copies
 		// them once (llama.cpp PRs #15912, #20747); here the fold pass makes them a constant.
-		passes.OpRopeTheta: func(n *ir.Node) Support {
+		ir.OpRopeTheta: func(n *ir.Node) Support {
 			return no("rope_theta is computed on the host, as ggml-cann does (llama.cpp PRs #15912, #20747); the fold pass makes it a constant")
 		},
 		// aclnnRotaryPositionEmbedding(x, cos, sin, mode) is this op.
-		passes.OpRopeApply: func(n *ir.Node) Support {
+		ir.OpRopeApply: func(n *ir.Node) Support {
 			if s, ok := ropeHead(n.Args[0].Type); !ok {
 				return s
 			}
 			return yes("aclnnRotaryPositionEmbedding")
 		},
-		passes.OpRopeSetRows:      ropeWrite("aclnnRotaryPositionEmbedding"),
-		passes.OpRopeApplySetRows: ropeWrite("aclnnRotaryPositionEmbedding"),
+		ir.OpRopeSetRows:      ropeWrite("aclnnRotaryPositionEmbedding"),
+		ir.OpRopeApplySetRows: ropeWrite("aclnnRotaryPositionEmbedding"),
 		// Flash attention: aclnnFusedInferAttentionScoreV2 with Q cast to
 		// f16 and the output cast back; K and V must be f16 with one head
 		// dim (ggml-cann's supports_op and compute_forward, FLASH_ATTN_EXT).
-		passes.OpAttention: func(n *ir.Node) Support {
+		ir.OpAttention: func(n *ir.Node) Support {
 			q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
 			if k.DType != ir.F16 || v.DType != ir.F16 {
 				return no("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 takes f16 K and V (ggml-cann's supports_op and compute_forward)", k.DType, v.DType)
@@ -396,7 +395,7 @@ func fusedRules() map[ir.Op]rule {
 			}
 			return yes("aclnnFusedInferAttentionScoreV2", "aclnnCast", "aclnnFusedInferAttentionScoreV2", "aclnnCast")
 		},
-		passes.OpConcat: func(n *ir.Node) Support {
+		ir.OpConcat: func(n *ir.Node) Support {
 			for _, a := range n.Args {
 				if !isFloat(a.Type.DType) {
 					return no("concat of %s", a.Type.DType)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/ir"
-	_ "github.com/irtool/irtool/passes" // registers the fused ops
 	"github.com/irtool/irtool/target"
 )
 

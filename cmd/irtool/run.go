@@ -11,7 +11,7 @@ import (
 
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/tokenizer"
 )
 
@@ -209,7 +209,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		sess, err = runtime.NewSession(m, f, runtime.SessionOptions{})
+		sess, err = session.NewSession(m, f, session.SessionOptions{})
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)

@@ -36,6 +36,6 @@
 // A Program is plain data and round-trips through JSON. It runs without
 // CANN: every kernel names the IR op and attributes it computes, so a
 // runtime can execute it kernel by kernel through the shared CPU kernel
-// table (runtime.LookupKernel), which is how the tests check that lowered
+// table (eval.LookupKernel), which is how the tests check that lowered
 // programs give the reference logits.
 package cann

@@ -6,7 +6,6 @@ import (
 
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/partition"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 )
@@ -156,7 +155,7 @@ func (l *lowerer) devices() error {
 		}
 		d := target.CPU
 		switch {
-		case n.Op == partition.OpTransfer:
+		case n.Op == ir.OpTransfer:
 			to, _ := n.Attrs.Str("to")
 			d = target.Device(to)
 		case l.opts.Devices != nil:
@@ -168,7 +167,7 @@ func (l *lowerer) devices() error {
 			if !prof.HasNPU() {
 				return fmt.Errorf("cann: lower: %s (%s %q) is placed on the npu but target %s has none", n, n.Op, n.Name, prof.Name)
 			}
-			if n.Op != partition.OpTransfer {
+			if n.Op != ir.OpTransfer {
 				if s := prof.Supports(n); !s.OK {
 					return fmt.Errorf("cann: lower: %s (%s %q) cannot run on the npu of %s: %s (partition the graph first)", n, n.Op, n.Name, prof.Name, s.Reason)
 				}
@@ -201,7 +200,7 @@ func (l *lowerer) devices() error {
 // readDev is the device a node reads its operands on: a transfer reads on
 // its source device.
 func (l *lowerer) readDev(n *ir.Node) target.Device {
-	if n.Op == partition.OpTransfer {
+	if n.Op == ir.OpTransfer {
 		from, _ := n.Attrs.Str("from")
 		return target.Device(from)
 	}
@@ -390,7 +389,7 @@ func (l *lowerer) schedule() error {
 		if l.dev[n.ID] == "" {
 			continue
 		}
-		if n.Op == partition.OpTransfer {
+		if n.Op == ir.OpTransfer {
 			k, err := l.copyStep(n)
 			if err != nil {
 				return err
@@ -473,7 +472,7 @@ func (l *lowerer) kernel(n *ir.Node, d target.Device) (Kernel, error) {
 		k.Workspace = Addr{Region: RegionArena, Offset: ws.Offset}
 	}
 	switch n.Op {
-	case ir.OpRMSNorm, passes.OpRMSNormMul, passes.OpAddRMSNormMul:
+	case ir.OpRMSNorm, ir.OpRMSNormMul, ir.OpAddRMSNormMul:
 		// aclnnRmsNorm(x, gamma, eps, y, rstd) and aclnnAddRmsNorm: the
 		// fused forms take the weight as gamma; plain rms_norm gets a table
 		// of ones built at load time. rstd lands in the planned workspace.

@@ -181,7 +181,7 @@ const (
 type Step struct {
 	Kind    string  `json:"kind"`
 	Segment int     `json:"segment,omitempty"` // StepSegment
-	Copy    *Kernel `json:"copy,omitempty"`    // StepCopy: Name is the aclrtMemcpy kind; Op is partition.OpTransfer
+	Copy    *Kernel `json:"copy,omitempty"`    // StepCopy: Name is the aclrtMemcpy kind; Op is ir.OpTransfer
 	Input   string  `json:"input,omitempty"`   // StepUpload: the input name
 	Output  int     `json:"output,omitempty"`  // StepDownload: the output index
 }

@@ -1,4 +1,11 @@
-package runtime
+// Package device is the device layer of the runtime: an interface shaped
+// like Ascend's ACL runtime (Device, with streams, device memory and graph
+// capture), a simulated Ascend device that implements it with the CPU
+// kernels of package eval, the device memory pool and the LRU cache of
+// captured graphs. The cgo binding to the real libascendcl (runtime/acl)
+// implements the same interface; the program session (runtime/program)
+// runs lowered programs on any of them.
+package device
 
 import (
 	"errors"
@@ -7,7 +14,7 @@ import (
 	"github.com/irtool/irtool/ir"
 )
 
-// This file declares the device side of the runtime: an interface shaped
+// This file declares the device interface: an interface shaped
 // like Ascend's ACL runtime (aclrt* and aclmdlRI* calls), so that the
 // simulated device (simdevice.go) and a real binding to libascendcl
 // implement the same calls and the layers above (the graph cache, the
@@ -96,11 +103,6 @@ type KernelLaunch struct {
 	// Node is the IR node the kernel computes, for error messages only.
 	Node int
 }
-
-// LookupKernel returns the kernel the shared kernel table holds for op
-// (RegisterKernel). Executors of lowered programs use it to run CPU
-// segments with exactly the kernels the simulated device runs.
-func LookupKernel(op ir.Op) (Kernel, bool) { return lookupKernel(op) }
 
 // KernelNode returns the node a kernel of the table is called with for a
 // launch: the op, its params and the operand types taken from the

@@ -1,4 +1,4 @@
-package runtime
+package device
 
 import (
 	"container/list"
@@ -172,7 +172,7 @@ func ParseMatcher(s string) (Matcher, error) {
 	case "fingerprint", "fp":
 		return MatchFingerprint, nil
 	}
-	return 0, fmt.Errorf("runtime: unknown graph matcher %q (want properties or fingerprint)", s)
+	return 0, fmt.Errorf("device: unknown graph matcher %q (want properties or fingerprint)", s)
 }
 
 // DefaultGraphCacheCapacity is ggml-cann's LRU size
@@ -250,10 +250,10 @@ func NewGraphCache(dev Device, opts CacheOptions) (*GraphCache, error) {
 		opts.Capacity = DefaultGraphCacheCapacity
 	}
 	if opts.Capacity < 1 {
-		return nil, fmt.Errorf("runtime: graph cache capacity %d: must be at least 1", opts.Capacity)
+		return nil, fmt.Errorf("device: graph cache capacity %d: must be at least 1", opts.Capacity)
 	}
 	if opts.Matcher != MatchProperties && opts.Matcher != MatchFingerprint {
-		return nil, fmt.Errorf("runtime: unknown graph matcher %d", opts.Matcher)
+		return nil, fmt.Errorf("device: unknown graph matcher %d", opts.Matcher)
 	}
 	return &GraphCache{dev: dev, opts: opts, lru: list.New(), index: map[uint64][]*list.Element{}}, nil
 }
@@ -368,10 +368,10 @@ func (c *GraphCache) remove(el *list.Element) *cacheEntry {
 
 func (c *GraphCache) destroy(ent *cacheEntry) error {
 	if err := c.dev.SynchronizeStream(ent.stream); err != nil {
-		return fmt.Errorf("runtime: graph cache: synchronising before destroying graph %#x: %w", uint64(ent.graph), err)
+		return fmt.Errorf("device: graph cache: synchronising before destroying graph %#x: %w", uint64(ent.graph), err)
 	}
 	if err := c.dev.DestroyGraph(ent.graph); err != nil {
-		return fmt.Errorf("runtime: graph cache: %w", err)
+		return fmt.Errorf("device: graph cache: %w", err)
 	}
 	c.stats.Destroyed++
 	return nil
@@ -400,7 +400,7 @@ func (c *GraphCache) Execute(s Stream, p *GraphProps, launch func(Stream) error)
 		ent := e.Value.(*cacheEntry)
 		ent.stream = s
 		if err := c.dev.ExecuteAsync(ent.graph, s); err != nil {
-			return Replayed, fmt.Errorf("runtime: graph cache: replay: %w", err)
+			return Replayed, fmt.Errorf("device: graph cache: replay: %w", err)
 		}
 		c.stats.Replays++
 		return Replayed, nil
@@ -433,7 +433,7 @@ func (c *GraphCache) Execute(s Stream, p *GraphProps, launch func(Stream) error)
 		return Captured, err
 	}
 	if err := c.dev.ExecuteAsync(g, s); err != nil {
-		return Captured, fmt.Errorf("runtime: graph cache: replay after capture: %w", err)
+		return Captured, fmt.Errorf("device: graph cache: replay after capture: %w", err)
 	}
 	c.stats.Replays++
 	return Captured, nil
@@ -441,7 +441,7 @@ func (c *GraphCache) Execute(s Stream, p *GraphProps, launch func(Stream) error)
 
 func (c *GraphCache) capture(s Stream, launch func(Stream) error) (GraphHandle, error) {
 	if err := c.dev.CaptureBegin(s, c.opts.Mode); err != nil {
-		return 0, fmt.Errorf("runtime: graph cache: %w", err)
+		return 0, fmt.Errorf("device: graph cache: %w", err)
 	}
 	lerr := launch(s)
 	g, err := c.dev.CaptureEnd(s)
@@ -449,10 +449,10 @@ func (c *GraphCache) capture(s Stream, launch func(Stream) error) (GraphHandle, 
 		if err == nil {
 			c.dev.DestroyGraph(g)
 		}
-		return 0, fmt.Errorf("runtime: graph cache: capturing: %w", lerr)
+		return 0, fmt.Errorf("device: graph cache: capturing: %w", lerr)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("runtime: graph cache: %w", err)
+		return 0, fmt.Errorf("device: graph cache: %w", err)
 	}
 	return g, nil
 }
@@ -547,7 +547,7 @@ func PolicyFromEnv(getenv func(string) string) (GraphPolicy, error) {
 		if v := getenv(b.env); v != "" {
 			x, err := ParseBool(v)
 			if err != nil {
-				return p, fmt.Errorf("runtime: %s: %w", b.env, err)
+				return p, fmt.Errorf("device: %s: %w", b.env, err)
 			}
 			*b.dst = x
 		}
@@ -555,14 +555,14 @@ func PolicyFromEnv(getenv func(string) string) (GraphPolicy, error) {
 	if v := getenv(EnvCacheCapacity); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
-			return p, fmt.Errorf("runtime: %s=%q: want a positive integer", EnvCacheCapacity, v)
+			return p, fmt.Errorf("device: %s=%q: want a positive integer", EnvCacheCapacity, v)
 		}
 		p.Cache.Capacity = n
 	}
 	if v := getenv(EnvGraphMatcher); v != "" {
 		m, err := ParseMatcher(v)
 		if err != nil {
-			return p, fmt.Errorf("runtime: %s: %w", EnvGraphMatcher, err)
+			return p, fmt.Errorf("device: %s: %w", EnvGraphMatcher, err)
 		}
 		p.Cache.Matcher = m
 	}

@@ -1,4 +1,4 @@
-package runtime
+package device
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
@@ -132,7 +133,7 @@ type simTask struct {
 type simKernel struct {
 	name  string
 	node  *ir.Node
-	fn    Kernel
+	fn    eval.Kernel
 	dst   kernels.Tensor
 	args  []kernels.Tensor
 	fault string // an address outside device memory: the kernel faults when it runs
@@ -158,10 +159,10 @@ func NewSimDevice(opts SimOptions) (*SimDevice, error) {
 		opts.MaxStreams = DefaultSimStreams
 	}
 	if opts.Devices < 0 || opts.Devices > 64 {
-		return nil, fmt.Errorf("runtime: sim device: %d devices (want 1..64)", opts.Devices)
+		return nil, fmt.Errorf("device: sim device: %d devices (want 1..64)", opts.Devices)
 	}
 	if opts.MemoryBytes < 0 || opts.MemoryBytes >= 1<<simAddrShift {
-		return nil, fmt.Errorf("runtime: sim device: memory %d bytes (want 1 B..1 TiB)", opts.MemoryBytes)
+		return nil, fmt.Errorf("device: sim device: memory %d bytes (want 1 B..1 TiB)", opts.MemoryBytes)
 	}
 	d := &SimDevice{opts: opts, pinned: map[uintptr][]byte{}}
 	d.cur.Store(-1)
@@ -556,7 +557,7 @@ func (d *SimDevice) Launch(s Stream, k *KernelLaunch) error {
 	if k == nil {
 		return aclErr(call, ACLErrParamInvalid, "nil kernel launch")
 	}
-	fn, ok := lookupKernel(k.Op)
+	fn, ok := eval.LookupKernel(k.Op)
 	if !ok {
 		return aclErr(call, ACLErrFeatureNotSupport, "no kernel for op %q (node %d)", k.Op, k.Node)
 	}
