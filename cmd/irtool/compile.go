@@ -60,6 +60,8 @@ type compileFlags struct {
 	Report        string
 	MergeQKV      bool
 	Requant       string
+
+	ubatchDefault bool // --ubatch was not given: it follows --ctx
 }
 
 func (f *compileFlags) declare(fs *flag.FlagSet) {
@@ -104,7 +106,8 @@ type compileJSON struct {
 type compileJob struct {
 	Flags     compileFlags
 	ModelPath string
-	File      *gguf.File
+	Source    *modelSource
+	File      *gguf.File // the weights; nil for IR text that names none
 	Model     *models.Model
 	Input     *ir.Graph // the graph as built, never modified
 	Graph     *ir.Graph // the current graph: stages may replace it
@@ -150,6 +153,7 @@ func (f *compileFlags) checkShape() error {
 	}
 	if f.UBatch == 0 {
 		f.UBatch = f.Ctx
+		f.ubatchDefault = true
 	}
 	if f.UBatch < 0 || f.UBatch > f.Ctx {
 		return errors.New("--ubatch must be in [1, ctx]")
@@ -158,21 +162,38 @@ func (f *compileFlags) checkShape() error {
 	return err
 }
 
-// newCompileJob loads the model at path ("" = embedded) and builds its
-// graph: the state every stage starts from. Its writers discard until the
-// caller sets them; the caller closes j.File.
+// newCompileJob loads the model at path ("" = embedded; a GGUF file or IR
+// text, see source.go) and builds its graph: the state every stage starts
+// from. Its writers discard until the caller sets them; the caller calls
+// j.close.
 func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	opts, err := modelOptions(flags.Ctx, flags.KVType, flags.KVWrite)
 	if err != nil {
 		return nil, err
 	}
-	j := &compileJob{Flags: flags, ModelPath: path, Values: map[string]any{},
-		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
-	if j.File, err = openModel(path); err != nil {
+	src, err := openSource(path)
+	if err != nil {
 		return nil, err
 	}
-	if j.Model, err = models.Build(j.File, opts); err != nil {
-		j.File.Close()
+	if src.IsIR() {
+		def, _ := modelOptions(256, "f16", "set_rows")
+		if opts, err = src.options(opts, def); err != nil {
+			src.Close()
+			return nil, err
+		}
+		flags.Ctx, flags.KVType, flags.KVWrite = opts.NCtx, opts.KVType.String(), opts.KVWrite.String()
+		if flags.ubatchDefault {
+			flags.UBatch = flags.Ctx
+		}
+		if flags.UBatch > flags.Ctx {
+			src.Close()
+			return nil, fmt.Errorf("--ubatch %d exceeds the IR's n_ctx %d", flags.UBatch, flags.Ctx)
+		}
+	}
+	j := &compileJob{Flags: flags, ModelPath: path, Source: src, File: src.File, Values: map[string]any{},
+		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
+	if j.Model, err = src.build(opts); err != nil {
+		src.Close()
 		return nil, err
 	}
 	j.Input = j.Model.Graph
@@ -181,6 +202,9 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 		NodesBefore: j.Input.NumOps(), OpsBefore: opCounts(j.Input), Passes: []any{}}
 	return j, nil
 }
+
+// close releases the model files.
+func (j *compileJob) close() { j.Source.Close() }
 
 // modelOptions turns the shared model flags into models.Options.
 func modelOptions(ctx int64, kvType, kvWrite string) (models.Options, error) {
@@ -233,7 +257,7 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
 		return 1
 	}
-	defer j.File.Close()
+	defer j.close()
 	j.Stdout, j.Stderr = stdout, stderr
 	if j.Flags.JSON {
 		j.Text = io.Discard

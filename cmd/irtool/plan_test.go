@@ -121,7 +121,7 @@ func TestPlanErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no instance", []string{}, 2, "want one INSTANCE.csv argument, got 0"},
+		{"no instance", []string{}, 2, "want one INSTANCE.csv or FILE.ir argument, got 0"},
 		{"two instances", []string{good, good}, 2, "got 2"},
 		{"unknown strategy", []string{good, "--strategy", "tetris"}, 2, `unknown strategy "tetris"`},
 		{"bad budget", []string{good, "--budget", "0s"}, 2, "--budget must be positive"},

@@ -126,12 +126,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		modelPath = pos[0]
 	}
 	t0 := time.Now()
-	f, err := openModel(modelPath)
+	src, err := openSource(modelPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1
 	}
-	defer f.Close()
+	defer src.Close()
+	if src.File == nil {
+		fmt.Fprintf(stderr, "irtool run: %s: %v\n", modelPath, errNoWeights)
+		return 1
+	}
+	f := src.File
 	var tok *tokenizer.Tokenizer
 	var ids []int32
 	if *prompt != "" {
@@ -158,6 +163,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 2
 	}
+	if src.IsIR() {
+		if opts, err = src.options(opts, models.Options{KVType: models.KVF16, KVWrite: models.KVSetRows}); err != nil {
+			fmt.Fprintf(stderr, "irtool run: %v\n", err)
+			return 2
+		}
+		if need := int64(len(ids) + *n); opts.NCtx > 0 && need > opts.NCtx {
+			fmt.Fprintf(stderr, "irtool run: %s: prompt (%d tokens) + -n %d needs %d KV cells; the IR's cache has n_ctx=%d\n", modelPath, len(ids), *n, need, opts.NCtx)
+			return 2
+		}
+	}
 	if opts.NCtx == 0 {
 		need := int64(len(ids) + *n)
 		opts.NCtx = max(256, (need+255)/256*256)
@@ -167,7 +182,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 2
 	}
-	m, err := models.Build(f, opts)
+	m, err := src.build(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1

@@ -161,7 +161,7 @@ func drawViz(path string, f *vizFlags, need int, format string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer j.File.Close()
+	defer j.close()
 	ran := map[int]bool{}
 	for _, s := range compileStages {
 		if s.Order > need {
