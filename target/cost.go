@@ -108,6 +108,22 @@ func Traffic(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error) {
 		m := float64(sa[1].Val)
 		cols := float64(sb[1].Val * sb[2].Val * sb[3].Val)
 		return 2 * k * m * cols, in + out, nil
+	case ir.OpMulMatID:
+		// One product per token and chosen expert: k x n each.
+		sa, err := n.Args[0].Type.Shape.Eval(b)
+		if err != nil {
+			return 0, 0, err
+		}
+		so, err := n.Type.Shape.Eval(b)
+		if err != nil {
+			return 0, 0, err
+		}
+		k, m := float64(sa[0].Val), float64(sa[1].Val)
+		prods := float64(so[1].Val * so[2].Val)
+		// Only the chosen experts' matrices are read.
+		w := k * m * prods * float64(n.Args[0].Type.DType.TypeSize()) / float64(n.Args[0].Type.DType.BlockSize())
+		bb, _ := bytesOf(n.Args[1].Type, b)
+		return 2 * k * m * prods, w + bb + out, nil
 	case ir.OpAttention:
 		// softmax(k·q)·v per head: q [hd, T, H], k [hd, n_kv, Hkv], v [n_kv, hd_v, Hkv].
 		q, err := n.Args[0].Type.Shape.Eval(b)

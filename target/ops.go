@@ -120,7 +120,31 @@ func npuRules() map[ir.Op]rule {
 	for op, fr := range fusedRules() {
 		r[op] = fr
 	}
+	for op, fr := range archRules() {
+		r[op] = fr
+	}
 	return r
+}
+
+// archRules keep the ops of the newer architectures (ir/op_arch.go) on the
+// CPU, each for the reason given; the partition pass places them there and
+// copies their operands across (docs/MODELS.md, "On the NPU").
+func archRules() map[ir.Op]rule {
+	cpu := func(reason string) rule {
+		return func(n *ir.Node) Support { return no("%s: %s", n.Op, reason) }
+	}
+	return map[ir.Op]rule{
+		ir.OpGelu: cpu("ggml-cann's GELU (aclnnGelu) computes the function on the device, not ggml's CPU F16 table, " +
+			"so its logits would leave llama.cpp's CPU reference; runs on the CPU"),
+		ir.OpDiv:     cpu("no aclnn recipe yet (aclnnDiv) in runtime/acl; runs on the CPU"),
+		ir.OpSumRows: cpu("no aclnn recipe yet (aclnnReduceSum) in runtime/acl; runs on the CPU"),
+		ir.OpTopK: cpu("expert routing is not lowered yet (ggml-cann uses aclnnArgsort); " +
+			"the router runs on the host and the NPU segments around it stay capturable"),
+		ir.OpMulMatID: cpu("expert matmuls are not lowered yet (ggml-cann's mul_mat_id keeps every expert resident " +
+			"and multiplies the chosen ones per token); they run on the host"),
+		ir.OpSWAMask: cpu("llama.cpp builds the sliding-window mask on the host (set_input); " +
+			"it is one more input copy per step"),
+	}
 }
 
 func binary(kernel string) rule {
