@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -53,6 +54,9 @@ type LlamaRun struct {
 		Tokens []int32        `json:"tokens"`
 		Text   string         `json:"text"`
 		Top5   [][][2]float64 `json:"top5_per_step"`
+		// LogitsPerStep (llama-ref runs, ALL_LOGITS=1): the logits each
+		// generated token was chosen from, one row per step.
+		LogitsPerStep [][]float32 `json:"logits_per_step"`
 	} `json:"generation"`
 }
 
@@ -66,6 +70,15 @@ func LoadRun(t testing.TB, path string) *LlamaRun {
 	var r LlamaRun
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+	// llama-ref's runs ("format": "llama-ref") name no model file and no
+	// context: the model is <name>.gguf, run with n_ctx 256 and an F16 KV
+	// cache (reference README, "Second batch").
+	if r.ModelFile == "" {
+		r.ModelFile = strings.TrimSuffix(filepath.Base(path), ".llamacpp.json") + ".gguf"
+	}
+	if r.Context.NCtx == 0 {
+		r.Context.NCtx = 256
 	}
 	return &r
 }
