@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -75,6 +76,9 @@ func TestMatchesLlamaCpp(t *testing.T) {
 					t.Fatalf("step %d: %v", i, err)
 				}
 				logits := res.Logits[len(res.Logits)-1]
+				if i < len(ref.Generation.LogitsPerStep) {
+					check(fmt.Sprintf("step %d", i), logits, ref.Generation.LogitsPerStep[i])
+				}
 				switch i {
 				case 0:
 					check("prefill", logits, ref.Prefill.LogitsLast)
