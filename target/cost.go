@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/passes"
 )
 
 // Estimate is the modelled cost of one node on one device.
@@ -84,7 +83,7 @@ func Traffic(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error) {
 		}
 		dt := n.Args[alias].Type.DType
 		flops := 0.0
-		if n.Op == passes.OpRopeSetRows || n.Op == passes.OpRopeApplySetRows {
+		if n.Op == ir.OpRopeSetRows || n.Op == ir.OpRopeApplySetRows {
 			flops = 6 * written
 		}
 		return flops, read + max(written, 0)*float64(dt.TypeSize())/float64(dt.BlockSize()), nil
@@ -95,7 +94,7 @@ func Traffic(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error) {
 		idx, _ := bytesOf(n.Args[1].Type, b)
 		rows := elems * float64(n.Args[0].Type.DType.TypeSize()) / float64(n.Args[0].Type.DType.BlockSize())
 		return 0, rows + idx + out, nil
-	case ir.OpMulMat, passes.OpMulMatAdd:
+	case ir.OpMulMat, ir.OpMulMatAdd:
 		a, bb := n.Args[0].Type, n.Args[1].Type
 		sa, err := a.Shape.Eval(b)
 		if err != nil {
@@ -109,7 +108,7 @@ func Traffic(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error) {
 		m := float64(sa[1].Val)
 		cols := float64(sb[1].Val * sb[2].Val * sb[3].Val)
 		return 2 * k * m * cols, in + out, nil
-	case passes.OpAttention:
+	case ir.OpAttention:
 		// softmax(k·q)·v per head: q [hd, T, H], k [hd, n_kv, Hkv], v [n_kv, hd_v, Hkv].
 		q, err := n.Args[0].Type.Shape.Eval(b)
 		if err != nil {
@@ -125,9 +124,9 @@ func Traffic(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error) {
 		}
 		rows := float64(q[1].Val * q[2].Val * q[3].Val)
 		return 2*rows*float64(k[1].Val)*float64(q[0].Val+v[1].Val) + 5*rows*float64(k[1].Val), in + out, nil
-	case ir.OpRMSNorm, ir.OpSoftMax, passes.OpRMSNormMul, passes.OpAddRMSNormMul:
+	case ir.OpRMSNorm, ir.OpSoftMax, ir.OpRMSNormMul, ir.OpAddRMSNormMul:
 		return 5 * elems, in + out, nil
-	case ir.OpRope, passes.OpRopeApply, passes.OpRopeCache, passes.OpRopeCacheTable:
+	case ir.OpRope, ir.OpRopeApply, ir.OpRopeCache, ir.OpRopeCacheTable:
 		return 6 * elems, in + out, nil
 	}
 	return elems, in + out, nil
@@ -190,7 +189,7 @@ func (p *Profile) CopyUS(bytes float64) float64 {
 // f16 staging of a weight-quant matmul's input and output, the scaled copy a
 // masked softmax works on, the rstd output aclnnRmsNorm requires, the cast
 // rows of an f16 set_rows. These are planned into the arena so that nothing
-// is allocated while a segment is captured (cann.md §0.7). The operator's
+// is allocated while a segment is captured (ggml-cann's VMM pool). The operator's
 // own aclnnXxxGetWorkspaceSize answer is only known on a device; a runtime
 // checks it against this reservation at load time.
 func (p *Profile) Workspace(n *ir.Node) int64 {
@@ -209,7 +208,7 @@ func (p *Profile) Workspace(n *ir.Node) int64 {
 		return ne[0] * ne[1] * ne[2] * ne[3]
 	}
 	switch n.Op {
-	case ir.OpMulMat, passes.OpMulMatAdd:
+	case ir.OpMulMat, ir.OpMulMatAdd:
 		if s.Kernel == "aclnnWeightQuantBatchMatmulV2" {
 			return 2*elems(n.Args[1].Type) + 2*elems(n.Type)
 		}
@@ -217,7 +216,7 @@ func (p *Profile) Workspace(n *ir.Node) int64 {
 		if len(s.Calls) > 1 {
 			return 4 * elems(n.Type)
 		}
-	case ir.OpRMSNorm, passes.OpRMSNormMul, passes.OpAddRMSNormMul:
+	case ir.OpRMSNorm, ir.OpRMSNormMul, ir.OpAddRMSNormMul:
 		// The rstd output: one f32 per row of the normalised input.
 		x := n.Args[0].Type
 		ne, err := x.Shape.Ne()
@@ -228,14 +227,14 @@ func (p *Profile) Workspace(n *ir.Node) int64 {
 		if n.Args[0].Type.DType == ir.F16 {
 			return 2 * elems(n.Args[1].Type)
 		}
-	case passes.OpRopeSetRows, passes.OpRopeApplySetRows:
+	case ir.OpRopeSetRows, ir.OpRopeApplySetRows:
 		// The rotated rows, and their f16 cast for an f16 cache.
 		ws := 4 * elems(n.Args[1].Type)
 		if n.Args[0].Type.DType == ir.F16 {
 			ws += 2 * elems(n.Args[1].Type)
 		}
 		return ws
-	case passes.OpAttention:
+	case ir.OpAttention:
 		// Q cast to f16 and the f16 result before its cast back.
 		return 2*elems(n.Args[0].Type) + 2*elems(n.Type)
 	case ir.OpGetRows:

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/passes"
 )
 
 // rule decides NPU support for one node of its op.
@@ -22,7 +21,7 @@ func isFloat(t ir.DType) bool { return t == ir.F32 || t == ir.F16 }
 
 // npuRules are the ops llama.cpp's CANN backend runs and the aclnn calls it
 // makes for them (ggml_backend_cann_supports_op and ggml_cann_compute_forward;
-// ../shared/notes/cann.md §3). Each rule checks the dtype and shape limits
+// ggml-cann's supports_op and compute_forward). Each rule checks the dtype and shape limits
 // listed there.
 func npuRules() map[ir.Op]rule {
 	r := map[ir.Op]rule{
@@ -81,7 +80,7 @@ func npuRules() map[ir.Op]rule {
 			if dt := n.Args[0].Type.DType; !isFloat(dt) {
 				return no("rms_norm of %s", dt)
 			}
-			// gamma is a table of ones built at load time (cann.md §0.8).
+			// gamma is a table of ones built at load time (llama.cpp PR #20747).
 			return yes("aclnnRmsNorm")
 		},
 		ir.OpMulMat: mulMat,
@@ -150,7 +149,7 @@ func unary(kernel string) rule {
 // MatmulKernel names the aclnn matmul ggml-cann picks by operand rank:
 // aclnnMm for 2-D, aclnnBatchMatMul for 3-D with equal batches, and
 // aclnnMatmul, which broadcasts, for 4-D or for the repeated batches of
-// grouped-query attention (cann.md §3). A symbolic outer dim counts as more
+// grouped-query attention (ggml-cann's supports_op and compute_forward). A symbolic outer dim counts as more
 // than one.
 func MatmulKernel(a, b ir.Shape) string {
 	one := func(d ir.Dim) bool { return d.IsConst() && d.Val == 1 }
@@ -170,12 +169,12 @@ func mulMat(n *ir.Node) Support {
 		return yes(MatmulKernel(a.Type.Shape, b.Type.Shape))
 	case ir.Q4_0, ir.Q8_0:
 		if !Contiguous(a) || !Contiguous(b) {
-			return no("quantised matmul needs contiguous operands (cann.md §3)")
+			return no("quantised matmul needs contiguous operands (ggml-cann's supports_op and compute_forward)")
 		}
 		// Input cast to f16, weight-quant matmul, output cast back to f32.
 		return yes("aclnnWeightQuantBatchMatmulV2", "aclnnCast", "aclnnWeightQuantBatchMatmulV2", "aclnnCast")
 	default:
-		return no("mul_mat with %s weights: the CANN backend runs only q4_0 and q8_0 quantised matmul (cann.md §3); requantise to run it on the NPU", dt)
+		return no("mul_mat with %s weights: the CANN backend runs only q4_0 and q8_0 quantised matmul (ggml-cann's supports_op and compute_forward); requantise to run it on the NPU", dt)
 	}
 }
 
@@ -245,21 +244,21 @@ func Contiguous(n *ir.Node) bool {
 
 // gate310B applies the limits of 310-class parts: llama.cpp's CANN backend
 // builds no ACL graph, no flash attention and no q4_0/q8_0 matmul for them
-// (cann.md §2.9), and Huawei's operator tables list
+// (ggml-cann's supports_op for 310P), and Huawei's operator tables list
 // aclnnRotaryPositionEmbedding, aclnnWeightQuantBatchMatmulV2 and
 // aclnnFusedInferAttentionScoreV2 as unsupported on Atlas 200I/500 A2
 // (CANN 8.3 aclnn reference, "产品支持情况"). llama.cpp emulates RoPE on
-// 310P with roll/mul/add (cann.md §2.7); irtool does not, so RoPE falls back.
+// 310P with roll/mul/add (ggml-cann's aclnn_ops.cpp); irtool does not, so RoPE falls back.
 func gate310B(n *ir.Node, s Support) Support {
 	for _, c := range s.Calls {
 		switch c {
 		case "aclnnRotaryPositionEmbedding", "aclnnWeightQuantBatchMatmulV2", "aclnnFusedInferAttentionScoreV2":
-			return no("%s is not available on Atlas 200I/500 A2 (CANN operator table; cann.md §2.9)", c)
+			return no("%s is not available on Atlas 200I/500 A2 (CANN aclnn operator reference, product support table)", c)
 		}
 	}
 	for _, a := range n.Args {
 		if a.Type.DType == ir.BF16 {
-			return no("bf16 is not supported on 310-class parts (cann.md §3)")
+			return no("bf16 is not supported on 310-class parts (ggml-cann's supports_op and compute_forward)")
 		}
 	}
 	return s
@@ -306,12 +305,12 @@ func ropeHead(x ir.Type) (Support, bool) {
 }
 
 // fusedRules lower the fused ops of package passes to the aclnn calls
-// ggml-cann makes for the ops they fuse (cann.md §3), or to the fused aclnn
+// ggml-cann makes for the ops they fuse (ggml-cann's supports_op and compute_forward), or to the fused aclnn
 // operator where CANN has one.
 func fusedRules() map[ir.Op]rule {
 	return map[ir.Op]rule{
 		// aclnnRmsNorm with the weight as gamma.
-		passes.OpRMSNormMul: func(n *ir.Node) Support {
+		ir.OpRMSNormMul: func(n *ir.Node) Support {
 			x, w := n.Args[0].Type, n.Args[1].Type
 			if !isFloat(x.DType) || !isFloat(w.DType) {
 				return no("rms_norm_mul of %s by %s", x.DType, w.DType)
@@ -323,8 +322,8 @@ func fusedRules() map[ir.Op]rule {
 		},
 		// aclnnAddRmsNorm: the residual add and the norm in one operator
 		// (ggml-cann's optional ADD+RMS_NORM fusion; same shapes, no
-		// broadcast; cann.md §3).
-		passes.OpAddRMSNormMul: func(n *ir.Node) Support {
+		// broadcast; ggml-cann's supports_op and compute_forward).
+		ir.OpAddRMSNormMul: func(n *ir.Node) Support {
 			a, b, w := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
 			if !a.Shape.Equal(b.Shape) {
 				return no("add_rms_norm_mul of %s and %s: aclnnAddRmsNorm needs equal shapes", a, b)
@@ -336,12 +335,12 @@ func fusedRules() map[ir.Op]rule {
 		},
 		// ggml-cann's SwiGlu operator takes one tensor split in halves; with
 		// gate and up apart it falls back to Silu and an in-place Mul
-		// (cann.md §3, GLU).
-		passes.OpSwiGLU: func(n *ir.Node) Support {
+		// (ggml-cann's supports_op and compute_forward, GLU).
+		ir.OpSwiGLU: func(n *ir.Node) Support {
 			return yes("aclnnSilu", "aclnnSilu", "aclnnInplaceMul")
 		},
 		// The matmul ggml-cann would pick, then the bias add.
-		passes.OpMulMatAdd: func(n *ir.Node) Support {
+		ir.OpMulMatAdd: func(n *ir.Node) Support {
 			s := mulMat(n)
 			if !s.OK {
 				return s
@@ -352,14 +351,14 @@ func fusedRules() map[ir.Op]rule {
 			s.Calls = append(append([]string(nil), s.Calls...), "aclnnAdd")
 			return s
 		},
-		// The RoPE cache built on the device from the positions (cann.md
-		// §2.7): angles = positions × inverse frequencies, then cos and sin.
-		passes.OpRopeCache: func(n *ir.Node) Support {
+		// The RoPE cache built on the device from the positions (llama.cpp
+		// PRs #15912, #20747): angles = positions × inverse frequencies, then cos and sin.
+		ir.OpRopeCache: func(n *ir.Node) Support {
 			return yes("aclnnSin", "aclnnCast", "aclnnMul", "aclnnCos", "aclnnSin")
 		},
-		// The seeds' formulation: angles from positions and a table of
+		// ggml-cann's formulation: angles from positions and a table of
 		// inverse frequencies (a folded constant), then cos and sin.
-		passes.OpRopeCacheTable: func(n *ir.Node) Support {
+		ir.OpRopeCacheTable: func(n *ir.Node) Support {
 			calls := []string{"aclnnCast", "aclnnMul"}
 			if len(n.Args) > 2 {
 				calls = append(calls, "aclnnDiv")
@@ -367,26 +366,26 @@ func fusedRules() map[ir.Op]rule {
 			return yes("aclnnSin", append(calls, "aclnnCos", "aclnnSin")...)
 		},
 		// ggml-cann computes the theta-scale powers on the host and copies
-		// them once (cann.md §2.7); here the fold pass makes them a constant.
-		passes.OpRopeTheta: func(n *ir.Node) Support {
-			return no("rope_theta is computed on the host, as ggml-cann does (cann.md §2.7); the fold pass makes it a constant")
+		// them once (llama.cpp PRs #15912, #20747); here the fold pass makes them a constant.
+		ir.OpRopeTheta: func(n *ir.Node) Support {
+			return no("rope_theta is computed on the host, as ggml-cann does (llama.cpp PRs #15912, #20747); the fold pass makes it a constant")
 		},
 		// aclnnRotaryPositionEmbedding(x, cos, sin, mode) is this op.
-		passes.OpRopeApply: func(n *ir.Node) Support {
+		ir.OpRopeApply: func(n *ir.Node) Support {
 			if s, ok := ropeHead(n.Args[0].Type); !ok {
 				return s
 			}
 			return yes("aclnnRotaryPositionEmbedding")
 		},
-		passes.OpRopeSetRows:      ropeWrite("aclnnRotaryPositionEmbedding"),
-		passes.OpRopeApplySetRows: ropeWrite("aclnnRotaryPositionEmbedding"),
+		ir.OpRopeSetRows:      ropeWrite("aclnnRotaryPositionEmbedding"),
+		ir.OpRopeApplySetRows: ropeWrite("aclnnRotaryPositionEmbedding"),
 		// Flash attention: aclnnFusedInferAttentionScoreV2 with Q cast to
 		// f16 and the output cast back; K and V must be f16 with one head
-		// dim (cann.md §3, FLASH_ATTN_EXT).
-		passes.OpAttention: func(n *ir.Node) Support {
+		// dim (ggml-cann's supports_op and compute_forward, FLASH_ATTN_EXT).
+		ir.OpAttention: func(n *ir.Node) Support {
 			q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
 			if k.DType != ir.F16 || v.DType != ir.F16 {
-				return no("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 takes f16 K and V (cann.md §3)", k.DType, v.DType)
+				return no("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 takes f16 K and V (ggml-cann's supports_op and compute_forward)", k.DType, v.DType)
 			}
 			if !k.Shape[0].Equal(v.Shape[1]) {
 				return no("attention with K head dim %s and V head dim %s: must be equal", k.Shape[0], v.Shape[1])
@@ -396,7 +395,7 @@ func fusedRules() map[ir.Op]rule {
 			}
 			return yes("aclnnFusedInferAttentionScoreV2", "aclnnCast", "aclnnFusedInferAttentionScoreV2", "aclnnCast")
 		},
-		passes.OpConcat: func(n *ir.Node) Support {
+		ir.OpConcat: func(n *ir.Node) Support {
 			for _, a := range n.Args {
 				if !isFloat(a.Type.DType) {
 					return no("concat of %s", a.Type.DType)

@@ -32,17 +32,17 @@ type Chip struct {
 // value comes from and how the predictions move with it.
 type Overheads struct {
 	// LaunchUS is the host time of one eager aclnn call: the two-phase
-	// aclnnXxxGetWorkspaceSize + aclnnXxx submission (cann.md §1.2).
+	// aclnnXxxGetWorkspaceSize + aclnnXxx submission (CANN docs, aclCreateTensor and the two-phase aclnn calls).
 	LaunchUS float64
 	// TaskUS is the device time every aclnn call costs on top of its
 	// traffic (task dispatch, tiling, pipeline fill); small decode kernels
 	// are bounded by it.
 	TaskUS float64
 	// GraphLaunchUS is the host time of one aclmdlRIExecuteAsync replay of a
-	// captured segment (cann.md §1.3).
+	// captured segment (CANN docs, aclmdlRI capture API).
 	GraphLaunchUS float64
 	// CopyUS is the fixed cost of one host<->device copy, synchronisation
-	// included (the copy ends a segment, cann.md §0.2).
+	// included (the copy ends a segment, CANN's single-stream capture rules).
 	CopyUS float64
 	// CPUOpUS is the fixed host cost of one CPU kernel call.
 	CPUOpUS float64
@@ -111,11 +111,11 @@ type Support struct {
 	// empty for nodes that launch nothing (leaves and pure views).
 	Kernel string
 	// Calls are the aclnn calls the node costs when launched eagerly, in
-	// order, as llama.cpp's CANN backend issues them (cann.md §3); Kernel
+	// order, as llama.cpp's CANN backend issues them (ggml-cann's supports_op and compute_forward); Kernel
 	// is one of them. Captured segments replay them as device tasks.
 	Calls []string
 	// HostSync marks kernels that synchronise with the host internally;
-	// a segment holding one cannot be captured (cann.md §0.9).
+	// a segment holding one cannot be captured (llama.cpp issue #16586).
 	HostSync bool
 	// Reason says why the NPU does not run the node, or notes a limit.
 	Reason string
@@ -183,7 +183,7 @@ func ascend910B() *Profile {
 		LinkBW:       32 * gb,
 		LinkSource:   "PCIe 4.0 x16, ≈32 GB/s per direction (PCI-SIG); assumption that the card sits on such a link",
 		GraphCapture: true,
-		Align:        64, // aclrtMalloc starts are 64-B aligned and copies want 64-B ends; tensor data needs 32 B (cann.md §1). ggml-cann pads to 128: --align 128
+		Align:        64, // aclrtMalloc starts are 64-B aligned and copies want 64-B ends; tensor data needs 32 B (CANN runtime API reference). ggml-cann pads to 128: --align 128
 		Overheads:    defaultOverheads(),
 		rules:        npuRules(),
 	}
@@ -213,7 +213,7 @@ func ascend310B() *Profile {
 		Host:         host,
 		LinkBW:       link,
 		LinkSource:   "shared LPDDR4X: a copy moves every byte twice over the 25.6 GB/s bus",
-		GraphCapture: false, // aclmdlRI capture is not offered on Atlas 200I/500 A2 (cann.md §1.3)
+		GraphCapture: false, // aclmdlRI capture is not offered on Atlas 200I/500 A2 (CANN docs, aclmdlRI capture API)
 		Align:        64,
 		Overheads:    defaultOverheads(),
 		rules:        npuRules(),

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/ir"
-	_ "github.com/irtool/irtool/passes" // registers the fused ops
 	"github.com/irtool/irtool/target"
 )
 
@@ -277,7 +276,7 @@ func ExampleProfile_Supports() {
 	}
 	// Output:
 	// ascend910b: ok=true kernel=aclnnRotaryPositionEmbedding reason=""
-	// ascend310b: ok=false kernel= reason="aclnnRotaryPositionEmbedding is not available on Atlas 200I/500 A2 (CANN operator table; cann.md §2.9)"
+	// ascend310b: ok=false kernel= reason="aclnnRotaryPositionEmbedding is not available on Atlas 200I/500 A2 (CANN aclnn operator reference, product support table)"
 }
 
 // TestContiguousSymbolicView: a view whose dims after a symbolic one are 1

@@ -63,23 +63,23 @@ type compileFlags struct {
 }
 
 func (f *compileFlags) declare(fs *flag.FlagSet) {
-	fs.StringVar(&f.Passes, "passes", "default", "pass pipeline: default, none, or a comma-separated list (see irtool passes)")
-	fs.StringVar(&f.PrintAfter, "print-after", "", "print the IR after PASS, or after every pass with all")
-	fs.StringVar(&f.DumpDir, "dump-dir", "", "write the IR after every pass into DIR as NN-pass.ir")
+	fs.StringVar(&f.Passes, "passes", "default", "the pass pipeline `LIST`: default, none, or comma-separated pass names in which default stands for the default pipeline (see irtool passes)")
+	fs.StringVar(&f.PrintAfter, "print-after", "", "print the IR after `PASS` (comma-separated), or after every pass with all")
+	fs.StringVar(&f.DumpDir, "dump-dir", "", "write the IR after every pass into `DIR` as NN-pass.ir (00-input.ir first)")
 	fs.BoolVar(&f.JSON, "json", false, "print one JSON object (docs/CLI.md)")
 	fs.Int64Var(&f.Ctx, "ctx", 256, "KV cache cells (n_ctx)")
-	fs.Int64Var(&f.UBatch, "ubatch", 0, "tokens per step in the worst case (n_ubatch; default: ctx)")
-	fs.StringVar(&f.KVType, "kv-type", "f16", "KV cache element type: f16 or f32")
-	fs.StringVar(&f.KVWrite, "kv-write", "set_rows", "KV cache write: set_rows or cpy")
-	fs.Int64Var(&f.Align, "align", 0, "arena alignment in bytes (default: the target's)")
-	fs.StringVar(&f.Strategy, "strategy", "best", "memory planning strategy, or best")
-	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "time budget of the search strategy")
-	fs.StringVar(&f.ExportBuffers, "export-buffers", "", "write the worst-case planning problem as CSV (id,lower,upper,size)")
-	fs.StringVar(&f.Target, "target", "ascend910b", "target: ascend910b, ascend310b or cpu")
-	fs.StringVar(&f.Out, "out", "", "write program.json and DOT files of the partition and segments into DIR")
-	fs.StringVar(&f.Report, "report", "", "write a self-contained HTML report of every stage")
+	fs.Int64Var(&f.UBatch, "ubatch", 0, "tokens per step in the planned worst case (n_ubatch), 1 ≤ N ≤ ctx (default: ctx)")
+	fs.StringVar(&f.KVType, "kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
+	fs.StringVar(&f.KVWrite, "kv-write", "set_rows", "how new K/V rows reach the cache (`MODE`): set_rows (scatter by index into the whole cache; addresses never move) or cpy (llama.cpp c392e50's copy into a view at kv_head)")
+	fs.Int64Var(&f.Align, "align", 0, "arena alignment in `B` bytes, 1 ≤ B ≤ 2^30 (default: the target's: 32 for cpu, 64 otherwise)")
+	fs.StringVar(&f.Strategy, "strategy", "best", "memory planning `STRATEGY` (see irtool plan), or best: all of them, smallest arena")
+	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "time budget of the search and best strategies (both stop at the lower bound)")
+	fs.StringVar(&f.ExportBuffers, "export-buffers", "", "write the worst-case planning problem to `FILE` as CSV (id,lower,upper,size), sizes rounded to the alignment, so irtool plan FILE scores the same instance")
+	fs.StringVar(&f.Target, "target", "ascend910b", "the target `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
+	fs.StringVar(&f.Out, "out", "", "write program.json, partition.dot and segments.dot into `DIR`")
+	fs.StringVar(&f.Report, "report", "", "write the self-contained HTML report of every stage to `FILE`")
 	fs.BoolVar(&f.MergeQKV, "merge-qkv", false, "merge Q, K and V projections sharing an input into one matmul")
-	fs.StringVar(&f.Requant, "requant", "", "re-quantise weights the target cannot run to this type (q8_0 or q4_0)")
+	fs.StringVar(&f.Requant, "requant", "", "re-quantise the weights the target cannot multiply to `TYPE`: q8_0 or q4_0")
 }
 
 // compileJSON is the --json output. Each stage fills its own fields with

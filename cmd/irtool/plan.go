@@ -57,9 +57,9 @@ type planFlags struct {
 func declarePlanFlags(fs *flag.FlagSet) planFlags {
 	return planFlags{
 		strategy: fs.String("strategy", planner.StrategyBest, "strategy `NAME`: "+strings.Join(planner.Strategies(), ", ")),
-		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of search and best"),
-		align:    fs.Int64("align", 1, "alignment of sizes and offsets in `bytes`"),
-		asJSON:   fs.Bool("json", false, "print the report as JSON"),
+		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of the search and best strategies"),
+		align:    fs.Int64("align", 1, "round sizes up to, and keep offsets multiples of, `B` bytes (1 ≤ B ≤ 2^30)"),
+		asJSON:   fs.Bool("json", false, "print one JSON object"),
 	}
 }
 
