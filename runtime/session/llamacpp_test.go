@@ -40,7 +40,11 @@ func TestMatchesLlamaCpp(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(refPath), ".llamacpp.json")
 		t.Run(name, func(t *testing.T) {
 			ref := testmodel.LoadRun(t, refPath)
-			f, err := gguf.Open(testref.Shared(t, "models/"+ref.ModelFile))
+			modelFile := ref.ModelFile
+			if modelFile == "" { // the second batch's runs do not name it
+				modelFile = name + ".gguf"
+			}
+			f, err := gguf.Open(testref.Shared(t, "models/"+modelFile))
 			if err != nil {
 				t.Fatal(err)
 			}
