@@ -71,7 +71,7 @@ func TestGraphMatchesLlamaCpp(t *testing.T) {
 			if len(ref.Prefill.Graph.Nodes) == 0 {
 				t.Skip("no recorded graph (llama-ref runs record logits only)")
 			}
-			f, err := gguf.Open(filepath.Join(dir, "..", "models", name+".gguf"))
+			f, err := gguf.Open(testref.Shared(t, "models/"+name+".gguf"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -35,6 +35,11 @@ func Build(t testing.TB, path string, opts models.Options) (*gguf.File, *models.
 // LlamaRun is the part of a llamacpp/*.llamacpp.json file (llama.cpp's
 // recorded run of a reference model) that tests compare against.
 type LlamaRun struct {
+	// Format is "llama-ref" for the second batch of references, written by
+	// the smaller llama-ref tool: no model_file or context (LoadRun fills
+	// them in: the file named like the JSON, n_ctx 256, F16 cache) but
+	// logits_per_step for every step.
+	Format    string `json:"format"`
 	ModelFile string `json:"model_file"`
 	Context   struct {
 		NCtx  int64  `json:"n_ctx"`
@@ -54,8 +59,8 @@ type LlamaRun struct {
 		Tokens []int32        `json:"tokens"`
 		Text   string         `json:"text"`
 		Top5   [][][2]float64 `json:"top5_per_step"`
-		// LogitsPerStep (llama-ref runs, ALL_LOGITS=1): the logits each
-		// generated token was chosen from, one row per step.
+		// LogitsPerStep[k] are the logits tokens[k] was chosen from
+		// (llama-ref format only).
 		LogitsPerStep [][]float32 `json:"logits_per_step"`
 	} `json:"generation"`
 }
@@ -71,14 +76,16 @@ func LoadRun(t testing.TB, path string) *LlamaRun {
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	// llama-ref's runs ("format": "llama-ref") name no model file and no
-	// context: the model is <name>.gguf, run with n_ctx 256 and an F16 KV
-	// cache (reference README, "Second batch").
-	if r.ModelFile == "" {
-		r.ModelFile = strings.TrimSuffix(filepath.Base(path), ".llamacpp.json") + ".gguf"
-	}
-	if r.Context.NCtx == 0 {
-		r.Context.NCtx = 256
+	if r.Format == "llama-ref" {
+		if r.ModelFile == "" {
+			r.ModelFile = strings.TrimSuffix(filepath.Base(path), ".llamacpp.json") + ".gguf"
+		}
+		if r.Context.NCtx == 0 {
+			r.Context.NCtx = 256
+		}
+		if r.Context.TypeK == "" {
+			r.Context.TypeK = "f16"
+		}
 	}
 	return &r
 }

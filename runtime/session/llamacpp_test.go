@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -30,11 +31,7 @@ const stepBound = 1e-6
 
 // knownDifferences are reference runs the session does not match yet, with
 // what was measured (docs/MODELS.md, "Known differences").
-var knownDifferences = map[string]string{
-	"synth-qwen2-tied-Q4_0": "llama.cpp's logits differ by up to 1.5e-2 at 21 of 32 steps from step 8; " +
-		"the difference is in llama.cpp's layer-1 ffn_gate q4_0_8x8 product (that tensor in F32 removes it), " +
-		"not in the tied output or its GET_ROWS, and not a summation-order effect (docs/MODELS.md)",
-}
+var knownDifferences = map[string]string{}
 
 // TestMatchesLlamaCpp feeds llama.cpp's own token sequence (prompt, then its
 // 32 greedy tokens) through a Session and compares every step's logits with
@@ -50,7 +47,11 @@ func TestMatchesLlamaCpp(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(refPath), ".llamacpp.json")
 		t.Run(name, func(t *testing.T) {
 			ref := testmodel.LoadRun(t, refPath)
-			f, err := gguf.Open(testref.Shared(t, "models/"+ref.ModelFile))
+			modelFile := ref.ModelFile
+			if modelFile == "" { // the second batch's runs do not name it
+				modelFile = name + ".gguf"
+			}
+			f, err := gguf.Open(testref.Shared(t, "models/"+modelFile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,6 +61,9 @@ func TestMatchesLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			m, err := models.Build(f, opts)
+			if err != nil && strings.Contains(err.Error(), "is not supported") {
+				t.Skipf("%s: %v", ref.ModelFile, err) // an architecture models.Build does not have yet
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,6 +105,9 @@ func TestMatchesLlamaCpp(t *testing.T) {
 					t.Fatalf("step %d: %v", i, err)
 				}
 				logits := res.Logits[len(res.Logits)-1]
+				if i < len(ref.Generation.LogitsPerStep) {
+					check(fmt.Sprintf("step %d", i), logits, ref.Generation.LogitsPerStep[i])
+				}
 				switch i {
 				case 0:
 					check("prefill", logits, ref.Prefill.LogitsLast)
