@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/emicklei/dot"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/viz"
@@ -250,7 +249,7 @@ func vizLiveness(j *compileJob, f *vizFlags, path, format string) ([]byte, error
 }
 
 // vizDOT draws the DOT views.
-func vizDOT(j *compileJob, f *vizFlags, path, title string) (*dot.Graph, error) {
+func vizDOT(j *compileJob, f *vizFlags, path, title string) (*viz.DOT, error) {
 	switch f.what {
 	case "interference":
 		chart, _, err := vizChart(j, f, path)
