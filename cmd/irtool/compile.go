@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -67,7 +69,7 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.PrintAfter, "print-after", "", "print the IR after PASS, or after every pass with all")
 	fs.StringVar(&f.DumpDir, "dump-dir", "", "write the IR after every pass into DIR as NN-pass.ir")
 	fs.BoolVar(&f.JSON, "json", false, "print one JSON object (docs/CLI.md)")
-	fs.Int64Var(&f.Ctx, "ctx", 256, "KV cache cells (n_ctx)")
+	fs.Int64Var(&f.Ctx, "ctx", 256, "KV cache cells (n_ctx); 0: the model's context_length")
 	fs.Int64Var(&f.UBatch, "ubatch", 0, "tokens per step in the worst case (n_ubatch; default: ctx)")
 	fs.StringVar(&f.KVType, "kv-type", "f16", "KV cache element type: f16 or f32")
 	fs.StringVar(&f.KVWrite, "kv-write", "set_rows", "KV cache write: set_rows or cpy")
@@ -144,36 +146,99 @@ const (
 
 // checkShape normalises --ubatch (0 means --ctx) and checks the step
 // shapes and the model flags: an error is a usage error.
+//
+// --ctx 0 means the model's context_length, as for run; it is resolved by
+// newCompileJob once the model is open (resolveShape).
 func (f *compileFlags) checkShape() error {
-	if f.Ctx <= 0 {
-		return errors.New("--ctx must be positive")
+	if f.Ctx < 0 || f.Ctx > maxCtx {
+		return fmt.Errorf("--ctx %d: want 0 (the model's context_length) or 1..%d", f.Ctx, maxCtx)
+	}
+	if f.UBatch < 0 || f.Ctx > 0 && f.UBatch > f.Ctx {
+		return errors.New("--ubatch must be in [1, ctx]")
+	}
+	if f.Ctx > 0 && f.UBatch == 0 {
+		f.UBatch = f.Ctx
+	}
+	if f.Align != 0 && (f.Align < 0 || f.Align > 1<<30 || f.Align&(f.Align-1) != 0) {
+		return fmt.Errorf("--align %d: want a power of two up to 2^30", f.Align)
+	}
+	_, err := modelOptions(max(f.Ctx, 1), f.KVType, f.KVWrite)
+	return err
+}
+
+// resolveShape fills --ctx 0 with the model's context_length and --ubatch 0
+// with the context.
+func (f *compileFlags) resolveShape(file *gguf.File) error {
+	if f.Ctx == 0 {
+		hp, err := models.ReadHParams(file)
+		if err != nil {
+			return err
+		}
+		f.Ctx = hp.NCtxTrain
+		if f.Ctx > maxCtx {
+			return fmt.Errorf("--ctx 0: the model's context_length %d is more than %d; give --ctx", f.Ctx, maxCtx)
+		}
+		if f.UBatch > f.Ctx {
+			return fmt.Errorf("--ubatch %d is more than the context (%d)", f.UBatch, f.Ctx)
+		}
 	}
 	if f.UBatch == 0 {
 		f.UBatch = f.Ctx
 	}
-	if f.UBatch < 0 || f.UBatch > f.Ctx {
-		return errors.New("--ubatch must be in [1, ctx]")
+	return nil
+}
+
+// checkOutputs checks the output flags before any work: a stage that ran
+// for minutes must not then fail on a path that was never usable.
+func (f *compileFlags) checkOutputs() error {
+	if f.Requant != "" {
+		if dt, ok := ir.ParseDType(strings.ToLower(f.Requant)); !ok || dt != ir.Q8_0 && dt != ir.Q4_0 {
+			return fmt.Errorf("--requant %q: want q8_0 or q4_0", f.Requant)
+		}
 	}
-	_, err := modelOptions(f.Ctx, f.KVType, f.KVWrite)
-	return err
+	if f.Out != "" {
+		if st, err := os.Stat(f.Out); err == nil && !st.IsDir() {
+			return fmt.Errorf("--out %s: exists and is not a directory", f.Out)
+		}
+	}
+	for _, o := range []struct{ flag, path string }{{"--report", f.Report}, {"--export-buffers", f.ExportBuffers}} {
+		if o.path == "" {
+			continue
+		}
+		if st, err := os.Stat(o.path); err == nil && st.IsDir() {
+			return fmt.Errorf("%s %s: is a directory", o.flag, o.path)
+		}
+		if st, err := os.Stat(filepath.Dir(o.path)); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s %s: directory %s does not exist", o.flag, o.path, filepath.Dir(o.path))
+		}
+	}
+	return nil
 }
 
 // newCompileJob loads the model at path ("" = embedded) and builds its
 // graph: the state every stage starts from. Its writers discard until the
 // caller sets them; the caller closes j.File.
 func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
-	opts, err := modelOptions(flags.Ctx, flags.KVType, flags.KVWrite)
-	if err != nil {
-		return nil, err
-	}
 	j := &compileJob{Flags: flags, ModelPath: path, Values: map[string]any{},
 		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
+	var err error
 	if j.File, err = openModel(path); err != nil {
 		return nil, err
 	}
-	if j.Model, err = models.Build(j.File, opts); err != nil {
+	// Errors past parsing name the model.
+	fail := func(err error) (*compileJob, error) {
 		j.File.Close()
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", modelName(path), err)
+	}
+	if err := j.Flags.resolveShape(j.File); err != nil {
+		return fail(err)
+	}
+	opts, err := modelOptions(j.Flags.Ctx, j.Flags.KVType, j.Flags.KVWrite)
+	if err != nil {
+		return fail(err)
+	}
+	if j.Model, err = models.Build(j.File, opts); err != nil {
+		return fail(err)
 	}
 	j.Input = j.Model.Graph
 	j.Graph = j.Model.Graph.Clone()
@@ -227,6 +292,9 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	}
 	if flags.Strategy != "" && !slices.Contains(planner.GraphStrategies(), flags.Strategy) {
 		return usageError(stderr, "compile", "unknown --strategy %q (have %s)", flags.Strategy, strings.Join(planner.GraphStrategies(), ", "))
+	}
+	if err := flags.checkOutputs(); err != nil {
+		return usageError(stderr, "compile", "%v", err)
 	}
 	j, err := newCompileJob(path, flags)
 	if err != nil {
