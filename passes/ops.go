@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/irtool/irtool/gguf"
@@ -78,18 +79,14 @@ func dimMul(d ir.Dim, k int64) (ir.Dim, bool) {
 }
 
 // ropeCheck validates the rope attributes shared by the rope ops.
+// The row length is that of the first operand when it is the rotated
+// tensor (not the positions of rope_cache).
 func ropeCheck(n *ir.Node, keys ...string) error {
-	if err := needAttrs(n, keys...); err != nil {
-		return err
+	rowLen := int64(0)
+	if len(n.Args) > 0 && n.Args[0].Type.DType != ir.I32 && n.Args[0].Type.Shape[0].IsConst() {
+		rowLen = n.Args[0].Type.Shape[0].Val
 	}
-	nd, ok := n.Attrs.Int("n_dims")
-	if !ok || nd <= 0 || nd%2 != 0 {
-		return fmt.Errorf("n_dims must be a positive even integer")
-	}
-	if m, ok := n.Attrs.Int("mode"); !ok || (m != kernels.RopeNorm && m != kernels.RopeNeox) {
-		return fmt.Errorf("mode must be %d (norm) or %d (neox)", kernels.RopeNorm, kernels.RopeNeox)
-	}
-	return nil
+	return ir.CheckRopeAttrs(n, rowLen, keys...)
 }
 
 var ropeAngleAttrs = []string{"n_dims", "mode", "freq_base", "freq_scale"}
@@ -122,7 +119,7 @@ func init() {
 			}
 			return x, nil
 		},
-		Check: func(n *ir.Node) error { return needAttrs(n, "eps") },
+		Check: func(n *ir.Node) error { return ir.CheckAttrRanges(n, ir.AttrRange{Key: "eps", Min: 0, Max: 1}) },
 	}, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 		return kernels.RMSNormMul(dst, a[0], a[1], f32Attr(n, "eps"))
 	})
@@ -142,7 +139,7 @@ func init() {
 			}
 			return ir.Type{DType: ir.F32, Shape: ir.Shape{a[0], a[1], a[2], ir.C(2)}}, nil
 		},
-		Check: func(n *ir.Node) error { return needAttrs(n, "eps") },
+		Check: func(n *ir.Node) error { return ir.CheckAttrRanges(n, ir.AttrRange{Key: "eps", Min: 0, Max: 1}) },
 	}, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 		ne := dst.Ne
 		ne[3] = 1
@@ -271,7 +268,7 @@ func init() {
 			}
 			return ir.Type{DType: ir.F32, Shape: ir.Shape{ir.C(dv.Val * h.Val), q.Shape[1], q.Shape[3], ir.C(1)}}, nil
 		},
-		Check: func(n *ir.Node) error { return needAttrs(n, "scale") },
+		Check: func(n *ir.Node) error { return ir.CheckAttrRanges(n, ir.AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32}) },
 	}, attentionKernel)
 
 	mustRegister(ir.OpInfo{Name: OpConcat, MinArgs: 1, MaxArgs: 64,

@@ -52,14 +52,15 @@ const defaultUBatch = 512
 const maxCtx = 1 << 24
 
 type runJSON struct {
-	Model        string      `json:"model"`
-	Backend      string      `json:"backend"`
-	PromptTokens []int32     `json:"prompt_tokens"`
-	Tokens       []int32     `json:"tokens"`
-	Text         *string     `json:"text,omitempty"`
-	Timing       runTiming   `json:"timing"`
-	Logits       [][]float32 `json:"logits,omitempty"`
-	Stats        any         `json:"stats,omitempty"` // --backend sim
+	Model        string        `json:"model"`
+	Backend      string        `json:"backend"`
+	PromptTokens []int32       `json:"prompt_tokens"`
+	Tokens       []int32       `json:"tokens"`
+	Text         *string       `json:"text,omitempty"`
+	Timing       runTiming     `json:"timing"`
+	Logits       [][]jsonFloat `json:"logits,omitempty"` // NaN and infinities as null
+	Error        string        `json:"error,omitempty"`
+	Stats        any           `json:"stats,omitempty"` // --backend sim
 }
 
 type runTiming struct {
@@ -351,7 +352,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		out.Text = &s
 	}
 	if *withLogits {
-		out.Logits = res.Logits
+		var nonFinite bool
+		out.Logits, nonFinite = jsonFloats(res.Logits)
+		if nonFinite {
+			out.Error = "logits hold NaN or infinite values (written as null)"
+		}
 	}
 	if simRun != nil {
 		out.Stats = simRun.stats()
