@@ -312,8 +312,10 @@ func init() {
 	MustRegister(OpInfo{Name: OpAdd, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,
 		Doc: "add(a, b): a + b, b broadcast over a"})
 	MustRegister(OpInfo{Name: OpScale, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
-		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32}) },
-		Doc:   "scale(x){scale}: x * scale"})
+		Check: func(n *Node) error {
+			return CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32})
+		},
+		Doc: "scale(x){scale}: x * scale"})
 	MustRegister(OpInfo{Name: OpSilu, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
 		Doc: "silu(x): x * sigmoid(x)"})
 	MustRegister(OpInfo{Name: OpMulMat, MinArgs: 2, Doc: "mul_mat(a, b): out[i1][i0] = dot(a row i0, b row i1), a broadcast over dims 2,3; result f32[a.ne1, b.ne1, b.ne2, b.ne3]",

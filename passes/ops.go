@@ -268,7 +268,9 @@ func init() {
 			}
 			return ir.Type{DType: ir.F32, Shape: ir.Shape{ir.C(dv.Val * h.Val), q.Shape[1], q.Shape[3], ir.C(1)}}, nil
 		},
-		Check: func(n *ir.Node) error { return ir.CheckAttrRanges(n, ir.AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32}) },
+		Check: func(n *ir.Node) error {
+			return ir.CheckAttrRanges(n, ir.AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32})
+		},
 	}, attentionKernel)
 
 	mustRegister(ir.OpInfo{Name: OpConcat, MinArgs: 1, MaxArgs: 64,
