@@ -87,12 +87,6 @@ func CheckAttrRanges(n *Node, rs ...AttrRange) error {
 	return nil
 }
 
-// Rope modes the IR knows (ggml's GGML_ROPE_TYPE_NORMAL and _NEOX).
-const (
-	RopeModeNorm = 0
-	RopeModeNeox = 2
-)
-
 // CheckRopeAttrs checks the attributes of a rope-like node rotating the
 // first n_dims of rows of length rowLen (0: unknown, not checked): n_dims
 // even and in (0, rowLen], mode norm or neox, and, where present, a

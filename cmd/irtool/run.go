@@ -11,7 +11,7 @@ import (
 
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 	"github.com/irtool/irtool/tokenizer"
 )
@@ -94,15 +94,16 @@ func parseTokenList(s string) ([]int32, error) {
 // the tokens to generate fit, before anything runs (as llama.cpp refuses a
 // prompt longer than n_ctx). ctxFlag is --ctx: 0 means the model's
 // context_length (hp.NCtxTrain), of which only what the run needs (rounded
-// up to 256) is allocated. It returns the KV cache size.
-func runContext(ctxFlag int64, hp models.HParams, nPrompt, n int) (int64, error) {
+// up to 256) is allocated; what names a non-zero ctxFlag in the error. It
+// returns the KV cache size.
+func runContext(ctxFlag int64, hp models.HParams, nPrompt, n int, what string) (int64, error) {
 	need := int64(nPrompt) + int64(max(n-1, 0)) // the last token is not fed back
-	limit, what := ctxFlag, "--ctx"
+	limit := ctxFlag
 	if ctxFlag == 0 {
 		limit, what = hp.NCtxTrain, "the model's context_length"
 	}
 	if need > limit {
-		return 0, fmt.Errorf("the prompt (%d tokens) and -n %d need %d KV cells, more than %s (%d); shorten the prompt, lower -n or raise --ctx",
+		return 0, fmt.Errorf("the prompt (%d tokens) and -n %d need %d KV cells, more than %s=%d; shorten the prompt, lower -n or raise --ctx",
 			nPrompt, n, need, what, limit)
 	}
 	if ctxFlag > 0 {
@@ -114,17 +115,17 @@ func runContext(ctxFlag int64, hp models.HParams, nPrompt, n int) (int64, error)
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	prompt := fs.String("p", "", "prompt text")
-	tokens := fs.String("tokens", "", "prompt token ids, comma-separated")
+	prompt := fs.String("p", "", "the prompt `TEXT`, tokenised with the model's tokenizer, BOS added (exactly one of -p and --tokens)")
+	tokens := fs.String("tokens", "", "prompt token `IDS`, comma- or space-separated")
 	n := fs.Int("n", 32, "tokens to generate")
-	backend := fs.String("backend", "cpu", "execution backend: cpu (reference executor), sim (simulated Ascend device) or cann (Ascend NPU; builds with -tags cann)")
-	nctx := fs.Int64("ctx", 0, "context size (KV cache cells); 0: the model's context_length, of which prompt + n rounded up to 256 is allocated")
+	backend := fs.String("backend", "cpu", "execution `BACKEND`: cpu (the reference executor), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
+	nctx := fs.Int64("ctx", 0, "context size in tokens (KV cache cells); 0: the model's context_length, of which prompt + n rounded up to 256 is allocated; a prompt and -n that do not fit are refused")
 	ubatch := fs.Int("ubatch", defaultUBatch, "prefill the prompt in chunks of at most `N` tokens (llama.cpp's n_ubatch)")
-	kvType := fs.String("kv-type", "f16", "KV cache element type: f16 or f32")
-	kvWrite := fs.String("kv-write", "set_rows", "KV cache write: set_rows or cpy")
-	asJSON := fs.Bool("json", false, "print JSON")
-	withLogits := fs.Bool("logits", false, "include each step's logits in the JSON")
-	passList := fs.String("passes", "default", "pass pipeline applied before running: default, none, or a comma-separated list (see irtool passes)")
+	kvType := fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
+	kvWrite := fs.String("kv-write", "set_rows", "KV cache write `MODE`: set_rows or cpy (see irtool ir)")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	withLogits := fs.Bool("logits", false, "with --json, include every generated token's logits")
+	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
 	var sim simFlags
 	sim.declare(fs)
 	var cannF cannFlags
@@ -203,19 +204,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		modelPath = pos[0]
 	}
 	t0 := time.Now()
-	f, err := openModel(modelPath)
+	src, err := openSource(modelPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1
 	}
-	defer f.Close()
-	// Errors past parsing name the model: the file is valid GGUF, its
-	// content is at fault.
+	defer src.Close()
+	// Errors past parsing name the model: the file is valid, its content
+	// is at fault.
 	name := modelName(modelPath)
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "irtool run: %s: %v\n", name, err)
 		return 1
 	}
+	if src.File == nil {
+		return fail(errNoWeights)
+	}
+	f := src.File
 	hp, err := models.ReadHParams(f)
 	if err != nil {
 		return fail(err)
@@ -245,12 +250,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if len(ids) == 0 {
 		return fail(fmt.Errorf("the prompt has no tokens"))
 	}
-	opts := models.Options{KVType: kvT, KVWrite: kvW}
-	if opts.NCtx, err = runContext(*nctx, hp, len(ids), *n); err != nil {
-		fmt.Fprintf(stderr, "irtool run: %s: %v\n", name, err)
-		return 1
+	opts := models.Options{NCtx: *nctx, KVType: kvT, KVWrite: kvW}
+	ctxName := "--ctx"
+	if src.IsIR() {
+		ctxName = "the IR's cache, n_ctx"
+		// The IR fixes its cache size (meta n_ctx): that is the limit.
+		if opts, err = src.options(opts, models.Options{KVType: models.KVF16, KVWrite: models.KVSetRows}); err != nil {
+			fmt.Fprintf(stderr, "irtool run: %v\n", err)
+			return 2
+		}
 	}
-	m, err := models.Build(f, opts)
+	if opts.NCtx, err = runContext(opts.NCtx, hp, len(ids), *n, ctxName); err != nil {
+		fmt.Fprintf(stderr, "irtool run: %s: %v\n", name, err)
+		return 2 // refused before any work, as a usage error
+	}
+	m, err := src.build(opts)
 	if err != nil {
 		return fail(err)
 	}
@@ -275,7 +289,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		sess, err = runtime.NewSession(m, f, runtime.SessionOptions{})
+		sess, err = session.NewSession(m, f, session.SessionOptions{})
 	}
 	if err != nil {
 		return fail(err)

@@ -137,10 +137,10 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"--tokens", "1", "--logits"}, 2, "--logits needs --json"},
 		{[]string{"--tokens", "1", "--kv-type", "q8"}, 2, "--kv-type"},
 		{[]string{"--tokens", "1", "--passes", "no-such-pass"}, 2, "--passes"},
-		{[]string{"--tokens", "1", "-n", "3000"}, 1, "need 3000 KV cells, more than the model's context_length (2048)"},
+		{[]string{"--tokens", "1", "-n", "3000"}, 2, "need 3000 KV cells, more than the model's context_length=2048"},
 		{[]string{"--tokens", "1", "--backend", "gpu"}, 2, "backend"},
 		{[]string{"--tokens", "1", "--kv-write", "bogus"}, 2, "bogus"},
-		{[]string{"--tokens", "1", "-n", "600", "--ctx", "256"}, 1, "need 600 KV cells, more than --ctx (256)"},
+		{[]string{"--tokens", "1", "-n", "600", "--ctx", "256"}, 2, "need 600 KV cells, more than --ctx=256"},
 		{[]string{"/no/such/model.gguf", "--tokens", "1"}, 1, "no/such/model.gguf"},
 		{[]string{"-p", "ok \xff"}, 1, "UTF-8"},
 	} {

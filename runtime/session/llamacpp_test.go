@@ -1,6 +1,7 @@
-package runtime_test
+package session_test
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,7 @@ import (
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 func maxAbs(v []float32) float64 {
@@ -39,7 +40,11 @@ func TestMatchesLlamaCpp(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(refPath), ".llamacpp.json")
 		t.Run(name, func(t *testing.T) {
 			ref := testmodel.LoadRun(t, refPath)
-			f, err := gguf.Open(testref.Shared(t, "models/"+ref.ModelFile))
+			modelFile := ref.ModelFile
+			if modelFile == "" { // the second batch's runs do not name it
+				modelFile = name + ".gguf"
+			}
+			f, err := gguf.Open(testref.Shared(t, "models/"+modelFile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,10 +54,13 @@ func TestMatchesLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			m, err := models.Build(f, opts)
+			if err != nil && strings.Contains(err.Error(), "is not supported") {
+				t.Skipf("%s: %v", ref.ModelFile, err) // an architecture models.Build does not have yet
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+			s, err := session.NewSession(m, f, session.SessionOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,6 +83,9 @@ func TestMatchesLlamaCpp(t *testing.T) {
 					t.Fatalf("step %d: %v", i, err)
 				}
 				logits := res.Logits[len(res.Logits)-1]
+				if i < len(ref.Generation.LogitsPerStep) {
+					check(fmt.Sprintf("step %d", i), logits, ref.Generation.LogitsPerStep[i])
+				}
 				switch i {
 				case 0:
 					check("prefill", logits, ref.Prefill.LogitsLast)
@@ -90,7 +101,7 @@ func TestMatchesLlamaCpp(t *testing.T) {
 					}
 					worst = max(worst, math.Abs(float64(logits[id])-want)/scale)
 				}
-				if got := runtime.Argmax(logits); got != gen[i] {
+				if got := session.Argmax(logits); got != gen[i] {
 					gap := top5[0][1] - top5[1][1]
 					if gap > 2*tol*scale {
 						t.Errorf("step %d: greedy token %d, llama.cpp %d with a gap of %.4g", i, got, gen[i], gap)
@@ -126,7 +137,7 @@ func TestGreedyStories260K(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+		s, err := session.NewSession(m, f, session.SessionOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
