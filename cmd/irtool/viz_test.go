@@ -88,7 +88,7 @@ func TestVizLiveness(t *testing.T) {
 
 func TestVizInterference(t *testing.T) {
 	d := vizOut(t, "i.dot", "--what", "interference", "--ctx", "64", "--strategy", "greedy-size")
-	if !bytes.HasPrefix(d, []byte("graph ")) || !bytes.Contains(d, []byte("--n")) {
+	if !bytes.HasPrefix(d, []byte("graph ")) || !bytes.Contains(d, []byte(" -- b")) {
 		t.Errorf("interference DOT is not an undirected graph with edges: %.100s", d)
 	}
 	if bytes.Contains(d, []byte("overlapping addresses")) {
@@ -199,7 +199,7 @@ func TestVizAfter(t *testing.T) {
 		t.Skip("the default pipeline has fewer than two passes")
 	}
 	untitled := func(b []byte) string {
-		return regexp.MustCompile(`label="embedded:stories260K.gguf[^"]*";labelloc`).ReplaceAllString(string(b), "")
+		return regexp.MustCompile(`label="embedded:stories260K.gguf[^"]*", labelloc`).ReplaceAllString(string(b), "")
 	}
 	full := vizOut(t, "full.dot", "--what", "graph")
 	last := vizOut(t, "last.dot", "--what", "graph", "--after", names[len(names)-1])
