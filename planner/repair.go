@@ -44,6 +44,7 @@ func (s *searcher) repair() {
 		return
 	}
 	pl := newPlacer(tl, true)
+	st := &stopper{ctx: s.ctx, deadline: s.deadline}
 	var tops, inner, outer []int32
 	type kb struct {
 		k float64
@@ -139,6 +140,9 @@ func (s *searcher) repair() {
 				hi = last
 			}
 			pl.putRange(i, off[i], lo, hi)
+			if st.stop() {
+				return
+			}
 		}
 		// Order: R by current offset (with first fit this only compacts:
 		// no buffer rises), then a few buffers (b among them) moved to
@@ -184,6 +188,9 @@ func (s *searcher) repair() {
 		newTop, newAt := int64(0), 0
 		ok := true
 		for _, e := range keys {
+			if st.stop() {
+				return
+			}
 			o := pl.place(e.b)
 			newOff[e.b] = o
 			t := o + tl.size[e.b]

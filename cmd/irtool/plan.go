@@ -84,7 +84,7 @@ func flagGiven(fl planFlags, name string) bool { return fl.set[name] }
 func declarePlanFlags(fs *flag.FlagSet) planFlags {
 	return planFlags{
 		strategy: fs.String("strategy", planner.StrategyBest, "strategy `NAME`: "+strings.Join(planner.Strategies(), ", ")),
-		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of the search and best strategies"),
+		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of the whole command, reading included; every strategy checks it"),
 		align:    fs.Int64("align", 1, "round sizes up to, and keep offsets multiples of, `B` bytes (1 ≤ B ≤ 2^30)"),
 		asJSON:   fs.Bool("json", false, "print one JSON object"),
 		bind:     fs.String("bind", "", "for FILE.ir: the symbol `VALUES` to plan for, e.g. n_tokens=1,n_kv=256,n_outputs=1 (default: the worst case n_tokens = n_kv = n_outputs = the IR's n_ctx)"),
