@@ -53,6 +53,16 @@ func NewSession(m *models.Model, w WeightSource, opts SessionOptions) (*Session,
 // Pos is the number of tokens already in the KV cache.
 func (s *Session) Pos() int64 { return s.pos }
 
+// Reset empties the KV cache (zeroing it) and rewinds to position 0, as
+// llama.cpp's llama_memory_clear does; the executors built so far are kept,
+// so the next steps of the same shapes compile nothing.
+func (s *Session) Reset() {
+	for _, b := range s.state {
+		clear(b)
+	}
+	s.pos = 0
+}
+
 // NCtx is the KV cache capacity.
 func (s *Session) NCtx() int64 { return s.model.Options.NCtx }
 
