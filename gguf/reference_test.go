@@ -67,7 +67,7 @@ type refModel struct {
 	ref  *refFile
 }
 
-// refModels lists every model in ../shared/reference/models that has a
+// refModels lists every reference model (testref.Models) that has a
 // llamacpp/<model>.gguf.json, skipping the test when the data is absent.
 func refModels(t *testing.T) []refModel {
 	t.Helper()

@@ -16,7 +16,7 @@ import (
 // (the graph llama.cpp c392e50 builds: get_rows, rms_norm, mul, mul_mat,
 // rope, F16 KV cache, mul_mat/soft_max/mul_mat attention, silu, add) on the
 // reference models and compares the logits, and layer-0 intermediate
-// values, with llama.cpp's own numbers in ../shared/reference.
+// values, with llama.cpp's own numbers in the reference data (testref).
 
 // refFloat is a number of llama.cpp's reference JSON (NaN and infinities
 // spelled as strings).

@@ -21,7 +21,7 @@
 // Each layer owns two "state" leaves, cache_k_l<i> and cache_v_l<i>. In the
 // default set_rows mode they are [n_embd_kv, n_ctx] row tables written by a
 // row scatter whose destination address never moves; in cpy mode (llama.cpp
-// c392e50's own graph, kept to reproduce the seeds' graph-replay problem)
+// c392e50's own graph, kept to reproduce ggml-cann's graph-replay problem)
 // the new rows are copied into a view whose byte offset moves with kv_head.
 package models
 

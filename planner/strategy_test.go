@@ -25,7 +25,7 @@ func solve(t testing.TB, p *Problem, strategy string, opts Options) (*Assignment
 }
 
 // TestPisarchykLee checks the worked example of Pisarchyk & Lee (arXiv
-// 2001.03288) as recorded in shared/notes/planning.md §2.4: the bound is 124
+// 2001.03288) : the bound is 124
 // bytes at op 5, greedy-by-size reaches it, online best fit needs 160.
 func TestPisarchykLee(t *testing.T) {
 	p := pisarchykLee()
@@ -50,7 +50,7 @@ func TestPisarchykLee(t *testing.T) {
 	}
 }
 
-// published holds the ratios arena/LB of shared/notes/planning.md §2.2 and
+// published holds the ratios arena/LB of docs/PLANNER.md's reference columns and
 // §2.3 (greedy-by-size, longest-first, greedy-by-breadth, online best fit),
 // rounded as printed there; 0 = not published.
 var published = []struct {

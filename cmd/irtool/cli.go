@@ -90,25 +90,15 @@ command.
 `)
 }
 
-// printCommandHelp writes a command's usage and, when fs has flags, their
-// defaults.
+// printCommandHelp writes a command's usage and its flags with their
+// defaults; fs is the command's FlagSet, or nil to obtain it (flagSetOf).
 func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: %s\n", strings.TrimSpace(c.Usage))
-	if fs == nil && c.Flags != nil {
-		fs = flag.NewFlagSet(c.Name, flag.ContinueOnError)
-		c.Flags(fs)
-	}
 	if fs == nil {
-		return
+		fs = flagSetOf(c)
 	}
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n > 0 {
-		fmt.Fprint(w, "\nFlags:\n")
-		out := fs.Output()
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(out)
+	if fs != nil {
+		printFlags(w, fs)
 	}
 }
 
@@ -137,6 +127,9 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 // With -h or --help it prints the command's help to fs.Output() and returns
 // flag.ErrHelp.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	if probed(fs, args) {
+		return nil, errProbe
+	}
 	if c, ok := commands[fs.Name()]; ok {
 		fs.Usage = func() { printCommandHelp(fs.Output(), c, fs) }
 	}

@@ -93,6 +93,9 @@ func runPartitionStage(j *compileJob) error {
 		if !ok || dt != ir.Q8_0 && dt != ir.Q4_0 {
 			return fmt.Errorf("--requant %q: want q8_0 or q4_0", f.Requant)
 		}
+		if j.File == nil {
+			return fmt.Errorf("--requant: %w", errNoWeights)
+		}
 		g, src, r, err := partition.Requant(j.Graph, prof, j.File, dt)
 		if err != nil {
 			return err

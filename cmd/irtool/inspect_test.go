@@ -81,7 +81,7 @@ func inspectJSONOf(t *testing.T, args ...string) (inspectOut, string) {
 func TestInspectMatchesLlamaCpp(t *testing.T) {
 	models := testref.Models(t)
 	if testref.SharedDir() == "" {
-		t.Skip("needs ../shared/reference")
+		t.Skip("needs the external reference data directory (IRTOOL_REFERENCE)")
 	}
 	for i, p := range models {
 		name := strings.TrimSuffix(filepath.Base(p), ".gguf")

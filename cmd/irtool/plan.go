@@ -18,6 +18,7 @@ func init() {
 		Name:    "plan",
 		Summary: "assign arena offsets to a buffer-lifetime instance (CSV) and score them",
 		Usage: `irtool plan INSTANCE.csv [--strategy NAME|best] [--budget 10s] [--align B] [--json]
+       irtool plan FILE.ir [--bind n_tokens=1,...] [--strategy NAME|best] [--align B] [--json]
 
 Reads a static memory-planning instance in the benchmark format shared by
 MiniMalloc and idealloc: a header "id,lower,upper,size", then one buffer per
@@ -41,7 +42,14 @@ multiples of B (ggml's CPU buffers use 32).
   {"buffers", "lower_bound", "arena", "ratio", "naive", "strategy",
    "winner", "ms", "strategies": {name: arena}, "strategy_ms": {name: ms}}
 where ratio = arena / lower_bound, naive is the arena without reuse,
-winner is the strategy that produced the arena and ms the wall time.`,
+winner is the strategy that produced the arena and ms the wall time.
+
+Given IR text (irtool ir -o FILE.ir, docs/IR.md), plans the graph as
+written (no passes) with ggml's CPU in-place rule and execution reordering,
+as compile's memory stage does for --target cpu; --align defaults to 32
+there. A symbolic graph is specialised with --bind, or by default for the
+worst case n_tokens = n_kv = n_outputs = the IR's n_ctx. The report is the
+same; strategy_ms is empty.`,
 		Run:   cmdPlan,
 		Flags: func(fs *flag.FlagSet) { declarePlanFlags(fs) },
 	})
@@ -52,14 +60,21 @@ type planFlags struct {
 	budget   *time.Duration
 	align    *int64
 	asJSON   *bool
+	bind     *string
+	set      map[string]bool // the flags given on the command line
 }
+
+// flagGiven reports whether the flag name was on the command line.
+func flagGiven(fl planFlags, name string) bool { return fl.set[name] }
 
 func declarePlanFlags(fs *flag.FlagSet) planFlags {
 	return planFlags{
 		strategy: fs.String("strategy", planner.StrategyBest, "strategy `NAME`: "+strings.Join(planner.Strategies(), ", ")),
-		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of search and best"),
-		align:    fs.Int64("align", 1, "alignment of sizes and offsets in `bytes`"),
-		asJSON:   fs.Bool("json", false, "print the report as JSON"),
+		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of the search and best strategies"),
+		align:    fs.Int64("align", 1, "round sizes up to, and keep offsets multiples of, `B` bytes (1 ≤ B ≤ 2^30)"),
+		asJSON:   fs.Bool("json", false, "print one JSON object"),
+		bind:     fs.String("bind", "", "for FILE.ir: the symbol `VALUES` to plan for, e.g. n_tokens=1,n_kv=256,n_outputs=1 (default: the worst case n_tokens = n_kv = n_outputs = the IR's n_ctx)"),
+		set:      map[string]bool{},
 	}
 }
 
@@ -72,8 +87,9 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		return flagError(err)
 	}
 	if len(pos) != 1 {
-		return usageError(stderr, "plan", "want one INSTANCE.csv argument, got %d", len(pos))
+		return usageError(stderr, "plan", "want one INSTANCE.csv or FILE.ir argument, got %d", len(pos))
 	}
+	fs.Visit(func(f *flag.Flag) { fl.set[f.Name] = true })
 	known := false
 	for _, s := range planner.Strategies() {
 		known = known || s == *fl.strategy
@@ -86,6 +102,12 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	}
 	if *fl.align < 1 || *fl.align > 1<<30 {
 		return usageError(stderr, "plan", "--align must be in [1, 2^30], got %d", *fl.align)
+	}
+	if isIRText(pos[0]) {
+		return planIR(pos[0], fl, stdout, stderr)
+	}
+	if *fl.bind != "" {
+		return usageError(stderr, "plan", "--bind applies to IR files only")
 	}
 	p, err := planner.ReadCSVFile(pos[0])
 	if err != nil {

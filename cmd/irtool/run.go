@@ -11,7 +11,7 @@ import (
 
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/tokenizer"
 )
 
@@ -79,16 +79,16 @@ func parseTokenList(s string) ([]int32, error) {
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	prompt := fs.String("p", "", "prompt text")
-	tokens := fs.String("tokens", "", "prompt token ids, comma-separated")
+	prompt := fs.String("p", "", "the prompt `TEXT`, tokenised with the model's tokenizer, BOS added (exactly one of -p and --tokens)")
+	tokens := fs.String("tokens", "", "prompt token `IDS`, comma- or space-separated")
 	n := fs.Int("n", 32, "tokens to generate")
-	backend := fs.String("backend", "cpu", "execution backend: cpu (reference executor), sim (simulated Ascend device) or cann (Ascend NPU; builds with -tags cann)")
+	backend := fs.String("backend", "cpu", "execution `BACKEND`: cpu (the reference executor), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
 	nctx := fs.Int64("ctx", 0, "KV cache size in tokens (default: prompt + n rounded up to 256)")
-	kvType := fs.String("kv-type", "f16", "KV cache element type: f16 or f32")
-	kvWrite := fs.String("kv-write", "set_rows", "KV cache write: set_rows or cpy")
-	asJSON := fs.Bool("json", false, "print JSON")
-	withLogits := fs.Bool("logits", false, "include each step's logits in the JSON")
-	passList := fs.String("passes", "default", "pass pipeline applied before running: default, none, or a comma-separated list (see irtool passes)")
+	kvType := fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
+	kvWrite := fs.String("kv-write", "set_rows", "KV cache write `MODE`: set_rows or cpy (see irtool ir)")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	withLogits := fs.Bool("logits", false, "with --json, include every generated token's logits")
+	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
 	var sim simFlags
 	sim.declare(fs)
 	var cannF cannFlags
@@ -126,12 +126,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		modelPath = pos[0]
 	}
 	t0 := time.Now()
-	f, err := openModel(modelPath)
+	src, err := openSource(modelPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1
 	}
-	defer f.Close()
+	defer src.Close()
+	if src.File == nil {
+		fmt.Fprintf(stderr, "irtool run: %s: %v\n", modelPath, errNoWeights)
+		return 1
+	}
+	f := src.File
 	var tok *tokenizer.Tokenizer
 	var ids []int32
 	if *prompt != "" {
@@ -158,6 +163,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 2
 	}
+	if src.IsIR() {
+		if opts, err = src.options(opts, models.Options{KVType: models.KVF16, KVWrite: models.KVSetRows}); err != nil {
+			fmt.Fprintf(stderr, "irtool run: %v\n", err)
+			return 2
+		}
+		if need := int64(len(ids) + *n); opts.NCtx > 0 && need > opts.NCtx {
+			fmt.Fprintf(stderr, "irtool run: %s: prompt (%d tokens) + -n %d needs %d KV cells; the IR's cache has n_ctx=%d\n", modelPath, len(ids), *n, need, opts.NCtx)
+			return 2
+		}
+	}
 	if opts.NCtx == 0 {
 		need := int64(len(ids) + *n)
 		opts.NCtx = max(256, (need+255)/256*256)
@@ -167,7 +182,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 2
 	}
-	m, err := models.Build(f, opts)
+	m, err := src.build(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1
@@ -194,7 +209,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		sess, err = runtime.NewSession(m, f, runtime.SessionOptions{})
+		sess, err = session.NewSession(m, f, session.SessionOptions{})
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)

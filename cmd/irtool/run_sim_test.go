@@ -40,7 +40,7 @@ func runSimJSON(t *testing.T, env map[string]string, args ...string) simRunOut {
 }
 
 // run --backend sim gives the cpu backend's tokens on every model, with
-// graph mode on and off, set_rows and cpy, and its stats show the seeds'
+// graph mode on and off, set_rows and cpy, and its stats show ggml-cann's
 // cache behaviour.
 func TestRunSimBackend(t *testing.T) {
 	const ids = "1,403,407,261,378"

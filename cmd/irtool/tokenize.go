@@ -41,8 +41,8 @@ type tokenizeFlags struct {
 func declareTokenizeFlags(fs *flag.FlagSet) tokenizeFlags {
 	return tokenizeFlags{
 		file:      fs.String("file", "", "tokenise the bytes of file `F` (exactly; a trailing newline is kept)"),
-		noSpecial: fs.Bool("no-special", false, "do not add BOS/EOS and do not parse special tokens in the text"),
-		asJSON:    fs.Bool("json", false, `print {"tokens": [...], "pieces": [...]}`),
+		noSpecial: fs.Bool("no-special", false, "do not add BOS/EOS and do not parse special tokens such as <s> in the text (llama.cpp's add_special = parse_special = false)"),
+		asJSON:    fs.Bool("json", false, "print one JSON object"),
 	}
 }
 

@@ -1,7 +1,9 @@
-// Package testref locates the project's test inputs: the small models copied
-// into testdata/ and the external reference data in ../shared/reference, which
-// holds llama.cpp's own outputs. Tests that need ../shared call Shared and are
-// skipped cleanly when it is absent, so the repository stands alone.
+// Package testref locates the project's test inputs: the small models and
+// trimmed llama.cpp outputs copied into testdata/ (testdata/README.md gives
+// their provenance) and the external reference data directory, which holds
+// the full set of llama.cpp's own outputs. Tests that need a file only the
+// external directory has call Shared and skip, saying so, when it is absent,
+// so the repository stands alone.
 package testref
 
 import (
@@ -25,8 +27,9 @@ func Testdata(name string) string {
 	return filepath.Join(Root(), "testdata", name)
 }
 
-// SharedDir returns ../shared/reference beside the repository, or "" if absent.
-// IRTOOL_REFERENCE overrides the location.
+// SharedDir returns the external reference data directory, or "" if absent:
+// $IRTOOL_REFERENCE when set, else the directory ../shared/reference beside
+// the repository.
 func SharedDir() string {
 	if d := os.Getenv("IRTOOL_REFERENCE"); d != "" {
 		return d
@@ -38,13 +41,13 @@ func SharedDir() string {
 	return ""
 }
 
-// Shared returns the path of a file under ../shared/reference (for example
+// Shared returns the path of a file in the external reference data directory (for example
 // "llamacpp/stories260K.llamacpp.json"), skipping the test when it is absent.
 func Shared(t testing.TB, rel string) string {
 	t.Helper()
 	d := SharedDir()
 	if d == "" {
-		t.Skip("../shared/reference is absent; skipping test that needs llama.cpp reference data")
+		t.Skip("the external reference data directory is absent (set IRTOOL_REFERENCE); skipping a test that needs llama.cpp reference data")
 	}
 	p := filepath.Join(d, rel)
 	if _, err := os.Stat(p); err != nil {
@@ -53,7 +56,7 @@ func Shared(t testing.TB, rel string) string {
 	return p
 }
 
-// Models lists the GGUF model files of ../shared/reference/models (full paths),
+// Models lists the GGUF model files of the external reference data directory (full paths),
 // or, when it is absent, the models copied into testdata/.
 func Models(t testing.TB) []string {
 	t.Helper()

@@ -13,12 +13,11 @@ import (
 	"math"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 )
 
 // Recipes of the fused ops of package passes (the lowering maps them to
-// the aclnn operators CANN fuses natively, cann.md §3):
+// the aclnn operators CANN fuses natively, ggml-cann's supports_op and compute_forward):
 //
 //	rms_norm_mul        aclnnRmsNorm(x, gamma = w, eps, y, rstd in the workspace)
 //	add_rms_norm_mul    aclnnAddRmsNorm(a, b, w, eps, y = slot 0, rstd, x = slot 1)
@@ -40,24 +39,24 @@ import (
 // by the cache's address, and rope_apply reads those (it runs after its
 // rope_cache in the same step, in stream order).
 func init() {
-	recipes[passes.OpRMSNormMul] = rmsNormMul
-	recipes[passes.OpAddRMSNormMul] = addRMSNormMul
-	recipes[passes.OpSwiGLU] = swiGLU
-	recipes[passes.OpRopeCache] = ropeCache
-	recipes[passes.OpRopeApply] = ropeApply
-	recipes[passes.OpRopeApplySetRows] = ropeApplySetRows
-	recipes[passes.OpAttention] = attention
+	recipes[ir.OpRMSNormMul] = rmsNormMul
+	recipes[ir.OpAddRMSNormMul] = addRMSNormMul
+	recipes[ir.OpSwiGLU] = swiGLU
+	recipes[ir.OpRopeCache] = ropeCache
+	recipes[ir.OpRopeApply] = ropeApply
+	recipes[ir.OpRopeApplySetRows] = ropeApplySetRows
+	recipes[ir.OpAttention] = attention
 }
 
 // vector1D is a weight [n, 1, 1, 1] as a 1-D aclTensor.
-func (b *builder) vector1D(role string, t runtime.TensorDesc) (C.uintptr_t, error) {
+func (b *builder) vector1D(role string, t device.TensorDesc) (C.uintptr_t, error) {
 	if t.Ne[1] != 1 || t.Ne[2] != 1 || t.Ne[3] != 1 {
 		return 0, b.unsupported("%s %v: a vector is expected", role, t.Ne)
 	}
 	return b.desc(role, t, 1)
 }
 
-func (b *builder) rstd(x runtime.TensorDesc) (C.uintptr_t, error) {
+func (b *builder) rstd(x device.TensorDesc) (C.uintptr_t, error) {
 	rows := x.Ne[1] * x.Ne[2] * x.Ne[3]
 	p, err := b.temp("rstd", 4*rows, 4)
 	if err != nil {
@@ -104,17 +103,17 @@ func addRMSNormMul(b *builder) error {
 	if out.Ne[3] != 2 || x1.Ne[3] != 1 || x2.Ne != x1.Ne {
 		return b.unsupported("add_rms_norm_mul of %v and %v into %v: equal shapes only", x1.Ne, x2.Ne, out.Ne)
 	}
-	slot := func(i int64) runtime.TensorDesc {
+	slot := func(i int64) device.TensorDesc {
 		t := out
 		t.Ne[3] = 1
-		t.Addr += runtime.Ptr(i * out.Nb[3])
+		t.Addr += device.Ptr(i * out.Nb[3])
 		return t
 	}
 	var ts [6]C.uintptr_t
 	var err error
 	for i, d := range []struct {
 		role string
-		t    runtime.TensorDesc
+		t    device.TensorDesc
 	}{{"x1", x1}, {"x2", x2}} {
 		if ts[i], err = b.desc(d.role, d.t, 4); err != nil {
 			return err
@@ -168,20 +167,20 @@ func swiGLU(b *builder) error {
 // f32, the angles and the full-width cos and sin tables, [T, D] each.
 type ropeTables struct {
 	T, D               int64
-	pos, ang, cos, sin runtime.Ptr
+	pos, ang, cos, sin device.Ptr
 }
 
-func ropeKey(cache runtime.TensorDesc) string {
+func ropeKey(cache device.TensorDesc) string {
 	return fmt.Sprintf("rope_tables@%#x[%d,%d]", uint64(cache.Addr), cache.Ne[0], cache.Ne[1])
 }
 
-func (b *builder) ropeTables(cache runtime.TensorDesc) (ropeTables, error) {
+func (b *builder) ropeTables(cache device.TensorDesc) (ropeTables, error) {
 	T, D := cache.Ne[1], cache.Ne[0]
 	p, err := b.buffer(ropeKey(cache), 4*(T+3*T*D))
 	if err != nil {
 		return ropeTables{}, err
 	}
-	return ropeTables{T: T, D: D, pos: p, ang: p + runtime.Ptr(4*T), cos: p + runtime.Ptr(4*(T+T*D)), sin: p + runtime.Ptr(4*(T+2*T*D))}, nil
+	return ropeTables{T: T, D: D, pos: p, ang: p + device.Ptr(4*T), cos: p + device.Ptr(4*(T+T*D)), sin: p + device.Ptr(4*(T+2*T*D))}, nil
 }
 
 // ropeCheck accepts the RoPE variants the binding computes.
@@ -205,7 +204,7 @@ func (b *builder) ropeCheck(head int64) (mode int64, err error) {
 // freq_scale · base^(-2i/D), where i is the pair index of column j
 // (adjacent pairs for ggml's normal mode, halves for neox), shared by every
 // kernel with the same parameters.
-func (b *builder) ropeTheta(D, mode int64) (runtime.Ptr, error) {
+func (b *builder) ropeTheta(D, mode int64) (device.Ptr, error) {
 	base, fscale := b.attrF("freq_base", 10000), b.attrF("freq_scale", 1)
 	theta := make([]byte, 4*D)
 	for j := int64(0); j < D; j++ {
@@ -269,7 +268,7 @@ func ropeCache(b *builder) error {
 	b.call(C.IRT_MUL, tensors(pcol, trow, at))
 	for _, f := range []struct {
 		op  C.int
-		dst runtime.Ptr
+		dst device.Ptr
 	}{{C.IRT_COS, rt.cos}, {C.IRT_SIN, rt.sin}} {
 		in, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
 		if err != nil {
@@ -287,7 +286,7 @@ func ropeCache(b *builder) error {
 	if mode == 2 {
 		step = 1
 	}
-	for k, src := range []runtime.Ptr{rt.cos, rt.sin} {
+	for k, src := range []device.Ptr{rt.cos, rt.sin} {
 		dst, err := b.tensor(C.ACL_FLOAT, []int64{T, D / 2}, []int64{D, 2}, int64(k), cache.Addr)
 		if err != nil {
 			return err
@@ -302,7 +301,7 @@ func ropeCache(b *builder) error {
 }
 
 // ropeInputs resolves x and the full-width tables of its cache operand.
-func (b *builder) ropeInputs(x, cache runtime.TensorDesc) (ropeTables, int64, error) {
+func (b *builder) ropeInputs(x, cache device.TensorDesc) (ropeTables, int64, error) {
 	D, T := x.Ne[0], x.Ne[2]
 	mode, err := b.ropeCheck(D)
 	if err != nil {
@@ -315,7 +314,7 @@ func (b *builder) ropeInputs(x, cache runtime.TensorDesc) (ropeTables, int64, er
 	_, ok := b.n.tables[ropeKey(cache)]
 	b.n.cmu.Unlock()
 	if !ok {
-		return ropeTables{}, 0, b.fail(runtime.ACLErrParamInvalid, "the RoPE table at %#x was not made by a rope_cache launch on this device", uint64(cache.Addr))
+		return ropeTables{}, 0, b.fail(device.ACLErrParamInvalid, "the RoPE table at %#x was not made by a rope_cache launch on this device", uint64(cache.Addr))
 	}
 	rt, err := b.ropeTables(cache)
 	if err != nil {
@@ -330,7 +329,7 @@ func (b *builder) ropeInputs(x, cache runtime.TensorDesc) (ropeTables, int64, er
 
 // rope calls aclnnRotaryPositionEmbedding on x [D, H, T, 1] (BSND in ACL
 // order) into out.
-func (b *builder) rope(x runtime.TensorDesc, xt C.uintptr_t, rt ropeTables, mode int64, out C.uintptr_t) error {
+func (b *builder) rope(x device.TensorDesc, xt C.uintptr_t, rt ropeTables, mode int64, out C.uintptr_t) error {
 	ct, err := b.tensor(C.ACL_FLOAT, []int64{1, rt.T, 1, rt.D}, []int64{rt.T * rt.D, rt.D, rt.D, 1}, 0, rt.cos)
 	if err != nil {
 		return err
@@ -439,7 +438,7 @@ func ropeApplySetRows(b *builder) error {
 
 // bsnd is a ggml view whose dims 0..2 are (D, S, N) in some order as a
 // BSND aclTensor: perm gives, for S, N and D, the ggml dim holding it.
-func bsnd(t runtime.TensorDesc, s, n, d int) ([]int64, []int64, bool) {
+func bsnd(t device.TensorDesc, s, n, d int) ([]int64, []int64, bool) {
 	es := t.DType.TypeSize()
 	if t.Ne[3] != 1 || es <= 0 {
 		return nil, nil, false
@@ -514,7 +513,7 @@ func attention(b *builder) error {
 	if len(b.k.Inputs) > 3 {
 		m := b.k.Inputs[3]
 		if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) {
-			return b.fail(runtime.ACLErrParamInvalid, "mask %v does not cover %d rows of %d keys", m.Ne, T, KV)
+			return b.fail(device.ACLErrParamInvalid, "mask %v does not cover %d rows of %d keys", m.Ne, T, KV)
 		}
 		// The mask goes in as the position shift, one row per query, the
 		// same for every head (head stride 0), as ggml-cann passes it.

@@ -1,4 +1,4 @@
-package runtime
+package eval
 
 import (
 	"fmt"
@@ -27,14 +27,14 @@ func RegisterKernel(op ir.Op, k Kernel) error {
 	kernelMu.Lock()
 	defer kernelMu.Unlock()
 	if _, dup := kernelTab[op]; dup {
-		return fmt.Errorf("runtime: kernel for op %q registered twice", op)
+		return fmt.Errorf("eval: kernel for op %q registered twice", op)
 	}
 	kernelTab[op] = k
 	return nil
 }
 
 // HasKernel reports whether the executor can run op.
-func HasKernel(op ir.Op) bool { _, ok := lookupKernel(op); return ok }
+func HasKernel(op ir.Op) bool { _, ok := LookupKernel(op); return ok }
 
 // KernelOps lists the ops with a CPU kernel, sorted.
 func KernelOps() []ir.Op {
@@ -48,7 +48,9 @@ func KernelOps() []ir.Op {
 	return out
 }
 
-func lookupKernel(op ir.Op) (Kernel, bool) {
+// LookupKernel returns the CPU kernel of op. The executor, the simulated
+// device and the CPU segments of lowered programs all run these kernels.
+func LookupKernel(op ir.Op) (Kernel, bool) {
 	kernelMu.RLock()
 	defer kernelMu.RUnlock()
 	k, ok := kernelTab[op]

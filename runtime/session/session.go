@@ -1,11 +1,10 @@
-package runtime
+package session
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"time"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 )
@@ -13,14 +12,14 @@ import (
 // SessionOptions configure a Session.
 type SessionOptions struct {
 	// Exec is passed to every step's executor.
-	Exec ExecOptions
+	Exec eval.ExecOptions
 	// AllLogits returns logits for every token of a step, not just the last.
 	AllLogits bool
 	// Plan, if set, is called once for each specialised step graph and
 	// returns the options to execute it with, typically a memory plan's
 	// offsets, arena size and order (planned execution). Exec is used
 	// when Plan is nil.
-	Plan func(g *ir.Graph) (ExecOptions, error)
+	Plan func(g *ir.Graph) (eval.ExecOptions, error)
 }
 
 // Session runs a model step by step over a persistent KV cache, as
@@ -28,22 +27,22 @@ type SessionOptions struct {
 // lives in KV cell i.
 type Session struct {
 	model   *models.Model
-	weights WeightSource
+	weights eval.WeightSource
 	opts    SessionOptions
 	state   map[string][]byte
 	pos     int64
-	execs   map[string]*Executor // per binding
+	execs   map[string]*eval.Executor // per binding
 	// Stats
 	Steps int
 }
 
 // NewSession allocates the KV cache (zeroed) for a built model.
-func NewSession(m *models.Model, w WeightSource, opts SessionOptions) (*Session, error) {
-	s := &Session{model: m, weights: w, opts: opts, state: map[string][]byte{}, execs: map[string]*Executor{}}
+func NewSession(m *models.Model, w eval.WeightSource, opts SessionOptions) (*Session, error) {
+	s := &Session{model: m, weights: w, opts: opts, state: map[string][]byte{}, execs: map[string]*eval.Executor{}}
 	for _, n := range m.Graph.Leaves(ir.OpState) {
 		size, err := n.Type.Bytes()
 		if err != nil {
-			return nil, fmt.Errorf("runtime: state %q: %w", n.Name, err)
+			return nil, fmt.Errorf("session: state %q: %w", n.Name, err)
 		}
 		s.state[n.Name] = make([]byte, size)
 	}
@@ -66,21 +65,11 @@ func (s *Session) Reset() {
 // NCtx is the KV cache capacity.
 func (s *Session) NCtx() int64 { return s.model.Options.NCtx }
 
-// KVLen returns llama.cpp's n_kv for a cache holding used cells: the used
-// length padded to 32, at least 32, at most n_ctx.
-func KVLen(used, nCtx int64) int64 {
-	n := (used + models.KVPad - 1) / models.KVPad * models.KVPad
-	if n < models.KVPad {
-		n = models.KVPad
-	}
-	return min(n, nCtx)
-}
-
 // Bindings returns the symbol values of a step of nTokens tokens starting at pos.
 func (s *Session) Bindings(pos, nTokens, nOutputs int64) ir.Bindings {
 	return ir.Bindings{
 		models.SymTokens:  nTokens,
-		models.SymKV:      KVLen(pos+nTokens, s.model.Options.NCtx),
+		models.SymKV:      models.KVLen(pos+nTokens, s.model.Options.NCtx),
 		models.SymOutputs: nOutputs,
 		models.SymKVHead:  pos,
 	}
@@ -98,15 +87,15 @@ func (s *Session) Step(tokens []int32) (*StepResult, error) {
 	start := time.Now()
 	n := int64(len(tokens))
 	if n == 0 {
-		return nil, fmt.Errorf("runtime: step with no tokens")
+		return nil, fmt.Errorf("session: step with no tokens")
 	}
 	if s.pos+n > s.model.Options.NCtx {
-		return nil, fmt.Errorf("runtime: context full: %d + %d tokens exceed n_ctx %d", s.pos, n, s.model.Options.NCtx)
+		return nil, fmt.Errorf("session: context full: %d + %d tokens exceed n_ctx %d", s.pos, n, s.model.Options.NCtx)
 	}
 	nVocab := s.model.HParams.NVocab
 	for _, t := range tokens {
 		if t < 0 || int64(t) >= nVocab {
-			return nil, fmt.Errorf("runtime: token id %d out of range [0, %d)", t, nVocab)
+			return nil, fmt.Errorf("session: token id %d out of range [0, %d)", t, nVocab)
 		}
 	}
 	nOut := int64(1)
@@ -140,8 +129,8 @@ func (s *Session) Step(tokens []int32) (*StepResult, error) {
 
 // executor returns the executor specialised for the bindings, building and
 // caching it on first use. With the cpy KV mode every position is a new
-// binding (its view offsets move), which is exactly the seeds' problem.
-func (s *Session) executor(b ir.Bindings) (*Executor, error) {
+// binding (its view offsets move), which is exactly ggml-cann's re-capture problem.
+func (s *Session) executor(b ir.Bindings) (*eval.Executor, error) {
 	key := b.String()
 	if s.model.Options.KVWrite == models.KVSetRows {
 		bb := ir.Bindings{}
@@ -158,15 +147,15 @@ func (s *Session) executor(b ir.Bindings) (*Executor, error) {
 	}
 	g, err := s.model.Graph.Specialize(b)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: %w", err)
+		return nil, fmt.Errorf("session: %w", err)
 	}
 	eo := s.opts.Exec
 	if s.opts.Plan != nil {
 		if eo, err = s.opts.Plan(g); err != nil {
-			return nil, fmt.Errorf("runtime: plan for %s: %w", b, err)
+			return nil, fmt.Errorf("session: plan for %s: %w", b, err)
 		}
 	}
-	ex, err := NewExecutor(g, s.weights, eo)
+	ex, err := eval.NewExecutor(g, s.weights, eo)
 	if err != nil {
 		return nil, err
 	}
@@ -182,54 +171,8 @@ func (s *Session) executor(b ir.Bindings) (*Executor, error) {
 	return ex, nil
 }
 
-func i32Bytes(v []int32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(out[4*i:], uint32(x))
-	}
-	return out
-}
-
-// Inputs computes the input tensors of a step, by name, as raw bytes. It is
-// exported so other backends feed exactly the same inputs.
-func Inputs(tokens []int32, pos int64, b ir.Bindings) map[string][]byte {
-	n := int64(len(tokens))
-	in := map[string][]byte{}
-	in["inp_tokens"] = i32Bytes(tokens)
-	p := make([]int32, n)
-	idx := make([]byte, 8*n)
-	for i := range p {
-		p[i] = int32(pos + int64(i))
-		binary.LittleEndian.PutUint64(idx[8*i:], uint64(pos+int64(i)))
-	}
-	in["inp_pos"] = i32Bytes(p)
-	in["kv_idx"] = idx
-	nKV := b[models.SymKV]
-	rows := (n + models.MaskPad - 1) / models.MaskPad * models.MaskPad
-	mask := make([]byte, 4*nKV*rows)
-	negInf := math.Float32bits(float32(math.Inf(-1)))
-	for r := int64(0); r < rows; r++ {
-		for c := int64(0); c < nKV; c++ {
-			v := negInf
-			// Cell c holds position c; token r sits at position pos+r.
-			if r < n && c <= pos+r {
-				v = 0
-			}
-			binary.LittleEndian.PutUint32(mask[4*(r*nKV+c):], v)
-		}
-	}
-	in["KQ_mask"] = mask
-	nOut := b[models.SymOutputs]
-	ids := make([]int32, nOut)
-	for i := range ids {
-		ids[i] = int32(n - nOut + int64(i))
-	}
-	in["inp_out_ids"] = i32Bytes(ids)
-	return in
-}
-
-func (s *Session) setInputs(ex *Executor, tokens []int32, b ir.Bindings) error {
-	for name, data := range Inputs(tokens, s.pos, b) {
+func (s *Session) setInputs(ex *eval.Executor, tokens []int32, b ir.Bindings) error {
+	for name, data := range models.Inputs(tokens, s.pos, b) {
 		if !ex.HasInput(name) {
 			continue
 		}

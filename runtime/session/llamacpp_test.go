@@ -1,4 +1,4 @@
-package runtime_test
+package session_test
 
 import (
 	"math"
@@ -10,7 +10,7 @@ import (
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 func maxAbs(v []float32) float64 {
@@ -52,7 +52,7 @@ func TestMatchesLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+			s, err := session.NewSession(m, f, session.SessionOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestMatchesLlamaCpp(t *testing.T) {
 					}
 					worst = max(worst, math.Abs(float64(logits[id])-want)/scale)
 				}
-				if got := runtime.Argmax(logits); got != gen[i] {
+				if got := session.Argmax(logits); got != gen[i] {
 					gap := top5[0][1] - top5[1][1]
 					if gap > 2*tol*scale {
 						t.Errorf("step %d: greedy token %d, llama.cpp %d with a gap of %.4g", i, got, gen[i], gap)
@@ -126,7 +126,7 @@ func TestGreedyStories260K(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+		s, err := session.NewSession(m, f, session.SessionOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,11 @@
-package runtime
+// Package device is the device layer of the runtime: an interface shaped
+// like Ascend's ACL runtime (Device, with streams, device memory and graph
+// capture), a simulated Ascend device that implements it with the CPU
+// kernels of package eval, the device memory pool and the LRU cache of
+// captured graphs. The cgo binding to the real libascendcl (runtime/acl)
+// implements the same interface; the program session (runtime/program)
+// runs lowered programs on any of them.
+package device
 
 import (
 	"errors"
@@ -7,12 +14,12 @@ import (
 	"github.com/irtool/irtool/ir"
 )
 
-// This file declares the device side of the runtime: an interface shaped
+// This file declares the device interface: an interface shaped
 // like Ascend's ACL runtime (aclrt* and aclmdlRI* calls), so that the
 // simulated device (simdevice.go) and a real binding to libascendcl
 // implement the same calls and the layers above (the graph cache, the
 // program session) cannot tell them apart. The names follow ACL one to one;
-// see ../shared/notes/cann.md §1 for the calls and their documented rules.
+// see the CANN runtime API reference (hiascend.com) for the calls and their documented rules.
 
 // Ptr is a device address, as aclrtMalloc returns it. 0 is the null pointer.
 // Addresses are plain numbers: adding a byte offset to a pointer gives the
@@ -63,7 +70,7 @@ func (m CaptureMode) String() string {
 // element type, dims (Ne[0] innermost), byte strides and the device address
 // of element [0,0,0,0]. ACL's own descriptor (shape and strides reversed,
 // strides in elements, a storage offset) is derived from it one to one
-// (cann.md §1.2), so a device needs nothing more.
+// (CANN docs, aclCreateTensor and the two-phase aclnn calls), so a device needs nothing more.
 type TensorDesc struct {
 	DType ir.DType
 	Ne    [ir.MaxDims]int64
@@ -96,11 +103,6 @@ type KernelLaunch struct {
 	// Node is the IR node the kernel computes, for error messages only.
 	Node int
 }
-
-// LookupKernel returns the kernel the shared kernel table holds for op
-// (RegisterKernel). Executors of lowered programs use it to run CPU
-// segments with exactly the kernels the simulated device runs.
-func LookupKernel(op ir.Op) (Kernel, bool) { return lookupKernel(op) }
 
 // KernelNode returns the node a kernel of the table is called with for a
 // launch: the op, its params and the operand types taken from the
@@ -220,7 +222,7 @@ func (s DeviceStats) Sub(before DeviceStats) DeviceStats {
 type ACLCode int32
 
 // The ACL codes the runtime produces (rt_error_codes.h and the capture
-// codes of the CANN runtime reference; cann.md §1.3).
+// codes of the CANN runtime reference).
 const (
 	ACLSuccess                     ACLCode = 0
 	ACLErrParamInvalid             ACLCode = 107000 // ACL_ERROR_RT_PARAM_INVALID

@@ -1,4 +1,4 @@
-package runtime
+package device
 
 import (
 	"fmt"
@@ -6,19 +6,19 @@ import (
 	"sync"
 )
 
-// MemPool is the device memory pool of the mLLM Ascend backend (seed
-// mllm-ascend-backend): one large pre-allocation per device, out of which
+// MemPool is the device memory pool of the mLLM Ascend backend
+// (github.com/UbiquitousLearning/mllm, AscendMemoryPool): one large pre-allocation per device, out of which
 // requests are served without calling the driver again.
 //
 //   - A request is rounded up to 32 bytes.
 //   - A freed block is reused for a later request it can hold (the
-//     smallest such block; the seed takes the first one that fits).
+//     smallest such block; mLLM takes the first one that fits).
 //   - Otherwise a new block is carved linearly from the unused tail of the
 //     pre-allocation, starting on a 64-byte boundary.
 //   - Every block gets an increasing id; all calls are serialised by a
 //     mutex, so one pool can serve many goroutines.
 //
-// Freed blocks are kept whole (neither split nor merged, as in the seed),
+// Freed blocks are kept whole (neither split nor merged, as in mLLM),
 // except that freeing the block at the top of the carved region gives the
 // space back to the tail, so alloc/free cycles of growing sizes do not
 // exhaust the pool.
@@ -58,7 +58,7 @@ type PoolStats struct {
 	Failures   int64 `json:"failures"`
 }
 
-// Pool alignment rules of the seed.
+// Pool alignment rules of mLLM's pool.
 const (
 	PoolSizeAlign  = 32 // requests are rounded up to this
 	PoolBlockAlign = 64 // carved blocks start on this boundary

@@ -1,4 +1,4 @@
-package runtime
+package device
 
 import (
 	"container/list"
@@ -12,13 +12,13 @@ import (
 	"github.com/irtool/irtool/ir"
 )
 
-// This file holds the ACL-graph cache of the seeds (acl-graph-design-diagrams,
-// llama-cpp-acl-graph-optimisation; cann.md §2.3–2.5): captured kernel
+// This file holds the ACL-graph cache of llama.cpp's CANN backend
+// (ggml-cann's graph LRU cache; llama.cpp PRs #15065, #15814): captured kernel
 // sequences kept in an LRU list, matched against the sequence about to run,
 // replayed on a hit and captured on a miss; plus the policy deciding when a
 // step uses graphs at all.
 
-// KernelProps are the properties of one kernel the seeds match on: the op
+// KernelProps are the properties of one kernel ggml-cann matches on: the op
 // (and aclnn name), the output's and every input's dtype, ne, nb and device
 // address, the workspace, and all op params.
 type KernelProps struct {
@@ -111,7 +111,7 @@ func (p *GraphProps) fingerprint() uint64 {
 	return h
 }
 
-// Matches is the seeds' test (ggml-cann's is_matched_graph): the kernel
+// Matches is ggml-cann's test (ggml-cann's is_matched_graph): the kernel
 // counts are equal and, kernel by kernel, the op, output and input
 // descriptors (dtype, ne, nb, address), workspace and op params are equal.
 // It returns the number of kernels compared, the cost of the test.
@@ -147,7 +147,7 @@ type Matcher int
 
 const (
 	// MatchProperties walks the LRU list front to back and compares each
-	// cached graph property by property (the seeds' linear scan).
+	// cached graph property by property (ggml-cann's linear scan).
 	MatchProperties Matcher = iota
 	// MatchFingerprint looks the fingerprint up in a hash index and
 	// compares only the candidates found there (skipping even that when
@@ -172,10 +172,10 @@ func ParseMatcher(s string) (Matcher, error) {
 	case "fingerprint", "fp":
 		return MatchFingerprint, nil
 	}
-	return 0, fmt.Errorf("runtime: unknown graph matcher %q (want properties or fingerprint)", s)
+	return 0, fmt.Errorf("device: unknown graph matcher %q (want properties or fingerprint)", s)
 }
 
-// DefaultGraphCacheCapacity is the seeds' LRU size
+// DefaultGraphCacheCapacity is ggml-cann's LRU size
 // (GGML_CANN_GRAPH_CACHE_CAPACITY's default).
 const DefaultGraphCacheCapacity = 12
 
@@ -187,7 +187,7 @@ type CacheOptions struct {
 	Matcher Matcher
 	// Warmup captures a sequence only when it is seen twice in a row with
 	// unchanged properties, running it eagerly the first time (ggml-cuda's
-	// warm-up; cann.md §5).
+	// warm-up; ggml-cuda's graph warm-up, llama.cpp PR #19754).
 	Warmup bool
 	// Mode is the capture mode (default CaptureGlobal, as ggml-cann).
 	Mode CaptureMode
@@ -250,10 +250,10 @@ func NewGraphCache(dev Device, opts CacheOptions) (*GraphCache, error) {
 		opts.Capacity = DefaultGraphCacheCapacity
 	}
 	if opts.Capacity < 1 {
-		return nil, fmt.Errorf("runtime: graph cache capacity %d: must be at least 1", opts.Capacity)
+		return nil, fmt.Errorf("device: graph cache capacity %d: must be at least 1", opts.Capacity)
 	}
 	if opts.Matcher != MatchProperties && opts.Matcher != MatchFingerprint {
-		return nil, fmt.Errorf("runtime: unknown graph matcher %d", opts.Matcher)
+		return nil, fmt.Errorf("device: unknown graph matcher %d", opts.Matcher)
 	}
 	return &GraphCache{dev: dev, opts: opts, lru: list.New(), index: map[uint64][]*list.Element{}}, nil
 }
@@ -368,10 +368,10 @@ func (c *GraphCache) remove(el *list.Element) *cacheEntry {
 
 func (c *GraphCache) destroy(ent *cacheEntry) error {
 	if err := c.dev.SynchronizeStream(ent.stream); err != nil {
-		return fmt.Errorf("runtime: graph cache: synchronising before destroying graph %#x: %w", uint64(ent.graph), err)
+		return fmt.Errorf("device: graph cache: synchronising before destroying graph %#x: %w", uint64(ent.graph), err)
 	}
 	if err := c.dev.DestroyGraph(ent.graph); err != nil {
-		return fmt.Errorf("runtime: graph cache: %w", err)
+		return fmt.Errorf("device: graph cache: %w", err)
 	}
 	c.stats.Destroyed++
 	return nil
@@ -400,7 +400,7 @@ func (c *GraphCache) Execute(s Stream, p *GraphProps, launch func(Stream) error)
 		ent := e.Value.(*cacheEntry)
 		ent.stream = s
 		if err := c.dev.ExecuteAsync(ent.graph, s); err != nil {
-			return Replayed, fmt.Errorf("runtime: graph cache: replay: %w", err)
+			return Replayed, fmt.Errorf("device: graph cache: replay: %w", err)
 		}
 		c.stats.Replays++
 		return Replayed, nil
@@ -433,7 +433,7 @@ func (c *GraphCache) Execute(s Stream, p *GraphProps, launch func(Stream) error)
 		return Captured, err
 	}
 	if err := c.dev.ExecuteAsync(g, s); err != nil {
-		return Captured, fmt.Errorf("runtime: graph cache: replay after capture: %w", err)
+		return Captured, fmt.Errorf("device: graph cache: replay after capture: %w", err)
 	}
 	c.stats.Replays++
 	return Captured, nil
@@ -441,7 +441,7 @@ func (c *GraphCache) Execute(s Stream, p *GraphProps, launch func(Stream) error)
 
 func (c *GraphCache) capture(s Stream, launch func(Stream) error) (GraphHandle, error) {
 	if err := c.dev.CaptureBegin(s, c.opts.Mode); err != nil {
-		return 0, fmt.Errorf("runtime: graph cache: %w", err)
+		return 0, fmt.Errorf("device: graph cache: %w", err)
 	}
 	lerr := launch(s)
 	g, err := c.dev.CaptureEnd(s)
@@ -449,10 +449,10 @@ func (c *GraphCache) capture(s Stream, launch func(Stream) error) (GraphHandle, 
 		if err == nil {
 			c.dev.DestroyGraph(g)
 		}
-		return 0, fmt.Errorf("runtime: graph cache: capturing: %w", lerr)
+		return 0, fmt.Errorf("device: graph cache: capturing: %w", lerr)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("runtime: graph cache: %w", err)
+		return 0, fmt.Errorf("device: graph cache: %w", err)
 	}
 	return g, nil
 }
@@ -480,7 +480,7 @@ var deviceLocks sync.Map // Device -> *sync.RWMutex
 // call from any thread while a stream captures and invalidates the
 // capture; users sharing a device therefore hold the read lock around
 // those calls and the write lock around a capture (xLLM's device-wide
-// capture lock; cann.md §6).
+// capture lock; xLLM PR #604).
 func DeviceLock(dev Device) *sync.RWMutex {
 	if l, ok := deviceLocks.Load(dev); ok {
 		return l.(*sync.RWMutex)
@@ -490,7 +490,7 @@ func DeviceLock(dev Device) *sync.RWMutex {
 }
 
 // GraphPolicy decides when steps use graphs, and configures the cache
-// (seeds: graph mode on/off, prefill eager by default, cache capacity).
+// (ggml-cann: graph mode on/off, prefill eager by default, cache capacity).
 type GraphPolicy struct {
 	// Graphs enables graph mode; off means every step runs eagerly.
 	Graphs bool
@@ -515,7 +515,7 @@ const (
 )
 
 // DefaultGraphPolicy is graph mode on, prefill eager, capacity 12, the
-// seeds' property matcher, no warm-up.
+// ggml-cann's property matcher, no warm-up.
 func DefaultGraphPolicy() GraphPolicy {
 	return GraphPolicy{Graphs: true, Cache: CacheOptions{Capacity: DefaultGraphCacheCapacity}}
 }
@@ -547,7 +547,7 @@ func PolicyFromEnv(getenv func(string) string) (GraphPolicy, error) {
 		if v := getenv(b.env); v != "" {
 			x, err := ParseBool(v)
 			if err != nil {
-				return p, fmt.Errorf("runtime: %s: %w", b.env, err)
+				return p, fmt.Errorf("device: %s: %w", b.env, err)
 			}
 			*b.dst = x
 		}
@@ -555,14 +555,14 @@ func PolicyFromEnv(getenv func(string) string) (GraphPolicy, error) {
 	if v := getenv(EnvCacheCapacity); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 1 {
-			return p, fmt.Errorf("runtime: %s=%q: want a positive integer", EnvCacheCapacity, v)
+			return p, fmt.Errorf("device: %s=%q: want a positive integer", EnvCacheCapacity, v)
 		}
 		p.Cache.Capacity = n
 	}
 	if v := getenv(EnvGraphMatcher); v != "" {
 		m, err := ParseMatcher(v)
 		if err != nil {
-			return p, fmt.Errorf("runtime: %s: %w", EnvGraphMatcher, err)
+			return p, fmt.Errorf("device: %s: %w", EnvGraphMatcher, err)
 		}
 		p.Cache.Matcher = m
 	}

@@ -1,4 +1,4 @@
-package runtime
+package eval
 
 import (
 	"fmt"
@@ -48,11 +48,11 @@ type Executor struct {
 // set with SetInput before Run.
 func NewExecutor(g *ir.Graph, w WeightSource, opts ExecOptions) (*Executor, error) {
 	if !g.IsStatic() {
-		return nil, fmt.Errorf("runtime: graph %q is not static (symbols %v); specialise it first", g.Name, g.Symbols())
+		return nil, fmt.Errorf("eval: graph %q is not static (symbols %v); specialise it first", g.Name, g.Symbols())
 	}
 	layouts, err := ir.Layouts(g)
 	if err != nil {
-		return nil, fmt.Errorf("runtime: %w", err)
+		return nil, fmt.Errorf("eval: %w", err)
 	}
 	e := &Executor{g: g, layouts: layouts, bufs: make([][]byte, len(g.Nodes)), opts: opts,
 		inputs: map[string]*ir.Node{}, state: map[string]*ir.Node{}}
@@ -70,19 +70,19 @@ func NewExecutor(g *ir.Graph, w WeightSource, opts ExecOptions) (*Executor, erro
 		}
 		size, err := n.Type.Bytes()
 		if err != nil {
-			return nil, fmt.Errorf("runtime: %s (%s %q): %w", n, n.Op, n.Name, err)
+			return nil, fmt.Errorf("eval: %s (%s %q): %w", n, n.Op, n.Name, err)
 		}
 		switch n.Op {
 		case ir.OpWeight:
 			if w == nil {
-				return nil, fmt.Errorf("runtime: weight %q: no weight source", n.Name)
+				return nil, fmt.Errorf("eval: weight %q: no weight source", n.Name)
 			}
 			data, err := w.TensorData(n.Name)
 			if err != nil {
-				return nil, fmt.Errorf("runtime: weight %q: %w", n.Name, err)
+				return nil, fmt.Errorf("eval: weight %q: %w", n.Name, err)
 			}
 			if int64(len(data)) < size {
-				return nil, fmt.Errorf("runtime: weight %q holds %d bytes, type %s needs %d", n.Name, len(data), n.Type, size)
+				return nil, fmt.Errorf("eval: weight %q holds %d bytes, type %s needs %d", n.Name, len(data), n.Type, size)
 			}
 			e.bufs[n.ID] = data[:size]
 		case ir.OpConst:
@@ -111,7 +111,7 @@ func (e *Executor) storage(n *ir.Node, size int64) ([]byte, error) {
 		return make([]byte, size), nil
 	}
 	if off < 0 || off+size > int64(len(e.arena)) {
-		return nil, fmt.Errorf("runtime: %s (%q): planned bytes [%d,%d) outside the %d-byte arena", n, n.Name, off, off+size, len(e.arena))
+		return nil, fmt.Errorf("eval: %s (%q): planned bytes [%d,%d) outside the %d-byte arena", n, n.Name, off, off+size, len(e.arena))
 	}
 	return e.arena[off : off+size : off+size], nil
 }
@@ -126,18 +126,18 @@ func execOrder(g *ir.Graph, ids []int) ([]*ir.Node, error) {
 	out := make([]*ir.Node, 0, len(ids))
 	for _, id := range ids {
 		if id < 0 || id >= len(g.Nodes) {
-			return nil, fmt.Errorf("runtime: order names node %%%d, graph %q has %d nodes", id, g.Name, len(g.Nodes))
+			return nil, fmt.Errorf("eval: order names node %%%d, graph %q has %d nodes", id, g.Name, len(g.Nodes))
 		}
 		n := g.Nodes[id]
 		if n.IsLeaf() {
 			continue
 		}
 		if pos[id] >= 0 {
-			return nil, fmt.Errorf("runtime: order lists %s twice", n)
+			return nil, fmt.Errorf("eval: order lists %s twice", n)
 		}
 		for _, a := range n.Args {
 			if !a.IsLeaf() && pos[a.ID] < 0 {
-				return nil, fmt.Errorf("runtime: order runs %s (%s %q) before its operand %s", n, n.Op, n.Name, a)
+				return nil, fmt.Errorf("eval: order runs %s (%s %q) before its operand %s", n, n.Op, n.Name, a)
 			}
 		}
 		pos[id] = len(out)
@@ -145,7 +145,7 @@ func execOrder(g *ir.Graph, ids []int) ([]*ir.Node, error) {
 	}
 	for _, n := range g.Nodes {
 		if !n.IsLeaf() && pos[n.ID] < 0 {
-			return nil, fmt.Errorf("runtime: order misses %s (%s %q)", n, n.Op, n.Name)
+			return nil, fmt.Errorf("eval: order misses %s (%s %q)", n, n.Op, n.Name)
 		}
 	}
 	return out, nil
@@ -158,11 +158,11 @@ func (e *Executor) Graph() *ir.Graph { return e.g }
 func (e *Executor) BindState(name string, data []byte) error {
 	n, ok := e.state[name]
 	if !ok {
-		return fmt.Errorf("runtime: graph %q has no state %q", e.g.Name, name)
+		return fmt.Errorf("eval: graph %q has no state %q", e.g.Name, name)
 	}
 	size, _ := n.Type.Bytes()
 	if int64(len(data)) != size {
-		return fmt.Errorf("runtime: state %q needs %d bytes, got %d", name, size, len(data))
+		return fmt.Errorf("eval: state %q needs %d bytes, got %d", name, size, len(data))
 	}
 	e.bufs[n.ID] = data
 	return nil
@@ -172,10 +172,10 @@ func (e *Executor) BindState(name string, data []byte) error {
 func (e *Executor) SetInput(name string, data []byte) error {
 	n, ok := e.inputs[name]
 	if !ok {
-		return fmt.Errorf("runtime: graph %q has no input %q", e.g.Name, name)
+		return fmt.Errorf("eval: graph %q has no input %q", e.g.Name, name)
 	}
 	if len(data) != len(e.bufs[n.ID]) {
-		return fmt.Errorf("runtime: input %q (%s) needs %d bytes, got %d", name, n.Type, len(e.bufs[n.ID]), len(data))
+		return fmt.Errorf("eval: input %q (%s) needs %d bytes, got %d", name, n.Type, len(e.bufs[n.ID]), len(data))
 	}
 	copy(e.bufs[n.ID], data)
 	return nil
@@ -189,10 +189,10 @@ func (e *Executor) Tensor(n *ir.Node) (kernels.Tensor, error) {
 	l := e.layouts[n.ID]
 	buf := e.bufs[l.Root.ID]
 	if buf == nil {
-		return kernels.Tensor{}, fmt.Errorf("runtime: %s (%s %q) has no storage (unbound state?)", n, n.Op, n.Name)
+		return kernels.Tensor{}, fmt.Errorf("eval: %s (%s %q) has no storage (unbound state?)", n, n.Op, n.Name)
 	}
 	if l.Offset > int64(len(buf)) {
-		return kernels.Tensor{}, fmt.Errorf("runtime: %s (%q): offset %d outside its %d-byte buffer", n, n.Name, l.Offset, len(buf))
+		return kernels.Tensor{}, fmt.Errorf("eval: %s (%q): offset %d outside its %d-byte buffer", n, n.Name, l.Offset, len(buf))
 	}
 	return kernels.Tensor{Type: gguf.GGMLType(n.Type.DType), Ne: l.Ne, Nb: l.Nb, Data: buf[l.Offset:]}, nil
 }
@@ -212,7 +212,7 @@ func (e *Executor) Run() error {
 			continue // pure views compute nothing
 		}
 		if err := e.runNode(n); err != nil {
-			return fmt.Errorf("runtime: %s (%s %q): %w", n, n.Op, n.Name, err)
+			return fmt.Errorf("eval: %s (%s %q): %w", n, n.Op, n.Name, err)
 		}
 	}
 	return nil
@@ -221,7 +221,7 @@ func (e *Executor) Run() error {
 // Output returns the f32 values of output i (contiguous copy).
 func (e *Executor) Output(i int) ([]float32, [4]int64, error) {
 	if i < 0 || i >= len(e.g.Outputs) {
-		return nil, [4]int64{}, fmt.Errorf("runtime: graph %q has %d outputs", e.g.Name, len(e.g.Outputs))
+		return nil, [4]int64{}, fmt.Errorf("eval: graph %q has %d outputs", e.g.Name, len(e.g.Outputs))
 	}
 	t, err := e.Tensor(e.g.Outputs[i])
 	if err != nil {
@@ -247,7 +247,7 @@ func (e *Executor) runNode(n *ir.Node) (err error) {
 			return err
 		}
 	}
-	k, ok := lookupKernel(n.Op)
+	k, ok := LookupKernel(n.Op)
 	if !ok {
 		return fmt.Errorf("no CPU kernel for op %q", n.Op)
 	}

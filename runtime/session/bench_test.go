@@ -1,13 +1,14 @@
-package runtime_test
+package session_test
 
 import (
 	"testing"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 // BenchmarkDecode measures greedy decode on the reference executor: one op
@@ -17,14 +18,14 @@ import (
 func BenchmarkDecode(b *testing.B) {
 	cases := []struct {
 		name string
-		exec runtime.ExecOptions
+		exec eval.ExecOptions
 	}{
-		{"stories260K", runtime.ExecOptions{}},
-		{"synth-llama-F32", runtime.ExecOptions{}},
-		{"synth-llama-Q4_0", runtime.ExecOptions{}},
+		{"stories260K", eval.ExecOptions{}},
+		{"synth-llama-F32", eval.ExecOptions{}},
+		{"synth-llama-Q4_0", eval.ExecOptions{}},
 		// The baseline for the quantised path: the same model with its
 		// weights dequantised to f32 row by row inside the matmul.
-		{"synth-llama-Q4_0", runtime.ExecOptions{Kernels: kernels.Options{Quant: kernels.QuantDequant}}},
+		{"synth-llama-Q4_0", eval.ExecOptions{Kernels: kernels.Options{Quant: kernels.QuantDequant}}},
 	}
 	for _, c := range cases {
 		name := c.name
@@ -38,8 +39,8 @@ func BenchmarkDecode(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			newSession := func() *runtime.Session {
-				s, err := runtime.NewSession(m, f, runtime.SessionOptions{Exec: c.exec})
+			newSession := func() *session.Session {
+				s, err := session.NewSession(m, f, session.SessionOptions{Exec: c.exec})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -61,7 +62,7 @@ func BenchmarkDecode(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				tok = runtime.Argmax(r.Logits[0])
+				tok = session.Argmax(r.Logits[0])
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
 		})
@@ -87,7 +88,7 @@ func BenchmarkPrefill(b *testing.B) {
 			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				s, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+				s, err := session.NewSession(m, f, session.SessionOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package runtime
+package device
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
@@ -16,7 +17,7 @@ import (
 // with real behaviour, not bookkeeping:
 //
 //   - Device memory is a real byte arena per NPU, addressed by Ptr values,
-//     handed out by a MemPool (the seed's pool: one pre-allocation, 32-byte
+//     handed out by a MemPool (mLLM's pool: one pre-allocation, 32-byte
 //     rounding, 64-byte aligned blocks, reuse of freed blocks).
 //   - Kernels run for real through the runtime's kernel table (the same
 //     kernels the CPU executor uses), on the bytes at the launch's
@@ -60,7 +61,7 @@ type SimOptions struct {
 	// pool (default 256 MiB).
 	MemoryBytes int64
 	// MaxStreams bounds the streams of one NPU (default 2048, the A2
-	// limit; cann.md §1.1).
+	// limit; CANN docs, aclrtMalloc).
 	MaxStreams int
 	// Kernels selects the numeric options of the kernels; keep it equal
 	// to the CPU executor's to get bit-identical results.
@@ -132,7 +133,7 @@ type simTask struct {
 type simKernel struct {
 	name  string
 	node  *ir.Node
-	fn    Kernel
+	fn    eval.Kernel
 	dst   kernels.Tensor
 	args  []kernels.Tensor
 	fault string // an address outside device memory: the kernel faults when it runs
@@ -158,10 +159,10 @@ func NewSimDevice(opts SimOptions) (*SimDevice, error) {
 		opts.MaxStreams = DefaultSimStreams
 	}
 	if opts.Devices < 0 || opts.Devices > 64 {
-		return nil, fmt.Errorf("runtime: sim device: %d devices (want 1..64)", opts.Devices)
+		return nil, fmt.Errorf("device: sim device: %d devices (want 1..64)", opts.Devices)
 	}
 	if opts.MemoryBytes < 0 || opts.MemoryBytes >= 1<<simAddrShift {
-		return nil, fmt.Errorf("runtime: sim device: memory %d bytes (want 1 B..1 TiB)", opts.MemoryBytes)
+		return nil, fmt.Errorf("device: sim device: memory %d bytes (want 1 B..1 TiB)", opts.MemoryBytes)
 	}
 	d := &SimDevice{opts: opts, pinned: map[uintptr][]byte{}}
 	d.cur.Store(-1)
@@ -556,7 +557,7 @@ func (d *SimDevice) Launch(s Stream, k *KernelLaunch) error {
 	if k == nil {
 		return aclErr(call, ACLErrParamInvalid, "nil kernel launch")
 	}
-	fn, ok := lookupKernel(k.Op)
+	fn, ok := eval.LookupKernel(k.Op)
 	if !ok {
 		return aclErr(call, ACLErrFeatureNotSupport, "no kernel for op %q (node %d)", k.Op, k.Node)
 	}

@@ -1,4 +1,4 @@
-package runtime_test
+package device_test
 
 import (
 	"encoding/binary"
@@ -6,7 +6,7 @@ import (
 	"math"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 )
 
 func f32s(v ...float32) []byte {
@@ -20,18 +20,18 @@ func f32s(v ...float32) []byte {
 // A simulated device runs kernels for real: allocate, upload, launch,
 // synchronise, read back.
 func ExampleNewSimDevice() {
-	dev, _ := runtime.NewSimDevice(runtime.SimOptions{MemoryBytes: 1 << 20})
+	dev, _ := device.NewSimDevice(device.SimOptions{MemoryBytes: 1 << 20})
 	dev.SetDevice(0)
 	s, _ := dev.CreateStream()
 	x, _ := dev.Malloc(16)
 	y, _ := dev.Malloc(16)
 	dev.MemcpyH2D(x, f32s(1, 2, 3, 4))
-	desc := func(p runtime.Ptr) runtime.TensorDesc {
+	desc := func(p device.Ptr) device.TensorDesc {
 		ne := [4]int64{4, 1, 1, 1}
-		return runtime.TensorDesc{DType: ir.F32, Ne: ne, Nb: ir.ContiguousStrides(ir.F32, ne), Addr: p}
+		return device.TensorDesc{DType: ir.F32, Ne: ne, Nb: ir.ContiguousStrides(ir.F32, ne), Addr: p}
 	}
-	dev.Launch(s, &runtime.KernelLaunch{Name: "aclnnMuls", Op: ir.OpScale, Attrs: ir.Attrs{"scale": 0.5},
-		Inputs: []runtime.TensorDesc{desc(x)}, Output: desc(y)})
+	dev.Launch(s, &device.KernelLaunch{Name: "aclnnMuls", Op: ir.OpScale, Attrs: ir.Attrs{"scale": 0.5},
+		Inputs: []device.TensorDesc{desc(x)}, Output: desc(y)})
 	dev.SynchronizeStream(s)
 	out := make([]byte, 16)
 	dev.MemcpyD2H(out, y)
@@ -49,17 +49,17 @@ func ExampleNewSimDevice() {
 // The graph cache captures a kernel sequence the first time its
 // properties are seen and replays it afterwards.
 func ExampleGraphCache() {
-	dev, _ := runtime.NewSimDevice(runtime.SimOptions{MemoryBytes: 1 << 20})
+	dev, _ := device.NewSimDevice(device.SimOptions{MemoryBytes: 1 << 20})
 	dev.SetDevice(0)
 	s, _ := dev.CreateStream()
 	x, _ := dev.Malloc(16)
 	ne := [4]int64{4, 1, 1, 1}
-	d := runtime.TensorDesc{DType: ir.F32, Ne: ne, Nb: ir.ContiguousStrides(ir.F32, ne), Addr: x}
-	seq := []runtime.KernelLaunch{{Name: "aclnnSilu", Op: ir.OpSilu, Inputs: []runtime.TensorDesc{d}, Output: d}}
-	props := runtime.NewGraphProps(seq)
-	cache, _ := runtime.NewGraphCache(dev, runtime.CacheOptions{Capacity: 12})
+	d := device.TensorDesc{DType: ir.F32, Ne: ne, Nb: ir.ContiguousStrides(ir.F32, ne), Addr: x}
+	seq := []device.KernelLaunch{{Name: "aclnnSilu", Op: ir.OpSilu, Inputs: []device.TensorDesc{d}, Output: d}}
+	props := device.NewGraphProps(seq)
+	cache, _ := device.NewGraphCache(dev, device.CacheOptions{Capacity: 12})
 	for i := 0; i < 3; i++ {
-		outcome, _ := cache.Execute(s, props, func(s runtime.Stream) error { return dev.Launch(s, &seq[0]) })
+		outcome, _ := cache.Execute(s, props, func(s device.Stream) error { return dev.Launch(s, &seq[0]) })
 		fmt.Println(outcome)
 	}
 	dev.SynchronizeStream(s)
