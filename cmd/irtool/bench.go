@@ -14,7 +14,8 @@ import (
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 func init() {
@@ -122,7 +123,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		optimised.Graph = g
 		m = &optimised
 	}
-	sess, err := runtime.NewSession(m, f, runtime.SessionOptions{Exec: runtime.ExecOptions{Kernels: kernels.Options{Threads: nThreads}}})
+	sess, err := session.NewSession(m, f, session.SessionOptions{Exec: eval.ExecOptions{Kernels: kernels.Options{Threads: nThreads}}})
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
 		return 1
@@ -200,7 +201,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 
 // benchRuns runs one test: once untimed (warm-up), then reps timed runs,
 // each on an empty KV cache. n is the tokens one run processes.
-func benchRuns(sess *runtime.Session, reps, n int, runOnce func() error) (*benchTest, error) {
+func benchRuns(sess *session.Session, reps, n int, runOnce func() error) (*benchTest, error) {
 	sess.Reset()
 	if err := runOnce(); err != nil {
 		return nil, err
