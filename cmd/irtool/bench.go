@@ -9,12 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/threadpool"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/runtime/session"
 )
 
