@@ -68,7 +68,7 @@ func TestGraphMatchesLlamaCpp(t *testing.T) {
 			if err := json.Unmarshal(raw, &ref); err != nil {
 				t.Fatal(err)
 			}
-			f, err := gguf.Open(filepath.Join(dir, "..", "models", name+".gguf"))
+			f, err := gguf.Open(testref.Shared(t, "models/"+name+".gguf"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -39,7 +40,11 @@ func TestMatchesLlamaCpp(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(refPath), ".llamacpp.json")
 		t.Run(name, func(t *testing.T) {
 			ref := testmodel.LoadRun(t, refPath)
-			f, err := gguf.Open(testref.Shared(t, "models/"+ref.ModelFile))
+			modelFile := ref.ModelFile
+			if modelFile == "" { // the second batch's runs do not name it
+				modelFile = name + ".gguf"
+			}
+			f, err := gguf.Open(testref.Shared(t, "models/"+modelFile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -49,6 +54,9 @@ func TestMatchesLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			m, err := models.Build(f, opts)
+			if err != nil && strings.Contains(err.Error(), "is not supported") {
+				t.Skipf("%s: %v", ref.ModelFile, err) // an architecture models.Build does not have yet
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,6 +83,9 @@ func TestMatchesLlamaCpp(t *testing.T) {
 					t.Fatalf("step %d: %v", i, err)
 				}
 				logits := res.Logits[len(res.Logits)-1]
+				if i < len(ref.Generation.LogitsPerStep) {
+					check(fmt.Sprintf("step %d", i), logits, ref.Generation.LogitsPerStep[i])
+				}
 				switch i {
 				case 0:
 					check("prefill", logits, ref.Prefill.LogitsLast)
