@@ -426,13 +426,23 @@ func RopeApplyJob(dst, src, cache Tensor, rows, idx *Tensor, p RopeParams, worke
 	if idx == nil || src.Ne[3] != 1 {
 		return nil, fmt.Errorf("kernels: %s: row write needs indexes and a 3-D src %s", op, src)
 	}
-	flat := Tensor{Type: gguf.TypeF32, Ne: [MaxDims]int64{ne0 * src.Ne[1], src.Ne[2], 1, 1}}
-	if err := checkSetRowsShapes(op, *rows, flat, *idx); err != nil {
+	if err := rows.Validate(); err != nil {
+		return nil, fmt.Errorf("kernels: %s: rows: %w", op, err)
+	}
+	if !canStore(rows.Type) {
+		return nil, fmt.Errorf("kernels: %s: rows type %s is not supported", op, rows.Type)
+	}
+	if rows.Ne[0] != ne0*src.Ne[1] || rows.Ne[2] != 1 || rows.Ne[3] != 1 {
+		return nil, fmt.Errorf("kernels: %s: rows %s must be [ne0*ne1 of src %s, n_rows]", op, *rows, src)
+	}
+	if err := checkIndexTensor(op, *idx); err != nil {
 		return nil, err
+	}
+	if idx.Ne[0] != src.Ne[2] {
+		return nil, fmt.Errorf("kernels: %s: %d indices for %d tokens", op, idx.Ne[0], src.Ne[2])
 	}
 	rj := newRowJob(src.Ne[2], ne0*src.Ne[1], max(int(ne0*src.Ne[1]), int(ne0)+p.NDims), workers, ropeApplySetRows)
 	rj.dst, rj.a, rj.c, rj.b, rj.p = *rows, src, cache, *idx, p
-	rj.w = flat
 	return rj, nil
 }
 
@@ -551,3 +561,13 @@ func (j *attnJob) Size(int) (n, chunk int) {
 }
 
 func (j *attnJob) Run(_, worker, lo, hi int) { j.at.run(j.bufs[worker], lo, hi) }
+
+// F32 returns the data of a dense F32 tensor as float32 values without
+// copying; false when t is not dense F32 (or its data is misaligned).
+func (t Tensor) F32() ([]float32, bool) {
+	if t.Type != gguf.TypeF32 || !t.IsContiguous() {
+		return nil, false
+	}
+	v := f32view(t.Data, int(t.NElements()))
+	return v, v != nil || t.NElements() == 0
+}
