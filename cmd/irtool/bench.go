@@ -11,7 +11,6 @@ import (
 
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
-	"github.com/irtool/irtool/internal/threadpool"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
@@ -22,7 +21,7 @@ func init() {
 	register(&command{
 		Name:    "bench",
 		Summary: "measure prefill and decode tokens/s on the CPU (like llama-bench)",
-		Usage: `irtool bench [MODEL.gguf] [-p N] [-n N] [-t N] [-r N] [--passes LIST|none] [--json]
+		Usage: `irtool bench [MODEL.gguf] [-p N] [-n N] [-t N] [-r N] [--passes LIST|none] [--reference] [--json]
 
 Measures the CPU executor as llama.cpp's llama-bench measures llama.cpp:
 prefill ("ppN") decodes -p random token ids (BOS first when the vocabulary
@@ -32,7 +31,8 @@ once untimed (which compiles the step graphs), then -r times; the KV cache
 is cleared before every run. The figure is tokens/s: the mean over the
 repetitions of tokens / wall time, with the sample standard deviation.
 -p 0 or -n 0 skips that test. --threads (-t) sets the worker threads
-(default: the number of physical cores). The token ids come from a fixed
+(default: the number of physical cores) of the compiled plan;
+--reference measures the reference executor instead. The token ids come from a fixed
 seed, so runs are repeatable.
 
 The table has llama-bench's columns; --json prints one object: "model",
@@ -76,6 +76,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	threads := threadsFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
 	passList := fs.String("passes", "default", "pass pipeline applied first: default, none, or a comma-separated list")
+	reference := fs.Bool("reference", false, "run the reference executor instead of the compiled plan")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagError(err)
@@ -95,7 +96,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	}
 	nThreads := *threads
 	if nThreads == 0 {
-		nThreads = threadpool.DefaultThreads()
+		nThreads = eval.DefaultThreads()
 	}
 	modelPath := ""
 	if len(pos) == 1 {
@@ -123,11 +124,13 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		optimised.Graph = g
 		m = &optimised
 	}
-	sess, err := session.NewSession(m, f, session.SessionOptions{Exec: eval.ExecOptions{Kernels: kernels.Options{Threads: nThreads}}})
+	sess, err := session.NewSession(m, f, session.SessionOptions{Threads: nThreads, Reference: *reference,
+		Exec: eval.ExecOptions{Kernels: kernels.Options{Threads: nThreads}}})
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
 		return 1
 	}
+	defer sess.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
 	nVocab := m.HParams.NVocab
 	first := func() int32 {
