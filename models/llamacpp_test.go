@@ -68,6 +68,9 @@ func TestGraphMatchesLlamaCpp(t *testing.T) {
 			if err := json.Unmarshal(raw, &ref); err != nil {
 				t.Fatal(err)
 			}
+			if len(ref.Prefill.Graph.Nodes) == 0 {
+				t.Skip("no recorded graph (llama-ref runs record logits only)")
+			}
 			f, err := gguf.Open(testref.Shared(t, "models/"+name+".gguf"))
 			if err != nil {
 				t.Fatal(err)
