@@ -7,11 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/viz"
@@ -130,7 +130,7 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	if f.out == "" || f.out == "-" {
 		_, err = stdout.Write(out)
 	} else {
-		err = os.WriteFile(f.out, out, 0o644)
+		err = safeio.WriteFile(f.out, out)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool viz: %v\n", err)
