@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,8 +88,9 @@ func Ratio(arena, lb int64) float64 {
 }
 
 // Solve assigns offsets to p's buffers with the named strategy (see
-// Strategies; "best" runs them all and keeps the smallest arena) and reports
-// the result. The assignment is always validated before it is returned.
+// Strategies; "best" runs them all and keeps the smallest arena; a name
+// registered in DefaultStrategies runs that strategy) and reports the
+// result. The assignment is always validated before it is returned.
 func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *Assignment, rep *Report, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -101,7 +101,7 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 		return nil, nil, err
 	}
 	if !slices.Contains(Strategies(), strategy) {
-		return nil, nil, fmt.Errorf("planner: unknown strategy %q (have %s)", strategy, strings.Join(Strategies(), ", "))
+		return defaultStrategies.Solve(ctx, p, strategy, opts) // a registered strategy, or an error listing them
 	}
 	start := time.Now()
 	budget := opts.budget()
