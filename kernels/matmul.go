@@ -74,7 +74,12 @@ type matmul struct {
 	bf    []float32
 	bq    q8Row
 	aView bool // a rows can be read in place as float32
-	raw   bool // a rows are multiplied straight from their bytes (few columns)
+	raw   bool // a rows are multiplied straight from their bytes (few columns, or SIMD)
+	// repack: Q4_0 weights that llama.cpp repacks to q4_0_8x8 (a 2-D
+	// matrix with a multiple of 8 rows, F32 activations): products in that
+	// layout's order (dotQ4_0x8), eight rows at a time.
+	repack bool
+	negs   []bool // per activation column: its Q8_0 values hold -128
 	// vec: float kind only (not BF16), products follow
 	// ggml_vec_dot_f32/f16 (dotVec) instead of tinyBLAS (dotF32): where
 	// llamafile_sgemm declines, i.e. one column per b batch (n < 2) or an
@@ -200,8 +205,14 @@ func prepareMatmul(o Options, a, b Tensor) *matmul {
 		}
 		m.fma = a.Type != gguf.TypeF16 && !bf16
 	}
+	m.repack = m.kind == mmQ8_0 && a.Type == gguf.TypeQ4_0 && a.Ne[1]%8 == 0 &&
+		a.Ne[2] == 1 && a.Ne[3] == 1 && b.Type == gguf.TypeF32
 	// A weight row that meets fewer than 4 activation columns is cheaper to
-	// multiply straight from its bytes than to decode first (decode steps).
+	// multiply straight from its bytes than to decode first (decode steps);
+	// the SIMD kernels always read the bytes.
+	if m.repack || useAVX2 && m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0) {
+		m.raw = true
+	}
 	if m.n*m.r2*m.r3 < 4 {
 		switch {
 		case m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1):
@@ -241,13 +252,26 @@ func prepareMatmul(o Options, a, b Tensor) *matmul {
 			}
 		})
 	case mmQ8_0:
-		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/32)}
+		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/32), sum: make([]int32, cols*k/32)}
+		m.negs = make([]bool, cols)
+		contig := b.Type == gguf.TypeF32 && b.IsContiguous()
+		var bv []float32
+		if contig {
+			bv = f32view(b.Data, cols*k)
+		}
 		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
 			p := getF32(k)
 			defer putF32(p)
 			for c := lo; c < hi; c++ {
-				load(c, *p)
-				quantizeQ8_0(*p, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/32:(c+1)*k/32])
+				x := *p
+				if bv != nil {
+					x = bv[c*k : (c+1)*k]
+				} else {
+					load(c, x)
+				}
+				qs, sum := m.bq.qs[c*k:(c+1)*k], m.bq.sum[c*k/32:(c+1)*k/32]
+				m.negs[c] = quantizeQ8_0(x, qs, m.bq.d[c*k/32:(c+1)*k/32])
+				blockSums32(qs, sum)
 			}
 		})
 	case mmQ8_K:
@@ -274,6 +298,8 @@ func (m *matmul) q8col(c int64) q8Row {
 	switch m.kind {
 	case mmQ8_0:
 		r.d = m.bq.d[int(c)*k/32 : int(c+1)*k/32]
+		r.sum = m.bq.sum[int(c)*k/32 : int(c+1)*k/32]
+		r.neg = m.negs[c]
 	case mmQ8_K:
 		r.d = m.bq.d[int(c)*k/256 : int(c+1)*k/256]
 		r.bsums = m.bq.bsums[int(c)*k/16 : int(c+1)*k/16]
@@ -322,6 +348,9 @@ func (m *matmul) run(o Options, dst Tensor) {
 	w := workers(o.Threads, 1<<30)
 	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
 		rt /= 2
+	}
+	if m.repack {
+		rt = max(8, rt&^7) // whole groups of 8 rows
 	}
 	tilesPerBatch := (M + rt - 1) / rt
 	nTasks := int(nA * tilesPerBatch)
@@ -440,26 +469,7 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 	k := m.k
 	nr := int(r1 - r0)
 	if m.raw {
-		for j := range m.n {
-			for r, row := range t.raw[:nr] {
-				var v float32
-				switch m.a.Type {
-				case gguf.TypeF16:
-					if m.vec {
-						v = dotVecF16Raw(row, m.col(base+j))
-					} else {
-						v = dotF16F32(row, m.col(base+j))
-					}
-				case gguf.TypeQ8_0:
-					c := m.q8col(base + j)
-					v = dotQ8_0Raw(row, c.qs, c.d)
-				case gguf.TypeQ4_0:
-					c := m.q8col(base + j)
-					v = dotQ4_0Raw(row, c.qs, c.d)
-				}
-				out.put(r0+int64(r), j, i12, i13, v)
-			}
-		}
+		t.mulRaw(m, out, r0, nr, base, i12, i13)
 		return
 	}
 	switch m.kind {
@@ -505,7 +515,7 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 		for j := range m.n {
 			c := m.q8col(base + j)
 			for r := range nr {
-				v := dotQ8_0(t.q[r*k:(r+1)*k], t.d[r*k/32:(r+1)*k/32], c.qs, c.d)
+				v := dotQ8_0(t.q[r*k:(r+1)*k], t.d[r*k/32:(r+1)*k/32], c.qs, c.d, c.neg)
 				out.put(r0+int64(r), j, i12, i13, v)
 			}
 		}
@@ -515,6 +525,72 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 			for r := range nr {
 				out.put(r0+int64(r), j, i12, i13, dotQK(t.qk[r], c))
 			}
+		}
+	}
+}
+
+// mulRaw is mul for weight rows read straight from their bytes.
+func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) {
+	switch {
+	case m.repack:
+		stride := int(m.a.Nb[1])
+		for r := 0; r < nr; r += 8 {
+			src := t.raw[r]
+			i := r0 + int64(r)
+			var j int64
+			for ; j+4 <= m.n; j += 4 {
+				cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
+				var o [4][8]float32
+				dotQ4_0x8x4(src, stride, &cols, &o)
+				for c := range o {
+					for e, v := range o[c] {
+						out.put(i+int64(e), j+int64(c), i12, i13, v)
+					}
+				}
+			}
+			for ; j < m.n; j++ {
+				var o [8]float32
+				dotQ4_0x8(src, stride, m.q8col(base+j), &o)
+				for e, v := range o {
+					out.put(i+int64(e), j, i12, i13, v)
+				}
+			}
+		}
+		return
+	case m.a.Type == gguf.TypeQ8_0:
+		var j int64
+		for ; j+4 <= m.n; j += 4 {
+			cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
+			for r, row := range t.raw[:nr] {
+				var o [4]float32
+				dotQ8_0Rawx4(row, &cols, &o)
+				for c, v := range o {
+					out.put(r0+int64(r), j+int64(c), i12, i13, v)
+				}
+			}
+		}
+		for ; j < m.n; j++ {
+			c := m.q8col(base + j)
+			for r, row := range t.raw[:nr] {
+				out.put(r0+int64(r), j, i12, i13, dotQ8_0Raw(row, c))
+			}
+		}
+		return
+	}
+	for j := range m.n {
+		for r, row := range t.raw[:nr] {
+			var v float32
+			switch m.a.Type {
+			case gguf.TypeF16:
+				if m.vec {
+					v = dotVecF16Raw(row, m.col(base+j))
+				} else {
+					v = dotF16F32(row, m.col(base+j))
+				}
+			case gguf.TypeQ4_0:
+				v = dotQ4_0Raw(row, m.q8col(base+j))
+			}
+			out.put(r0+int64(r), j, i12, i13, v)
 		}
 	}
 }

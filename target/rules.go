@@ -44,7 +44,13 @@ type Rules struct {
 	m      map[ir.Op]OpRule
 }
 
-var defaultRules = &Rules{m: builtinRules()}
+var defaultRules = &Rules{m: func() map[ir.Op]OpRule {
+	m := builtinRules()
+	for op, r := range archRules() {
+		m[op] = r
+	}
+	return m
+}()}
 
 // DefaultRules returns the package's rule set: the built-in ops and
 // whatever was registered into it. Get uses it.
