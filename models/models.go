@@ -275,14 +275,63 @@ func (hp HParams) Validate() error {
 	return nil
 }
 
+// The hyper-parameter keys ReadHParams reads (after "ARCH."), by the kind
+// of value each must hold.
+var (
+	hparamUintKeys = []string{"embedding_length", "block_count", "attention.head_count", "feed_forward_length",
+		"attention.head_count_kv", "attention.key_length", "attention.value_length", "rope.dimension_count",
+		"context_length", "rope.scaling.original_context_length", "vocab_size"}
+	hparamFloatKeys  = []string{"attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.scale_linear", "rope.scaling.factor", "attention.scale"}
+	hparamStringKeys = []string{"rope.scaling.type"}
+)
+
+// checkHParamTypes reports a hyper-parameter key that is present with the
+// wrong type as such, rather than letting it read as missing (or be
+// silently replaced by a default).
+func checkHParamTypes(f *gguf.File, arch string) error {
+	for _, k := range hparamUintKeys {
+		v, ok := f.Get(arch + "." + k)
+		if !ok {
+			continue
+		}
+		if _, ok := v.Uint(); !ok {
+			if i, ok := v.Int(); ok {
+				return fmt.Errorf("models: metadata key %q = %d is negative", arch+"."+k, i)
+			}
+			return fmt.Errorf("models: metadata key %q has type %s, want an integer", arch+"."+k, v.Type())
+		}
+	}
+	for _, k := range hparamFloatKeys {
+		if v, ok := f.Get(arch + "." + k); ok {
+			if x, ok := v.Float(); !ok {
+				return fmt.Errorf("models: metadata key %q has type %s, want f32 or f64", arch+"."+k, v.Type())
+			} else if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("models: metadata key %q = %v is not finite", arch+"."+k, x)
+			}
+		}
+	}
+	for _, k := range hparamStringKeys {
+		if v, ok := f.Get(arch + "." + k); ok && v.Type() != gguf.ValString {
+			return fmt.Errorf("models: metadata key %q has type %s, want a string", arch+"."+k, v.Type())
+		}
+	}
+	return nil
+}
+
 // ReadHParams reads hyper-parameters from GGUF metadata with llama.cpp's defaults.
 func ReadHParams(f *gguf.File) (HParams, error) {
 	arch := f.Arch()
 	if arch == "" {
-		return HParams{}, fmt.Errorf("models: %s: no general.architecture key", "model")
+		if v, ok := f.Get("general.architecture"); ok {
+			return HParams{}, fmt.Errorf("models: metadata key %q has type %s, want a non-empty string", "general.architecture", v.Type())
+		}
+		return HParams{}, fmt.Errorf("models: no general.architecture key")
 	}
 	hp := HParams{Arch: arch}
 	key := func(s string) string { return arch + "." + s }
+	if err := checkHParamTypes(f, arch); err != nil {
+		return hp, err
+	}
 	req := func(s string) (int64, error) {
 		v, ok := f.GetUint(key(s))
 		if !ok {

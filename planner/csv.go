@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/irtool/irtool/internal/safeio"
 )
 
 // csvHeader is the header line of the benchmark format shared by MiniMalloc
@@ -93,15 +94,23 @@ func ReadCSV(r io.Reader) (*Problem, error) {
 	return p, nil
 }
 
+// maxCSVStream bounds a CSV read from a pipe or FIFO.
+const maxCSVStream = 1 << 30
+
 // ReadCSVFile reads a problem from a CSV file (see ReadCSV); errors name the
 // file.
 func ReadCSVFile(path string) (*Problem, error) {
-	f, err := os.Open(path)
+	f, err := safeio.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
 	defer f.Close()
-	p, err := ReadCSV(f)
+	var r io.Reader = f
+	if !f.Regular() {
+		// A FIFO or pipe: do not wait forever for a writer or a line.
+		r = safeio.NewStream(f, safeio.Limits{MaxBytes: maxCSVStream})
+	}
+	p, err := ReadCSV(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/models"
@@ -274,12 +275,34 @@ func writeLowerOut(j *compileJob, res *partition.Result, prog *cann.Program) err
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// All files are written to temporaries first and renamed into place
+	// only when every one was written: a failure leaves the old files.
+	tmp := make([]*safeio.File, 0, len(names))
+	defer func() {
+		for _, f := range tmp {
+			f.Abort()
+		}
+	}()
 	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if err := os.WriteFile(p, files[n], 0o644); err != nil {
+		f, err := safeio.Create(filepath.Join(dir, n))
+		if err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
-		fmt.Fprintf(j.Text, "wrote %s\n", p)
+		tmp = append(tmp, f)
+		if _, err := f.Write(files[n]); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	for _, f := range tmp {
+		if err := f.Flush(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	for _, f := range tmp {
+		if err := f.Commit(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		fmt.Fprintf(j.Text, "wrote %s\n", f.Name())
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 	}
 	m, err := src.build(opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "irtool ir: %v\n", err)
+		fmt.Fprintf(stderr, "irtool ir: %s: %v\n", modelName(path), err)
 		return 1
 	}
 	g := m.Graph

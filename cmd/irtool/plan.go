@@ -100,8 +100,8 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	if *fl.budget <= 0 {
 		return usageError(stderr, "plan", "--budget must be positive, got %v", *fl.budget)
 	}
-	if *fl.align < 1 || *fl.align > 1<<30 {
-		return usageError(stderr, "plan", "--align must be in [1, 2^30], got %d", *fl.align)
+	if *fl.align < 1 || *fl.align > 1<<30 || *fl.align&(*fl.align-1) != 0 {
+		return usageError(stderr, "plan", "--align must be a power of two in [1, 2^30], got %d", *fl.align)
 	}
 	if isIRText(pos[0]) {
 		return planIR(pos[0], fl, stdout, stderr)

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 )
@@ -53,9 +53,12 @@ func isIRText(path string) bool {
 	if strings.EqualFold(filepath.Ext(path), ".ir") {
 		return true
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return false
+	f, err := safeio.Open(path) // never blocks on a FIFO
+	if err != nil || !f.Regular() {
+		if f != nil {
+			f.Close()
+		}
+		return false // a stream is read as GGUF (gguf.Open bounds it)
 	}
 	defer f.Close()
 	head := make([]byte, 512)
@@ -80,7 +83,7 @@ func openSource(path string) (*modelSource, error) {
 		}
 		return &modelSource{Path: path, File: f}, nil
 	}
-	text, err := os.Open(path)
+	text, err := safeio.Open(path)
 	if err != nil {
 		return nil, err
 	}

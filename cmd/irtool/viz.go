@@ -7,12 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/emicklei/dot"
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/viz"
@@ -125,7 +124,7 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	if f.out == "" || f.out == "-" {
 		_, err = stdout.Write(out)
 	} else {
-		err = os.WriteFile(f.out, out, 0o644)
+		err = safeio.WriteFile(f.out, out)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool viz: %v\n", err)
@@ -250,7 +249,7 @@ func vizLiveness(j *compileJob, f *vizFlags, path, format string) ([]byte, error
 }
 
 // vizDOT draws the DOT views.
-func vizDOT(j *compileJob, f *vizFlags, path, title string) (*dot.Graph, error) {
+func vizDOT(j *compileJob, f *vizFlags, path, title string) (*viz.DOT, error) {
 	switch f.what {
 	case "interference":
 		chart, _, err := vizChart(j, f, path)
