@@ -275,6 +275,17 @@ func (hp HParams) Validate() error {
 	if !(hp.RMSEps > 0) {
 		return fmt.Errorf("models: bad rms epsilon %v", hp.RMSEps)
 	}
+	if hp.NExpert != 0 || hp.NExpertUsed != 0 {
+		if hp.NExpert < 1 || hp.NExpert > 1<<20 || hp.NExpertUsed < 1 || hp.NExpertUsed > hp.NExpert {
+			return fmt.Errorf("models: %d experts with %d used per token", hp.NExpert, hp.NExpertUsed)
+		}
+		if hp.NFFExp <= 0 || hp.NFFExp > 1<<31 {
+			return fmt.Errorf("models: expert n_ff %d is out of range", hp.NFFExp)
+		}
+	}
+	if hp.SWAWindow < 0 || hp.SWAPattern < 0 || hp.SWAPattern > 1<<20 {
+		return fmt.Errorf("models: sliding window %d with pattern %d", hp.SWAWindow, hp.SWAPattern)
+	}
 	return nil
 }
 
@@ -475,6 +486,17 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 // llama.cpp 3f545bec), with its defaults.
 func readArchHParams(f *gguf.File, hp *HParams) error {
 	key := func(s string) string { return hp.Arch + "." + s }
+	switch hp.Arch {
+	case "qwen3", "qwen3moe", "gemma3", "phi3":
+		// Their graphs assert n_embd_head_v == n_embd_head_k (and qwen3's
+		// that n_rot is the whole head).
+		if hp.HeadDimV != hp.HeadDimK {
+			return fmt.Errorf("models: %s: value head dim %d differs from key head dim %d", hp.Arch, hp.HeadDimV, hp.HeadDimK)
+		}
+		if (hp.Arch == "qwen3" || hp.Arch == "qwen3moe") && hp.NRot != hp.HeadDimK {
+			return fmt.Errorf("models: %s: rope.dimension_count %d differs from the head dim %d", hp.Arch, hp.NRot, hp.HeadDimK)
+		}
+	}
 	switch hp.Arch {
 	case "qwen3moe":
 		get := func(s string) (int64, error) {
