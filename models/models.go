@@ -498,11 +498,20 @@ func readArchHParams(f *gguf.File, hp *HParams) error {
 		}
 	}
 	switch hp.Arch {
-	case "qwen3moe":
+	case "llama", "qwen3moe":
+		if hp.Arch == "llama" {
+			// LLaMA with experts (Mixtral's layout): llama.cpp reads
+			// expert_count and, when it is not 0, builds build_moe_ffn
+			// with softmax gating and renormalised weights over experts
+			// of n_ff rows.
+			if v, ok := f.GetUint(key("expert_count")); !ok || v == 0 {
+				return nil
+			}
+		}
 		get := func(s string) (int64, error) {
 			v, ok := f.GetUint(key(s))
 			if !ok || v == 0 || v > 1<<20 {
-				return 0, fmt.Errorf("models: qwen3moe: metadata key %q missing or out of range", key(s))
+				return 0, fmt.Errorf("models: %s: metadata key %q missing or out of range", hp.Arch, key(s))
 			}
 			return int64(v), nil
 		}
@@ -514,12 +523,15 @@ func readArchHParams(f *gguf.File, hp *HParams) error {
 			return err
 		}
 		if hp.NExpertUsed > hp.NExpert {
-			return fmt.Errorf("models: qwen3moe: expert_used_count %d exceeds expert_count %d", hp.NExpertUsed, hp.NExpert)
+			return fmt.Errorf("models: %s: expert_used_count %d exceeds expert_count %d", hp.Arch, hp.NExpertUsed, hp.NExpert)
 		}
-		// n_ff_exp defaults to n_ff / n_expert_used.
-		hp.NFFExp = hp.NFF / hp.NExpertUsed
-		if v, ok := f.GetUint(key("expert_feed_forward_length")); ok && v > 0 {
-			hp.NFFExp = int64(v)
+		hp.NFFExp = hp.NFF // llama: the experts are n_ff wide
+		if hp.Arch == "qwen3moe" {
+			// n_ff_exp defaults to n_ff / n_expert_used.
+			hp.NFFExp = hp.NFF / hp.NExpertUsed
+			if v, ok := f.GetUint(key("expert_feed_forward_length")); ok && v > 0 {
+				hp.NFFExp = int64(v)
+			}
 		}
 		hp.ExpertNormW = true // build_moe_ffn(..., norm_w = true, ...)
 	case "phi3":
