@@ -125,6 +125,20 @@ func vexpf(x float32) float32 {
 // first len&^7 values, x/(1 + expf(-x)) for the rest. out may alias x.
 func siluRow(out, x []float32) {
 	n := len(x) &^ 7
+	if useAVX2 && n > 0 {
+		_ = out[len(x)-1]
+		siluAVX2(&out[0], &x[0], n)
+		for i := n; i < len(x); i++ {
+			out[i] = silu(x[i])
+		}
+		return
+	}
+	siluRowGo(out, x)
+}
+
+// siluRowGo is the pure-Go twin of siluAVX2 (siluRow).
+func siluRowGo(out, x []float32) {
+	n := len(x) &^ 7
 	for i := 0; i < n; i++ {
 		out[i] = x[i] / (1 + vexpf(0-x[i]))
 	}

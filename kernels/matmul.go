@@ -210,7 +210,8 @@ func prepareMatmul(o Options, a, b Tensor) *matmul {
 	// A weight row that meets fewer than 4 activation columns is cheaper to
 	// multiply straight from its bytes than to decode first (decode steps);
 	// the SIMD kernels always read the bytes.
-	if m.repack || useAVX2 && m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0) {
+	if m.repack || useAVX2 && m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0) ||
+		useAVX2 && m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1) {
 		m.raw = true
 	}
 	if m.n*m.r2*m.r3 < 4 {
@@ -323,12 +324,16 @@ func newDstWriter(t Tensor) dstWriter {
 }
 
 func (w *dstWriter) put(i0, i1, i2, i3 int64, v float32) {
-	off := w.t.offset(i0, i1, i2, i3)
 	if w.view != nil {
-		w.view[off/4] = v
+		nb := &w.t.Nb
+		w.view[(i0*nb[0]+i1*nb[1]+i2*nb[2]+i3*nb[3])/4] = v
 		return
 	}
-	storeElem(w.t.Type, w.t.Data[off:], v)
+	w.putSlow(i0, i1, i2, i3, v)
+}
+
+func (w *dstWriter) putSlow(i0, i1, i2, i3 int64, v float32) {
+	storeElem(w.t.Type, w.t.Data[w.t.offset(i0, i1, i2, i3):], v)
 }
 
 // run computes every output element. Work is split into tasks of a few
@@ -577,7 +582,21 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		}
 		return
 	}
-	for j := range m.n {
+	var j0 int64
+	if m.a.Type == gguf.TypeF16 && !m.vec {
+		// tinyBLAS order, four columns at a time.
+		for ; j0+4 <= m.n; j0 += 4 {
+			c0, c1, c2, c3 := m.col(base+j0), m.col(base+j0+1), m.col(base+j0+2), m.col(base+j0+3)
+			for r, row := range t.raw[:nr] {
+				var o [4]float32
+				dotF16x4(row, c0, c1, c2, c3, &o)
+				for c, v := range o {
+					out.put(r0+int64(r), j0+int64(c), i12, i13, v)
+				}
+			}
+		}
+	}
+	for j := j0; j < m.n; j++ {
 		for r, row := range t.raw[:nr] {
 			var v float32
 			switch m.a.Type {

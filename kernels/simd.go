@@ -123,3 +123,25 @@ func dotF32x4(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 	}
 	return dotF32x4Go(a, b0, b1, b2, b3)
 }
+
+// dotF16x4 sets out[i] = dotF16F32(a, bi) (tinyBLAS's order for an F16
+// row given as raw bytes) for four activation columns.
+func dotF16x4(a []byte, b0, b1, b2, b3 []float32, out *[4]float32) {
+	n := len(b0)
+	n8 := n &^ 7
+	if useAVX2 && n8 > 0 {
+		_, _, _, _, _ = a[2*n-1], b1[n-1], b2[n-1], b3[n-1], b0[n-1]
+		bs := [4]*float32{&b0[0], &b1[0], &b2[0], &b3[0]}
+		dotF16x4AVX2(&a[0], &bs, n8, out)
+		tab := f16tab()
+		for i := n8; i < n; i++ {
+			x := tab[uint16(a[2*i])|uint16(a[2*i+1])<<8]
+			out[0] += float32(x * b0[i])
+			out[1] += float32(x * b1[i])
+			out[2] += float32(x * b2[i])
+			out[3] += float32(x * b3[i])
+		}
+		return
+	}
+	out[0], out[1], out[2], out[3] = dotF16F32(a, b0), dotF16F32(a, b1), dotF16F32(a, b2), dotF16F32(a, b3)
+}

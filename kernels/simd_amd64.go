@@ -31,3 +31,12 @@ func dotVecF16RawAVX2(a *byte, b *float32, n int) float32
 
 //go:noescape
 func dotF32x4AVX2(a *float32, b *[4]*float32, n int, out *[4]float32)
+
+//go:noescape
+func dotF16x4AVX2(a *byte, b *[4]*float32, n int, out *[4]float32)
+
+//go:noescape
+func f16ToF32AVX2(dst *float32, src *byte, n int)
+
+//go:noescape
+func siluAVX2(out, x *float32, n int)

@@ -524,3 +524,277 @@ f32x4loop:
 	VMOVSS X3, 12(AX)
 	VZEROUPPER
 	RET
+
+// func dotF16x4AVX2(a *byte, b *[4]*float32, n int, out *[4]float32)
+// dotF32x4AVX2 with the row a given as F16 values, widened by vcvtph2ps.
+TEXT ·dotF16x4AVX2(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ DX, DX
+
+f16x4loop:
+	VCVTPH2PS (SI)(DX*2), Y4
+	VMULPS  (R8)(DX*4), Y4, Y5
+	VADDPS  Y5, Y0, Y0
+	VMULPS  (R9)(DX*4), Y4, Y6
+	VADDPS  Y6, Y1, Y1
+	VMULPS  (R10)(DX*4), Y4, Y7
+	VADDPS  Y7, Y2, Y2
+	VMULPS  (R11)(DX*4), Y4, Y8
+	VADDPS  Y8, Y3, Y3
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  f16x4loop
+
+	MOVQ out+24(FP), AX
+	HSUM8(Y0, X0, X4)
+	VMOVSS X0, 0(AX)
+	HSUM8(Y1, X1, X4)
+	VMOVSS X1, 4(AX)
+	HSUM8(Y2, X2, X4)
+	VMOVSS X2, 8(AX)
+	HSUM8(Y3, X3, X4)
+	VMOVSS X3, 12(AX)
+	VZEROUPPER
+	RET
+
+// func f16ToF32AVX2(dst *float32, src *byte, n int)
+// n is a positive multiple of 8.
+TEXT ·f16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ DX, DX
+
+cvtloop:
+	VCVTPH2PS (SI)(DX*2), Y0
+	VMOVUPS Y0, (DI)(DX*4)
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  cvtloop
+	VZEROUPPER
+	RET
+
+
+// Constants of ggml_v_expf (expf.go: vexpf), each in eight lanes.
+// r = 0x4b400000
+// log2e = 0x3fb8aa3b
+// ln2hi = 0x3f317200
+// ln2lo = 0x35bfbe8e
+// c5 = 0x3c072010
+// c4 = 0x3d2b9f17
+// c3 = 0x3e2aaf33
+// c2 = 0x3efffedb
+// c1 = 0x3f7ffff6
+// one = 0x3f800000
+// k126 = 0x42fc0000
+// k192 = 0x43400000
+// absmask = 0x7fffffff
+// g82 = 0x82000000
+// b7f = 0x7f000000
+DATA expc<>+0(SB)/4, $0x4b400000
+DATA expc<>+4(SB)/4, $0x4b400000
+DATA expc<>+8(SB)/4, $0x4b400000
+DATA expc<>+12(SB)/4, $0x4b400000
+DATA expc<>+16(SB)/4, $0x4b400000
+DATA expc<>+20(SB)/4, $0x4b400000
+DATA expc<>+24(SB)/4, $0x4b400000
+DATA expc<>+28(SB)/4, $0x4b400000
+DATA expc<>+32(SB)/4, $0x3fb8aa3b
+DATA expc<>+36(SB)/4, $0x3fb8aa3b
+DATA expc<>+40(SB)/4, $0x3fb8aa3b
+DATA expc<>+44(SB)/4, $0x3fb8aa3b
+DATA expc<>+48(SB)/4, $0x3fb8aa3b
+DATA expc<>+52(SB)/4, $0x3fb8aa3b
+DATA expc<>+56(SB)/4, $0x3fb8aa3b
+DATA expc<>+60(SB)/4, $0x3fb8aa3b
+DATA expc<>+64(SB)/4, $0x3f317200
+DATA expc<>+68(SB)/4, $0x3f317200
+DATA expc<>+72(SB)/4, $0x3f317200
+DATA expc<>+76(SB)/4, $0x3f317200
+DATA expc<>+80(SB)/4, $0x3f317200
+DATA expc<>+84(SB)/4, $0x3f317200
+DATA expc<>+88(SB)/4, $0x3f317200
+DATA expc<>+92(SB)/4, $0x3f317200
+DATA expc<>+96(SB)/4, $0x35bfbe8e
+DATA expc<>+100(SB)/4, $0x35bfbe8e
+DATA expc<>+104(SB)/4, $0x35bfbe8e
+DATA expc<>+108(SB)/4, $0x35bfbe8e
+DATA expc<>+112(SB)/4, $0x35bfbe8e
+DATA expc<>+116(SB)/4, $0x35bfbe8e
+DATA expc<>+120(SB)/4, $0x35bfbe8e
+DATA expc<>+124(SB)/4, $0x35bfbe8e
+DATA expc<>+128(SB)/4, $0x3c072010
+DATA expc<>+132(SB)/4, $0x3c072010
+DATA expc<>+136(SB)/4, $0x3c072010
+DATA expc<>+140(SB)/4, $0x3c072010
+DATA expc<>+144(SB)/4, $0x3c072010
+DATA expc<>+148(SB)/4, $0x3c072010
+DATA expc<>+152(SB)/4, $0x3c072010
+DATA expc<>+156(SB)/4, $0x3c072010
+DATA expc<>+160(SB)/4, $0x3d2b9f17
+DATA expc<>+164(SB)/4, $0x3d2b9f17
+DATA expc<>+168(SB)/4, $0x3d2b9f17
+DATA expc<>+172(SB)/4, $0x3d2b9f17
+DATA expc<>+176(SB)/4, $0x3d2b9f17
+DATA expc<>+180(SB)/4, $0x3d2b9f17
+DATA expc<>+184(SB)/4, $0x3d2b9f17
+DATA expc<>+188(SB)/4, $0x3d2b9f17
+DATA expc<>+192(SB)/4, $0x3e2aaf33
+DATA expc<>+196(SB)/4, $0x3e2aaf33
+DATA expc<>+200(SB)/4, $0x3e2aaf33
+DATA expc<>+204(SB)/4, $0x3e2aaf33
+DATA expc<>+208(SB)/4, $0x3e2aaf33
+DATA expc<>+212(SB)/4, $0x3e2aaf33
+DATA expc<>+216(SB)/4, $0x3e2aaf33
+DATA expc<>+220(SB)/4, $0x3e2aaf33
+DATA expc<>+224(SB)/4, $0x3efffedb
+DATA expc<>+228(SB)/4, $0x3efffedb
+DATA expc<>+232(SB)/4, $0x3efffedb
+DATA expc<>+236(SB)/4, $0x3efffedb
+DATA expc<>+240(SB)/4, $0x3efffedb
+DATA expc<>+244(SB)/4, $0x3efffedb
+DATA expc<>+248(SB)/4, $0x3efffedb
+DATA expc<>+252(SB)/4, $0x3efffedb
+DATA expc<>+256(SB)/4, $0x3f7ffff6
+DATA expc<>+260(SB)/4, $0x3f7ffff6
+DATA expc<>+264(SB)/4, $0x3f7ffff6
+DATA expc<>+268(SB)/4, $0x3f7ffff6
+DATA expc<>+272(SB)/4, $0x3f7ffff6
+DATA expc<>+276(SB)/4, $0x3f7ffff6
+DATA expc<>+280(SB)/4, $0x3f7ffff6
+DATA expc<>+284(SB)/4, $0x3f7ffff6
+DATA expc<>+288(SB)/4, $0x3f800000
+DATA expc<>+292(SB)/4, $0x3f800000
+DATA expc<>+296(SB)/4, $0x3f800000
+DATA expc<>+300(SB)/4, $0x3f800000
+DATA expc<>+304(SB)/4, $0x3f800000
+DATA expc<>+308(SB)/4, $0x3f800000
+DATA expc<>+312(SB)/4, $0x3f800000
+DATA expc<>+316(SB)/4, $0x3f800000
+DATA expc<>+320(SB)/4, $0x42fc0000
+DATA expc<>+324(SB)/4, $0x42fc0000
+DATA expc<>+328(SB)/4, $0x42fc0000
+DATA expc<>+332(SB)/4, $0x42fc0000
+DATA expc<>+336(SB)/4, $0x42fc0000
+DATA expc<>+340(SB)/4, $0x42fc0000
+DATA expc<>+344(SB)/4, $0x42fc0000
+DATA expc<>+348(SB)/4, $0x42fc0000
+DATA expc<>+352(SB)/4, $0x43400000
+DATA expc<>+356(SB)/4, $0x43400000
+DATA expc<>+360(SB)/4, $0x43400000
+DATA expc<>+364(SB)/4, $0x43400000
+DATA expc<>+368(SB)/4, $0x43400000
+DATA expc<>+372(SB)/4, $0x43400000
+DATA expc<>+376(SB)/4, $0x43400000
+DATA expc<>+380(SB)/4, $0x43400000
+DATA expc<>+384(SB)/4, $0x7fffffff
+DATA expc<>+388(SB)/4, $0x7fffffff
+DATA expc<>+392(SB)/4, $0x7fffffff
+DATA expc<>+396(SB)/4, $0x7fffffff
+DATA expc<>+400(SB)/4, $0x7fffffff
+DATA expc<>+404(SB)/4, $0x7fffffff
+DATA expc<>+408(SB)/4, $0x7fffffff
+DATA expc<>+412(SB)/4, $0x7fffffff
+DATA expc<>+416(SB)/4, $0x82000000
+DATA expc<>+420(SB)/4, $0x82000000
+DATA expc<>+424(SB)/4, $0x82000000
+DATA expc<>+428(SB)/4, $0x82000000
+DATA expc<>+432(SB)/4, $0x82000000
+DATA expc<>+436(SB)/4, $0x82000000
+DATA expc<>+440(SB)/4, $0x82000000
+DATA expc<>+444(SB)/4, $0x82000000
+DATA expc<>+448(SB)/4, $0x7f000000
+DATA expc<>+452(SB)/4, $0x7f000000
+DATA expc<>+456(SB)/4, $0x7f000000
+DATA expc<>+460(SB)/4, $0x7f000000
+DATA expc<>+464(SB)/4, $0x7f000000
+DATA expc<>+468(SB)/4, $0x7f000000
+DATA expc<>+472(SB)/4, $0x7f000000
+DATA expc<>+476(SB)/4, $0x7f000000
+GLOBL expc<>(SB), RODATA|NOPTR, $480
+
+#define EXP_R expc<>+0(SB)
+#define EXP_LOG2E expc<>+32(SB)
+#define EXP_LN2HI expc<>+64(SB)
+#define EXP_LN2LO expc<>+96(SB)
+#define EXP_C5 expc<>+128(SB)
+#define EXP_C4 expc<>+160(SB)
+#define EXP_C3 expc<>+192(SB)
+#define EXP_C2 expc<>+224(SB)
+#define EXP_C1 expc<>+256(SB)
+#define EXP_ONE expc<>+288(SB)
+#define EXP_K126 expc<>+320(SB)
+#define EXP_K192 expc<>+352(SB)
+#define EXP_ABSMASK expc<>+384(SB)
+#define EXP_G82 expc<>+416(SB)
+#define EXP_B7F expc<>+448(SB)
+
+// func siluAVX2(out, x *float32, n int)
+// n is a positive multiple of 8. out[i] = x[i] / (1 + vexpf(-x[i])) as
+// ggml_v_silu: the operations of vexpf (expf.go) on eight lanes, with true
+// FMAs, and the special path for |n| > 126 blended in when a lane needs it.
+TEXT ·siluAVX2(SB), NOSPLIT, $0-24
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ DX, DX
+	VXORPS Y15, Y15, Y15
+
+siluloop:
+	VMOVUPS (SI)(DX*4), Y10
+	VSUBPS  Y10, Y15, Y1           // x' = 0 - x
+	VMOVUPS EXP_R, Y2
+	VFMADD231PS EXP_LOG2E, Y1, Y2  // z = fma(x', log2e, r)
+	VSUBPS  EXP_R, Y2, Y3          // n = z - r
+	VFNMADD231PS EXP_LN2HI, Y3, Y1 // fma(-n, ln2hi, x')
+	VFNMADD231PS EXP_LN2LO, Y3, Y1 // b = fma(-n, ln2lo, ...)
+	VPSLLD  $23, Y2, Y2            // e = bits(z) << 23
+	VPADDD  EXP_ONE, Y2, Y4        // k = e + bits(1)
+	VMULPS  Y1, Y1, Y5             // u = b*b
+	VMOVUPS EXP_C4, Y6
+	VFMADD231PS EXP_C5, Y1, Y6     // fma(c5, b, c4)
+	VMOVUPS EXP_C2, Y7
+	VFMADD231PS EXP_C3, Y1, Y7     // fma(c3, b, c2)
+	VFMADD231PS Y5, Y6, Y7         // fma(., u, .)
+	VMULPS  EXP_C1, Y1, Y8         // c1*b
+	VFMADD231PS Y5, Y7, Y8         // j = fma(., u, c1*b)
+	VMOVAPS Y4, Y0
+	VFMADD231PS Y8, Y4, Y0         // fma(j, k, k)
+	VANDPS  EXP_ABSMASK, Y3, Y9    // |n|
+	VCMPPS  $0x1e, EXP_K126, Y9, Y6 // |n| > 126
+	VMOVMSKPS Y6, AX
+	TESTL   AX, AX
+	JNZ     silularge
+
+silustore:
+	VADDPS  EXP_ONE, Y0, Y0
+	VDIVPS  Y0, Y10, Y0
+	VMOVUPS Y0, (DI)(DX*4)
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  siluloop
+	VZEROUPPER
+	RET
+
+silularge:
+	VCMPPS  $2, Y15, Y3, Y7    // n <= 0
+	VANDPS  EXP_G82, Y7, Y7    // g
+	VPADDD  EXP_B7F, Y7, Y5    // s1 = g + 0x7f000000
+	VPSUBD  Y7, Y2, Y2         // s2 = e - g
+	VMULPS  Y5, Y5, Y4         // s1*s1
+	VFMADD231PS Y8, Y2, Y2     // fma(s2, j, s2)
+	VMULPS  Y5, Y2, Y2         // ... * s1
+	VCMPPS  $0x1e, EXP_K192, Y9, Y9 // |n| > 192
+	VBLENDVPS Y9, Y4, Y2, Y2
+	VBLENDVPS Y6, Y2, Y0, Y0
+	JMP silustore
