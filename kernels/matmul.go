@@ -587,9 +587,17 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		// tinyBLAS order, four columns at a time.
 		for ; j0+4 <= m.n; j0 += 4 {
 			c0, c1, c2, c3 := m.col(base+j0), m.col(base+j0+1), m.col(base+j0+2), m.col(base+j0+3)
-			for r, row := range t.raw[:nr] {
+			r := 0
+			for ; r+2 <= nr; r += 2 {
+				var o [8]float32
+				dotF16x2x4(t.raw[r], t.raw[r+1], c0, c1, c2, c3, &o)
+				for c, v := range o {
+					out.put(r0+int64(r+c/4), j0+int64(c%4), i12, i13, v)
+				}
+			}
+			for ; r < nr; r++ {
 				var o [4]float32
-				dotF16x4(row, c0, c1, c2, c3, &o)
+				dotF16x4(t.raw[r], c0, c1, c2, c3, &o)
 				for c, v := range o {
 					out.put(r0+int64(r), j0+int64(c), i12, i13, v)
 				}

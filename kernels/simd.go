@@ -145,3 +145,30 @@ func dotF16x4(a []byte, b0, b1, b2, b3 []float32, out *[4]float32) {
 	}
 	out[0], out[1], out[2], out[3] = dotF16F32(a, b0), dotF16F32(a, b1), dotF16F32(a, b2), dotF16F32(a, b3)
 }
+
+// dotF16x2x4 is dotF16x4 for two rows (out[4r+c]).
+func dotF16x2x4(a0, a1 []byte, b0, b1, b2, b3 []float32, out *[8]float32) {
+	n := len(b0)
+	n8 := n &^ 7
+	if useAVX2 && n8 > 0 {
+		_, _, _, _, _, _ = a0[2*n-1], a1[2*n-1], b1[n-1], b2[n-1], b3[n-1], b0[n-1]
+		bs := [4]*float32{&b0[0], &b1[0], &b2[0], &b3[0]}
+		dotF16x2x4AVX2(&a0[0], &a1[0], &bs, n8, out)
+		tab := f16tab()
+		for i := n8; i < n; i++ {
+			for r, a := range [2][]byte{a0, a1} {
+				x := tab[uint16(a[2*i])|uint16(a[2*i+1])<<8]
+				out[4*r] += float32(x * b0[i])
+				out[4*r+1] += float32(x * b1[i])
+				out[4*r+2] += float32(x * b2[i])
+				out[4*r+3] += float32(x * b3[i])
+			}
+		}
+		return
+	}
+	var o [4]float32
+	dotF16x4(a0, b0, b1, b2, b3, &o)
+	copy(out[:4], o[:])
+	dotF16x4(a1, b0, b1, b2, b3, &o)
+	copy(out[4:], o[:])
+}

@@ -40,3 +40,6 @@ func f16ToF32AVX2(dst *float32, src *byte, n int)
 
 //go:noescape
 func siluAVX2(out, x *float32, n int)
+
+//go:noescape
+func dotF16x2x4AVX2(a0, a1 *byte, b *[4]*float32, n int, out *[8]float32)

@@ -26,3 +26,6 @@ func dotF32x4AVX2(a *float32, b *[4]*float32, n int, out *[4]float32) { panic("k
 func dotF16x4AVX2(a *byte, b *[4]*float32, n int, out *[4]float32)    { panic("kernels: no SIMD") }
 func f16ToF32AVX2(dst *float32, src *byte, n int)                     { panic("kernels: no SIMD") }
 func siluAVX2(out, x *float32, n int)                                 { panic("kernels: no SIMD") }
+func dotF16x2x4AVX2(a0, a1 *byte, b *[4]*float32, n int, out *[8]float32) {
+	panic("kernels: no SIMD")
+}

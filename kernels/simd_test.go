@@ -458,5 +458,17 @@ func TestSIMDF16Rows(t *testing.T) {
 				t.Errorf("n %d col %d: %g, Go %g", n, c, o[c], want)
 			}
 		}
+		raw2 := make([]byte, 2*n)
+		for i := range n {
+			binary.LittleEndian.PutUint16(raw2[2*i:], uint16(r.IntN(0x7800))|0x8000)
+		}
+		var o8 [8]float32
+		dotF16x2x4(raw, raw2, cols[0], cols[1], cols[2], cols[3], &o8)
+		for c := range 8 {
+			row := [2][]byte{raw, raw2}[c/4]
+			if want := dotF16F32(row, cols[c%4]); !sameBits(o8[c], want) {
+				t.Errorf("2x4 n %d out %d: %g, Go %g", n, c, o8[c], want)
+			}
+		}
 	}
 }
