@@ -79,6 +79,9 @@ type matmul struct {
 	// matrix with a multiple of 8 rows, F32 activations): products in that
 	// layout's order (dotQ4_0x8), eight rows at a time.
 	repack bool
+	// packed: repack rows are also laid out by packQ4_0x8 once per tile
+	// (assembly, at least four columns) for gemmQ4_0x8Packed.
+	packed bool
 	negs   []bool // per activation column: its Q8_0 values hold -128
 	// vec: float kind only (not BF16), products follow
 	// ggml_vec_dot_f32/f16 (dotVec) instead of tinyBLAS (dotF32): where
@@ -214,6 +217,7 @@ func prepareMatmul(o Options, a, b Tensor) *matmul {
 		useAVX2 && m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1) {
 		m.raw = true
 	}
+	m.packed = m.repack && useAVX2 && m.n*m.r2*m.r3 >= 4
 	if m.n*m.r2*m.r3 < 4 {
 		switch {
 		case m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1):
@@ -385,6 +389,7 @@ func (m *matmul) run(o Options, dst Tensor) {
 // tile holds decoded weight rows for one task.
 type tile struct {
 	raw  [][]byte    // undecoded rows (matmul.raw)
+	pack []byte      // rows repacked by packQ4_0x8 (matmul.packed)
 	rows [][]float32 // float kind
 	buf  *[]float32
 	q    []int8 // mmQ8_0
@@ -397,6 +402,9 @@ func newTile(m *matmul, rt int) *tile {
 	k := m.k
 	if m.raw {
 		t.raw = make([][]byte, rt)
+		if m.packed {
+			t.pack = make([]byte, (rt/8)*(k/32)*packedQ4Block)
+		}
 		return t
 	}
 	switch m.kind {
@@ -432,6 +440,11 @@ func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
 		j := int(r - r0)
 		if m.raw {
 			t.raw[j] = a.Data[off:]
+			if m.packed && j%8 == 7 {
+				nb := k / 32
+				g := j / 8
+				packQ4_0x8(t.pack[g*nb*packedQ4Block:(g+1)*nb*packedQ4Block], t.raw[j-7], int(a.Nb[1]), nb)
+			}
 			continue
 		}
 		switch m.kind {
@@ -546,7 +559,12 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 			for ; j+4 <= m.n; j += 4 {
 				cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
 				var o [4][8]float32
-				dotQ4_0x8x4(src, stride, &cols, &o)
+				if m.packed && !cols[0].neg && !cols[1].neg && !cols[2].neg && !cols[3].neg {
+					nb := m.k / 32
+					gemmQ4_0x8Packed(t.pack[(r/8)*nb*packedQ4Block:(r/8+1)*nb*packedQ4Block], &cols, &o)
+				} else {
+					dotQ4_0x8x4(src, stride, &cols, &o)
+				}
 				for c := range o {
 					for e, v := range o[c] {
 						out.put(i+int64(e), j+int64(c), i12, i13, v)

@@ -172,3 +172,28 @@ func dotF16x2x4(a0, a1 []byte, b0, b1, b2, b3 []float32, out *[8]float32) {
 	dotF16x4(a1, b0, b1, b2, b3, &o)
 	copy(out[4:], o[:])
 }
+
+// packedQ4Block is the size of one block of eight rows repacked by
+// packQ4_0x8 (eight 32-byte nibble vectors and eight float32 scales).
+const packedQ4Block = 288
+
+// packQ4_0x8 repacks eight Q4_0 rows (src[j·stride:]) of nb blocks into
+// dst (nb·packedQ4Block bytes) for gemmQ4_0x8Packed. Assembly only.
+func packQ4_0x8(dst, src []byte, stride, nb int) {
+	_, _ = dst[nb*packedQ4Block-1], src[7*stride+nb*18-1]
+	packQ4_0x8AVX2(&dst[0], &src[0], stride, nb)
+}
+
+// gemmQ4_0x8Packed is dotQ4_0x8x4 on rows repacked by packQ4_0x8: the
+// same bits, with the nibbles of a block laid out once per tile instead of
+// once per four columns. The activation rows must not hold -128 (q8Row.neg).
+func gemmQ4_0x8Packed(p []byte, c *[4]q8Row, out *[4][8]float32) {
+	nb := len(c[0].d)
+	_ = p[nb*packedQ4Block-1]
+	var a q4x4Args
+	for i := range c {
+		_, _, _ = c[i].qs[nb*32-1], c[i].d[nb-1], c[i].sum[nb-1]
+		a.qs[i], a.d[i], a.sum[i] = &c[i].qs[0], &c[i].d[0], &c[i].sum[0]
+	}
+	gemmQ4_0x8PackedAVX2(&p[0], &a, nb, out)
+}

@@ -867,3 +867,169 @@ f16x2x4loop:
 	VMOVSS X7, 28(AX)
 	VZEROUPPER
 	RET
+
+// func packQ4_0x8AVX2(dst *byte, src *byte, stride int, nb int)
+// Repacks eight Q4_0 rows (src + j·stride) block by block into dst, 288
+// bytes per block: eight 32-byte vectors W_g (g = 0..7) whose 32-bit lane
+// j holds the nibbles (unsigned, 0..15) of values 4g..4g+3 of row j, then
+// the eight row scales as float32. The layout of llama.cpp's q4_0_8x8
+// idea: a 4-byte broadcast of the activations meets all eight rows at once.
+TEXT ·packQ4_0x8AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), R8
+	LEAQ (R8)(R8*2), R9
+	LEAQ (R8)(R8*4), R10
+	LEAQ (R9)(R8*4), R11
+	MOVQ nb+24(FP), CX
+	BCAST32($0x0f0f0f0f, X14, Y14)
+	TESTQ CX, CX
+	JZ    packdone
+
+packloop:
+	NIB(2(SI), X0, Y0, X15)
+	NIB(2(SI)(R8*1), X1, Y1, X15)
+	NIB(2(SI)(R8*2), X2, Y2, X15)
+	NIB(2(SI)(R9*1), X3, Y3, X15)
+	NIB(2(SI)(R8*4), X4, Y4, X15)
+	NIB(2(SI)(R10*1), X5, Y5, X15)
+	NIB(2(SI)(R9*2), X6, Y6, X15)
+	NIB(2(SI)(R11*1), X7, Y7, X15)
+	// 8x8 transpose of 32-bit groups
+	VPUNPCKLDQ Y1, Y0, Y8
+	VPUNPCKHDQ Y1, Y0, Y9
+	VPUNPCKLDQ Y3, Y2, Y10
+	VPUNPCKHDQ Y3, Y2, Y11
+	VPUNPCKLDQ Y5, Y4, Y12
+	VPUNPCKHDQ Y5, Y4, Y13
+	VPUNPCKLDQ Y7, Y6, Y0
+	VPUNPCKHDQ Y7, Y6, Y1
+	VPUNPCKLQDQ Y10, Y8, Y2
+	VPUNPCKHQDQ Y10, Y8, Y3
+	VPUNPCKLQDQ Y11, Y9, Y4
+	VPUNPCKHQDQ Y11, Y9, Y5
+	VPUNPCKLQDQ Y0, Y12, Y6
+	VPUNPCKHQDQ Y0, Y12, Y7
+	VPUNPCKLQDQ Y1, Y13, Y8
+	VPUNPCKHQDQ Y1, Y13, Y9
+	VPERM2I128 $0x20, Y6, Y2, Y10
+	VMOVDQU Y10, 0(DI)
+	VPERM2I128 $0x31, Y6, Y2, Y10
+	VMOVDQU Y10, 128(DI)
+	VPERM2I128 $0x20, Y7, Y3, Y10
+	VMOVDQU Y10, 32(DI)
+	VPERM2I128 $0x31, Y7, Y3, Y10
+	VMOVDQU Y10, 160(DI)
+	VPERM2I128 $0x20, Y8, Y4, Y10
+	VMOVDQU Y10, 64(DI)
+	VPERM2I128 $0x31, Y8, Y4, Y10
+	VMOVDQU Y10, 192(DI)
+	VPERM2I128 $0x20, Y9, Y5, Y10
+	VMOVDQU Y10, 96(DI)
+	VPERM2I128 $0x31, Y9, Y5, Y10
+	VMOVDQU Y10, 224(DI)
+	// row scales
+	MOVWLZX (SI), AX
+	VMOVD AX, X9
+	VPINSRW $1, (SI)(R8*1), X9, X9
+	VPINSRW $2, (SI)(R8*2), X9, X9
+	VPINSRW $3, (SI)(R9*1), X9, X9
+	VPINSRW $4, (SI)(R8*4), X9, X9
+	VPINSRW $5, (SI)(R10*1), X9, X9
+	VPINSRW $6, (SI)(R9*2), X9, X9
+	VPINSRW $7, (SI)(R11*1), X9, X9
+	VCVTPH2PS X9, Y9
+	VMOVUPS Y9, 256(DI)
+	ADDQ $18, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ  packloop
+
+packdone:
+	VZEROUPPER
+	RET
+
+// PK4COL adds group g of the packed block (W in Y8) times the broadcast
+// activation bytes 4g..4g+3 of column c (pointer P, block offset R12) to
+// the int16 sums ACC.
+#define PK4COL(P, OFF, ACC) \
+	VPBROADCASTD OFF(P)(R12*1), Y9 \
+	VPMADDUBSW Y9, Y8, Y9          \
+	VPADDW Y9, ACC, ACC
+
+#define PK4GROUP(OFF) \
+	VMOVDQU OFF(SI), Y8 \
+	PK4COL(R8, OFF/8, Y4)  \
+	PK4COL(R9, OFF/8, Y5)  \
+	PK4COL(R10, OFF/8, Y6) \
+	PK4COL(R11, OFF/8, Y7)
+
+// PK4FIN turns the int16 sums ACC of column c into the float accumulator
+// OUT: int32 per row, minus 8·sum(y), converted, fma with d_w·d_y.
+#define PK4FIN(ACC, SO, DO, OUT) \
+	VPMADDWD Y15, ACC, ACC        \
+	MOVQ SO(AX), BX               \
+	VPBROADCASTD (BX)(R13*1), Y9  \
+	VPSLLD $3, Y9, Y9             \
+	VPSUBD Y9, ACC, ACC           \
+	VCVTDQ2PS ACC, ACC            \
+	MOVQ DO(AX), BX               \
+	VBROADCASTSS (BX)(R13*1), Y9  \
+	VMULPS Y9, Y13, Y9            \
+	VFMADD231PS Y9, ACC, OUT
+
+// func gemmQ4_0x8PackedAVX2(p *byte, a *q4x4Args, nb int, out *[4][8]float32)
+// The products of eight packed rows (packQ4_0x8AVX2) with four activation
+// rows: dotQ4_0x8's arithmetic (exact integer block sums, then
+// acc = fma(float(sum), d_w·d_y, acc) per row), out[c][j].
+TEXT ·gemmQ4_0x8PackedAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ a+8(FP), AX
+	MOVQ nb+16(FP), CX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	BCAST32($0x00010001, X15, Y15)
+	MOVQ a+8(FP), AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ R12, R12
+	XORQ R13, R13
+	TESTQ CX, CX
+	JZ    gemmdone
+
+gemmloop:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	PK4GROUP(0)
+	PK4GROUP(32)
+	PK4GROUP(64)
+	PK4GROUP(96)
+	PK4GROUP(128)
+	PK4GROUP(160)
+	PK4GROUP(192)
+	PK4GROUP(224)
+	VMOVUPS 256(SI), Y13
+	PK4FIN(Y4, 64, 32, Y0)
+	PK4FIN(Y5, 72, 40, Y1)
+	PK4FIN(Y6, 80, 48, Y2)
+	PK4FIN(Y7, 88, 56, Y3)
+	ADDQ $288, SI
+	ADDQ $32, R12
+	ADDQ $4, R13
+	DECQ CX
+	JNZ  gemmloop
+
+gemmdone:
+	MOVQ out+24(FP), AX
+	VMOVUPS Y0, 0(AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VZEROUPPER
+	RET

@@ -99,6 +99,19 @@ func BenchmarkSIMD(b *testing.B) {
 		}
 		sink += o[0]
 	})
+	packed := make([]byte, m/8*nb*packedQ4Block)
+	run("Q4_0pack/asm", func() {
+		for i := 0; i < m; i += 8 {
+			packQ4_0x8(packed[i/8*nb*packedQ4Block:], q4w[i*nb*18:], nb*18, nb)
+		}
+	})
+	run("Q4_0x8x4packed/asm", func() {
+		var o [4][8]float32
+		for i := 0; i < m; i += 8 {
+			gemmQ4_0x8Packed(packed[i/8*nb*packedQ4Block:], c4, &o)
+		}
+		sink += o[0][0]
+	})
 	run("F16vec/asm", func() {
 		for i := range m {
 			sink += dotVecF16Raw(f16[i*2*k:], act)

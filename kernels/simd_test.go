@@ -256,10 +256,18 @@ func TestSIMDDotQ4_0x8(t *testing.T) {
 						ok = append(ok, c)
 					}
 				}
+				packed := make([]byte, nb*packedQ4Block+1)[1:]
+				packQ4_0x8(packed, rows, stride, nb)
 				for ci := 0; ci+4 <= len(ok); ci += 2 {
 					c4 := [4]q8Row{ok[ci], ok[ci+1], ok[ci+2], ok[ci+3]}
-					var got [4][8]float32
+					var got, gp [4][8]float32
 					dotQ4_0x8x4(rows, stride, &c4, &got)
+					gemmQ4_0x8Packed(packed, &c4, &gp)
+					for i := range c4 {
+						if !nanSame8(got[i], gp[i]) {
+							t.Errorf("packed nb %d gap %d col %d+%d: %v, unpacked %v", nb, gap, ci, i, gp[i], got[i])
+						}
+					}
 					for i := range c4 {
 						var want [8]float32
 						dotQ4_0x8Go(rows, stride, c4[i].qs, c4[i].d, false, &want)
