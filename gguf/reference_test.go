@@ -74,10 +74,7 @@ func refModels(t *testing.T) []refModel {
 	var out []refModel
 	for _, p := range testref.Models(t) {
 		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
-		jp := filepath.Join(testref.SharedDir(), "llamacpp", name+".gguf.json")
-		if testref.SharedDir() == "" {
-			continue
-		}
+		jp := filepath.Join(testref.Dir(), "llamacpp", name+".gguf.json")
 		b, err := os.ReadFile(jp)
 		if err != nil {
 			t.Logf("no reference JSON for %s: %v", name, err)

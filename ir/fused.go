@@ -1,6 +1,9 @@
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // The fused ops: ops the rewrite passes of package passes introduce, each
 // one the exact computation of the chain of core ops it replaces. Their
@@ -59,19 +62,15 @@ func wantF32(n *Node, idx ...int) error {
 	return nil
 }
 
-// ropeCheck validates the rope attributes shared by the rope ops.
+// ropeCheck validates the rope attributes shared by the rope ops
+// (CheckRopeAttrs); the row length is that of the first operand when it is
+// the rotated tensor, not the i32 positions of rope_cache.
 func ropeCheck(n *Node, keys ...string) error {
-	if err := needAttrs(n, keys...); err != nil {
-		return err
+	rowLen := int64(0)
+	if len(n.Args) > 0 && n.Args[0].Type.DType != I32 {
+		rowLen = rowLength(n.Args[0].Type)
 	}
-	nd, ok := n.Attrs.Int("n_dims")
-	if !ok || nd <= 0 || nd%2 != 0 {
-		return fmt.Errorf("n_dims must be a positive even integer")
-	}
-	if m, ok := n.Attrs.Int("mode"); !ok || (m != RopeModeNorm && m != RopeModeNeox) {
-		return fmt.Errorf("mode must be %d (norm) or %d (neox)", RopeModeNorm, RopeModeNeox)
-	}
-	return nil
+	return CheckRopeAttrs(n, rowLen, keys...)
 }
 
 var ropeAngleAttrs = []string{"n_dims", "mode", "freq_base", "freq_scale"}
@@ -158,7 +157,7 @@ func init() {
 			}
 			return x, nil
 		},
-		Check: func(n *Node) error { return needAttrs(n, "eps") },
+		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
 	})
 	MustRegister(OpInfo{Name: OpAddRMSNormMul, Fused: true, MinArgs: 3,
 		Doc: "add_rms_norm_mul(a, b, w){eps}: f32[a0,a1,a2,2]; slot 0 of dim 3 is rms_norm(a+b)*w, slot 1 is a+b (fuses the residual add, rms_norm and mul; views pick the slots)",
@@ -175,7 +174,7 @@ func init() {
 			}
 			return Type{DType: F32, Shape: Shape{a[0], a[1], a[2], C(2)}}, nil
 		},
-		Check: func(n *Node) error { return needAttrs(n, "eps") },
+		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
 	})
 	MustRegister(OpInfo{Name: OpSwiGLU, Fused: true, MinArgs: 2, Inplace: true, ElementWise: true,
 		Doc: "swiglu(gate, up): silu(gate) * up, equal shapes (fuses silu and mul)",
@@ -272,7 +271,9 @@ func init() {
 			}
 			return Type{DType: F32, Shape: Shape{C(dv.Val * h.Val), q.Shape[1], q.Shape[3], C(1)}}, nil
 		},
-		Check: func(n *Node) error { return needAttrs(n, "scale") },
+		Check: func(n *Node) error {
+			return CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32})
+		},
 	})
 	MustRegister(OpInfo{Name: OpConcat, MinArgs: 1, MaxArgs: 64,
 		Doc: "concat(a, b, ...){dim}: the operands joined along dim (same dtype, other dims equal); used to merge weights, whose rows it copies unchanged",

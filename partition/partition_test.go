@@ -358,9 +358,11 @@ func TestRefineLowersCost(t *testing.T) {
 }
 
 func TestRequant(t *testing.T) {
+	// A K-quant model: Q4_K_M from the external reference data, else the
+	// Q2_K copy in testdata.
 	path := filepath.Join(testref.SharedDir(), "models", "synth-llama256-Q4_K_M.gguf")
 	if testref.SharedDir() == "" {
-		t.Skip("needs the K-quant reference models")
+		path = testref.Testdata("synth-llama256-Q2_K.gguf")
 	}
 	f, m := testmodel.Build(t, path, models.Options{NCtx: 64})
 	p := prof(t, "ascend910b")

@@ -41,32 +41,23 @@ func llamaCppGraph(t testing.TB, path string) *ir.Graph {
 }
 
 // computeBuffer returns llama.cpp's compute buffer size for a reference
-// model: from its recorded run when the external reference data is present, else
-// the figures issue 6 quotes for the two models in testdata.
+// model, from its recorded run (the external reference data, or the copy
+// in testdata/reference); false when there is no recorded run.
 func computeBuffer(t testing.TB, path string) (int64, bool) {
 	base := modelBase(path)
-	if d := testref.SharedDir(); d != "" {
-		raw, err := os.ReadFile(filepath.Join(d, "llamacpp", base+".llamacpp.json"))
-		if err != nil {
-			return 0, false
-		}
-		var run struct {
-			Context struct {
-				ComputeBuffer int64 `json:"compute_buffer_bytes_cpu"`
-			} `json:"context"`
-		}
-		if err := json.Unmarshal(raw, &run); err != nil {
-			t.Fatal(err)
-		}
-		return run.Context.ComputeBuffer, run.Context.ComputeBuffer > 0
+	raw, err := os.ReadFile(filepath.Join(testref.Dir(), "llamacpp", base+".llamacpp.json"))
+	if err != nil {
+		return 0, false
 	}
-	switch {
-	case base == "stories260K":
-		return 2624512, true
-	case strings.HasPrefix(base, "synth-llama-"):
-		return 1575936, true
+	var run struct {
+		Context struct {
+			ComputeBuffer int64 `json:"compute_buffer_bytes_cpu"`
+		} `json:"context"`
 	}
-	return 0, false
+	if err := json.Unmarshal(raw, &run); err != nil {
+		t.Fatal(err)
+	}
+	return run.Context.ComputeBuffer, run.Context.ComputeBuffer > 0
 }
 
 // TestGallocrReproducesLlamaCpp is the outside-number test: replaying

@@ -7,7 +7,7 @@ import (
 )
 
 // rule decides NPU support for one node of its op.
-type rule func(n *ir.Node) Support
+type rule = func(n *ir.Node) Support
 
 func yes(kernel string, calls ...string) Support {
 	return Support{OK: true, Kernel: kernel, Calls: calls}
@@ -18,110 +18,6 @@ func no(format string, args ...any) Support {
 }
 
 func isFloat(t ir.DType) bool { return t == ir.F32 || t == ir.F16 }
-
-// npuRules are the ops llama.cpp's CANN backend runs and the aclnn calls it
-// makes for them (ggml_backend_cann_supports_op and ggml_cann_compute_forward;
-// ggml-cann's supports_op and compute_forward). Each rule checks the dtype and shape limits
-// listed there.
-func npuRules() map[ir.Op]rule {
-	r := map[ir.Op]rule{
-		ir.OpGetRows: func(n *ir.Node) Support {
-			switch dt := n.Args[0].Type.DType; dt {
-			case ir.F32:
-				return yes("aclnnGatherV2")
-			case ir.F16:
-				return yes("aclnnGatherV2", "aclnnGatherV2", "aclnnCast")
-			case ir.Q8_0:
-				return yes("aclnnGatherV2", "aclnnMul", "aclnnGatherV2")
-			default:
-				return no("get_rows from a %s table: the CANN backend gathers f32, f16 and q8_0 only", dt)
-			}
-		},
-		ir.OpSetRows: func(n *ir.Node) Support {
-			dst, src := n.Args[0].Type.DType, n.Args[1].Type.DType
-			if src != ir.F32 {
-				return no("set_rows from %s rows: f32 only", src)
-			}
-			switch dst {
-			case ir.F32:
-				return yes("aclnnInplaceIndexCopy")
-			case ir.F16:
-				return yes("aclnnInplaceIndexCopy", "aclnnCast", "aclnnInplaceIndexCopy")
-			}
-			return no("set_rows into %s: the CANN backend writes f32 and f16 only", dst)
-		},
-		ir.OpCpy: func(n *ir.Node) Support {
-			src, dst := n.Args[0].Type.DType, n.Args[1].Type.DType
-			if !isFloat(src) || !isFloat(dst) {
-				return no("cpy %s -> %s: f32/f16 only", src, dst)
-			}
-			if src != dst {
-				return yes("aclnnCast")
-			}
-			return yes("aclnnInplaceCopy")
-		},
-		ir.OpCont: func(n *ir.Node) Support {
-			if dt := n.Args[0].Type.DType; !isFloat(dt) {
-				return no("cont of %s: f32/f16 only", dt)
-			}
-			return yes("aclnnInplaceCopy")
-		},
-		ir.OpCast: func(n *ir.Node) Support {
-			if src, dst := n.Args[0].Type.DType, n.Type.DType; !isFloat(src) || !isFloat(dst) {
-				return no("cast %s -> %s: f32/f16 only", src, dst)
-			}
-			return yes("aclnnCast")
-		},
-		ir.OpAdd:   binary("aclnnAdd"),
-		ir.OpMul:   binary("aclnnMul"),
-		ir.OpScale: unary("aclnnMuls"),
-		ir.OpSilu:  unary("aclnnSilu"),
-		ir.OpRMSNorm: func(n *ir.Node) Support {
-			if dt := n.Args[0].Type.DType; !isFloat(dt) {
-				return no("rms_norm of %s", dt)
-			}
-			// gamma is a table of ones built at load time (llama.cpp PR #20747).
-			return yes("aclnnRmsNorm")
-		},
-		ir.OpMulMat: mulMat,
-		ir.OpSoftMax: func(n *ir.Node) Support {
-			if dt := n.Args[0].Type.DType; dt != ir.F32 {
-				return no("soft_max of %s: f32 only", dt)
-			}
-			calls := []string{}
-			if s, ok := n.Attrs.Float("scale"); !ok || s != 1 {
-				calls = append(calls, "aclnnMuls")
-			}
-			if len(n.Args) > 1 {
-				if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
-					calls = append(calls, "aclnnPowScalarTensor", "aclnnMul")
-				}
-				calls = append(calls, "aclnnAdd")
-			}
-			calls = append(calls, "aclnnSoftmax")
-			return yes("aclnnSoftmax", calls...)
-		},
-		ir.OpRope: func(n *ir.Node) Support {
-			x := n.Args[0].Type
-			if !isFloat(x.DType) {
-				return no("rope of %s", x.DType)
-			}
-			if d := x.Shape[0]; !d.IsConst() || d.Val > 896 {
-				return no("rope head dim %s: the CANN backend takes at most 896", d)
-			}
-			switch m, _ := n.Attrs.Int("mode"); m {
-			case 0, 2: // normal (interleaved) and neox (half)
-			default:
-				return no("rope mode %d is not lowered", m)
-			}
-			return yes("aclnnRotaryPositionEmbedding")
-		},
-	}
-	for op, fr := range fusedRules() {
-		r[op] = fr
-	}
-	return r
-}
 
 func binary(kernel string) rule {
 	return func(n *ir.Node) Support {
@@ -184,7 +80,7 @@ func mulMat(n *ir.Node) Support {
 // strides are the dense ones of its static shape; permutes and transposes
 // are when they move only dims of size 1.
 func Contiguous(n *ir.Node) bool {
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok {
 		return false
 	}
@@ -304,108 +200,6 @@ func ropeHead(x ir.Type) (Support, bool) {
 	return Support{}, true
 }
 
-// fusedRules lower the fused ops of package passes to the aclnn calls
-// ggml-cann makes for the ops they fuse (ggml-cann's supports_op and compute_forward), or to the fused aclnn
-// operator where CANN has one.
-func fusedRules() map[ir.Op]rule {
-	return map[ir.Op]rule{
-		// aclnnRmsNorm with the weight as gamma.
-		ir.OpRMSNormMul: func(n *ir.Node) Support {
-			x, w := n.Args[0].Type, n.Args[1].Type
-			if !isFloat(x.DType) || !isFloat(w.DType) {
-				return no("rms_norm_mul of %s by %s", x.DType, w.DType)
-			}
-			if !gammaRow(x, w) {
-				return no("rms_norm_mul weight %s is not one row of %s: aclnnRmsNorm takes gamma = x_shape[n:]", w, x)
-			}
-			return yes("aclnnRmsNorm")
-		},
-		// aclnnAddRmsNorm: the residual add and the norm in one operator
-		// (ggml-cann's optional ADD+RMS_NORM fusion; same shapes, no
-		// broadcast; ggml-cann's supports_op and compute_forward).
-		ir.OpAddRMSNormMul: func(n *ir.Node) Support {
-			a, b, w := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
-			if !a.Shape.Equal(b.Shape) {
-				return no("add_rms_norm_mul of %s and %s: aclnnAddRmsNorm needs equal shapes", a, b)
-			}
-			if !gammaRow(a, w) {
-				return no("add_rms_norm_mul weight %s is not one row of %s", w, a)
-			}
-			return yes("aclnnAddRmsNorm")
-		},
-		// ggml-cann's SwiGlu operator takes one tensor split in halves; with
-		// gate and up apart it falls back to Silu and an in-place Mul
-		// (ggml-cann's supports_op and compute_forward, GLU).
-		ir.OpSwiGLU: func(n *ir.Node) Support {
-			return yes("aclnnSilu", "aclnnSilu", "aclnnInplaceMul")
-		},
-		// The matmul ggml-cann would pick, then the bias add.
-		ir.OpMulMatAdd: func(n *ir.Node) Support {
-			s := mulMat(n)
-			if !s.OK {
-				return s
-			}
-			if len(s.Calls) == 0 {
-				s.Calls = []string{s.Kernel}
-			}
-			s.Calls = append(append([]string(nil), s.Calls...), "aclnnAdd")
-			return s
-		},
-		// The RoPE cache built on the device from the positions (llama.cpp
-		// PRs #15912, #20747): angles = positions × inverse frequencies, then cos and sin.
-		ir.OpRopeCache: func(n *ir.Node) Support {
-			return yes("aclnnSin", "aclnnCast", "aclnnMul", "aclnnCos", "aclnnSin")
-		},
-		// ggml-cann's formulation: angles from positions and a table of
-		// inverse frequencies (a folded constant), then cos and sin.
-		ir.OpRopeCacheTable: func(n *ir.Node) Support {
-			calls := []string{"aclnnCast", "aclnnMul"}
-			if len(n.Args) > 2 {
-				calls = append(calls, "aclnnDiv")
-			}
-			return yes("aclnnSin", append(calls, "aclnnCos", "aclnnSin")...)
-		},
-		// ggml-cann computes the theta-scale powers on the host and copies
-		// them once (llama.cpp PRs #15912, #20747); here the fold pass makes them a constant.
-		ir.OpRopeTheta: func(n *ir.Node) Support {
-			return no("rope_theta is computed on the host, as ggml-cann does (llama.cpp PRs #15912, #20747); the fold pass makes it a constant")
-		},
-		// aclnnRotaryPositionEmbedding(x, cos, sin, mode) is this op.
-		ir.OpRopeApply: func(n *ir.Node) Support {
-			if s, ok := ropeHead(n.Args[0].Type); !ok {
-				return s
-			}
-			return yes("aclnnRotaryPositionEmbedding")
-		},
-		ir.OpRopeSetRows:      ropeWrite("aclnnRotaryPositionEmbedding"),
-		ir.OpRopeApplySetRows: ropeWrite("aclnnRotaryPositionEmbedding"),
-		// Flash attention: aclnnFusedInferAttentionScoreV2 with Q cast to
-		// f16 and the output cast back; K and V must be f16 with one head
-		// dim (ggml-cann's supports_op and compute_forward, FLASH_ATTN_EXT).
-		ir.OpAttention: func(n *ir.Node) Support {
-			q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
-			if k.DType != ir.F16 || v.DType != ir.F16 {
-				return no("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 takes f16 K and V (ggml-cann's supports_op and compute_forward)", k.DType, v.DType)
-			}
-			if !k.Shape[0].Equal(v.Shape[1]) {
-				return no("attention with K head dim %s and V head dim %s: must be equal", k.Shape[0], v.Shape[1])
-			}
-			if !isFloat(q.DType) {
-				return no("attention query of %s", q.DType)
-			}
-			return yes("aclnnFusedInferAttentionScoreV2", "aclnnCast", "aclnnFusedInferAttentionScoreV2", "aclnnCast")
-		},
-		ir.OpConcat: func(n *ir.Node) Support {
-			for _, a := range n.Args {
-				if !isFloat(a.Type.DType) {
-					return no("concat of %s", a.Type.DType)
-				}
-			}
-			return yes("aclnnCat")
-		},
-	}
-}
-
 // ropeWrite lowers rope + set_rows into the K cache: the rotation, then the
 // row scatter (after a cast to an f16 cache).
 func ropeWrite(rope string) rule {
@@ -422,4 +216,197 @@ func ropeWrite(rope string) rule {
 			return no("KV write into %s: f32 and f16 only", dt)
 		}
 	}
+}
+
+// The NPU support rules of the ops, one function per op; rules.go
+// gathers them into the op records.
+
+func npuGetRows(n *ir.Node) Support {
+	switch dt := n.Args[0].Type.DType; dt {
+	case ir.F32:
+		return yes("aclnnGatherV2")
+	case ir.F16:
+		return yes("aclnnGatherV2", "aclnnGatherV2", "aclnnCast")
+	case ir.Q8_0:
+		return yes("aclnnGatherV2", "aclnnMul", "aclnnGatherV2")
+	default:
+		return no("get_rows from a %s table: the CANN backend gathers f32, f16 and q8_0 only", dt)
+	}
+}
+
+func npuSetRows(n *ir.Node) Support {
+	dst, src := n.Args[0].Type.DType, n.Args[1].Type.DType
+	if src != ir.F32 {
+		return no("set_rows from %s rows: f32 only", src)
+	}
+	switch dst {
+	case ir.F32:
+		return yes("aclnnInplaceIndexCopy")
+	case ir.F16:
+		return yes("aclnnInplaceIndexCopy", "aclnnCast", "aclnnInplaceIndexCopy")
+	}
+	return no("set_rows into %s: the CANN backend writes f32 and f16 only", dst)
+}
+
+func npuCpy(n *ir.Node) Support {
+	src, dst := n.Args[0].Type.DType, n.Args[1].Type.DType
+	if !isFloat(src) || !isFloat(dst) {
+		return no("cpy %s -> %s: f32/f16 only", src, dst)
+	}
+	if src != dst {
+		return yes("aclnnCast")
+	}
+	return yes("aclnnInplaceCopy")
+}
+
+func npuCont(n *ir.Node) Support {
+	if dt := n.Args[0].Type.DType; !isFloat(dt) {
+		return no("cont of %s: f32/f16 only", dt)
+	}
+	return yes("aclnnInplaceCopy")
+}
+
+func npuCast(n *ir.Node) Support {
+	if src, dst := n.Args[0].Type.DType, n.Type.DType; !isFloat(src) || !isFloat(dst) {
+		return no("cast %s -> %s: f32/f16 only", src, dst)
+	}
+	return yes("aclnnCast")
+}
+
+func npuRMSNorm(n *ir.Node) Support {
+	if dt := n.Args[0].Type.DType; !isFloat(dt) {
+		return no("rms_norm of %s", dt)
+	}
+	// gamma is a table of ones built at load time (llama.cpp PR #20747).
+	return yes("aclnnRmsNorm")
+}
+
+func npuSoftMax(n *ir.Node) Support {
+	if dt := n.Args[0].Type.DType; dt != ir.F32 {
+		return no("soft_max of %s: f32 only", dt)
+	}
+	calls := []string{}
+	if s, ok := n.Attrs.Float("scale"); !ok || s != 1 {
+		calls = append(calls, "aclnnMuls")
+	}
+	if len(n.Args) > 1 {
+		if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
+			calls = append(calls, "aclnnPowScalarTensor", "aclnnMul")
+		}
+		calls = append(calls, "aclnnAdd")
+	}
+	calls = append(calls, "aclnnSoftmax")
+	return yes("aclnnSoftmax", calls...)
+}
+
+func npuRope(n *ir.Node) Support {
+	x := n.Args[0].Type
+	if !isFloat(x.DType) {
+		return no("rope of %s", x.DType)
+	}
+	if d := x.Shape[0]; !d.IsConst() || d.Val > 896 {
+		return no("rope head dim %s: the CANN backend takes at most 896", d)
+	}
+	switch m, _ := n.Attrs.Int("mode"); m {
+	case 0, 2: // normal (interleaved) and neox (half)
+	default:
+		return no("rope mode %d is not lowered", m)
+	}
+	return yes("aclnnRotaryPositionEmbedding")
+}
+
+// aclnnRmsNorm with the weight as gamma.
+func npuRMSNormMul(n *ir.Node) Support {
+	x, w := n.Args[0].Type, n.Args[1].Type
+	if !isFloat(x.DType) || !isFloat(w.DType) {
+		return no("rms_norm_mul of %s by %s", x.DType, w.DType)
+	}
+	if !gammaRow(x, w) {
+		return no("rms_norm_mul weight %s is not one row of %s: aclnnRmsNorm takes gamma = x_shape[n:]", w, x)
+	}
+	return yes("aclnnRmsNorm")
+}
+
+// aclnnAddRmsNorm: the residual add and the norm in one operator
+// (ggml-cann's optional ADD+RMS_NORM fusion; same shapes, no
+// broadcast; ggml-cann's supports_op and compute_forward).
+func npuAddRMSNormMul(n *ir.Node) Support {
+	a, b, w := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
+	if !a.Shape.Equal(b.Shape) {
+		return no("add_rms_norm_mul of %s and %s: aclnnAddRmsNorm needs equal shapes", a, b)
+	}
+	if !gammaRow(a, w) {
+		return no("add_rms_norm_mul weight %s is not one row of %s", w, a)
+	}
+	return yes("aclnnAddRmsNorm")
+}
+
+// ggml-cann's SwiGlu operator takes one tensor split in halves; with
+// gate and up apart it falls back to Silu and an in-place Mul
+// (ggml-cann's supports_op and compute_forward, GLU).
+func npuSwiGLU(n *ir.Node) Support {
+	return yes("aclnnSilu", "aclnnSilu", "aclnnInplaceMul")
+}
+
+// The matmul ggml-cann would pick, then the bias add.
+func npuMulMatAdd(n *ir.Node) Support {
+	s := mulMat(n)
+	if !s.OK {
+		return s
+	}
+	if len(s.Calls) == 0 {
+		s.Calls = []string{s.Kernel}
+	}
+	s.Calls = append(append([]string(nil), s.Calls...), "aclnnAdd")
+	return s
+}
+
+// The RoPE cache built on the device from the positions (llama.cpp
+// PRs #15912, #20747): angles = positions × inverse frequencies, then cos and sin.
+func npuRopeCache(n *ir.Node) Support {
+	return yes("aclnnSin", "aclnnCast", "aclnnMul", "aclnnCos", "aclnnSin")
+}
+
+// ggml-cann's formulation: angles from positions and a table of
+// inverse frequencies (a folded constant), then cos and sin.
+func npuRopeCacheTable(n *ir.Node) Support {
+	calls := []string{"aclnnCast", "aclnnMul"}
+	if len(n.Args) > 2 {
+		calls = append(calls, "aclnnDiv")
+	}
+	return yes("aclnnSin", append(calls, "aclnnCos", "aclnnSin")...)
+}
+
+// aclnnRotaryPositionEmbedding(x, cos, sin, mode) is this op.
+func npuRopeApply(n *ir.Node) Support {
+	if s, ok := ropeHead(n.Args[0].Type); !ok {
+		return s
+	}
+	return yes("aclnnRotaryPositionEmbedding")
+}
+
+// Flash attention: aclnnFusedInferAttentionScoreV2 with Q cast to
+// f16 and the output cast back; K and V must be f16 with one head
+// dim (ggml-cann's supports_op and compute_forward, FLASH_ATTN_EXT).
+func npuAttention(n *ir.Node) Support {
+	q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
+	if k.DType != ir.F16 || v.DType != ir.F16 {
+		return no("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 takes f16 K and V (ggml-cann's supports_op and compute_forward)", k.DType, v.DType)
+	}
+	if !k.Shape[0].Equal(v.Shape[1]) {
+		return no("attention with K head dim %s and V head dim %s: must be equal", k.Shape[0], v.Shape[1])
+	}
+	if !isFloat(q.DType) {
+		return no("attention query of %s", q.DType)
+	}
+	return yes("aclnnFusedInferAttentionScoreV2", "aclnnCast", "aclnnFusedInferAttentionScoreV2", "aclnnCast")
+}
+
+func npuConcat(n *ir.Node) Support {
+	for _, a := range n.Args {
+		if !isFloat(a.Type.DType) {
+			return no("concat of %s", a.Type.DType)
+		}
+	}
+	return yes("aclnnCat")
 }

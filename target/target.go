@@ -66,8 +66,9 @@ type Profile struct {
 	Align int64
 	// Overheads are the fixed per-call, per-task and per-copy costs.
 	Overheads Overheads
-	// rules maps ops to their NPU support rule.
-	rules map[ir.Op]rule
+	// rules are the op rules the profile decides with (DefaultRules, or
+	// the set Rules.Profile was called on).
+	rules *Rules
 	// gate vetoes kernels this part lacks (nil: none).
 	gate func(n *ir.Node, s Support) Support
 }
@@ -126,7 +127,7 @@ type Support struct {
 // storage put them. n may be symbolic: rules that need a constant dimension
 // refuse when it is not one.
 func (p *Profile) Supports(n *ir.Node) Support {
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok {
 		return Support{Reason: fmt.Sprintf("op %q is not registered", n.Op)}
 	}
@@ -136,11 +137,17 @@ func (p *Profile) Supports(n *ir.Node) Support {
 	if p.NPU == nil {
 		return Support{Reason: "target " + p.Name + " has no NPU"}
 	}
-	r, ok := p.rules[n.Op]
+	r, ok := p.rules.Lookup(n.Op)
 	if !ok {
+		return Support{Reason: fmt.Sprintf("no target rule for op %q", n.Op)}
+	}
+	if r.NPU == nil {
+		if r.CPUOnly != "" {
+			return Support{Reason: r.CPUOnly}
+		}
 		return Support{Reason: fmt.Sprintf("no aclnn lowering for op %q", n.Op)}
 	}
-	s := r(n)
+	s := r.NPU(n)
 	if s.OK && len(s.Calls) == 0 {
 		s.Calls = []string{s.Kernel}
 	}
@@ -150,13 +157,21 @@ func (p *Profile) Supports(n *ir.Node) Support {
 	return s
 }
 
-// Ops lists the ops this profile has an NPU rule for, sorted.
+// Ops lists the ops this profile claims for the NPU, sorted: those with an
+// NPU rule, none on a profile without an NPU. A node of such an op runs on
+// the NPU when the rule accepts it (and, on 310-class parts, the profile's
+// gate lets it), so every op listed needs an aclnn recipe in the CANN
+// binding (runtime/acl checks that under -tags cann).
 func (p *Profile) Ops() []ir.Op {
-	out := make([]ir.Op, 0, len(p.rules))
-	for op := range p.rules {
-		out = append(out, op)
+	if p.NPU == nil {
+		return nil
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	var out []ir.Op
+	for _, op := range p.rules.Ops() {
+		if r, _ := p.rules.Lookup(op); r.NPU != nil {
+			out = append(out, op)
+		}
+	}
 	return out
 }
 
@@ -185,7 +200,7 @@ func ascend910B() *Profile {
 		GraphCapture: true,
 		Align:        64, // aclrtMalloc starts are 64-B aligned and copies want 64-B ends; tensor data needs 32 B (CANN runtime API reference). ggml-cann pads to 128: --align 128
 		Overheads:    defaultOverheads(),
-		rules:        npuRules(),
+		rules:        defaultRules,
 	}
 }
 
@@ -216,7 +231,7 @@ func ascend310B() *Profile {
 		GraphCapture: false, // aclmdlRI capture is not offered on Atlas 200I/500 A2 (CANN docs, aclmdlRI capture API)
 		Align:        64,
 		Overheads:    defaultOverheads(),
-		rules:        npuRules(),
+		rules:        defaultRules,
 		gate:         gate310B,
 	}
 }
@@ -236,6 +251,6 @@ func cpuOnly() *Profile {
 		Host:        serverHost(),
 		Align:       32, // ggml-cpu TENSOR_ALIGNMENT
 		Overheads:   defaultOverheads(),
-		rules:       map[ir.Op]rule{},
+		rules:       defaultRules,
 	}
 }

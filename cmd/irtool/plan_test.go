@@ -121,11 +121,12 @@ func TestPlanErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no instance", []string{}, 2, "want one INSTANCE.csv argument, got 0"},
+		{"no instance", []string{}, 2, "want one INSTANCE.csv or FILE.ir argument, got 0"},
 		{"two instances", []string{good, good}, 2, "got 2"},
 		{"unknown strategy", []string{good, "--strategy", "tetris"}, 2, `unknown strategy "tetris"`},
 		{"bad budget", []string{good, "--budget", "0s"}, 2, "--budget must be positive"},
-		{"bad align", []string{good, "--align", "0"}, 2, "--align must be in"},
+		{"bad align", []string{good, "--align", "0"}, 2, "--align must be a power of two"},
+		{"align not a power of two", []string{good, "--align", "3"}, 2, "--align must be a power of two"},
 		{"unknown flag", []string{good, "--frobnicate"}, 2, "frobnicate"},
 		{"missing file", []string{filepath.Join(t.TempDir(), "none.csv")}, 1, "none.csv"},
 		{"malformed CSV names file and line", []string{bad}, 1, "bad.csv: planner: csv line 3: lower 5 > upper 2"},

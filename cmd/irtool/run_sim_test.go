@@ -124,10 +124,11 @@ func TestRunSimErrors(t *testing.T) {
 		msg  string
 	}{
 		{args: []string{"--tokens", "1", "--graph", "off"}, code: 2, msg: "--backend sim only"},
-		{args: []string{"--tokens", "1", "--backend", "sim", "--graph", "maybe"}, code: 1, msg: "--graph"},
-		{args: []string{"--tokens", "1", "--backend", "sim", "--graph-cache", "0"}, code: 1, msg: "--graph-cache"},
-		{args: []string{"--tokens", "1", "--backend", "sim", "--target", "tpu"}, code: 1, msg: "tpu"},
-		{args: []string{"--tokens", "1", "--backend", "sim"}, env: map[string]string{"IRTOOL_GRAPH_CACHE_CAPACITY": "lots"}, code: 1, msg: "IRTOOL_GRAPH_CACHE_CAPACITY"},
+		// Backend flags are checked before the model is read (usage errors).
+		{args: []string{"--tokens", "1", "--backend", "sim", "--graph", "maybe"}, code: 2, msg: "--graph"},
+		{args: []string{"--tokens", "1", "--backend", "sim", "--graph-cache", "0"}, code: 2, msg: "--graph-cache"},
+		{args: []string{"--tokens", "1", "--backend", "sim", "--target", "tpu"}, code: 2, msg: "tpu"},
+		{args: []string{"--tokens", "1", "--backend", "sim"}, env: map[string]string{"IRTOOL_GRAPH_CACHE_CAPACITY": "lots"}, code: 2, msg: "IRTOOL_GRAPH_CACHE_CAPACITY"},
 	} {
 		t.Run(tc.msg, func(t *testing.T) {
 			for k, v := range tc.env {

@@ -93,8 +93,8 @@ func TestLoweredProgramsGiveReferenceLogits(t *testing.T) {
 			opts := models.Options{NCtx: 64}
 			tokens := []int32{1, 15, 27, 3, 99}
 			next := int32(42)
-			if d := testref.SharedDir(); d != "" {
-				if data, err := os.ReadFile(filepath.Join(d, "llamacpp", name+".llamacpp.json")); err == nil {
+			{
+				if data, err := os.ReadFile(filepath.Join(testref.Dir(), "llamacpp", name+".llamacpp.json")); err == nil {
 					ref = &testmodel.LlamaRun{}
 					if err := json.Unmarshal(data, ref); err != nil {
 						t.Fatal(err)

@@ -56,10 +56,7 @@ var testModels = []string{"stories260K", "synth-llama-F32", "synth-llama-F16", "
 // the external reference data is absent.
 func llamaTokens(t *testing.T, model string) []int32 {
 	t.Helper()
-	dir := testref.SharedDir()
-	if dir == "" {
-		return nil
-	}
+	dir := testref.Dir()
 	data, err := os.ReadFile(dir + "/llamacpp/" + model + ".llamacpp.json")
 	if err != nil {
 		return nil

@@ -26,6 +26,13 @@ func maxAbs(v []float32) float64 {
 // references print nine significant digits).
 const exactBound = 1e-7
 
+// stepBound is issue 16's bound on every step's logits (llama-ref runs).
+const stepBound = 1e-6
+
+// knownDifferences are reference runs the session does not match yet, with
+// what was measured (docs/MODELS.md, "Known differences").
+var knownDifferences = map[string]string{}
+
 // TestMatchesLlamaCpp feeds llama.cpp's own token sequence (prompt, then its
 // 32 greedy tokens) through a Session and compares every step's logits with
 // llama.cpp's: prefill.logits_last, decode.logits and the top-5 of every
@@ -40,7 +47,11 @@ func TestMatchesLlamaCpp(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(refPath), ".llamacpp.json")
 		t.Run(name, func(t *testing.T) {
 			ref := testmodel.LoadRun(t, refPath)
-			f, err := gguf.Open(testref.Shared(t, "models/"+ref.ModelFile))
+			modelFile := ref.ModelFile
+			if modelFile == "" { // the second batch's runs do not name it
+				modelFile = name + ".gguf"
+			}
+			f, err := gguf.Open(testref.Shared(t, "models/"+modelFile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,6 +84,21 @@ func TestMatchesLlamaCpp(t *testing.T) {
 			gen := ref.Generation.Tokens
 			feed := ref.Prompt.Tokens
 			mismatches := 0
+			stepWorst := 0.0 // over every step's full logits, where llama-ref recorded them
+			fail := t.Errorf
+			if why, ok := knownDifferences[name]; ok {
+				fail = t.Logf
+				defer func() {
+					t.Logf("%s: worst over all steps %.2e", name, stepWorst)
+					t.Skip(why)
+				}()
+			}
+			exact := exactBound
+			if len(ref.Generation.LogitsPerStep) > 0 && strings.Contains(name, "Q4_0") {
+				// llama.cpp 3f545bec repacks Q4_0 matrices (q4_0_8x8): the
+				// same products summed in another order.
+				exact = stepBound
+			}
 			for i := range gen {
 				res, err := s.Step(feed)
 				if err != nil {
@@ -88,19 +114,22 @@ func TestMatchesLlamaCpp(t *testing.T) {
 				case 1:
 					check("decode", logits, ref.Decode.Logits)
 				}
+				if i < len(ref.Generation.LogitsPerStep) {
+					stepWorst = max(stepWorst, testmodel.RelErr(logits, ref.Generation.LogitsPerStep[i]))
+				}
 				scale := maxAbs(logits)
 				top5 := ref.Generation.Top5[i]
 				for _, p := range top5 {
 					id, want := int(p[0]), p[1]
 					if d := math.Abs(float64(logits[id]) - want); d > tol*scale {
-						t.Errorf("step %d: logit[%d] = %g, llama.cpp %g (|Δ|/max = %.3g)", i, id, logits[id], want, d/scale)
+						fail("step %d: logit[%d] = %g, llama.cpp %g (|Δ|/max = %.3g)", i, id, logits[id], want, d/scale)
 					}
 					worst = max(worst, math.Abs(float64(logits[id])-want)/scale)
 				}
 				if got := session.Argmax(logits); got != gen[i] {
 					gap := top5[0][1] - top5[1][1]
 					if gap > 2*tol*scale {
-						t.Errorf("step %d: greedy token %d, llama.cpp %d with a gap of %.4g", i, got, gen[i], gap)
+						fail("step %d: greedy token %d, llama.cpp %d with a gap of %.4g", i, got, gen[i], gap)
 					}
 					mismatches++
 				}
@@ -112,8 +141,11 @@ func TestMatchesLlamaCpp(t *testing.T) {
 			// so beyond the issue's tolerance the logits agree with the nine
 			// digits llama.cpp printed; hold that, so a regression in the
 			// arithmetic shows here and not only as a tolerance breach.
-			if worst > exactBound {
-				t.Errorf("%s: worst max|Δ|/max|logit| %.2e exceeds %.0e: the arithmetic no longer follows ggml's", name, worst, exactBound)
+			if stepWorst > stepBound {
+				fail("%s: worst max|Δ|/max|logit| over all %d steps %.2e exceeds %.0e", name, len(gen), stepWorst, stepBound)
+			}
+			if worst > exact {
+				fail("%s: worst max|Δ|/max|logit| %.2e exceeds %.0e: the arithmetic no longer follows ggml's", name, worst, exact)
 			}
 		})
 	}
