@@ -90,6 +90,15 @@ type matmul struct {
 	// tinyBLAS's lanes are fused (dotF32FMA, dotF32x4FMA).
 	fma    bool
 	r2, r3 int64
+	cols   int                   // activation columns (b's rows)
+	round  func(float32) float32 // float kind: b's rounding to a's vec_dot_type
+	// bDirect: bf is b's own data (F32, contiguous, no rounding): nothing
+	// to convert.
+	bDirect bool
+	bv      []float32 // mmQ8_0: b's data as float32 when it can be read in place
+	// Task split of run (schedule): rt weight rows per task.
+	rt, tilesPerBatch int64
+	tasks             int
 }
 
 func checkMulMat(op string, dst, a, b Tensor) error {
@@ -188,6 +197,15 @@ func vecDotRound(t gguf.GGMLType) func(float32) float32 {
 }
 
 func prepareMatmul(o Options, a, b Tensor) *matmul {
+	m := newMatmul(o, a, b)
+	grain := max(1, (1<<15)/max(m.k, 1))
+	parallelFor(o.Threads, m.cols, grain, m.convert)
+	return m
+}
+
+// newMatmul chooses the arithmetic of a·b and allocates the converted
+// activation columns; convert fills them.
+func newMatmul(o Options, a, b Tensor) *matmul {
 	m := &matmul{a: a, b: b, k: int(a.Ne[0]), n: b.Ne[1], r2: b.Ne[2] / a.Ne[2], r3: b.Ne[3] / a.Ne[3]}
 	switch {
 	case o.Quant == QuantGGML && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0 || a.Type == gguf.TypeQ5_0):
@@ -222,70 +240,87 @@ func prepareMatmul(o Options, a, b Tensor) *matmul {
 		}
 	}
 	cols := int(b.NRows())
+	m.cols = cols
 	k := m.k
-	load := func(c int, row []float32) {
-		i1, i2, i3 := rowIndex(int64(c), b.Ne)
-		if err := loadRowInto(b, b.rowOff(i1, i2, i3), row); err != nil {
-			panic(err)
-		}
-	}
-	grain := max(1, (1<<15)/max(k, 1))
 	switch m.kind {
 	case mmFloat:
-		round := vecDotRound(a.Type)
-		if round == nil && b.Type == gguf.TypeF32 && b.IsContiguous() {
+		m.round = vecDotRound(a.Type)
+		if m.round == nil && b.Type == gguf.TypeF32 && b.IsContiguous() {
 			if v := f32view(b.Data, cols*k); v != nil {
 				m.bf = v
+				m.bDirect = true
 				return m
 			}
 		}
 		m.bf = make([]float32, cols*k)
-		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
-			for c := lo; c < hi; c++ {
-				row := m.bf[c*k : (c+1)*k]
-				load(c, row)
-				if round != nil {
-					for i, v := range row {
-						row[i] = round(v)
-					}
-				}
-			}
-		})
 	case mmQ8_0:
 		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/32), sum: make([]int32, cols*k/32)}
 		m.negs = make([]bool, cols)
-		contig := b.Type == gguf.TypeF32 && b.IsContiguous()
-		var bv []float32
-		if contig {
-			bv = f32view(b.Data, cols*k)
+		if b.Type == gguf.TypeF32 && b.IsContiguous() {
+			m.bv = f32view(b.Data, cols*k)
 		}
-		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
-			p := getF32(k)
-			defer putF32(p)
-			for c := lo; c < hi; c++ {
-				x := *p
-				if bv != nil {
-					x = bv[c*k : (c+1)*k]
-				} else {
-					load(c, x)
-				}
-				qs, sum := m.bq.qs[c*k:(c+1)*k], m.bq.sum[c*k/32:(c+1)*k/32]
-				m.negs[c] = quantizeQ8_0(x, qs, m.bq.d[c*k/32:(c+1)*k/32])
-				blockSums32(qs, sum)
-			}
-		})
 	case mmQ8_K:
 		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/256), bsums: make([]int32, cols*k/16)}
-		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
-			p := getF32(k)
-			defer putF32(p)
-			for c := lo; c < hi; c++ {
-				load(c, *p)
-				quantizeQ8_K(*p, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/256:(c+1)*k/256], m.bq.bsums[c*k/16:(c+1)*k/16])
-			}
-		})
 	}
 	return m
+}
+
+// convert converts activation columns [lo, hi) of b, as they are now, into
+// the matmul's columns (a no-op when they are read in place).
+func (m *matmul) convert(lo, hi int) {
+	if m.bDirect {
+		return
+	}
+	var p *[]float32
+	if m.kind != mmFloat {
+		p = getF32(m.k)
+		defer putF32(p)
+		m.convertWith(*p, lo, hi)
+		return
+	}
+	m.convertWith(nil, lo, hi)
+}
+
+// convertWith is convert with scratch (k floats; unused by the float kind).
+func (m *matmul) convertWith(scratch []float32, lo, hi int) {
+	if m.bDirect {
+		return
+	}
+	k := m.k
+	for c := lo; c < hi; c++ {
+		switch m.kind {
+		case mmFloat:
+			row := m.bf[c*k : (c+1)*k]
+			m.loadCol(c, row)
+			if m.round != nil {
+				for i, v := range row {
+					row[i] = m.round(v)
+				}
+			}
+		case mmQ8_0:
+			x := scratch[:k]
+			if m.bv != nil {
+				x = m.bv[c*k : (c+1)*k]
+			} else {
+				m.loadCol(c, x)
+			}
+			qs, sum := m.bq.qs[c*k:(c+1)*k], m.bq.sum[c*k/32:(c+1)*k/32]
+			m.negs[c] = quantizeQ8_0(x, qs, m.bq.d[c*k/32:(c+1)*k/32])
+			blockSums32(qs, sum)
+		case mmQ8_K:
+			x := scratch[:k]
+			m.loadCol(c, x)
+			quantizeQ8_K(x, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/256:(c+1)*k/256], m.bq.bsums[c*k/16:(c+1)*k/16])
+		}
+	}
+}
+
+// loadCol decodes activation column c of b into row.
+func (m *matmul) loadCol(c int, row []float32) {
+	i1, i2, i3 := rowIndex(int64(c), m.b.Ne)
+	if err := loadRowInto(m.b, m.b.rowOff(i1, i2, i3), row); err != nil {
+		panic(err)
+	}
 }
 
 // col returns activation column c (float kind).
@@ -331,50 +366,67 @@ func (w *dstWriter) put(i0, i1, i2, i3 int64, v float32) {
 	storeElem(w.t.Type, w.t.Data[off:], v)
 }
 
-// run computes every output element. Work is split into tasks of a few
-// weight rows of one weight batch; a task decodes its rows once and
-// multiplies them with every activation column of every b batch that
-// broadcasts to that weight batch.
-func (m *matmul) run(o Options, dst Tensor) {
+// schedule splits the product into tasks of rt weight rows of one weight
+// batch for w workers, and returns the grain (tasks per chunk) that keeps
+// tiny products on one goroutine.
+func (m *matmul) schedule(w int) (grain int) {
 	a := m.a
 	M := a.Ne[1]
 	nA := a.Ne[2] * a.Ne[3]
-	if M == 0 || nA == 0 || m.n == 0 || dst.NElements() == 0 {
-		return
-	}
 	k := m.k
 	// Rows per task: about 32 KiB of decoded weights, at least 1.
 	rt := int64(max(1, min(64, (32<<10)/max(4*k, 1))))
-	w := workers(o.Threads, 1<<30)
 	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
 		rt /= 2
 	}
 	if m.repack {
 		rt = max(8, rt&^7) // whole groups of 8 rows
 	}
-	tilesPerBatch := (M + rt - 1) / rt
-	nTasks := int(nA * tilesPerBatch)
+	m.rt = rt
+	m.tilesPerBatch = (M + rt - 1) / rt
+	m.tasks = int(nA * m.tilesPerBatch)
+	if M == 0 || nA == 0 || m.n == 0 {
+		m.tasks = 0
+	}
 	// Work per task in multiply-adds, to keep tiny products on one goroutine.
 	perTask := rt * int64(k) * m.n * m.r2 * m.r3
-	grain := int(max(1, (1<<16)/max(perTask, 1)))
+	return int(max(1, (1<<16)/max(perTask, 1)))
+}
+
+// run computes every output element. Work is split into tasks of a few
+// weight rows of one weight batch; a task decodes its rows once and
+// multiplies them with every activation column of every b batch that
+// broadcasts to that weight batch.
+func (m *matmul) run(o Options, dst Tensor) {
+	grain := m.schedule(workers(o.Threads, 1<<30))
+	if m.tasks == 0 || dst.NElements() == 0 {
+		return
+	}
 	out := newDstWriter(dst)
-	parallelFor(o.Threads, nTasks, grain, func(lo, hi int) {
-		tile := newTile(m, int(rt))
-		for t := lo; t < hi; t++ {
-			ab := int64(t) / tilesPerBatch
-			r0 := (int64(t) % tilesPerBatch) * rt
-			r1 := min(M, r0+rt)
-			i02, i03 := ab%a.Ne[2], ab/a.Ne[2]
-			tile.load(m, r0, r1, i02, i03)
-			for i13 := i03 * m.r3; i13 < (i03+1)*m.r3; i13++ {
-				for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
-					base := m.n * (i12 + m.b.Ne[2]*i13)
-					tile.mul(m, &out, r0, r1, base, i12, i13)
-				}
-			}
-		}
+	parallelFor(o.Threads, m.tasks, grain, func(lo, hi int) {
+		tile := newTile(m, int(m.rt))
+		m.runTasks(tile, &out, lo, hi)
 		tile.release()
 	})
+}
+
+// runTasks computes tasks [lo, hi) of the schedule with one tile.
+func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
+	a := m.a
+	M, rt := a.Ne[1], m.rt
+	for t := lo; t < hi; t++ {
+		ab := int64(t) / m.tilesPerBatch
+		r0 := (int64(t) % m.tilesPerBatch) * rt
+		r1 := min(M, r0+rt)
+		i02, i03 := ab%a.Ne[2], ab/a.Ne[2]
+		tile.load(m, r0, r1, i02, i03)
+		for i13 := i03 * m.r3; i13 < (i03+1)*m.r3; i13++ {
+			for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
+				base := m.n * (i12 + m.b.Ne[2]*i13)
+				tile.mul(m, out, r0, r1, base, i12, i13)
+			}
+		}
+	}
 }
 
 // tile holds decoded weight rows for one task.

@@ -23,10 +23,11 @@ func init() {
 		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu|sim|cann]
            [--device N] [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
            [--graph on|off] [--prefill-graph] [--graph-cache N] [--target T]
-           [--json] [--logits]
+           [--threads N] [--json] [--logits]
 
 Runs prefill on the prompt, then greedy decode (argmax, lowest id on ties) for
-N tokens on the CPU reference executor. -p tokenises TEXT with the model's own
+N tokens on the CPU (the compiled plan, on --threads worker threads: default
+the number of physical cores). -p tokenises TEXT with the model's own
 tokenizer (adding BOS as llama.cpp does) and streams the generated text to
 stdout; --tokens takes comma-separated ids. --json prints one object with
 "prompt_tokens", "tokens", "text", "timing" and, with --logits, "logits" (one
@@ -118,7 +119,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	prompt := fs.String("p", "", "the prompt `TEXT`, tokenised with the model's tokenizer, BOS added (exactly one of -p and --tokens)")
 	tokens := fs.String("tokens", "", "prompt token `IDS`, comma- or space-separated")
 	n := fs.Int("n", 32, "tokens to generate")
-	backend := fs.String("backend", "cpu", "execution `BACKEND`: cpu (the reference executor), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
+	backend := fs.String("backend", "cpu", "execution `BACKEND`: cpu (the compiled CPU plan), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
 	nctx := fs.Int64("ctx", 0, "context size in tokens (KV cache cells); 0: the model's context_length, of which prompt + n rounded up to 256 is allocated; a prompt and -n that do not fit are refused")
 	ubatch := fs.Int("ubatch", defaultUBatch, "prefill the prompt in chunks of at most `N` tokens (llama.cpp's n_ubatch)")
 	kvType := fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
@@ -126,6 +127,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	withLogits := fs.Bool("logits", false, "with --json, include every generated token's logits")
 	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
+	threads := threadsFlag(fs)
 	var sim simFlags
 	sim.declare(fs)
 	var cannF cannFlags
@@ -289,7 +291,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		sess, err = session.NewSession(m, f, session.SessionOptions{})
+		var cpu *session.Session
+		if cpu, err = session.NewSession(m, f, session.SessionOptions{Threads: *threads}); err == nil {
+			defer cpu.Close()
+		}
+		sess = cpu
 	}
 	if err != nil {
 		return fail(err)
