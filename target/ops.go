@@ -380,13 +380,20 @@ func fusedRules() map[ir.Op]rule {
 		},
 		passes.OpRopeSetRows:      ropeWrite("aclnnRotaryPositionEmbedding"),
 		passes.OpRopeApplySetRows: ropeWrite("aclnnRotaryPositionEmbedding"),
-		// Flash attention: aclnnFusedInferAttentionScoreV2 with Q cast to
-		// f16 and the output cast back; K and V must be f16 with one head
-		// dim (cann.md §3, FLASH_ATTN_EXT).
+		// Attention as ggml-cann runs llama.cpp's attention with flash
+		// attention off, which is also ggml-cpu's arithmetic: Q cast to
+		// f16, scores = Q·Kᵀ (aclnnMatmul, f16 operands, f32 result, the
+		// KV heads broadcast over their query heads), scale, mask, softmax,
+		// the probabilities cast to f16 and P·V (aclnnMatmul, f32 result).
+		// runtime/acl's Options.FlashAttention runs it through
+		// aclnnFusedInferAttentionScoreV2 instead (FLASH_ATTN_EXT), whose
+		// f16 output moves the logits by up to 1e-2 of their range on the
+		// K-quant reference models (docs/LOWERING.md). K and V must be f16
+		// with one head dim.
 		passes.OpAttention: func(n *ir.Node) Support {
 			q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
 			if k.DType != ir.F16 || v.DType != ir.F16 {
-				return no("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 takes f16 K and V (cann.md §3)", k.DType, v.DType)
+				return no("attention over %s/%s K/V: the f16 matmuls (and aclnnFusedInferAttentionScoreV2) take f16 K and V", k.DType, v.DType)
 			}
 			if !k.Shape[0].Equal(v.Shape[1]) {
 				return no("attention with K head dim %s and V head dim %s: must be equal", k.Shape[0], v.Shape[1])
@@ -394,7 +401,11 @@ func fusedRules() map[ir.Op]rule {
 			if !isFloat(q.DType) {
 				return no("attention query of %s", q.DType)
 			}
-			return yes("aclnnFusedInferAttentionScoreV2", "aclnnCast", "aclnnFusedInferAttentionScoreV2", "aclnnCast")
+			calls := []string{"aclnnCast", "aclnnMatmul", "aclnnMuls"}
+			if len(n.Args) > 3 {
+				calls = append(calls, "aclnnAdd")
+			}
+			return yes("aclnnMatmul", append(calls, "aclnnSoftmax", "aclnnCast", "aclnnMatmul")...)
 		},
 		passes.OpConcat: func(n *ir.Node) Support {
 			for _, a := range n.Args {

@@ -59,13 +59,18 @@ func Build(srcDir, includeDir, outDir string) (string, error) {
 		cc = "gcc"
 	}
 	out := filepath.Join(outDir, "libfakeacl.so")
-	args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wno-unused-parameter", "-I", includeDir, "-o", out}, srcs...)
-	args = append(args, "-lpthread")
+	args := append(append([]string{}, CFlags...), "-I", includeDir, "-o", out)
+	args = append(append(args, srcs...), "-lpthread", "-lm")
 	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("fakectl: %s %s: %v\n%s", cc, strings.Join(args, " "), err, b)
 	}
 	return out, nil
 }
+
+// CFlags are the compiler flags the double is built with (scripts/fakeacl.sh
+// uses the same): no FMA contraction, so that the emulated kernels round
+// after every operation as the comments of kernels.c say.
+var CFlags = []string{"-shared", "-fPIC", "-O2", "-ffp-contract=off", "-Wall", "-Werror", "-Wno-unused-parameter"}
 
 // Lib is the loaded test double.
 type Lib struct {
