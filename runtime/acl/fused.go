@@ -40,6 +40,7 @@ import (
 //
 // Frequency factors (llama 3's rope_freqs) divide the angles with aclnnDiv
 // before cos and sin, as ggml divides theta by them.
+//
 //	attention           aclnnCast(q → f16) aclnnMatmul(q16, k16ᵀ → f32)
 //	                    aclnnMuls(scale) [aclnnAdd mask] aclnnSoftmax
 //	                    aclnnCast(→ f16) aclnnMatmul(p16, v16 → f32);
