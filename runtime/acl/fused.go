@@ -18,7 +18,7 @@ import (
 )
 
 // Recipes of the fused ops of package passes (the lowering maps them to
-// the aclnn operators CANN fuses natively, cann.md §3):
+// the aclnn operators CANN fuses natively where it has one):
 //
 //	rms_norm_mul        aclnnRmsNorm(x, gamma = w, eps, y, rstd in the workspace)
 //	add_rms_norm_mul    aclnnAddRmsNorm(a, b, w, eps, y = slot 0, rstd, x = slot 1)
@@ -37,10 +37,6 @@ import (
 //	                    IR table as rope_cache
 //	mul_mat_add         the mul_mat recipe, then aclnnInplaceAdd(out, bias)
 //	concat              aclnnCat along the dim
-//
-// Frequency factors (llama 3's rope_freqs) divide the angles with aclnnDiv
-// before cos and sin, as ggml divides theta by them.
-//
 //	attention           aclnnCast(q → f16) aclnnMatmul(q16, k16ᵀ → f32)
 //	                    aclnnMuls(scale) [aclnnAdd mask] aclnnSoftmax
 //	                    aclnnCast(→ f16) aclnnMatmul(p16, v16 → f32);
@@ -54,7 +50,9 @@ import (
 // IR's RoPE cache holds n_dims/2 pairs per position. rope_cache therefore
 // also writes full-width tables into device scratch of the binding, keyed
 // by the cache's address, and rope_apply reads those (it runs after its
-// rope_cache in the same step, in stream order).
+// rope_cache in the same step, in stream order). Frequency factors (llama
+// 3's rope_freqs) divide the angles with aclnnDiv before cos and sin, as
+// ggml divides theta by them.
 func init() {
 	recipes[passes.OpRMSNormMul] = rmsNormMul
 	recipes[passes.OpAddRMSNormMul] = addRMSNormMul
