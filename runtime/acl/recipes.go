@@ -636,7 +636,7 @@ func copyOp(b *builder) error {
 		// element order into a contiguous destination of another shape,
 		// which is the same memory as a contiguous tensor of the source's
 		// shape.
-		if prod(src.Ne[:]) != prod(dst.Ne[:]) || dst.Nb != ir.ContiguousStrides(dst.DType, dst.Ne) {
+		if prod(src.Ne[:]) != prod(dst.Ne[:]) || !dense(dst) {
 			return b.unsupported("copy of %v into %v (strides %v): a reshaping copy needs a contiguous destination", src.Ne, dst.Ne, dst.Nb)
 		}
 		dst.Ne, dst.Nb = src.Ne, ir.ContiguousStrides(dst.DType, src.Ne)
@@ -912,6 +912,18 @@ func quantMulMat(b *builder, a, x, out runtime.TensorDesc) error {
 	back.i[0] = C.ACL_FLOAT
 	b.call(C.IRT_CAST, back)
 	return nil
+}
+
+// dense reports whether t's elements are packed in ggml order; the
+// strides of dims of size 1 do not matter.
+func dense(t runtime.TensorDesc) bool {
+	want := ir.ContiguousStrides(t.DType, t.Ne)
+	for i := range t.Ne {
+		if t.Ne[i] != 1 && t.Nb[i] != want[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func rows2D(t runtime.TensorDesc) bool { return t.Ne[2] == 1 && t.Ne[3] == 1 }
