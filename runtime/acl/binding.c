@@ -44,6 +44,9 @@ int irt_has(const char *fn) {
 	return 0;
 }
 
+/* irtool's emulator (testdata/fakeacl) exports its control functions */
+int irt_emulated(void) { return dlsym(RTLD_DEFAULT, "irtfake_trace") != NULL; }
+
 const char *irt_errmsg(void) { return F.aclGetRecentErrMsg ? F.aclGetRecentErrMsg() : NULL; }
 
 #define CALL(name, ...) (F.name ? F.name(__VA_ARGS__) : IRT_NOT_LOADED)
