@@ -78,8 +78,8 @@ func npuRules() map[ir.Op]rule {
 		ir.OpScale: unary("aclnnMuls"),
 		ir.OpSilu:  unary("aclnnSilu"),
 		ir.OpRMSNorm: func(n *ir.Node) Support {
-			if dt := n.Args[0].Type.DType; !isFloat(dt) {
-				return no("rms_norm of %s", dt)
+			if dt := n.Args[0].Type.DType; dt != ir.F32 {
+				return no("rms_norm of %s: the gamma table of ones runtime/acl passes aclnnRmsNorm is f32, so x must be", dt)
 			}
 			// gamma is a table of ones built at load time (cann.md §0.8).
 			return yes("aclnnRmsNorm")
@@ -93,22 +93,23 @@ func npuRules() map[ir.Op]rule {
 			if s, ok := n.Attrs.Float("scale"); !ok || s != 1 {
 				calls = append(calls, "aclnnMuls")
 			}
+			if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
+				// ggml-cann builds ALiBi slopes with aclnnPowScalarTensor
+				// and aclnnMul; runtime/acl does not bind them.
+				return no("soft_max with ALiBi (max_bias %g) is not bound by runtime/acl", mb)
+			}
 			if len(n.Args) > 1 {
-				if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
-					calls = append(calls, "aclnnPowScalarTensor", "aclnnMul")
-				}
 				calls = append(calls, "aclnnAdd")
 			}
 			calls = append(calls, "aclnnSoftmax")
 			return yes("aclnnSoftmax", calls...)
 		},
 		ir.OpRope: func(n *ir.Node) Support {
-			x := n.Args[0].Type
-			if !isFloat(x.DType) {
-				return no("rope of %s", x.DType)
+			if s, ok := ropeHead(n.Args[0].Type); !ok {
+				return s
 			}
-			if d := x.Shape[0]; !d.IsConst() || d.Val > 896 {
-				return no("rope head dim %s: the CANN backend takes at most 896", d)
+			if s, ok := ropeAttrs(n, n.Args[0].Type); !ok {
+				return s
 			}
 			switch m, _ := n.Attrs.Int("mode"); m {
 			case 0, 2: // normal (interleaved) and neox (half)
@@ -296,11 +297,30 @@ func gammaRow(x, w ir.Type) bool {
 
 // ropeHead checks the rope limits shared by the fused rope ops.
 func ropeHead(x ir.Type) (Support, bool) {
-	if !isFloat(x.DType) {
-		return no("rope of %s", x.DType), false
+	if x.DType != ir.F32 {
+		// The binding builds f32 cos/sin tables (runtime/acl).
+		return no("rope of %s: the cos/sin tables aclnnRotaryPositionEmbedding is given are f32, so x must be", x.DType), false
 	}
 	if d := x.Shape[0]; !d.IsConst() || d.Val > 896 {
 		return no("rope head dim %s: the CANN backend takes at most 896", d), false
+	}
+	return Support{}, true
+}
+
+// ropeAttrs refuses the RoPE variants runtime/acl does not bind: a partial
+// rotation (aclnnRotaryPositionEmbedding rotates the whole last dim),
+// YaRN's ramp (ext_factor != 0) and a scaled magnitude (attn_factor != 1);
+// x is the rotated tensor, or the table when its width is n_dims.
+func ropeAttrs(n *ir.Node, x ir.Type) (Support, bool) {
+	nd, _ := n.Attrs.Int("n_dims")
+	if d := x.Shape[0]; d.IsConst() && d.Val != nd {
+		return no("partial rope (n_dims %d of %d): aclnnRotaryPositionEmbedding rotates the whole head; the rest would need a split and a copy, not bound", nd, d.Val), false
+	}
+	if e, _ := n.Attrs.Float("ext_factor"); e != 0 {
+		return no("YaRN rope (ext_factor %g) is not bound: the ramp between interpolated and extrapolated angles has no aclnn operator here", e), false
+	}
+	if a, ok := n.Attrs.Float("attn_factor"); ok && a != 1 {
+		return no("rope with attn_factor %g is not bound", a), false
 	}
 	return Support{}, true
 }
@@ -355,11 +375,17 @@ func fusedRules() map[ir.Op]rule {
 		// The RoPE cache built on the device from the positions (cann.md
 		// §2.7): angles = positions × inverse frequencies, then cos and sin.
 		passes.OpRopeCache: func(n *ir.Node) Support {
+			if s, ok := ropeAttrs(n, n.Type); !ok {
+				return s
+			}
 			return yes("aclnnSin", "aclnnCast", "aclnnMul", "aclnnCos", "aclnnSin")
 		},
 		// The seeds' formulation: angles from positions and a table of
 		// inverse frequencies (a folded constant), then cos and sin.
 		passes.OpRopeCacheTable: func(n *ir.Node) Support {
+			if s, ok := ropeAttrs(n, n.Type); !ok {
+				return s
+			}
 			calls := []string{"aclnnCast", "aclnnMul"}
 			if len(n.Args) > 2 {
 				calls = append(calls, "aclnnDiv")
@@ -374,6 +400,9 @@ func fusedRules() map[ir.Op]rule {
 		// aclnnRotaryPositionEmbedding(x, cos, sin, mode) is this op.
 		passes.OpRopeApply: func(n *ir.Node) Support {
 			if s, ok := ropeHead(n.Args[0].Type); !ok {
+				return s
+			}
+			if s, ok := ropeAttrs(n, n.Args[0].Type); !ok {
 				return s
 			}
 			return yes("aclnnRotaryPositionEmbedding")
@@ -398,8 +427,11 @@ func fusedRules() map[ir.Op]rule {
 			if !k.Shape[0].Equal(v.Shape[1]) {
 				return no("attention with K head dim %s and V head dim %s: must be equal", k.Shape[0], v.Shape[1])
 			}
-			if !isFloat(q.DType) {
-				return no("attention query of %s", q.DType)
+			if q.DType != ir.F32 {
+				return no("attention query of %s: f32 only (cast to f16 by the recipe)", q.DType)
+			}
+			if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
+				return no("attention with ALiBi (max_bias %g) is not bound by runtime/acl", mb)
 			}
 			calls := []string{"aclnnCast", "aclnnMatmul", "aclnnMuls"}
 			if len(n.Args) > 3 {
@@ -423,6 +455,9 @@ func fusedRules() map[ir.Op]rule {
 func ropeWrite(rope string) rule {
 	return func(n *ir.Node) Support {
 		if s, ok := ropeHead(n.Args[1].Type); !ok {
+			return s
+		}
+		if s, ok := ropeAttrs(n, n.Args[1].Type); !ok {
 			return s
 		}
 		switch dt := n.Args[0].Type.DType; dt {
