@@ -16,7 +16,8 @@ import (
 // carry doc comments and which must show an Example (issue 9).
 var documentedPackages = []string{
 	"gguf", "ir", "ir/irgonum", "models", "kernels", "tokenizer", "passes", "planner",
-	"target", "partition", "lower/cann", "runtime", "runtime/program", "viz",
+	"target", "partition", "lower/cann", "eval", "runtime/device", "runtime/session",
+	"runtime/program", "viz",
 }
 
 // TestExportedIdentifiersDocumented parses each library package and lists

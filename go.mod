@@ -1,11 +1,11 @@
 module github.com/irtool/irtool
 
-go 1.26
+go 1.26.0
 
 require (
-	github.com/emicklei/dot v1.6.2
 	github.com/google/go-cmp v0.7.0
 	github.com/stretchr/testify v1.12.1
+	golang.org/x/sys v0.50.0
 	gonum.org/v1/gonum v0.17.0
 )
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"testing/iotest"
 
 	"github.com/irtool/irtool/internal/testref"
 )
@@ -74,6 +75,15 @@ func FuzzOpen(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := Parse(data, "fuzz")
+		// The stream decoder (Open of a pipe) must agree with Parse.
+		if _, serr := ReadStream(iotest.HalfReader(bytes.NewReader(data)), "fuzz", StreamLimits{}); (serr == nil) != (err == nil) {
+			t.Fatalf("ReadStream: %v; Parse: %v", serr, err)
+		} else if err != nil {
+			var a, b *FormatError
+			if !errors.As(err, &a) || !errors.As(serr, &b) || a.Err != b.Err {
+				t.Fatalf("ReadStream: %v; Parse: %v", serr, err)
+			}
+		}
 		if err != nil {
 			var fe *FormatError
 			if errors.Is(err, ErrInternal) || !errors.As(err, &fe) {

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/irtool/irtool/internal/safeio"
 )
 
 // Magic is the four bytes every GGUF file starts with.
@@ -118,13 +119,23 @@ type File struct {
 
 // Open memory-maps the GGUF file at path (reading it into memory where
 // mapping is unavailable) and parses it. Close releases the mapping.
+//
+// Open does not trust the path to be a regular file: it refuses
+// directories, does not block on a FIFO without a writer, and reads any
+// other non-regular file (a pipe such as /dev/stdin, a FIFO, a device)
+// as a stream: the magic is checked on the first 4 bytes, then exactly as
+// many bytes are read as the header's counts require, up to MaxStreamBytes,
+// with a deadline on each read (see ReadStream).
 func Open(path string) (*File, error) {
-	fh, err := os.Open(path)
+	in, err := safeio.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
-	defer fh.Close()
-	data, unmap, err := mapFile(fh)
+	defer in.Close()
+	if !in.Regular() {
+		return readStream(in, safeio.Limits{MaxBytes: MaxStreamBytes})
+	}
+	data, unmap, err := mapFile(in.File)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %s: %w", path, err)
 	}
@@ -153,7 +164,7 @@ func Parse(data []byte, name string) (f *File, err error) {
 			err = &FormatError{File: name, Msg: fmt.Sprintf("parser panic: %v", r), Err: ErrInternal}
 		}
 	}()
-	d := &decoder{data: data, name: name}
+	d := &decoder{data: data, name: name, limit: len(data)}
 	return d.parse()
 }
 
@@ -318,13 +329,46 @@ func (f *File) Arch() string {
 
 // decoder reads a GGUF header with every length checked against the bytes
 // that remain.
+//
+// When partial is set, data is only the prefix read so far of a stream that
+// may be up to limit bytes long: a read past the end of data that could
+// still fit returns a *needMore saying how many bytes the stream must
+// supply, and every count is checked against limit instead of len(data).
 type decoder struct {
-	data []byte
-	off  int
-	name string
+	data    []byte
+	off     int
+	name    string
+	partial bool
+	limit   int // the largest the whole input may be (len(data) unless partial)
 }
 
-func (d *decoder) left() int { return len(d.data) - d.off }
+// needMore is returned by a partial decoder that ran out of data: the input
+// must have at least total bytes to be decoded further. header is true
+// while the header is being read (the stream reader then reads ahead).
+type needMore struct {
+	total  int
+	header bool
+}
+
+func (e *needMore) Error() string { return fmt.Sprintf("gguf: need %d bytes", e.total) }
+
+// left is the number of bytes after the read position that the input may
+// hold: those read so far, or up to the limit of a partial input.
+func (d *decoder) left() int {
+	if d.partial {
+		return d.limit - d.off
+	}
+	return len(d.data) - d.off
+}
+
+// need makes a partial decoder fetch n bytes (already checked to fit in the
+// limit) before it allocates anything sized by them.
+func (d *decoder) need(n uint64) error {
+	if d.partial && n > uint64(len(d.data)-d.off) {
+		return &needMore{total: d.off + int(n), header: true}
+	}
+	return nil
+}
 
 func (d *decoder) errf(class error, format string, args ...any) error {
 	return &FormatError{File: d.name, Offset: int64(d.off), Msg: fmt.Sprintf(format, args...), Err: class}
@@ -332,6 +376,9 @@ func (d *decoder) errf(class error, format string, args ...any) error {
 
 // take returns the next n bytes, or ErrTruncated naming what was being read.
 func (d *decoder) take(n int, what func() string) ([]byte, error) {
+	if d.partial && n >= 0 && n > len(d.data)-d.off && n <= d.left() {
+		return nil, &needMore{total: d.off + n, header: true}
+	}
 	if n < 0 || n > d.left() {
 		return nil, d.errf(ErrTruncated, "truncated: %s needs %d bytes, %d left", what(), n, d.left())
 	}
@@ -367,7 +414,10 @@ func (d *decoder) str(what func() string) (string, error) {
 	if n > uint64(d.left()) {
 		return "", d.errf(ErrTruncated, "truncated: %s: string length %d exceeds the %d bytes left", what(), n, d.left())
 	}
-	b, _ := d.take(int(n), what)
+	b, err := d.take(int(n), what)
+	if err != nil {
+		return "", err
+	}
 	return string(b), nil
 }
 
@@ -385,6 +435,9 @@ const (
 )
 
 func (d *decoder) parse() (*File, error) {
+	if d.partial && len(d.data) < 4 && d.limit >= 4 {
+		return nil, &needMore{total: 4, header: true}
+	}
 	if len(d.data) < 4 {
 		if strings.HasPrefix(Magic, string(d.data)) {
 			return nil, d.errf(ErrTruncated, "truncated: %d bytes, too short for a GGUF header", len(d.data))
@@ -422,6 +475,10 @@ func (d *decoder) parse() (*File, error) {
 		return nil, d.errf(ErrTooLarge, "%d tensors and %d metadata keys cannot fit in the %d bytes left", nTensors, nKV, left)
 	}
 
+	// Allocate only for bytes a stream has actually supplied.
+	if err := d.need(nTensors*minTensorBytes + nKV*minKVBytes); err != nil {
+		return nil, err
+	}
 	f.KV = make([]KV, 0, nKV)
 	f.kvIdx = make(map[string]int, nKV)
 	for i := range int(nKV) {
@@ -476,8 +533,8 @@ func (d *decoder) parse() (*File, error) {
 		return f, nil
 	}
 	dataOff := (headerEnd + f.Alignment - 1) / f.Alignment * f.Alignment
-	if dataOff > uint64(len(d.data)) {
-		return nil, d.errf(ErrTruncated, "truncated: the data section would start at byte %d, past the end of the file (%d bytes)", dataOff, len(d.data))
+	if dataOff > uint64(d.limit) {
+		return nil, d.errf(ErrTruncated, "truncated: the data section would start at byte %d, past the end of the file (%d bytes)", dataOff, d.limit)
 	}
 	f.DataOffset = int64(dataOff)
 	if err := d.checkLayout(f); err != nil {
@@ -538,6 +595,9 @@ func (d *decoder) arrayValue(key string, depth int) (Value, error) {
 	if n > uint64(d.left())/minSize {
 		return Value{}, d.errf(ErrTruncated, "truncated: key %q: array of %d %s needs at least %d bytes, %d left", key, n, elem, n*minSize, d.left())
 	}
+	if err := d.need(n * minSize); err != nil {
+		return Value{}, err
+	}
 	a := &array{elem: elem, n: int(n)}
 	switch elem {
 	case ValString:
@@ -555,7 +615,10 @@ func (d *decoder) arrayValue(key string, depth int) (Value, error) {
 			}
 		}
 	default:
-		b, _ := d.take(int(n)*elem.size(), fixed("array elements"))
+		b, err := d.take(int(n)*elem.size(), fixed("array elements"))
+		if err != nil {
+			return Value{}, err
+		}
 		a.raw = append([]byte(nil), b...)
 	}
 	return Value{tag: tagOf(ValArray), arr: a}, nil
@@ -624,7 +687,7 @@ func (d *decoder) tensorInfo(i int, seen map[string]int) (TensorInfo, error) {
 // checkLayout verifies that every tensor's data is aligned, inside the file
 // and disjoint from every other tensor's.
 func (d *decoder) checkLayout(f *File) error {
-	dataLen := uint64(len(d.data)) - uint64(f.DataOffset)
+	dataLen := uint64(d.limit) - uint64(f.DataOffset)
 	d.off = int(f.DataOffset)
 	for i := range f.Tensors {
 		t := &f.Tensors[i]
@@ -646,6 +709,17 @@ func (d *decoder) checkLayout(f *File) error {
 		p, q := &f.Tensors[order[k-1]], &f.Tensors[order[k]]
 		if q.Offset < p.Offset+p.Size {
 			return d.errf(ErrOverlap, "tensor %q (bytes %d..%d) overlaps tensor %q (bytes %d..%d)", q.Name, q.Offset, q.Offset+q.Size, p.Name, p.Offset, p.Offset+p.Size)
+		}
+	}
+	if d.partial {
+		// The header is complete: the stream must now supply exactly the
+		// data the tensors occupy, no more.
+		end := uint64(f.DataOffset)
+		for i := range f.Tensors {
+			end = max(end, uint64(f.DataOffset)+f.Tensors[i].Offset+f.Tensors[i].Size)
+		}
+		if end > uint64(len(d.data)) {
+			return &needMore{total: int(end)}
 		}
 	}
 	return nil

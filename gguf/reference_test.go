@@ -67,17 +67,14 @@ type refModel struct {
 	ref  *refFile
 }
 
-// refModels lists every model in ../shared/reference/models that has a
+// refModels lists every reference model (testref.Models) that has a
 // llamacpp/<model>.gguf.json, skipping the test when the data is absent.
 func refModels(t *testing.T) []refModel {
 	t.Helper()
 	var out []refModel
 	for _, p := range testref.Models(t) {
 		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
-		jp := filepath.Join(testref.SharedDir(), "llamacpp", name+".gguf.json")
-		if testref.SharedDir() == "" {
-			continue
-		}
+		jp := filepath.Join(testref.Dir(), "llamacpp", name+".gguf.json")
 		b, err := os.ReadFile(jp)
 		if err != nil {
 			t.Logf("no reference JSON for %s: %v", name, err)

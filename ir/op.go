@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 )
@@ -161,6 +162,9 @@ func CheckNode(n *Node) error {
 			return fmt.Errorf("%s: attribute %s has unsupported type %T", n.Op, k, n.Attrs[k])
 		}
 	}
+	if err := checkAttrValues(n); err != nil {
+		return fmt.Errorf("%s: %w", n.Op, err)
+	}
 	if !n.Type.DType.Known() {
 		return fmt.Errorf("%s: unknown dtype %d", n.Op, uint32(n.Type.DType))
 	}
@@ -301,15 +305,17 @@ func init() {
 			return Type{DType: dt, Shape: Shape{src.Shape[0], idx.Shape[0], idx.Shape[1], idx.Shape[2]}}, nil
 		}})
 	MustRegister(OpInfo{Name: OpRMSNorm, MinArgs: 1, Inplace: true, Infer: unaryFloat,
-		Check: func(n *Node) error { return needAttrs(n, "eps") },
+		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
 		Doc:   "rms_norm(x){eps}: x / sqrt(mean(x^2 over dim 0) + eps)"})
 	MustRegister(OpInfo{Name: OpMul, MinArgs: 2, Inplace: true, ElementWise: true, Commutative: false, Infer: elementwiseBinary,
 		Doc: "mul(a, b): a * b, b broadcast over a"})
 	MustRegister(OpInfo{Name: OpAdd, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,
 		Doc: "add(a, b): a + b, b broadcast over a"})
 	MustRegister(OpInfo{Name: OpScale, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
-		Check: func(n *Node) error { return needAttrs(n, "scale") },
-		Doc:   "scale(x){scale}: x * scale"})
+		Check: func(n *Node) error {
+			return CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32})
+		},
+		Doc: "scale(x){scale}: x * scale"})
 	MustRegister(OpInfo{Name: OpSilu, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
 		Doc: "silu(x): x * sigmoid(x)"})
 	MustRegister(OpInfo{Name: OpMulMat, MinArgs: 2, Doc: "mul_mat(a, b): out[i1][i0] = dot(a row i0, b row i1), a broadcast over dims 2,3; result f32[a.ne1, b.ne1, b.ne2, b.ne3]",
@@ -426,7 +432,7 @@ func init() {
 	MustRegister(OpInfo{Name: OpRope, MinArgs: 2, MaxArgs: 3, Inplace: true, Infer: unaryFloat,
 		Doc: "rope(x, pos, freq_factors?){n_dims, mode, freq_base, freq_scale, ...}: rotary position embedding (ggml_rope_ext)",
 		Check: func(n *Node) error {
-			if err := needAttrs(n, "n_dims", "mode", "freq_base", "freq_scale"); err != nil {
+			if err := CheckRopeAttrs(n, rowLength(n.Args[0].Type), "n_dims", "mode", "freq_base", "freq_scale"); err != nil {
 				return err
 			}
 			p := n.Args[1].Type
@@ -441,7 +447,8 @@ func init() {
 	MustRegister(OpInfo{Name: OpSoftMax, MinArgs: 1, MaxArgs: 2, Inplace: true, Infer: unaryFloat,
 		Doc: "soft_max(x, mask?){scale, max_bias}: softmax over dim 0 of x*scale + mask",
 		Check: func(n *Node) error {
-			if err := needAttrs(n, "scale"); err != nil {
+			if err := CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32},
+				AttrRange{Key: "max_bias", Min: 0, Max: math.MaxFloat32, Optional: true}); err != nil {
 				return err
 			}
 			if len(n.Args) == 2 {

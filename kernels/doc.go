@@ -5,7 +5,7 @@
 // Attention) that the fusion passes produce.
 //
 // Why one package: every number this project prints is checked against
-// llama.cpp's own output (../shared/reference), so each kernel reproduces
+// llama.cpp's own output (the reference outputs described in testdata/README.md), so each kernel reproduces
 // the semantics of the corresponding ggml CPU op at llama.cpp commit c392e50
 // (ggml_compute_forward_*, x86-64 AVX2 build), down to where float32
 // rounding happens: the double-precision sum of squares in RMSNorm, the

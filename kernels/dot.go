@@ -38,10 +38,8 @@ func dotF32(a, b []float32) float32 {
 	return sum
 }
 
-// dotF32x4 computes four dot products of one row a with columns b0..b3,
-// each bit for bit equal to dotF32(a, bi). Sharing the loads of a makes it
-// faster when a weight row meets several activation columns.
-func dotF32x4(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
+// dotF32x4Go is the pure-Go twin of dotF32x4AVX2 (see dotF32x4).
+func dotF32x4Go(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 	n := len(a)
 	b0, b1, b2, b3 = b0[:n], b1[:n], b2[:n], b3[:n]
 	var p, q, r, s [8]float32
@@ -183,9 +181,9 @@ func reduce32(g *[4][8]float32) float32 {
 	return (t0 + t1) + (t2 + t3)
 }
 
-// dotVecF16Raw is dotVec(f16 = true) with a given as raw little-endian
-// F16 values, widened on the fly.
-func dotVecF16Raw(a []byte, b []float32) float32 {
+// dotVecF16RawGo is dotVec(f16 = true) with a given as raw little-endian
+// F16 values, widened on the fly; the pure-Go twin of dotVecF16RawAVX2.
+func dotVecF16RawGo(a []byte, b []float32) float32 {
 	tab := f16tab()
 	n := len(b)
 	a = a[:2*n]
@@ -211,6 +209,15 @@ func dotVecF16Raw(a []byte, b []float32) float32 {
 		}
 		red = reduce32(&g)
 	}
+	return dotVecF16Tail(a, b, np, red)
+}
+
+// dotVecF16Tail adds the products from index np on to the reduced lanes
+// red in float64, as ggml_vec_dot_f16's leftover loop does.
+func dotVecF16Tail(a []byte, b []float32, np int, red float32) float32 {
+	tab := f16tab()
+	n := len(b)
+	a = a[:2*n]
 	sum := float64(red)
 	for i := np; i < n; i++ {
 		sum += float64(tab[uint16(a[2*i])|uint16(a[2*i+1])<<8] * b[i])

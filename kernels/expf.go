@@ -2,15 +2,56 @@ package kernels
 
 import "math"
 
-// fma32 is a float32 fused multiply-add (a*b + c rounded once). It goes
-// through float64: a*b is exact there (24+24 significant bits), so the
-// float64 sum is a*b + c rounded once, whether or not the compiler fuses it
-// (math.FMA would give the same bits, three times slower); only the final
-// two roundings could differ from a true single-precision FMA, which needs
-// the float64 sum to land exactly on a float32 midpoint without being one,
-// and does not happen in practice.
+// fma32 is a float32 fused multiply-add (a*b + c rounded once), as the
+// FMA instructions of ggml's AVX2 code compute it. See fmaRound.
 func fma32(a, b, c float32) float32 {
-	return float32(float64(a)*float64(b) + float64(c))
+	return fmaRound(float64(a)*float64(b), float64(c))
+}
+
+// fmaRound returns p + c rounded once to float32, where p is an exact
+// product (of two float32 values, or of a float32 and an integer below
+// 2^29) and c a float32 value: a single-precision FMA. The float64 sum
+// p + c is rounded once there; rounding it again to float32 gives the
+// correctly rounded result unless the float64 sum lies exactly halfway
+// between two float32 values without the exact sum being there (double
+// rounding), which fmaRoundSlow resolves. The test on the low 29 bits
+// finds every float32 midpoint of the normal range; sums below 2^-126
+// (float32 subnormals, where midpoints sit elsewhere) all take the slow
+// path.
+func fmaRound(p, c float64) float32 {
+	s := p + c
+	if b := math.Float64bits(s); b&(1<<29-1) != 1<<28 && b&(0x7ff<<52) >= 897<<52 {
+		return float32(s)
+	}
+	return fmaRoundSlow(p, c, s)
+}
+
+// fmaRoundSlow is fmaRound's careful path: if s = fl64(p + c) is a float32
+// midpoint and the float64 addition was inexact, s is moved one float64
+// ulp toward the exact sum (TwoSum's error term), so that the final
+// rounding goes the way the exact sum does.
+func fmaRoundSlow(p, c, s float64) float32 {
+	r := float32(s)
+	if float64(r) == s || math.IsNaN(s) || math.IsInf(s, 0) {
+		return r
+	}
+	// The float32 neighbour of r on the side of s, and their midpoint.
+	var mid float64
+	if math.IsInf(float64(r), 0) {
+		mid = math.Copysign(math.MaxFloat32+0x1p103, s)
+	} else {
+		n := math.Nextafter32(r, float32(math.Copysign(math.Inf(1), s-float64(r))))
+		mid = (float64(r) + float64(n)) / 2
+	}
+	if s != mid {
+		return r
+	}
+	bb := s - p
+	e := (p - (s - bb)) + (c - bb)
+	if e == 0 {
+		return r
+	}
+	return float32(math.Nextafter(s, math.Copysign(math.Inf(1), e)))
 }
 
 // vexpf is ggml's vectorised expf for AVX2+FMA (ggml_v_expf, "adapted from

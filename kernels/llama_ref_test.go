@@ -16,7 +16,7 @@ import (
 // (the graph llama.cpp c392e50 builds: get_rows, rms_norm, mul, mul_mat,
 // rope, F16 KV cache, mul_mat/soft_max/mul_mat attention, silu, add) on the
 // reference models and compares the logits, and layer-0 intermediate
-// values, with llama.cpp's own numbers in ../shared/reference.
+// values, with llama.cpp's own numbers in the reference data (testref).
 
 // refFloat is a number of llama.cpp's reference JSON (NaN and infinities
 // spelled as strings).
@@ -575,12 +575,11 @@ func TestLlamaGreedyGeneration(t *testing.T) {
 // of each node; its JSON prints 9 digits, which round-trip a float32):
 // get_rows, rms_norm, mul, every matmul kind (tinyBLAS for several
 // columns, ggml_vec_dot for one, Q8_0 and Q8_K integer dots), rope at a
-// non-zero position, soft_max, silu, add. synth-llama-Q4_0 is left out:
-// llama.cpp repacks its Q4_0 matrices (q4_0_8x8 GEMM/GEMV, another
-// summation order), which leaves its intermediates a few ulps off while its
-// logits still agree to 1e-9.
+// non-zero position, soft_max, silu, add; and for synth-llama-Q4_0 the
+// order of llama.cpp's repacked q4_0_8x8 GEMM/GEMV (dotQ4_0x8), which
+// llama.cpp uses for its Q4_0 matrices.
 func TestLlamaIntermediatesBitwise(t *testing.T) {
-	for _, name := range []string{"stories260K", "synth-llama-F32", "synth-llama-F16", "synth-llama-Q8_0",
+	for _, name := range []string{"stories260K", "synth-llama-F32", "synth-llama-F16", "synth-llama-Q8_0", "synth-llama-Q4_0",
 		"synth-llama256-Q2_K", "synth-llama256-Q3_K_M", "synth-llama256-Q4_K_M", "synth-llama256-Q5_K_M", "synth-llama256-Q6_K"} {
 		t.Run(name, func(t *testing.T) {
 			hp := loadRefRun(t, "llamacpp/"+name+".llamacpp.json")

@@ -74,7 +74,12 @@ type matmul struct {
 	bf    []float32
 	bq    q8Row
 	aView bool // a rows can be read in place as float32
-	raw   bool // a rows are multiplied straight from their bytes (few columns)
+	raw   bool // a rows are multiplied straight from their bytes (few columns, or SIMD)
+	// repack: Q4_0 weights that llama.cpp repacks to q4_0_8x8 (a 2-D
+	// matrix with a multiple of 8 rows, F32 activations): products in that
+	// layout's order (dotQ4_0x8), eight rows at a time.
+	repack bool
+	negs   []bool // per activation column: its Q8_0 values hold -128
 	// vec: float kind only (not BF16), products follow
 	// ggml_vec_dot_f32/f16 (dotVec) instead of tinyBLAS (dotF32): where
 	// llamafile_sgemm declines, i.e. one column per b batch (n < 2) or an
@@ -85,6 +90,15 @@ type matmul struct {
 	// tinyBLAS's lanes are fused (dotF32FMA, dotF32x4FMA).
 	fma    bool
 	r2, r3 int64
+	cols   int                   // activation columns (b's rows)
+	round  func(float32) float32 // float kind: b's rounding to a's vec_dot_type
+	// bDirect: bf is b's own data (F32, contiguous, no rounding): nothing
+	// to convert.
+	bDirect bool
+	bv      []float32 // mmQ8_0: b's data as float32 when it can be read in place
+	// Task split of run (schedule): rt weight rows per task.
+	rt, tilesPerBatch int64
+	tasks             int
 }
 
 func checkMulMat(op string, dst, a, b Tensor) error {
@@ -183,6 +197,15 @@ func vecDotRound(t gguf.GGMLType) func(float32) float32 {
 }
 
 func prepareMatmul(o Options, a, b Tensor) *matmul {
+	m := newMatmul(o, a, b)
+	grain := max(1, (1<<15)/max(m.k, 1))
+	parallelFor(o.Threads, m.cols, grain, m.convert)
+	return m
+}
+
+// newMatmul chooses the arithmetic of a·b and allocates the converted
+// activation columns; convert fills them.
+func newMatmul(o Options, a, b Tensor) *matmul {
 	m := &matmul{a: a, b: b, k: int(a.Ne[0]), n: b.Ne[1], r2: b.Ne[2] / a.Ne[2], r3: b.Ne[3] / a.Ne[3]}
 	switch {
 	case o.Quant == QuantGGML && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0 || a.Type == gguf.TypeQ5_0):
@@ -200,8 +223,14 @@ func prepareMatmul(o Options, a, b Tensor) *matmul {
 		}
 		m.fma = a.Type != gguf.TypeF16 && !bf16
 	}
+	m.repack = m.kind == mmQ8_0 && a.Type == gguf.TypeQ4_0 && a.Ne[1]%8 == 0 &&
+		a.Ne[2] == 1 && a.Ne[3] == 1 && b.Type == gguf.TypeF32
 	// A weight row that meets fewer than 4 activation columns is cheaper to
-	// multiply straight from its bytes than to decode first (decode steps).
+	// multiply straight from its bytes than to decode first (decode steps);
+	// the SIMD kernels always read the bytes.
+	if m.repack || useAVX2 && m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0) {
+		m.raw = true
+	}
 	if m.n*m.r2*m.r3 < 4 {
 		switch {
 		case m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1):
@@ -211,57 +240,87 @@ func prepareMatmul(o Options, a, b Tensor) *matmul {
 		}
 	}
 	cols := int(b.NRows())
+	m.cols = cols
 	k := m.k
-	load := func(c int, row []float32) {
-		i1, i2, i3 := rowIndex(int64(c), b.Ne)
-		if err := loadRowInto(b, b.rowOff(i1, i2, i3), row); err != nil {
-			panic(err)
-		}
-	}
-	grain := max(1, (1<<15)/max(k, 1))
 	switch m.kind {
 	case mmFloat:
-		round := vecDotRound(a.Type)
-		if round == nil && b.Type == gguf.TypeF32 && b.IsContiguous() {
+		m.round = vecDotRound(a.Type)
+		if m.round == nil && b.Type == gguf.TypeF32 && b.IsContiguous() {
 			if v := f32view(b.Data, cols*k); v != nil {
 				m.bf = v
+				m.bDirect = true
 				return m
 			}
 		}
 		m.bf = make([]float32, cols*k)
-		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
-			for c := lo; c < hi; c++ {
-				row := m.bf[c*k : (c+1)*k]
-				load(c, row)
-				if round != nil {
-					for i, v := range row {
-						row[i] = round(v)
-					}
-				}
-			}
-		})
 	case mmQ8_0:
-		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/32)}
-		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
-			p := getF32(k)
-			defer putF32(p)
-			for c := lo; c < hi; c++ {
-				load(c, *p)
-				quantizeQ8_0(*p, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/32:(c+1)*k/32])
-			}
-		})
+		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/32), sum: make([]int32, cols*k/32)}
+		m.negs = make([]bool, cols)
+		if b.Type == gguf.TypeF32 && b.IsContiguous() {
+			m.bv = f32view(b.Data, cols*k)
+		}
 	case mmQ8_K:
 		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/256), bsums: make([]int32, cols*k/16)}
-		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
-			p := getF32(k)
-			defer putF32(p)
-			for c := lo; c < hi; c++ {
-				load(c, *p)
-				quantizeQ8_K(*p, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/256:(c+1)*k/256], m.bq.bsums[c*k/16:(c+1)*k/16])
-			}
-		})
 	}
 	return m
+}
+
+// convert converts activation columns [lo, hi) of b, as they are now, into
+// the matmul's columns (a no-op when they are read in place).
+func (m *matmul) convert(lo, hi int) {
+	if m.bDirect {
+		return
+	}
+	var p *[]float32
+	if m.kind != mmFloat {
+		p = getF32(m.k)
+		defer putF32(p)
+		m.convertWith(*p, lo, hi)
+		return
+	}
+	m.convertWith(nil, lo, hi)
+}
+
+// convertWith is convert with scratch (k floats; unused by the float kind).
+func (m *matmul) convertWith(scratch []float32, lo, hi int) {
+	if m.bDirect {
+		return
+	}
+	k := m.k
+	for c := lo; c < hi; c++ {
+		switch m.kind {
+		case mmFloat:
+			row := m.bf[c*k : (c+1)*k]
+			m.loadCol(c, row)
+			if m.round != nil {
+				for i, v := range row {
+					row[i] = m.round(v)
+				}
+			}
+		case mmQ8_0:
+			x := scratch[:k]
+			if m.bv != nil {
+				x = m.bv[c*k : (c+1)*k]
+			} else {
+				m.loadCol(c, x)
+			}
+			qs, sum := m.bq.qs[c*k:(c+1)*k], m.bq.sum[c*k/32:(c+1)*k/32]
+			m.negs[c] = quantizeQ8_0(x, qs, m.bq.d[c*k/32:(c+1)*k/32])
+			blockSums32(qs, sum)
+		case mmQ8_K:
+			x := scratch[:k]
+			m.loadCol(c, x)
+			quantizeQ8_K(x, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/256:(c+1)*k/256], m.bq.bsums[c*k/16:(c+1)*k/16])
+		}
+	}
+}
+
+// loadCol decodes activation column c of b into row.
+func (m *matmul) loadCol(c int, row []float32) {
+	i1, i2, i3 := rowIndex(int64(c), m.b.Ne)
+	if err := loadRowInto(m.b, m.b.rowOff(i1, i2, i3), row); err != nil {
+		panic(err)
+	}
 }
 
 // col returns activation column c (float kind).
@@ -274,6 +333,8 @@ func (m *matmul) q8col(c int64) q8Row {
 	switch m.kind {
 	case mmQ8_0:
 		r.d = m.bq.d[int(c)*k/32 : int(c+1)*k/32]
+		r.sum = m.bq.sum[int(c)*k/32 : int(c+1)*k/32]
+		r.neg = m.negs[c]
 	case mmQ8_K:
 		r.d = m.bq.d[int(c)*k/256 : int(c+1)*k/256]
 		r.bsums = m.bq.bsums[int(c)*k/16 : int(c+1)*k/16]
@@ -305,47 +366,67 @@ func (w *dstWriter) put(i0, i1, i2, i3 int64, v float32) {
 	storeElem(w.t.Type, w.t.Data[off:], v)
 }
 
+// schedule splits the product into tasks of rt weight rows of one weight
+// batch for w workers, and returns the grain (tasks per chunk) that keeps
+// tiny products on one goroutine.
+func (m *matmul) schedule(w int) (grain int) {
+	a := m.a
+	M := a.Ne[1]
+	nA := a.Ne[2] * a.Ne[3]
+	k := m.k
+	// Rows per task: about 32 KiB of decoded weights, at least 1.
+	rt := int64(max(1, min(64, (32<<10)/max(4*k, 1))))
+	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
+		rt /= 2
+	}
+	if m.repack {
+		rt = max(8, rt&^7) // whole groups of 8 rows
+	}
+	m.rt = rt
+	m.tilesPerBatch = (M + rt - 1) / rt
+	m.tasks = int(nA * m.tilesPerBatch)
+	if M == 0 || nA == 0 || m.n == 0 {
+		m.tasks = 0
+	}
+	// Work per task in multiply-adds, to keep tiny products on one goroutine.
+	perTask := rt * int64(k) * m.n * m.r2 * m.r3
+	return int(max(1, (1<<16)/max(perTask, 1)))
+}
+
 // run computes every output element. Work is split into tasks of a few
 // weight rows of one weight batch; a task decodes its rows once and
 // multiplies them with every activation column of every b batch that
 // broadcasts to that weight batch.
 func (m *matmul) run(o Options, dst Tensor) {
-	a := m.a
-	M := a.Ne[1]
-	nA := a.Ne[2] * a.Ne[3]
-	if M == 0 || nA == 0 || m.n == 0 || dst.NElements() == 0 {
+	grain := m.schedule(workers(o.Threads, 1<<30))
+	if m.tasks == 0 || dst.NElements() == 0 {
 		return
 	}
-	k := m.k
-	// Rows per task: about 32 KiB of decoded weights, at least 1.
-	rt := int64(max(1, min(64, (32<<10)/max(4*k, 1))))
-	w := workers(o.Threads, 1<<30)
-	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
-		rt /= 2
-	}
-	tilesPerBatch := (M + rt - 1) / rt
-	nTasks := int(nA * tilesPerBatch)
-	// Work per task in multiply-adds, to keep tiny products on one goroutine.
-	perTask := rt * int64(k) * m.n * m.r2 * m.r3
-	grain := int(max(1, (1<<16)/max(perTask, 1)))
 	out := newDstWriter(dst)
-	parallelFor(o.Threads, nTasks, grain, func(lo, hi int) {
-		tile := newTile(m, int(rt))
-		for t := lo; t < hi; t++ {
-			ab := int64(t) / tilesPerBatch
-			r0 := (int64(t) % tilesPerBatch) * rt
-			r1 := min(M, r0+rt)
-			i02, i03 := ab%a.Ne[2], ab/a.Ne[2]
-			tile.load(m, r0, r1, i02, i03)
-			for i13 := i03 * m.r3; i13 < (i03+1)*m.r3; i13++ {
-				for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
-					base := m.n * (i12 + m.b.Ne[2]*i13)
-					tile.mul(m, &out, r0, r1, base, i12, i13)
-				}
-			}
-		}
+	parallelFor(o.Threads, m.tasks, grain, func(lo, hi int) {
+		tile := newTile(m, int(m.rt))
+		m.runTasks(tile, &out, lo, hi)
 		tile.release()
 	})
+}
+
+// runTasks computes tasks [lo, hi) of the schedule with one tile.
+func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
+	a := m.a
+	M, rt := a.Ne[1], m.rt
+	for t := lo; t < hi; t++ {
+		ab := int64(t) / m.tilesPerBatch
+		r0 := (int64(t) % m.tilesPerBatch) * rt
+		r1 := min(M, r0+rt)
+		i02, i03 := ab%a.Ne[2], ab/a.Ne[2]
+		tile.load(m, r0, r1, i02, i03)
+		for i13 := i03 * m.r3; i13 < (i03+1)*m.r3; i13++ {
+			for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
+				base := m.n * (i12 + m.b.Ne[2]*i13)
+				tile.mul(m, out, r0, r1, base, i12, i13)
+			}
+		}
+	}
 }
 
 // tile holds decoded weight rows for one task.
@@ -440,26 +521,7 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 	k := m.k
 	nr := int(r1 - r0)
 	if m.raw {
-		for j := range m.n {
-			for r, row := range t.raw[:nr] {
-				var v float32
-				switch m.a.Type {
-				case gguf.TypeF16:
-					if m.vec {
-						v = dotVecF16Raw(row, m.col(base+j))
-					} else {
-						v = dotF16F32(row, m.col(base+j))
-					}
-				case gguf.TypeQ8_0:
-					c := m.q8col(base + j)
-					v = dotQ8_0Raw(row, c.qs, c.d)
-				case gguf.TypeQ4_0:
-					c := m.q8col(base + j)
-					v = dotQ4_0Raw(row, c.qs, c.d)
-				}
-				out.put(r0+int64(r), j, i12, i13, v)
-			}
-		}
+		t.mulRaw(m, out, r0, nr, base, i12, i13)
 		return
 	}
 	switch m.kind {
@@ -505,7 +567,7 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 		for j := range m.n {
 			c := m.q8col(base + j)
 			for r := range nr {
-				v := dotQ8_0(t.q[r*k:(r+1)*k], t.d[r*k/32:(r+1)*k/32], c.qs, c.d)
+				v := dotQ8_0(t.q[r*k:(r+1)*k], t.d[r*k/32:(r+1)*k/32], c.qs, c.d, c.neg)
 				out.put(r0+int64(r), j, i12, i13, v)
 			}
 		}
@@ -515,6 +577,72 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 			for r := range nr {
 				out.put(r0+int64(r), j, i12, i13, dotQK(t.qk[r], c))
 			}
+		}
+	}
+}
+
+// mulRaw is mul for weight rows read straight from their bytes.
+func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) {
+	switch {
+	case m.repack:
+		stride := int(m.a.Nb[1])
+		for r := 0; r < nr; r += 8 {
+			src := t.raw[r]
+			i := r0 + int64(r)
+			var j int64
+			for ; j+4 <= m.n; j += 4 {
+				cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
+				var o [4][8]float32
+				dotQ4_0x8x4(src, stride, &cols, &o)
+				for c := range o {
+					for e, v := range o[c] {
+						out.put(i+int64(e), j+int64(c), i12, i13, v)
+					}
+				}
+			}
+			for ; j < m.n; j++ {
+				var o [8]float32
+				dotQ4_0x8(src, stride, m.q8col(base+j), &o)
+				for e, v := range o {
+					out.put(i+int64(e), j, i12, i13, v)
+				}
+			}
+		}
+		return
+	case m.a.Type == gguf.TypeQ8_0:
+		var j int64
+		for ; j+4 <= m.n; j += 4 {
+			cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
+			for r, row := range t.raw[:nr] {
+				var o [4]float32
+				dotQ8_0Rawx4(row, &cols, &o)
+				for c, v := range o {
+					out.put(r0+int64(r), j+int64(c), i12, i13, v)
+				}
+			}
+		}
+		for ; j < m.n; j++ {
+			c := m.q8col(base + j)
+			for r, row := range t.raw[:nr] {
+				out.put(r0+int64(r), j, i12, i13, dotQ8_0Raw(row, c))
+			}
+		}
+		return
+	}
+	for j := range m.n {
+		for r, row := range t.raw[:nr] {
+			var v float32
+			switch m.a.Type {
+			case gguf.TypeF16:
+				if m.vec {
+					v = dotVecF16Raw(row, m.col(base+j))
+				} else {
+					v = dotF16F32(row, m.col(base+j))
+				}
+			case gguf.TypeQ4_0:
+				v = dotQ4_0Raw(row, m.q8col(base+j))
+			}
+			out.put(r0+int64(r), j, i12, i13, v)
 		}
 	}
 }

@@ -231,7 +231,7 @@ func applyRope(dst, src Tensor, cache []float32, p RopeParams) {
 // dst[2i+1, j] = sin(...), both times attn_factor. These are exactly the
 // values Rope uses, so RopeApply with this table reproduces Rope bit for
 // bit. Computing the table once per step and sharing it across layers is
-// the seeds' "RoPE cache".
+// ggml-cann's "RoPE cache".
 func RopeCache(dst, pos Tensor, p RopeParams) error {
 	return ropeCache(dst, pos, nil, p)
 }

@@ -21,13 +21,14 @@
 // Each layer owns two "state" leaves, cache_k_l<i> and cache_v_l<i>. In the
 // default set_rows mode they are [n_embd_kv, n_ctx] row tables written by a
 // row scatter whose destination address never moves; in cpy mode (llama.cpp
-// c392e50's own graph, kept to reproduce the seeds' graph-replay problem)
+// c392e50's own graph, kept to reproduce ggml-cann's graph-replay problem)
 // the new rows are copied into a view whose byte offset moves with kv_head.
 package models
 
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
@@ -134,6 +135,43 @@ type HParams struct {
 	RopeAttn      float64
 	NCtxOrig      int64
 	AttnScale     float64 // 0: 1/sqrt(head_dim)
+	RopeBetaFast  float64 // YaRN beta_fast (llama.cpp default 32)
+	RopeBetaSlow  float64 // YaRN beta_slow (llama.cpp default 1)
+
+	// QScale, when non-zero, scales Q by this factor before attention and
+	// the softmax scale is 1 (phi3: 1/sqrt(head_dim); gemma3:
+	// f_attention_scale).
+	QScale float64
+	// EmbdScale, when non-zero, multiplies the token embeddings (gemma3:
+	// sqrt(n_embd) in float32).
+	EmbdScale float64
+
+	// Sliding-window attention (gemma3). SWAWindow is n_swa (0: none);
+	// layer il uses the window when SWAPattern == 0 or
+	// il % SWAPattern < SWAPattern-1 (llama.cpp's set_swa_pattern); those
+	// layers rotate with RopeFreqBaseSWA / RopeFreqScaleSWA.
+	SWAWindow        int64
+	SWAPattern       int64
+	RopeFreqBaseSWA  float64
+	RopeFreqScaleSWA float64
+
+	// Mixture of experts (qwen3moe): NExpert experts, NExpertUsed chosen
+	// per token by a softmax router, expert FFN width NFFExp; the chosen
+	// weights are renormalised to sum 1 when ExpertNormW, then scaled by
+	// ExpertWeightsScale unless it is 0 or 1.
+	NExpert            int64
+	NExpertUsed        int64
+	NFFExp             int64
+	ExpertNormW        bool
+	ExpertWeightsScale float64
+}
+
+// IsSWA reports whether layer il attends through the sliding window.
+func (hp HParams) IsSWA(il int64) bool {
+	if hp.SWAWindow <= 0 {
+		return false
+	}
+	return hp.SWAPattern == 0 || il%hp.SWAPattern < hp.SWAPattern-1
 }
 
 // Weight describes one weight tensor: its GGUF type and ggml dims.
@@ -185,7 +223,7 @@ func BuildHParams(hp HParams, lookup WeightLookup, opts Options) (*Model, error)
 		return nil, err
 	}
 	switch hp.Arch {
-	case "llama", "qwen2", "mistral":
+	case "llama", "qwen2", "mistral", "qwen3", "qwen3moe", "gemma3", "phi3":
 		b := &builder{hp: hp, lookup: lookup, opts: opts}
 		g, err := b.build()
 		if err != nil {
@@ -193,7 +231,13 @@ func BuildHParams(hp HParams, lookup WeightLookup, opts Options) (*Model, error)
 		}
 		return &Model{Graph: g, HParams: hp, Options: opts}, nil
 	}
-	return nil, fmt.Errorf("models: architecture %q is not supported (llama, qwen2)", hp.Arch)
+	return nil, fmt.Errorf("models: architecture %q is not supported (%s)", hp.Arch, strings.Join(Architectures(), ", "))
+}
+
+// Architectures lists the values of general.architecture that Build
+// supports.
+func Architectures() []string {
+	return []string{"gemma3", "llama", "mistral", "phi3", "qwen2", "qwen3", "qwen3moe"}
 }
 
 // MaxLayers bounds the layer count a graph is built for; the largest
@@ -231,14 +275,63 @@ func (hp HParams) Validate() error {
 	return nil
 }
 
+// The hyper-parameter keys ReadHParams reads (after "ARCH."), by the kind
+// of value each must hold.
+var (
+	hparamUintKeys = []string{"embedding_length", "block_count", "attention.head_count", "feed_forward_length",
+		"attention.head_count_kv", "attention.key_length", "attention.value_length", "rope.dimension_count",
+		"context_length", "rope.scaling.original_context_length", "vocab_size"}
+	hparamFloatKeys  = []string{"attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.scale_linear", "rope.scaling.factor", "attention.scale"}
+	hparamStringKeys = []string{"rope.scaling.type"}
+)
+
+// checkHParamTypes reports a hyper-parameter key that is present with the
+// wrong type as such, rather than letting it read as missing (or be
+// silently replaced by a default).
+func checkHParamTypes(f *gguf.File, arch string) error {
+	for _, k := range hparamUintKeys {
+		v, ok := f.Get(arch + "." + k)
+		if !ok {
+			continue
+		}
+		if _, ok := v.Uint(); !ok {
+			if i, ok := v.Int(); ok {
+				return fmt.Errorf("models: metadata key %q = %d is negative", arch+"."+k, i)
+			}
+			return fmt.Errorf("models: metadata key %q has type %s, want an integer", arch+"."+k, v.Type())
+		}
+	}
+	for _, k := range hparamFloatKeys {
+		if v, ok := f.Get(arch + "." + k); ok {
+			if x, ok := v.Float(); !ok {
+				return fmt.Errorf("models: metadata key %q has type %s, want f32 or f64", arch+"."+k, v.Type())
+			} else if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("models: metadata key %q = %v is not finite", arch+"."+k, x)
+			}
+		}
+	}
+	for _, k := range hparamStringKeys {
+		if v, ok := f.Get(arch + "." + k); ok && v.Type() != gguf.ValString {
+			return fmt.Errorf("models: metadata key %q has type %s, want a string", arch+"."+k, v.Type())
+		}
+	}
+	return nil
+}
+
 // ReadHParams reads hyper-parameters from GGUF metadata with llama.cpp's defaults.
 func ReadHParams(f *gguf.File) (HParams, error) {
 	arch := f.Arch()
 	if arch == "" {
-		return HParams{}, fmt.Errorf("models: %s: no general.architecture key", "model")
+		if v, ok := f.Get("general.architecture"); ok {
+			return HParams{}, fmt.Errorf("models: metadata key %q has type %s, want a non-empty string", "general.architecture", v.Type())
+		}
+		return HParams{}, fmt.Errorf("models: no general.architecture key")
 	}
 	hp := HParams{Arch: arch}
 	key := func(s string) string { return arch + "." + s }
+	if err := checkHParamTypes(f, arch); err != nil {
+		return hp, err
+	}
 	req := func(s string) (int64, error) {
 		v, ok := f.GetUint(key(s))
 		if !ok {
@@ -291,6 +384,9 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	hp.RMSEps = 1e-5
 	if v, ok := f.GetFloat(key("attention.layer_norm_rms_epsilon")); ok {
 		hp.RMSEps = v
+	} else if arch != "llama" && arch != "qwen2" && arch != "mistral" {
+		// llama.cpp's loaders of the newer architectures require the key.
+		return hp, fmt.Errorf("models: missing metadata key %q", key("attention.layer_norm_rms_epsilon"))
 	}
 	hp.RopeFreqBase = 10000
 	if v, ok := f.GetFloat(key("rope.freq_base")); ok && v > 0 {
@@ -309,18 +405,31 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	if scale != 0 {
 		hp.RopeFreqScale = 1 / scale
 	}
+	// llama_rope_scaling_type_from_string: "none", "linear", "yarn",
+	// "longrope" (the default is linear). With YaRN llama.cpp's context
+	// sets ext_factor 1; otherwise 0.
 	stype, _ := f.GetString(key("rope.scaling.type"))
 	switch stype {
-	case "", "none", "linear":
+	case "", "none", "linear", "longrope":
 	case "yarn":
 		hp.RopeExtFactor = 1
 	default:
-		return hp, fmt.Errorf("models: rope scaling type %q is not supported", stype)
+		return hp, fmt.Errorf("models: rope scaling type %q is not supported (none, linear, yarn, longrope)", stype)
 	}
 	if stype == "none" {
-		hp.RopeFreqScale = 1
+		hp.RopeFreqScale = 1 // llama.cpp never scales with type none
 	}
 	hp.RopeAttn = 1
+	if v, ok := f.GetFloat(key("rope.scaling.yarn_attn_factor")); ok && v > 0 {
+		hp.RopeAttn = v
+	}
+	hp.RopeBetaFast, hp.RopeBetaSlow = 32, 1
+	if v, ok := f.GetFloat(key("rope.scaling.yarn_beta_fast")); ok && v > 0 {
+		hp.RopeBetaFast = v
+	}
+	if v, ok := f.GetFloat(key("rope.scaling.yarn_beta_slow")); ok && v > 0 {
+		hp.RopeBetaSlow = v
+	}
 	hp.NCtxOrig = hp.NCtxTrain
 	if v, ok := f.GetUint(key("rope.scaling.original_context_length")); ok && v > 0 {
 		hp.NCtxOrig = int64(v)
@@ -328,8 +437,16 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	if v, ok := f.GetFloat(key("attention.scale")); ok {
 		hp.AttnScale = v
 	}
-	if arch == "qwen2" {
+	// llama_model_rope_type: LLaMA rotates adjacent pairs (NORM), the
+	// others rotate halves (NEOX).
+	switch arch {
+	case "qwen2", "qwen3", "qwen3moe", "phi3", "gemma3":
 		hp.RopeMode = 2
+	}
+	// Sliding-window layers rotate like the others unless the arch says.
+	hp.RopeFreqBaseSWA, hp.RopeFreqScaleSWA = hp.RopeFreqBase, hp.RopeFreqScale
+	if err := readArchHParams(f, &hp); err != nil {
+		return hp, err
 	}
 	hp.NVocab = 0
 	if toks, ok := f.GetStrings("tokenizer.ggml.tokens"); ok {
@@ -348,4 +465,70 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 		return hp, fmt.Errorf("models: bad rms epsilon %v", hp.RMSEps)
 	}
 	return hp, nil
+}
+
+// readArchHParams reads what one architecture's llama.cpp loader reads
+// beyond the common keys (src/models/<arch>.cpp and llama-model.cpp at
+// llama.cpp 3f545bec), with its defaults.
+func readArchHParams(f *gguf.File, hp *HParams) error {
+	key := func(s string) string { return hp.Arch + "." + s }
+	switch hp.Arch {
+	case "qwen3moe":
+		get := func(s string) (int64, error) {
+			v, ok := f.GetUint(key(s))
+			if !ok || v == 0 || v > 1<<20 {
+				return 0, fmt.Errorf("models: qwen3moe: metadata key %q missing or out of range", key(s))
+			}
+			return int64(v), nil
+		}
+		var err error
+		if hp.NExpert, err = get("expert_count"); err != nil {
+			return err
+		}
+		if hp.NExpertUsed, err = get("expert_used_count"); err != nil {
+			return err
+		}
+		if hp.NExpertUsed > hp.NExpert {
+			return fmt.Errorf("models: qwen3moe: expert_used_count %d exceeds expert_count %d", hp.NExpertUsed, hp.NExpert)
+		}
+		// n_ff_exp defaults to n_ff / n_expert_used.
+		hp.NFFExp = hp.NFF / hp.NExpertUsed
+		if v, ok := f.GetUint(key("expert_feed_forward_length")); ok && v > 0 {
+			hp.NFFExp = int64(v)
+		}
+		hp.ExpertNormW = true // build_moe_ffn(..., norm_w = true, ...)
+	case "phi3":
+		// llama.cpp disables Phi-3's sliding window (n_swa = 0) and scales
+		// Q by 1/sqrt(head_dim) before attention.
+		hp.QScale = float64(1 / float32(math.Sqrt(float64(hp.HeadDimK))))
+	case "gemma3":
+		v, ok := f.GetUint(key("attention.sliding_window"))
+		if !ok || v == 0 || v > 1<<31 {
+			return fmt.Errorf("models: gemma3: metadata key %q missing or out of range", key("attention.sliding_window"))
+		}
+		hp.SWAWindow = int64(v)
+		hp.SWAPattern = 6
+		if p, ok := f.GetUint(key("attention.sliding_window_pattern")); ok {
+			if p > 1<<20 {
+				return fmt.Errorf("models: gemma3: sliding_window_pattern %d out of range", p)
+			}
+			hp.SWAPattern = int64(p)
+		}
+		hp.RopeFreqBaseSWA, hp.RopeFreqScaleSWA = 10000, 1
+		if v, ok := f.GetFloat(key("rope.freq_base_swa")); ok && v > 0 {
+			hp.RopeFreqBaseSWA = v
+		}
+		if v, ok := f.GetFloat(key("final_logit_softcapping")); ok && v != 0 {
+			return fmt.Errorf("models: gemma3: final_logit_softcapping %v is not supported (llama.cpp's sliding-window gemma3 graph has none)", v)
+		}
+		// f_attention_scale: 1/sqrt(n_embd/n_head) for the 27B (62 layers),
+		// else 1/sqrt(head_dim); embeddings are scaled by sqrtf(n_embd).
+		d := float32(hp.HeadDimK)
+		if hp.NLayer == 62 {
+			d = float32(hp.NEmbd / hp.NHead)
+		}
+		hp.QScale = float64(1 / float32(math.Sqrt(float64(d))))
+		hp.EmbdScale = float64(float32(math.Sqrt(float64(hp.NEmbd))))
+	}
+	return nil
 }

@@ -6,7 +6,7 @@
 // Why a separate pass: the NPU runs only what the target's aclnn table
 // covers (package target), and every value that crosses from one device to
 // the other costs a copy and, worse, ends a capturable segment (a copy is a
-// host interaction; cann.md §0.2). Placing nodes one at a time by "supported
+// host interaction; CANN's single-stream capture rules). Placing nodes one at a time by "supported
 // or not" therefore leaves money on the table: a cheap elementwise op
 // sandwiched between two CPU fallbacks costs two copies on the NPU and none
 // on the CPU. The pass starts from "on the NPU when supported", then moves

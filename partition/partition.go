@@ -7,35 +7,8 @@ import (
 	"strconv"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/kernels"
-	"github.com/irtool/irtool/runtime"
 	"github.com/irtool/irtool/target"
 )
-
-// OpTransfer is the op the pass inserts at a device boundary: a contiguous
-// copy of its operand on the device named by attribute "to" (the source
-// device is in "from").
-const OpTransfer ir.Op = "transfer"
-
-func init() {
-	ir.MustRegister(ir.OpInfo{Name: OpTransfer, MinArgs: 1,
-		Doc:   "transfer(x){from, to}: a contiguous copy of x on device `to` (inserted by the partition pass at device boundaries)",
-		Infer: func(n *ir.Node) (ir.Type, error) { return n.Args[0].Type, nil },
-		Check: func(n *ir.Node) error {
-			for _, k := range []string{"from", "to"} {
-				d, ok := n.Attrs.Str(k)
-				if !ok || d != string(target.CPU) && d != string(target.NPU) {
-					return fmt.Errorf("attribute %s must be \"cpu\" or \"npu\", got %v", k, n.Attrs[k])
-				}
-			}
-			return nil
-		}})
-	if err := runtime.RegisterKernel(OpTransfer, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.Cpy(dst, a[0])
-	}); err != nil {
-		panic(err)
-	}
-}
 
 // Policy lets a library user decide placements. Place returns the device
 // for a compute node, or "" to let the pass decide. s says whether and how
@@ -482,7 +455,7 @@ func (s *state) build() (*ir.Graph, *Result, error) {
 							src = c
 						}
 					}
-					t = &ir.Node{Op: OpTransfer, Args: []*ir.Node{src}, Type: src.Type, Layer: src.Layer,
+					t = &ir.Node{Op: ir.OpTransfer, Args: []*ir.Node{src}, Type: src.Type, Layer: src.Layer,
 						Attrs: ir.Attrs{"from": string(h), "to": string(s.dev[i])},
 						Name:  fmt.Sprintf("%s (to %s)", a.Name, s.dev[i])}
 					if err := ir.CheckNode(t); err != nil {
@@ -512,7 +485,7 @@ func (s *state) build() (*ir.Graph, *Result, error) {
 		res.Device[i] = dev[x]
 		segOf[i] = -1
 		switch {
-		case x.Op == OpTransfer:
+		case x.Op == ir.OpTransfer:
 			from, _ := x.Attrs.Str("from")
 			nb, err := s.valueBytes(x)
 			if err != nil {
@@ -560,7 +533,7 @@ func (s *state) valueBytes(x *ir.Node) (int64, error) {
 
 func isCompute(n *ir.Node) bool {
 	info, ok := ir.Lookup(n.Op)
-	return ok && n.Op != OpTransfer && (info.Kind == ir.KindCompute || info.Kind == ir.KindView && info.SideEffect)
+	return ok && n.Op != ir.OpTransfer && (info.Kind == ir.KindCompute || info.Kind == ir.KindView && info.SideEffect)
 }
 
 // clusterOrder is a topological order that keeps each device's work
@@ -595,7 +568,7 @@ func clusterOrder(nodes []*ir.Node, dev map[*ir.Node]target.Device) []*ir.Node {
 	class := func(i int) int {
 		n := nodes[i]
 		switch {
-		case n.Op == OpTransfer:
+		case n.Op == ir.OpTransfer:
 			return qCopy
 		case !isCompute(n):
 			return qFree

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
 	"github.com/irtool/irtool/target"
 )
 
@@ -50,7 +50,7 @@ func checkResult(t *testing.T, p *target.Profile, g *ir.Graph, r *Result) {
 	var bytes int64
 	for _, n := range g.Nodes {
 		if !isCompute(n) {
-			if n.Op == OpTransfer {
+			if n.Op == ir.OpTransfer {
 				from, _ := n.Attrs.Str("from")
 				if from == string(r.Device[n.ID]) {
 					t.Errorf("transfer %s from %s to itself", n, from)
@@ -199,13 +199,13 @@ func TestCheckAcyclicFindsCycle(t *testing.T) {
 
 // run executes a graph (specialised with b) through the reference executor
 // and returns output 0.
-func run(t *testing.T, g *ir.Graph, w runtime.WeightSource, b ir.Bindings, in map[string][]byte, state map[string][]byte) []float32 {
+func run(t *testing.T, g *ir.Graph, w eval.WeightSource, b ir.Bindings, in map[string][]byte, state map[string][]byte) []float32 {
 	t.Helper()
 	sg, err := g.Specialize(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ex, err := runtime.NewExecutor(sg, w, runtime.ExecOptions{})
+	ex, err := eval.NewExecutor(sg, w, eval.ExecOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,8 +259,8 @@ func TestPartitionedGraphComputesTheSame(t *testing.T) {
 		pos := int64(0)
 		for _, toks := range [][]int32{{1, 5, 9, 200}, {17}} {
 			n := int64(len(toks))
-			b := ir.Bindings{models.SymTokens: n, models.SymOutputs: 1, models.SymKV: runtime.KVLen(pos+n, 64)}
-			in := runtime.Inputs(toks, pos, b)
+			b := ir.Bindings{models.SymTokens: n, models.SymOutputs: 1, models.SymKV: models.KVLen(pos+n, 64)}
+			in := models.Inputs(toks, pos, b)
 			want := run(t, m.Graph, f, b, in, s0)
 			got := run(t, g, f, b, in, s1)
 			for i := range want {
@@ -358,9 +358,11 @@ func TestRefineLowersCost(t *testing.T) {
 }
 
 func TestRequant(t *testing.T) {
+	// A K-quant model: Q4_K_M from the external reference data, else the
+	// Q2_K copy in testdata.
 	path := filepath.Join(testref.SharedDir(), "models", "synth-llama256-Q4_K_M.gguf")
 	if testref.SharedDir() == "" {
-		t.Skip("needs the K-quant reference models")
+		path = testref.Testdata("synth-llama256-Q2_K.gguf")
 	}
 	f, m := testmodel.Build(t, path, models.Options{NCtx: 64})
 	p := prof(t, "ascend910b")
@@ -395,7 +397,7 @@ func TestRequant(t *testing.T) {
 	}
 	// End to end the numbers move only by the requantisation error.
 	b := ir.Bindings{models.SymTokens: 3, models.SymOutputs: 1, models.SymKV: 32}
-	in := runtime.Inputs([]int32{1, 2, 3}, 0, b)
+	in := models.Inputs([]int32{1, 2, 3}, 0, b)
 	want := run(t, m.Graph, f, b, in, map[string][]byte{})
 	got := run(t, rg, src, b, in, map[string][]byte{})
 	d, mx := 0.0, 0.0

@@ -6,9 +6,9 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/runtime"
 	"github.com/irtool/irtool/target"
 )
 
@@ -39,7 +39,7 @@ type RequantReport struct {
 // RequantSource serves weights, converting the requantised ones on first
 // use (the load-time conversion a runtime performs).
 type RequantSource struct {
-	Base runtime.WeightSource
+	Base eval.WeightSource
 	// From and To give each converted weight's stored and new dtype.
 	From, To map[string]ir.DType
 	mu       sync.Mutex
@@ -111,7 +111,7 @@ func Convert(data []byte, from, to ir.DType) ([]byte, error) {
 // q4_0), has type to; a source that serves the converted bytes; and the
 // numeric cost of each conversion (which reads every converted weight
 // once). Weights the NPU already takes are left alone.
-func Requant(g *ir.Graph, prof *target.Profile, w runtime.WeightSource, to ir.DType) (*ir.Graph, *RequantSource, *RequantReport, error) {
+func Requant(g *ir.Graph, prof *target.Profile, w eval.WeightSource, to ir.DType) (*ir.Graph, *RequantSource, *RequantReport, error) {
 	if to != ir.Q8_0 && to != ir.Q4_0 {
 		return nil, nil, nil, fmt.Errorf("partition: requantise to %s: only q8_0 and q4_0 are supported", to)
 	}
@@ -172,7 +172,7 @@ func Requant(g *ir.Graph, prof *target.Profile, w runtime.WeightSource, to ir.DT
 	return out, src, rep, nil
 }
 
-func requantCost(w runtime.WeightSource, n *ir.Node, to ir.DType) (RequantTensor, error) {
+func requantCost(w eval.WeightSource, n *ir.Node, to ir.DType) (RequantTensor, error) {
 	from := n.Type.DType
 	size, err := n.Type.Bytes()
 	if err != nil {

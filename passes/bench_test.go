@@ -8,7 +8,7 @@ import (
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 // BenchmarkDefaultPipeline is the compile-time cost of the default
@@ -65,8 +65,8 @@ func BenchmarkDecode(b *testing.B) {
 				}
 				mm := *m
 				mm.Graph = g
-				newSession := func() *runtime.Session {
-					s, err := runtime.NewSession(&mm, f, runtime.SessionOptions{})
+				newSession := func() *session.Session {
+					s, err := session.NewSession(&mm, f, session.SessionOptions{})
 					if err != nil {
 						b.Fatal(err)
 					}

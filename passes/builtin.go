@@ -2,24 +2,39 @@ package passes
 
 import "fmt"
 
-// The built-in passes, in the order irtool passes lists them.
+// builtin is the one list of the built-in passes, in the order irtool
+// passes lists them; inDefault marks the members of the default pipeline,
+// which runs them in this order.
+func builtin() []struct {
+	pass      Pass
+	inDefault bool
+} {
+	return []struct {
+		pass      Pass
+		inDefault bool
+	}{
+		{RulePass("noop", "no-op elimination: reshape/view/permute/cont/cast chains that do nothing, scale by 1", noopRules()...), true},
+		{RulePass("rope-cache", "RoPE cache: rope -> rope_apply of a rope_cache table of the positions (one table per step once CSE has run)", ropeCacheRules()...), true},
+		{RulePass("rope-table", "ggml-cann's RoPE cache: rope_cache -> rope_cache_table(pos, rope_theta()); fold then makes the inverse frequencies a constant (not ggml's float32 recurrence, so not in the default pipeline)", ropeTableRules()...), false},
+		{foldPass(), true},
+		{csePass(), true},
+		{RulePass("fuse-norm", "fuse rms_norm with its weight multiply, and the residual add before it", normRules()...), true},
+		{RulePass("fuse-matmul-bias", "fuse mul_mat with the add of a bias (qwen2's Q/K/V biases)", matmulBiasRules()...), true},
+		{RulePass("fuse-swiglu", "fuse silu(gate) * up", swigluRules()...), true},
+		{RulePass("fuse-softmax", "fold a scale and a mask add into soft_max", softmaxRules()...), true},
+		{RulePass("fuse-attention", "fuse kq = k·q, softmax, kqv = v·kq, permute and cont into one attention op", attentionRules()...), true},
+		{RulePass("fuse-rope-set-rows", "fuse the RoPE of K with its row write into the KV cache", ropeSetRowsRules()...), true},
+		{mergeQKVPass(), false},
+		{dcePass(), true},
+	}
+}
+
 func init() {
-	for _, p := range []Pass{
-		RulePass("noop", "no-op elimination: reshape/view/permute/cont/cast chains that do nothing, scale by 1", noopRules()...),
-		RulePass("rope-cache", "RoPE cache: rope -> rope_apply of a rope_cache table of the positions (one table per step once CSE has run)", ropeCacheRules()...),
-		RulePass("rope-table", "the seeds' RoPE cache: rope_cache -> rope_cache_table(pos, rope_theta()); fold then makes the inverse frequencies a constant (not ggml's float32 recurrence, so not in the default pipeline)", ropeTableRules()...),
-		foldPass(),
-		csePass(),
-		RulePass("fuse-norm", "fuse rms_norm with its weight multiply, and the residual add before it", normRules()...),
-		RulePass("fuse-matmul-bias", "fuse mul_mat with the add of a bias (qwen2's Q/K/V biases)", matmulBiasRules()...),
-		RulePass("fuse-swiglu", "fuse silu(gate) * up", swigluRules()...),
-		RulePass("fuse-softmax", "fold a scale and a mask add into soft_max", softmaxRules()...),
-		RulePass("fuse-attention", "fuse kq = k·q, softmax, kqv = v·kq, permute and cont into one attention op", attentionRules()...),
-		RulePass("fuse-rope-set-rows", "fuse the RoPE of K with its row write into the KV cache", ropeSetRowsRules()...),
-		mergeQKVPass(),
-		dcePass(),
-	} {
-		mustRegisterPass(p)
+	for _, b := range builtin() {
+		mustRegisterPass(b.pass)
+		if b.inDefault {
+			defaultNames = append(defaultNames, b.pass.Name)
+		}
 	}
 	for _, c := range []Constraint{
 		{"rope-cache", "cse", "CSE shares the rope_cache tables of the layers"},

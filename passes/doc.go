@@ -3,7 +3,7 @@
 // common-subexpression elimination, no-op elimination, constant folding, the
 // RoPE cache and the fusions of llama/qwen2 graphs).
 //
-// The design follows the compilers studied in ../shared/notes/aesthetics.md:
+// The design follows the compilers it borrows from (Go's SSA backend, tinygrad, MLIR):
 //
 //   - The pipeline is data (Go's SSA pass table): a Pipeline is a list of
 //     named passes, parsed from "a,b,c", with ordering constraints checked

@@ -7,17 +7,17 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
-	"github.com/irtool/irtool/runtime"
 )
 
 // Helpers that execute small static graphs on the reference executor with
 // deterministic data, so a test can run a graph before and after a pass and
 // compare every output and every state buffer bit for bit.
 
-// weightMap is a runtime.WeightSource backed by a map.
+// weightMap is a eval.WeightSource backed by a map.
 type weightMap map[string][]byte
 
 func (w weightMap) TensorData(name string) ([]byte, error) {
@@ -110,7 +110,7 @@ func execute(g *ir.Graph, bound int64) (*execResult, error) {
 		}
 		w[n.Name] = d
 	}
-	ex, err := runtime.NewExecutor(g, w, runtime.ExecOptions{})
+	ex, err := eval.NewExecutor(g, w, eval.ExecOptions{})
 	if err != nil {
 		return nil, err
 	}

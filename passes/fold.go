@@ -3,8 +3,8 @@ package passes
 import (
 	"fmt"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/runtime"
 )
 
 // FoldOptions are the guards of constant folding (XLA's, adapted).
@@ -48,7 +48,7 @@ func foldable(n *ir.Node, o FoldOptions) (bool, string) {
 	if !n.Type.Shape.IsStatic() {
 		return false, "skipped_symbolic"
 	}
-	if !runtime.HasKernel(n.Op) && info.Kind != ir.KindView {
+	if !eval.HasKernel(n.Op) && info.Kind != ir.KindView {
 		return false, "skipped_no_kernel"
 	}
 	size, err := n.Type.Bytes()
@@ -100,7 +100,7 @@ func evalConst(n *ir.Node) ([]byte, error) {
 		return nil, err
 	}
 	g.Outputs = []*ir.Node{x}
-	ex, err := runtime.NewExecutor(g, nil, runtime.ExecOptions{})
+	ex, err := eval.NewExecutor(g, nil, eval.ExecOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -27,10 +27,10 @@ func normRules() []*Rule {
 				return f32(x) && isFloat(w.Type.DType) && ir.CanRepeat(w.Type.Shape, x.Type.Shape)
 			},
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
-				return b.Op(OpRMSNormMul, ir.Attrs{"eps": attrFloat(m.Get("norm"), "eps", 0)}, m.Get("x"), m.Get("w"))
+				return b.Op(ir.OpRMSNormMul, ir.Attrs{"eps": attrFloat(m.Get("norm"), "eps", 0)}, m.Get("x"), m.Get("w"))
 			}},
 		{Name: "add-rms-norm-mul", Doc: "rms_norm_mul(add(a, b), w) -> add_rms_norm_mul(a, b, w), with views for the norm and (when still used) the sum",
-			Pattern: Op(OpRMSNormMul, Op(ir.OpAdd, Any("a"), Any("b")).As("sum"), Any("w")),
+			Pattern: Op(ir.OpRMSNormMul, Op(ir.OpAdd, Any("a"), Any("b")).As("sum"), Any("w")),
 			Cond: func(m *Match) bool {
 				a, b, w, sum := m.Get("a"), m.Get("b"), m.Get("w"), m.Get("sum")
 				if !f32(a) || !f32(b) || !f32(w) || !f32(sum) || !m.UsedAfterRoot(sum) {
@@ -41,7 +41,7 @@ func normRules() []*Rule {
 			},
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				sum := m.Get("sum")
-				fused, err := b.Op(OpAddRMSNormMul, ir.Attrs{"eps": attrFloat(m.Root, "eps", 0)}, m.Get("a"), m.Get("b"), m.Get("w"))
+				fused, err := b.Op(ir.OpAddRMSNormMul, ir.Attrs{"eps": attrFloat(m.Root, "eps", 0)}, m.Get("a"), m.Get("b"), m.Get("w"))
 				if err != nil {
 					return nil, err
 				}
@@ -113,7 +113,7 @@ func matmulBiasRules() []*Rule {
 				return isFloat(bias.Type.DType) && ir.CanRepeat(bias.Type.Shape, m.Get("mm").Type.Shape)
 			},
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
-				return b.Op(OpMulMatAdd, nil, m.Get("a"), m.Get("b"), m.Get("bias"))
+				return b.Op(ir.OpMulMatAdd, nil, m.Get("a"), m.Get("b"), m.Get("bias"))
 			}},
 	}
 }
@@ -127,7 +127,7 @@ func swigluRules() []*Rule {
 				return f32(g) && g.Type.Equal(u.Type)
 			},
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
-				return b.Op(OpSwiGLU, nil, m.Get("gate"), m.Get("up"))
+				return b.Op(ir.OpSwiGLU, nil, m.Get("gate"), m.Get("up"))
 			}},
 	}
 }
@@ -183,7 +183,7 @@ func attentionRules() []*Rule {
 				args := []*ir.Node{m.Get("q"), m.Get("k"), m.Get("v")}
 				args = append(args, sm.Args[1:]...)
 				attrs := ir.Attrs{"scale": attrFloat(sm, "scale", 1), "max_bias": attrFloat(sm, "max_bias", 0)}
-				n, err := b.Op(OpAttention, attrs, args...)
+				n, err := b.Op(ir.OpAttention, attrs, args...)
 				if err != nil || !n.Type.Equal(m.Root.Type) {
 					return nil, nil // not the layout this fusion absorbs
 				}
@@ -207,11 +207,11 @@ func ropeSetRowsRules() []*Rule {
 	return []*Rule{
 		{Name: "rope-apply-set-rows", Doc: "set_rows(cache, reshape(rope_apply(x, table)), idx) -> rope_apply_set_rows(cache, x, table, idx)",
 			Pattern: Op(ir.OpSetRows, Any("dst"),
-				Op(ir.OpReshape, Op(OpRopeApply, Any("x"), Any("table")).As("rope").OneUse()).As("rows").OneUse(), Any("idx")),
+				Op(ir.OpReshape, Op(ir.OpRopeApply, Any("x"), Any("table")).As("rope").OneUse()).As("rows").OneUse(), Any("idx")),
 			Cond: ropeRowsOK,
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				r := m.Get("rope")
-				return b.Op(OpRopeApplySetRows, r.Attrs.Clone(), m.Get("dst"), m.Get("x"), m.Get("table"), m.Get("idx"))
+				return b.Op(ir.OpRopeApplySetRows, r.Attrs.Clone(), m.Get("dst"), m.Get("x"), m.Get("table"), m.Get("idx"))
 			}},
 		{Name: "rope-set-rows", Doc: "set_rows(cache, reshape(rope(x, pos)), idx) -> rope_set_rows(cache, x, pos, idx) (no freq factors)",
 			Pattern: Op(ir.OpSetRows, Any("dst"),
@@ -219,7 +219,7 @@ func ropeSetRowsRules() []*Rule {
 			Cond: ropeRowsOK,
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				r := m.Get("rope")
-				return b.Op(OpRopeSetRows, r.Attrs.Clone(), m.Get("dst"), m.Get("x"), m.Get("pos"), m.Get("idx"))
+				return b.Op(ir.OpRopeSetRows, r.Attrs.Clone(), m.Get("dst"), m.Get("x"), m.Get("pos"), m.Get("idx"))
 			}},
 	}
 }
@@ -239,12 +239,12 @@ func ropeCacheRules() []*Rule {
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				r := m.Root
 				b.Name, b.Layer = "rope_cache", -1
-				cache, err := b.Op(OpRopeCache, r.Attrs.Clone(), r.Args[1:]...)
+				cache, err := b.Op(ir.OpRopeCache, r.Attrs.Clone(), r.Args[1:]...)
 				if err != nil {
 					return nil, err
 				}
 				b.Name, b.Layer = r.Name, r.Layer
-				return b.Op(OpRopeApply, ir.Attrs{"n_dims": r.Attrs["n_dims"], "mode": r.Attrs["mode"]}, r.Args[0], cache)
+				return b.Op(ir.OpRopeApply, ir.Attrs{"n_dims": r.Attrs["n_dims"], "mode": r.Attrs["mode"]}, r.Args[0], cache)
 			}},
 	}
 }

@@ -44,7 +44,7 @@ func sinCos(g *ir.Graph) int {
 	n := 0
 	for _, x := range g.Nodes {
 		switch x.Op {
-		case ir.OpRope, passes.OpRopeCache, passes.OpRopeSetRows:
+		case ir.OpRope, ir.OpRopeCache, ir.OpRopeSetRows:
 			n++
 		}
 	}
@@ -68,7 +68,7 @@ func TestRopeCacheStories(t *testing.T) {
 		if got := sinCos(g); got != 1 {
 			t.Errorf("%s: after the default pipeline sin/cos is computed %d times per step, want 1", mode, got)
 		}
-		tables := g.Leaves(passes.OpRopeCache)
+		tables := g.Leaves(ir.OpRopeCache)
 		if len(tables) != 1 || tables[0].Layer != -1 {
 			t.Fatalf("%s: rope_cache nodes %v, want one outside the layers", mode, tables)
 		}
@@ -325,7 +325,7 @@ func TestRewriteDriver(t *testing.T) {
 	if st.Hits["drop-cont"] != 1 || st.Hits["rms-norm-mul"] != 1 || st.Rewrites != 2 {
 		t.Errorf("stats %+v", st)
 	}
-	if g.Outputs[0].Op != passes.OpRMSNormMul || g.NumOps() != 1 {
+	if g.Outputs[0].Op != ir.OpRMSNormMul || g.NumOps() != 1 {
 		t.Errorf("result:\n%s", g)
 	}
 	if err := ir.Verify(g); err != nil {

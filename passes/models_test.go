@@ -9,17 +9,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/tokenizer"
 )
 
-// referencePrompt is the prompt of ../shared/reference's llama.cpp runs.
+// referencePrompt is the prompt of the reference llama.cpp runs (testdata/README.md).
 const referencePrompt = "Once upon a time"
 
 // relDiff is max|a-b| / max|a|, the measure of docs/KERNELS.md.
@@ -37,11 +38,11 @@ func relDiff(a, b []float32) float64 {
 
 // generate runs prefill and greedy decode of n tokens on a model whose graph
 // is g.
-func generate(t *testing.T, m *models.Model, g *ir.Graph, f *gguf.File, prompt []int32, n int, q kernels.QuantMode) *runtime.GenerateResult {
+func generate(t *testing.T, m *models.Model, g *ir.Graph, f *gguf.File, prompt []int32, n int, q kernels.QuantMode) *session.GenerateResult {
 	t.Helper()
 	mm := *m
 	mm.Graph = g
-	s, err := runtime.NewSession(&mm, f, runtime.SessionOptions{Exec: runtime.ExecOptions{Kernels: kernels.Options{Quant: q}}})
+	s, err := session.NewSession(&mm, f, session.SessionOptions{Exec: eval.ExecOptions{Kernels: kernels.Options{Quant: q}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,10 +185,10 @@ func TestSyntheticArchitectures(t *testing.T) {
 				t.Fatal(err)
 			}
 			prompt := []int32{1, 5, 9, 20, 33}
-			run := func(g *ir.Graph) *runtime.GenerateResult {
+			run := func(g *ir.Graph) *session.GenerateResult {
 				mm := *m
 				mm.Graph = g
-				s, err := runtime.NewSession(&mm, weights, runtime.SessionOptions{Exec: runtime.ExecOptions{Kernels: kernels.Options{Quant: kernels.QuantGGML}}})
+				s, err := session.NewSession(&mm, weights, session.SessionOptions{Exec: eval.ExecOptions{Kernels: kernels.Options{Quant: kernels.QuantGGML}}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -230,7 +231,7 @@ func TestSyntheticArchitectures(t *testing.T) {
 	}
 }
 
-// TestRopeTable measures the seeds' formulation of the RoPE cache (opt-in
+// TestRopeTable measures ggml-cann's formulation of the RoPE cache (opt-in
 // pass rope-table): the inverse frequencies become one constant, the
 // angles are positions times that constant. It is not ggml's float32
 // recurrence, so the logits move; the test bounds how far and checks the
@@ -251,7 +252,7 @@ func TestRopeTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	consts := g.Leaves(ir.OpConst)
-	if len(consts) != 1 || consts[0].Name != "rope_inv_freq" || len(g.Leaves(passes.OpRopeCacheTable)) != 1 || sinCos(g) != 0 {
+	if len(consts) != 1 || consts[0].Name != "rope_inv_freq" || len(g.Leaves(ir.OpRopeCacheTable)) != 1 || sinCos(g) != 0 {
 		t.Fatalf("want one folded rope_inv_freq constant feeding one rope_cache_table:\n%s", g)
 	}
 	tok, err := tokenizer.FromGGUF(f)
@@ -283,20 +284,20 @@ func TestRopeTable(t *testing.T) {
 		pos, _ := g.AddTyped(ir.OpInput, nil, nil, ir.T(ir.I32, 4096))
 		pos.Name = "pos"
 		attrs := ir.Attrs{"n_dims": c.nDims, "mode": int64(0), "freq_base": c.base, "freq_scale": 1.0, "ext_factor": 0.0, "attn_factor": 1.0}
-		exact, err := g.Add(passes.OpRopeCache, []*ir.Node{pos}, attrs)
+		exact, err := g.Add(ir.OpRopeCache, []*ir.Node{pos}, attrs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		theta, err := g.Add(passes.OpRopeTheta, nil, ir.Attrs{"n_dims": c.nDims, "freq_base": c.base})
+		theta, err := g.Add(ir.OpRopeTheta, nil, ir.Attrs{"n_dims": c.nDims, "freq_base": c.base})
 		if err != nil {
 			t.Fatal(err)
 		}
-		seed, err := g.Add(passes.OpRopeCacheTable, []*ir.Node{pos, theta}, ir.Attrs{"n_dims": c.nDims, "mode": int64(0), "freq_scale": 1.0, "attn_factor": 1.0})
+		seed, err := g.Add(ir.OpRopeCacheTable, []*ir.Node{pos, theta}, ir.Attrs{"n_dims": c.nDims, "mode": int64(0), "freq_scale": 1.0, "attn_factor": 1.0})
 		if err != nil {
 			t.Fatal(err)
 		}
 		g.Outputs = []*ir.Node{exact, seed}
-		ex, err := runtime.NewExecutor(g, nil, runtime.ExecOptions{})
+		ex, err := eval.NewExecutor(g, nil, eval.ExecOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

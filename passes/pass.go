@@ -238,12 +238,9 @@ func (p Pipeline) Check() error {
 // Contains reports whether the pipeline runs the named pass.
 func (p Pipeline) Contains(name string) bool { return slices.Contains(p.Names(), name) }
 
-// defaultNames is the default pipeline.
-var defaultNames = []string{
-	"noop", "rope-cache", "fold", "cse",
-	"fuse-norm", "fuse-matmul-bias", "fuse-swiglu", "fuse-softmax", "fuse-attention", "fuse-rope-set-rows",
-	"dce",
-}
+// defaultNames is the default pipeline, in order (from the list in
+// builtin.go).
+var defaultNames []string
 
 // Default returns the default pipeline: clean-ups, the RoPE cache, constant
 // folding, CSE (which shares the RoPE cache across layers), the fusions and

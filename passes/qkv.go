@@ -24,7 +24,7 @@ type mergeMember struct {
 
 // mergeable reports whether n is a projection of x by a 2-D weight leaf.
 func mergeable(n *ir.Node) bool {
-	if n.Op != ir.OpMulMat && n.Op != OpMulMatAdd {
+	if n.Op != ir.OpMulMat && n.Op != ir.OpMulMatAdd {
 		return false
 	}
 	w := n.Args[0]
@@ -36,7 +36,7 @@ func mergeable(n *ir.Node) bool {
 	if !x[2].Equal(ir.C(1)) || !x[3].Equal(ir.C(1)) {
 		return false
 	}
-	if n.Op == OpMulMatAdd {
+	if n.Op == ir.OpMulMatAdd {
 		bias := n.Args[2]
 		bs := bias.Type.Shape
 		if bias.Op != ir.OpWeight || bias.Type.DType != ir.F32 || !bs[0].Equal(s[1]) || bs.Rank() != 1 {
@@ -108,18 +108,18 @@ func mergeGroup(g *ir.Graph, x *ir.Node, grp []mergeMember) error {
 	var total int64
 	for i, m := range grp {
 		ws[i] = m.mm.Args[0]
-		if m.mm.Op == OpMulMatAdd {
+		if m.mm.Op == ir.OpMulMatAdd {
 			biases = append(biases, m.mm.Args[2])
 		}
 		total += m.rows
 	}
-	w, err := b.unchecked(OpConcat, ir.Attrs{"dim": int64(1)}, ws...)
+	w, err := b.unchecked(ir.OpConcat, ir.Attrs{"dim": int64(1)}, ws...)
 	if err != nil {
 		return err
 	}
 	args := []*ir.Node{w, x}
 	if len(biases) > 0 {
-		bias, err := b.unchecked(OpConcat, ir.Attrs{"dim": int64(0)}, biases...)
+		bias, err := b.unchecked(ir.OpConcat, ir.Attrs{"dim": int64(0)}, biases...)
 		if err != nil {
 			return err
 		}

@@ -125,7 +125,7 @@ func (p *GraphPlan) BufferOf(id int) (int, bool) {
 	return 0, false
 }
 
-// OrderIDs returns Order as node IDs (runtime.ExecOptions.Order).
+// OrderIDs returns Order as node IDs (eval.ExecOptions.Order).
 func (p *GraphPlan) OrderIDs() []int {
 	out := make([]int, len(p.Order))
 	for i, n := range p.Order {

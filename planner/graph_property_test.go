@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/planner"
-	"github.com/irtool/irtool/runtime"
 )
 
-// weightMap is a runtime.WeightSource over in-memory tensors.
+// weightMap is a eval.WeightSource over in-memory tensors.
 type weightMap map[string][]byte
 
 func (w weightMap) TensorData(name string) ([]byte, error) {
@@ -127,11 +127,11 @@ func randomGraph(rng *rand.Rand, nOps int) (*ir.Graph, weightMap, map[string][]b
 // execute runs g (optionally with a plan) and returns its outputs.
 func execute(t *testing.T, g *ir.Graph, w weightMap, in map[string][]byte, p *planner.GraphPlan) [][]float32 {
 	t.Helper()
-	var eo runtime.ExecOptions
+	var eo eval.ExecOptions
 	if p != nil {
-		eo = runtime.ExecOptions{Offsets: p.Offsets, ArenaSize: p.ArenaBytes, Order: p.OrderIDs()}
+		eo = eval.ExecOptions{Offsets: p.Offsets, ArenaSize: p.ArenaBytes, Order: p.OrderIDs()}
 	}
-	ex, err := runtime.NewExecutor(g, w, eo)
+	ex, err := eval.NewExecutor(g, w, eo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestPlanGraphRandomProperty(t *testing.T) {
 	}
 }
 
-// TestExecutorRejectsBadOrders: runtime.ExecOptions.Order must run every
+// TestExecutorRejectsBadOrders: eval.ExecOptions.Order must run every
 // op once, after its operands.
 func TestExecutorRejectsBadOrders(t *testing.T) {
 	g := parse(t, chainIR)
@@ -221,13 +221,13 @@ func TestExecutorRejectsBadOrders(t *testing.T) {
 		{[]int{4, 5, 6}, "misses"},
 		{[]int{4, 5, 6, 7, 99}, "names node %99"},
 	} {
-		_, err := runtime.NewExecutor(g, w, runtime.ExecOptions{Order: c.order})
+		_, err := eval.NewExecutor(g, w, eval.ExecOptions{Order: c.order})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("order %v: %v, want %q", c.order, err, c.want)
 		}
 	}
 	// Leaves may be listed; they are skipped.
-	if _, err := runtime.NewExecutor(g, w, runtime.ExecOptions{Order: []int{0, 1, 2, 3, 4, 5, 6, 7}}); err != nil {
+	if _, err := eval.NewExecutor(g, w, eval.ExecOptions{Order: []int{0, 1, 2, 3, 4, 5, 6, 7}}); err != nil {
 		t.Error(err)
 	}
 }

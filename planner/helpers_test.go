@@ -10,7 +10,7 @@ import (
 )
 
 // benchFile returns the path of a benchmark instance under
-// ../shared/planner-bench, skipping the test when it is absent.
+// the external planner benchmark directory, skipping the test when it is absent.
 func benchFile(t testing.TB, rel string) string {
 	t.Helper()
 	p := filepath.Join(testref.Root(), "..", "shared", "planner-bench", rel)

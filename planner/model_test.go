@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/planner"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 // modelBase is a model file's name without directory and extension.
@@ -40,32 +41,23 @@ func llamaCppGraph(t testing.TB, path string) *ir.Graph {
 }
 
 // computeBuffer returns llama.cpp's compute buffer size for a reference
-// model: from its recorded run when ../shared/reference is present, else
-// the figures issue 6 quotes for the two models in testdata.
+// model, from its recorded run (the external reference data, or the copy
+// in testdata/reference); false when there is no recorded run.
 func computeBuffer(t testing.TB, path string) (int64, bool) {
 	base := modelBase(path)
-	if d := testref.SharedDir(); d != "" {
-		raw, err := os.ReadFile(filepath.Join(d, "llamacpp", base+".llamacpp.json"))
-		if err != nil {
-			return 0, false
-		}
-		var run struct {
-			Context struct {
-				ComputeBuffer int64 `json:"compute_buffer_bytes_cpu"`
-			} `json:"context"`
-		}
-		if err := json.Unmarshal(raw, &run); err != nil {
-			t.Fatal(err)
-		}
-		return run.Context.ComputeBuffer, run.Context.ComputeBuffer > 0
+	raw, err := os.ReadFile(filepath.Join(testref.Dir(), "llamacpp", base+".llamacpp.json"))
+	if err != nil {
+		return 0, false
 	}
-	switch {
-	case base == "stories260K":
-		return 2624512, true
-	case strings.HasPrefix(base, "synth-llama-"):
-		return 1575936, true
+	var run struct {
+		Context struct {
+			ComputeBuffer int64 `json:"compute_buffer_bytes_cpu"`
+		} `json:"context"`
 	}
-	return 0, false
+	if err := json.Unmarshal(raw, &run); err != nil {
+		t.Fatal(err)
+	}
+	return run.Context.ComputeBuffer, run.Context.ComputeBuffer > 0
 }
 
 // TestGallocrReproducesLlamaCpp is the outside-number test: replaying
@@ -100,7 +92,7 @@ func TestGallocrReproducesLlamaCpp(t *testing.T) {
 
 // TestGraphPlanMatchesNotes checks the liveness model against the figures
 // measured with an independent scratch simulation in
-// shared/notes/planning.md §2.1 (ggml layout: inputs and outputs in the
+// an independent scratch simulation of gallocr (ggml layout: inputs and outputs in the
 // arena, 32-byte alignment, cpy KV writes, f16 cache).
 func TestGraphPlanMatchesNotes(t *testing.T) {
 	for _, c := range []struct {
@@ -167,26 +159,26 @@ func TestBestReachesLowerBound(t *testing.T) {
 }
 
 // runSteps runs a prefill of five tokens and one decode step through a
-// runtime.Session over one persistent KV cache, and returns every row of
+// session.Session over one persistent KV cache, and returns every row of
 // logits. planOpts nil runs unplanned (every tensor its own buffer);
 // otherwise each step's graph is planned and executed inside one arena, in
 // the plan's order; mutate, if set, edits each plan first.
 func runSteps(t *testing.T, f *gguf.File, m *models.Model, planOpts *planner.GraphOptions, mutate func(*planner.GraphPlan)) [][]float32 {
 	t.Helper()
-	opts := runtime.SessionOptions{AllLogits: true}
+	opts := session.SessionOptions{AllLogits: true}
 	if planOpts != nil {
-		opts.Plan = func(g *ir.Graph) (runtime.ExecOptions, error) {
+		opts.Plan = func(g *ir.Graph) (eval.ExecOptions, error) {
 			p, err := planner.PlanGraph(g, *planOpts)
 			if err != nil {
-				return runtime.ExecOptions{}, err
+				return eval.ExecOptions{}, err
 			}
 			if mutate != nil {
 				mutate(p)
 			}
-			return runtime.ExecOptions{Offsets: p.Offsets, ArenaSize: p.ArenaBytes, Order: p.OrderIDs()}, nil
+			return eval.ExecOptions{Offsets: p.Offsets, ArenaSize: p.ArenaBytes, Order: p.OrderIDs()}, nil
 		}
 	}
-	s, err := runtime.NewSession(m, f, opts)
+	s, err := session.NewSession(m, f, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

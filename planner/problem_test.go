@@ -26,7 +26,7 @@ func TestLowerBound(t *testing.T) {
 }
 
 // TestLowerBoundPublished compares with the LOAD values in
-// shared/notes/planning.md §2.2 and the MiniMalloc benchmark's capacity
+// the reference measurements of docs/PLANNER.md and the MiniMalloc benchmark's capacity
 // (A, B, E, F, G are solved exactly at 1 MiB, so their bound is 1 MiB; C and
 // D have a bound below it).
 func TestLowerBoundPublished(t *testing.T) {

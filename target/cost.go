@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/passes"
 )
 
 // Estimate is the modelled cost of one node on one device.
@@ -43,8 +42,13 @@ func bytesOf(t ir.Type, b ir.Bindings) (float64, error) {
 }
 
 // Traffic returns the FLOPs and bytes of node n under bindings b (nil for a
-// static graph). Leaves and pure views cost nothing.
+// static graph), by the op's rule in DefaultRules. Leaves and pure views
+// cost nothing; an op without a rule is an error naming it.
 func Traffic(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error) {
+	return defaultRules.traffic(n, b)
+}
+
+func (r *Rules) traffic(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error) {
 	info, ok := ir.Lookup(n.Op)
 	if !ok {
 		return 0, 0, fmt.Errorf("target: %s: unknown op %q", n, n.Op)
@@ -52,85 +56,122 @@ func Traffic(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error) {
 	if info.Kind == ir.KindLeaf || info.Kind == ir.KindView && !info.SideEffect {
 		return 0, 0, nil
 	}
-	out, err := bytesOf(n.Type, b)
-	if err != nil {
-		return 0, 0, fmt.Errorf("target: %s (%s %q): %w", n, n.Op, n.Name, err)
+	rule, ok := r.Lookup(n.Op)
+	if !ok || rule.Traffic == nil {
+		return 0, 0, fmt.Errorf("target: %s (%s %q): op %q has no cost rule", n, n.Op, n.Name, n.Op)
 	}
-	elems, _ := numel(n.Type, b)
-	in := 0.0
+	return rule.Traffic(n, b)
+}
+
+// ioBytes is the bytes of n's operands and of its result, and the element
+// count of its result.
+func ioBytes(n *ir.Node, b ir.Bindings) (in, out, elems float64, err error) {
+	if out, err = bytesOf(n.Type, b); err != nil {
+		return 0, 0, 0, fmt.Errorf("target: %s (%s %q): %w", n, n.Op, n.Name, err)
+	}
+	elems, _ = numel(n.Type, b)
 	for i, a := range n.Args {
 		ab, err := bytesOf(a.Type, b)
 		if err != nil {
-			return 0, 0, fmt.Errorf("target: %s (%s %q) operand %d: %w", n, n.Op, n.Name, i, err)
+			return 0, 0, 0, fmt.Errorf("target: %s (%s %q) operand %d: %w", n, n.Op, n.Name, i, err)
 		}
 		in += ab
 	}
-	if info.SideEffect {
-		// A write into a window of persistent state (cpy, set_rows and the
-		// fused writers): it reads its other operands and writes as many
-		// elements of the destination as its first source holds, never the
-		// whole destination.
+	return in, out, elems, nil
+}
+
+// streamTraffic costs an op that streams its operands once: k FLOPs per
+// result element, every operand read and the result written.
+func streamTraffic(k float64) func(n *ir.Node, b ir.Bindings) (float64, float64, error) {
+	return func(n *ir.Node, b ir.Bindings) (float64, float64, error) {
+		in, out, elems, err := ioBytes(n, b)
+		return k * elems, in + out, err
+	}
+}
+
+// writeTraffic costs a write into a window of persistent state (cpy,
+// set_rows and the fused writers): it reads its other operands and writes
+// as many elements of the destination as its first source holds, never the
+// whole destination; k FLOPs per written element.
+func writeTraffic(k float64) func(n *ir.Node, b ir.Bindings) (float64, float64, error) {
+	return func(n *ir.Node, b ir.Bindings) (float64, float64, error) {
+		info, ok := ir.Lookup(n.Op)
+		if !ok {
+			return 0, 0, fmt.Errorf("target: %s: unknown op %q", n, n.Op)
+		}
 		alias := info.AliasArg
 		read, written := 0.0, -1.0
 		for i, a := range n.Args {
 			if i == alias {
 				continue
 			}
-			ab, _ := bytesOf(a.Type, b)
+			ab, err := bytesOf(a.Type, b)
+			if err != nil {
+				return 0, 0, fmt.Errorf("target: %s (%s %q) operand %d: %w", n, n.Op, n.Name, i, err)
+			}
 			read += ab
 			if written < 0 {
 				written, _ = numel(a.Type, b)
 			}
 		}
+		written = max(written, 0)
 		dt := n.Args[alias].Type.DType
-		flops := 0.0
-		if n.Op == passes.OpRopeSetRows || n.Op == passes.OpRopeApplySetRows {
-			flops = 6 * written
-		}
-		return flops, read + max(written, 0)*float64(dt.TypeSize())/float64(dt.BlockSize()), nil
+		return k * written, read + written*float64(dt.TypeSize())/float64(dt.BlockSize()), nil
 	}
-	switch n.Op {
-	case ir.OpGetRows:
-		// Only the picked rows of the table are read.
-		idx, _ := bytesOf(n.Args[1].Type, b)
-		rows := elems * float64(n.Args[0].Type.DType.TypeSize()) / float64(n.Args[0].Type.DType.BlockSize())
-		return 0, rows + idx + out, nil
-	case ir.OpMulMat, passes.OpMulMatAdd:
-		a, bb := n.Args[0].Type, n.Args[1].Type
-		sa, err := a.Shape.Eval(b)
-		if err != nil {
-			return 0, 0, err
-		}
-		sb, err := bb.Shape.Eval(b)
-		if err != nil {
-			return 0, 0, err
-		}
-		k := float64(sa[0].Val)
-		m := float64(sa[1].Val)
-		cols := float64(sb[1].Val * sb[2].Val * sb[3].Val)
-		return 2 * k * m * cols, in + out, nil
-	case passes.OpAttention:
-		// softmax(k·q)·v per head: q [hd, T, H], k [hd, n_kv, Hkv], v [n_kv, hd_v, Hkv].
-		q, err := n.Args[0].Type.Shape.Eval(b)
-		if err != nil {
-			return 0, 0, err
-		}
-		k, err := n.Args[1].Type.Shape.Eval(b)
-		if err != nil {
-			return 0, 0, err
-		}
-		v, err := n.Args[2].Type.Shape.Eval(b)
-		if err != nil {
-			return 0, 0, err
-		}
-		rows := float64(q[1].Val * q[2].Val * q[3].Val)
-		return 2*rows*float64(k[1].Val)*float64(q[0].Val+v[1].Val) + 5*rows*float64(k[1].Val), in + out, nil
-	case ir.OpRMSNorm, ir.OpSoftMax, passes.OpRMSNormMul, passes.OpAddRMSNormMul:
-		return 5 * elems, in + out, nil
-	case ir.OpRope, passes.OpRopeApply, passes.OpRopeCache, passes.OpRopeCacheTable:
-		return 6 * elems, in + out, nil
+}
+
+// getRowsTraffic: only the picked rows of the table are read.
+func getRowsTraffic(n *ir.Node, b ir.Bindings) (float64, float64, error) {
+	_, out, elems, err := ioBytes(n, b)
+	if err != nil {
+		return 0, 0, err
 	}
-	return elems, in + out, nil
+	idx, _ := bytesOf(n.Args[1].Type, b)
+	rows := elems * float64(n.Args[0].Type.DType.TypeSize()) / float64(n.Args[0].Type.DType.BlockSize())
+	return 0, rows + idx + out, nil
+}
+
+// matmulTraffic: 2·k·m FLOPs per column of b (mul_mat, mul_mat_add).
+func matmulTraffic(n *ir.Node, b ir.Bindings) (float64, float64, error) {
+	in, out, _, err := ioBytes(n, b)
+	if err != nil {
+		return 0, 0, err
+	}
+	sa, err := n.Args[0].Type.Shape.Eval(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	sb, err := n.Args[1].Type.Shape.Eval(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	k := float64(sa[0].Val)
+	m := float64(sa[1].Val)
+	cols := float64(sb[1].Val * sb[2].Val * sb[3].Val)
+	return 2 * k * m * cols, in + out, nil
+}
+
+// attentionTraffic: softmax(k·q)·v per head: q [hd, T, H], k [hd, n_kv,
+// Hkv], v [n_kv, hd_v, Hkv].
+func attentionTraffic(n *ir.Node, b ir.Bindings) (float64, float64, error) {
+	in, out, _, err := ioBytes(n, b)
+	if err != nil {
+		return 0, 0, err
+	}
+	q, err := n.Args[0].Type.Shape.Eval(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	k, err := n.Args[1].Type.Shape.Eval(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	v, err := n.Args[2].Type.Shape.Eval(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	rows := float64(q[1].Val * q[2].Val * q[3].Val)
+	return 2*rows*float64(k[1].Val)*float64(q[0].Val+v[1].Val) + 5*rows*float64(k[1].Val), in + out, nil
 }
 
 // matrixKernels run on the NPU's matrix (cube) unit; every other kernel is
@@ -142,7 +183,7 @@ var matrixKernels = map[string]bool{
 
 // Estimate costs node n on device d under bindings b (nil when static).
 func (p *Profile) Estimate(n *ir.Node, d Device, b ir.Bindings) (Estimate, error) {
-	flops, bytes, err := Traffic(n, b)
+	flops, bytes, err := p.rules.traffic(n, b)
 	if err != nil {
 		return Estimate{}, err
 	}
@@ -190,7 +231,7 @@ func (p *Profile) CopyUS(bytes float64) float64 {
 // f16 staging of a weight-quant matmul's input and output, the scaled copy a
 // masked softmax works on, the rstd output aclnnRmsNorm requires, the cast
 // rows of an f16 set_rows. These are planned into the arena so that nothing
-// is allocated while a segment is captured (cann.md §0.7). The operator's
+// is allocated while a segment is captured (ggml-cann's VMM pool). The operator's
 // own aclnnXxxGetWorkspaceSize answer is only known on a device; a runtime
 // checks it against this reservation at load time.
 func (p *Profile) Workspace(n *ir.Node) int64 {
@@ -201,47 +242,80 @@ func (p *Profile) Workspace(n *ir.Node) int64 {
 	if !s.OK || s.Kernel == "" {
 		return 0
 	}
-	elems := func(t ir.Type) int64 {
-		ne, err := t.Shape.Ne()
-		if err != nil {
-			return 0
-		}
-		return ne[0] * ne[1] * ne[2] * ne[3]
+	rule, ok := p.rules.Lookup(n.Op)
+	if !ok || rule.Workspace == nil {
+		return 0 // TestOpRecords catches an NPU op without a workspace rule
 	}
-	switch n.Op {
-	case ir.OpMulMat, passes.OpMulMatAdd:
-		if s.Kernel == "aclnnWeightQuantBatchMatmulV2" {
-			return 2*elems(n.Args[1].Type) + 2*elems(n.Type)
-		}
-	case ir.OpSoftMax:
-		if len(s.Calls) > 1 {
-			return 4 * elems(n.Type)
-		}
-	case ir.OpRMSNorm, passes.OpRMSNormMul, passes.OpAddRMSNormMul:
-		// The rstd output: one f32 per row of the normalised input.
-		x := n.Args[0].Type
-		ne, err := x.Shape.Ne()
-		if err == nil && ne[0] > 0 {
-			return 4 * elems(x) / ne[0]
-		}
-	case ir.OpSetRows:
-		if n.Args[0].Type.DType == ir.F16 {
-			return 2 * elems(n.Args[1].Type)
-		}
-	case passes.OpRopeSetRows, passes.OpRopeApplySetRows:
-		// The rotated rows, and their f16 cast for an f16 cache.
-		ws := 4 * elems(n.Args[1].Type)
-		if n.Args[0].Type.DType == ir.F16 {
-			ws += 2 * elems(n.Args[1].Type)
-		}
-		return ws
-	case passes.OpAttention:
-		// Q cast to f16 and the f16 result before its cast back.
-		return 2*elems(n.Args[0].Type) + 2*elems(n.Type)
-	case ir.OpGetRows:
-		if n.Args[0].Type.DType != ir.F32 {
-			return 4 * elems(n.Type)
-		}
+	return rule.Workspace(n, s)
+}
+
+// elems is the element count of a static type (0 when symbolic).
+func elems(t ir.Type) int64 {
+	ne, err := t.Shape.Ne()
+	if err != nil {
+		return 0
+	}
+	return ne[0] * ne[1] * ne[2] * ne[3]
+}
+
+// matmulWorkspace: the f16 staging of a weight-quant matmul's input and
+// output.
+func matmulWorkspace(n *ir.Node, s Support) int64 {
+	if s.Kernel == "aclnnWeightQuantBatchMatmulV2" {
+		return 2*elems(n.Args[1].Type) + 2*elems(n.Type)
+	}
+	return 0
+}
+
+// softMaxWorkspace: the scaled (and masked) copy a softmax with more than
+// one call works on.
+func softMaxWorkspace(n *ir.Node, s Support) int64 {
+	if len(s.Calls) > 1 {
+		return 4 * elems(n.Type)
+	}
+	return 0
+}
+
+// rstdWorkspace: aclnnRmsNorm's rstd output, one f32 per row of the
+// normalised input.
+func rstdWorkspace(n *ir.Node, _ Support) int64 {
+	x := n.Args[0].Type
+	ne, err := x.Shape.Ne()
+	if err == nil && ne[0] > 0 {
+		return 4 * elems(x) / ne[0]
+	}
+	return 0
+}
+
+// setRowsWorkspace: the f16 cast of the rows written into an f16 cache.
+func setRowsWorkspace(n *ir.Node, _ Support) int64 {
+	if n.Args[0].Type.DType == ir.F16 {
+		return 2 * elems(n.Args[1].Type)
+	}
+	return 0
+}
+
+// ropeWriteWorkspace: the rotated rows, and their f16 cast for an f16
+// cache.
+func ropeWriteWorkspace(n *ir.Node, _ Support) int64 {
+	ws := 4 * elems(n.Args[1].Type)
+	if n.Args[0].Type.DType == ir.F16 {
+		ws += 2 * elems(n.Args[1].Type)
+	}
+	return ws
+}
+
+// attentionWorkspace: Q cast to f16 and the f16 result before its cast
+// back.
+func attentionWorkspace(n *ir.Node, _ Support) int64 {
+	return 2*elems(n.Args[0].Type) + 2*elems(n.Type)
+}
+
+// getRowsWorkspace: the gathered rows before their cast or scale, for a
+// table that is not f32.
+func getRowsWorkspace(n *ir.Node, _ Support) int64 {
+	if n.Args[0].Type.DType != ir.F32 {
+		return 4 * elems(n.Type)
 	}
 	return 0
 }

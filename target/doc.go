@@ -17,7 +17,7 @@
 //
 // Op support follows llama.cpp's CANN backend (ggml_backend_cann_supports_op
 // and the aclnn calls of ggml_cann_compute_forward, summarised in
-// ../shared/notes/cann.md §3) and, for the 310B, the product-support tables
+// ggml-cann's supports_op and compute_forward) and, for the 310B, the product-support tables
 // of Huawei's CANN operator reference ("Atlas 200I/500 A2 推理产品" column).
 // docs/LOWERING.md lists every rule with its source.
 //

@@ -4,11 +4,10 @@ import (
 	"fmt"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/passes"
 )
 
 // rule decides NPU support for one node of its op.
-type rule func(n *ir.Node) Support
+type rule = func(n *ir.Node) Support
 
 func yes(kernel string, calls ...string) Support {
 	return Support{OK: true, Kernel: kernel, Calls: calls}
@@ -19,111 +18,6 @@ func no(format string, args ...any) Support {
 }
 
 func isFloat(t ir.DType) bool { return t == ir.F32 || t == ir.F16 }
-
-// npuRules are the ops llama.cpp's CANN backend runs and the aclnn calls it
-// makes for them (ggml_backend_cann_supports_op and ggml_cann_compute_forward;
-// ../shared/notes/cann.md §3). Each rule checks the dtype and shape limits
-// listed there.
-func npuRules() map[ir.Op]rule {
-	r := map[ir.Op]rule{
-		ir.OpGetRows: func(n *ir.Node) Support {
-			switch dt := n.Args[0].Type.DType; dt {
-			case ir.F32:
-				return yes("aclnnGatherV2")
-			case ir.F16:
-				return yes("aclnnGatherV2", "aclnnGatherV2", "aclnnCast")
-			case ir.Q8_0:
-				return yes("aclnnGatherV2", "aclnnMul", "aclnnGatherV2")
-			default:
-				return no("get_rows from a %s table: the CANN backend gathers f32, f16 and q8_0 only", dt)
-			}
-		},
-		ir.OpSetRows: func(n *ir.Node) Support {
-			dst, src := n.Args[0].Type.DType, n.Args[1].Type.DType
-			if src != ir.F32 {
-				return no("set_rows from %s rows: f32 only", src)
-			}
-			switch dst {
-			case ir.F32:
-				return yes("aclnnInplaceIndexCopy")
-			case ir.F16:
-				return yes("aclnnInplaceIndexCopy", "aclnnCast", "aclnnInplaceIndexCopy")
-			}
-			return no("set_rows into %s: the CANN backend writes f32 and f16 only", dst)
-		},
-		ir.OpCpy: func(n *ir.Node) Support {
-			src, dst := n.Args[0].Type.DType, n.Args[1].Type.DType
-			if !isFloat(src) || !isFloat(dst) {
-				return no("cpy %s -> %s: f32/f16 only", src, dst)
-			}
-			if src != dst {
-				return yes("aclnnCast")
-			}
-			return yes("aclnnInplaceCopy")
-		},
-		ir.OpCont: func(n *ir.Node) Support {
-			if dt := n.Args[0].Type.DType; !isFloat(dt) {
-				return no("cont of %s: f32/f16 only", dt)
-			}
-			return yes("aclnnInplaceCopy")
-		},
-		ir.OpCast: func(n *ir.Node) Support {
-			if src, dst := n.Args[0].Type.DType, n.Type.DType; !isFloat(src) || !isFloat(dst) {
-				return no("cast %s -> %s: f32/f16 only", src, dst)
-			}
-			return yes("aclnnCast")
-		},
-		ir.OpAdd:   binary("aclnnAdd"),
-		ir.OpMul:   binary("aclnnMul"),
-		ir.OpScale: unary("aclnnMuls"),
-		ir.OpSilu:  unary("aclnnSilu"),
-		ir.OpRMSNorm: func(n *ir.Node) Support {
-			if dt := n.Args[0].Type.DType; dt != ir.F32 {
-				return no("rms_norm of %s: the gamma table of ones runtime/acl passes aclnnRmsNorm is f32, so x must be", dt)
-			}
-			// gamma is a table of ones built at load time (cann.md §0.8).
-			return yes("aclnnRmsNorm")
-		},
-		ir.OpMulMat: mulMat,
-		ir.OpSoftMax: func(n *ir.Node) Support {
-			if dt := n.Args[0].Type.DType; dt != ir.F32 {
-				return no("soft_max of %s: f32 only", dt)
-			}
-			calls := []string{}
-			if s, ok := n.Attrs.Float("scale"); !ok || s != 1 {
-				calls = append(calls, "aclnnMuls")
-			}
-			if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
-				// ggml-cann builds ALiBi slopes with aclnnPowScalarTensor
-				// and aclnnMul; runtime/acl does not bind them.
-				return no("soft_max with ALiBi (max_bias %g) is not bound by runtime/acl", mb)
-			}
-			if len(n.Args) > 1 {
-				calls = append(calls, "aclnnAdd")
-			}
-			calls = append(calls, "aclnnSoftmax")
-			return yes("aclnnSoftmax", calls...)
-		},
-		ir.OpRope: func(n *ir.Node) Support {
-			if s, ok := ropeHead(n.Args[0].Type); !ok {
-				return s
-			}
-			if s, ok := ropeAttrs(n, n.Args[0].Type); !ok {
-				return s
-			}
-			switch m, _ := n.Attrs.Int("mode"); m {
-			case 0, 2: // normal (interleaved) and neox (half)
-			default:
-				return no("rope mode %d is not lowered", m)
-			}
-			return yes("aclnnRotaryPositionEmbedding")
-		},
-	}
-	for op, fr := range fusedRules() {
-		r[op] = fr
-	}
-	return r
-}
 
 func binary(kernel string) rule {
 	return func(n *ir.Node) Support {
@@ -151,7 +45,7 @@ func unary(kernel string) rule {
 // MatmulKernel names the aclnn matmul ggml-cann picks by operand rank:
 // aclnnMm for 2-D, aclnnBatchMatMul for 3-D with equal batches, and
 // aclnnMatmul, which broadcasts, for 4-D or for the repeated batches of
-// grouped-query attention (cann.md §3). A symbolic outer dim counts as more
+// grouped-query attention (ggml-cann's supports_op and compute_forward). A symbolic outer dim counts as more
 // than one.
 func MatmulKernel(a, b ir.Shape) string {
 	one := func(d ir.Dim) bool { return d.IsConst() && d.Val == 1 }
@@ -171,12 +65,12 @@ func mulMat(n *ir.Node) Support {
 		return yes(MatmulKernel(a.Type.Shape, b.Type.Shape))
 	case ir.Q4_0, ir.Q8_0:
 		if !Contiguous(a) || !Contiguous(b) {
-			return no("quantised matmul needs contiguous operands (cann.md §3)")
+			return no("quantised matmul needs contiguous operands (ggml-cann's supports_op and compute_forward)")
 		}
 		// Input cast to f16, weight-quant matmul, output cast back to f32.
 		return yes("aclnnWeightQuantBatchMatmulV2", "aclnnCast", "aclnnWeightQuantBatchMatmulV2", "aclnnCast")
 	default:
-		return no("mul_mat with %s weights: the CANN backend runs only q4_0 and q8_0 quantised matmul (cann.md §3); requantise to run it on the NPU", dt)
+		return no("mul_mat with %s weights: the CANN backend runs only q4_0 and q8_0 quantised matmul (ggml-cann's supports_op and compute_forward); requantise to run it on the NPU", dt)
 	}
 }
 
@@ -246,21 +140,21 @@ func Contiguous(n *ir.Node) bool {
 
 // gate310B applies the limits of 310-class parts: llama.cpp's CANN backend
 // builds no ACL graph, no flash attention and no q4_0/q8_0 matmul for them
-// (cann.md §2.9), and Huawei's operator tables list
+// (ggml-cann's supports_op for 310P), and Huawei's operator tables list
 // aclnnRotaryPositionEmbedding, aclnnWeightQuantBatchMatmulV2 and
 // aclnnFusedInferAttentionScoreV2 as unsupported on Atlas 200I/500 A2
 // (CANN 8.3 aclnn reference, "产品支持情况"). llama.cpp emulates RoPE on
-// 310P with roll/mul/add (cann.md §2.7); irtool does not, so RoPE falls back.
+// 310P with roll/mul/add (ggml-cann's aclnn_ops.cpp); irtool does not, so RoPE falls back.
 func gate310B(n *ir.Node, s Support) Support {
 	for _, c := range s.Calls {
 		switch c {
 		case "aclnnRotaryPositionEmbedding", "aclnnWeightQuantBatchMatmulV2", "aclnnFusedInferAttentionScoreV2":
-			return no("%s is not available on Atlas 200I/500 A2 (CANN operator table; cann.md §2.9)", c)
+			return no("%s is not available on Atlas 200I/500 A2 (CANN aclnn operator reference, product support table)", c)
 		}
 	}
 	for _, a := range n.Args {
 		if a.Type.DType == ir.BF16 {
-			return no("bf16 is not supported on 310-class parts (cann.md §3)")
+			return no("bf16 is not supported on 310-class parts (ggml-cann's supports_op and compute_forward)")
 		}
 	}
 	return s
@@ -295,10 +189,10 @@ func gammaRow(x, w ir.Type) bool {
 	return w.Shape[0].Equal(x.Shape[0]) && one(w.Shape[1]) && one(w.Shape[2]) && one(w.Shape[3])
 }
 
-// ropeHead checks the rope limits shared by the fused rope ops.
+// ropeHead checks the rope limits shared by the rope ops.
 func ropeHead(x ir.Type) (Support, bool) {
 	if x.DType != ir.F32 {
-		// The binding builds f32 cos/sin tables (runtime/acl).
+		// runtime/acl builds f32 cos/sin tables.
 		return no("rope of %s: the cos/sin tables aclnnRotaryPositionEmbedding is given are f32, so x must be", x.DType), false
 	}
 	if d := x.Shape[0]; !d.IsConst() || d.Val > 896 {
@@ -325,131 +219,6 @@ func ropeAttrs(n *ir.Node, x ir.Type) (Support, bool) {
 	return Support{}, true
 }
 
-// fusedRules lower the fused ops of package passes to the aclnn calls
-// ggml-cann makes for the ops they fuse (cann.md §3), or to the fused aclnn
-// operator where CANN has one.
-func fusedRules() map[ir.Op]rule {
-	return map[ir.Op]rule{
-		// aclnnRmsNorm with the weight as gamma.
-		passes.OpRMSNormMul: func(n *ir.Node) Support {
-			x, w := n.Args[0].Type, n.Args[1].Type
-			if !isFloat(x.DType) || !isFloat(w.DType) {
-				return no("rms_norm_mul of %s by %s", x.DType, w.DType)
-			}
-			if !gammaRow(x, w) {
-				return no("rms_norm_mul weight %s is not one row of %s: aclnnRmsNorm takes gamma = x_shape[n:]", w, x)
-			}
-			return yes("aclnnRmsNorm")
-		},
-		// aclnnAddRmsNorm: the residual add and the norm in one operator
-		// (ggml-cann's optional ADD+RMS_NORM fusion; same shapes, no
-		// broadcast; cann.md §3).
-		passes.OpAddRMSNormMul: func(n *ir.Node) Support {
-			a, b, w := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
-			if !a.Shape.Equal(b.Shape) {
-				return no("add_rms_norm_mul of %s and %s: aclnnAddRmsNorm needs equal shapes", a, b)
-			}
-			if !gammaRow(a, w) {
-				return no("add_rms_norm_mul weight %s is not one row of %s", w, a)
-			}
-			return yes("aclnnAddRmsNorm")
-		},
-		// ggml-cann's SwiGlu operator takes one tensor split in halves; with
-		// gate and up apart it falls back to Silu and an in-place Mul
-		// (cann.md §3, GLU).
-		passes.OpSwiGLU: func(n *ir.Node) Support {
-			return yes("aclnnSilu", "aclnnSilu", "aclnnInplaceMul")
-		},
-		// The matmul ggml-cann would pick, then the bias add.
-		passes.OpMulMatAdd: func(n *ir.Node) Support {
-			s := mulMat(n)
-			if !s.OK {
-				return s
-			}
-			if len(s.Calls) == 0 {
-				s.Calls = []string{s.Kernel}
-			}
-			s.Calls = append(append([]string(nil), s.Calls...), "aclnnAdd")
-			return s
-		},
-		// The RoPE cache built on the device from the positions (cann.md
-		// §2.7): angles = positions × inverse frequencies, then cos and sin.
-		passes.OpRopeCache: func(n *ir.Node) Support {
-			if s, ok := ropeAttrs(n, n.Type); !ok {
-				return s
-			}
-			return yes("aclnnSin", "aclnnCast", "aclnnMul", "aclnnCos", "aclnnSin")
-		},
-		// The seeds' formulation: angles from positions and a table of
-		// inverse frequencies (a folded constant), then cos and sin.
-		passes.OpRopeCacheTable: func(n *ir.Node) Support {
-			if s, ok := ropeAttrs(n, n.Type); !ok {
-				return s
-			}
-			calls := []string{"aclnnCast", "aclnnMul"}
-			if len(n.Args) > 2 {
-				calls = append(calls, "aclnnDiv")
-			}
-			return yes("aclnnSin", append(calls, "aclnnCos", "aclnnSin")...)
-		},
-		// ggml-cann computes the theta-scale powers on the host and copies
-		// them once (cann.md §2.7); here the fold pass makes them a constant.
-		passes.OpRopeTheta: func(n *ir.Node) Support {
-			return no("rope_theta is computed on the host, as ggml-cann does (cann.md §2.7); the fold pass makes it a constant")
-		},
-		// aclnnRotaryPositionEmbedding(x, cos, sin, mode) is this op.
-		passes.OpRopeApply: func(n *ir.Node) Support {
-			if s, ok := ropeHead(n.Args[0].Type); !ok {
-				return s
-			}
-			if s, ok := ropeAttrs(n, n.Args[0].Type); !ok {
-				return s
-			}
-			return yes("aclnnRotaryPositionEmbedding")
-		},
-		passes.OpRopeSetRows:      ropeWrite("aclnnRotaryPositionEmbedding"),
-		passes.OpRopeApplySetRows: ropeWrite("aclnnRotaryPositionEmbedding"),
-		// Attention as ggml-cann runs llama.cpp's attention with flash
-		// attention off, which is also ggml-cpu's arithmetic: Q cast to
-		// f16, scores = Q·Kᵀ (aclnnMatmul, f16 operands, f32 result, the
-		// KV heads broadcast over their query heads), scale, mask, softmax,
-		// the probabilities cast to f16 and P·V (aclnnMatmul, f32 result).
-		// runtime/acl's Options.FlashAttention runs it through
-		// aclnnFusedInferAttentionScoreV2 instead (FLASH_ATTN_EXT), whose
-		// f16 output moves the logits by up to 1e-2 of their range on the
-		// K-quant reference models (docs/LOWERING.md). K and V must be f16
-		// with one head dim.
-		passes.OpAttention: func(n *ir.Node) Support {
-			q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
-			if k.DType != ir.F16 || v.DType != ir.F16 {
-				return no("attention over %s/%s K/V: the f16 matmuls (and aclnnFusedInferAttentionScoreV2) take f16 K and V", k.DType, v.DType)
-			}
-			if !k.Shape[0].Equal(v.Shape[1]) {
-				return no("attention with K head dim %s and V head dim %s: must be equal", k.Shape[0], v.Shape[1])
-			}
-			if q.DType != ir.F32 {
-				return no("attention query of %s: f32 only (cast to f16 by the recipe)", q.DType)
-			}
-			if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
-				return no("attention with ALiBi (max_bias %g) is not bound by runtime/acl", mb)
-			}
-			calls := []string{"aclnnCast", "aclnnMatmul", "aclnnMuls"}
-			if len(n.Args) > 3 {
-				calls = append(calls, "aclnnAdd")
-			}
-			return yes("aclnnMatmul", append(calls, "aclnnSoftmax", "aclnnCast", "aclnnMatmul")...)
-		},
-		passes.OpConcat: func(n *ir.Node) Support {
-			for _, a := range n.Args {
-				if !isFloat(a.Type.DType) {
-					return no("concat of %s", a.Type.DType)
-				}
-			}
-			return yes("aclnnCat")
-		},
-	}
-}
-
 // ropeWrite lowers rope + set_rows into the K cache: the rotation, then the
 // row scatter (after a cast to an f16 cache).
 func ropeWrite(rope string) rule {
@@ -469,4 +238,220 @@ func ropeWrite(rope string) rule {
 			return no("KV write into %s: f32 and f16 only", dt)
 		}
 	}
+}
+
+// The NPU support rules of the ops, one function per op; rules.go
+// gathers them into the op records.
+
+func npuGetRows(n *ir.Node) Support {
+	switch dt := n.Args[0].Type.DType; dt {
+	case ir.F32:
+		return yes("aclnnGatherV2")
+	case ir.F16:
+		return yes("aclnnGatherV2", "aclnnGatherV2", "aclnnCast")
+	case ir.Q8_0:
+		return yes("aclnnGatherV2", "aclnnMul", "aclnnGatherV2")
+	default:
+		return no("get_rows from a %s table: the CANN backend gathers f32, f16 and q8_0 only", dt)
+	}
+}
+
+func npuSetRows(n *ir.Node) Support {
+	dst, src := n.Args[0].Type.DType, n.Args[1].Type.DType
+	if src != ir.F32 {
+		return no("set_rows from %s rows: f32 only", src)
+	}
+	switch dst {
+	case ir.F32:
+		return yes("aclnnInplaceIndexCopy")
+	case ir.F16:
+		return yes("aclnnInplaceIndexCopy", "aclnnCast", "aclnnInplaceIndexCopy")
+	}
+	return no("set_rows into %s: the CANN backend writes f32 and f16 only", dst)
+}
+
+func npuCpy(n *ir.Node) Support {
+	src, dst := n.Args[0].Type.DType, n.Args[1].Type.DType
+	if !isFloat(src) || !isFloat(dst) {
+		return no("cpy %s -> %s: f32/f16 only", src, dst)
+	}
+	if src != dst {
+		return yes("aclnnCast")
+	}
+	return yes("aclnnInplaceCopy")
+}
+
+func npuCont(n *ir.Node) Support {
+	if dt := n.Args[0].Type.DType; !isFloat(dt) {
+		return no("cont of %s: f32/f16 only", dt)
+	}
+	return yes("aclnnInplaceCopy")
+}
+
+func npuCast(n *ir.Node) Support {
+	if src, dst := n.Args[0].Type.DType, n.Type.DType; !isFloat(src) || !isFloat(dst) {
+		return no("cast %s -> %s: f32/f16 only", src, dst)
+	}
+	return yes("aclnnCast")
+}
+
+func npuRMSNorm(n *ir.Node) Support {
+	if dt := n.Args[0].Type.DType; dt != ir.F32 {
+		return no("rms_norm of %s: the gamma table of ones runtime/acl passes aclnnRmsNorm is f32, so x must be", dt)
+	}
+	// gamma is a table of ones built at load time (llama.cpp PR #20747).
+	return yes("aclnnRmsNorm")
+}
+
+func npuSoftMax(n *ir.Node) Support {
+	if dt := n.Args[0].Type.DType; dt != ir.F32 {
+		return no("soft_max of %s: f32 only", dt)
+	}
+	calls := []string{}
+	if s, ok := n.Attrs.Float("scale"); !ok || s != 1 {
+		calls = append(calls, "aclnnMuls")
+	}
+	if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
+		// ggml-cann builds ALiBi slopes with aclnnPowScalarTensor and
+		// aclnnMul; runtime/acl does not bind them.
+		return no("soft_max with ALiBi (max_bias %g) is not bound by runtime/acl", mb)
+	}
+	if len(n.Args) > 1 {
+		calls = append(calls, "aclnnAdd")
+	}
+	calls = append(calls, "aclnnSoftmax")
+	return yes("aclnnSoftmax", calls...)
+}
+
+func npuRope(n *ir.Node) Support {
+	if s, ok := ropeHead(n.Args[0].Type); !ok {
+		return s
+	}
+	if s, ok := ropeAttrs(n, n.Args[0].Type); !ok {
+		return s
+	}
+	switch m, _ := n.Attrs.Int("mode"); m {
+	case 0, 2: // normal (interleaved) and neox (half)
+	default:
+		return no("rope mode %d is not lowered", m)
+	}
+	return yes("aclnnRotaryPositionEmbedding")
+}
+
+// aclnnRmsNorm with the weight as gamma.
+func npuRMSNormMul(n *ir.Node) Support {
+	x, w := n.Args[0].Type, n.Args[1].Type
+	if !isFloat(x.DType) || !isFloat(w.DType) {
+		return no("rms_norm_mul of %s by %s", x.DType, w.DType)
+	}
+	if !gammaRow(x, w) {
+		return no("rms_norm_mul weight %s is not one row of %s: aclnnRmsNorm takes gamma = x_shape[n:]", w, x)
+	}
+	return yes("aclnnRmsNorm")
+}
+
+// aclnnAddRmsNorm: the residual add and the norm in one operator
+// (ggml-cann's optional ADD+RMS_NORM fusion; same shapes, no
+// broadcast; ggml-cann's supports_op and compute_forward).
+func npuAddRMSNormMul(n *ir.Node) Support {
+	a, b, w := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
+	if !a.Shape.Equal(b.Shape) {
+		return no("add_rms_norm_mul of %s and %s: aclnnAddRmsNorm needs equal shapes", a, b)
+	}
+	if !gammaRow(a, w) {
+		return no("add_rms_norm_mul weight %s is not one row of %s", w, a)
+	}
+	return yes("aclnnAddRmsNorm")
+}
+
+// ggml-cann's SwiGlu operator takes one tensor split in halves; with
+// gate and up apart it falls back to Silu and an in-place Mul
+// (ggml-cann's supports_op and compute_forward, GLU).
+func npuSwiGLU(n *ir.Node) Support {
+	return yes("aclnnSilu", "aclnnSilu", "aclnnInplaceMul")
+}
+
+// The matmul ggml-cann would pick, then the bias add.
+func npuMulMatAdd(n *ir.Node) Support {
+	s := mulMat(n)
+	if !s.OK {
+		return s
+	}
+	if len(s.Calls) == 0 {
+		s.Calls = []string{s.Kernel}
+	}
+	s.Calls = append(append([]string(nil), s.Calls...), "aclnnAdd")
+	return s
+}
+
+// The RoPE cache built on the device from the positions (llama.cpp
+// PRs #15912, #20747): angles = positions × inverse frequencies, then cos and sin.
+func npuRopeCache(n *ir.Node) Support {
+	if s, ok := ropeAttrs(n, n.Type); !ok {
+		return s
+	}
+	return yes("aclnnSin", "aclnnCast", "aclnnMul", "aclnnCos", "aclnnSin")
+}
+
+// ggml-cann's formulation: angles from positions and a table of
+// inverse frequencies (a folded constant), then cos and sin.
+func npuRopeCacheTable(n *ir.Node) Support {
+	if s, ok := ropeAttrs(n, n.Type); !ok {
+		return s
+	}
+	calls := []string{"aclnnCast", "aclnnMul"}
+	if len(n.Args) > 2 {
+		calls = append(calls, "aclnnDiv")
+	}
+	return yes("aclnnSin", append(calls, "aclnnCos", "aclnnSin")...)
+}
+
+// aclnnRotaryPositionEmbedding(x, cos, sin, mode) is this op.
+func npuRopeApply(n *ir.Node) Support {
+	if s, ok := ropeHead(n.Args[0].Type); !ok {
+		return s
+	}
+	if s, ok := ropeAttrs(n, n.Args[0].Type); !ok {
+		return s
+	}
+	return yes("aclnnRotaryPositionEmbedding")
+}
+
+// Attention as ggml-cann runs llama.cpp's attention with flash attention
+// off, which is also ggml-cpu's arithmetic: Q cast to f16, scores = Q·Kᵀ
+// (aclnnMatmul, f16 operands, f32 result, the KV heads broadcast over their
+// query heads), scale, mask, softmax, the probabilities cast to f16 and P·V
+// (aclnnMatmul, f32 result). runtime/acl's Options.FlashAttention runs it
+// through aclnnFusedInferAttentionScoreV2 instead (FLASH_ATTN_EXT), whose
+// f16 output moves the logits by up to 1e-2 of their range on the K-quant
+// reference models (docs/LOWERING.md). K and V must be f16 with one head
+// dim.
+func npuAttention(n *ir.Node) Support {
+	q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
+	if k.DType != ir.F16 || v.DType != ir.F16 {
+		return no("attention over %s/%s K/V: the f16 matmuls (and aclnnFusedInferAttentionScoreV2) take f16 K and V", k.DType, v.DType)
+	}
+	if !k.Shape[0].Equal(v.Shape[1]) {
+		return no("attention with K head dim %s and V head dim %s: must be equal", k.Shape[0], v.Shape[1])
+	}
+	if q.DType != ir.F32 {
+		return no("attention query of %s: f32 only (cast to f16 by the recipe)", q.DType)
+	}
+	if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
+		return no("attention with ALiBi (max_bias %g) is not bound by runtime/acl", mb)
+	}
+	calls := []string{"aclnnCast", "aclnnMatmul", "aclnnMuls"}
+	if len(n.Args) > 3 {
+		calls = append(calls, "aclnnAdd")
+	}
+	return yes("aclnnMatmul", append(calls, "aclnnSoftmax", "aclnnCast", "aclnnMatmul")...)
+}
+
+func npuConcat(n *ir.Node) Support {
+	for _, a := range n.Args {
+		if !isFloat(a.Type.DType) {
+			return no("concat of %s", a.Type.DType)
+		}
+	}
+	return yes("aclnnCat")
 }

@@ -32,17 +32,17 @@ type Chip struct {
 // value comes from and how the predictions move with it.
 type Overheads struct {
 	// LaunchUS is the host time of one eager aclnn call: the two-phase
-	// aclnnXxxGetWorkspaceSize + aclnnXxx submission (cann.md §1.2).
+	// aclnnXxxGetWorkspaceSize + aclnnXxx submission (CANN docs, aclCreateTensor and the two-phase aclnn calls).
 	LaunchUS float64
 	// TaskUS is the device time every aclnn call costs on top of its
 	// traffic (task dispatch, tiling, pipeline fill); small decode kernels
 	// are bounded by it.
 	TaskUS float64
 	// GraphLaunchUS is the host time of one aclmdlRIExecuteAsync replay of a
-	// captured segment (cann.md §1.3).
+	// captured segment (CANN docs, aclmdlRI capture API).
 	GraphLaunchUS float64
 	// CopyUS is the fixed cost of one host<->device copy, synchronisation
-	// included (the copy ends a segment, cann.md §0.2).
+	// included (the copy ends a segment, CANN's single-stream capture rules).
 	CopyUS float64
 	// CPUOpUS is the fixed host cost of one CPU kernel call.
 	CPUOpUS float64
@@ -66,8 +66,9 @@ type Profile struct {
 	Align int64
 	// Overheads are the fixed per-call, per-task and per-copy costs.
 	Overheads Overheads
-	// rules maps ops to their NPU support rule.
-	rules map[ir.Op]rule
+	// rules are the op rules the profile decides with (DefaultRules, or
+	// the set Rules.Profile was called on).
+	rules *Rules
 	// gate vetoes kernels this part lacks (nil: none).
 	gate func(n *ir.Node, s Support) Support
 }
@@ -111,11 +112,11 @@ type Support struct {
 	// empty for nodes that launch nothing (leaves and pure views).
 	Kernel string
 	// Calls are the aclnn calls the node costs when launched eagerly, in
-	// order, as llama.cpp's CANN backend issues them (cann.md §3); Kernel
+	// order, as llama.cpp's CANN backend issues them (ggml-cann's supports_op and compute_forward); Kernel
 	// is one of them. Captured segments replay them as device tasks.
 	Calls []string
 	// HostSync marks kernels that synchronise with the host internally;
-	// a segment holding one cannot be captured (cann.md §0.9).
+	// a segment holding one cannot be captured (llama.cpp issue #16586).
 	HostSync bool
 	// Reason says why the NPU does not run the node, or notes a limit.
 	Reason string
@@ -136,11 +137,17 @@ func (p *Profile) Supports(n *ir.Node) Support {
 	if p.NPU == nil {
 		return Support{Reason: "target " + p.Name + " has no NPU"}
 	}
-	r, ok := p.rules[n.Op]
+	r, ok := p.rules.Lookup(n.Op)
 	if !ok {
+		return Support{Reason: fmt.Sprintf("no target rule for op %q", n.Op)}
+	}
+	if r.NPU == nil {
+		if r.CPUOnly != "" {
+			return Support{Reason: r.CPUOnly}
+		}
 		return Support{Reason: fmt.Sprintf("no aclnn lowering for op %q", n.Op)}
 	}
-	s := r(n)
+	s := r.NPU(n)
 	if s.OK && len(s.Calls) == 0 {
 		s.Calls = []string{s.Kernel}
 	}
@@ -150,13 +157,21 @@ func (p *Profile) Supports(n *ir.Node) Support {
 	return s
 }
 
-// Ops lists the ops this profile has an NPU rule for, sorted.
+// Ops lists the ops this profile claims for the NPU, sorted: those with an
+// NPU rule, none on a profile without an NPU. A node of such an op runs on
+// the NPU when the rule accepts it (and, on 310-class parts, the profile's
+// gate lets it), so every op listed needs an aclnn recipe in the CANN
+// binding (runtime/acl checks that under -tags cann).
 func (p *Profile) Ops() []ir.Op {
-	out := make([]ir.Op, 0, len(p.rules))
-	for op := range p.rules {
-		out = append(out, op)
+	if p.NPU == nil {
+		return nil
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	var out []ir.Op
+	for _, op := range p.rules.Ops() {
+		if r, _ := p.rules.Lookup(op); r.NPU != nil {
+			out = append(out, op)
+		}
+	}
 	return out
 }
 
@@ -183,9 +198,9 @@ func ascend910B() *Profile {
 		LinkBW:       32 * gb,
 		LinkSource:   "PCIe 4.0 x16, ≈32 GB/s per direction (PCI-SIG); assumption that the card sits on such a link",
 		GraphCapture: true,
-		Align:        64, // aclrtMalloc starts are 64-B aligned and copies want 64-B ends; tensor data needs 32 B (cann.md §1). ggml-cann pads to 128: --align 128
+		Align:        64, // aclrtMalloc starts are 64-B aligned and copies want 64-B ends; tensor data needs 32 B (CANN runtime API reference). ggml-cann pads to 128: --align 128
 		Overheads:    defaultOverheads(),
-		rules:        npuRules(),
+		rules:        defaultRules,
 	}
 }
 
@@ -213,10 +228,10 @@ func ascend310B() *Profile {
 		Host:         host,
 		LinkBW:       link,
 		LinkSource:   "shared LPDDR4X: a copy moves every byte twice over the 25.6 GB/s bus",
-		GraphCapture: false, // aclmdlRI capture is not offered on Atlas 200I/500 A2 (cann.md §1.3)
+		GraphCapture: false, // aclmdlRI capture is not offered on Atlas 200I/500 A2 (CANN docs, aclmdlRI capture API)
 		Align:        64,
 		Overheads:    defaultOverheads(),
-		rules:        npuRules(),
+		rules:        defaultRules,
 		gate:         gate310B,
 	}
 }
@@ -236,6 +251,6 @@ func cpuOnly() *Profile {
 		Host:        serverHost(),
 		Align:       32, // ggml-cpu TENSOR_ALIGNMENT
 		Overheads:   defaultOverheads(),
-		rules:       map[ir.Op]rule{},
+		rules:       defaultRules,
 	}
 }

@@ -26,7 +26,7 @@ func benchText() string {
 }
 
 // BenchmarkEncodeSPM tokenises 1 MiB with the 32000-token LLaMA
-// SentencePiece vocabulary when ../shared is present, else stories260K's.
+// SentencePiece vocabulary when the external reference data is present, else stories260K's.
 func BenchmarkEncodeSPM(b *testing.B) {
 	path := testref.Testdata("stories260K.gguf")
 	if p := sharedVocab(); p != "" {

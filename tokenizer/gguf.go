@@ -93,9 +93,12 @@ func VocabFromGGUF(f *gguf.File) (*Vocab, error) {
 		if !ok {
 			return nil, bad(s.key, "a non-negative integer")
 		}
+		// A value of 2^31 or more (often a u32 -1) means "none"; a smaller
+		// one outside the vocabulary is ignored by New with a warning, as
+		// llama.cpp does.
 		if u < 1<<31 {
 			*s.dst = ID(int32(u))
-		} // larger values are out of any vocabulary: ignored, as llama.cpp does
+		}
 	}
 	for _, s := range []struct {
 		key string

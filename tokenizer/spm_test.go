@@ -169,7 +169,7 @@ func spmSingleQueue(t testing.TB, tk *Tokenizer, text string) []int32 {
 }
 
 // sharedVocab returns the path of llama.cpp's 32000-token SentencePiece
-// vocabulary in ../shared, or "" when it is absent.
+// vocabulary in the external reference data, or "" when it is absent.
 func sharedVocab() string {
 	d := testref.SharedDir()
 	if d == "" {

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -172,6 +173,8 @@ type Tokenizer struct {
 	bos, eos, unk, pad, eot, eom, sep int32
 	addBOS, addEOS, addSpacePrefix    bool
 
+	warnings []string // what New fixed up, for the caller to show
+
 	eog     []int32 // sorted
 	special []int32 // control / user-defined / unknown tokens, longest text first
 	pieces  [][]byte
@@ -264,13 +267,25 @@ func New(v *Vocab) (*Tokenizer, error) {
 	for _, s := range []struct {
 		dst *int32
 		src *int32
-	}{{&t.bos, v.BOS}, {&t.eos, v.EOS}, {&t.unk, v.UNK}, {&t.pad, v.PAD}, {&t.eot, v.EOT}, {&t.eom, v.EOM}, {&t.sep, v.SEP}} {
+		key string
+	}{{&t.bos, v.BOS, keyBOS}, {&t.eos, v.EOS, keyEOS}, {&t.unk, v.UNK, keyUNK}, {&t.pad, v.PAD, keyPAD}, {&t.eot, v.EOT, keyEOT}, {&t.eom, v.EOM, keyEOM}, {&t.sep, v.SEP, keySEP}} {
 		if *s.dst >= int32(n) {
 			*s.dst = NoToken
 		}
-		if s.src != nil && *s.src >= 0 && *s.src < int32(n) {
-			*s.dst = *s.src
+		if s.src == nil {
+			continue
 		}
+		if *s.src >= 0 && *s.src < int32(n) {
+			*s.dst = *s.src
+			continue
+		}
+		// As llama.cpp ("bad special token"), but said: the caller
+		// shows Warnings.
+		using := "none"
+		if *s.dst != NoToken {
+			using = fmt.Sprintf("the default %d", *s.dst)
+		}
+		t.warnings = append(t.warnings, fmt.Sprintf("%s = %d is outside the vocabulary of %d tokens; using %s", s.key, *s.src, n, using))
 	}
 	if v.AddBOS != nil {
 		t.addBOS = *v.AddBOS
@@ -416,6 +431,11 @@ func (t *Tokenizer) Model() string { return t.model }
 
 // Pre returns the pre-tokenizer name (tokenizer.ggml.pre), "" if none.
 func (t *Tokenizer) Pre() string { return t.pre }
+
+// Warnings lists what New had to fix up in the vocabulary, as llama.cpp's
+// loader warns about it: a special token id outside the vocabulary (which
+// falls back to the model type's default). Callers should show them.
+func (t *Tokenizer) Warnings() []string { return slices.Clone(t.warnings) }
 
 // BOS returns the beginning-of-sequence token, or NoToken.
 func (t *Tokenizer) BOS() int32 { return t.bos }

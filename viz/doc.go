@@ -14,8 +14,9 @@
 //
 // Output is deterministic: the same graph gives byte-identical DOT, SVG and
 // HTML, so views can be golden-tested and diffed between compiler versions.
-// DOT is produced with github.com/emicklei/dot and turned into SVG by
-// Graphviz's dot program (RenderSVG), which is optional: when it is missing
+// DOT is written by the package itself (type DOT: node n12 draws IR node
+// %12, the ID of the text IR, the report and irtool's JSON) and turned into
+// SVG by Graphviz's dot program (RenderSVG), which is optional: when it is missing
 // RenderSVG says so and names the Debian package to install. The liveness
 // chart and the HTML report are written directly and need nothing external;
 // the HTML page has its style and script inline and loads nothing from the

@@ -12,7 +12,7 @@ import (
 )
 
 // Draw a two-node graph as DOT. Pipe the text into Graphviz (dot -Tsvg), or
-// call viz.RenderSVG, to get a picture.
+// call viz.RenderSVG, to get a picture. Node n1 draws IR node %1.
 func ExampleGraphDOT() {
 	g, err := ir.ParseString(`graph "tiny" {
   %0 = input() : f32[64,n_tokens] "x"
@@ -34,14 +34,16 @@ func ExampleGraphDOT() {
 		}
 	}
 	// Output:
-	// digraph  {
-	// subgraph cluster_s2 {
-	// color="#9ca3af";fontname="Helvetica";fontsize="11";label="layer 0";labeljust="l";style="rounded";
-	// n3[color="#1f2937",fontcolor="#1f2937",fontname="Helvetica",fontsize="10",label="%1 rms_norm\nf32[64,n_tokens]\nnorm-0",peripheries="2",shape="box",style="rounded",tooltip="eps=1e-05"];
+	// digraph {
+	// graph [label="tiny", labelloc="t", fontname="Helvetica", fontsize="16", rankdir="TB", nodesep="0.25", ranksep="0.35"];
+	// node [shape="box", fontname="Helvetica", fontsize="10", color="#1f2937", fontcolor="#1f2937"];
+	// edge [fontname="Helvetica", fontsize="8", color="#6b7280", fontcolor="#6b7280", arrowsize="0.6"];
+	// subgraph cluster_layer_0 {
+	// graph [label="layer 0", fontname="Helvetica", fontsize="11", labeljust="l", style="rounded", color="#9ca3af"];
+	// n1 [label="%1 rms_norm\nf32[64,n_tokens]\nnorm-0", style="rounded", tooltip="eps=1e-05", peripheries="2"];
 	// }
-	// fontname="Helvetica";fontsize="16";label="tiny";labelloc="t";nodesep="0.25";rankdir="TB";ranksep="0.35";
-	// n1[color="#1f2937",fillcolor="#dbeafe",fontcolor="#1f2937",fontname="Helvetica",fontsize="10",label="%0 input\nf32[64,n_tokens]\nx",shape="box",style="filled"];
-	// n1->n3[arrowsize="0.6",color="#6b7280",fontcolor="#6b7280",fontname="Helvetica",fontsize="8",label="256·n_tokens B"];
+	// n0 [label="%0 input\nf32[64,n_tokens]\nx", style="filled", fillcolor="#dbeafe"];
+	// n0 -> n1 [label="256·n_tokens B"];
 	// }
 }
 

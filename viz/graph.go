@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/emicklei/dot"
 	"github.com/irtool/irtool/ir"
 )
 
@@ -77,7 +76,7 @@ const (
 // The output is deterministic: the same graph and options give the same
 // DOT text. GraphDOT fails only on a malformed graph (a nil node or an
 // operand outside the graph), naming the node.
-func GraphDOT(g *ir.Graph, opts GraphOptions) (*dot.Graph, error) {
+func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 	if g == nil {
 		return nil, fmt.Errorf("viz: nil graph")
 	}
@@ -100,28 +99,24 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*dot.Graph, error) {
 		outputs[o] = true
 	}
 
-	d := dot.NewGraph(dot.Directed)
+	d := newDOT(true)
 	title := opts.Title
 	if title == "" {
 		title = g.Name
 	}
-	d.Attrs("label", title, "labelloc", "t", "fontname", "Helvetica", "fontsize", "16",
+	d.root.Attrs("label", title, "labelloc", "t", "fontname", "Helvetica", "fontsize", "16",
 		"rankdir", "TB", "nodesep", "0.25", "ranksep", "0.35")
-	d.NodeInitializer(func(n dot.Node) {
-		n.Attrs("shape", "box", "fontname", "Helvetica", "fontsize", "10", "color", colorInk, "fontcolor", colorInk)
-	})
-	d.EdgeInitializer(func(e dot.Edge) {
-		e.Attrs("fontname", "Helvetica", "fontsize", "8", "color", "#6b7280", "fontcolor", "#6b7280", "arrowsize", "0.6")
-	})
+	d.root.nodeDefs = []string{"shape", "box", "fontname", "Helvetica", "fontsize", "10", "color", colorInk, "fontcolor", colorInk}
+	d.root.edgeDefs = []string{"fontname", "Helvetica", "fontsize", "8", "color", "#6b7280", "fontcolor", "#6b7280", "arrowsize", "0.6"}
 
-	clusters := newClusterer(d, g, opts.Partition)
-	nodes := make(map[*ir.Node]dot.Node, len(g.Nodes))
+	clusters := newClusterer(d.root, g, opts.Partition)
+	nodes := make(map[*ir.Node]*dotNode, len(g.Nodes))
 	for _, n := range g.Nodes {
 		if opts.NoWeights && n.Op == ir.OpWeight {
 			continue
 		}
 		sub := clusters.of(n)
-		dn := sub.Node(nodeKey(n.ID)).Label(nodeLabel(n))
+		dn := sub.Node(nodeKey(n.ID)).Attrs("label", nodeLabel(n))
 		styleNode(dn, n, outputs[n])
 		nodes[n] = dn
 	}
@@ -135,12 +130,11 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*dot.Graph, error) {
 			if !ok {
 				continue
 			}
-			var e dot.Edge
-			if opts.NoEdgeLabels {
-				e = d.Edge(from, to)
-			} else {
-				e = d.Edge(from, to, TensorBytes(a.Type))
+			label := ""
+			if !opts.NoEdgeLabels {
+				label = TensorBytes(a.Type)
 			}
+			e := d.Edge(from, to, label)
 			switch {
 			case a.Op == ir.OpWeight:
 				e.Attrs("color", "#d1d5db", "fontcolor", colorDim)
@@ -152,9 +146,8 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*dot.Graph, error) {
 	return d, nil
 }
 
-// nodeKey is the emicklei/dot identifier of an IR node; zero padding keeps
-// the library's sorted output in execution order.
-func nodeKey(id int) string { return fmt.Sprintf("v%06d", id) }
+// nodeKey is the DOT identifier of an IR node: n12 draws %12.
+func nodeKey(id int) string { return "n" + strconv.Itoa(id) }
 
 // maxNameLen bounds the name line of a node label.
 const maxNameLen = 40
@@ -175,7 +168,7 @@ func nodeLabel(n *ir.Node) string {
 	return strings.Join(lines, "\n")
 }
 
-func styleNode(dn dot.Node, n *ir.Node, output bool) {
+func styleNode(dn *dotNode, n *ir.Node, output bool) {
 	info, known := ir.Lookup(n.Op)
 	switch {
 	case n.Op == ir.OpWeight:
@@ -196,10 +189,10 @@ func styleNode(dn dot.Node, n *ir.Node, output bool) {
 		dn.Attrs("style", "rounded")
 	}
 	if len(n.Attrs) > 0 {
-		dn.Attr("tooltip", n.Attrs.String())
+		dn.Attrs("tooltip", n.Attrs.String())
 	}
 	if output {
-		dn.Attr("peripheries", "2")
+		dn.Attrs("peripheries", "2")
 	}
 }
 
@@ -207,18 +200,18 @@ func styleNode(dn dot.Node, n *ir.Node, output bool) {
 // segment when a partition is given. Clusters are created in a fixed order
 // (first use in execution order), so the output is deterministic.
 type clusterer struct {
-	root  *dot.Graph
+	root  *dotGraph
 	part  *Partition
-	subs  map[string]*dot.Graph
+	subs  map[string]*dotGraph
 	depth int // digits of the layer number, for sortable cluster keys
 }
 
-func newClusterer(root *dot.Graph, g *ir.Graph, part *Partition) *clusterer {
+func newClusterer(root *dotGraph, g *ir.Graph, part *Partition) *clusterer {
 	maxLayer := 0
 	for _, n := range g.Nodes {
 		maxLayer = max(maxLayer, n.Layer)
 	}
-	return &clusterer{root: root, part: viewsJoinSegments(g, part), subs: map[string]*dot.Graph{}, depth: len(strconv.Itoa(maxLayer))}
+	return &clusterer{root: root, part: viewsJoinSegments(g, part), subs: map[string]*dotGraph{}, depth: len(strconv.Itoa(maxLayer))}
 }
 
 // viewsJoinSegments returns part with every view that has no segment of its
@@ -249,12 +242,12 @@ func viewsJoinSegments(g *ir.Graph, part *Partition) *Partition {
 	return out
 }
 
-func (c *clusterer) sub(parent *dot.Graph, key, label string, attrs ...any) *dot.Graph {
+func (c *clusterer) sub(parent *dotGraph, key, label string, attrs ...string) *dotGraph {
 	if s, ok := c.subs[key]; ok {
 		return s
 	}
-	s := parent.Subgraph(key, dot.ClusterOption{})
-	s.Label(label)
+	s := parent.Subgraph(key)
+	s.Attrs("label", label)
 	s.Attrs("fontname", "Helvetica", "fontsize", "11", "labeljust", "l", "style", "rounded", "color", "#9ca3af")
 	if len(attrs) > 0 {
 		s.Attrs(attrs...)
@@ -263,7 +256,7 @@ func (c *clusterer) sub(parent *dot.Graph, key, label string, attrs ...any) *dot
 	return s
 }
 
-func (c *clusterer) of(n *ir.Node) *dot.Graph {
+func (c *clusterer) of(n *ir.Node) *dotGraph {
 	if c.part == nil {
 		if n.Layer < 0 {
 			return c.root

@@ -3,6 +3,7 @@ package viz_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -154,6 +155,14 @@ func TestGraphDOTStories(t *testing.T) {
 	out := d.String()
 	if got, want := strings.Count(out, "\n\t\tn"), len(m.Graph.Nodes)-countNoLayer(m.Graph); got != want {
 		t.Errorf("nodes inside layer clusters: got %d, want %d", got, want)
+	}
+	// Every node is drawn as n<ID>, labelled with its IR ID: the same ID as
+	// in the text IR.
+	for _, n := range m.Graph.Nodes {
+		if want := fmt.Sprintf("n%d [label=\"%%%d %s", n.ID, n.ID, n.Op); !strings.Contains(out, want) {
+			t.Errorf("node %+v: no %q in the DOT", n, want)
+			break
+		}
 	}
 	if got := strings.Count(out, "subgraph cluster_"); int64(got) != int64(m.HParams.NLayer) {
 		t.Errorf("layer clusters: got %d, want %d", got, m.HParams.NLayer)

@@ -3,8 +3,6 @@ package viz
 import (
 	"fmt"
 	"slices"
-
-	"github.com/emicklei/dot"
 )
 
 // InterferenceDOT returns the interference graph of a memory plan as an
@@ -16,7 +14,7 @@ import (
 // unless the plan is wrong. The label gives the buffer, its size and offset.
 // Palette colours repeat after twelve slots; the offset in the label is
 // exact. The output is deterministic.
-func InterferenceDOT(c *Chart) (*dot.Graph, error) {
+func InterferenceDOT(c *Chart) (*DOT, error) {
 	if c == nil {
 		return nil, fmt.Errorf("viz: interference: nil chart")
 	}
@@ -29,19 +27,17 @@ func InterferenceDOT(c *Chart) (*dot.Graph, error) {
 	offsets = slices.Compact(offsets)
 	slot := func(off int64) int { s, _ := slices.BinarySearch(offsets, off); return s }
 
-	d := dot.NewGraph(dot.Undirected)
+	d := newDOT(false)
 	title := c.Title
 	if title == "" {
 		title = "interference"
 	}
-	d.Attrs("label", fmt.Sprintf("%s: %d buffers, %d arena slots", title, len(idx), len(offsets)),
+	d.root.Attrs("label", fmt.Sprintf("%s: %d buffers, %d arena slots", title, len(idx), len(offsets)),
 		"labelloc", "t", "fontname", "Helvetica", "fontsize", "14",
 		"layout", "neato", "overlap", "false", "splines", "true", "sep", "+4")
-	d.NodeInitializer(func(n dot.Node) {
-		n.Attrs("shape", "box", "style", "rounded,filled", "fontname", "Helvetica", "fontsize", "9", "margin", "0.04,0.02")
-	})
-	d.EdgeInitializer(func(e dot.Edge) { e.Attrs("color", "#9ca3af", "penwidth", "0.6") })
-	nodes := make([]dot.Node, len(c.Buffers))
+	d.root.nodeDefs = []string{"shape", "box", "style", "rounded,filled", "fontname", "Helvetica", "fontsize", "9", "margin", "0.04,0.02"}
+	d.root.edgeDefs = []string{"color", "#9ca3af", "penwidth", "0.6"}
+	nodes := make([]*dotNode, len(c.Buffers))
 	for _, i := range idx {
 		b := c.Buffers[i]
 		label := b.Label
@@ -49,7 +45,7 @@ func InterferenceDOT(c *Chart) (*dot.Graph, error) {
 			label = fmt.Sprintf("buffer %d", i)
 		}
 		s := slot(b.Offset)
-		n := d.Node(fmt.Sprintf("b%06d", i)).Label(fmt.Sprintf("%s\n%s @ %d", label, HumanBytes(b.Size), b.Offset))
+		n := d.root.Node(fmt.Sprintf("b%d", i)).Attrs("label", fmt.Sprintf("%s\n%s @ %d", label, HumanBytes(b.Size), b.Offset))
 		n.Attrs("fillcolor", palette[s%len(palette)], "tooltip", fmt.Sprintf("slot %d, steps [%d, %d)", s, b.Start, b.End))
 		nodes[i] = n
 	}
@@ -65,7 +61,7 @@ func InterferenceDOT(c *Chart) (*dot.Graph, error) {
 		}
 		live = kept
 		for _, j := range live {
-			e := d.Edge(nodes[j], nodes[i])
+			e := d.Edge(nodes[j], nodes[i], "")
 			if overlaps(c.Buffers[j], b) {
 				e.Attrs("color", colorCut, "penwidth", "2", "tooltip", "overlapping addresses")
 			}

@@ -116,7 +116,7 @@ func TestInterferenceDOT(t *testing.T) {
 	golden(t, "interference_small.dot", []byte(out))
 	render(t, out)
 	// Lifetimes [0,2) [1,4) [2,3) [3,6) [4,6): edges 0-1, 1-2, 1-3, 3-4.
-	if got := strings.Count(out, "--n"); got != 4 {
+	if got := strings.Count(out, " -- b"); got != 4 {
 		t.Errorf("interference edges: got %d, want 4", got)
 	}
 	if strings.Contains(out, "overlapping addresses") {

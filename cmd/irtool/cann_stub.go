@@ -17,6 +17,9 @@ import (
 
 var errNoCANN = errors.New("--backend cann: this irtool was built without CANN support; build it with " + buildHint)
 
+// cannUnavailable says why --backend cann cannot run, before any work.
+func cannUnavailable() error { return errNoCANN }
+
 func probeCANN(device int) doctorReport {
 	return doctorReport{Build: buildHint, Device: device}
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 
@@ -90,25 +92,15 @@ command.
 `)
 }
 
-// printCommandHelp writes a command's usage and, when fs has flags, their
-// defaults.
+// printCommandHelp writes a command's usage and its flags with their
+// defaults; fs is the command's FlagSet, or nil to obtain it (flagSetOf).
 func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "usage: %s\n", strings.TrimSpace(c.Usage))
-	if fs == nil && c.Flags != nil {
-		fs = flag.NewFlagSet(c.Name, flag.ContinueOnError)
-		c.Flags(fs)
-	}
 	if fs == nil {
-		return
+		fs = flagSetOf(c)
 	}
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n > 0 {
-		fmt.Fprint(w, "\nFlags:\n")
-		out := fs.Output()
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(out)
+	if fs != nil {
+		printFlags(w, fs)
 	}
 }
 
@@ -137,6 +129,9 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 // With -h or --help it prints the command's help to fs.Output() and returns
 // flag.ErrHelp.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	if probed(fs, args) {
+		return nil, errProbe
+	}
 	if c, ok := commands[fs.Name()]; ok {
 		fs.Usage = func() { printCommandHelp(fs.Output(), c, fs) }
 	}
@@ -189,14 +184,58 @@ func openModel(path string) (*gguf.File, error) {
 // writeJSON writes v as JSON indented by two spaces with a trailing newline.
 // Field order is that of the Go structs, so output is stable; HTML
 // characters are not escaped.
+//
+// The output is valid JSON even when v cannot be encoded (a NaN that
+// escaped the non-finite checks): an object {"error": "..."} is written
+// instead, and the error is returned.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
+		buf.Reset()
+		_ = enc.Encode(struct {
+			Error string `json:"error"`
+		}{err.Error()})
+		if _, werr := w.Write(buf.Bytes()); werr != nil {
+			return fmt.Errorf("writing JSON: %w", werr)
+		}
+		return fmt.Errorf("encoding JSON: %w", err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
 		return fmt.Errorf("writing JSON: %w", err)
 	}
 	return nil
+}
+
+// jsonFloat is a float32 that encodes NaN and infinities as null (JSON has
+// no spelling for them); the document says why in an error field.
+type jsonFloat float32
+
+// MarshalJSON writes the value as encoding/json writes a float32, or null.
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	x := float64(f)
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float32(f))
+}
+
+// jsonFloats converts rows of logits to jsonFloat rows, reporting whether
+// any value was not finite.
+func jsonFloats(rows [][]float32) (out [][]jsonFloat, nonFinite bool) {
+	out = make([][]jsonFloat, len(rows))
+	for i, r := range rows {
+		out[i] = make([]jsonFloat, len(r))
+		for j, x := range r {
+			out[i][j] = jsonFloat(x)
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				nonFinite = true
+			}
+		}
+	}
+	return out, nonFinite
 }
 
 // usageError reports a command-line mistake: the command prints it with

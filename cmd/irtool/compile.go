@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -60,26 +62,28 @@ type compileFlags struct {
 	Report        string
 	MergeQKV      bool
 	Requant       string
+
+	ubatchDefault bool // --ubatch was not given: it follows --ctx
 }
 
 func (f *compileFlags) declare(fs *flag.FlagSet) {
-	fs.StringVar(&f.Passes, "passes", "default", "pass pipeline: default, none, or a comma-separated list (see irtool passes)")
-	fs.StringVar(&f.PrintAfter, "print-after", "", "print the IR after PASS, or after every pass with all")
-	fs.StringVar(&f.DumpDir, "dump-dir", "", "write the IR after every pass into DIR as NN-pass.ir")
+	fs.StringVar(&f.Passes, "passes", "default", "the pass pipeline `LIST`: default, none, or comma-separated pass names in which default stands for the default pipeline (see irtool passes)")
+	fs.StringVar(&f.PrintAfter, "print-after", "", "print the IR after `PASS` (comma-separated), or after every pass with all")
+	fs.StringVar(&f.DumpDir, "dump-dir", "", "write the IR after every pass into `DIR` as NN-pass.ir (00-input.ir first)")
 	fs.BoolVar(&f.JSON, "json", false, "print one JSON object (docs/CLI.md)")
-	fs.Int64Var(&f.Ctx, "ctx", 256, "KV cache cells (n_ctx)")
-	fs.Int64Var(&f.UBatch, "ubatch", 0, "tokens per step in the worst case (n_ubatch; default: ctx)")
-	fs.StringVar(&f.KVType, "kv-type", "f16", "KV cache element type: f16 or f32")
-	fs.StringVar(&f.KVWrite, "kv-write", "set_rows", "KV cache write: set_rows or cpy")
-	fs.Int64Var(&f.Align, "align", 0, "arena alignment in bytes (default: the target's)")
-	fs.StringVar(&f.Strategy, "strategy", "best", "memory planning strategy, or best")
-	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "time budget of the search strategy")
-	fs.StringVar(&f.ExportBuffers, "export-buffers", "", "write the worst-case planning problem as CSV (id,lower,upper,size)")
-	fs.StringVar(&f.Target, "target", "ascend910b", "target: ascend910b, ascend310b or cpu")
-	fs.StringVar(&f.Out, "out", "", "write program.json and DOT files of the partition and segments into DIR")
-	fs.StringVar(&f.Report, "report", "", "write a self-contained HTML report of every stage")
+	fs.Int64Var(&f.Ctx, "ctx", 256, "KV cache cells (n_ctx); 0: the model's context_length")
+	fs.Int64Var(&f.UBatch, "ubatch", 0, "tokens per step in the planned worst case (n_ubatch), 1 ≤ N ≤ ctx (default: ctx)")
+	fs.StringVar(&f.KVType, "kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
+	fs.StringVar(&f.KVWrite, "kv-write", "set_rows", "how new K/V rows reach the cache (`MODE`): set_rows (scatter by index into the whole cache; addresses never move) or cpy (llama.cpp c392e50's copy into a view at kv_head)")
+	fs.Int64Var(&f.Align, "align", 0, "arena alignment in `B` bytes, a power of two ≤ 2^30 (default: the target's: 32 for cpu, 64 otherwise)")
+	fs.StringVar(&f.Strategy, "strategy", "best", "memory planning `STRATEGY` (see irtool plan), or best: all of them, smallest arena")
+	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "time budget of the search and best strategies (both stop at the lower bound)")
+	fs.StringVar(&f.ExportBuffers, "export-buffers", "", "write the worst-case planning problem to `FILE` as CSV (id,lower,upper,size), sizes rounded to the alignment, so irtool plan FILE scores the same instance")
+	fs.StringVar(&f.Target, "target", "ascend910b", "the target `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
+	fs.StringVar(&f.Out, "out", "", "write program.json, partition.dot and segments.dot into `DIR`")
+	fs.StringVar(&f.Report, "report", "", "write the self-contained HTML report of every stage to `FILE`")
 	fs.BoolVar(&f.MergeQKV, "merge-qkv", false, "merge Q, K and V projections sharing an input into one matmul")
-	fs.StringVar(&f.Requant, "requant", "", "re-quantise weights the target cannot run to this type (q8_0 or q4_0)")
+	fs.StringVar(&f.Requant, "requant", "", "re-quantise the weights the target cannot multiply to `TYPE`: q8_0 or q4_0")
 }
 
 // compileJSON is the --json output. Each stage fills its own fields with
@@ -104,7 +108,8 @@ type compileJSON struct {
 type compileJob struct {
 	Flags     compileFlags
 	ModelPath string
-	File      *gguf.File
+	Source    *modelSource
+	File      *gguf.File // the weights; nil for IR text that names none
 	Model     *models.Model
 	Input     *ir.Graph // the graph as built, never modified
 	Graph     *ir.Graph // the current graph: stages may replace it
@@ -144,36 +149,122 @@ const (
 
 // checkShape normalises --ubatch (0 means --ctx) and checks the step
 // shapes and the model flags: an error is a usage error.
+//
+// --ctx 0 means the model's context_length, as for run; it is resolved by
+// newCompileJob once the model is open (resolveShape).
 func (f *compileFlags) checkShape() error {
-	if f.Ctx <= 0 {
-		return errors.New("--ctx must be positive")
+	if f.Ctx < 0 || f.Ctx > maxCtx {
+		return fmt.Errorf("--ctx %d: want 0 (the model's context_length) or 1..%d", f.Ctx, maxCtx)
+	}
+	f.ubatchDefault = f.UBatch == 0
+	if f.UBatch < 0 || f.Ctx > 0 && f.UBatch > f.Ctx {
+		return errors.New("--ubatch must be in [1, ctx]")
+	}
+	if f.Ctx > 0 && f.UBatch == 0 {
+		f.UBatch = f.Ctx
+	}
+	if f.Align != 0 && (f.Align < 0 || f.Align > 1<<30 || f.Align&(f.Align-1) != 0) {
+		return fmt.Errorf("--align %d: want a power of two up to 2^30", f.Align)
+	}
+	_, err := modelOptions(max(f.Ctx, 1), f.KVType, f.KVWrite)
+	return err
+}
+
+// resolveShape fills --ctx 0 with the model's context_length and --ubatch 0
+// with the context.
+func (f *compileFlags) resolveShape(file *gguf.File) error {
+	if f.Ctx == 0 {
+		hp, err := models.ReadHParams(file)
+		if err != nil {
+			return err
+		}
+		f.Ctx = hp.NCtxTrain
+		if f.Ctx > maxCtx {
+			return fmt.Errorf("--ctx 0: the model's context_length %d is more than %d; give --ctx", f.Ctx, maxCtx)
+		}
+		if f.UBatch > f.Ctx {
+			return fmt.Errorf("--ubatch %d is more than the context (%d)", f.UBatch, f.Ctx)
+		}
 	}
 	if f.UBatch == 0 {
 		f.UBatch = f.Ctx
 	}
-	if f.UBatch < 0 || f.UBatch > f.Ctx {
-		return errors.New("--ubatch must be in [1, ctx]")
-	}
-	_, err := modelOptions(f.Ctx, f.KVType, f.KVWrite)
-	return err
+	return nil
 }
 
-// newCompileJob loads the model at path ("" = embedded) and builds its
-// graph: the state every stage starts from. Its writers discard until the
-// caller sets them; the caller closes j.File.
+// checkOutputs checks the output flags before any work: a stage that ran
+// for minutes must not then fail on a path that was never usable.
+func (f *compileFlags) checkOutputs() error {
+	if f.Requant != "" {
+		if dt, ok := ir.ParseDType(strings.ToLower(f.Requant)); !ok || dt != ir.Q8_0 && dt != ir.Q4_0 {
+			return fmt.Errorf("--requant %q: want q8_0 or q4_0", f.Requant)
+		}
+	}
+	if f.Out != "" {
+		if st, err := os.Stat(f.Out); err == nil && !st.IsDir() {
+			return fmt.Errorf("--out %s: exists and is not a directory", f.Out)
+		}
+	}
+	for _, o := range []struct{ flag, path string }{{"--report", f.Report}, {"--export-buffers", f.ExportBuffers}} {
+		if o.path == "" {
+			continue
+		}
+		if st, err := os.Stat(o.path); err == nil && st.IsDir() {
+			return fmt.Errorf("%s %s: is a directory", o.flag, o.path)
+		}
+		if st, err := os.Stat(filepath.Dir(o.path)); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s %s: directory %s does not exist", o.flag, o.path, filepath.Dir(o.path))
+		}
+	}
+	return nil
+}
+
+// newCompileJob loads the model at path ("" = embedded; a GGUF file or IR
+// text, see source.go) and builds its graph: the state every stage starts
+// from. Its writers discard until the caller sets them; the caller calls
+// j.close.
 func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
-	opts, err := modelOptions(flags.Ctx, flags.KVType, flags.KVWrite)
+	src, err := openSource(path)
 	if err != nil {
 		return nil, err
 	}
-	j := &compileJob{Flags: flags, ModelPath: path, Values: map[string]any{},
-		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
-	if j.File, err = openModel(path); err != nil {
-		return nil, err
+	// Errors past parsing name the model.
+	fail := func(err error) (*compileJob, error) {
+		src.Close()
+		return nil, fmt.Errorf("%s: %w", modelName(path), err)
 	}
-	if j.Model, err = models.Build(j.File, opts); err != nil {
-		j.File.Close()
-		return nil, err
+	if src.IsIR() {
+		def, _ := modelOptions(256, "f16", "set_rows")
+		opts, err := modelOptions(max(flags.Ctx, 1), flags.KVType, flags.KVWrite)
+		if err != nil {
+			return fail(err)
+		}
+		if flags.Ctx == 0 {
+			opts.NCtx = def.NCtx // 0: what the IR says
+		}
+		if opts, err = src.options(opts, def); err != nil {
+			src.Close()
+			return nil, err
+		}
+		flags.Ctx, flags.KVType, flags.KVWrite = opts.NCtx, opts.KVType.String(), opts.KVWrite.String()
+		if flags.ubatchDefault {
+			flags.UBatch = flags.Ctx
+		}
+		if flags.UBatch > flags.Ctx {
+			src.Close()
+			return nil, fmt.Errorf("--ubatch %d exceeds the IR's n_ctx %d", flags.UBatch, flags.Ctx)
+		}
+	} else if err := flags.resolveShape(src.File); err != nil {
+		return fail(err)
+	}
+	opts, err := modelOptions(flags.Ctx, flags.KVType, flags.KVWrite)
+	if err != nil {
+		return fail(err)
+	}
+	j := &compileJob{Flags: flags, ModelPath: path, Source: src, File: src.File, Values: map[string]any{},
+		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
+	if j.Model, err = src.build(opts); err != nil {
+		return fail(err)
 	}
 	j.Input = j.Model.Graph
 	j.Graph = j.Model.Graph.Clone()
@@ -181,6 +272,9 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 		NodesBefore: j.Input.NumOps(), OpsBefore: opCounts(j.Input), Passes: []any{}}
 	return j, nil
 }
+
+// close releases the model files.
+func (j *compileJob) close() { j.Source.Close() }
 
 // modelOptions turns the shared model flags into models.Options.
 func modelOptions(ctx int64, kvType, kvWrite string) (models.Options, error) {
@@ -228,12 +322,15 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	if flags.Strategy != "" && !slices.Contains(planner.GraphStrategies(), flags.Strategy) {
 		return usageError(stderr, "compile", "unknown --strategy %q (have %s)", flags.Strategy, strings.Join(planner.GraphStrategies(), ", "))
 	}
+	if err := flags.checkOutputs(); err != nil {
+		return usageError(stderr, "compile", "%v", err)
+	}
 	j, err := newCompileJob(path, flags)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
 		return 1
 	}
-	defer j.File.Close()
+	defer j.close()
 	j.Stdout, j.Stderr = stdout, stderr
 	if j.Flags.JSON {
 		j.Text = io.Discard

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/models"
@@ -92,6 +93,9 @@ func runPartitionStage(j *compileJob) error {
 		dt, ok := ir.ParseDType(strings.ToLower(f.Requant))
 		if !ok || dt != ir.Q8_0 && dt != ir.Q4_0 {
 			return fmt.Errorf("--requant %q: want q8_0 or q4_0", f.Requant)
+		}
+		if j.File == nil {
+			return fmt.Errorf("--requant: %w", errNoWeights)
 		}
 		g, src, r, err := partition.Requant(j.Graph, prof, j.File, dt)
 		if err != nil {
@@ -271,12 +275,34 @@ func writeLowerOut(j *compileJob, res *partition.Result, prog *cann.Program) err
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// All files are written to temporaries first and renamed into place
+	// only when every one was written: a failure leaves the old files.
+	tmp := make([]*safeio.File, 0, len(names))
+	defer func() {
+		for _, f := range tmp {
+			f.Abort()
+		}
+	}()
 	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if err := os.WriteFile(p, files[n], 0o644); err != nil {
+		f, err := safeio.Create(filepath.Join(dir, n))
+		if err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
-		fmt.Fprintf(j.Text, "wrote %s\n", p)
+		tmp = append(tmp, f)
+		if _, err := f.Write(files[n]); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	for _, f := range tmp {
+		if err := f.Flush(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	for _, f := range tmp {
+		if err := f.Commit(); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+		fmt.Fprintf(j.Text, "wrote %s\n", f.Name())
 	}
 	return nil
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/planner"
@@ -166,15 +166,15 @@ func exportBuffers(path string, p *planner.GraphPlan) error {
 	for i := range q.Buffers {
 		q.Buffers[i].Size = p.Problem.AlignedSize(i)
 	}
-	fh, err := os.Create(path)
+	fh, err := safeio.Create(path)
 	if err != nil {
 		return fmt.Errorf("--export-buffers: %w", err)
 	}
+	defer fh.Abort()
 	if err := planner.WriteCSV(fh, q); err != nil {
-		fh.Close()
 		return fmt.Errorf("--export-buffers %s: %w", path, err)
 	}
-	if err := fh.Close(); err != nil {
+	if err := fh.Commit(); err != nil {
 		return fmt.Errorf("--export-buffers: %w", err)
 	}
 	return nil

@@ -79,7 +79,10 @@ func TestCompileMemoryErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"--strategy", "magic"}, `unknown --strategy "magic"`},
-		{[]string{"--align", "-1"}, "--align -1 out of range"},
+		{[]string{"--align", "-1"}, "--align -1: want a power of two"},
+		{[]string{"--align", "3"}, "--align 3: want a power of two"},
+		{[]string{"--requant", "q5_0"}, `--requant "q5_0"`},
+		{[]string{"--out", "/dev/null"}, "--out /dev/null: exists and is not a directory"},
 		{[]string{"--budget", "0s"}, "--budget must be positive"},
 		{[]string{"--export-buffers", "/nonexistent/dir/x.csv"}, "--export-buffers"},
 	} {

@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/partition"
@@ -35,7 +35,7 @@ func runReportStage(j *compileJob) error {
 	if err := r.WriteHTML(&buf); err != nil {
 		return err
 	}
-	if err := os.WriteFile(j.Flags.Report, buf.Bytes(), 0o644); err != nil {
+	if err := safeio.WriteFile(j.Flags.Report, buf.Bytes()); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
 	fmt.Fprintf(j.Text, "report: %s (%d columns, %d charts, %s)\n", j.Flags.Report, len(r.Columns), len(r.Charts), viz.HumanBytes(int64(buf.Len())))

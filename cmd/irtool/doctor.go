@@ -26,8 +26,11 @@ $IRTOOL_ACL_LIBS), the number of NPUs, the SoC name, free and total device
 memory of device N, whether ACL graph capture works there, and which aclnn
 operators the binding needs are missing. Exits 0 when the device is usable,
 1 otherwise. See docs/RUNTIME.md, "Real hardware".`,
-		Run:   cmdDoctor,
-		Flags: func(fs *flag.FlagSet) { fs.Int("device", 0, "NPU to inspect"); fs.Bool("json", false, "print JSON") },
+		Run: cmdDoctor,
+		Flags: func(fs *flag.FlagSet) {
+			fs.Int("device", 0, "the NPU to inspect (its device id)")
+			fs.Bool("json", false, "print one JSON object")
+		},
 	})
 }
 
@@ -71,8 +74,8 @@ const emulatorHint = "to try the CANN path without an NPU, build irtool's emulat
 func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	device := fs.Int("device", 0, "NPU to inspect")
-	asJSON := fs.Bool("json", false, "print JSON")
+	device := fs.Int("device", 0, "the NPU to inspect (its device id)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagError(err)
@@ -153,9 +156,9 @@ type cannFlags struct {
 var cannOnly = []string{"device", "acl-workspace", "acl-pool"}
 
 func (f *cannFlags) declare(fs *flag.FlagSet) {
-	fs.IntVar(&f.Device, "device", 0, "cann: the NPU to run on")
-	fs.Int64Var(&f.Workspace, "acl-workspace", 64<<20, "cann: bytes of scratch reserved per stream for aclnn workspaces the plan did not foresee")
-	fs.Int64Var(&f.Pool, "acl-pool", 0, "cann: device memory pre-allocated for the model (default: sized from the model file)")
+	fs.IntVar(&f.Device, "device", 0, "cann: the NPU to run on (its device id)")
+	fs.Int64Var(&f.Workspace, "acl-workspace", 64<<20, "cann: `BYTES` of scratch reserved per stream for aclnn workspaces the plan did not foresee")
+	fs.Int64Var(&f.Pool, "acl-pool", 0, "cann: `BYTES` of device memory pre-allocated for the model (default: sized from the model file)")
 }
 
 // check rejects cann-only flags on another backend.

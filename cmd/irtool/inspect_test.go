@@ -80,13 +80,10 @@ func inspectJSONOf(t *testing.T, args ...string) (inspectOut, string) {
 // model path alternately.
 func TestInspectMatchesLlamaCpp(t *testing.T) {
 	models := testref.Models(t)
-	if testref.SharedDir() == "" {
-		t.Skip("needs ../shared/reference")
-	}
 	for i, p := range models {
 		name := strings.TrimSuffix(filepath.Base(p), ".gguf")
 		t.Run(name, func(t *testing.T) {
-			b, err := os.ReadFile(filepath.Join(testref.SharedDir(), "llamacpp", name+".gguf.json"))
+			b, err := os.ReadFile(filepath.Join(testref.Dir(), "llamacpp", name+".gguf.json"))
 			if err != nil {
 				t.Skip(err)
 			}

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/irtool/irtool/ir"
@@ -15,16 +17,19 @@ func init() {
 		Name:    "passes",
 		Summary: "list the optimisation passes, their rewrite rules and the fused ops",
 		Usage: `irtool passes [--json]
+       irtool passes MODEL.gguf|FILE.ir [--passes LIST] [-o FILE.ir] [--json]
 
-Lists every registered pass in registration order: whether it is in the
+Without a model, lists every registered pass in registration order: whether it is in the
 default pipeline, whether it is required, what it does and the rewrite rules
 it applies (name, pattern, description); then the ordering constraints
 between passes and the ops the passes introduce (fused ops, concat). --passes of compile
-and run takes a comma-separated list of these names, "default" or "none".`,
+and run takes a comma-separated list of these names, "default" or "none".
+
+With a model (a GGUF file or IR text), runs the pipeline --passes on its
+graph, prints the optimised graph as IR text (on stdout, or to -o FILE.ir)
+and the per-pass table on stderr; --json prints the per-pass records
+instead of the IR.`,
 		Run: cmdPasses,
-		Flags: func(fs *flag.FlagSet) {
-			fs.Bool("json", false, "print one JSON object (docs/CLI.md)")
-		},
 	})
 }
 
@@ -85,23 +90,28 @@ func cmdPasses(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("passes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object (docs/CLI.md)")
+	list := fs.String("passes", "default", "with a model: the pass pipeline `LIST` to run, as for compile")
+	out := fs.String("o", "", "with a model: write the optimised IR to `FILE` instead of stdout")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagError(err)
 	}
-	if len(pos) > 0 {
-		return usageError(stderr, "passes", "takes no arguments, got %q", pos)
+	if len(pos) > 1 {
+		return usageError(stderr, "passes", "want at most one model path, got %q", pos)
 	}
-	list := passesList()
+	if len(pos) == 1 {
+		return runPassesOn(pos[0], *list, *out, *asJSON, stdout, stderr)
+	}
+	all := passesList()
 	if *asJSON {
-		if err := writeJSON(stdout, list); err != nil {
+		if err := writeJSON(stdout, all); err != nil {
 			fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 			return 1
 		}
 		return 0
 	}
-	fmt.Fprintf(stdout, "default pipeline: %s\n\n", strings.Join(list.Default, ","))
-	for _, p := range list.Passes {
+	fmt.Fprintf(stdout, "default pipeline: %s\n\n", strings.Join(all.Default, ","))
+	for _, p := range all.Passes {
 		var tags []string
 		if p.InDefault {
 			tags = append(tags, "default")
@@ -119,12 +129,68 @@ func cmdPasses(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintln(stdout, "\nordering constraints:")
-	for _, c := range list.Constraints {
+	for _, c := range all.Constraints {
 		fmt.Fprintf(stdout, "    %s before %s: %s\n", c.Before, c.After, c.Why)
 	}
 	fmt.Fprintln(stdout, "\nops the passes introduce:")
-	for _, o := range list.FusedOps {
+	for _, o := range all.FusedOps {
 		fmt.Fprintf(stdout, "    %s\n", o.Doc)
+	}
+	return 0
+}
+
+// passesRunJSON is passes --json with a model: compile's pass fields.
+type passesRunJSON struct {
+	Model       string         `json:"model"`
+	Arch        string         `json:"arch"`
+	NodesBefore int            `json:"nodes_before"`
+	NodesAfter  int            `json:"nodes_after"`
+	OpsBefore   map[string]int `json:"ops_before"`
+	OpsAfter    map[string]int `json:"ops_after"`
+	Passes      any            `json:"passes"`
+}
+
+// runPassesOn runs the pipeline list on the graph of the model at path
+// (compile's passes stage) and prints the result as IR text.
+func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) int {
+	if _, err := passesPipeline(list, false); err != nil {
+		return usageError(stderr, "passes", "--passes: %v", err)
+	}
+	flags := compileFlags{Passes: list, Ctx: 256, UBatch: 256, KVType: "f16", KVWrite: "set_rows", ubatchDefault: true}
+	j, err := newCompileJob(path, flags)
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+		return 1
+	}
+	defer j.close()
+	j.Stdout, j.Stderr, j.Text = stderr, stderr, stderr
+	if err := runPassesStage(j); err != nil {
+		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		err = writeJSON(stdout, passesRunJSON{Model: j.Out.Model, Arch: j.Out.Arch, NodesBefore: j.Out.NodesBefore,
+			NodesAfter: j.Graph.NumOps(), OpsBefore: j.Out.OpsBefore, OpsAfter: opCounts(j.Graph), Passes: j.Out.Passes})
+	} else {
+		g := j.Graph
+		if !j.Source.IsIR() {
+			if g.Meta[metaWeights], err = weightsRef(path, out); err != nil {
+				fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+				return 1
+			}
+		}
+		var buf bytes.Buffer
+		if err = ir.Print(&buf, g); err == nil {
+			if out == "" || out == "-" {
+				_, err = stdout.Write(buf.Bytes())
+			} else {
+				err = os.WriteFile(out, buf.Bytes(), 0o644)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+		return 1
 	}
 	return 0
 }

@@ -55,8 +55,11 @@ func TestPassesCommand(t *testing.T) {
 	if rules < 15 || len(list.FusedOps) != len(passes.Ops()) {
 		t.Errorf("%d rules, %d ops", rules, len(list.FusedOps))
 	}
-	if code, _, errs := runCLI(t, "passes", "extra"); code != 2 || !strings.Contains(errs, "takes no arguments") {
+	if code, _, errs := runCLI(t, "passes", "a.gguf", "b.gguf"); code != 2 || !strings.Contains(errs, "want at most one model path") {
 		t.Errorf("extra argument: exit %d, %s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "passes", "nothere.gguf"); code != 1 || !strings.Contains(errs, "nothere.gguf") {
+		t.Errorf("missing model: exit %d, %s", code, errs)
 	}
 }
 

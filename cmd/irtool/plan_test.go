@@ -63,7 +63,7 @@ func planJSON(t *testing.T, args ...string) planOut {
 
 // TestPlanPisarchykLee: the paper's example has a lower bound of 124 bytes,
 // which greedy-by-size (and so best) reaches; online best fit needs 160
-// (shared/notes/planning.md §2.4).
+// (Pisarchyk & Lee, arXiv 2001.03288).
 func TestPlanPisarchykLee(t *testing.T) {
 	path := writeTemp(t, "pl.csv", pisarchykLeeCSV)
 	out := planJSON(t, "--json", path) // best by default
@@ -91,7 +91,7 @@ func TestPlanPisarchykLee(t *testing.T) {
 func TestPlanPublishedGreedy(t *testing.T) {
 	path := filepath.Join(testref.Root(), "..", "shared", "planner-bench", "minimalloc", "A.1048576.csv")
 	if _, err := os.Stat(path); err != nil {
-		t.Skip("shared/planner-bench is absent")
+		t.Skip("the planner benchmark instances (MiniMalloc, idealloc) are absent")
 	}
 	out := planJSON(t, "--strategy=greedy-size", "--json", path)
 	if out.LowerBound != 1048576 || math.Abs(out.Ratio-1.311) > 0.0006 {
@@ -121,11 +121,12 @@ func TestPlanErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no instance", []string{}, 2, "want one INSTANCE.csv argument, got 0"},
+		{"no instance", []string{}, 2, "want one INSTANCE.csv or FILE.ir argument, got 0"},
 		{"two instances", []string{good, good}, 2, "got 2"},
 		{"unknown strategy", []string{good, "--strategy", "tetris"}, 2, `unknown strategy "tetris"`},
 		{"bad budget", []string{good, "--budget", "0s"}, 2, "--budget must be positive"},
-		{"bad align", []string{good, "--align", "0"}, 2, "--align must be in"},
+		{"bad align", []string{good, "--align", "0"}, 2, "--align must be a power of two"},
+		{"align not a power of two", []string{good, "--align", "3"}, 2, "--align must be a power of two"},
 		{"unknown flag", []string{good, "--frobnicate"}, 2, "frobnicate"},
 		{"missing file", []string{filepath.Join(t.TempDir(), "none.csv")}, 1, "none.csv"},
 		{"malformed CSV names file and line", []string{bad}, 1, "bad.csv: planner: csv line 3: lower 5 > upper 2"},

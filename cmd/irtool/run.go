@@ -11,7 +11,8 @@ import (
 
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
+	"github.com/irtool/irtool/target"
 	"github.com/irtool/irtool/tokenizer"
 )
 
@@ -22,10 +23,11 @@ func init() {
 		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu|sim|cann]
            [--device N] [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
            [--graph on|off] [--prefill-graph] [--graph-cache N] [--target T]
-           [--json] [--logits]
+           [--threads N] [--json] [--logits]
 
 Runs prefill on the prompt, then greedy decode (argmax, lowest id on ties) for
-N tokens on the CPU reference executor. -p tokenises TEXT with the model's own
+N tokens on the CPU (the compiled plan, on --threads worker threads: default
+the number of physical cores). -p tokenises TEXT with the model's own
 tokenizer (adding BOS as llama.cpp does) and streams the generated text to
 stdout; --tokens takes comma-separated ids. --json prints one object with
 "prompt_tokens", "tokens", "text", "timing" and, with --logits, "logits" (one
@@ -44,15 +46,22 @@ docs/RUNTIME.md, "Real hardware").`,
 	})
 }
 
+// defaultUBatch is run's prefill chunk (llama.cpp's default n_ubatch).
+const defaultUBatch = 512
+
+// maxCtx is the largest --ctx (the graph builder's limit on n_ctx).
+const maxCtx = 1 << 24
+
 type runJSON struct {
-	Model        string      `json:"model"`
-	Backend      string      `json:"backend"`
-	PromptTokens []int32     `json:"prompt_tokens"`
-	Tokens       []int32     `json:"tokens"`
-	Text         *string     `json:"text,omitempty"`
-	Timing       runTiming   `json:"timing"`
-	Logits       [][]float32 `json:"logits,omitempty"`
-	Stats        any         `json:"stats,omitempty"` // --backend sim
+	Model        string        `json:"model"`
+	Backend      string        `json:"backend"`
+	PromptTokens []int32       `json:"prompt_tokens"`
+	Tokens       []int32       `json:"tokens"`
+	Text         *string       `json:"text,omitempty"`
+	Timing       runTiming     `json:"timing"`
+	Logits       [][]jsonFloat `json:"logits,omitempty"` // NaN and infinities as null
+	Error        string        `json:"error,omitempty"`
+	Stats        any           `json:"stats,omitempty"` // --backend sim
 }
 
 type runTiming struct {
@@ -61,34 +70,64 @@ type runTiming struct {
 	DecodeTokensPerS float64 `json:"decode_tokens_per_s"`
 }
 
+// parseTokenList parses --tokens: ids separated by commas (spaces around
+// them are allowed, and spaces alone separate too). An empty id ("1,,2", a
+// trailing comma) is an error, not skipped.
 func parseTokenList(s string) ([]int32, error) {
 	var out []int32
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
-		v, err := strconv.ParseInt(f, 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("--tokens: %q is not a token id", f)
+	for i, part := range strings.Split(s, ",") {
+		ids := strings.Fields(part)
+		if len(ids) == 0 {
+			return nil, fmt.Errorf("--tokens %q: id %d is empty", s, i+1)
 		}
-		out = append(out, int32(v))
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("--tokens: no token ids given")
+		for _, f := range ids {
+			v, err := strconv.ParseInt(f, 10, 32)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("--tokens: %q is not a token id", f)
+			}
+			out = append(out, int32(v))
+		}
 	}
 	return out, nil
+}
+
+// runContext resolves run's context size and checks that the prompt and
+// the tokens to generate fit, before anything runs (as llama.cpp refuses a
+// prompt longer than n_ctx). ctxFlag is --ctx: 0 means the model's
+// context_length (hp.NCtxTrain), of which only what the run needs (rounded
+// up to 256) is allocated; what names a non-zero ctxFlag in the error. It
+// returns the KV cache size.
+func runContext(ctxFlag int64, hp models.HParams, nPrompt, n int, what string) (int64, error) {
+	need := int64(nPrompt) + int64(max(n-1, 0)) // the last token is not fed back
+	limit := ctxFlag
+	if ctxFlag == 0 {
+		limit, what = hp.NCtxTrain, "the model's context_length"
+	}
+	if need > limit {
+		return 0, fmt.Errorf("the prompt (%d tokens) and -n %d need %d KV cells, more than %s=%d; shorten the prompt, lower -n or raise --ctx",
+			nPrompt, n, need, what, limit)
+	}
+	if ctxFlag > 0 {
+		return ctxFlag, nil
+	}
+	return min(limit, max(256, (need+255)/256*256)), nil
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	prompt := fs.String("p", "", "prompt text")
-	tokens := fs.String("tokens", "", "prompt token ids, comma-separated")
+	prompt := fs.String("p", "", "the prompt `TEXT`, tokenised with the model's tokenizer, BOS added (exactly one of -p and --tokens)")
+	tokens := fs.String("tokens", "", "prompt token `IDS`, comma- or space-separated")
 	n := fs.Int("n", 32, "tokens to generate")
-	backend := fs.String("backend", "cpu", "execution backend: cpu (reference executor), sim (simulated Ascend device) or cann (Ascend NPU; builds with -tags cann)")
-	nctx := fs.Int64("ctx", 0, "KV cache size in tokens (default: prompt + n rounded up to 256)")
-	kvType := fs.String("kv-type", "f16", "KV cache element type: f16 or f32")
-	kvWrite := fs.String("kv-write", "set_rows", "KV cache write: set_rows or cpy")
-	asJSON := fs.Bool("json", false, "print JSON")
-	withLogits := fs.Bool("logits", false, "include each step's logits in the JSON")
-	passList := fs.String("passes", "default", "pass pipeline applied before running: default, none, or a comma-separated list (see irtool passes)")
+	backend := fs.String("backend", "cpu", "execution `BACKEND`: cpu (the compiled CPU plan), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
+	nctx := fs.Int64("ctx", 0, "context size in tokens (KV cache cells); 0: the model's context_length, of which prompt + n rounded up to 256 is allocated; a prompt and -n that do not fit are refused")
+	ubatch := fs.Int("ubatch", defaultUBatch, "prefill the prompt in chunks of at most `N` tokens (llama.cpp's n_ubatch)")
+	kvType := fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
+	kvWrite := fs.String("kv-write", "set_rows", "KV cache write `MODE`: set_rows or cpy (see irtool ir)")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	withLogits := fs.Bool("logits", false, "with --json, include every generated token's logits")
+	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
+	threads := threadsFlag(fs)
 	var sim simFlags
 	sim.declare(fs)
 	var cannF cannFlags
@@ -121,64 +160,122 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "irtool run: -n must be >= 0")
 		return 2
 	}
+	if *nctx < 0 || *nctx > maxCtx {
+		return usageError(stderr, "run", "--ctx %d: want 0 (the model's context_length) or 1..%d", *nctx, maxCtx)
+	}
+	if *ubatch < 1 {
+		return usageError(stderr, "run", "--ubatch %d: want a positive number of tokens", *ubatch)
+	}
+	if *withLogits && !*asJSON {
+		return usageError(stderr, "run", "--logits needs --json")
+	}
+	kvT, err := models.ParseKVCacheType(*kvType)
+	if err != nil {
+		return usageError(stderr, "run", "--kv-type: %v", err)
+	}
+	kvW, err := models.ParseKVWrite(*kvWrite)
+	if err != nil {
+		return usageError(stderr, "run", "--kv-write: %v", err)
+	}
+	pipeline, err := passes.Parse(*passList)
+	if err != nil {
+		return usageError(stderr, "run", "--passes: %v", err)
+	}
+	var tokenList []int32
+	if *tokens != "" {
+		if tokenList, err = parseTokenList(*tokens); err != nil {
+			return usageError(stderr, "run", "%v", err)
+		}
+	}
+	if *backend == "sim" || *backend == "cann" {
+		if _, err := sim.policy(fs); err != nil {
+			return usageError(stderr, "run", "%v", err)
+		}
+		if _, err := target.Get(sim.Target); err != nil {
+			return usageError(stderr, "run", "--target: %v", err)
+		}
+	}
+	if *backend == "cann" {
+		if err := cannUnavailable(); err != nil {
+			fmt.Fprintf(stderr, "irtool run: %v\n", err)
+			return 1
+		}
+	}
 	modelPath := ""
 	if len(pos) == 1 {
 		modelPath = pos[0]
 	}
 	t0 := time.Now()
-	f, err := openModel(modelPath)
+	src, err := openSource(modelPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1
 	}
-	defer f.Close()
+	defer src.Close()
+	// Errors past parsing name the model: the file is valid, its content
+	// is at fault.
+	name := modelName(modelPath)
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "irtool run: %s: %v\n", name, err)
+		return 1
+	}
+	if src.File == nil {
+		return fail(errNoWeights)
+	}
+	f := src.File
+	hp, err := models.ReadHParams(f)
+	if err != nil {
+		return fail(err)
+	}
 	var tok *tokenizer.Tokenizer
-	var ids []int32
+	ids := tokenList
 	if *prompt != "" {
 		if tok, err = tokenizer.FromGGUF(f); err != nil {
-			fmt.Fprintf(stderr, "irtool run: %v\n", err)
-			return 1
+			return fail(err)
 		}
 		if ids, err = tok.Encode(*prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}); err != nil {
-			fmt.Fprintf(stderr, "irtool run: %v\n", err)
-			return 1
+			return fail(err)
 		}
-	} else if ids, err = parseTokenList(*tokens); err != nil {
-		fmt.Fprintf(stderr, "irtool run: %v\n", err)
-		return 2
 	} else if t, err := tokenizer.FromGGUF(f); err == nil {
 		tok = t
 	}
-	opts := models.Options{NCtx: *nctx}
-	if opts.KVType, err = models.ParseKVCacheType(*kvType); err != nil {
-		fmt.Fprintf(stderr, "irtool run: %v\n", err)
-		return 2
+	if tok != nil {
+		for _, w := range tok.Warnings() {
+			fmt.Fprintf(stderr, "irtool run: %s: warning: %s\n", name, w)
+		}
 	}
-	if opts.KVWrite, err = models.ParseKVWrite(*kvWrite); err != nil {
-		fmt.Fprintf(stderr, "irtool run: %v\n", err)
-		return 2
+	for _, id := range ids {
+		if int64(id) >= hp.NVocab {
+			return usageError(stderr, "run", "--tokens: id %d is outside the vocabulary of %s (%d tokens)", id, name, hp.NVocab)
+		}
 	}
-	if opts.NCtx == 0 {
-		need := int64(len(ids) + *n)
-		opts.NCtx = max(256, (need+255)/256*256)
+	if len(ids) == 0 {
+		return fail(fmt.Errorf("the prompt has no tokens"))
 	}
-	pipeline, err := passes.Parse(*passList)
+	opts := models.Options{NCtx: *nctx, KVType: kvT, KVWrite: kvW}
+	ctxName := "--ctx"
+	if src.IsIR() {
+		ctxName = "the IR's cache, n_ctx"
+		// The IR fixes its cache size (meta n_ctx): that is the limit.
+		if opts, err = src.options(opts, models.Options{KVType: models.KVF16, KVWrite: models.KVSetRows}); err != nil {
+			fmt.Fprintf(stderr, "irtool run: %v\n", err)
+			return 2
+		}
+	}
+	if opts.NCtx, err = runContext(opts.NCtx, hp, len(ids), *n, ctxName); err != nil {
+		fmt.Fprintf(stderr, "irtool run: %s: %v\n", name, err)
+		return 2 // refused before any work, as a usage error
+	}
+	m, err := src.build(opts)
 	if err != nil {
-		fmt.Fprintf(stderr, "irtool run: %v\n", err)
-		return 2
-	}
-	m, err := models.Build(f, opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "irtool run: %v\n", err)
-		return 1
+		return fail(err)
 	}
 	if len(pipeline) > 0 {
 		// The passes work on the symbolic graph; the session specialises
 		// the optimised graph for each step's shapes.
 		g, _, err := passes.Run(m.Graph, pipeline, passes.Options{})
 		if err != nil {
-			fmt.Fprintf(stderr, "irtool run: %v\n", err)
-			return 1
+			return fail(err)
 		}
 		optimised := *m
 		optimised.Graph = g
@@ -194,11 +291,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		sess, err = runtime.NewSession(m, f, runtime.SessionOptions{})
+		var cpu *session.Session
+		if cpu, err = session.NewSession(m, f, session.SessionOptions{Threads: *threads}); err == nil {
+			defer cpu.Close()
+		}
+		sess = cpu
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "irtool run: %v\n", err)
-		return 1
+		return fail(err)
 	}
 	if simRun != nil {
 		defer simRun.Close()
@@ -272,7 +372,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		out.Text = &s
 	}
 	if *withLogits {
-		out.Logits = res.Logits
+		var nonFinite bool
+		out.Logits, nonFinite = jsonFloats(res.Logits)
+		if nonFinite {
+			out.Error = "logits hold NaN or infinite values (written as null)"
+		}
 	}
 	if simRun != nil {
 		out.Stats = simRun.stats()

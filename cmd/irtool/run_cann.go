@@ -26,6 +26,10 @@ type cannBackend struct {
 
 // newCannBackend opens device cf.Device through CANN and builds the same
 // session as the sim backend on it (graph flags shared with sim).
+// cannUnavailable is nil: this binary has the CANN binding (whether a
+// device is present is found when the backend starts).
+func cannUnavailable() error { return nil }
+
 func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags, fs *flag.FlagSet) (*cannBackend, error) {
 	pol, err := sim.policy(fs)
 	if err != nil {

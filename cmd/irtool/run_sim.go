@@ -7,8 +7,9 @@ import (
 
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 // This file holds "irtool run --backend sim": the model goes through the
@@ -18,7 +19,7 @@ import (
 
 // generator is what run needs from a backend's session.
 type generator interface {
-	Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*runtime.GenerateResult, error)
+	Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*session.GenerateResult, error)
 }
 
 // simFlags are run's flags for the sim backend.
@@ -33,16 +34,16 @@ type simFlags struct {
 var simOnly = []string{"graph", "prefill-graph", "graph-cache", "target"}
 
 func (f *simFlags) declare(fs *flag.FlagSet) {
-	fs.StringVar(&f.Graph, "graph", "", "sim: ACL graph mode, on or off (default: "+runtime.EnvACLGraph+", else on)")
-	fs.BoolVar(&f.PrefillGraph, "prefill-graph", false, "sim: capture prefill too, padding prompts to a bucket length ("+runtime.EnvPrefillUseGraph+")")
-	fs.IntVar(&f.GraphCache, "graph-cache", 0, "sim: graph LRU capacity (default: "+runtime.EnvCacheCapacity+", else 12)")
-	fs.StringVar(&f.Target, "target", "ascend910b", "sim: target profile: ascend910b, ascend310b or cpu")
+	fs.StringVar(&f.Graph, "graph", "", "sim, cann: ACL graph `MODE`: on (capture and replay) or off (default: $"+device.EnvACLGraph+", else on)")
+	fs.BoolVar(&f.PrefillGraph, "prefill-graph", false, "sim, cann: capture prefill too, padding prompts to a bucket length (or $"+device.EnvPrefillUseGraph+")")
+	fs.IntVar(&f.GraphCache, "graph-cache", 0, "sim, cann: capacity of the graph LRU cache (default: $"+device.EnvCacheCapacity+", else 12)")
+	fs.StringVar(&f.Target, "target", "ascend910b", "sim: the target profile `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
 }
 
 // policy is the environment's graph policy with the flags set on the
 // command line on top.
-func (f *simFlags) policy(fs *flag.FlagSet) (runtime.GraphPolicy, error) {
-	p, err := runtime.PolicyFromEnv(nil)
+func (f *simFlags) policy(fs *flag.FlagSet) (device.GraphPolicy, error) {
+	p, err := device.PolicyFromEnv(nil)
 	if err != nil {
 		return p, err
 	}
@@ -50,7 +51,7 @@ func (f *simFlags) policy(fs *flag.FlagSet) (runtime.GraphPolicy, error) {
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "graph":
-			on, err := runtime.ParseBool(f.Graph)
+			on, err := device.ParseBool(f.Graph)
 			if err != nil {
 				ferr = fmt.Errorf("--graph: %w", err)
 			}
@@ -86,7 +87,7 @@ func checkSimFlags(fs *flag.FlagSet, backend string) error {
 // simBackend is a program session on a simulated device.
 type simBackend struct {
 	*program.Session
-	dev *runtime.SimDevice
+	dev *device.SimDevice
 }
 
 // newSimBackend builds the sim session for a model whose graph run has
@@ -96,7 +97,7 @@ func newSimBackend(m *models.Model, f *gguf.File, flags *simFlags, fs *flag.Flag
 	if err != nil {
 		return nil, err
 	}
-	dev, err := runtime.NewSimDevice(runtime.SimOptions{MemoryBytes: simMemory(f)})
+	dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: simMemory(f)})
 	if err != nil {
 		return nil, err
 	}
@@ -117,19 +118,19 @@ func simMemory(f *gguf.File) int64 {
 	for _, t := range f.Tensors {
 		weights += int64(t.Size)
 	}
-	return max(runtime.DefaultSimMemory, 2*weights+(64<<20))
+	return max(device.DefaultSimMemory, 2*weights+(64<<20))
 }
 
 // simStatsJSON is the "stats" object of run --json with the sim backend.
 type simStatsJSON struct {
-	Mode     string              `json:"mode"` // "graph" or "eager"
-	Target   string              `json:"target"`
-	Prefill  program.PhaseStats  `json:"prefill"`
-	Decode   program.PhaseStats  `json:"decode"`
-	Programs int                 `json:"programs"`
-	Cache    runtime.CacheStats  `json:"cache"`
-	Device   runtime.DeviceStats `json:"device"`
-	Pool     runtime.PoolStats   `json:"pool"`
+	Mode     string             `json:"mode"` // "graph" or "eager"
+	Target   string             `json:"target"`
+	Prefill  program.PhaseStats `json:"prefill"`
+	Decode   program.PhaseStats `json:"decode"`
+	Programs int                `json:"programs"`
+	Cache    device.CacheStats  `json:"cache"`
+	Device   device.DeviceStats `json:"device"`
+	Pool     device.PoolStats   `json:"pool"`
 }
 
 func (b *simBackend) stats() simStatsJSON { return programStats(b.Session, b.dev.Stats()) }
@@ -139,7 +140,7 @@ func (b *simBackend) summary(w io.Writer) { printPhases(w, "sim", b.stats()) }
 
 // programStats gathers the "stats" object of a program session on a device
 // (the sim and cann backends alike).
-func programStats(s *program.Session, ds runtime.DeviceStats) simStatsJSON {
+func programStats(s *program.Session, ds device.DeviceStats) simStatsJSON {
 	st := s.Stats()
 	mode := "eager"
 	if st.Graphs {

@@ -40,7 +40,7 @@ func runSimJSON(t *testing.T, env map[string]string, args ...string) simRunOut {
 }
 
 // run --backend sim gives the cpu backend's tokens on every model, with
-// graph mode on and off, set_rows and cpy, and its stats show the seeds'
+// graph mode on and off, set_rows and cpy, and its stats show ggml-cann's
 // cache behaviour.
 func TestRunSimBackend(t *testing.T) {
 	const ids = "1,403,407,261,378"
@@ -124,10 +124,11 @@ func TestRunSimErrors(t *testing.T) {
 		msg  string
 	}{
 		{args: []string{"--tokens", "1", "--graph", "off"}, code: 2, msg: "--backend sim only"},
-		{args: []string{"--tokens", "1", "--backend", "sim", "--graph", "maybe"}, code: 1, msg: "--graph"},
-		{args: []string{"--tokens", "1", "--backend", "sim", "--graph-cache", "0"}, code: 1, msg: "--graph-cache"},
-		{args: []string{"--tokens", "1", "--backend", "sim", "--target", "tpu"}, code: 1, msg: "tpu"},
-		{args: []string{"--tokens", "1", "--backend", "sim"}, env: map[string]string{"IRTOOL_GRAPH_CACHE_CAPACITY": "lots"}, code: 1, msg: "IRTOOL_GRAPH_CACHE_CAPACITY"},
+		// Backend flags are checked before the model is read (usage errors).
+		{args: []string{"--tokens", "1", "--backend", "sim", "--graph", "maybe"}, code: 2, msg: "--graph"},
+		{args: []string{"--tokens", "1", "--backend", "sim", "--graph-cache", "0"}, code: 2, msg: "--graph-cache"},
+		{args: []string{"--tokens", "1", "--backend", "sim", "--target", "tpu"}, code: 2, msg: "tpu"},
+		{args: []string{"--tokens", "1", "--backend", "sim"}, env: map[string]string{"IRTOOL_GRAPH_CACHE_CAPACITY": "lots"}, code: 2, msg: "IRTOOL_GRAPH_CACHE_CAPACITY"},
 	} {
 		t.Run(tc.msg, func(t *testing.T) {
 			for k, v := range tc.env {

@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/tokenizer"
 )
 
@@ -33,6 +33,10 @@ Output: one line per token, its id and its piece quoted; with --json,
 	})
 }
 
+// maxTextBytes bounds a text input read from a file (tokenize --file): far
+// more than any model's context holds, small enough to read into memory.
+const maxTextBytes = 8 << 20
+
 type tokenizeFlags struct {
 	file              *string
 	noSpecial, asJSON *bool
@@ -41,8 +45,8 @@ type tokenizeFlags struct {
 func declareTokenizeFlags(fs *flag.FlagSet) tokenizeFlags {
 	return tokenizeFlags{
 		file:      fs.String("file", "", "tokenise the bytes of file `F` (exactly; a trailing newline is kept)"),
-		noSpecial: fs.Bool("no-special", false, "do not add BOS/EOS and do not parse special tokens in the text"),
-		asJSON:    fs.Bool("json", false, `print {"tokens": [...], "pieces": [...]}`),
+		noSpecial: fs.Bool("no-special", false, "do not add BOS/EOS and do not parse special tokens such as <s> in the text (llama.cpp's add_special = parse_special = false)"),
+		asJSON:    fs.Bool("json", false, "print one JSON object"),
 	}
 }
 
@@ -83,7 +87,7 @@ func cmdTokenize(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *file != "" {
-		data, err := os.ReadFile(*file)
+		data, err := safeio.ReadFile(*file, maxTextBytes)
 		if err != nil {
 			fmt.Fprintf(stderr, "irtool tokenize: %v\n", err)
 			return 1
@@ -101,6 +105,9 @@ func cmdTokenize(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool tokenize: %s: %v\n", modelName(model), err)
 		return 1
+	}
+	for _, w := range tk.Warnings() {
+		fmt.Fprintf(stderr, "irtool tokenize: %s: warning: %s\n", modelName(model), w)
 	}
 	special := !*noSpecial
 	ids, err := tk.Encode(text, tokenizer.EncodeOptions{AddSpecial: special, ParseSpecial: special})

@@ -7,12 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/emicklei/dot"
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/viz"
@@ -75,19 +74,19 @@ func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
 	// Take compile's defaults, then expose the flags viz shares with it.
 	f.compile.declare(flag.NewFlagSet("compile defaults", flag.ContinueOnError))
 	c := &f.compile
-	fs.StringVar(&f.what, "what", "graph", "the view: graph, liveness, interference, partition or segments")
-	fs.StringVar(&f.after, "after", "", "draw the graph after this pass of the pipeline (later stages see it)")
-	fs.StringVar(&f.out, "o", "", "output file; .dot, .svg or .html (default: stdout)")
+	fs.StringVar(&f.what, "what", "graph", "the `VIEW`: graph, liveness, interference, partition or segments (see below)")
+	fs.StringVar(&f.after, "after", "", "draw the graph after `PASS` of the pipeline; later stages (memory, partition) see that graph")
+	fs.StringVar(&f.out, "o", "", "the output `FILE`; its extension picks the format: .dot/.gv, .svg or .html (default: stdout)")
 	fs.BoolVar(&f.noWeights, "no-weights", false, "leave weights out of graph drawings")
-	fs.StringVar(&c.Passes, "passes", c.Passes, "pass pipeline: default, none, or a comma-separated list (see irtool passes)")
+	fs.StringVar(&c.Passes, "passes", c.Passes, "the pass pipeline `LIST`, as for compile")
 	fs.Int64Var(&c.Ctx, "ctx", c.Ctx, "KV cache cells (n_ctx)")
-	fs.Int64Var(&c.UBatch, "ubatch", c.UBatch, "tokens per step of the planned worst case (default: ctx)")
-	fs.StringVar(&c.KVType, "kv-type", c.KVType, "KV cache element type: f16 or f32")
-	fs.StringVar(&c.KVWrite, "kv-write", c.KVWrite, "KV cache write: set_rows or cpy")
-	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "memory planning strategy, or best")
-	fs.DurationVar(&c.Budget, "budget", c.Budget, "time budget of the search strategy")
-	fs.Int64Var(&c.Align, "align", c.Align, "arena alignment in bytes (default: the target's)")
-	fs.StringVar(&c.Target, "target", c.Target, "target: ascend910b, ascend310b or cpu")
+	fs.Int64Var(&c.UBatch, "ubatch", c.UBatch, "tokens per step of the planned worst case, as for compile (default: ctx)")
+	fs.StringVar(&c.KVType, "kv-type", c.KVType, "KV cache element `TYPE`: f16 or f32")
+	fs.StringVar(&c.KVWrite, "kv-write", c.KVWrite, "KV cache write `MODE`: set_rows or cpy (see irtool ir)")
+	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "memory planning `STRATEGY`, as for compile")
+	fs.DurationVar(&c.Budget, "budget", c.Budget, "time budget of the search and best strategies")
+	fs.Int64Var(&c.Align, "align", c.Align, "arena alignment in `B` bytes (default: the target's)")
+	fs.StringVar(&c.Target, "target", c.Target, "the target `NAME`, as for compile")
 }
 
 func cmdViz(args []string, stdout, stderr io.Writer) int {
@@ -125,7 +124,7 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	if f.out == "" || f.out == "-" {
 		_, err = stdout.Write(out)
 	} else {
-		err = os.WriteFile(f.out, out, 0o644)
+		err = safeio.WriteFile(f.out, out)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool viz: %v\n", err)
@@ -161,7 +160,7 @@ func drawViz(path string, f *vizFlags, need int, format string) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	defer j.File.Close()
+	defer j.close()
 	ran := map[int]bool{}
 	for _, s := range compileStages {
 		if s.Order > need {
@@ -250,7 +249,7 @@ func vizLiveness(j *compileJob, f *vizFlags, path, format string) ([]byte, error
 }
 
 // vizDOT draws the DOT views.
-func vizDOT(j *compileJob, f *vizFlags, path, title string) (*dot.Graph, error) {
+func vizDOT(j *compileJob, f *vizFlags, path, title string) (*viz.DOT, error) {
 	switch f.what {
 	case "interference":
 		chart, _, err := vizChart(j, f, path)

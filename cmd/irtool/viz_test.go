@@ -88,7 +88,7 @@ func TestVizLiveness(t *testing.T) {
 
 func TestVizInterference(t *testing.T) {
 	d := vizOut(t, "i.dot", "--what", "interference", "--ctx", "64", "--strategy", "greedy-size")
-	if !bytes.HasPrefix(d, []byte("graph ")) || !bytes.Contains(d, []byte("--n")) {
+	if !bytes.HasPrefix(d, []byte("graph ")) || !bytes.Contains(d, []byte(" -- b")) {
 		t.Errorf("interference DOT is not an undirected graph with edges: %.100s", d)
 	}
 	if bytes.Contains(d, []byte("overlapping addresses")) {
@@ -134,7 +134,8 @@ func TestVizErrors(t *testing.T) {
 		{[]string{"--what", "graph", "-o", filepath.Join(dir, "g.png")}, 2, `unknown extension ".png"`},
 		{[]string{"--what", "liveness", "-o", filepath.Join(dir, "l.dot")}, 2, "the liveness chart is SVG"},
 		{[]string{"--what", "graph", "--after", "no-such-pass"}, 1, "--after no-such-pass"},
-		{[]string{"--ctx", "0"}, 2, "--ctx must be positive"},
+		{[]string{"--ctx", "-1"}, 2, "--ctx -1: want 0 (the model's context_length)"},
+		{[]string{"--align", "3"}, 2, "--align 3: want a power of two"},
 		{[]string{"--ubatch", "512"}, 2, "--ubatch must be in"},
 		{[]string{"a.gguf", "b.gguf"}, 2, "at most one model"},
 		{[]string{filepath.Join(dir, "missing.gguf")}, 1, "missing.gguf"},
@@ -186,7 +187,7 @@ func TestCompileReport(t *testing.T) {
 		t.Errorf("compile without --report: exit %d, %q", code, stdout)
 	}
 	code, _, stderr := runCLI(t, "compile", "--ctx", "32", "--strategy", "greedy-size", "--report", filepath.Join(dir, "no", "such", "dir.html"))
-	if code != 1 || !strings.Contains(stderr, "--report") {
+	if code != 2 || !strings.Contains(stderr, "--report") {
 		t.Errorf("unwritable report: exit %d, %q", code, stderr)
 	}
 }
@@ -199,7 +200,7 @@ func TestVizAfter(t *testing.T) {
 		t.Skip("the default pipeline has fewer than two passes")
 	}
 	untitled := func(b []byte) string {
-		return regexp.MustCompile(`label="embedded:stories260K.gguf[^"]*";labelloc`).ReplaceAllString(string(b), "")
+		return regexp.MustCompile(`label="embedded:stories260K.gguf[^"]*", labelloc`).ReplaceAllString(string(b), "")
 	}
 	full := vizOut(t, "full.dot", "--what", "graph")
 	last := vizOut(t, "last.dot", "--what", "graph", "--after", names[len(names)-1])

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,6 +35,11 @@ func Build(t testing.TB, path string, opts models.Options) (*gguf.File, *models.
 // LlamaRun is the part of a llamacpp/*.llamacpp.json file (llama.cpp's
 // recorded run of a reference model) that tests compare against.
 type LlamaRun struct {
+	// Format is "llama-ref" for the second batch of references, written by
+	// the smaller llama-ref tool: no model_file or context (LoadRun fills
+	// them in: the file named like the JSON, n_ctx 256, F16 cache) but
+	// logits_per_step for every step.
+	Format    string `json:"format"`
 	ModelFile string `json:"model_file"`
 	Context   struct {
 		NCtx  int64  `json:"n_ctx"`
@@ -53,6 +59,9 @@ type LlamaRun struct {
 		Tokens []int32        `json:"tokens"`
 		Text   string         `json:"text"`
 		Top5   [][][2]float64 `json:"top5_per_step"`
+		// LogitsPerStep[k] are the logits tokens[k] was chosen from
+		// (llama-ref format only).
+		LogitsPerStep [][]float32 `json:"logits_per_step"`
 	} `json:"generation"`
 }
 
@@ -66,6 +75,17 @@ func LoadRun(t testing.TB, path string) *LlamaRun {
 	var r LlamaRun
 	if err := json.Unmarshal(data, &r); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+	if r.Format == "llama-ref" {
+		if r.ModelFile == "" {
+			r.ModelFile = strings.TrimSuffix(filepath.Base(path), ".llamacpp.json") + ".gguf"
+		}
+		if r.Context.NCtx == 0 {
+			r.Context.NCtx = 256
+		}
+		if r.Context.TypeK == "" {
+			r.Context.TypeK = "f16"
+		}
 	}
 	return &r
 }

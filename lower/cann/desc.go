@@ -2,9 +2,9 @@ package cann
 
 import "github.com/irtool/irtool/ir"
 
-// aclDType maps IR dtypes to the aclDataType ggml-cann passes (cann.md
-// §1.2). Quantised weights are repacked at load time into quants followed by
-// f16 scales (cann.md §3), so their descriptor is the quant part: int8 for
+// aclDType maps IR dtypes to the aclDataType ggml-cann passes (CANN docs,
+// aclCreateTensor). Quantised weights are repacked at load time into quants followed by
+// f16 scales (ggml-cann's set_tensor), so their descriptor is the quant part: int8 for
 // q8_0, int4 for q4_0. Types with no entry are never handed to an aclnn call.
 var aclDType = map[ir.DType]string{
 	ir.F32: "ACL_FLOAT", ir.F16: "ACL_FLOAT16", ir.BF16: "ACL_BF16",
@@ -13,7 +13,7 @@ var aclDType = map[ir.DType]string{
 }
 
 // newDesc builds a descriptor the way ggml-cann maps a ggml tensor to
-// aclCreateTensor (cann.md §1.2): dims and strides reversed (ggml dim 0 is
+// aclCreateTensor (CANN docs, aclCreateTensor and the two-phase aclnn calls): dims and strides reversed (ggml dim 0 is
 // the last ACL dim), strides divided by the element size, storage a 1-D
 // extent of 1 + Σ (ne_i-1)·stride_i elements, format ND. The address is
 // that of element 0, so the storage offset is 0. For a quantised type the

@@ -3,11 +3,11 @@ package cann
 import (
 	"fmt"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/partition"
-	"github.com/irtool/irtool/runtime"
 )
 
 // hostRuntime executes Programs on the host, kernel by kernel: every region
@@ -16,14 +16,14 @@ import (
 // across programs, as a device keeps its caches across steps, so a session
 // can switch programs (prefill, then decode) like a real runtime.
 type hostRuntime struct {
-	w       runtime.WeightSource
+	w       eval.WeightSource
 	regions map[string][]byte
 	loaded  *Program
 	// launched counts kernels run, by device.
 	launched map[string]int
 }
 
-func newHostRuntime(w runtime.WeightSource) *hostRuntime {
+func newHostRuntime(w eval.WeightSource) *hostRuntime {
 	return &hostRuntime{w: w, regions: map[string][]byte{}, launched: map[string]int{}}
 }
 
@@ -97,7 +97,7 @@ func descType(d TensorDesc) ir.Type {
 }
 
 func (h *hostRuntime) launch(k *Kernel) error {
-	fn, ok := runtime.LookupKernel(k.Op)
+	fn, ok := eval.LookupKernel(k.Op)
 	if !ok {
 		return fmt.Errorf("kernel %s (node %d): no kernel for op %q", k.Name, k.Node, k.Op)
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/partition"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 )
@@ -26,7 +25,7 @@ type Options struct {
 	// means g.Meta["kv_write"].
 	KVWrite string
 	// PrefillGraph lets segments of a prefill step (n_tokens > 1) be
-	// captured; by default prefill runs eagerly, as upstream (cann.md §0.5).
+	// captured; by default prefill runs eagerly, as upstream (llama.cpp PR #15933).
 	PrefillGraph bool
 	// SourceDTypes gives, per weight name, the dtype stored in the model
 	// file when it differs from the graph's (requantised weights).
@@ -156,7 +155,7 @@ func (l *lowerer) devices() error {
 		}
 		d := target.CPU
 		switch {
-		case n.Op == partition.OpTransfer:
+		case n.Op == ir.OpTransfer:
 			to, _ := n.Attrs.Str("to")
 			d = target.Device(to)
 		case l.opts.Devices != nil:
@@ -168,7 +167,7 @@ func (l *lowerer) devices() error {
 			if !prof.HasNPU() {
 				return fmt.Errorf("cann: lower: %s (%s %q) is placed on the npu but target %s has none", n, n.Op, n.Name, prof.Name)
 			}
-			if n.Op != partition.OpTransfer {
+			if n.Op != ir.OpTransfer {
 				if s := prof.Supports(n); !s.OK {
 					return fmt.Errorf("cann: lower: %s (%s %q) cannot run on the npu of %s: %s (partition the graph first)", n, n.Op, n.Name, prof.Name, s.Reason)
 				}
@@ -201,7 +200,7 @@ func (l *lowerer) devices() error {
 // readDev is the device a node reads its operands on: a transfer reads on
 // its source device.
 func (l *lowerer) readDev(n *ir.Node) target.Device {
-	if n.Op == partition.OpTransfer {
+	if n.Op == ir.OpTransfer {
 		from, _ := n.Attrs.Str("from")
 		return target.Device(from)
 	}
@@ -390,7 +389,7 @@ func (l *lowerer) schedule() error {
 		if l.dev[n.ID] == "" {
 			continue
 		}
-		if n.Op == partition.OpTransfer {
+		if n.Op == ir.OpTransfer {
 			k, err := l.copyStep(n)
 			if err != nil {
 				return err
@@ -430,15 +429,15 @@ func (l *lowerer) capturable(s *Segment) (bool, string) {
 		return false, "cpu segment: host kernels are not captured"
 	}
 	if !l.prof.GraphCapture {
-		return false, "target " + l.prof.Name + " has no ACL graph capture (aclmdlRI is not offered on it; cann.md §1.3)"
+		return false, "target " + l.prof.Name + " has no ACL graph capture (aclmdlRI is not offered on it; CANN docs, aclmdlRI capture API)"
 	}
 	for _, k := range s.Kernels {
 		if k.HostSync {
-			return false, fmt.Sprintf("%s (node %d) synchronises with the host (cann.md §0.9)", k.Name, k.Node)
+			return false, fmt.Sprintf("%s (node %d) synchronises with the host (llama.cpp issue #16586)", k.Name, k.Node)
 		}
 	}
 	if nt, ok := l.opts.Bindings["n_tokens"]; ok && nt > 1 && !l.opts.PrefillGraph {
-		return false, fmt.Sprintf("prefill (n_tokens=%d) runs eagerly, as upstream (cann.md §0.5)", nt)
+		return false, fmt.Sprintf("prefill (n_tokens=%d) runs eagerly, as upstream (llama.cpp PR #15933)", nt)
 	}
 	return true, ""
 }
@@ -473,7 +472,7 @@ func (l *lowerer) kernel(n *ir.Node, d target.Device) (Kernel, error) {
 		k.Workspace = Addr{Region: RegionArena, Offset: ws.Offset}
 	}
 	switch n.Op {
-	case ir.OpRMSNorm, passes.OpRMSNormMul, passes.OpAddRMSNormMul:
+	case ir.OpRMSNorm, ir.OpRMSNormMul, ir.OpAddRMSNormMul:
 		// aclnnRmsNorm(x, gamma, eps, y, rstd) and aclnnAddRmsNorm: the
 		// fused forms take the weight as gamma; plain rms_norm gets a table
 		// of ones built at load time. rstd lands in the planned workspace.
@@ -495,7 +494,7 @@ func (l *lowerer) kernel(n *ir.Node, d target.Device) (Kernel, error) {
 }
 
 // onesTable returns the address of an f32 table of n ones on device d,
-// built once per length (cann.md §0.8: the constant is made before capture).
+// built once per length (llama.cpp PR #20747: the constant is made before capture).
 func (l *lowerer) onesTable(n int64, d target.Device) Addr {
 	if a, ok := l.ones[n][d]; ok {
 		return a

@@ -18,7 +18,7 @@ import (
 	"github.com/irtool/irtool/partition"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 )
 
@@ -69,11 +69,11 @@ func (p *pipeline) program(b ir.Bindings) *Program {
 
 // step runs one step of tokens at pos through a program and returns the
 // last row of logits.
-func (p *pipeline) step(h *hostRuntime, s *runtime.Session, tokens []int32, pos int64) []float32 {
+func (p *pipeline) step(h *hostRuntime, s *session.Session, tokens []int32, pos int64) []float32 {
 	p.t.Helper()
 	b := s.Bindings(pos, int64(len(tokens)), 1)
 	prog := p.program(b)
-	out, ne, err := h.run(prog, runtime.Inputs(tokens, pos, b))
+	out, ne, err := h.run(prog, models.Inputs(tokens, pos, b))
 	if err != nil {
 		p.t.Fatalf("%s: pos %d: %v", p.prof.Name, pos, err)
 	}
@@ -83,7 +83,7 @@ func (p *pipeline) step(h *hostRuntime, s *runtime.Session, tokens []int32, pos 
 // TestLoweredProgramsGiveReferenceLogits executes every reference model's
 // lowered programs for every target, kernel by kernel on the host, and
 // checks the logits: bit for bit against the reference executor (a
-// runtime.Session on the unpartitioned graph), and against llama.cpp's
+// session.Session on the unpartitioned graph), and against llama.cpp's
 // recorded logits within the foundation tolerances where those exist.
 func TestLoweredProgramsGiveReferenceLogits(t *testing.T) {
 	for _, path := range testref.Models(t) {
@@ -93,8 +93,8 @@ func TestLoweredProgramsGiveReferenceLogits(t *testing.T) {
 			opts := models.Options{NCtx: 64}
 			tokens := []int32{1, 15, 27, 3, 99}
 			next := int32(42)
-			if d := testref.SharedDir(); d != "" {
-				if data, err := os.ReadFile(filepath.Join(d, "llamacpp", name+".llamacpp.json")); err == nil {
+			{
+				if data, err := os.ReadFile(filepath.Join(testref.Dir(), "llamacpp", name+".llamacpp.json")); err == nil {
 					ref = &testmodel.LlamaRun{}
 					if err := json.Unmarshal(data, ref); err != nil {
 						t.Fatal(err)
@@ -112,7 +112,7 @@ func TestLoweredProgramsGiveReferenceLogits(t *testing.T) {
 			for _, tn := range target.Names() {
 				prof, _ := target.Get(tn)
 				p := newPipeline(t, m, prof)
-				sess, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+				sess, err := session.NewSession(m, f, session.SessionOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -168,7 +168,7 @@ func TestFusedProgramsGiveReferenceLogits(t *testing.T) {
 		for _, tn := range target.Names() {
 			prof, _ := target.Get(tn)
 			p := newGraphPipeline(t, m, fg, prof)
-			sess, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+			sess, err := session.NewSession(m, f, session.SessionOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +194,7 @@ func TestCpyModeLogits(t *testing.T) {
 	f, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64, KVWrite: models.KVCpy})
 	prof, _ := target.Get("ascend910b")
 	p := newPipeline(t, m, prof)
-	sess, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+	sess, err := session.NewSession(m, f, session.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestCpyModeLogits(t *testing.T) {
 		if d := cmp.Diff(want.Logits[len(want.Logits)-1], got); d != "" {
 			t.Fatalf("step %d: (-want +got):\n%.600s", step, d)
 		}
-		toks = []int32{runtime.Argmax(got)}
+		toks = []int32{session.Argmax(got)}
 	}
 	if len(p.progs) != 5 {
 		t.Errorf("cpy mode made %d programs for 5 positions; every position should be its own bucket", len(p.progs))
@@ -225,13 +225,13 @@ func decodePrograms(t *testing.T, kv models.KVWrite, positions ...int64) []*Prog
 	p := newPipeline(t, m, prof)
 	var out []*Program
 	for _, pos := range positions {
-		b := ir.Bindings{models.SymTokens: 1, models.SymOutputs: 1, models.SymKVHead: pos, models.SymKV: runtime.KVLen(pos+1, 64)}
+		b := ir.Bindings{models.SymTokens: 1, models.SymOutputs: 1, models.SymKVHead: pos, models.SymKV: models.KVLen(pos+1, 64)}
 		out = append(out, p.program(b))
 	}
 	return out
 }
 
-// TestDecodeAddressesAreReplaySafe is the seeds' problem and its fix. Under
+// TestDecodeAddressesAreReplaySafe is ggml-cann's re-capture problem and its fix. Under
 // the decode binding every NPU segment is capturable. With set_rows, the
 // programs of two consecutive positions are identical property for property
 // (same keys, same fingerprints), so a graph captured at the first replays
@@ -327,7 +327,7 @@ func TestProgramJSONRoundTrip(t *testing.T) {
 			t.Fatalf("%s: round trip changed the program (-want +got):\n%.2000s", tn, d)
 		}
 		// The decoded program runs and gives the same logits.
-		in := runtime.Inputs([]int32{1, 2, 3}, 0, b)
+		in := models.Inputs([]int32{1, 2, 3}, 0, b)
 		want, _, err := newHostRuntime(f).run(prog, in)
 		if err != nil {
 			t.Fatal(err)
@@ -438,7 +438,7 @@ func countViews(g *ir.Graph) int {
 }
 
 // TestDescriptor checks the ACL view of a permuted f16 window, the mapping
-// ggml-cann uses (cann.md §1.2).
+// ggml-cann uses (CANN docs, aclCreateTensor and the two-phase aclnn calls).
 func TestDescriptor(t *testing.T) {
 	// ggml: ne = [8, 32, 4, 1] f16 with nb = [2, 128, 16, 4096].
 	d := newDesc(ir.F16, [4]int64{8, 32, 4, 1}, [4]int64{2, 128, 16, 4096}, Addr{Region: "kv", Offset: 256})

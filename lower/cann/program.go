@@ -43,7 +43,7 @@ func (a Addr) String() string { return fmt.Sprintf("%s+%d", a.Region, a.Offset) 
 
 // TensorDesc describes one tensor as aclCreateTensor takes it (ACL order:
 // Shape[0] is ggml's outermost dim; strides and storage offset in elements;
-// cann.md §1.2) and, alongside, in ggml order (Ne, Nb in bytes), which is
+// CANN docs, aclCreateTensor and the two-phase aclnn calls) and, alongside, in ggml order (Ne, Nb in bytes), which is
 // what the CPU kernels use. Addr is the address of element 0.
 type TensorDesc struct {
 	DType         ir.DType `json:"-"`
@@ -109,7 +109,7 @@ type Kernel struct {
 	// Extra are aclnn operands that are not IR operands (the RMSNorm gamma
 	// table of ones, its rstd output).
 	Extra []TensorDesc `json:"extra,omitempty"`
-	// Calls are the aclnn calls an eager launch makes (cann.md §3).
+	// Calls are the aclnn calls an eager launch makes (ggml-cann's supports_op and compute_forward).
 	Calls []string `json:"calls,omitempty"`
 	// WorkspaceBytes of scratch, planned at Workspace in the arena.
 	WorkspaceBytes int64 `json:"workspace_bytes"`
@@ -181,7 +181,7 @@ const (
 type Step struct {
 	Kind    string  `json:"kind"`
 	Segment int     `json:"segment,omitempty"` // StepSegment
-	Copy    *Kernel `json:"copy,omitempty"`    // StepCopy: Name is the aclrtMemcpy kind; Op is partition.OpTransfer
+	Copy    *Kernel `json:"copy,omitempty"`    // StepCopy: Name is the aclrtMemcpy kind; Op is ir.OpTransfer
 	Input   string  `json:"input,omitempty"`   // StepUpload: the input name
 	Output  int     `json:"output,omitempty"`  // StepDownload: the output index
 }

@@ -18,8 +18,8 @@ type SrcProps struct {
 // KernelProps is the property tuple of one kernel that a captured graph
 // may be replayed only if it is unchanged: the op, the output's dtype,
 // shape, strides and address, the same for every operand, and every op
-// parameter (cann.md §2.3, the seeds' matching rule). Workspace addresses
-// are included: a captured graph bakes them in too (cann.md §2.6).
+// parameter (ggml-cann's is_matched_graph; llama.cpp PRs #15065, #16166, #21204). Workspace addresses
+// are included: a captured graph bakes them in too (ggml-cann's memory pools).
 type KernelProps struct {
 	Name      string     `json:"name"`
 	Op        string     `json:"op"`
@@ -74,7 +74,7 @@ func (m *Mismatch) Error() string {
 	return fmt.Sprintf("kernel %d (%s, node %d): %s", m.Kernel, m.Name, m.Node, m.What)
 }
 
-// Match applies the seeds' replay rule to two segments: a graph captured
+// Match applies ggml-cann's replay rule to two segments: a graph captured
 // for a may be replayed for b only when the kernel count and every
 // kernel's properties are equal. It returns every kernel that differs (nil
 // when they match); each Mismatch names the first differing property.

@@ -9,8 +9,9 @@ import (
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
+	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 )
 
@@ -31,17 +32,17 @@ func TestSimDeviceGivesReferenceLogits(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tn := range target.Names() {
-			dev, err := runtime.NewSimDevice(runtime.SimOptions{MemoryBytes: 64 << 20})
+			dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20})
 			if err != nil {
 				t.Fatal(err)
 			}
-			pol := runtime.DefaultGraphPolicy()
+			pol := device.DefaultGraphPolicy()
 			pol.Graphs = true
 			ps, err := program.NewSession(m, f, dev, program.Options{Compile: program.CompileOptions{Target: tn}, Policy: pol})
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, tn, err)
 			}
-			ref, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+			ref, err := session.NewSession(m, f, session.SessionOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
@@ -17,7 +18,7 @@ import (
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 // fused builds a reference model and runs the default pipeline on its
@@ -76,17 +77,17 @@ func run(t *testing.T, f *gguf.File, m *models.Model, g *ir.Graph, opts *planner
 	t.Helper()
 	fused := *m
 	fused.Graph = g
-	so := runtime.SessionOptions{AllLogits: true}
+	so := session.SessionOptions{AllLogits: true}
 	if opts != nil {
-		so.Plan = func(sg *ir.Graph) (runtime.ExecOptions, error) {
+		so.Plan = func(sg *ir.Graph) (eval.ExecOptions, error) {
 			p, err := planner.PlanGraph(sg, *opts)
 			if err != nil {
-				return runtime.ExecOptions{}, err
+				return eval.ExecOptions{}, err
 			}
-			return runtime.ExecOptions{Offsets: p.Offsets, ArenaSize: p.ArenaBytes, Order: p.OrderIDs()}, nil
+			return eval.ExecOptions{Offsets: p.Offsets, ArenaSize: p.ArenaBytes, Order: p.OrderIDs()}, nil
 		}
 	}
-	s, err := runtime.NewSession(&fused, f, so)
+	s, err := session.NewSession(&fused, f, so)
 	if err != nil {
 		t.Fatal(err)
 	}

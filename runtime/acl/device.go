@@ -17,7 +17,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 )
 
 // Options configure a Device.
@@ -47,7 +47,7 @@ type Options struct {
 	FlashAttention bool
 }
 
-// Device implements runtime.Device on CANN. It is safe for concurrent use;
+// Device implements device.Device on CANN. It is safe for concurrent use;
 // like ACL, each stream runs its work in order.
 //
 // ACL binds the current device to the calling OS thread, so every method
@@ -63,8 +63,8 @@ type Device struct {
 
 	mu      sync.Mutex
 	npus    map[int]*npu
-	streams map[runtime.Stream]*stream
-	graphs  map[runtime.GraphHandle]*graph
+	streams map[device.Stream]*stream
+	graphs  map[device.GraphHandle]*graph
 	pinned  map[unsafe.Pointer]int64 // MallocHost buffers: base -> size
 
 	apiCalls, launches, captures, graphLaunches, destroyed atomic.Int64
@@ -73,13 +73,13 @@ type Device struct {
 
 	// onLaunch, when set (by tests), sees every successful launch with
 	// the aclnn operators it called, in order.
-	onLaunch func(k *runtime.KernelLaunch, calls []string)
+	onLaunch func(k *device.KernelLaunch, calls []string)
 }
 
 type npu struct {
 	id   int
-	base runtime.Ptr // the one aclrtMalloc of the pool
-	pool *runtime.MemPool
+	base device.Ptr // the one aclrtMalloc of the pool
+	pool *device.MemPool
 
 	strict int // streams of this device capturing in GLOBAL/THREAD_LOCAL mode (guarded by Device.mu)
 
@@ -90,13 +90,13 @@ type npu struct {
 	stage     unsafe.Pointer // pinned host staging for uploaded tables
 	stageSize int64
 	stageUsed int64
-	consts    map[string]*table      // uploaded tables by content key
-	tables    map[string]runtime.Ptr // binding scratch and repacked weights by key
+	consts    map[string]*table     // uploaded tables by content key
+	tables    map[string]device.Ptr // binding scratch and repacked weights by key
 }
 
 // table is a constant the binding uploaded from the pinned staging.
 type table struct {
-	dev      runtime.Ptr
+	dev      device.Ptr
 	stageOff int64
 	size     int64
 	// resident: an upload ran outside any capture. An upload recorded in a
@@ -106,18 +106,18 @@ type table struct {
 }
 
 type stream struct {
-	h            runtime.Stream
+	h            device.Stream
 	npu          *npu
-	reserve      runtime.Ptr
+	reserve      device.Ptr
 	reserveBytes int64
 	capturing    bool
-	mode         runtime.CaptureMode
+	mode         device.CaptureMode
 }
 
 type graph struct {
-	h    runtime.GraphHandle
+	h    device.GraphHandle
 	npu  *npu
-	last runtime.Stream // the stream it last ran on, synchronised before destroy
+	last device.Stream // the stream it last ran on, synchronised before destroy
 	ran  bool
 }
 
@@ -136,13 +136,13 @@ func New(opts Options) (*Device, error) {
 	if err := Load(opts.Libraries); err != nil {
 		return nil, err
 	}
-	d := &Device{opts: opts, npus: map[int]*npu{}, streams: map[runtime.Stream]*stream{},
-		graphs: map[runtime.GraphHandle]*graph{}, pinned: map[unsafe.Pointer]int64{}}
+	d := &Device{opts: opts, npus: map[int]*npu{}, streams: map[device.Stream]*stream{},
+		graphs: map[device.GraphHandle]*graph{}, pinned: map[unsafe.Pointer]int64{}}
 	d.cur.Store(-1)
 	return d, nil
 }
 
-var _ runtime.Device = (*Device)(nil)
+var _ device.Device = (*Device)(nil)
 
 // enter counts an API call, locks the goroutine to its thread and starts
 // the dispatch clock; leave undoes it.
@@ -161,7 +161,7 @@ func (d *Device) leave(t0 time.Time) {
 func (d *Device) bind(call string) (*npu, error) {
 	id := int(d.cur.Load())
 	if id < 0 {
-		return nil, bindingError(call, "", runtime.ACLErrContextNull, "no current device: call SetDevice (aclrtSetDevice) first")
+		return nil, bindingError(call, "", device.ACLErrContextNull, "no current device: call SetDevice (aclrtSetDevice) first")
 	}
 	if rc := C.irt_ensure_device(C.int32_t(id)); rc != 0 {
 		return nil, newError("aclrtSetDevice", "", int32(rc))
@@ -172,7 +172,7 @@ func (d *Device) bind(call string) (*npu, error) {
 	return n, nil
 }
 
-// SetDevice implements runtime.Device: aclrtSetDevice, then, the first
+// SetDevice implements device.Device: aclrtSetDevice, then, the first
 // time for this device, the memory pool (one aclrtMalloc with
 // ACL_MEM_MALLOC_HUGE_FIRST), the default stream's workspace reserve and
 // the pinned staging for tables.
@@ -196,7 +196,7 @@ func (d *Device) SetDevice(id int) error {
 		size = int64(free) / 10 * 9
 	}
 	if size <= 0 {
-		return bindingError("aclrtMalloc", "", runtime.ACLErrMemoryAllocation, "device %d: no memory for the pool", id)
+		return bindingError("aclrtMalloc", "", device.ACLErrMemoryAllocation, "device %d: no memory for the pool", id)
 	}
 	var base C.uintptr_t
 	if rc := C.irt_aclrtMalloc(&base, C.size_t(size)); rc != 0 {
@@ -205,8 +205,8 @@ func (d *Device) SetDevice(id int) error {
 	if name := C.irt_aclrtGetSocName(); name != nil {
 		d.soc.Store(C.GoString(name))
 	}
-	n := &npu{id: id, base: runtime.Ptr(base), pool: runtime.NewMemPool(size), kernels: newKernelCache(d.opts.MaxKernels),
-		consts: map[string]*table{}, tables: map[string]runtime.Ptr{}}
+	n := &npu{id: id, base: device.Ptr(base), pool: device.NewMemPool(size), kernels: newKernelCache(d.opts.MaxKernels),
+		consts: map[string]*table{}, tables: map[string]device.Ptr{}}
 	if d.opts.ConstBytes > 0 {
 		var rc C.aclError
 		n.stage = C.irt_aclrtMallocHost(C.size_t(d.opts.ConstBytes), &rc)
@@ -217,7 +217,7 @@ func (d *Device) SetDevice(id int) error {
 		}
 		n.stageSize = d.opts.ConstBytes
 	}
-	st := &stream{h: runtime.DefaultStream, npu: n}
+	st := &stream{h: device.DefaultStream, npu: n}
 	if err := d.reserveLocked(st); err != nil {
 		if n.stage != nil {
 			C.irt_aclrtFreeHost(n.stage)
@@ -245,7 +245,7 @@ func (d *Device) cubeMathType() C.int64_t {
 }
 
 // defaultKey is the map key of device id's default stream (handle 0).
-func defaultKey(id int) runtime.Stream { return runtime.Stream(^uint64(id)) }
+func defaultKey(id int) device.Stream { return device.Stream(^uint64(id)) }
 
 func (d *Device) reserveLocked(st *stream) error {
 	if d.opts.WorkspaceReserve == 0 {
@@ -255,11 +255,11 @@ func (d *Device) reserveLocked(st *stream) error {
 	if err != nil {
 		return fmt.Errorf("acl: workspace reserve of %d B: %w", d.opts.WorkspaceReserve, err)
 	}
-	st.reserve, st.reserveBytes = st.npu.base+runtime.Ptr(off), d.opts.WorkspaceReserve
+	st.reserve, st.reserveBytes = st.npu.base+device.Ptr(off), d.opts.WorkspaceReserve
 	return nil
 }
 
-// DeviceCount implements runtime.Device (0 when the call fails).
+// DeviceCount implements device.Device (0 when the call fails).
 func (d *Device) DeviceCount() int {
 	defer d.leave(d.enter())
 	var n C.uint32_t
@@ -270,22 +270,22 @@ func (d *Device) DeviceCount() int {
 }
 
 // stream resolves a handle; DefaultStream is the current device's.
-func (d *Device) stream(call string, s runtime.Stream) (*stream, error) {
+func (d *Device) stream(call string, s device.Stream) (*stream, error) {
 	key := s
-	if s == runtime.DefaultStream {
+	if s == device.DefaultStream {
 		key = defaultKey(int(d.cur.Load()))
 	}
 	d.mu.Lock()
 	st := d.streams[key]
 	d.mu.Unlock()
 	if st == nil {
-		return nil, bindingError(call, "", runtime.ACLErrInvalidHandle, "stream %#x is not a stream of this device (destroyed?)", uint64(s))
+		return nil, bindingError(call, "", device.ACLErrInvalidHandle, "stream %#x is not a stream of this device (destroyed?)", uint64(s))
 	}
 	return st, nil
 }
 
-// CreateStream implements runtime.Device.
-func (d *Device) CreateStream() (runtime.Stream, error) {
+// CreateStream implements device.Device.
+func (d *Device) CreateStream() (device.Stream, error) {
 	defer d.leave(d.enter())
 	n, err := d.bind("aclrtCreateStream")
 	if err != nil {
@@ -295,7 +295,7 @@ func (d *Device) CreateStream() (runtime.Stream, error) {
 	if rc := C.irt_aclrtCreateStream(&s); rc != 0 {
 		return 0, newError("aclrtCreateStream", "", int32(rc))
 	}
-	st := &stream{h: runtime.Stream(s), npu: n}
+	st := &stream{h: device.Stream(s), npu: n}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if err := d.reserveLocked(st); err != nil {
@@ -306,11 +306,11 @@ func (d *Device) CreateStream() (runtime.Stream, error) {
 	return st.h, nil
 }
 
-// DestroyStream implements runtime.Device.
-func (d *Device) DestroyStream(s runtime.Stream) error {
+// DestroyStream implements device.Device.
+func (d *Device) DestroyStream(s device.Stream) error {
 	defer d.leave(d.enter())
-	if s == runtime.DefaultStream {
-		return bindingError("aclrtDestroyStream", "", runtime.ACLErrParamInvalid, "the default stream cannot be destroyed")
+	if s == device.DefaultStream {
+		return bindingError("aclrtDestroyStream", "", device.ACLErrParamInvalid, "the default stream cannot be destroyed")
 	}
 	st, err := d.stream("aclrtDestroyStream", s)
 	if err != nil {
@@ -339,21 +339,21 @@ func (d *Device) DestroyStream(s runtime.Stream) error {
 // refuseWhileCapturing refuses an allocation while a stream of n captures
 // in a strict mode. aclrtMalloc is not among the calls CANN documents as
 // capture-unsafe, but addresses handed out during a capture are the
-// pattern upstream had to remove (cann.md §0.2, §2.6); the binding refuses
+// pattern upstream had to remove (CANN's single-stream capture rules; ggml-cann's memory pools); the binding refuses
 // them like the simulated device, with the capture-mode code.
 func (d *Device) refuseWhileCapturing(call string, n *npu) error {
 	d.mu.Lock()
 	strict := n.strict
 	d.mu.Unlock()
 	if strict > 0 {
-		return bindingError(call, "", runtime.ACLErrCaptureModeNotSupport,
+		return bindingError(call, "", device.ACLErrCaptureModeNotSupport,
 			"device %d: not allowed while a stream captures in GLOBAL or THREAD_LOCAL mode (allocate before capture)", n.id)
 	}
 	return nil
 }
 
-// Malloc implements runtime.Device: a block of the current device's pool.
-func (d *Device) Malloc(size int64) (runtime.Ptr, error) {
+// Malloc implements device.Device: a block of the current device's pool.
+func (d *Device) Malloc(size int64) (device.Ptr, error) {
 	defer d.leave(d.enter())
 	n, err := d.bind("aclrtMalloc")
 	if err != nil {
@@ -366,11 +366,11 @@ func (d *Device) Malloc(size int64) (runtime.Ptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	return n.base + runtime.Ptr(off), nil
+	return n.base + device.Ptr(off), nil
 }
 
 // npuOf returns the device whose pool holds p, and p's offset in it.
-func (d *Device) npuOf(p runtime.Ptr) (*npu, int64, bool) {
+func (d *Device) npuOf(p device.Ptr) (*npu, int64, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, n := range d.npus {
@@ -381,12 +381,12 @@ func (d *Device) npuOf(p runtime.Ptr) (*npu, int64, bool) {
 	return nil, 0, false
 }
 
-// Free implements runtime.Device.
-func (d *Device) Free(p runtime.Ptr) error {
+// Free implements device.Device.
+func (d *Device) Free(p device.Ptr) error {
 	defer d.leave(d.enter())
 	n, off, ok := d.npuOf(p)
 	if !ok {
-		return bindingError("aclrtFree", "", runtime.ACLErrMemoryFree, "%#x is not in a device pool", uint64(p))
+		return bindingError("aclrtFree", "", device.ACLErrMemoryFree, "%#x is not in a device pool", uint64(p))
 	}
 	if err := d.refuseWhileCapturing("aclrtFree", n); err != nil {
 		return err
@@ -394,12 +394,12 @@ func (d *Device) Free(p runtime.Ptr) error {
 	return n.pool.Free(off)
 }
 
-// MallocHost implements runtime.Device with aclrtMallocHost. The slice
+// MallocHost implements device.Device with aclrtMallocHost. The slice
 // aliases page-locked memory owned by CANN: release it with FreeHost.
 func (d *Device) MallocHost(size int64) ([]byte, error) {
 	defer d.leave(d.enter())
 	if size <= 0 {
-		return nil, bindingError("aclrtMallocHost", "", runtime.ACLErrParamInvalid, "size %d: must be positive", size)
+		return nil, bindingError("aclrtMallocHost", "", device.ACLErrParamInvalid, "size %d: must be positive", size)
 	}
 	if _, err := d.bind("aclrtMallocHost"); err != nil {
 		return nil, err
@@ -416,11 +416,11 @@ func (d *Device) MallocHost(size int64) ([]byte, error) {
 	return b, nil
 }
 
-// FreeHost implements runtime.Device.
+// FreeHost implements device.Device.
 func (d *Device) FreeHost(b []byte) error {
 	defer d.leave(d.enter())
 	if len(b) == 0 {
-		return bindingError("aclrtFreeHost", "", runtime.ACLErrParamInvalid, "empty buffer")
+		return bindingError("aclrtFreeHost", "", device.ACLErrParamInvalid, "empty buffer")
 	}
 	p := unsafe.Pointer(unsafe.SliceData(b))
 	d.mu.Lock()
@@ -428,7 +428,7 @@ func (d *Device) FreeHost(b []byte) error {
 	delete(d.pinned, p)
 	d.mu.Unlock()
 	if !ok {
-		return bindingError("aclrtFreeHost", "", runtime.ACLErrMemoryFree, "buffer at %p was not allocated by MallocHost", p)
+		return bindingError("aclrtFreeHost", "", device.ACLErrMemoryFree, "buffer at %p was not allocated by MallocHost", p)
 	}
 	if rc := C.irt_aclrtFreeHost(p); rc != 0 {
 		return newError("aclrtFreeHost", "", int32(rc))
@@ -436,7 +436,7 @@ func (d *Device) FreeHost(b []byte) error {
 	return nil
 }
 
-// MemInfo implements runtime.Device: the free and total bytes of the
+// MemInfo implements device.Device: the free and total bytes of the
 // current device's pool (the HBM outside it is not the program's).
 func (d *Device) MemInfo() (free, total int64, err error) {
 	defer d.leave(d.enter())
@@ -450,8 +450,8 @@ func (d *Device) MemInfo() (free, total int64, err error) {
 
 func hostPtr(b []byte) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(b)) }
 
-// MemcpyH2D implements runtime.Device (aclrtMemcpy, host to device).
-func (d *Device) MemcpyH2D(dst runtime.Ptr, src []byte) error {
+// MemcpyH2D implements device.Device (aclrtMemcpy, host to device).
+func (d *Device) MemcpyH2D(dst device.Ptr, src []byte) error {
 	defer d.leave(d.enter())
 	if _, err := d.bind("aclrtMemcpy"); err != nil {
 		return err
@@ -466,8 +466,8 @@ func (d *Device) MemcpyH2D(dst runtime.Ptr, src []byte) error {
 	return nil
 }
 
-// MemcpyD2H implements runtime.Device (aclrtMemcpy, device to host).
-func (d *Device) MemcpyD2H(dst []byte, src runtime.Ptr) error {
+// MemcpyD2H implements device.Device (aclrtMemcpy, device to host).
+func (d *Device) MemcpyD2H(dst []byte, src device.Ptr) error {
 	defer d.leave(d.enter())
 	if _, err := d.bind("aclrtMemcpy"); err != nil {
 		return err
@@ -482,10 +482,10 @@ func (d *Device) MemcpyD2H(dst []byte, src runtime.Ptr) error {
 	return nil
 }
 
-// MemcpyH2DAsync implements runtime.Device (aclrtMemcpyAsync). With
+// MemcpyH2DAsync implements device.Device (aclrtMemcpyAsync). With
 // pageable host memory CANN copies before returning (it documents the
 // call as effectively synchronous then), and refuses it in a capture.
-func (d *Device) MemcpyH2DAsync(dst runtime.Ptr, src []byte, s runtime.Stream) error {
+func (d *Device) MemcpyH2DAsync(dst device.Ptr, src []byte, s device.Stream) error {
 	defer d.leave(d.enter())
 	if _, err := d.bind("aclrtMemcpyAsync"); err != nil {
 		return err
@@ -503,9 +503,9 @@ func (d *Device) MemcpyH2DAsync(dst runtime.Ptr, src []byte, s runtime.Stream) e
 	return nil
 }
 
-// MemcpyD2HAsync implements runtime.Device (aclrtMemcpyAsync); dst must
+// MemcpyD2HAsync implements device.Device (aclrtMemcpyAsync); dst must
 // stay alive until the stream is synchronised.
-func (d *Device) MemcpyD2HAsync(dst []byte, src runtime.Ptr, s runtime.Stream) error {
+func (d *Device) MemcpyD2HAsync(dst []byte, src device.Ptr, s device.Stream) error {
 	defer d.leave(d.enter())
 	if _, err := d.bind("aclrtMemcpyAsync"); err != nil {
 		return err
@@ -523,12 +523,12 @@ func (d *Device) MemcpyD2HAsync(dst []byte, src runtime.Ptr, s runtime.Stream) e
 	return nil
 }
 
-// Launch implements runtime.Device: the aclnn call sequence of k's op, on
+// Launch implements device.Device: the aclnn call sequence of k's op, on
 // descriptors built once per distinct kernel (see recipes.go).
-func (d *Device) Launch(s runtime.Stream, k *runtime.KernelLaunch) error {
+func (d *Device) Launch(s device.Stream, k *device.KernelLaunch) error {
 	defer d.leave(d.enter())
 	if k == nil {
-		return bindingError("aclnn", "", runtime.ACLErrParamInvalid, "nil kernel launch")
+		return bindingError("aclnn", "", device.ACLErrParamInvalid, "nil kernel launch")
 	}
 	n, err := d.bind(k.Name)
 	if err != nil {
@@ -539,7 +539,7 @@ func (d *Device) Launch(s runtime.Stream, k *runtime.KernelLaunch) error {
 		return err
 	}
 	if st.npu != n {
-		return bindingError(k.Name, label(k), runtime.ACLErrParamInvalid, "stream of device %d used on device %d", st.npu.id, n.id)
+		return bindingError(k.Name, label(k), device.ACLErrParamInvalid, "stream of device %d used on device %d", st.npu.id, n.id)
 	}
 	// The kernel cache lock covers the calls too: an eviction by another
 	// launch must not destroy descriptors in use.
@@ -576,7 +576,7 @@ func (d *Device) run(p *prepared, st *stream) error {
 		addr, avail := p.wsBase, p.wsAvail
 		if int64(ws) > avail {
 			if int64(ws) > st.reserveBytes {
-				return bindingError(sp.name+"GetWorkspaceSize", p.label, runtime.ACLErrMemoryAllocation,
+				return bindingError(sp.name+"GetWorkspaceSize", p.label, device.ACLErrMemoryAllocation,
 					"the operator asks for a %d B workspace; the plan leaves %d B (of %d B planned) and the stream reserve is %d B (Options.WorkspaceReserve)",
 					uint64(ws), avail, p.wsPlanned, st.reserveBytes)
 			}
@@ -592,9 +592,9 @@ func (d *Device) run(p *prepared, st *stream) error {
 	return nil
 }
 
-// CaptureBegin implements runtime.Device. On success the calling goroutine
+// CaptureBegin implements device.Device. On success the calling goroutine
 // stays locked to its OS thread until CaptureEnd.
-func (d *Device) CaptureBegin(s runtime.Stream, mode runtime.CaptureMode) error {
+func (d *Device) CaptureBegin(s device.Stream, mode device.CaptureMode) error {
 	defer d.leave(d.enter())
 	if _, err := d.bind("aclmdlRICaptureBegin"); err != nil {
 		return err
@@ -609,15 +609,15 @@ func (d *Device) CaptureBegin(s runtime.Stream, mode runtime.CaptureMode) error 
 	goruntime.LockOSThread() // released by CaptureEnd
 	d.mu.Lock()
 	st.capturing, st.mode = true, mode
-	if mode != runtime.CaptureRelaxed {
+	if mode != device.CaptureRelaxed {
 		st.npu.strict++
 	}
 	d.mu.Unlock()
 	return nil
 }
 
-// CaptureEnd implements runtime.Device.
-func (d *Device) CaptureEnd(s runtime.Stream) (runtime.GraphHandle, error) {
+// CaptureEnd implements device.Device.
+func (d *Device) CaptureEnd(s device.Stream) (device.GraphHandle, error) {
 	defer d.leave(d.enter())
 	if _, err := d.bind("aclmdlRICaptureEnd"); err != nil {
 		return 0, err
@@ -636,7 +636,7 @@ func (d *Device) CaptureEnd(s runtime.Stream) (runtime.GraphHandle, error) {
 	wasCapturing := st.capturing
 	if rc == 0 || (rc != C.ACL_ERROR_RT_STREAM_CAPTURE_WRONG_END && rc != C.ACL_ERROR_RT_STREAM_CAPTURE_WRONG_THREAD) {
 		// The capture is over (ended, or ended invalidated).
-		if st.capturing && st.mode != runtime.CaptureRelaxed {
+		if st.capturing && st.mode != device.CaptureRelaxed {
 			st.npu.strict--
 		}
 		st.capturing = false
@@ -648,7 +648,7 @@ func (d *Device) CaptureEnd(s runtime.Stream) (runtime.GraphHandle, error) {
 	if cerr != nil {
 		return 0, cerr
 	}
-	g := &graph{h: runtime.GraphHandle(ri), npu: st.npu}
+	g := &graph{h: device.GraphHandle(ri), npu: st.npu}
 	d.mu.Lock()
 	d.graphs[g.h] = g
 	d.mu.Unlock()
@@ -656,8 +656,8 @@ func (d *Device) CaptureEnd(s runtime.Stream) (runtime.GraphHandle, error) {
 	return g.h, nil
 }
 
-// ExecuteAsync implements runtime.Device: one aclmdlRIExecuteAsync.
-func (d *Device) ExecuteAsync(h runtime.GraphHandle, s runtime.Stream) error {
+// ExecuteAsync implements device.Device: one aclmdlRIExecuteAsync.
+func (d *Device) ExecuteAsync(h device.GraphHandle, s device.Stream) error {
 	defer d.leave(d.enter())
 	if _, err := d.bind("aclmdlRIExecuteAsync"); err != nil {
 		return err
@@ -666,7 +666,7 @@ func (d *Device) ExecuteAsync(h runtime.GraphHandle, s runtime.Stream) error {
 	g := d.graphs[h]
 	d.mu.Unlock()
 	if g == nil {
-		return bindingError("aclmdlRIExecuteAsync", "", runtime.ACLErrInvalidHandle, "graph %#x does not exist (destroyed?)", uint64(h))
+		return bindingError("aclmdlRIExecuteAsync", "", device.ACLErrInvalidHandle, "graph %#x does not exist (destroyed?)", uint64(h))
 	}
 	if _, err := d.stream("aclmdlRIExecuteAsync", s); err != nil {
 		return err
@@ -681,10 +681,10 @@ func (d *Device) ExecuteAsync(h runtime.GraphHandle, s runtime.Stream) error {
 	return nil
 }
 
-// DestroyGraph implements runtime.Device: the stream the graph last ran
+// DestroyGraph implements device.Device: the stream the graph last ran
 // on is synchronised first, so the graph is never destroyed while it runs
 // (107037).
-func (d *Device) DestroyGraph(h runtime.GraphHandle) error {
+func (d *Device) DestroyGraph(h device.GraphHandle) error {
 	defer d.leave(d.enter())
 	if _, err := d.bind("aclmdlRIDestroy"); err != nil {
 		return err
@@ -693,7 +693,7 @@ func (d *Device) DestroyGraph(h runtime.GraphHandle) error {
 	g := d.graphs[h]
 	d.mu.Unlock()
 	if g == nil {
-		return bindingError("aclmdlRIDestroy", "", runtime.ACLErrInvalidHandle, "graph %#x does not exist (destroyed?)", uint64(h))
+		return bindingError("aclmdlRIDestroy", "", device.ACLErrInvalidHandle, "graph %#x does not exist (destroyed?)", uint64(h))
 	}
 	if g.ran {
 		if err := d.syncStream(g.last); err != nil {
@@ -710,7 +710,7 @@ func (d *Device) DestroyGraph(h runtime.GraphHandle) error {
 	return nil
 }
 
-func (d *Device) syncStream(s runtime.Stream) error {
+func (d *Device) syncStream(s device.Stream) error {
 	t0 := time.Now()
 	defer func() { d.syncNS.Add(int64(time.Since(t0))) }()
 	if rc := C.irt_aclrtSynchronizeStream(C.uintptr_t(s)); rc != 0 {
@@ -726,8 +726,8 @@ func (d *Device) syncStream(s runtime.Stream) error {
 	return nil
 }
 
-// SynchronizeStream implements runtime.Device.
-func (d *Device) SynchronizeStream(s runtime.Stream) error {
+// SynchronizeStream implements device.Device.
+func (d *Device) SynchronizeStream(s device.Stream) error {
 	d.apiCalls.Add(1)
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
@@ -740,7 +740,7 @@ func (d *Device) SynchronizeStream(s runtime.Stream) error {
 	return d.syncStream(s)
 }
 
-// SynchronizeDevice implements runtime.Device.
+// SynchronizeDevice implements device.Device.
 func (d *Device) SynchronizeDevice() error {
 	d.apiCalls.Add(1)
 	goruntime.LockOSThread()
@@ -761,11 +761,11 @@ func (d *Device) SynchronizeDevice() error {
 	return nil
 }
 
-// Stats implements runtime.Device. KernelsExecuted is not observable on
+// Stats implements device.Device. KernelsExecuted is not observable on
 // real hardware from the host; it counts eager launches plus the kernels
 // of nothing else, so it stays 0 here.
-func (d *Device) Stats() runtime.DeviceStats {
-	s := runtime.DeviceStats{
+func (d *Device) Stats() device.DeviceStats {
+	s := device.DeviceStats{
 		APICalls:        d.apiCalls.Load(),
 		KernelLaunches:  d.launches.Load(),
 		Captures:        d.captures.Load(),
@@ -781,14 +781,14 @@ func (d *Device) Stats() runtime.DeviceStats {
 	// Pools[i] is device i's pool (zero for devices not set).
 	for id, n := range d.npus {
 		for len(s.Pools) <= id {
-			s.Pools = append(s.Pools, runtime.PoolStats{})
+			s.Pools = append(s.Pools, device.PoolStats{})
 		}
 		s.Pools[id] = n.pool.Stats()
 	}
 	return s
 }
 
-// Counters are the binding's own counters, beyond runtime.DeviceStats.
+// Counters are the binding's own counters, beyond device.DeviceStats.
 type Counters struct {
 	AclnnCalls  int64 // two-phase aclnn calls made (eager and captured)
 	Descriptors int64 // aclCreateTensor calls made
@@ -829,7 +829,7 @@ func (d *Device) Close() error {
 	}
 	d.mu.Lock()
 	graphs, streams, npus, pinned := d.graphs, d.streams, d.npus, d.pinned
-	d.graphs, d.streams, d.npus, d.pinned = map[runtime.GraphHandle]*graph{}, map[runtime.Stream]*stream{}, map[int]*npu{}, map[unsafe.Pointer]int64{}
+	d.graphs, d.streams, d.npus, d.pinned = map[device.GraphHandle]*graph{}, map[device.Stream]*stream{}, map[int]*npu{}, map[unsafe.Pointer]int64{}
 	d.cur.Store(-1)
 	d.mu.Unlock()
 	for _, g := range graphs {
@@ -849,7 +849,7 @@ func (d *Device) Close() error {
 		}
 	}
 	for _, st := range streams {
-		if st.h == runtime.DefaultStream {
+		if st.h == device.DefaultStream {
 			continue
 		}
 		if rc := C.irt_ensure_device(C.int32_t(st.npu.id)); rc != 0 {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 )
 
 func TestLoadErrors(t *testing.T) {
@@ -95,16 +95,16 @@ func TestSetDeviceAndMemory(t *testing.T) {
 	if r := malloc(t, d, 900); r != p {
 		t.Errorf("a freed block is not reused: %#x, want %#x", uint64(r), uint64(p))
 	}
-	if _, err := d.Malloc(1 << 30); runtime.ErrorCode(err) != runtime.ACLErrMemoryAllocation {
+	if _, err := d.Malloc(1 << 30); device.ErrorCode(err) != device.ACLErrMemoryAllocation {
 		t.Errorf("oversized Malloc: %v", err)
 	}
 	// Copies outside device memory fail with CANN's message.
-	err = d.MemcpyH2D(runtime.Ptr(64), src)
+	err = d.MemcpyH2D(device.Ptr(64), src)
 	var e *Error
 	if !errors.As(err, &e) || e.ACL.Call != "aclrtMemcpy" || !strings.Contains(e.ACL.Msg, "not inside one device allocation") {
 		t.Errorf("copy to a bad address: %v", err)
 	}
-	if err := d.SetDevice(3); err == nil || runtime.ErrorCode(err) != runtime.ACLErrInvalidDeviceID || !strings.Contains(err.Error(), "device 3 does not exist") {
+	if err := d.SetDevice(3); err == nil || device.ErrorCode(err) != device.ACLErrInvalidDeviceID || !strings.Contains(err.Error(), "device 3 does not exist") {
 		t.Errorf("SetDevice(3) on a 1-device host: %v", err)
 	}
 
@@ -133,13 +133,13 @@ func TestSetDeviceAndMemory(t *testing.T) {
 	if err := d.FreeHost(pinned); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.FreeHost(got); runtime.ErrorCode(err) != runtime.ACLErrMemoryFree {
+	if err := d.FreeHost(got); device.ErrorCode(err) != device.ACLErrMemoryFree {
 		t.Errorf("FreeHost of Go memory: %v", err)
 	}
 	if err := d.DestroyStream(s); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.DestroyStream(s); runtime.ErrorCode(err) != runtime.ACLErrInvalidHandle {
+	if err := d.DestroyStream(s); device.ErrorCode(err) != device.ACLErrInvalidHandle {
 		t.Errorf("second DestroyStream: %v", err)
 	}
 	st := d.Stats()
@@ -154,7 +154,7 @@ func TestWithoutSetDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Malloc(64); runtime.ErrorCode(err) != runtime.ACLErrContextNull {
+	if _, err := d.Malloc(64); device.ErrorCode(err) != device.ACLErrContextNull {
 		t.Errorf("Malloc before SetDevice: %v", err)
 	}
 	if err := d.Close(); err != nil {
@@ -163,13 +163,13 @@ func TestWithoutSetDevice(t *testing.T) {
 }
 
 // f32 returns a contiguous f32 descriptor at p.
-func f32(p runtime.Ptr, ne ...int64) runtime.TensorDesc {
+func f32(p device.Ptr, ne ...int64) device.TensorDesc {
 	var n [4]int64
 	for i := range n {
 		n[i] = 1
 	}
 	copy(n[:], ne)
-	return runtime.TensorDesc{DType: ir.F32, Ne: n, Nb: ir.ContiguousStrides(ir.F32, n), Addr: p}
+	return device.TensorDesc{DType: ir.F32, Ne: n, Nb: ir.ContiguousStrides(ir.F32, n), Addr: p}
 }
 
 func TestCaptureRefusals(t *testing.T) {
@@ -181,32 +181,32 @@ func TestCaptureRefusals(t *testing.T) {
 	}
 	defer d.DestroyStream(s)
 
-	if err := d.CaptureBegin(runtime.DefaultStream, runtime.CaptureGlobal); runtime.ErrorCode(err) != runtime.ACLErrStreamCaptureImplicit {
+	if err := d.CaptureBegin(device.DefaultStream, device.CaptureGlobal); device.ErrorCode(err) != device.ACLErrStreamCaptureImplicit {
 		t.Errorf("capture of the default stream: %v", err)
 	}
-	if _, err := d.CaptureEnd(s); runtime.ErrorCode(err) != runtime.ACLErrStreamCaptureUnmatched {
+	if _, err := d.CaptureEnd(s); device.ErrorCode(err) != device.ACLErrStreamCaptureUnmatched {
 		t.Errorf("CaptureEnd without Begin: %v", err)
 	}
 
 	// A synchronous copy during a GLOBAL capture is refused (107030) and
 	// invalidates the capture (507903 at End).
-	if err := d.CaptureBegin(s, runtime.CaptureGlobal); err != nil {
+	if err := d.CaptureBegin(s, device.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.CaptureBegin(s, runtime.CaptureGlobal); runtime.ErrorCode(err) != runtime.ACLErrStreamCaptured {
+	if err := d.CaptureBegin(s, device.CaptureGlobal); device.ErrorCode(err) != device.ACLErrStreamCaptured {
 		t.Errorf("second CaptureBegin: %v", err)
 	}
 	err = d.MemcpyH2D(buf, make([]byte, 64))
-	if runtime.ErrorCode(err) != runtime.ACLErrCaptureModeNotSupport || !strings.Contains(err.Error(), "aclrtMemcpy") || !strings.Contains(err.Error(), "captured") {
+	if device.ErrorCode(err) != device.ACLErrCaptureModeNotSupport || !strings.Contains(err.Error(), "aclrtMemcpy") || !strings.Contains(err.Error(), "captured") {
 		t.Errorf("sync copy in a capture: %v", err)
 	}
-	if _, err := d.Malloc(64); runtime.ErrorCode(err) != runtime.ACLErrCaptureModeNotSupport {
+	if _, err := d.Malloc(64); device.ErrorCode(err) != device.ACLErrCaptureModeNotSupport {
 		t.Errorf("Malloc in a capture: %v", err)
 	}
-	if err := d.SynchronizeStream(s); runtime.ErrorCode(err) != runtime.ACLErrStreamCaptured {
+	if err := d.SynchronizeStream(s); device.ErrorCode(err) != device.ACLErrStreamCaptured {
 		t.Errorf("sync of the capturing stream: %v", err)
 	}
-	if _, err := d.CaptureEnd(s); runtime.ErrorCode(err) != runtime.ACLErrStreamCaptureInvalidated {
+	if _, err := d.CaptureEnd(s); device.ErrorCode(err) != device.ACLErrStreamCaptureInvalidated {
 		t.Errorf("CaptureEnd after refused calls: %v", err)
 	}
 	if _, err := d.Malloc(64); err != nil {
@@ -215,18 +215,18 @@ func TestCaptureRefusals(t *testing.T) {
 
 	// Pageable memory in an async copy is refused in a capture; pinned is
 	// recorded.
-	if err := d.CaptureBegin(s, runtime.CaptureGlobal); err != nil {
+	if err := d.CaptureBegin(s, device.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.MemcpyH2DAsync(buf, make([]byte, 64), s); runtime.ErrorCode(err) != runtime.ACLErrCaptureModeNotSupport {
+	if err := d.MemcpyH2DAsync(buf, make([]byte, 64), s); device.ErrorCode(err) != device.ACLErrCaptureModeNotSupport {
 		t.Errorf("pageable async copy in a capture: %v", err)
 	}
-	if _, err := d.CaptureEnd(s); runtime.ErrorCode(err) != runtime.ACLErrStreamCaptureInvalidated {
+	if _, err := d.CaptureEnd(s); device.ErrorCode(err) != device.ACLErrStreamCaptureInvalidated {
 		t.Errorf("CaptureEnd: %v", err)
 	}
 
 	// GLOBAL captures end on the thread that began them.
-	if err := d.CaptureBegin(s, runtime.CaptureGlobal); err != nil {
+	if err := d.CaptureBegin(s, device.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error)
@@ -236,7 +236,7 @@ func TestCaptureRefusals(t *testing.T) {
 		_, err := d.CaptureEnd(s)
 		done <- err
 	}()
-	if err := <-done; runtime.ErrorCode(err) != 107038 {
+	if err := <-done; device.ErrorCode(err) != 107038 {
 		t.Errorf("CaptureEnd on another thread: %v", err)
 	}
 	g, err := d.CaptureEnd(s)
@@ -251,10 +251,10 @@ func TestCaptureRefusals(t *testing.T) {
 func TestErrorsCarryCallKernelAndMessage(t *testing.T) {
 	d := newDevice(t, Options{})
 	a := malloc(t, d, 4096)
-	k := &runtime.KernelLaunch{Name: "aclnnMul", Op: ir.OpMul, Node: 7,
-		Inputs: []runtime.TensorDesc{f32(a, 16, 4), f32(a+256, 16, 4)}, Output: f32(a+512, 16, 4)}
+	k := &device.KernelLaunch{Name: "aclnnMul", Op: ir.OpMul, Node: 7,
+		Inputs: []device.TensorDesc{f32(a, 16, 4), f32(a+256, 16, 4)}, Output: f32(a+512, 16, 4)}
 	fake.Fail("aclnnMulGetWorkspaceSize", 1, 161002, "injected: shapes rejected by tiling")
-	err := d.Launch(runtime.DefaultStream, k)
+	err := d.Launch(device.DefaultStream, k)
 	var e *Error
 	if !errors.As(err, &e) {
 		t.Fatalf("Launch: %v, want *Error", err)
@@ -263,8 +263,8 @@ func TestErrorsCarryCallKernelAndMessage(t *testing.T) {
 		!strings.Contains(e.Kernel, "aclnnMul") || !strings.Contains(e.Kernel, "node 7") {
 		t.Errorf("error = %+v / %+v", e, e.ACL)
 	}
-	if runtime.ErrorCode(err) != 161002 {
-		t.Errorf("runtime.ErrorCode = %d", runtime.ErrorCode(err))
+	if device.ErrorCode(err) != 161002 {
+		t.Errorf("device.ErrorCode = %d", device.ErrorCode(err))
 	}
 	for _, want := range []string{"aclnnMulGetWorkspaceSize", "node 7", "161002", "ACLNN_ERR_PARAM_INVALID", "injected"} {
 		if !strings.Contains(err.Error(), want) {
@@ -272,22 +272,22 @@ func TestErrorsCarryCallKernelAndMessage(t *testing.T) {
 		}
 	}
 	// The next launch of the same kernel works: nothing is left broken.
-	if err := d.Launch(runtime.DefaultStream, k); err != nil {
+	if err := d.Launch(device.DefaultStream, k); err != nil {
 		t.Errorf("relaunch after an injected failure: %v", err)
 	}
 	// Phase 2 failures too.
 	fake.Fail("aclnnMul", 1, 361001, "injected: kernel launch failed")
-	if err := d.Launch(runtime.DefaultStream, k); !errors.As(err, &e) || e.ACL.Call != "aclnnMul" || e.ACL.Msg != "injected: kernel launch failed" {
+	if err := d.Launch(device.DefaultStream, k); !errors.As(err, &e) || e.ACL.Call != "aclnnMul" || e.ACL.Msg != "injected: kernel launch failed" {
 		t.Errorf("phase-2 failure: %v", err)
 	}
 	// A descriptor CANN rejects.
 	bad := *k
-	bad.Output = f32(runtime.Ptr(1<<40), 16, 4)
-	if err := d.Launch(runtime.DefaultStream, &bad); !errors.As(err, &e) || e.ACL.Call != "aclCreateTensor" || !strings.Contains(e.ACL.Msg, "not inside one device allocation") {
+	bad.Output = f32(device.Ptr(1<<40), 16, 4)
+	if err := d.Launch(device.DefaultStream, &bad); !errors.As(err, &e) || e.ACL.Call != "aclCreateTensor" || !strings.Contains(e.ACL.Msg, "not inside one device allocation") {
 		t.Errorf("bad descriptor: %v", err)
 	}
 	// An op the binding has no recipe for.
-	if err := d.Launch(runtime.DefaultStream, &runtime.KernelLaunch{Name: "aclnnFoo", Op: "foo", Output: f32(a, 4)}); runtime.ErrorCode(err) != runtime.ACLErrFeatureNotSupport {
+	if err := d.Launch(device.DefaultStream, &device.KernelLaunch{Name: "aclnnFoo", Op: "foo", Output: f32(a, 4)}); device.ErrorCode(err) != device.ACLErrFeatureNotSupport {
 		t.Errorf("unknown op: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-// Package acl binds irtool's runtime.Device to Huawei's CANN runtime
+// Package acl binds irtool's device.Device to Huawei's CANN runtime
 // (libascendcl, libnnopbase, libopapi), for users who own Ascend hardware.
 //
 // The package is built only with the "cann" build tag; without it only this
@@ -15,13 +15,13 @@
 // load a test double in place of libascendcl through the very same code
 // path as production.
 //
-// What the Device does (see runtime.Device for the contract):
+// What the Device does (see device.Device for the contract):
 //
 //   - Memory: one aclrtMalloc(ACL_MEM_MALLOC_HUGE_FIRST) pool per device,
-//     taken at SetDevice, carved by runtime.MemPool (the seed's pool). The
+//     taken at SetDevice, carved by device.MemPool (mLLM's Ascend pool). The
 //     runtime binds the planned arena, weights, KV caches and constant
 //     tables to it before any capture.
-//   - Tensors: each runtime.TensorDesc (ggml order, byte strides) becomes an
+//   - Tensors: each device.TensorDesc (ggml order, byte strides) becomes an
 //     aclCreateTensor descriptor: dims and strides reversed, strides in
 //     elements, ND format, a 1-D storage shape covering the view.
 //     Descriptors are built once per distinct kernel and cached, so a
@@ -45,7 +45,7 @@
 // libraries built with gcc by the test. It records every call and refuses
 // what CANN refuses during capture, but its kernels compute nothing: the
 // numbers of a lowered program are proven by the simulated device
-// (runtime.SimDevice), this package proves the call sequence, descriptors
+// (device.SimDevice), this package proves the call sequence, descriptors
 // and addresses. Nothing here has been run on Ascend hardware by the
 // authors; docs/RUNTIME.md ("Real hardware") says what to expect.
 package acl

@@ -15,8 +15,9 @@ import (
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 // TestEmulatorOperators builds testdata/fakeacl_selftest against the
@@ -54,12 +55,12 @@ func TestKVWriteCpyRecapturesEveryStep(t *testing.T) {
 		t.Run(kv.String(), func(t *testing.T) {
 			f, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64, KVWrite: kv})
 			d := newDevice(t, Options{PoolBytes: 128 << 20, WorkspaceReserve: 16 << 20})
-			s, err := program.NewSession(m, f, d, program.Options{Policy: runtime.DefaultGraphPolicy()})
+			s, err := program.NewSession(m, f, d, program.Options{Policy: device.DefaultGraphPolicy()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			ref, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+			ref, err := session.NewSession(m, f, session.SessionOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +93,7 @@ func TestKVWriteCpyRecapturesEveryStep(t *testing.T) {
 						t.Errorf("decode step %d: no graph replayed", step)
 					}
 				}
-				feed = []int32{runtime.Argmax(w)}
+				feed = []int32{session.Argmax(w)}
 			}
 		})
 	}
@@ -104,30 +105,30 @@ func TestKVWriteCpyRecapturesEveryStep(t *testing.T) {
 func TestRejectedLayoutsAreCANNErrors(t *testing.T) {
 	d := newDevice(t, Options{})
 	buf := malloc(t, d, 1<<16)
-	pos := runtime.TensorDesc{DType: ir.I32, Ne: [4]int64{4, 1, 1, 1}, Nb: [4]int64{4, 16, 16, 16}, Addr: buf + 8192}
+	pos := device.TensorDesc{DType: ir.I32, Ne: [4]int64{4, 1, 1, 1}, Nb: [4]int64{4, 16, 16, 16}, Addr: buf + 8192}
 	cases := []struct {
 		name string
-		k    runtime.KernelLaunch
-		code runtime.ACLCode
+		k    device.KernelLaunch
+		code device.ACLCode
 		call string
 	}{
-		{"rms_norm into a shorter row", runtime.KernelLaunch{Name: "aclnnRmsNorm", Op: ir.OpRMSNorm, Attrs: ir.Attrs{"eps": 1e-5},
-			Inputs: []runtime.TensorDesc{f32(buf, 64, 4)}, Output: f32(buf+2048, 32, 4), Workspace: buf + 4096, WorkspaceBytes: 16},
+		{"rms_norm into a shorter row", device.KernelLaunch{Name: "aclnnRmsNorm", Op: ir.OpRMSNorm, Attrs: ir.Attrs{"eps": 1e-5},
+			Inputs: []device.TensorDesc{f32(buf, 64, 4)}, Output: f32(buf+2048, 32, 4), Workspace: buf + 4096, WorkspaceBytes: 16},
 			161002, "aclnnRmsNormGetWorkspaceSize"},
-		{"mul_mat with unequal reduce dims", runtime.KernelLaunch{Name: "aclnnMm", Op: ir.OpMulMat,
-			Inputs: []runtime.TensorDesc{f32(buf, 64, 4), f32(buf+2048, 32, 2)}, Output: f32(buf+4096, 4, 2)},
+		{"mul_mat with unequal reduce dims", device.KernelLaunch{Name: "aclnnMm", Op: ir.OpMulMat,
+			Inputs: []device.TensorDesc{f32(buf, 64, 4), f32(buf+2048, 32, 2)}, Output: f32(buf+4096, 4, 2)},
 			161002, "aclnnMmGetWorkspaceSize"},
-		{"a tensor reaching past the device pool", runtime.KernelLaunch{Name: "aclnnSilu", Op: ir.OpSilu,
-			Inputs: []runtime.TensorDesc{f32(buf, 64, 4)}, Output: f32(buf+runtime.Ptr(d.Stats().Pools[0].Capacity), 64, 4)},
+		{"a tensor reaching past the device pool", device.KernelLaunch{Name: "aclnnSilu", Op: ir.OpSilu,
+			Inputs: []device.TensorDesc{f32(buf, 64, 4)}, Output: f32(buf+device.Ptr(d.Stats().Pools[0].Capacity), 64, 4)},
 			161002, "aclCreateTensor"},
-		{"rope whose output is not x's shape", runtime.KernelLaunch{Name: "aclnnRotaryPositionEmbedding", Op: ir.OpRope,
+		{"rope whose output is not x's shape", device.KernelLaunch{Name: "aclnnRotaryPositionEmbedding", Op: ir.OpRope,
 			Attrs:  ir.Attrs{"n_dims": int64(8), "mode": int64(0), "freq_base": 10000.0},
-			Inputs: []runtime.TensorDesc{f32(buf, 8, 2, 4), pos}, Output: f32(buf+2048, 8, 2, 3)},
+			Inputs: []device.TensorDesc{f32(buf, 8, 2, 4), pos}, Output: f32(buf+2048, 8, 2, 3)},
 			161002, "aclnnRotaryPositionEmbeddingGetWorkspaceSize"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := d.Launch(runtime.DefaultStream, &c.k)
+			err := d.Launch(device.DefaultStream, &c.k)
 			var e *Error
 			if !errors.As(err, &e) {
 				t.Fatalf("error %v, want an *acl.Error", err)
@@ -139,7 +140,7 @@ func TestRejectedLayoutsAreCANNErrors(t *testing.T) {
 	}
 	// The device still computes.
 	k := rmsLaunch(d, t, buf)
-	if err := d.Launch(runtime.DefaultStream, k); err != nil {
+	if err := d.Launch(device.DefaultStream, k); err != nil {
 		t.Fatalf("after the refusals: %v", err)
 	}
 }
@@ -154,17 +155,17 @@ func TestFlashAttentionOnEmulatedCANN(t *testing.T) {
 			f, m := testmodel.Build(t, testref.Testdata(name), models.Options{NCtx: 64})
 			d := newDevice(t, Options{PoolBytes: 128 << 20, WorkspaceReserve: 16 << 20, FlashAttention: true})
 			fia := 0
-			d.onLaunch = func(k *runtime.KernelLaunch, calls []string) {
+			d.onLaunch = func(k *device.KernelLaunch, calls []string) {
 				if slices.Contains(calls, "aclnnFusedInferAttentionScoreV2") {
 					fia++
 				}
 			}
-			s, err := program.NewSession(m, f, d, program.Options{Policy: runtime.DefaultGraphPolicy()})
+			s, err := program.NewSession(m, f, d, program.Options{Policy: device.DefaultGraphPolicy()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			ref, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+			ref, err := session.NewSession(m, f, session.SessionOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,16 +10,16 @@ import "C"
 import (
 	"fmt"
 
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 )
 
-// Error is a failed ACL or aclnn call. It wraps the *runtime.ACLError the
-// runtime understands (runtime.ErrorCode finds its code) and adds the
+// Error is a failed ACL or aclnn call. It wraps the *device.ACLError the
+// runtime understands (device.ErrorCode finds its code) and adds the
 // kernel the call was made for.
 type Error struct {
 	// ACL is the call, its status code and the text of
 	// aclGetRecentErrMsg() read right after it, on the same thread.
-	ACL *runtime.ACLError
+	ACL *device.ACLError
 	// Kernel names the launch: aclnn operator, IR op and node, or "".
 	Kernel string
 }
@@ -36,7 +36,7 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("acl: %s%s: error %d (%s): %s", e.ACL.Call, where, e.ACL.Code, codeName(e.ACL.Code), msg)
 }
 
-// Unwrap returns the runtime error, so errors.As finds a *runtime.ACLError.
+// Unwrap returns the runtime error, so errors.As finds a *device.ACLError.
 func (e *Error) Unwrap() error { return e.ACL }
 
 // newError converts a non-zero status: it must be called on the thread
@@ -48,18 +48,18 @@ func newError(call, kernel string, code int32) *Error {
 	} else if m := C.irt_errmsg(); m != nil {
 		msg = C.GoString(m)
 	}
-	return &Error{ACL: &runtime.ACLError{Call: call, Code: runtime.ACLCode(code), Msg: msg}, Kernel: kernel}
+	return &Error{ACL: &device.ACLError{Call: call, Code: device.ACLCode(code), Msg: msg}, Kernel: kernel}
 }
 
 // bindingError is an error the binding itself raises before or instead of
 // a CANN call (a descriptor CANN cannot express, a workspace larger than
 // planned), with the ACL code the situation corresponds to.
-func bindingError(call, kernel string, code runtime.ACLCode, format string, args ...any) *Error {
-	return &Error{ACL: &runtime.ACLError{Call: call, Code: code, Msg: fmt.Sprintf(format, args...)}, Kernel: kernel}
+func bindingError(call, kernel string, code device.ACLCode, format string, args ...any) *Error {
+	return &Error{ACL: &device.ACLError{Call: call, Code: code, Msg: fmt.Sprintf(format, args...)}, Kernel: kernel}
 }
 
-// codeName names the aclnn codes runtime.ACLCode does not know.
-func codeName(c runtime.ACLCode) string {
+// codeName names the aclnn codes device.ACLCode does not know.
+func codeName(c device.ACLCode) string {
 	switch c {
 	case C.ACLNN_ERR_PARAM_NULLPTR:
 		return "ACLNN_ERR_PARAM_NULLPTR"

@@ -7,12 +7,12 @@ import (
 
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
 	"github.com/irtool/irtool/runtime/acl"
+	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
 )
 
-// Running a model on an Ascend NPU: the binding is a runtime.Device, so
+// Running a model on an Ascend NPU: the binding is a device.Device, so
 // the program session of the simulated device runs on it unchanged. (Not
 // run by go test: it needs CANN; the package tests use the test double.)
 func Example() {
@@ -34,7 +34,7 @@ func Example() {
 		return
 	}
 	defer dev.Close()
-	s, err := program.NewSession(m, f, dev, program.Options{Policy: runtime.DefaultGraphPolicy()})
+	s, err := program.NewSession(m, f, dev, program.Options{Policy: device.DefaultGraphPolicy()})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -42,7 +42,7 @@ func Example() {
 	defer s.Close()
 	res, err := s.Generate([]int32{1, 15043}, 16, false, nil)
 	if err != nil {
-		fmt.Println(runtime.ErrorCode(err), err) // ACL's code, the call, the kernel, CANN's message
+		fmt.Println(device.ErrorCode(err), err) // ACL's code, the call, the kernel, CANN's message
 		return
 	}
 	fmt.Println(res.Tokens)

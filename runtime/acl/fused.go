@@ -13,8 +13,7 @@ import (
 	"math"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 )
 
 // Recipes of the fused ops of package passes (the lowering maps them to
@@ -54,28 +53,28 @@ import (
 // 3's rope_freqs) divide the angles with aclnnDiv before cos and sin, as
 // ggml divides theta by them.
 func init() {
-	recipes[passes.OpRMSNormMul] = rmsNormMul
-	recipes[passes.OpAddRMSNormMul] = addRMSNormMul
-	recipes[passes.OpSwiGLU] = swiGLU
-	recipes[passes.OpRopeCache] = ropeCache
-	recipes[passes.OpRopeApply] = ropeApply
-	recipes[passes.OpRopeApplySetRows] = ropeApplySetRows
-	recipes[passes.OpAttention] = attention
-	recipes[passes.OpRopeSetRows] = ropeSetRows
-	recipes[passes.OpRopeCacheTable] = ropeCacheTable
-	recipes[passes.OpMulMatAdd] = mulMatAdd
-	recipes[passes.OpConcat] = concat
+	recipes[ir.OpRMSNormMul] = rmsNormMul
+	recipes[ir.OpAddRMSNormMul] = addRMSNormMul
+	recipes[ir.OpSwiGLU] = swiGLU
+	recipes[ir.OpRopeCache] = ropeCache
+	recipes[ir.OpRopeApply] = ropeApply
+	recipes[ir.OpRopeApplySetRows] = ropeApplySetRows
+	recipes[ir.OpAttention] = attention
+	recipes[ir.OpRopeSetRows] = ropeSetRows
+	recipes[ir.OpRopeCacheTable] = ropeCacheTable
+	recipes[ir.OpMulMatAdd] = mulMatAdd
+	recipes[ir.OpConcat] = concat
 }
 
 // vector1D is a weight [n, 1, 1, 1] as a 1-D aclTensor.
-func (b *builder) vector1D(role string, t runtime.TensorDesc) (C.uintptr_t, error) {
+func (b *builder) vector1D(role string, t device.TensorDesc) (C.uintptr_t, error) {
 	if t.Ne[1] != 1 || t.Ne[2] != 1 || t.Ne[3] != 1 {
 		return 0, b.unsupported("%s %v: a vector is expected", role, t.Ne)
 	}
 	return b.desc(role, t, 1)
 }
 
-func (b *builder) rstd(x runtime.TensorDesc) (C.uintptr_t, error) {
+func (b *builder) rstd(x device.TensorDesc) (C.uintptr_t, error) {
 	rows := x.Ne[1] * x.Ne[2] * x.Ne[3]
 	p, err := b.temp("rstd", 4*rows, 4)
 	if err != nil {
@@ -122,17 +121,17 @@ func addRMSNormMul(b *builder) error {
 	if out.Ne[3] != 2 || x1.Ne[3] != 1 || x2.Ne != x1.Ne {
 		return b.unsupported("add_rms_norm_mul of %v and %v into %v: equal shapes only", x1.Ne, x2.Ne, out.Ne)
 	}
-	slot := func(i int64) runtime.TensorDesc {
+	slot := func(i int64) device.TensorDesc {
 		t := out
 		t.Ne[3] = 1
-		t.Addr += runtime.Ptr(i * out.Nb[3])
+		t.Addr += device.Ptr(i * out.Nb[3])
 		return t
 	}
 	var ts [6]C.uintptr_t
 	var err error
 	for i, d := range []struct {
 		role string
-		t    runtime.TensorDesc
+		t    device.TensorDesc
 	}{{"x1", x1}, {"x2", x2}} {
 		if ts[i], err = b.desc(d.role, d.t, 4); err != nil {
 			return err
@@ -186,20 +185,20 @@ func swiGLU(b *builder) error {
 // f32, the angles and the full-width cos and sin tables, [T, D] each.
 type ropeTables struct {
 	T, D               int64
-	pos, ang, cos, sin runtime.Ptr
+	pos, ang, cos, sin device.Ptr
 }
 
-func ropeKey(cache runtime.TensorDesc) string {
+func ropeKey(cache device.TensorDesc) string {
 	return fmt.Sprintf("rope_tables@%#x[%d,%d]", uint64(cache.Addr), cache.Ne[0], cache.Ne[1])
 }
 
-func (b *builder) ropeTables(cache runtime.TensorDesc) (ropeTables, error) {
+func (b *builder) ropeTables(cache device.TensorDesc) (ropeTables, error) {
 	T, D := cache.Ne[1], cache.Ne[0]
 	p, err := b.buffer(ropeKey(cache), 4*(T+3*T*D))
 	if err != nil {
 		return ropeTables{}, err
 	}
-	return ropeTables{T: T, D: D, pos: p, ang: p + runtime.Ptr(4*T), cos: p + runtime.Ptr(4*(T+T*D)), sin: p + runtime.Ptr(4*(T+2*T*D))}, nil
+	return ropeTables{T: T, D: D, pos: p, ang: p + device.Ptr(4*T), cos: p + device.Ptr(4*(T+T*D)), sin: p + device.Ptr(4*(T+2*T*D))}, nil
 }
 
 // ropeCheck accepts the RoPE variants the binding computes.
@@ -223,7 +222,7 @@ func (b *builder) ropeCheck(head int64) (mode int64, err error) {
 // freq_scale · base^(-2i/D), where i is the pair index of column j
 // (adjacent pairs for ggml's normal mode, halves for neox), shared by every
 // kernel with the same parameters.
-func (b *builder) ropeTheta(D, mode int64) (runtime.Ptr, error) {
+func (b *builder) ropeTheta(D, mode int64) (device.Ptr, error) {
 	base, fscale := b.attrF("freq_base", 10000), b.attrF("freq_scale", 1)
 	theta := make([]byte, 4*D)
 	for j := int64(0); j < D; j++ {
@@ -241,7 +240,7 @@ func (b *builder) ropeTheta(D, mode int64) (runtime.Ptr, error) {
 // positions as f32, angle[t, j] = pos[t] · theta[j] (the full-width theta
 // table of ropeTheta), divided by the frequency factor of column j's pair
 // when ff (f32, one value per pair) is given, then cos and sin.
-func (b *builder) angles(pos runtime.TensorDesc, ff *runtime.TensorDesc, rt ropeTables, mode int64) error {
+func (b *builder) angles(pos device.TensorDesc, ff *device.TensorDesc, rt ropeTables, mode int64) error {
 	T, D := rt.T, rt.D
 	th, err := b.ropeTheta(D, mode)
 	if err != nil {
@@ -278,7 +277,7 @@ func (b *builder) angles(pos runtime.TensorDesc, ff *runtime.TensorDesc, rt rope
 	}
 	for _, f := range []struct {
 		op  C.int
-		dst runtime.Ptr
+		dst device.Ptr
 	}{{C.IRT_COS, rt.cos}, {C.IRT_SIN, rt.sin}} {
 		in, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
 		if err != nil {
@@ -307,7 +306,7 @@ func pairShape(T, D, mode int64) (shape, strides, pair []int64) {
 // divideByFactors divides the angles at ang in place by the per-pair
 // frequency factors ff (llama 3's rope_freqs), as ggml's rope does (theta
 // / freq_factor) with aclnnDiv.
-func (b *builder) divideByFactors(ff runtime.TensorDesc, ang runtime.Ptr, T, D, mode int64) error {
+func (b *builder) divideByFactors(ff device.TensorDesc, ang device.Ptr, T, D, mode int64) error {
 	if ff.DType != ir.F32 || ff.Ne[0] < D/2 || ff.Nb[0] != 4 {
 		return b.unsupported("frequency factors %s %v: f32, one per rotated pair", ff.DType, ff.Ne)
 	}
@@ -331,13 +330,13 @@ func (b *builder) divideByFactors(ff runtime.TensorDesc, ang runtime.Ptr, T, D, 
 // irTable writes the IR's RoPE table [D, T] (pair i of position t is
 // (cos, sin) of angle i at rows 2i, 2i+1) from the full-width tables, where
 // angle i sits at column 2i (normal) or i (neox).
-func (b *builder) irTable(rt ropeTables, cache runtime.TensorDesc, mode int64) error {
+func (b *builder) irTable(rt ropeTables, cache device.TensorDesc, mode int64) error {
 	T, D := rt.T, rt.D
 	step := int64(2)
 	if mode == 2 {
 		step = 1
 	}
-	for k, src := range []runtime.Ptr{rt.cos, rt.sin} {
+	for k, src := range []device.Ptr{rt.cos, rt.sin} {
 		dst, err := b.tensor(C.ACL_FLOAT, []int64{T, D / 2}, []int64{D, 2}, int64(k), cache.Addr)
 		if err != nil {
 			return err
@@ -352,7 +351,7 @@ func (b *builder) irTable(rt ropeTables, cache runtime.TensorDesc, mode int64) e
 }
 
 // checkCache accepts the IR RoPE table f32 [D, T] a rope_cache writes.
-func (b *builder) checkCache(pos, cache runtime.TensorDesc) error {
+func (b *builder) checkCache(pos, cache device.TensorDesc) error {
 	D, T := cache.Ne[0], cache.Ne[1]
 	if pos.DType != ir.I32 || pos.Ne[0] != T || !rows2D(pos) || pos.Ne[1] != 1 || cache.DType != ir.F32 || cache.Nb[0] != 4 || cache.Nb[1] != 4*D || !rows2D(cache) {
 		return b.unsupported("rope table %v of positions %s %v", cache.Ne, pos.DType, pos.Ne)
@@ -365,7 +364,7 @@ func ropeCache(b *builder) error {
 		return err
 	}
 	pos, cache := b.k.Inputs[0], b.k.Output
-	var ff *runtime.TensorDesc
+	var ff *device.TensorDesc
 	if len(b.k.Inputs) > 1 {
 		ff = &b.k.Inputs[1]
 	}
@@ -427,7 +426,7 @@ func ropeCacheTable(b *builder) error {
 	c.i[0] = C.ACL_FLOAT
 	b.call(C.IRT_CAST, c)
 	hs := []int64{T, D / 2}
-	view := func(p runtime.Ptr) (C.uintptr_t, error) { return b.tensor(C.ACL_FLOAT, hs, contiguous(hs), 0, p) }
+	view := func(p device.Ptr) (C.uintptr_t, error) { return b.tensor(C.ACL_FLOAT, hs, contiguous(hs), 0, p) }
 	pcol, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, rt.pos)
 	if err != nil {
 		return err
@@ -488,7 +487,7 @@ func ropeCacheTable(b *builder) error {
 	b.call(C.IRT_INPLACECOPY, tensors(full, src))
 	for _, f := range []struct {
 		op  C.int
-		dst runtime.Ptr
+		dst device.Ptr
 	}{{C.IRT_COS, rt.cos}, {C.IRT_SIN, rt.sin}} {
 		in, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
 		if err != nil {
@@ -504,7 +503,7 @@ func ropeCacheTable(b *builder) error {
 }
 
 // ropeInputs resolves x and the full-width tables of its cache operand.
-func (b *builder) ropeInputs(x, cache runtime.TensorDesc) (ropeTables, int64, error) {
+func (b *builder) ropeInputs(x, cache device.TensorDesc) (ropeTables, int64, error) {
 	D, T := x.Ne[0], x.Ne[2]
 	mode, err := b.ropeCheck(D)
 	if err != nil {
@@ -517,7 +516,7 @@ func (b *builder) ropeInputs(x, cache runtime.TensorDesc) (ropeTables, int64, er
 	_, ok := b.n.tables[ropeKey(cache)]
 	b.n.cmu.Unlock()
 	if !ok {
-		return ropeTables{}, 0, b.fail(runtime.ACLErrParamInvalid, "the RoPE table at %#x was not made by a rope_cache launch on this device", uint64(cache.Addr))
+		return ropeTables{}, 0, b.fail(device.ACLErrParamInvalid, "the RoPE table at %#x was not made by a rope_cache launch on this device", uint64(cache.Addr))
 	}
 	rt, err := b.ropeTables(cache)
 	if err != nil {
@@ -528,7 +527,7 @@ func (b *builder) ropeInputs(x, cache runtime.TensorDesc) (ropeTables, int64, er
 
 // rope calls aclnnRotaryPositionEmbedding on x [D, H, T, 1] (BSND in ACL
 // order) into out.
-func (b *builder) rope(x runtime.TensorDesc, xt C.uintptr_t, rt ropeTables, mode int64, out C.uintptr_t) error {
+func (b *builder) rope(x device.TensorDesc, xt C.uintptr_t, rt ropeTables, mode int64, out C.uintptr_t) error {
 	ct, err := b.tensor(C.ACL_FLOAT, []int64{1, rt.T, 1, rt.D}, []int64{rt.T * rt.D, rt.D, rt.D, 1}, 0, rt.cos)
 	if err != nil {
 		return err
@@ -627,10 +626,10 @@ func (b *builder) scratchTables(T, D int64) (ropeTables, error) {
 	if err != nil {
 		return ropeTables{}, err
 	}
-	return ropeTables{T: T, D: D, pos: p, ang: p + runtime.Ptr(4*T), cos: p + runtime.Ptr(4*(T+T*D)), sin: p + runtime.Ptr(4*(T+2*T*D))}, nil
+	return ropeTables{T: T, D: D, pos: p, ang: p + device.Ptr(4*T), cos: p + device.Ptr(4*(T+T*D)), sin: p + device.Ptr(4*(T+2*T*D))}, nil
 }
 
-func (b *builder) checkRowWrite(dst, x, idx runtime.TensorDesc) error {
+func (b *builder) checkRowWrite(dst, x, idx device.TensorDesc) error {
 	D, H, T := x.Ne[0], x.Ne[1], x.Ne[2]
 	if !rows2D(dst) || dst.Ne[0] != D*H || !rows2D(idx) || idx.Ne[1] != 1 || idx.Ne[0] != T {
 		return b.unsupported("%s of %v into %v by %v", b.k.Op, x.Ne, dst.Ne, idx.Ne)
@@ -641,7 +640,7 @@ func (b *builder) checkRowWrite(dst, x, idx runtime.TensorDesc) error {
 // ropeRows rotates x [D, H, T] into f32 rows staged in the workspace,
 // casts them to dst's type when it differs and scatters row t to row idx[t]
 // of dst (aclnnInplaceIndexCopy along dim 0).
-func (b *builder) ropeRows(dst, x, idx runtime.TensorDesc, rt ropeTables, mode int64) error {
+func (b *builder) ropeRows(dst, x, idx device.TensorDesc, rt ropeTables, mode int64) error {
 	D, H, T := x.Ne[0], x.Ne[1], x.Ne[2]
 	xt, err := b.desc("x", x, 4)
 	if err != nil {
@@ -702,7 +701,7 @@ func (b *builder) ropeRows(dst, x, idx runtime.TensorDesc, rt ropeTables, mode i
 
 // bsnd is a ggml view whose dims 0..2 are (D, S, N) in some order as a
 // BSND aclTensor: perm gives, for S, N and D, the ggml dim holding it.
-func bsnd(t runtime.TensorDesc, s, n, d int) ([]int64, []int64, bool) {
+func bsnd(t device.TensorDesc, s, n, d int) ([]int64, []int64, bool) {
 	es := t.DType.TypeSize()
 	if t.Ne[3] != 1 || es <= 0 {
 		return nil, nil, false
@@ -751,13 +750,13 @@ func matmulAttention(b *builder) error {
 	case k.Ne[0] != D || v.Ne[0] != KV || v.Ne[2] != Hkv || Hkv == 0 || H%Hkv != 0 || out.Ne[0] != Dv*H || out.Ne[1] != T || q.Ne[3] != 1 || out.Nb[0] != 4:
 		return b.unsupported("attention of q %v, k %v, v %v into %v", q.Ne, k.Ne, v.Ne, out.Ne)
 	}
-	for _, t := range []runtime.TensorDesc{q, k, v} {
+	for _, t := range []device.TensorDesc{q, k, v} {
 		if t.Nb[0]%t.DType.TypeSize() != 0 || t.Nb[1]%t.DType.TypeSize() != 0 || t.Nb[2]%t.DType.TypeSize() != 0 {
 			return b.unsupported("attention operand with strides %v", t.Nb)
 		}
 	}
 	r := H / Hkv
-	e := func(t runtime.TensorDesc, i int) int64 { return t.Nb[i] / t.DType.TypeSize() }
+	e := func(t device.TensorDesc, i int) int64 { return t.Nb[i] / t.DType.TypeSize() }
 	// q → f16 [Hkv, r, T, D], contiguous, in the planned workspace.
 	q16, err := b.temp("f16 query", 2*H*T*D, 32)
 	if err != nil {
@@ -782,10 +781,10 @@ func matmulAttention(b *builder) error {
 	if err != nil {
 		return err
 	}
-	s1, s2, p16 := scratch, scratch+runtime.Ptr(4*n), scratch+runtime.Ptr(8*n)
+	s1, s2, p16 := scratch, scratch+device.Ptr(4*n), scratch+device.Ptr(8*n)
 	sShape := []int64{Hkv, r, T, KV}
 	sStrides := contiguous(sShape)
-	view := func(dt C.int, p runtime.Ptr) (C.uintptr_t, error) { return b.tensor(dt, sShape, sStrides, 0, p) }
+	view := func(dt C.int, p device.Ptr) (C.uintptr_t, error) { return b.tensor(dt, sShape, sStrides, 0, p) }
 	cube := b.d.cubeMathType()
 
 	qt, err := b.tensor(C.ACL_FLOAT16, []int64{Hkv, r, T, D}, []int64{r * T * D, T * D, D, 1}, 0, q16)
@@ -821,7 +820,7 @@ func matmulAttention(b *builder) error {
 	if len(b.k.Inputs) > 3 {
 		m := b.k.Inputs[3]
 		if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) || (m.DType != ir.F32 && m.DType != ir.F16) {
-			return b.fail(runtime.ACLErrParamInvalid, "mask %s %v does not cover %d rows of %d keys", m.DType, m.Ne, T, KV)
+			return b.fail(device.ACLErrParamInvalid, "mask %s %v does not cover %d rows of %d keys", m.DType, m.Ne, T, KV)
 		}
 		md, _ := aclDType(m.DType)
 		mt, err := b.tensor(md, []int64{1, 1, T, KV}, []int64{0, 0, e(m, 1), e(m, 0)}, 0, m.Addr)
@@ -948,7 +947,7 @@ func fusedAttention(b *builder) error {
 	if len(b.k.Inputs) > 3 {
 		m := b.k.Inputs[3]
 		if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) {
-			return b.fail(runtime.ACLErrParamInvalid, "mask %v does not cover %d rows of %d keys", m.Ne, T, KV)
+			return b.fail(device.ACLErrParamInvalid, "mask %v does not cover %d rows of %d keys", m.Ne, T, KV)
 		}
 		// The mask goes in as the position shift, one row per query, the
 		// same for every head (head stride 0), as ggml-cann passes it.

@@ -12,13 +12,13 @@ import (
 
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 )
 
 // rmsLaunch is an rms_norm of 4 rows of 64 with its rstd staging planned.
-func rmsLaunch(d *Device, t *testing.T, buf runtime.Ptr) *runtime.KernelLaunch {
-	return &runtime.KernelLaunch{Name: "aclnnRmsNorm", Op: ir.OpRMSNorm, Node: 3, Attrs: ir.Attrs{"eps": 1e-5},
-		Inputs: []runtime.TensorDesc{f32(buf, 64, 4)}, Output: f32(buf+1024, 64, 4),
+func rmsLaunch(d *Device, t *testing.T, buf device.Ptr) *device.KernelLaunch {
+	return &device.KernelLaunch{Name: "aclnnRmsNorm", Op: ir.OpRMSNorm, Node: 3, Attrs: ir.Attrs{"eps": 1e-5},
+		Inputs: []device.TensorDesc{f32(buf, 64, 4)}, Output: f32(buf+1024, 64, 4),
 		Workspace: buf + 2048, WorkspaceBytes: 16}
 }
 
@@ -27,7 +27,7 @@ func TestLaunchDescriptorsAndCache(t *testing.T) {
 	buf := malloc(t, d, 4096)
 	k := rmsLaunch(d, t, buf)
 	fake.Reset()
-	if err := d.Launch(runtime.DefaultStream, k); err != nil {
+	if err := d.Launch(device.DefaultStream, k); err != nil {
 		t.Fatal(err)
 	}
 	calls := trace(t)
@@ -53,7 +53,7 @@ func TestLaunchDescriptorsAndCache(t *testing.T) {
 		t.Fatalf("no aclnnRmsNorm call: %v", fns(calls))
 	}
 	// ggml [64, 4, 1, 1] f32 is ACL [1, 1, 4, 64] with strides in elements.
-	want := func(name string, got *tensorRec, shape, strides []int64, addr runtime.Ptr) {
+	want := func(name string, got *tensorRec, shape, strides []int64, addr device.Ptr) {
 		t.Helper()
 		if !equal(got.shape, shape) || !equal(got.strides, strides) || got.addr != uint64(addr) || got.offset != 0 || got.dtype != 0 {
 			t.Errorf("%s = %+v, want shape %v strides %v at %#x", name, *got, shape, strides, uint64(addr))
@@ -75,7 +75,7 @@ func TestLaunchDescriptorsAndCache(t *testing.T) {
 	// A second launch of the same kernel makes no descriptor: only the
 	// two-phase call.
 	fake.Reset()
-	if err := d.Launch(runtime.DefaultStream, k); err != nil {
+	if err := d.Launch(device.DefaultStream, k); err != nil {
 		t.Fatal(err)
 	}
 	again := fns(trace(t))
@@ -88,7 +88,7 @@ func TestLaunchDescriptorsAndCache(t *testing.T) {
 	// Another workspace is another kernel.
 	k2 := *k
 	k2.Workspace += 64
-	if err := d.Launch(runtime.DefaultStream, &k2); err != nil {
+	if err := d.Launch(device.DefaultStream, &k2); err != nil {
 		t.Fatal(err)
 	}
 	if c := d.Counters(); c.Kernels != 2 {
@@ -121,7 +121,7 @@ func workspaceLargerThanPlanned(t *testing.T, reserve int64) {
 		k := rmsLaunch(d, t, buf)
 		k.WorkspaceBytes = 16 + 512 // rstd, and 512 B for the operator
 		fake.Set("workspace:aclnnRmsNorm", 512)
-		if err := d.Launch(runtime.DefaultStream, k); err != nil {
+		if err := d.Launch(device.DefaultStream, k); err != nil {
 			t.Fatalf("reserve %d: a workspace that fits the plan: %v", reserve, err)
 		}
 		var wsAddr uint64
@@ -138,7 +138,7 @@ func workspaceLargerThanPlanned(t *testing.T, reserve int64) {
 		}
 		fake.Reset()
 		fake.Set("workspace:aclnnRmsNorm", 4096)
-		err := d.Launch(runtime.DefaultStream, k)
+		err := d.Launch(device.DefaultStream, k)
 		if reserve == 0 {
 			var e *Error
 			if !errors.As(err, &e) || e.ACL.Call != "aclnnRmsNormGetWorkspaceSize" || !strings.Contains(e.Kernel, "node 3") ||
@@ -178,21 +178,21 @@ func TestCaptureReplayEvict(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.DestroyStream(s)
-	cache, err := runtime.NewGraphCache(d, runtime.CacheOptions{Capacity: 1})
+	cache, err := device.NewGraphCache(d, device.CacheOptions{Capacity: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq := func(off runtime.Ptr) []runtime.KernelLaunch {
+	seq := func(off device.Ptr) []device.KernelLaunch {
 		a, b, c := buf+off, buf+off+1024, buf+off+2048
-		return []runtime.KernelLaunch{
-			{Name: "aclnnAdd", Op: ir.OpAdd, Node: 1, Inputs: []runtime.TensorDesc{f32(a, 64, 4), f32(b, 64, 1)}, Output: f32(c, 64, 4)},
-			{Name: "aclnnSilu", Op: ir.OpSilu, Node: 2, Inputs: []runtime.TensorDesc{f32(c, 64, 4)}, Output: f32(a, 64, 4)},
+		return []device.KernelLaunch{
+			{Name: "aclnnAdd", Op: ir.OpAdd, Node: 1, Inputs: []device.TensorDesc{f32(a, 64, 4), f32(b, 64, 1)}, Output: f32(c, 64, 4)},
+			{Name: "aclnnSilu", Op: ir.OpSilu, Node: 2, Inputs: []device.TensorDesc{f32(c, 64, 4)}, Output: f32(a, 64, 4)},
 		}
 	}
-	run := func(ks []runtime.KernelLaunch) runtime.Outcome {
+	run := func(ks []device.KernelLaunch) device.Outcome {
 		t.Helper()
-		props := runtime.NewGraphProps(ks)
-		out, err := cache.Execute(s, props, func(st runtime.Stream) error {
+		props := device.NewGraphProps(ks)
+		out, err := cache.Execute(s, props, func(st device.Stream) error {
 			for i := range ks {
 				if err := d.Launch(st, &ks[i]); err != nil {
 					return err
@@ -210,7 +210,7 @@ func TestCaptureReplayEvict(t *testing.T) {
 	}
 	A, B := seq(0), seq(8192)
 	fake.Reset()
-	if out := run(A); out != runtime.Captured {
+	if out := run(A); out != device.Captured {
 		t.Fatalf("first run: %v", out)
 	}
 	calls := trace(t)
@@ -228,7 +228,7 @@ func TestCaptureReplayEvict(t *testing.T) {
 	}
 	for i := 0; i < 3; i++ {
 		fake.Reset()
-		if out := run(A); out != runtime.Replayed {
+		if out := run(A); out != device.Replayed {
 			t.Fatalf("replay %d: %v", i, out)
 		}
 		// (aclrtSetDevice appears when the goroutine moved to another OS
@@ -240,7 +240,7 @@ func TestCaptureReplayEvict(t *testing.T) {
 	}
 	// B evicts A: A's stream is synchronised, then A destroyed.
 	fake.Reset()
-	if out := run(B); out != runtime.Captured {
+	if out := run(B); out != device.Captured {
 		t.Fatalf("B: %v", out)
 	}
 	got := fns(trace(t), "aclmdlRI", "aclrtSynchronize")
@@ -272,10 +272,10 @@ func TestDestroySynchronisesFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.DestroyStream(s)
-	if err := d.CaptureBegin(s, runtime.CaptureGlobal); err != nil {
+	if err := d.CaptureBegin(s, device.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
-	k := &runtime.KernelLaunch{Name: "aclnnSilu", Op: ir.OpSilu, Inputs: []runtime.TensorDesc{f32(buf, 64)}, Output: f32(buf+256, 64)}
+	k := &device.KernelLaunch{Name: "aclnnSilu", Op: ir.OpSilu, Inputs: []device.TensorDesc{f32(buf, 64)}, Output: f32(buf+256, 64)}
 	if err := d.Launch(s, k); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestDestroySynchronisesFirst(t *testing.T) {
 	if got := fns(trace(t)); strings.Join(got, " ") != "aclrtSynchronizeStream aclmdlRIDestroy" {
 		t.Errorf("DestroyGraph calls %v", got)
 	}
-	if err := d.ExecuteAsync(g, s); runtime.ErrorCode(err) != runtime.ACLErrInvalidHandle {
+	if err := d.ExecuteAsync(g, s); device.ErrorCode(err) != device.ACLErrInvalidHandle {
 		t.Errorf("replay of a destroyed graph: %v", err)
 	}
 }
@@ -357,8 +357,8 @@ func TestQuantWeightRepackedOutsideCapture(t *testing.T) {
 	if err := d.MemcpyH2D(w, blocks); err != nil {
 		t.Fatal(err)
 	}
-	k := &runtime.KernelLaunch{Name: "aclnnWeightQuantBatchMatmulV2", Op: ir.OpMulMat, Node: 9,
-		Inputs: []runtime.TensorDesc{{DType: ir.Q8_0, Ne: [4]int64{K, N, 1, 1}, Nb: [4]int64{34, K / 32 * 34, N * K / 32 * 34, N * K / 32 * 34}, Addr: w},
+	k := &device.KernelLaunch{Name: "aclnnWeightQuantBatchMatmulV2", Op: ir.OpMulMat, Node: 9,
+		Inputs: []device.TensorDesc{{DType: ir.Q8_0, Ne: [4]int64{K, N, 1, 1}, Nb: [4]int64{34, K / 32 * 34, N * K / 32 * 34, N * K / 32 * 34}, Addr: w},
 			f32(buf, K, M)},
 		Output: f32(buf+4096, N, M), Workspace: buf + 8192, WorkspaceBytes: 2*M*K + 2*M*N}
 	s, err := d.CreateStream()
@@ -366,10 +366,10 @@ func TestQuantWeightRepackedOutsideCapture(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.DestroyStream(s)
-	if err := d.CaptureBegin(s, runtime.CaptureGlobal); err != nil {
+	if err := d.CaptureBegin(s, device.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Launch(s, k); runtime.ErrorCode(err) != runtime.ACLErrCaptureModeNotSupport || !strings.Contains(err.Error(), "repacked") {
+	if err := d.Launch(s, k); device.ErrorCode(err) != device.ACLErrCaptureModeNotSupport || !strings.Contains(err.Error(), "repacked") {
 		t.Errorf("first use of a q8_0 weight in a capture: %v", err)
 	}
 	g, err := d.CaptureEnd(s)

@@ -13,8 +13,9 @@ import (
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 // The numbers of the CANN path: every reference model whose architecture
@@ -32,7 +33,7 @@ import (
 //     / top-2 gap exceeds emuTieGap of max|logit|;
 //   - with graph mode on, decode steps replay captured graphs, and the
 //     session's captures, replays, hits and misses are those of the same run
-//     on the simulated device (runtime.SimDevice).
+//     on the simulated device (device.SimDevice).
 //
 // The bounds are not the 1e-7 of the CPU executor: aclnn's arithmetic is
 // not ggml's (docs/LOWERING.md, "Where aclnn's arithmetic differs from
@@ -63,14 +64,14 @@ type emuRun struct {
 	worst      float64
 	mismatches int
 	stats      program.Stats
-	cache      runtime.CacheStats
+	cache      device.CacheStats
 }
 
 // runOnEmulator replays ref through a program session on dev and checks
 // every step against llama.cpp.
-func runOnEmulator(t *testing.T, name string, m *models.Model, f *gguf.File, ref *testmodel.LlamaRun, dev runtime.Device, graphs bool) emuRun {
+func runOnEmulator(t *testing.T, name string, m *models.Model, f *gguf.File, ref *testmodel.LlamaRun, dev device.Device, graphs bool) emuRun {
 	t.Helper()
-	pol := runtime.DefaultGraphPolicy()
+	pol := device.DefaultGraphPolicy()
 	pol.Graphs = graphs
 	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}})
 	if err != nil {
@@ -117,7 +118,7 @@ func runOnEmulator(t *testing.T, name string, m *models.Model, f *gguf.File, ref
 				t.Errorf("step %d: logit[%d] = %g, llama.cpp %g (|Δ|/max = %.3g)", i, id, logits[id], want, d)
 			}
 		}
-		if got := runtime.Argmax(logits); got != gen[i] {
+		if got := session.Argmax(logits); got != gen[i] {
 			r.mismatches++
 			if gap := top5[0][1] - top5[1][1]; gap > tieGap*scale {
 				t.Errorf("step %d: greedy token %d, llama.cpp %d with a gap of %.4g (%.2g of max|logit|)", i, got, gen[i], gap, gap/scale)
@@ -148,15 +149,13 @@ func openReference(t *testing.T, path string) (string, *testmodel.LlamaRun, *ggu
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	switch arch := f.Arch(); arch {
-	case "llama", "qwen2", "mistral":
-	default:
-		t.Logf("%s: architecture %q is not built by irtool yet", name, arch)
-		return name, nil, nil, nil, false
-	}
 	ref := testmodel.LoadRun(t, testref.Shared(t, "llamacpp/"+filepath.Base(refPath)))
 	m, err := models.Build(f, ref.Options(t))
 	if err != nil {
+		if strings.Contains(err.Error(), "is not supported") {
+			t.Logf("%s: architecture %q is not built by irtool", name, f.Arch())
+			return name, nil, nil, nil, false
+		}
 		t.Fatal(err)
 	}
 	return name, ref, f, m, true
@@ -177,7 +176,7 @@ func TestModelsMatchLlamaCppOnEmulatedCANN(t *testing.T) {
 					r := runOnEmulator(t, name, m, f, ref, d, graphs)
 					dec := r.stats.Decode
 					if graphs {
-						sim, err := runtime.NewSimDevice(runtime.SimOptions{MemoryBytes: 256 << 20})
+						sim, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 256 << 20})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -203,9 +202,9 @@ func TestModelsMatchLlamaCppOnEmulatedCANN(t *testing.T) {
 
 // simCounts runs the same token sequence on the simulated device and
 // returns its decode counters in the form runOnEmulator's are compared.
-func simCounts(t *testing.T, m *models.Model, f *gguf.File, ref *testmodel.LlamaRun, dev runtime.Device) string {
+func simCounts(t *testing.T, m *models.Model, f *gguf.File, ref *testmodel.LlamaRun, dev device.Device) string {
 	t.Helper()
-	pol := runtime.DefaultGraphPolicy()
+	pol := device.DefaultGraphPolicy()
 	pol.Graphs = true
 	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}})
 	if err != nil {

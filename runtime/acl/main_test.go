@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/irtool/irtool/runtime"
 	"github.com/irtool/irtool/runtime/acl/internal/fakectl"
+	"github.com/irtool/irtool/runtime/device"
 )
 
 // fake is the test double every test of the package runs against: built
@@ -126,7 +126,7 @@ func count(calls []fakectl.Call, fn string) int {
 	return n
 }
 
-func malloc(t *testing.T, d *Device, n int64) runtime.Ptr {
+func malloc(t *testing.T, d *Device, n int64) device.Ptr {
 	t.Helper()
 	p, err := d.Malloc(n)
 	if err != nil {

@@ -17,12 +17,12 @@ import (
 	"unsafe"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 )
 
-// This file turns a runtime.KernelLaunch (an IR op on ggml-order
+// This file turns a device.KernelLaunch (an IR op on ggml-order
 // descriptors) into the aclnn calls that compute it, the way ggml-cann's
-// compute_forward does for the same op (cann.md §3):
+// compute_forward does for the same op (ggml-cann's supports_op and compute_forward):
 //
 //	rms_norm   aclnnRmsNorm(x, gamma = ones, eps, y, rstd in the workspace)
 //	add, mul   aclnnAdd (alpha 1) / aclnnMul, broadcasting dims of size 1
@@ -69,7 +69,7 @@ func opName(op C.int) string {
 	return fmt.Sprintf("op%d", int(op))
 }
 
-// aclDType is the aclDataType of an IR dtype (cann.md §1.2).
+// aclDType is the aclDataType of an IR dtype (CANN docs, aclCreateTensor and the two-phase aclnn calls).
 func aclDType(t ir.DType) (C.int, bool) {
 	switch t {
 	case ir.F32:
@@ -99,14 +99,14 @@ type step struct {
 // prepared is a launch turned into aclnn calls, with the objects it owns.
 type prepared struct {
 	key    uint64
-	launch runtime.KernelLaunch
+	launch device.KernelLaunch
 	attrs  string
 	label  string
 	steps  []step
 
 	tensors, scalars, lists []C.uintptr_t
 
-	wsBase    runtime.Ptr // the planned workspace after the staging carved from it
+	wsBase    device.Ptr // the planned workspace after the staging carved from it
 	wsAvail   int64
 	wsPlanned int64
 	elem      *list.Element
@@ -141,7 +141,7 @@ func newKernelCache(max int) *kernelCache {
 
 func (c *kernelCache) len() int { return c.lru.Len() }
 
-func (c *kernelCache) find(key uint64, k *runtime.KernelLaunch, attrs string) *prepared {
+func (c *kernelCache) find(key uint64, k *device.KernelLaunch, attrs string) *prepared {
 	for _, p := range c.byKey[key] {
 		if sameLaunch(&p.launch, k) && p.attrs == attrs {
 			c.lru.MoveToFront(p.elem)
@@ -182,7 +182,7 @@ func (c *kernelCache) clear() {
 	}
 }
 
-func sameLaunch(a, b *runtime.KernelLaunch) bool {
+func sameLaunch(a, b *device.KernelLaunch) bool {
 	if a.Name != b.Name || a.Op != b.Op || a.Output != b.Output || a.Workspace != b.Workspace ||
 		a.WorkspaceBytes != b.WorkspaceBytes || len(a.Inputs) != len(b.Inputs) || a.Node != b.Node {
 		return false
@@ -195,7 +195,7 @@ func sameLaunch(a, b *runtime.KernelLaunch) bool {
 	return true
 }
 
-func launchKey(k *runtime.KernelLaunch, attrs string) uint64 {
+func launchKey(k *device.KernelLaunch, attrs string) uint64 {
 	h := uint64(14695981039346656037)
 	mix := func(v uint64) {
 		for i := 0; i < 8; i++ {
@@ -211,7 +211,7 @@ func launchKey(k *runtime.KernelLaunch, attrs string) uint64 {
 			h *= 1099511628211
 		}
 	}
-	desc := func(t runtime.TensorDesc) {
+	desc := func(t device.TensorDesc) {
 		mix(uint64(t.DType))
 		for i := range t.Ne {
 			mix(uint64(t.Ne[i]))
@@ -232,24 +232,24 @@ func launchKey(k *runtime.KernelLaunch, attrs string) uint64 {
 	return h
 }
 
-func label(k *runtime.KernelLaunch) string {
+func label(k *device.KernelLaunch) string {
 	return fmt.Sprintf("%s, node %d (%s)", k.Name, k.Node, k.Op)
 }
 
 // prepare returns the cached aclnn calls of k, building them on a miss.
 // The caller holds n.kmu.
-func (d *Device) prepare(n *npu, st *stream, k *runtime.KernelLaunch) (*prepared, error) {
+func (d *Device) prepare(n *npu, st *stream, k *device.KernelLaunch) (*prepared, error) {
 	attrs := k.Attrs.String()
 	key := launchKey(k, attrs)
 	if p := n.kernels.find(key, k, attrs); p != nil {
 		return p, nil
 	}
 	p := &prepared{key: key, launch: *k, attrs: attrs, label: label(k), wsPlanned: k.WorkspaceBytes}
-	p.launch.Inputs = append([]runtime.TensorDesc(nil), k.Inputs...)
+	p.launch.Inputs = append([]device.TensorDesc(nil), k.Inputs...)
 	b := &builder{d: d, n: n, st: st, k: &p.launch, p: p}
 	recipe, ok := recipes[k.Op]
 	if !ok {
-		return nil, b.fail(runtime.ACLErrFeatureNotSupport, "the binding has no aclnn recipe for op %q", k.Op)
+		return nil, b.fail(device.ACLErrFeatureNotSupport, "the binding has no aclnn recipe for op %q", k.Op)
 	}
 	if err := recipe(b); err != nil {
 		p.destroy()
@@ -258,10 +258,10 @@ func (d *Device) prepare(n *npu, st *stream, k *runtime.KernelLaunch) (*prepared
 	for _, s := range p.steps {
 		if C.irt_op_available(s.op) == 0 {
 			p.destroy()
-			return nil, b.fail(runtime.ACLErrFeatureNotSupport, "%s is not exported by the loaded CANN libraries", s.name)
+			return nil, b.fail(device.ACLErrFeatureNotSupport, "%s is not exported by the loaded CANN libraries", s.name)
 		}
 	}
-	p.wsBase = k.Workspace + runtime.Ptr(b.used)
+	p.wsBase = k.Workspace + device.Ptr(b.used)
 	p.wsAvail = k.WorkspaceBytes - b.used
 	n.kernels.add(p)
 	return p, nil
@@ -272,17 +272,17 @@ type builder struct {
 	d    *Device
 	n    *npu
 	st   *stream
-	k    *runtime.KernelLaunch
+	k    *device.KernelLaunch
 	p    *prepared
 	used int64 // bytes of the planned workspace used for staging
 }
 
-func (b *builder) fail(code runtime.ACLCode, format string, args ...any) error {
+func (b *builder) fail(code device.ACLCode, format string, args ...any) error {
 	return bindingError(b.k.Name, b.p.label, code, format, args...)
 }
 
 func (b *builder) unsupported(format string, args ...any) error {
-	return b.fail(runtime.ACLErrFeatureNotSupport, format, args...)
+	return b.fail(device.ACLErrFeatureNotSupport, format, args...)
 }
 
 func (b *builder) attrF(key string, def float64) float64 {
@@ -304,15 +304,15 @@ func (b *builder) attrI(key string, def int64) int64 {
 
 // tensor makes an aclTensor: ACL-order shape and strides in elements, a
 // storage offset in elements from addr, ND format and a 1-D storage shape
-// covering the view (cann.md §1.2).
-func (b *builder) tensor(dt C.int, shape, strides []int64, offset int64, addr runtime.Ptr) (C.uintptr_t, error) {
+// covering the view (CANN docs, aclCreateTensor and the two-phase aclnn calls).
+func (b *builder) tensor(dt C.int, shape, strides []int64, offset int64, addr device.Ptr) (C.uintptr_t, error) {
 	if len(shape) != len(strides) || len(shape) == 0 || len(shape) > 8 {
-		return 0, b.fail(runtime.ACLErrParamInvalid, "descriptor with shape %v strides %v", shape, strides)
+		return 0, b.fail(device.ACLErrParamInvalid, "descriptor with shape %v strides %v", shape, strides)
 	}
 	storage := offset + 1
 	for i := range shape {
 		if shape[i] < 0 || strides[i] < 0 {
-			return 0, b.fail(runtime.ACLErrParamInvalid, "negative shape or stride: %v / %v", shape, strides)
+			return 0, b.fail(device.ACLErrParamInvalid, "negative shape or stride: %v / %v", shape, strides)
 		}
 		if shape[i] == 0 {
 			storage = 0
@@ -334,7 +334,7 @@ func (b *builder) tensor(dt C.int, shape, strides []int64, offset int64, addr ru
 
 // aclOrder is a ggml descriptor in ACL order: dims and strides reversed,
 // strides in elements.
-func aclOrder(t runtime.TensorDesc) (shape, strides []int64, ok bool) {
+func aclOrder(t device.TensorDesc) (shape, strides []int64, ok bool) {
 	es := t.DType.TypeSize()
 	if t.DType.Quantized() || es <= 0 {
 		return nil, nil, false
@@ -351,7 +351,7 @@ func aclOrder(t runtime.TensorDesc) (shape, strides []int64, ok bool) {
 
 // desc makes the 4-D aclTensor of a ggml descriptor; trim drops leading
 // (outer) dims so that the result has rank dims.
-func (b *builder) desc(role string, t runtime.TensorDesc, dims int) (C.uintptr_t, error) {
+func (b *builder) desc(role string, t device.TensorDesc, dims int) (C.uintptr_t, error) {
 	shape, strides, ok := aclOrder(t)
 	dt, known := aclDType(t.DType)
 	if !ok || !known {
@@ -359,7 +359,7 @@ func (b *builder) desc(role string, t runtime.TensorDesc, dims int) (C.uintptr_t
 	}
 	for len(shape) > dims {
 		if shape[0] != 1 {
-			return 0, b.fail(runtime.ACLErrParamInvalid, "%s: dims %v do not fit %d ACL dims", role, t.Ne, dims)
+			return 0, b.fail(device.ACLErrParamInvalid, "%s: dims %v do not fit %d ACL dims", role, t.Ne, dims)
 		}
 		shape, strides = shape[1:], strides[1:]
 	}
@@ -368,13 +368,13 @@ func (b *builder) desc(role string, t runtime.TensorDesc, dims int) (C.uintptr_t
 
 // temp carves n bytes of staging from the planned workspace, aligned to
 // align bytes.
-func (b *builder) temp(role string, n, align int64) (runtime.Ptr, error) {
+func (b *builder) temp(role string, n, align int64) (device.Ptr, error) {
 	off := (b.used + align - 1) / align * align
 	if off+n > b.k.WorkspaceBytes {
-		return 0, b.fail(runtime.ACLErrMemoryAllocation, "%s staging needs %d B at offset %d of the workspace; the plan has %d B", role, n, off, b.k.WorkspaceBytes)
+		return 0, b.fail(device.ACLErrMemoryAllocation, "%s staging needs %d B at offset %d of the workspace; the plan has %d B", role, n, off, b.k.WorkspaceBytes)
 	}
 	b.used = off + n
-	return b.k.Workspace + runtime.Ptr(off), nil
+	return b.k.Workspace + device.Ptr(off), nil
 }
 
 func (b *builder) scalarF32(v float32) (C.uintptr_t, error) {
@@ -421,7 +421,7 @@ func prod(v []int64) int64 {
 // table returns the device address of a constant table, uploading it
 // with an async copy from the pinned staging on the launch stream: legal in
 // a capture (pinned memory) and ordered before the kernels that read it.
-func (b *builder) table(key string, data []byte) (runtime.Ptr, error) {
+func (b *builder) table(key string, data []byte) (device.Ptr, error) {
 	n := b.n
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
@@ -435,13 +435,13 @@ func (b *builder) table(key string, data []byte) (runtime.Ptr, error) {
 	if !ok {
 		size := int64(len(data))
 		if n.stage == nil || n.stageUsed+size > n.stageSize {
-			return 0, b.fail(runtime.ACLErrMemoryAllocation, "table %s (%d B) does not fit the %d B of pinned staging left (Options.ConstBytes)", key, size, n.stageSize-n.stageUsed)
+			return 0, b.fail(device.ACLErrMemoryAllocation, "table %s (%d B) does not fit the %d B of pinned staging left (Options.ConstBytes)", key, size, n.stageSize-n.stageUsed)
 		}
 		off, _, err := n.pool.Alloc(size)
 		if err != nil {
 			return 0, fmt.Errorf("acl: %s: table %s: %w", b.p.label, key, err)
 		}
-		t = &table{dev: n.base + runtime.Ptr(off), stageOff: n.stageUsed, size: size}
+		t = &table{dev: n.base + device.Ptr(off), stageOff: n.stageUsed, size: size}
 		n.stageUsed += (size + 63) / 64 * 64
 		copy(unsafe.Slice((*byte)(unsafe.Add(n.stage, t.stageOff)), size), data)
 		n.consts[key] = t
@@ -457,7 +457,7 @@ func (b *builder) table(key string, data []byte) (runtime.Ptr, error) {
 // buffer returns device scratch shared by every kernel asking for the same
 // key, allocated from the pool once. Kernels that share it run in stream
 // order and each writes it before reading it.
-func (b *builder) buffer(key string, size int64) (runtime.Ptr, error) {
+func (b *builder) buffer(key string, size int64) (device.Ptr, error) {
 	n := b.n
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
@@ -468,7 +468,7 @@ func (b *builder) buffer(key string, size int64) (runtime.Ptr, error) {
 	if err != nil {
 		return 0, fmt.Errorf("acl: %s: scratch %s: %w", b.p.label, key, err)
 	}
-	p := n.base + runtime.Ptr(off)
+	p := n.base + device.Ptr(off)
 	n.tables[key] = p
 	return p, nil
 }
@@ -499,7 +499,7 @@ var recipes = map[ir.Op]func(*builder) error{
 
 func (b *builder) inputs(n int) error {
 	if len(b.k.Inputs) < n {
-		return b.fail(runtime.ACLErrParamInvalid, "%s takes %d operands, got %d", b.k.Op, n, len(b.k.Inputs))
+		return b.fail(device.ACLErrParamInvalid, "%s takes %d operands, got %d", b.k.Op, n, len(b.k.Inputs))
 	}
 	return nil
 }
@@ -546,7 +546,7 @@ func rmsNorm(b *builder) error {
 }
 
 // broadcastable: ACL broadcasting needs each dim of b equal to a's or 1.
-func broadcastable(a, b runtime.TensorDesc) bool {
+func broadcastable(a, b device.TensorDesc) bool {
 	for i := range a.Ne {
 		if b.Ne[i] != a.Ne[i] && b.Ne[i] != 1 {
 			return false
@@ -698,7 +698,7 @@ func softMax(b *builder) error {
 			m := b.k.Inputs[1]
 			// The mask may be padded beyond the rows of x (GGML_KQ_MASK_PAD).
 			if m.Ne[0] != x.Ne[0] || m.Ne[1] < x.Ne[1] {
-				return b.fail(runtime.ACLErrParamInvalid, "mask %v does not cover x %v", m.Ne, x.Ne)
+				return b.fail(device.ACLErrParamInvalid, "mask %v does not cover x %v", m.Ne, x.Ne)
 			}
 			m.Ne[1] = x.Ne[1]
 			if !broadcastable(x, m) {
@@ -789,7 +789,7 @@ func mulMat(b *builder) error {
 	atst := []int64{ast[0], ast[1], ast[3], ast[2]}
 	B3, B2, B3a, B2a := xs[0], xs[1], as[0], as[1]
 	if B3a == 0 || B2a == 0 || B3%B3a != 0 || B2%B2a != 0 {
-		return b.fail(runtime.ACLErrParamInvalid, "batches of a %v do not divide those of b %v", a.Ne, x.Ne)
+		return b.fail(device.ACLErrParamInvalid, "batches of a %v do not divide those of b %v", a.Ne, x.Ne)
 	}
 	cube := b.d.cubeMathType()
 	op := C.int(C.IRT_MATMUL)
@@ -842,7 +842,7 @@ func mulMat(b *builder) error {
 // quantMulMat is ggml-cann's weight-quant path: b cast to f16, a matmul
 // against the repacked int8/int4 weight with its f16 scales as the
 // antiquant scale (group 32), and the f16 result cast to f32.
-func quantMulMat(b *builder, a, x, out runtime.TensorDesc) error {
+func quantMulMat(b *builder, a, x, out device.TensorDesc) error {
 	K, N, M := a.Ne[0], a.Ne[1], x.Ne[1]
 	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
 		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
@@ -916,7 +916,7 @@ func quantMulMat(b *builder, a, x, out runtime.TensorDesc) error {
 
 // dense reports whether t's elements are packed in ggml order; the
 // strides of dims of size 1 do not matter.
-func dense(t runtime.TensorDesc) bool {
+func dense(t device.TensorDesc) bool {
 	want := ir.ContiguousStrides(t.DType, t.Ne)
 	for i := range t.Ne {
 		if t.Ne[i] != 1 && t.Nb[i] != want[i] {
@@ -926,7 +926,7 @@ func dense(t runtime.TensorDesc) bool {
 	return true
 }
 
-func rows2D(t runtime.TensorDesc) bool { return t.Ne[2] == 1 && t.Ne[3] == 1 }
+func rows2D(t device.TensorDesc) bool { return t.Ne[2] == 1 && t.Ne[3] == 1 }
 
 func getRows(b *builder) error {
 	if err := b.inputs(2); err != nil {
@@ -1073,7 +1073,7 @@ func rope(b *builder) error {
 	}
 	x, pos, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	D, T := x.Ne[0], x.Ne[2]
-	var ff *runtime.TensorDesc
+	var ff *device.TensorDesc
 	if len(b.k.Inputs) > 2 {
 		ff = &b.k.Inputs[2]
 	}
@@ -1146,7 +1146,7 @@ func concat(b *builder) error {
 	}
 	d := b.attrI("dim", -1)
 	if d < 0 || d > 3 {
-		return b.fail(runtime.ACLErrParamInvalid, "concat dim %d", d)
+		return b.fail(device.ACLErrParamInvalid, "concat dim %d", d)
 	}
 	ts := make([]C.uintptr_t, len(b.k.Inputs))
 	for i, in := range b.k.Inputs {

@@ -15,9 +15,8 @@ import (
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/runtime"
 	"github.com/irtool/irtool/runtime/acl/internal/fakectl"
+	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
 )
 
@@ -41,11 +40,11 @@ import (
 type recDevice struct {
 	*Device
 	mu    sync.Mutex
-	live  map[runtime.Ptr]int64
-	order []runtime.Ptr
+	live  map[device.Ptr]int64
+	order []device.Ptr
 }
 
-func (r *recDevice) Malloc(n int64) (runtime.Ptr, error) {
+func (r *recDevice) Malloc(n int64) (device.Ptr, error) {
 	p, err := r.Device.Malloc(n)
 	if err == nil {
 		r.mu.Lock()
@@ -56,7 +55,7 @@ func (r *recDevice) Malloc(n int64) (runtime.Ptr, error) {
 	return p, err
 }
 
-func (r *recDevice) Free(p runtime.Ptr) error {
+func (r *recDevice) Free(p device.Ptr) error {
 	r.mu.Lock()
 	delete(r.live, p)
 	r.mu.Unlock()
@@ -174,15 +173,15 @@ func transformed(k cann.Kernel) map[int]int {
 		if k.Inputs[0].Ne != k.Output.Ne {
 			m[-1] = 1 // a reshaping copy writes the source's shape
 		}
-	case passes.OpAttention:
+	case ir.OpAttention:
 		m[0], m[1], m[2], m[3], m[-1] = 1, 1, 1, 1, 1 // BSND views; the mask's first rows
-	case passes.OpAddRMSNormMul:
+	case ir.OpAddRMSNormMul:
 		m[-1] = 1 // written as its two slots
-	case passes.OpRopeCache:
+	case ir.OpRopeCache:
 		m[-1] = 1 // written through strided views
-	case passes.OpRopeApply:
+	case ir.OpRopeApply:
 		m[-3] = 1 // the table: read through the full-width tables of its rope_cache (checkRope)
-	case passes.OpRopeApplySetRows:
+	case ir.OpRopeApplySetRows:
 		m[-3] = 2
 	case ir.OpGetRows:
 		if k.Inputs[0].DType == ir.Q8_0 {
@@ -238,7 +237,7 @@ func checkKernel(k cann.Kernel, ops []tensorRec, bases map[string]uint64) error 
 
 // regionBases picks, for each region of the program, the live allocation
 // that makes the most operands of the segment's kernels match exactly.
-func regionBases(seg cann.Segment, groups [][]tensorRec, live map[runtime.Ptr]int64) map[string]uint64 {
+func regionBases(seg cann.Segment, groups [][]tensorRec, live map[device.Ptr]int64) map[string]uint64 {
 	bases := map[string]uint64{}
 	score := map[string]map[uint64]int{}
 	for i, k := range seg.Kernels {
@@ -323,12 +322,12 @@ func decodeTrace(t *testing.T, file, pipeline string) {
 		t.Fatal(err)
 	}
 	d := newDevice(t, Options{PoolBytes: 64 << 20})
-	rd := &recDevice{Device: d, live: map[runtime.Ptr]int64{}}
+	rd := &recDevice{Device: d, live: map[device.Ptr]int64{}}
 	var launches []launchRec
-	d.onLaunch = func(k *runtime.KernelLaunch, calls []string) {
+	d.onLaunch = func(k *device.KernelLaunch, calls []string) {
 		launches = append(launches, launchRec{name: k.Name, op: k.Op, node: k.Node, calls: calls})
 	}
-	pol := runtime.DefaultGraphPolicy()
+	pol := device.DefaultGraphPolicy()
 	if !pol.Graphs {
 		t.Fatal("graph mode is off by default")
 	}
@@ -364,7 +363,7 @@ func decodeTrace(t *testing.T, file, pipeline string) {
 		fake.Reset()
 		launches = nil
 		pos := sess.Pos()
-		b := ir.Bindings{models.SymTokens: 1, models.SymKV: runtime.KVLen(pos+1, nctx), models.SymOutputs: 1, models.SymKVHead: pos}
+		b := ir.Bindings{models.SymTokens: 1, models.SymKV: models.KVLen(pos+1, nctx), models.SymOutputs: 1, models.SymKVHead: pos}
 		prog, err := sess.Compiler().Program(b)
 		if err != nil {
 			t.Fatal(err)
@@ -435,7 +434,7 @@ func decodeTrace(t *testing.T, file, pipeline string) {
 
 // checkCapture checks a capture step: the launches inside each capture
 // window are its segment's kernels, with their operators and operands.
-func checkCapture(t *testing.T, step int, prog *cann.Program, calls []fakectl.Call, launches []launchRec, st *traceState, live map[runtime.Ptr]int64) {
+func checkCapture(t *testing.T, step int, prog *cann.Program, calls []fakectl.Call, launches []launchRec, st *traceState, live map[device.Ptr]int64) {
 	t.Helper()
 	// Split the phase-1 calls by launch.
 	p1 := phase1(calls)
@@ -516,13 +515,13 @@ func checkCapture(t *testing.T, step int, prog *cann.Program, calls []fakectl.Ca
 			}
 			g := groups[li+i]
 			switch k.Op {
-			case passes.OpRopeCache:
+			case ir.OpRopeCache:
 				for _, c := range g {
 					if c.Fn == "aclnnCosGetWorkspaceSize" {
 						cosOf[bases[k.Output.Addr.Region]+uint64(k.Output.Addr.Offset)] = st.tensors[c.Int("out")].addr
 					}
 				}
-			case passes.OpRopeApply, passes.OpRopeApplySetRows:
+			case ir.OpRopeApply, ir.OpRopeApplySetRows:
 				table := k.Inputs[transformed(k)[-3]]
 				want, ok := cosOf[bases[table.Addr.Region]+uint64(table.Addr.Offset)]
 				got := uint64(0)

@@ -1,4 +1,4 @@
-// Package program runs lowered programs (lower/cann) on a runtime.Device:
+// Package program runs lowered programs (lower/cann) on a device.Device:
 // the whole pipeline from a model to tokens on a simulated (or real)
 // Ascend device, with ACL-graph capture, replay and the LRU graph cache.
 //
@@ -11,13 +11,12 @@
 // every bucket's program; the arena, inputs and outputs are one allocation
 // each, sized for the largest program seen), runs each step's upload, segment,
 // copy and download steps on its own stream, and sends every capturable NPU
-// segment through a runtime.GraphCache: captured on the first run of its
+// segment through a device.GraphCache: captured on the first run of its
 // properties, replayed with one ExecuteAsync afterwards.
 //
-// Why a package of its own: it imports lower/cann, passes, partition and
-// planner, which themselves import package runtime (passes and partition
-// register kernels in its table); inside package runtime it would close an
-// import cycle.
+// It is the one runtime package that imports the compiler (lower/cann,
+// passes, partition, planner); the device layer (runtime/device,
+// runtime/acl) imports none of it.
 package program
 
 import (

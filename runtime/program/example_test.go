@@ -6,7 +6,7 @@ import (
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
 )
 
@@ -17,8 +17,8 @@ func ExampleNewSession() {
 	f, _ := gguf.Open(testref.Testdata("stories260K.gguf"))
 	defer f.Close()
 	m, _ := models.Build(f, models.Options{NCtx: 256})
-	dev, _ := runtime.NewSimDevice(runtime.SimOptions{MemoryBytes: 64 << 20})
-	s, err := program.NewSession(m, f, dev, program.Options{Policy: runtime.DefaultGraphPolicy()})
+	dev, _ := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20})
+	s, err := program.NewSession(m, f, dev, program.Options{Policy: device.DefaultGraphPolicy()})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -7,7 +7,7 @@ import (
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
 )
 
@@ -16,7 +16,7 @@ import (
 // the region that did not fit, never panic.
 func TestDeviceOutOfMemory(t *testing.T) {
 	f, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
-	dev, err := runtime.NewSimDevice(runtime.SimOptions{MemoryBytes: 256 << 10})
+	dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,8 +30,8 @@ func TestDeviceOutOfMemory(t *testing.T) {
 	if err == nil {
 		t.Fatal("a 1.1 MiB model ran on a 256 KiB device")
 	}
-	if runtime.ErrorCode(err) != runtime.ACLErrMemoryAllocation {
-		t.Errorf("error code %v, want ACL_ERROR_RT_MEMORY_ALLOCATION: %v", runtime.ErrorCode(err), err)
+	if device.ErrorCode(err) != device.ACLErrMemoryAllocation {
+		t.Errorf("error code %v, want ACL_ERROR_RT_MEMORY_ALLOCATION: %v", device.ErrorCode(err), err)
 	}
 	if !strings.Contains(err.Error(), "weights") && !strings.Contains(err.Error(), "region") {
 		t.Errorf("the error does not say what did not fit: %v", err)

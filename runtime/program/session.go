@@ -7,12 +7,14 @@ import (
 	"slices"
 	"time"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 )
 
@@ -24,11 +26,11 @@ type Options struct {
 	// Compiler, when set, is shared (sessions of one model may share it).
 	Compiler *Compiler
 	// Policy decides eager or graph execution and configures the cache.
-	Policy runtime.GraphPolicy
+	Policy device.GraphPolicy
 	// DeviceID is the device the session binds (SetDevice).
 	DeviceID int
 	// Kernels are the numeric options of CPU segments; keep them equal to
-	// the device's (runtime.SimOptions.Kernels) for bit-identical results.
+	// the device's (device.SimOptions.Kernels) for bit-identical results.
 	Kernels kernels.Options
 }
 
@@ -63,7 +65,7 @@ type Stats struct {
 	Programs  int        `json:"programs"` // programs the session loaded
 	CompileMS float64    `json:"compile_ms"`
 	// Pool is the device pool after the last step.
-	Pool runtime.PoolStats `json:"pool"`
+	Pool device.PoolStats `json:"pool"`
 }
 
 func (p *PhaseStats) finish() {
@@ -81,7 +83,7 @@ type region struct {
 	name  string
 	npu   bool
 	bytes int64
-	ptr   runtime.Ptr
+	ptr   device.Ptr
 	host  []byte
 }
 
@@ -102,15 +104,15 @@ type loaded struct {
 type loadedSeg struct {
 	seg      *cann.Segment
 	npu      bool
-	launches []runtime.KernelLaunch
-	props    *runtime.GraphProps // capturable NPU segments
-	host     []hostKernel        // CPU segments
+	launches []device.KernelLaunch
+	props    *device.GraphProps // capturable NPU segments
+	host     []hostKernel       // CPU segments
 }
 
 type hostKernel struct {
 	name string
 	node *ir.Node
-	fn   runtime.Kernel
+	fn   eval.Kernel
 	dst  kernels.Tensor
 	args []kernels.Tensor
 }
@@ -120,13 +122,13 @@ type hostKernel struct {
 // concurrent use; sessions sharing a device are.
 type Session struct {
 	model   *models.Model
-	weights runtime.WeightSource
-	dev     runtime.Device
+	weights eval.WeightSource
+	dev     device.Device
 	opts    Options
 	comp    *Compiler
-	policy  runtime.GraphPolicy
-	stream  runtime.Stream
-	cache   *runtime.GraphCache
+	policy  device.GraphPolicy
+	stream  device.Stream
+	cache   *device.GraphCache
 
 	regions map[string]*region
 	gen     int
@@ -144,7 +146,7 @@ type Session struct {
 // NewSession compiles nothing yet: programs are compiled and loaded on the
 // first step of each shape bucket. It binds the device, creates the
 // session's stream and its graph cache.
-func NewSession(m *models.Model, w runtime.WeightSource, dev runtime.Device, opts Options) (*Session, error) {
+func NewSession(m *models.Model, w eval.WeightSource, dev device.Device, opts Options) (*Session, error) {
 	comp := opts.Compiler
 	if comp == nil {
 		co := opts.Compile
@@ -163,7 +165,7 @@ func NewSession(m *models.Model, w runtime.WeightSource, dev runtime.Device, opt
 	s := &Session{model: m, weights: w, dev: dev, opts: opts, comp: comp, policy: opts.Policy,
 		regions: map[string]*region{}, progs: map[string]*loaded{}}
 	s.stats.Graphs = opts.Policy.Graphs
-	lock := runtime.DeviceLock(dev)
+	lock := device.DeviceLock(dev)
 	lock.RLock()
 	st, err := dev.CreateStream()
 	lock.RUnlock()
@@ -171,7 +173,7 @@ func NewSession(m *models.Model, w runtime.WeightSource, dev runtime.Device, opt
 		return nil, fmt.Errorf("program: %w", err)
 	}
 	s.stream = st
-	if s.cache, err = runtime.NewGraphCache(dev, opts.Policy.Cache); err != nil {
+	if s.cache, err = device.NewGraphCache(dev, opts.Policy.Cache); err != nil {
 		dev.DestroyStream(st)
 		return nil, fmt.Errorf("program: %w", err)
 	}
@@ -194,7 +196,7 @@ func (s *Session) Rewind(pos int64) error {
 }
 
 // Cache returns the session's graph cache.
-func (s *Session) Cache() *runtime.GraphCache { return s.cache }
+func (s *Session) Cache() *device.GraphCache { return s.cache }
 
 // Compiler returns the session's compiler.
 func (s *Session) Compiler() *Compiler { return s.comp }
@@ -217,7 +219,7 @@ func (s *Session) Stats() Stats {
 func (s *Session) bindings(pos, n int64) ir.Bindings {
 	return ir.Bindings{
 		models.SymTokens:  n,
-		models.SymKV:      runtime.KVLen(pos+n, s.model.Options.NCtx),
+		models.SymKV:      models.KVLen(pos+n, s.model.Options.NCtx),
 		models.SymOutputs: 1,
 		models.SymKVHead:  pos,
 	}
@@ -227,7 +229,7 @@ func (s *Session) bindings(pos, n int64) ir.Bindings {
 // last one. With prefill graphs on, a prompt is padded to its bucket
 // length (the padding tokens' KV rows land past the prompt and are
 // overwritten by later tokens before anything reads them).
-func (s *Session) Step(tokens []int32) (*runtime.StepResult, error) {
+func (s *Session) Step(tokens []int32) (*session.StepResult, error) {
 	if s.closed {
 		return nil, fmt.Errorf("program: session is closed")
 	}
@@ -258,7 +260,7 @@ func (s *Session) Step(tokens []int32) (*runtime.StepResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	inputs := runtime.Inputs(feed, s.pos, b)
+	inputs := models.Inputs(feed, s.pos, b)
 	inputs["inp_out_ids"] = i32le(int32(n - 1))
 
 	phase := &s.stats.Decode
@@ -290,7 +292,7 @@ func (s *Session) Step(tokens []int32) (*runtime.StepResult, error) {
 	if int64(len(logits)) < nv {
 		return nil, fmt.Errorf("program: output 0 holds %d values, want at least %d logits", len(logits), nv)
 	}
-	return &runtime.StepResult{Logits: [][]float32{logits[len(logits)-int(nv):]}, Time: time.Since(start)}, nil
+	return &session.StepResult{Logits: [][]float32{logits[len(logits)-int(nv):]}, Time: time.Since(start)}, nil
 }
 
 func i32le(v int32) []byte {
@@ -300,8 +302,8 @@ func i32le(v int32) []byte {
 // Generate runs prefill on the prompt, then greedy decode (argmax, lowest
 // id on ties) for n tokens in all; onToken, if set, sees each token as
 // soon as it exists.
-func (s *Session) Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*runtime.GenerateResult, error) {
-	return runtime.Generate(s, prompt, n, keepLogits, onToken)
+func (s *Session) Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*session.GenerateResult, error) {
+	return session.Generate(s, prompt, n, keepLogits, onToken)
 }
 
 // maxLoaded bounds the loaded-program cache (one per position in cpy mode).
@@ -345,7 +347,7 @@ func (s *Session) ensureRegions(p *cann.Program) error {
 			return err
 		}
 	}
-	lock := runtime.DeviceLock(s.dev)
+	lock := device.DeviceLock(s.dev)
 	lock.RLock()
 	defer lock.RUnlock()
 	for _, r := range p.Regions {
@@ -478,7 +480,7 @@ func (s *Session) fill(p *cann.Program, r *region) error {
 			copy(r.host[a.Offset:], data)
 			return nil
 		}
-		if err := s.dev.MemcpyH2D(r.ptr+runtime.Ptr(a.Offset), data); err != nil {
+		if err := s.dev.MemcpyH2D(r.ptr+device.Ptr(a.Offset), data); err != nil {
 			return fmt.Errorf("program: %s: %w", what, err)
 		}
 		return nil
@@ -519,7 +521,7 @@ func (s *Session) fill(p *cann.Program, r *region) error {
 }
 
 // ptr resolves an address in an NPU region, checking that n bytes fit.
-func (s *Session) ptr(a cann.Addr, n int64) (runtime.Ptr, error) {
+func (s *Session) ptr(a cann.Addr, n int64) (device.Ptr, error) {
 	r := s.regions[a.Region]
 	if r == nil || !r.npu {
 		return 0, fmt.Errorf("address %s: no device region %q", a, a.Region)
@@ -527,7 +529,7 @@ func (s *Session) ptr(a cann.Addr, n int64) (runtime.Ptr, error) {
 	if a.Offset < 0 || a.Offset+n > r.bytes {
 		return 0, fmt.Errorf("address %s: [%d, +%d) lies outside region %q (%d bytes)", a, a.Offset, n, a.Region, r.bytes)
 	}
-	return r.ptr + runtime.Ptr(a.Offset), nil
+	return r.ptr + device.Ptr(a.Offset), nil
 }
 
 // hostBytes resolves an address in a host region.
@@ -542,9 +544,9 @@ func (s *Session) hostBytes(a cann.Addr, n int64) ([]byte, error) {
 	return r.host[a.Offset : a.Offset+n : a.Offset+n], nil
 }
 
-func (s *Session) devDesc(t cann.TensorDesc) (runtime.TensorDesc, error) {
+func (s *Session) devDesc(t cann.TensorDesc) (device.TensorDesc, error) {
 	p, err := s.ptr(t.Addr, t.Bytes())
-	return runtime.TensorDesc{DType: t.DType, Ne: t.Ne, Nb: t.Nb, Addr: p}, err
+	return device.TensorDesc{DType: t.DType, Ne: t.Ne, Nb: t.Nb, Addr: p}, err
 }
 
 func (s *Session) hostTensor(t cann.TensorDesc) (kernels.Tensor, error) {
@@ -566,7 +568,7 @@ func (s *Session) resolve(lp *loaded) error {
 				return fmt.Errorf("program: bucket %s segment %d kernel %s (node %d %q): %w", p.Bucket, seg.ID, k.Name, k.Node, k.NodeName, err)
 			}
 			if ls.npu {
-				l := runtime.KernelLaunch{Name: k.Name, Op: k.Op, Attrs: k.Attrs, Node: k.Node, WorkspaceBytes: k.WorkspaceBytes}
+				l := device.KernelLaunch{Name: k.Name, Op: k.Op, Attrs: k.Attrs, Node: k.Node, WorkspaceBytes: k.WorkspaceBytes}
 				var err error
 				if l.Output, err = s.devDesc(k.Output); err != nil {
 					return fail(err)
@@ -593,7 +595,7 @@ func (s *Session) resolve(lp *loaded) error {
 				ls.launches = append(ls.launches, l)
 				continue
 			}
-			fn, ok := runtime.LookupKernel(k.Op)
+			fn, ok := eval.LookupKernel(k.Op)
 			if !ok {
 				return fail(fmt.Errorf("no CPU kernel for op %q", k.Op))
 			}
@@ -602,20 +604,20 @@ func (s *Session) resolve(lp *loaded) error {
 			if hk.dst, err = s.hostTensor(k.Output); err != nil {
 				return fail(err)
 			}
-			l := runtime.KernelLaunch{Name: k.Name, Op: k.Op, Attrs: k.Attrs, Node: k.Node, Output: runtime.TensorDesc{DType: k.Output.DType, Ne: k.Output.Ne, Nb: k.Output.Nb}}
+			l := device.KernelLaunch{Name: k.Name, Op: k.Op, Attrs: k.Attrs, Node: k.Node, Output: device.TensorDesc{DType: k.Output.DType, Ne: k.Output.Ne, Nb: k.Output.Nb}}
 			for _, in := range k.Inputs {
 				t, err := s.hostTensor(in)
 				if err != nil {
 					return fail(err)
 				}
 				hk.args = append(hk.args, t)
-				l.Inputs = append(l.Inputs, runtime.TensorDesc{DType: in.DType, Ne: in.Ne, Nb: in.Nb})
+				l.Inputs = append(l.Inputs, device.TensorDesc{DType: in.DType, Ne: in.Ne, Nb: in.Nb})
 			}
-			hk.node = runtime.KernelNode(&l)
+			hk.node = device.KernelNode(&l)
 			ls.host = append(ls.host, hk)
 		}
 		if ls.npu && seg.Capturable {
-			ls.props = runtime.NewGraphProps(ls.launches)
+			ls.props = device.NewGraphProps(ls.launches)
 		}
 		lp.segs[i] = ls
 	}
@@ -721,7 +723,7 @@ func (s *Session) run(lp *loaded, inputs map[string][]byte, phase *PhaseStats) (
 // runNPU dispatches one NPU segment: through the graph cache when graph
 // mode is on and the segment is capturable, kernel by kernel otherwise.
 func (s *Session) runNPU(ls *loadedSeg, phase *PhaseStats) error {
-	launch := func(st runtime.Stream) error {
+	launch := func(st device.Stream) error {
 		for i := range ls.launches {
 			if err := s.dev.Launch(st, &ls.launches[i]); err != nil {
 				return fmt.Errorf("segment %d: %w", ls.seg.ID, err)
@@ -871,7 +873,7 @@ func (s *Session) Close() error {
 		}
 	}
 	keep(s.cache.Close())
-	lock := runtime.DeviceLock(s.dev)
+	lock := device.DeviceLock(s.dev)
 	lock.RLock()
 	defer lock.RUnlock()
 	names := make([]string, 0, len(s.regions))

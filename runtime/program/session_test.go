@@ -13,7 +13,8 @@ import (
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/runtime"
+	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/runtime/session"
 )
 
 func openModel(t testing.TB, name string, opts models.Options) (*gguf.File, *models.Model) {
@@ -30,17 +31,17 @@ func openModel(t testing.TB, name string, opts models.Options) (*gguf.File, *mod
 	return f, m
 }
 
-func newSim(t testing.TB) *runtime.SimDevice {
+func newSim(t testing.TB) *device.SimDevice {
 	t.Helper()
-	d, err := runtime.NewSimDevice(runtime.SimOptions{MemoryBytes: 64 << 20})
+	d, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func policy(graphs bool) runtime.GraphPolicy {
-	p := runtime.DefaultGraphPolicy()
+func policy(graphs bool) device.GraphPolicy {
+	p := device.DefaultGraphPolicy()
 	p.Graphs = graphs
 	return p
 }
@@ -52,13 +53,10 @@ var prompt = []int32{1, 403, 407, 261, 378}
 var testModels = []string{"stories260K", "synth-llama-F32", "synth-llama-F16", "synth-llama-Q8_0", "synth-llama-Q4_0"}
 
 // llamaTokens returns llama.cpp's greedy tokens for a model, or nil when
-// ../shared/reference is absent.
+// the external reference data is absent.
 func llamaTokens(t *testing.T, model string) []int32 {
 	t.Helper()
-	dir := testref.SharedDir()
-	if dir == "" {
-		return nil
-	}
+	dir := testref.Dir()
 	data, err := os.ReadFile(dir + "/llamacpp/" + model + ".llamacpp.json")
 	if err != nil {
 		return nil
@@ -109,7 +107,7 @@ func TestSameTokensEveryPath(t *testing.T) {
 	for _, model := range testModels {
 		t.Run(model, func(t *testing.T) {
 			f, m := openModel(t, model+".gguf", models.Options{NCtx: 256})
-			cpu, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+			cpu, err := session.NewSession(m, f, session.SessionOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,7 +170,7 @@ func TestSameTokensEveryPath(t *testing.T) {
 	}
 }
 
-// The seeds' cache behaviour over 64 decode tokens: with set_rows, one
+// ggml-cann's cache behaviour over 64 decode tokens: with set_rows, one
 // capture per capturable segment and shape bucket (n_kv changes every 32
 // cells), every other step a hit; with cpy, the KV write's destination
 // moves every token, so every step misses.
@@ -194,7 +192,7 @@ func TestDecodeHitsAndCpyMisses(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tok := runtime.Argmax(res.Logits[0])
+				tok := session.Argmax(res.Logits[0])
 				seen := map[string]bool{}
 				hits, misses := int64(0), int64(0)
 				for i := 0; i < decode; i++ {
@@ -205,7 +203,7 @@ func TestDecodeHitsAndCpyMisses(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					tok = runtime.Argmax(res.Logits[0])
+					tok = session.Argmax(res.Logits[0])
 					after := s.cache.Stats()
 					h, ms := after.Hits-before.Hits, after.Misses-before.Misses
 					hits, misses = hits+h, misses+ms
@@ -284,7 +282,7 @@ func TestCloseFreesEverythingAndEvictionsDestroy(t *testing.T) {
 // goroutines; each must produce the CPU executor's tokens. Run with -race.
 func TestConcurrentSessionsShareDevice(t *testing.T) {
 	f, m := openModel(t, "stories260K.gguf", models.Options{NCtx: 256})
-	cpu, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+	cpu, err := session.NewSession(m, f, session.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +329,7 @@ func TestConcurrentSessionsShareDevice(t *testing.T) {
 func TestPrefillBuckets(t *testing.T) {
 	f, m := openModel(t, "stories260K.gguf", models.Options{NCtx: 256})
 	chunks := [][]int32{prompt[:3], prompt[3:]}
-	cpu, err := runtime.NewSession(m, f, runtime.SessionOptions{})
+	cpu, err := session.NewSession(m, f, session.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,8 +361,8 @@ func TestPrefillBuckets(t *testing.T) {
 		t.Errorf("two prefill chunks in bucket 16: %d captures, %d hits; want 1 and 1", st.Captures, st.CacheHits)
 	}
 	for i := range got {
-		if runtime.Argmax(got[i]) != runtime.Argmax(want[i]) {
-			t.Errorf("chunk %d: argmax %d, cpu %d", i, runtime.Argmax(got[i]), runtime.Argmax(want[i]))
+		if session.Argmax(got[i]) != session.Argmax(want[i]) {
+			t.Errorf("chunk %d: argmax %d, cpu %d", i, session.Argmax(got[i]), session.Argmax(want[i]))
 		}
 	}
 	// Padding adds rows the real tokens never attend to (both chunks stay

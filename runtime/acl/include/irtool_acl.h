@@ -1,8 +1,8 @@
 /*
  * irtool_acl.h: the part of CANN's C API that irtool calls, declared from
  * the documented signatures (hiascend.com CANN API reference: "AscendCL
- * runtime", "aclnn operator API", "15. model run instance management"; see
- * ../shared/notes/cann.md for the facts and the error codes).
+ * runtime", "aclnn operator API", "15. model run instance management", which
+ * also lists the error codes).
  *
  * It replaces acl/acl.h and the aclnn headers so that the package compiles on a
  * machine without the CANN toolkit. Nothing here links against CANN: the
@@ -43,8 +43,8 @@ typedef struct aclOpExecutor aclOpExecutor;
 
 #define ACL_SUCCESS 0
 
-/* Error codes the binding and the test double use [DOC aclError list;
- * cann.md section 1.3]. */
+/* Error codes the binding and the test double use [CANN docs: the aclError
+ * list and the aclmdlRI capture API]. */
 #define ACL_ERROR_INVALID_PARAM 100000
 #define ACL_ERROR_UNINITIALIZE 100001
 #define ACL_ERROR_REPEAT_INITIALIZE 100002

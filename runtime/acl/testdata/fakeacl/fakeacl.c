@@ -11,7 +11,7 @@
  *     addresses, workspace sizes, capture begin/end, executes, destroys) as
  *     one JSON object per line, read back with irtfake_trace();
  *   - refuses what CANN documents as refused during capture, with CANN's
- *     codes (cann.md section 1.3): a sync of a capturing stream (107027), a
+ *     codes (CANN docs, aclmdlRI capture API): a sync of a capturing stream (107027), a
  *     sync memcpy while a GLOBAL capture is active (107030, invalidating the
  *     capture so End returns 507903), an async copy from pageable host memory
  *     into a capture (107030), the default stream (107031), End without

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/irtool/irtool"
+	"github.com/irtool/irtool/gguf"
+)
+
+// The hostile-corpus generator (issue 18, point 7): fresh malformed models
+// made from the embedded stories260K by the gguf writer (metadata of the
+// wrong type or out of range, tensors with other shapes, types or
+// non-finite data, missing keys and tensors) and by byte damage to the
+// written file (flips in the header, truncation), each run through the
+// commands that read models. No run may panic or hang; every failure is an
+// error message. The seed is new each run and logged; IRTOOL_HOSTILE_SEED
+// replays one.
+
+// hostileValues are replacements for a metadata value.
+var hostileValues = []gguf.Value{
+	gguf.Str("x"), gguf.U32(0), gguf.U32(1 << 31), gguf.I32(-8), gguf.U64(math.MaxUint64),
+	gguf.F32(float32(math.NaN())), gguf.F32(float32(math.Inf(1))), gguf.F64(-1), gguf.Bool(true),
+	gguf.Strs([]string{"a", "b"}), gguf.U32(1e9), gguf.I64(-1),
+}
+
+// hostileKeys are the metadata keys the commands read.
+var hostileKeys = []string{
+	"general.architecture", "llama.embedding_length", "llama.block_count", "llama.attention.head_count",
+	"llama.attention.head_count_kv", "llama.feed_forward_length", "llama.context_length",
+	"llama.rope.dimension_count", "llama.attention.layer_norm_rms_epsilon", "llama.rope.freq_base",
+	"tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type",
+	"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.add_bos_token",
+	"general.alignment",
+}
+
+// hostileModel returns one damaged copy of the embedded model and what was
+// done to it.
+func hostileModel(t *testing.T, rng *rand.Rand) ([]byte, string) {
+	t.Helper()
+	f, err := gguf.Parse(irtool.EmbeddedModel, "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gguf.NewWriter()
+	what := []string{}
+	kind := rng.IntN(5)
+	key := hostileKeys[rng.IntN(len(hostileKeys))]
+	val := hostileValues[rng.IntN(len(hostileValues))]
+	for _, kv := range f.KV {
+		if kind <= 1 && kv.Key == key {
+			if kind == 0 {
+				what = append(what, "drop "+key)
+				continue
+			}
+			what = append(what, fmt.Sprintf("%s = %v (%s)", key, val, val.Type()))
+			w.SetKV(key, val)
+			continue
+		}
+		w.SetKV(kv.Key, kv.Value)
+	}
+	if kind == 1 {
+		if _, ok := f.Get(key); !ok {
+			w.SetKV(key, val)
+			what = append(what, fmt.Sprintf("add %s = %v", key, val))
+		}
+	}
+	victim := f.Tensors[rng.IntN(len(f.Tensors))].Name
+	for _, ti := range f.Tensors {
+		data, err := f.TensorData(ti.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ne := ti.Shape()
+		typ := ti.Type
+		if kind == 2 && ti.Name == victim {
+			switch rng.IntN(5) {
+			case 0:
+				what = append(what, "drop tensor "+ti.Name)
+				continue
+			case 1: // non-finite data
+				data = bytes.Repeat([]byte{0xff}, len(data))
+				what = append(what, "NaN bytes in "+ti.Name)
+			case 2: // another shape of the same size
+				if len(ne) == 2 {
+					ne = []int64{ne[1], ne[0]}
+					what = append(what, "transpose "+ti.Name)
+				}
+				if ti.Type.BlockSize() > 1 && ne[0]%int64(ti.Type.BlockSize()) != 0 {
+					ne = ti.Shape()
+				}
+			case 3: // a wrong shape
+				ne = append([]int64{}, ne...)
+				ne[0] = 32 * int64(1+rng.IntN(4))
+				typ = gguf.TypeF32
+				n := int64(4)
+				for _, d := range ne {
+					n *= d
+				}
+				data = make([]byte, n)
+				what = append(what, fmt.Sprintf("%s as f32%v", ti.Name, ne))
+			case 4: // another type
+				if typ == gguf.TypeF32 && ne[0]%2 == 0 {
+					typ = gguf.TypeF16
+					data = data[:len(data)/2]
+					what = append(what, ti.Name+" as f16")
+				}
+			}
+		}
+		if err := w.AddTensor(ti.Name, typ, ne, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		// The writer refuses what ggml could not load: use the intact
+		// metadata and damage bytes instead.
+		buf.Reset()
+		buf.Write(irtool.EmbeddedModel)
+		kind = 3
+		what = append(what, "writer refused: "+err.Error())
+	}
+	b := buf.Bytes()
+	switch kind {
+	case 3: // flip bytes in the header
+		hdr := min(len(b), 16<<10)
+		for range 1 + rng.IntN(4) {
+			i := rng.IntN(hdr)
+			b[i] ^= byte(1 << rng.IntN(8))
+			what = append(what, "flip byte "+strconv.Itoa(i))
+		}
+	case 4: // truncate
+		n := rng.IntN(len(b))
+		b = b[:n]
+		what = append(what, "truncate to "+strconv.Itoa(n))
+	}
+	return b, strings.Join(what, "; ")
+}
+
+func TestHostileModels(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("IRTOOL_HOSTILE_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed = v
+	}
+	t.Logf("seed %d (IRTOOL_HOSTILE_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 18))
+	cases := 24
+	if testing.Short() {
+		cases = 8
+	}
+	dir := t.TempDir()
+	for i := range cases {
+		b, what := hostileModel(t, rng)
+		p := filepath.Join(dir, fmt.Sprintf("hostile-%d.gguf", i))
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"inspect", p}, {"inspect", "--json", p}, {"tokenize", p, "Once upon a time"},
+			{"run", p, "--tokens", "1,2", "-n", "2"}, {"run", p, "-p", "Once", "-n", "2", "--json", "--logits"},
+			{"compile", p, "--ctx", "32", "--strategy", "greedy-size", "--json"},
+		} {
+			type result struct {
+				code         int
+				stdout, errs string
+			}
+			done := make(chan result, 1)
+			go func() {
+				var out, errb bytes.Buffer
+				code := run(args, &out, &errb)
+				done <- result{code, out.String(), errb.String()}
+			}()
+			select {
+			case r := <-done:
+				if strings.Contains(r.errs, "internal error") || strings.Contains(r.errs, "panic") {
+					t.Errorf("case %d (%s): %q panicked:\n%s", i, what, args, r.errs)
+				}
+				if r.code != 0 && strings.TrimSpace(r.errs) == "" {
+					t.Errorf("case %d (%s): %q: exit %d without a message", i, what, args, r.code)
+				}
+				if strings.Contains(strings.Join(args, " "), "--json") && r.code == 0 && !jsonValid(r.stdout) {
+					t.Errorf("case %d (%s): %q: invalid JSON on stdout", i, what, args)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("case %d (%s): %q did not finish in 30 s", i, what, args)
+			}
+		}
+	}
+}
+
+func jsonValid(s string) bool { return json.Valid([]byte(s)) }

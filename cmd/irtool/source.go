@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/safeio"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+)
+
+// A MODEL argument names a GGUF file or a file of IR text (docs/IR.md,
+// "Model files in IR text"). IR text carries the graph; its weights, when
+// the IR has any, come from the GGUF file its meta key "weights" names
+// ("irtool ir -o FILE.ir" writes it), so every command that compiles or
+// runs a model accepts either.
+
+// Meta keys of an IR file that stands for a model.
+const (
+	// MetaWeights is the GGUF file holding the graph's weights: a path
+	// relative to the IR file's directory, an absolute path, or
+	// "embedded:stories260K.gguf".
+	metaWeights = "weights"
+	metaNCtx    = "n_ctx"
+	metaKVType  = "kv_type"
+	metaKVWrite = "kv_write"
+	metaArch    = "arch"
+	metaNLayer  = "n_layer"
+)
+
+// embeddedWeights is the "weights" meta value naming the embedded model.
+const embeddedWeights = "embedded:stories260K.gguf"
+
+// modelSource is an opened MODEL argument.
+type modelSource struct {
+	Path string     // as given; "" is the embedded model
+	File *gguf.File // the GGUF (weights, hyper-parameters, tokenizer); nil for IR text without "weights"
+	// Graph is the parsed IR text, nil for a GGUF file.
+	Graph *ir.Graph
+	// WeightsPath is the GGUF file an IR file names, resolved.
+	WeightsPath string
+}
+
+// isIRText reports whether the file at path holds IR text rather than
+// GGUF: its name ends in ".ir", or it starts with "graph " after
+// blank and comment lines.
+func isIRText(path string) bool {
+	if strings.EqualFold(filepath.Ext(path), ".ir") {
+		return true
+	}
+	f, err := safeio.Open(path) // never blocks on a FIFO
+	if err != nil || !f.Regular() {
+		if f != nil {
+			f.Close()
+		}
+		return false // a stream is read as GGUF (gguf.Open bounds it)
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := f.Read(head)
+	for _, line := range bytes.Split(head[:n], []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || bytes.HasPrefix(line, []byte("//")) {
+			continue
+		}
+		return bytes.HasPrefix(line, []byte("graph "))
+	}
+	return false
+}
+
+// openSource opens a MODEL argument: the embedded model for "", a GGUF
+// file, or IR text and the GGUF its "weights" meta names.
+func openSource(path string) (*modelSource, error) {
+	if path == "" || !isIRText(path) {
+		f, err := openModel(path)
+		if err != nil {
+			return nil, err
+		}
+		return &modelSource{Path: path, File: f}, nil
+	}
+	text, err := safeio.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer text.Close()
+	g, err := ir.Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s := &modelSource{Path: path, Graph: g}
+	w := g.Meta[metaWeights]
+	if w == "" {
+		return s, nil
+	}
+	if w == embeddedWeights {
+		s.WeightsPath = embeddedWeights
+		s.File, err = openModel("")
+	} else {
+		if !filepath.IsAbs(w) {
+			w = filepath.Join(filepath.Dir(path), w)
+		}
+		s.WeightsPath = w
+		s.File, err = gguf.Open(w)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: the weights file of meta %s: %w", path, metaWeights, err)
+	}
+	if err := checkWeights(g, s.File); err != nil {
+		s.File.Close()
+		return nil, fmt.Errorf("%s: weights %s: %w", path, s.WeightsPath, err)
+	}
+	return s, nil
+}
+
+// checkWeights checks that every weight node of g names a tensor of f with
+// the node's dtype and shape, so a graph never runs on weights it was not
+// written for.
+func checkWeights(g *ir.Graph, f *gguf.File) error {
+	for _, n := range g.Nodes {
+		if n.Op != "weight" {
+			continue
+		}
+		ti, ok := f.Tensor(n.Name)
+		if !ok {
+			return fmt.Errorf("node %%%d: weight %q is not a tensor of the file", n.ID, n.Name)
+		}
+		if ir.DType(ti.Type) != n.Type.DType {
+			return fmt.Errorf("node %%%d: weight %q is %s in the file, %s in the IR", n.ID, n.Name, ir.DType(ti.Type), n.Type.DType)
+		}
+		for i, d := range n.Type.Shape {
+			if !d.IsConst() || d.Val != ti.Ne[i] {
+				return fmt.Errorf("node %%%d: weight %q has shape %v in the file, %s in the IR", n.ID, n.Name, ti.Ne, n.Type)
+			}
+		}
+	}
+	return nil
+}
+
+// Close closes the GGUF file, if any.
+func (s *modelSource) Close() error {
+	if s.File != nil {
+		return s.File.Close()
+	}
+	return nil
+}
+
+// IsIR reports whether the source is IR text.
+func (s *modelSource) IsIR() bool { return s.Graph != nil }
+
+// options reconciles the model flags with what an IR file fixes: the KV
+// cache size, type and write mode are part of its graph (meta n_ctx,
+// kv_type, kv_write). A flag left at its default (def) takes the IR's
+// value; a flag given a different value is an error. For a GGUF source
+// opts is returned unchanged.
+func (s *modelSource) options(opts, def models.Options) (models.Options, error) {
+	if !s.IsIR() {
+		return opts, nil
+	}
+	m := s.Graph.Meta
+	if v := m[metaNCtx]; v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return opts, fmt.Errorf("%s: meta %s=%q is not a positive integer", s.Path, metaNCtx, v)
+		}
+		if opts.NCtx != def.NCtx && opts.NCtx != n {
+			return opts, fmt.Errorf("%s: the IR's KV cache has n_ctx=%d; --ctx %d differs (the cache size is part of the graph: write the IR again with irtool ir --ctx)", s.Path, n, opts.NCtx)
+		}
+		opts.NCtx = n
+	}
+	if v := m[metaKVType]; v != "" {
+		t, err := models.ParseKVCacheType(v)
+		if err != nil {
+			return opts, fmt.Errorf("%s: meta %s: %w", s.Path, metaKVType, err)
+		}
+		if opts.KVType != def.KVType && opts.KVType != t {
+			return opts, fmt.Errorf("%s: the IR's KV cache is %s; --kv-type differs", s.Path, v)
+		}
+		opts.KVType = t
+	}
+	if v := m[metaKVWrite]; v != "" {
+		w, err := models.ParseKVWrite(v)
+		if err != nil {
+			return opts, fmt.Errorf("%s: meta %s: %w", s.Path, metaKVWrite, err)
+		}
+		if opts.KVWrite != def.KVWrite && opts.KVWrite != w {
+			return opts, fmt.Errorf("%s: the IR writes its KV cache with %s; --kv-write differs", s.Path, v)
+		}
+		opts.KVWrite = w
+	}
+	return opts, nil
+}
+
+// build returns the model: for a GGUF file the graph models.Build makes
+// with opts; for IR text the parsed graph, with the hyper-parameters of
+// its weights file (or, without one, the architecture and layer count of
+// its meta) and the options the IR fixes (see options).
+func (s *modelSource) build(opts models.Options) (*models.Model, error) {
+	if !s.IsIR() {
+		return models.Build(s.File, opts)
+	}
+	var hp models.HParams
+	if s.File != nil {
+		var err error
+		if hp, err = models.ReadHParams(s.File); err != nil {
+			return nil, err
+		}
+	} else {
+		hp.Arch = s.Graph.Meta[metaArch]
+		if v := s.Graph.Meta[metaNLayer]; v != "" {
+			hp.NLayer, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	if hp.Arch == "" {
+		hp.Arch = s.Graph.Name
+	}
+	return &models.Model{Graph: s.Graph, HParams: hp, Options: opts}, nil
+}
+
+// errNoWeights is returned where a command needs weight data and the IR
+// names no weights file.
+var errNoWeights = errors.New(`the IR names no weights file (meta weights="MODEL.gguf"; irtool ir -o FILE.ir writes it)`)

@@ -1,0 +1,191 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/irtool/irtool/gguf"
+)
+
+// TopK writes, for each row of src (F32 [n, rows...]), the indices of its k
+// largest values in descending order of value (ggml_argsort_top_k: a
+// descending argsort cut to k) into dst (I32 [k, rows...]). Equal values
+// keep the lower index first.
+func TopK(dst, src Tensor, k int) (err error) {
+	const op = "top_k"
+	defer guard(op, &err)
+	if err := checkFloat(op, "src", src); err != nil {
+		return err
+	}
+	if err := dst.Validate(); err != nil {
+		return fmt.Errorf("kernels: %s: dst: %w", op, err)
+	}
+	if dst.Type != gguf.TypeI32 {
+		return fmt.Errorf("kernels: %s: dst %s must be i32", op, dst)
+	}
+	if k < 1 || int64(k) > src.Ne[0] {
+		return fmt.Errorf("kernels: %s: k %d outside [1, %d]", op, k, src.Ne[0])
+	}
+	if dst.Ne != [MaxDims]int64{int64(k), src.Ne[1], src.Ne[2], src.Ne[3]} {
+		return fmt.Errorf("kernels: %s: dst %s, want [%d, %d, %d, %d]", op, dst, k, src.Ne[1], src.Ne[2], src.Ne[3])
+	}
+	n := int(src.Ne[0])
+	idx := make([]int32, n)
+	row := make([]float32, n)
+	for i3 := range src.Ne[3] {
+		for i2 := range src.Ne[2] {
+			for i1 := range src.Ne[1] {
+				x := srcRow(src, src.rowOff(i1, i2, i3), n, row)
+				for i := range idx {
+					idx[i] = int32(i)
+				}
+				sort.SliceStable(idx, func(a, b int) bool { return x[idx[a]] > x[idx[b]] })
+				off := dst.rowOff(i1, i2, i3)
+				for j := range k {
+					putI32(dst.Data[off+int64(j)*dst.Nb[0]:], idx[j])
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func putI32(b []byte, v int32) {
+	u := uint32(v)
+	b[0], b[1], b[2], b[3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
+}
+
+// SumRows writes the sum of each row of src into dst ([1, rows...]), as
+// ggml_vec_sum_f32 computes it: accumulated in float64, rounded once.
+func SumRows(dst, src Tensor) (err error) {
+	const op = "sum_rows"
+	defer guard(op, &err)
+	if err := checkFloats(op, []string{"dst", "src"}, dst, src); err != nil {
+		return err
+	}
+	if dst.Ne != [MaxDims]int64{1, src.Ne[1], src.Ne[2], src.Ne[3]} {
+		return fmt.Errorf("kernels: %s: dst %s, want [1, %d, %d, %d]", op, dst, src.Ne[1], src.Ne[2], src.Ne[3])
+	}
+	n := int(src.Ne[0])
+	row := make([]float32, n)
+	for i3 := range src.Ne[3] {
+		for i2 := range src.Ne[2] {
+			for i1 := range src.Ne[1] {
+				x := srcRow(src, src.rowOff(i1, i2, i3), n, row)
+				var s float64
+				for _, v := range x {
+					s += float64(v)
+				}
+				storeRow(dst, dst.rowOff(i1, i2, i3), []float32{float32(s)})
+			}
+		}
+	}
+	return nil
+}
+
+// Div computes dst = a / b with b broadcast over a (ggml_div).
+func Div(dst, a, b Tensor) error {
+	return binaryOp("div", dst, a, b, func(x, y float32) float32 { return x / y })
+}
+
+// MulMatID is ggml_mul_mat_id: for every token t and slot e,
+// dst[:, e, t] = as[:, :, ids[e, t]] · b[:, e % b.ne1, t], i.e. the product
+// of the expert matrix that ids selects with the token's activation row
+// (b.ne1 is 1 for the first expert projections and n_used for the down
+// projection). as is [k, n, n_expert] (any weight type MulMat supports),
+// b F32 [k, 1 or n_used, n_tokens], ids I32 [n_used, n_tokens], dst F32
+// [n, n_used, n_tokens]. Each product is one MulMat of one column, which
+// follows ggml's vec_dot for that weight type (quantising the activation
+// as ggml does), the arithmetic of ggml-cpu's mul_mat_id.
+func (o Options) MulMatID(dst, as, b, ids Tensor) (err error) {
+	const op = "mul_mat_id"
+	defer guard(op, &err)
+	if err := as.Validate(); err != nil {
+		return fmt.Errorf("kernels: %s: as: %w", op, err)
+	}
+	if err := checkFloat(op, "b", b); err != nil {
+		return err
+	}
+	if err := checkIndexTensor(op, ids); err != nil {
+		return err
+	}
+	nUsed, nTok := ids.Ne[0], ids.Ne[1]
+	if as.Ne[3] != 1 || b.Ne[3] != 1 || ids.Ne[2] != 1 || ids.Ne[3] != 1 {
+		return fmt.Errorf("kernels: %s: 4-D operands are not supported (as %s, b %s, ids %s)", op, as, b, ids)
+	}
+	if b.Ne[0] != as.Ne[0] || b.Ne[2] != nTok || (b.Ne[1] != 1 && b.Ne[1] != nUsed) {
+		return fmt.Errorf("kernels: %s: b %s does not fit as %s and ids %s", op, b, as, ids)
+	}
+	if dst.Ne != [MaxDims]int64{as.Ne[1], nUsed, nTok, 1} || dst.Type != gguf.TypeF32 {
+		return fmt.Errorf("kernels: %s: dst %s, want f32[%d, %d, %d]", op, dst, as.Ne[1], nUsed, nTok)
+	}
+	for t := range nTok {
+		for e := range nUsed {
+			x := readIndex(ids, e, t, 0)
+			if x < 0 || x >= as.Ne[2] {
+				return fmt.Errorf("kernels: %s: ids[%d,%d] = %d outside the %d experts", op, e, t, x, as.Ne[2])
+			}
+		}
+	}
+	for t := range nTok {
+		for e := range nUsed {
+			x := readIndex(ids, e, t, 0)
+			a := as
+			a.Ne[2], a.Data = 1, as.Data[x*as.Nb[2]:]
+			col := b
+			col.Ne[1], col.Ne[2] = 1, 1
+			col.Data = b.Data[(e%b.Ne[1])*b.Nb[1]+t*b.Nb[2]:]
+			out := dst
+			out.Ne[1], out.Ne[2] = 1, 1
+			out.Data = dst.Data[e*dst.Nb[1]+t*dst.Nb[2]:]
+			if err := o.MulMat(out, a, col); err != nil {
+				return fmt.Errorf("kernels: %s: expert %d: %w", op, x, err)
+			}
+		}
+	}
+	return nil
+}
+
+// SWAMask writes mask with the keys outside a sliding window of n_swa
+// positions hidden: dst[c, r] = -inf where row r is a token (r < len(pos))
+// and pos[r] - c >= nSWA, else mask[c, r] (llama.cpp's
+// LLAMA_SWA_TYPE_STANDARD; KV cell c holds position c, the session's
+// invariant). mask and dst are F32 [n_kv, rows], pos I32 [n_tokens].
+func SWAMask(dst, mask, pos Tensor, nSWA int64) (err error) {
+	const op = "swa_mask"
+	defer guard(op, &err)
+	if err := checkFloats(op, []string{"dst", "mask"}, dst, mask); err != nil {
+		return err
+	}
+	if dst.Ne != mask.Ne || mask.Ne[2] != 1 || mask.Ne[3] != 1 {
+		return fmt.Errorf("kernels: %s: dst %s and mask %s must be the same 2-D shape", op, dst, mask)
+	}
+	if nSWA < 1 {
+		return fmt.Errorf("kernels: %s: window %d must be positive", op, nSWA)
+	}
+	ps, err := readPositions(op, pos, pos.Ne[0])
+	if err != nil {
+		return err
+	}
+	if int64(len(ps)) > mask.Ne[1] {
+		return fmt.Errorf("kernels: %s: %d positions for %d mask rows", op, len(ps), mask.Ne[1])
+	}
+	n := int(mask.Ne[0])
+	row := make([]float32, n)
+	out := make([]float32, n)
+	negInf := float32(math.Inf(-1))
+	for r := range mask.Ne[1] {
+		x := srcRow(mask, mask.rowOff(r, 0, 0), n, row)
+		copy(out, x)
+		if r < int64(len(ps)) {
+			for c := range out {
+				if int64(ps[r])-int64(c) >= nSWA {
+					out[c] = negInf
+				}
+			}
+		}
+		storeRow(dst, dst.rowOff(r, 0, 0), out)
+	}
+	return nil
+}

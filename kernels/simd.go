@@ -1,0 +1,125 @@
+package kernels
+
+// Dispatch between the assembly kernels (simd_amd64.s, AVX2+FMA+F16C,
+// chosen at start by CPU feature detection) and their pure-Go twins. Each
+// assembly kernel computes exactly what its twin computes, operation for
+// operation in the order of ggml's AVX2 code, so results do not depend on
+// which one runs (simd_test.go checks the bits on random and edge inputs).
+// Build with -tags purego to use the Go twins only.
+
+// dotQ8_0Raw is the dot product of a Q8_0 weight row (raw blocks) with a
+// Q8_0 activation row (ggml_vec_dot_q8_0_q8_0).
+func dotQ8_0Raw(src []byte, c q8Row) float32 {
+	nb := len(c.d)
+	if useAVX2 && !c.neg && nb > 0 {
+		_, _ = src[nb*34-1], c.qs[nb*32-1]
+		return dotQ8_0RawAVX2(&src[0], &c.qs[0], &c.d[0], nb)
+	}
+	return dotQ8_0RawGo(src, c.qs, c.d, c.neg)
+}
+
+// dotQ4_0Raw is the dot product of a Q4_0 weight row (raw blocks) with a
+// Q8_0 activation row (ggml_vec_dot_q4_0_q8_0).
+func dotQ4_0Raw(src []byte, c q8Row) float32 {
+	nb := len(c.d)
+	if useAVX2 && !c.neg && nb > 0 {
+		_, _ = src[nb*18-1], c.qs[nb*32-1]
+		return dotQ4_0RawAVX2(&src[0], &c.qs[0], &c.d[0], nb)
+	}
+	return dotQ4_0RawGo(src, c.qs, c.d, c.neg)
+}
+
+// dotQ8_0Rawx4 is dotQ8_0Raw of one weight row with four activation rows,
+// loading each weight block once.
+func dotQ8_0Rawx4(src []byte, c *[4]q8Row, out *[4]float32) {
+	nb := len(c[0].d)
+	if useAVX2 && nb > 0 && !c[0].neg && !c[1].neg && !c[2].neg && !c[3].neg {
+		_ = src[nb*34-1]
+		for i := range c {
+			_, _ = c[i].qs[nb*32-1], c[i].d[nb-1]
+		}
+		ptrs := [4]*int8{&c[0].qs[0], &c[1].qs[0], &c[2].qs[0], &c[3].qs[0]}
+		ds := [4]*float32{&c[0].d[0], &c[1].d[0], &c[2].d[0], &c[3].d[0]}
+		dotQ8_0Rawx4AVX2(&src[0], &ptrs, &ds, nb, out)
+		return
+	}
+	for i := range c {
+		out[i] = dotQ8_0RawGo(src, c[i].qs, c[i].d, c[i].neg)
+	}
+}
+
+// dotQ4_0x8 is dotQ4_0x8Go (llama.cpp's repacked q4_0_8x8 order) for eight
+// weight rows src[j·stride:] and one activation row.
+func dotQ4_0x8(src []byte, stride int, c q8Row, out *[8]float32) {
+	nb := len(c.d)
+	if useAVX2 && !c.neg && nb > 0 {
+		_, _, _ = src[7*stride+nb*18-1], c.qs[nb*32-1], c.sum[nb-1]
+		dotQ4_0x8AVX2(&src[0], stride, &c.qs[0], &c.d[0], &c.sum[0], nb, out)
+		return
+	}
+	dotQ4_0x8Go(src, stride, c.qs, c.d, c.neg, out)
+}
+
+// dotQ4_0x8x4 is dotQ4_0x8 for four activation rows, expanding each block
+// of the eight weight rows once (the tile of ggml_gemm_q4_0_8x8_q8_0).
+func dotQ4_0x8x4(src []byte, stride int, c *[4]q8Row, out *[4][8]float32) {
+	nb := len(c[0].d)
+	if useAVX2 && nb > 0 && !c[0].neg && !c[1].neg && !c[2].neg && !c[3].neg {
+		_ = src[7*stride+nb*18-1]
+		var a q4x4Args
+		for i := range c {
+			_, _, _ = c[i].qs[nb*32-1], c[i].d[nb-1], c[i].sum[nb-1]
+			a.qs[i], a.d[i], a.sum[i] = &c[i].qs[0], &c[i].d[0], &c[i].sum[0]
+		}
+		*out = [4][8]float32{}
+		dotQ4_0x8x4AVX2(&src[0], stride, &a, nb, out)
+		return
+	}
+	for i := range c {
+		dotQ4_0x8Go(src, stride, c[i].qs, c[i].d, c[i].neg, &out[i])
+	}
+}
+
+// q4x4Args passes the four activation rows to dotQ4_0x8x4AVX2.
+type q4x4Args struct {
+	qs  [4]*int8
+	d   [4]*float32
+	sum [4]*int32
+}
+
+// dotVecF16Raw is dotVec(f16 = true) with a given as raw little-endian
+// F16 values, widened on the fly (ggml_vec_dot_f16).
+func dotVecF16Raw(a []byte, b []float32) float32 {
+	n := len(b)
+	np := n &^ 31
+	if useAVX2 && np > 0 {
+		_ = a[2*n-1]
+		red := dotVecF16RawAVX2(&a[0], &b[0], np)
+		return dotVecF16Tail(a, b, np, red)
+	}
+	return dotVecF16RawGo(a, b)
+}
+
+// dotF32x4 computes four dot products of one row a with columns b0..b3,
+// each bit for bit equal to dotF32(a, bi). Sharing the loads of a makes it
+// faster when a weight row meets several activation columns.
+func dotF32x4(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
+	n := len(a)
+	n8 := n &^ 7
+	if useAVX2 && n8 > 0 {
+		_, _, _, _ = b0[n-1], b1[n-1], b2[n-1], b3[n-1]
+		var out [4]float32
+		bs := [4]*float32{&b0[0], &b1[0], &b2[0], &b3[0]}
+		dotF32x4AVX2(&a[0], &bs, n8, &out)
+		r0, r1, r2, r3 = out[0], out[1], out[2], out[3]
+		for i := n8; i < n; i++ {
+			x := a[i]
+			r0 += float32(x * b0[i])
+			r1 += float32(x * b1[i])
+			r2 += float32(x * b2[i])
+			r3 += float32(x * b3[i])
+		}
+		return
+	}
+	return dotF32x4Go(a, b0, b1, b2, b3)
+}

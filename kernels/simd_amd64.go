@@ -1,0 +1,33 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+// useAVX2 selects the assembly kernels of simd_amd64.s: they need AVX2,
+// FMA and F16C (x/sys/cpu also checks that the OS saves the YMM state).
+var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
+
+//go:noescape
+func quantizeQ8_0AVX2(x *float32, qs *int8, d *float32, nb int) bool
+
+//go:noescape
+func dotQ8_0RawAVX2(src *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ4_0RawAVX2(src *byte, qs *int8, d *float32, nb int) float32
+
+//go:noescape
+func dotQ8_0Rawx4AVX2(src *byte, qs *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
+
+//go:noescape
+func dotQ4_0x8AVX2(src *byte, stride int, qs *int8, d *float32, sum *int32, nb int, out *[8]float32)
+
+//go:noescape
+func dotQ4_0x8x4AVX2(src *byte, stride int, a *q4x4Args, nb int, out *[4][8]float32)
+
+//go:noescape
+func dotVecF16RawAVX2(a *byte, b *float32, n int) float32
+
+//go:noescape
+func dotF32x4AVX2(a *float32, b *[4]*float32, n int, out *[4]float32)

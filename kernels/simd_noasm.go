@@ -1,0 +1,25 @@
+//go:build !amd64 || purego
+
+package kernels
+
+// useAVX2 is false: this build has no assembly kernels (another
+// architecture, or -tags purego), so the pure-Go twins run.
+const useAVX2 = false
+
+// The assembly entry points do not exist in this build; useAVX2 keeps
+// these stubs from being called.
+
+func quantizeQ8_0AVX2(x *float32, qs *int8, d *float32, nb int) bool { panic("kernels: no SIMD") }
+func dotQ8_0RawAVX2(src *byte, qs *int8, d *float32, nb int) float32 { panic("kernels: no SIMD") }
+func dotQ4_0RawAVX2(src *byte, qs *int8, d *float32, nb int) float32 { panic("kernels: no SIMD") }
+func dotQ8_0Rawx4AVX2(src *byte, qs *[4]*int8, d *[4]*float32, nb int, out *[4]float32) {
+	panic("kernels: no SIMD")
+}
+func dotQ4_0x8AVX2(src *byte, stride int, qs *int8, d *float32, sum *int32, nb int, out *[8]float32) {
+	panic("kernels: no SIMD")
+}
+func dotQ4_0x8x4AVX2(src *byte, stride int, a *q4x4Args, nb int, out *[4][8]float32) {
+	panic("kernels: no SIMD")
+}
+func dotVecF16RawAVX2(a *byte, b *float32, n int) float32             { panic("kernels: no SIMD") }
+func dotF32x4AVX2(a *float32, b *[4]*float32, n int, out *[4]float32) { panic("kernels: no SIMD") }

@@ -1,0 +1,392 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/irtool/irtool/gguf"
+)
+
+// Each assembly kernel against its pure-Go twin: identical bits on random
+// and edge inputs (NaN, ±Inf, subnormals, max-scale blocks, odd lengths,
+// slices that start at odd addresses). NaN results count as equal when
+// both are NaN: x86 propagates the payload of one operand, and which one
+// depends on operand order, not on the arithmetic reproduced here.
+
+func needSIMD(t *testing.T) {
+	t.Helper()
+	if !useAVX2 {
+		t.Skip("no assembly kernels in this build (other architecture, -tags purego, or no AVX2/FMA/F16C)")
+	}
+}
+
+func sameBits(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
+}
+
+// edgeF32 are the special values mixed into the activation tests.
+var edgeF32 = []float32{
+	0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)),
+	1e-40, -1e-45, math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 65504, 1e-8, 127, -128,
+}
+
+// edgeF16 are F16 block scales mixed into the weight tests: zero, the
+// smallest subnormal, a subnormal, the largest finite, ±Inf, NaN.
+var edgeF16 = []uint16{0x0000, 0x8000, 0x0001, 0x03ff, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00}
+
+// activationCases returns rows of n values: random at several scales and
+// rows with edge values at random positions.
+func activationCases(r *rand.Rand, n int) [][]float32 {
+	var rows [][]float32
+	for _, s := range []float32{1, 1e-3, 1e4} {
+		rows = append(rows, randF32(r, n, s))
+	}
+	for _, e := range edgeF32 {
+		x := randF32(r, n, 1)
+		for range 3 {
+			x[r.IntN(n)] = e
+		}
+		rows = append(rows, x)
+		y := make([]float32, n)
+		for i := range y {
+			if r.IntN(4) == 0 {
+				y[i] = e
+			}
+		}
+		rows = append(rows, y)
+	}
+	return rows
+}
+
+// offsetF32 copies x into a larger buffer at an odd element offset (so it
+// is not 32-byte aligned).
+func offsetF32(x []float32) []float32 {
+	buf := make([]float32, len(x)+3)
+	copy(buf[1:], x)
+	return buf[1 : 1+len(x)]
+}
+
+func TestSIMDQuantizeQ8_0(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, nb := range []int{1, 2, 7, 28} {
+		for ci, x := range activationCases(r, nb*32) {
+			x = offsetF32(x)
+			q1, q2 := make([]int8, nb*32), make([]int8, nb*32)
+			d1, d2 := make([]float32, nb), make([]float32, nb)
+			n1 := quantizeQ8_0AVX2(&x[0], &q1[0], &d1[0], nb)
+			n2 := quantizeQ8_0Go(x, q2, d2)
+			if n1 != n2 {
+				t.Errorf("nb %d case %d: neg %v, Go %v", nb, ci, n1, n2)
+			}
+			for i := range q1 {
+				if q1[i] != q2[i] {
+					t.Fatalf("nb %d case %d: q[%d] = %d, Go %d (x = %g)", nb, ci, i, q1[i], q2[i], x[i])
+				}
+			}
+			for i := range d1 {
+				if !sameBits(d1[i], d2[i]) {
+					t.Fatalf("nb %d case %d: d[%d] = %g, Go %g", nb, ci, i, d1[i], d2[i])
+				}
+			}
+		}
+	}
+}
+
+// randQ8Weights returns nb Q8_0 blocks with random values (including
+// -128) and random or edge F16 scales, at an odd byte offset.
+func randQ8Weights(r *rand.Rand, nb int, edge bool) []byte {
+	buf := make([]byte, nb*34+3)
+	w := buf[1 : 1+nb*34]
+	for b := range nb {
+		h := uint16(0x2000 + r.IntN(0x1800)) // about 2^-7 .. 2^-1
+		if edge && r.IntN(3) == 0 {
+			h = edgeF16[r.IntN(len(edgeF16))]
+		}
+		binary.LittleEndian.PutUint16(w[b*34:], h)
+		for j := range 32 {
+			w[b*34+2+j] = byte(r.IntN(256))
+		}
+	}
+	return w
+}
+
+func randQ4Weights(r *rand.Rand, nb int, edge bool) []byte {
+	buf := make([]byte, nb*18+5)
+	w := buf[3 : 3+nb*18]
+	for b := range nb {
+		h := uint16(0x2000 + r.IntN(0x1800))
+		if edge && r.IntN(3) == 0 {
+			h = edgeF16[r.IntN(len(edgeF16))]
+		}
+		binary.LittleEndian.PutUint16(w[b*18:], h)
+		for j := range 16 {
+			w[b*18+2+j] = byte(r.IntN(256))
+		}
+	}
+	return w
+}
+
+// quantCases quantises activation cases to Q8_0 rows (with their -128
+// flags and block sums).
+func quantCases(r *rand.Rand, nb int) []q8Row {
+	var rows []q8Row
+	for _, x := range activationCases(r, nb*32) {
+		c := q8Row{qs: make([]int8, nb*32), d: make([]float32, nb), sum: make([]int32, nb)}
+		c.neg = quantizeQ8_0Go(x, c.qs, c.d)
+		blockSums32(c.qs, c.sum)
+		rows = append(rows, c)
+	}
+	// Extreme values straight in: every -128 / 127 pattern.
+	for _, v := range []int8{-128, 127} {
+		c := q8Row{qs: make([]int8, nb*32), d: make([]float32, nb), sum: make([]int32, nb)}
+		for i := range c.qs {
+			c.qs[i] = v
+			if r.IntN(2) == 0 {
+				c.qs[i] = int8(r.IntN(256))
+			}
+			c.neg = c.neg || c.qs[i] == -128
+		}
+		for i := range c.d {
+			c.d[i] = gguf.F16ToF32(uint16(0x2000 + r.IntN(0x1800)))
+		}
+		blockSums32(c.qs, c.sum)
+		rows = append(rows, c)
+	}
+	return rows
+}
+
+func TestSIMDDotQ8_0(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, nb := range []int{1, 3, 28} {
+		cols := quantCases(r, nb)
+		for _, edge := range []bool{false, true} {
+			w := randQ8Weights(r, nb, edge)
+			for ci, c := range cols {
+				// The assembly always runs ggml's sign trick; the twin
+				// emulates it when the activations hold -128.
+				got := dotQ8_0RawAVX2(&w[0], &c.qs[0], &c.d[0], nb)
+				want := dotQ8_0RawGo(w, c.qs, c.d, c.neg)
+				if !sameBits(got, want) {
+					t.Errorf("nb %d edge %v col %d: %g (%#x), Go %g (%#x)", nb, edge, ci, got, math.Float32bits(got), want, math.Float32bits(want))
+				}
+				if u := unpackQ8(w, nb); !c.neg && !sameBits(u(c), want) {
+					t.Errorf("nb %d col %d: unpacked %g, raw %g", nb, ci, u(c), want)
+				}
+			}
+			for ci := 0; ci+4 <= len(cols); ci++ {
+				c4 := [4]q8Row{cols[ci], cols[(ci+1)%len(cols)], cols[(ci+5)%len(cols)], cols[(ci+7)%len(cols)]}
+				var got [4]float32
+				ptrs := [4]*int8{&c4[0].qs[0], &c4[1].qs[0], &c4[2].qs[0], &c4[3].qs[0]}
+				ds := [4]*float32{&c4[0].d[0], &c4[1].d[0], &c4[2].d[0], &c4[3].d[0]}
+				dotQ8_0Rawx4AVX2(&w[0], &ptrs, &ds, nb, &got)
+				for i := range c4 {
+					if want := dotQ8_0RawGo(w, c4[i].qs, c4[i].d, c4[i].neg); !sameBits(got[i], want) {
+						t.Errorf("x4 nb %d col %d+%d: %g, Go %g", nb, ci, i, got[i], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// unpackQ8 returns the unpacked-row dot (the tile path) of Q8_0 weights.
+func unpackQ8(w []byte, nb int) func(c q8Row) float32 {
+	q, d := make([]int8, nb*32), make([]float32, nb)
+	unpackQ8_0(w, q, d)
+	return func(c q8Row) float32 { return dotQ8_0(q, d, c.qs, c.d, c.neg) }
+}
+
+func TestSIMDDotQ4_0(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, nb := range []int{1, 3, 28} {
+		cols := quantCases(r, nb)
+		for _, edge := range []bool{false, true} {
+			w := randQ4Weights(r, nb, edge)
+			for ci, c := range cols {
+				got := dotQ4_0RawAVX2(&w[0], &c.qs[0], &c.d[0], nb)
+				want := dotQ4_0RawGo(w, c.qs, c.d, c.neg)
+				if !sameBits(got, want) {
+					t.Errorf("nb %d edge %v col %d: %g, Go %g", nb, edge, ci, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestSIMDDotQ4_0x8(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, nb := range []int{1, 2, 28} {
+		cols := quantCases(r, nb)
+		for _, gap := range []int{0, 5} {
+			for _, edge := range []bool{false, true} {
+				stride := nb*18 + gap
+				rows := make([]byte, 8*stride+1)[1:]
+				for j := range 8 {
+					copy(rows[j*stride:], randQ4Weights(r, nb, edge))
+				}
+				for ci, c := range cols {
+					var got, want [8]float32
+					dotQ4_0x8Go(rows, stride, c.qs, c.d, c.neg, &want)
+					if !c.neg {
+						// The assembly sums nibble·y - 8·sum(y), equal to
+						// the exact products but not to the sign trick.
+						dotQ4_0x8AVX2(&rows[0], stride, &c.qs[0], &c.d[0], &c.sum[0], nb, &got)
+						for j := range got {
+							if !sameBits(got[j], want[j]) {
+								t.Errorf("nb %d gap %d edge %v col %d row %d: %g, Go %g", nb, gap, edge, ci, j, got[j], want[j])
+							}
+						}
+					}
+					// Through the dispatcher, which routes -128 to the twin.
+					dotQ4_0x8(rows, stride, c, &got)
+					if got != want && !nanSame8(got, want) {
+						t.Errorf("dispatch nb %d col %d: %v, Go %v", nb, ci, got, want)
+					}
+				}
+				var ok []q8Row
+				for _, c := range cols {
+					if !c.neg {
+						ok = append(ok, c)
+					}
+				}
+				for ci := 0; ci+4 <= len(ok); ci += 2 {
+					c4 := [4]q8Row{ok[ci], ok[ci+1], ok[ci+2], ok[ci+3]}
+					var got [4][8]float32
+					dotQ4_0x8x4(rows, stride, &c4, &got)
+					for i := range c4 {
+						var want [8]float32
+						dotQ4_0x8Go(rows, stride, c4[i].qs, c4[i].d, false, &want)
+						if !nanSame8(got[i], want) {
+							t.Errorf("x4 nb %d gap %d col %d+%d: %v, Go %v", nb, gap, ci, i, got[i], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func nanSame8(a, b [8]float32) bool {
+	for i := range a {
+		if !sameBits(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSIMDDotF16(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{32, 33, 64, 95, 896, 4864 + 7} {
+		for ci, bv := range activationCases(r, n) {
+			for i := range bv {
+				bv[i] = roundF16(bv[i])
+			}
+			bv = offsetF32(bv)
+			wv := randF32(r, n, 0.1)
+			if ci%3 == 1 {
+				for range 4 {
+					wv[r.IntN(n)] = edgeF32[r.IntN(len(edgeF32))]
+				}
+			}
+			wt, err := FromF16(wv, int64(n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := append(make([]byte, 1, 2*n+1), wt.Data...)[1:]
+			got, want := dotVecF16Raw(a, bv), dotVecF16RawGo(a, bv)
+			if !sameBits(got, want) {
+				t.Errorf("n %d case %d: %g, Go %g", n, ci, got, want)
+			}
+			// tinyBLAS order, four columns.
+			aw := make([]float32, n)
+			for i := range aw {
+				aw[i] = f16tab()[binary.LittleEndian.Uint16(a[2*i:])]
+			}
+			b1, b2, b3 := offsetF32(bv[1:]), randF16Row(r, n), randF16Row(r, n)
+			b1 = append(b1, 0.5)
+			g0, g1, g2, g3 := dotF32x4(aw, bv, b1, b2, b3)
+			w0, w1, w2, w3 := dotF32x4Go(aw, bv, b1, b2, b3)
+			for i, p := range [][2]float32{{g0, w0}, {g1, w1}, {g2, w2}, {g3, w3}} {
+				if !sameBits(p[0], p[1]) {
+					t.Errorf("x4 n %d case %d col %d: %g, Go %g", n, ci, i, p[0], p[1])
+				}
+			}
+		}
+	}
+}
+
+func randF16Row(r *rand.Rand, n int) []float32 {
+	v := randF32(r, n, 1)
+	for i := range v {
+		v[i] = roundF16(v[i])
+	}
+	return v
+}
+
+// TestSIMDMatMulSame runs whole matmuls through the dispatching kernels and
+// through the Go twins alone (useAVX2 cannot be switched off at run time,
+// so the twins are called through a purego-like path: quantizing and
+// multiplying column by column) and requires the same bits.
+func TestSIMDMatMulSame(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, ty := range []gguf.GGMLType{gguf.TypeQ8_0, gguf.TypeQ4_0} {
+		for _, sh := range [][3]int64{{64, 16, 1}, {96, 24, 5}, {64, 12, 3}, {256, 40, 9}} {
+			k, m, n := sh[0], sh[1], sh[2]
+			t.Run(fmt.Sprintf("%s_%dx%dx%d", ty, k, m, n), func(t *testing.T) {
+				wv := randF32(r, int(k*m), 0.1)
+				var q []byte
+				var err error
+				if ty == gguf.TypeQ8_0 {
+					q, err = gguf.QuantizeQ8_0(wv)
+				} else {
+					q, err = gguf.QuantizeQ4_0(wv)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, err := FromBytes(ty, q, k, m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				xv := randF32(r, int(k*n), 1)
+				x, _ := FromF32(xv, k, n)
+				dst, _ := NewTensor(gguf.TypeF32, m, n)
+				if err := MulMat(dst, a, x); err != nil {
+					t.Fatal(err)
+				}
+				got := vals(t, dst)
+				rowBytes := int(a.Nb[1])
+				for j := range int(n) {
+					c := q8Row{qs: make([]int8, k), d: make([]float32, k/32), sum: make([]int32, k/32)}
+					c.neg = quantizeQ8_0Go(xv[j*int(k):(j+1)*int(k)], c.qs, c.d)
+					for i := 0; i < int(m); i++ {
+						var want float32
+						switch {
+						case ty == gguf.TypeQ8_0:
+							want = dotQ8_0RawGo(a.Data[i*rowBytes:], c.qs, c.d, c.neg)
+						case m%8 == 0:
+							var o [8]float32
+							dotQ4_0x8Go(a.Data[(i&^7)*rowBytes:], rowBytes, c.qs, c.d, c.neg, &o)
+							want = o[i&7]
+						default:
+							want = dotQ4_0RawGo(a.Data[i*rowBytes:], c.qs, c.d, c.neg)
+						}
+						if g := got[j*int(m)+i]; !sameBits(g, want) {
+							t.Fatalf("[%d,%d] = %g, Go twin %g", i, j, g, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,31 @@
+package session_test
+
+import (
+	"fmt"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testref"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime/session"
+)
+
+// A session runs the model on the CPU reference executor: prefill on the
+// prompt, then greedy decode over its KV cache.
+func ExampleNewSession() {
+	f, err := gguf.Open(testref.Testdata("stories260K.gguf"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer f.Close()
+	m, _ := models.Build(f, models.Options{NCtx: 64})
+	s, err := session.NewSession(m, f, session.SessionOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, _ := s.Generate([]int32{1, 403, 407, 261, 378}, 8, false, nil)
+	fmt.Println(res.Tokens, s.Pos())
+	// Output:
+	// [432 383 286 261 376 298 315 421] 12
+}

@@ -1,0 +1,353 @@
+package session
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+)
+
+// SessionOptions configure a Session.
+type SessionOptions struct {
+	// Exec is passed to every step's executor.
+	Exec eval.ExecOptions
+	// AllLogits returns logits for every token of a step, not just the last.
+	AllLogits bool
+	// Plan, if set, is called once for each specialised step graph and
+	// returns the options to execute it with, typically a memory plan's
+	// offsets, arena size and order (planned execution). Exec is used
+	// when Plan is nil.
+	Plan func(g *ir.Graph) (eval.ExecOptions, error)
+	// Threads is the number of worker threads of the compiled CPU plan
+	// (0: the number of physical cores, eval.DefaultThreads).
+	Threads int
+	// Reference runs every step on the reference executor (eval.Executor)
+	// instead of the compiled plan (eval.Plan): same results, slower.
+	Reference bool
+}
+
+// Session runs a model step by step over a persistent KV cache, as
+// llama.cpp's llama_decode does for one sequence: token i of the sequence
+// lives in KV cell i.
+type Session struct {
+	model   *models.Model
+	weights eval.WeightSource
+	opts    SessionOptions
+	state   map[string][]byte
+	pos     int64
+	steps   map[stepKey]stepRunner // per step shape
+	workers *eval.Workers          // of the compiled plans (nil with Reference)
+	// Stats
+	Steps int
+}
+
+// stepKey identifies the graph of a step: its symbol values (kv_head only
+// in the cpy KV mode, where views move with it; -1 otherwise).
+type stepKey struct{ tokens, kv, outputs, head int64 }
+
+// stepRunner is what runs a step graph: a compiled plan or the reference
+// executor.
+type stepRunner interface {
+	SetInput(name string, data []byte) error
+	HasInput(name string) bool
+	BindState(name string, data []byte) error
+	Run() error
+	Output(i int) ([]float32, [4]int64, error)
+}
+
+// NewSession allocates the KV cache (zeroed) for a built model.
+func NewSession(m *models.Model, w eval.WeightSource, opts SessionOptions) (*Session, error) {
+	s := &Session{model: m, weights: w, opts: opts, state: map[string][]byte{}, steps: map[stepKey]stepRunner{}}
+	for _, n := range m.Graph.Leaves(ir.OpState) {
+		size, err := n.Type.Bytes()
+		if err != nil {
+			return nil, fmt.Errorf("session: state %q: %w", n.Name, err)
+		}
+		s.state[n.Name] = make([]byte, size)
+	}
+	if opts.Threads < 0 {
+		return nil, fmt.Errorf("session: %d threads", opts.Threads)
+	}
+	if !opts.Reference {
+		s.workers = eval.NewWorkers(opts.Threads)
+		// A session dropped without Close still stops its threads.
+		runtime.AddCleanup(s, func(w *eval.Workers) { w.Close() }, s.workers)
+	}
+	return s, nil
+}
+
+// Threads is the number of worker threads of the compiled plans (1 with
+// the reference executor, which splits kernels its own way).
+func (s *Session) Threads() int {
+	if s.workers == nil {
+		return 1
+	}
+	return s.workers.Threads()
+}
+
+// Close stops the session's worker threads. Idempotent; a closed session
+// cannot step.
+func (s *Session) Close() error {
+	if s.workers != nil {
+		s.workers.Close()
+	}
+	return nil
+}
+
+// Pos is the number of tokens already in the KV cache.
+func (s *Session) Pos() int64 { return s.pos }
+
+// Reset empties the KV cache (zeroing it) and rewinds to position 0, as
+// llama.cpp's llama_memory_clear does; the executors built so far are kept,
+// so the next steps of the same shapes compile nothing.
+func (s *Session) Reset() {
+	for _, b := range s.state {
+		clear(b)
+	}
+	s.pos = 0
+}
+
+// NCtx is the KV cache capacity.
+func (s *Session) NCtx() int64 { return s.model.Options.NCtx }
+
+// Bindings returns the symbol values of a step of nTokens tokens starting at pos.
+func (s *Session) Bindings(pos, nTokens, nOutputs int64) ir.Bindings {
+	return ir.Bindings{
+		models.SymTokens:  nTokens,
+		models.SymKV:      models.KVLen(pos+nTokens, s.model.Options.NCtx),
+		models.SymOutputs: nOutputs,
+		models.SymKVHead:  pos,
+	}
+}
+
+// StepResult is the outcome of one step.
+type StepResult struct {
+	Logits [][]float32 // one row of n_vocab per output token
+	Time   time.Duration
+}
+
+// Step feeds tokens at the current position and returns the logits of the
+// last token (or of every token with AllLogits).
+func (s *Session) Step(tokens []int32) (*StepResult, error) {
+	start := time.Now()
+	n := int64(len(tokens))
+	if err := s.checkStep(tokens); err != nil {
+		return nil, err
+	}
+	nOut := int64(1)
+	if s.opts.AllLogits {
+		nOut = n
+	}
+	r, err := s.run(tokens, nOut)
+	if err != nil {
+		return nil, err
+	}
+	out, ne, err := r.Output(0)
+	if err != nil {
+		return nil, err
+	}
+	res := &StepResult{}
+	for r := int64(0); r < ne[1]; r++ {
+		res.Logits = append(res.Logits, out[r*ne[0]:(r+1)*ne[0]])
+	}
+	s.pos += n
+	s.Steps++
+	res.Time = time.Since(start)
+	return res, nil
+}
+
+// run feeds tokens at the current position into the step graph of their
+// shape and runs it, leaving the position unchanged.
+func (s *Session) run(tokens []int32, nOut int64) (stepRunner, error) {
+	n := int64(len(tokens))
+	nCtx := s.model.Options.NCtx
+	key := stepKey{tokens: n, kv: models.KVLen(s.pos+n, nCtx), outputs: nOut, head: -1}
+	if s.model.Options.KVWrite != models.KVSetRows {
+		key.head = s.pos
+	}
+	r, ok := s.steps[key]
+	if !ok {
+		var err error
+		if r, err = s.runner(key); err != nil {
+			return nil, err
+		}
+	}
+	if p, ok := r.(*eval.Plan); ok {
+		// Write the inputs in place: no allocation per step.
+		for _, name := range models.StepInputs {
+			if buf := p.Input(name); buf != nil && !models.FillInput(name, buf, tokens, s.pos, key.kv, nOut) {
+				return nil, fmt.Errorf("session: input %q: %d bytes do not fit %d tokens", name, len(buf), n)
+			}
+		}
+	} else {
+		b := s.Bindings(s.pos, n, nOut)
+		for name, data := range models.Inputs(tokens, s.pos, b) {
+			if !r.HasInput(name) {
+				continue
+			}
+			if err := r.SetInput(name, data); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := r.Run(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// StepLogits is Step without copies: it returns the logits of the last
+// token as a view of the plan's output, valid until the next step. On the
+// compiled plan a decode step through StepLogits allocates nothing.
+func (s *Session) StepLogits(tokens []int32) ([]float32, error) {
+	n := int64(len(tokens))
+	if err := s.checkStep(tokens); err != nil {
+		return nil, err
+	}
+	r, err := s.run(tokens, 1)
+	if err != nil {
+		return nil, err
+	}
+	var out []float32
+	var ne [4]int64
+	if p, ok := r.(*eval.Plan); ok {
+		out, ne, err = p.OutputView(0)
+	} else {
+		out, ne, err = r.Output(0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.pos += n
+	s.Steps++
+	return out[(ne[1]-1)*ne[0] : ne[1]*ne[0]], nil
+}
+
+// checkStep validates the tokens of a step against the context and vocab.
+func (s *Session) checkStep(tokens []int32) error {
+	n := int64(len(tokens))
+	if n == 0 {
+		return fmt.Errorf("session: step with no tokens")
+	}
+	if s.pos+n > s.model.Options.NCtx {
+		return fmt.Errorf("session: context full: %d + %d tokens exceed n_ctx %d", s.pos, n, s.model.Options.NCtx)
+	}
+	nVocab := s.model.HParams.NVocab
+	for _, t := range tokens {
+		if t < 0 || int64(t) >= nVocab {
+			return fmt.Errorf("session: token id %d out of range [0, %d)", t, nVocab)
+		}
+	}
+	return nil
+}
+
+// runner builds the step graph of a shape (specialised, planned when
+// SessionOptions.Plan is set, compiled unless Reference) and caches it.
+// With the cpy KV mode every position is a new shape (its view offsets
+// move), which is exactly ggml-cann's re-capture problem.
+func (s *Session) runner(key stepKey) (stepRunner, error) {
+	b := ir.Bindings{models.SymTokens: key.tokens, models.SymKV: key.kv, models.SymOutputs: key.outputs}
+	if key.head >= 0 {
+		b[models.SymKVHead] = key.head
+	}
+	g, err := s.model.Graph.Specialize(b)
+	if err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	eo := s.opts.Exec
+	if s.opts.Plan != nil {
+		if eo, err = s.opts.Plan(g); err != nil {
+			return nil, fmt.Errorf("session: plan for %s: %w", b, err)
+		}
+	}
+	var r stepRunner
+	if s.workers != nil {
+		r, err = eval.NewPlan(g, s.weights, eo, s.workers)
+	} else {
+		r, err = eval.NewExecutor(g, s.weights, eo)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for name, data := range s.state {
+		if err := r.BindState(name, data); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.steps) > 64 {
+		clear(s.steps)
+	}
+	s.steps[key] = r
+	return r, nil
+}
+
+// Argmax returns the index of the largest value, the lowest index on ties
+// (llama.cpp's greedy sampler).
+func Argmax(v []float32) int32 {
+	best := 0
+	for i, x := range v {
+		if x > v[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// GenerateResult is the outcome of greedy generation.
+type GenerateResult struct {
+	Tokens    []int32
+	Logits    [][]float32 // the distribution each token was chosen from
+	PrefillMS float64
+	DecodeMS  float64
+}
+
+// Stepper runs one step of a model over its KV cache: the reference
+// Session here, or a lowered program on a device (package runtime/program).
+type Stepper interface {
+	Step(tokens []int32) (*StepResult, error)
+}
+
+// Generate runs prefill on the prompt and then greedy decode for n tokens.
+// onToken, if set, is called with each generated token as soon as it exists.
+func (s *Session) Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*GenerateResult, error) {
+	return Generate(s, prompt, n, keepLogits, onToken)
+}
+
+// Generate runs greedy generation on any Stepper: prefill on the prompt,
+// then n-1 decode steps, each feeding back the argmax (lowest id on ties,
+// as llama.cpp's greedy sampler) of the previous step's last logits.
+func Generate(s Stepper, prompt []int32, n int, keepLogits bool, onToken func(int32)) (*GenerateResult, error) {
+	res := &GenerateResult{}
+	if n <= 0 {
+		return res, nil
+	}
+	t0 := time.Now()
+	step, err := s.Step(prompt)
+	if err != nil {
+		return nil, err
+	}
+	res.PrefillMS = float64(time.Since(t0).Microseconds()) / 1000
+	t1 := time.Now()
+	for i := 0; ; i++ {
+		logits := step.Logits[len(step.Logits)-1]
+		tok := Argmax(logits)
+		res.Tokens = append(res.Tokens, tok)
+		if keepLogits {
+			res.Logits = append(res.Logits, append([]float32(nil), logits...))
+		}
+		if onToken != nil {
+			onToken(tok)
+		}
+		if i == n-1 {
+			break
+		}
+		if step, err = s.Step([]int32{tok}); err != nil {
+			return nil, err
+		}
+	}
+	res.DecodeMS = float64(time.Since(t1).Microseconds()) / 1000
+	return res, nil
+}

@@ -1,0 +1,165 @@
+package target
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/irtool/irtool/ir"
+)
+
+// OpRule is everything the target package knows about one op: whether and
+// how the NPU runs a node of it, what a node costs, and the device scratch
+// its aclnn calls need. With the op's typing (ir.OpInfo, which also carries
+// the in-place flags the planner's policies read) and its CPU kernel
+// (package eval), it makes the op's one record; TestOpRecords (root
+// package) walks every op against every profile.
+type OpRule struct {
+	// NPU decides whether and how the NPU runs one node of the op. Nil
+	// means the NPU never does (CPUOnly says why).
+	NPU func(n *ir.Node) Support
+	// CPUOnly is the reason an op without an NPU rule stays on the host.
+	CPUOnly string
+	// Traffic returns the FLOPs and the bytes read and written of one node
+	// under bindings b (nil when static). Required for every op that
+	// computes: the cost model prices both devices with it.
+	Traffic func(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error)
+	// Workspace is the device scratch, in bytes, the aclnn calls s of one
+	// static node need beyond its operands and result. Required with NPU
+	// (NoWorkspace when the calls need none).
+	Workspace func(n *ir.Node, s Support) int64
+}
+
+// NoWorkspace is the Workspace of ops whose aclnn calls need no scratch.
+func NoWorkspace(*ir.Node, Support) int64 { return 0 }
+
+// Rules is a set of op rules. DefaultRules holds the built-in ops; NewRules
+// makes a set that sees them and adds its own, so two experiments in one
+// process can register different rules without seeing each other's. A
+// Rules is safe for concurrent use.
+type Rules struct {
+	parent *Rules
+	mu     sync.RWMutex
+	m      map[ir.Op]OpRule
+}
+
+var defaultRules = &Rules{m: func() map[ir.Op]OpRule {
+	m := builtinRules()
+	for op, r := range archRules() {
+		m[op] = r
+	}
+	return m
+}()}
+
+// DefaultRules returns the package's rule set: the built-in ops and
+// whatever was registered into it. Get uses it.
+func DefaultRules() *Rules { return defaultRules }
+
+// NewRules returns an empty set layered over DefaultRules: lookups fall
+// back to the defaults, registrations stay in the new set.
+func NewRules() *Rules { return &Rules{parent: defaultRules, m: map[ir.Op]OpRule{}} }
+
+// Register adds the rule of an op. It fails when the op already has one
+// (here or in a parent set), when Traffic is missing, or when an NPU rule
+// comes without a Workspace rule.
+func (r *Rules) Register(op ir.Op, rule OpRule) error {
+	if op == "" {
+		return fmt.Errorf("target: register: empty op name")
+	}
+	if rule.Traffic == nil {
+		return fmt.Errorf("target: register %q: no Traffic rule", op)
+	}
+	if rule.NPU != nil && rule.Workspace == nil {
+		return fmt.Errorf("target: register %q: an NPU rule needs a Workspace rule (NoWorkspace for none)", op)
+	}
+	if _, dup := r.Lookup(op); dup {
+		return fmt.Errorf("target: register: op %q already has a rule", op)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[op] = rule
+	return nil
+}
+
+// Lookup returns the rule of op.
+func (r *Rules) Lookup(op ir.Op) (OpRule, bool) {
+	for s := r; s != nil; s = s.parent {
+		s.mu.RLock()
+		rule, ok := s.m[op]
+		s.mu.RUnlock()
+		if ok {
+			return rule, true
+		}
+	}
+	return OpRule{}, false
+}
+
+// Ops lists the ops with a rule, sorted.
+func (r *Rules) Ops() []ir.Op {
+	var out []ir.Op
+	for s := r; s != nil; s = s.parent {
+		s.mu.RLock()
+		for op := range s.m {
+			if !slices.Contains(out, op) {
+				out = append(out, op)
+			}
+		}
+		s.mu.RUnlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// Profile returns a fresh copy of the named profile that decides support,
+// cost and workspace with these rules.
+func (r *Rules) Profile(name string) (*Profile, error) {
+	p, err := Get(name)
+	if err != nil {
+		return nil, err
+	}
+	p.rules = r
+	return p, nil
+}
+
+// builtinRules are the records of every op package ir defines. The NPU
+// rules are the ops llama.cpp's CANN backend runs and the aclnn calls it
+// makes for them (ggml_backend_cann_supports_op and
+// ggml_cann_compute_forward), each checking the dtype and shape limits
+// listed there (ops.go); the fused ops lower to the calls ggml-cann makes
+// for the ops they fuse, or to the fused aclnn operator where CANN has one.
+func builtinRules() map[ir.Op]OpRule {
+	return map[ir.Op]OpRule{
+		ir.OpGetRows:  {NPU: npuGetRows, Traffic: getRowsTraffic, Workspace: getRowsWorkspace},
+		ir.OpSetRows:  {NPU: npuSetRows, Traffic: writeTraffic(0), Workspace: setRowsWorkspace},
+		ir.OpCpy:      {NPU: npuCpy, Traffic: writeTraffic(0), Workspace: NoWorkspace},
+		ir.OpCont:     {NPU: npuCont, Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpCast:     {NPU: npuCast, Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpAdd:      {NPU: binary("aclnnAdd"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpMul:      {NPU: binary("aclnnMul"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpScale:    {NPU: unary("aclnnMuls"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpSilu:     {NPU: unary("aclnnSilu"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpRMSNorm:  {NPU: npuRMSNorm, Traffic: streamTraffic(5), Workspace: rstdWorkspace},
+		ir.OpMulMat:   {NPU: mulMat, Traffic: matmulTraffic, Workspace: matmulWorkspace},
+		ir.OpSoftMax:  {NPU: npuSoftMax, Traffic: streamTraffic(5), Workspace: softMaxWorkspace},
+		ir.OpRope:     {NPU: npuRope, Traffic: streamTraffic(6), Workspace: NoWorkspace},
+		ir.OpTransfer: {CPUOnly: "a transfer is a host<->device copy step of the program (aclrtMemcpyAsync), not a kernel", Traffic: streamTraffic(1)},
+
+		ir.OpRMSNormMul:     {NPU: npuRMSNormMul, Traffic: streamTraffic(5), Workspace: rstdWorkspace},
+		ir.OpAddRMSNormMul:  {NPU: npuAddRMSNormMul, Traffic: streamTraffic(5), Workspace: rstdWorkspace},
+		ir.OpSwiGLU:         {NPU: npuSwiGLU, Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpMulMatAdd:      {NPU: npuMulMatAdd, Traffic: matmulTraffic, Workspace: matmulWorkspace},
+		ir.OpRopeCache:      {NPU: npuRopeCache, Traffic: streamTraffic(6), Workspace: NoWorkspace},
+		ir.OpRopeCacheTable: {NPU: npuRopeCacheTable, Traffic: streamTraffic(6), Workspace: NoWorkspace},
+		// ggml-cann computes the theta-scale powers on the host and copies
+		// them once (llama.cpp PRs #15912, #20747); here the fold pass
+		// makes them a constant.
+		ir.OpRopeTheta: {CPUOnly: "rope_theta is computed on the host, as ggml-cann does (llama.cpp PRs #15912, #20747); the fold pass makes it a constant",
+			Traffic: streamTraffic(1)},
+		ir.OpRopeApply:        {NPU: npuRopeApply, Traffic: streamTraffic(6), Workspace: NoWorkspace},
+		ir.OpRopeSetRows:      {NPU: ropeWrite("aclnnRotaryPositionEmbedding"), Traffic: writeTraffic(6), Workspace: ropeWriteWorkspace},
+		ir.OpRopeApplySetRows: {NPU: ropeWrite("aclnnRotaryPositionEmbedding"), Traffic: writeTraffic(6), Workspace: ropeWriteWorkspace},
+		ir.OpAttention:        {NPU: npuAttention, Traffic: attentionTraffic, Workspace: attentionWorkspace},
+		ir.OpConcat:           {NPU: npuConcat, Traffic: streamTraffic(1), Workspace: NoWorkspace},
+	}
+}
