@@ -2,9 +2,12 @@
 //
 // A builder reads every hyper-parameter from GGUF metadata (falling back to
 // llama.cpp's defaults where a key is missing) and emits the same sequence
-// of ops llama.cpp's graph builder does at commit c392e50, so the graph can
-// be checked node for node against llama.cpp's recorded graphs and the
-// memory planner's ggml-alloc mode reproduces llama.cpp's compute buffer.
+// of ops llama.cpp's graph builder does: for llama and qwen2 at commit
+// c392e50, so the graph can be checked node for node against llama.cpp's
+// recorded graphs and the memory planner's ggml-alloc mode reproduces
+// llama.cpp's compute buffer; for qwen3, qwen3moe, gemma3 and phi3 as
+// src/models/<arch>.cpp at 3f545bec builds them (docs/MODELS.md lists what
+// each uses and what is not supported).
 //
 // The graph is symbolic in n_tokens (tokens in this step), n_kv (KV cells
 // attended to) and n_outputs (rows that produce logits); ir.Graph.Specialize
@@ -518,9 +521,8 @@ func readArchHParams(f *gguf.File, hp *HParams) error {
 		if v, ok := f.GetFloat(key("rope.freq_base_swa")); ok && v > 0 {
 			hp.RopeFreqBaseSWA = v
 		}
-		if v, ok := f.GetFloat(key("final_logit_softcapping")); ok && v != 0 {
-			return fmt.Errorf("models: gemma3: final_logit_softcapping %v is not supported (llama.cpp's sliding-window gemma3 graph has none)", v)
-		}
+		// llama.cpp builds gemma3 with sliding-window attention, whose graph
+		// applies no final logit softcapping even when the key is present.
 		// f_attention_scale: 1/sqrt(n_embd/n_head) for the 27B (62 layers),
 		// else 1/sqrt(head_dim); embeddings are scaled by sqrtf(n_embd).
 		d := float32(hp.HeadDimK)
