@@ -79,6 +79,9 @@ type matmul struct {
 	// matrix with a multiple of 8 rows, F32 activations): products in that
 	// layout's order (dotQ4_0x8), eight rows at a time.
 	repack bool
+	// packed: repack rows are also laid out by packQ4_0x8 once per tile
+	// (assembly, at least four columns) for gemmQ4_0x8Packed.
+	packed bool
 	negs   []bool // per activation column: its Q8_0 values hold -128
 	// vec: float kind only (not BF16), products follow
 	// ggml_vec_dot_f32/f16 (dotVec) instead of tinyBLAS (dotF32): where
@@ -228,9 +231,11 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	// A weight row that meets fewer than 4 activation columns is cheaper to
 	// multiply straight from its bytes than to decode first (decode steps);
 	// the SIMD kernels always read the bytes.
-	if m.repack || useAVX2 && m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0) {
+	if m.repack || useAVX2 && m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0) ||
+		useAVX2 && m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1) {
 		m.raw = true
 	}
+	m.packed = m.repack && useAVX2 && m.n*m.r2*m.r3 >= 4
 	if m.n*m.r2*m.r3 < 4 {
 		switch {
 		case m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1):
@@ -358,12 +363,16 @@ func newDstWriter(t Tensor) dstWriter {
 }
 
 func (w *dstWriter) put(i0, i1, i2, i3 int64, v float32) {
-	off := w.t.offset(i0, i1, i2, i3)
 	if w.view != nil {
-		w.view[off/4] = v
+		nb := &w.t.Nb
+		w.view[(i0*nb[0]+i1*nb[1]+i2*nb[2]+i3*nb[3])/4] = v
 		return
 	}
-	storeElem(w.t.Type, w.t.Data[off:], v)
+	w.putSlow(i0, i1, i2, i3, v)
+}
+
+func (w *dstWriter) putSlow(i0, i1, i2, i3 int64, v float32) {
+	storeElem(w.t.Type, w.t.Data[w.t.offset(i0, i1, i2, i3):], v)
 }
 
 // schedule splits the product into tasks of rt weight rows of one weight
@@ -432,6 +441,7 @@ func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
 // tile holds decoded weight rows for one task.
 type tile struct {
 	raw  [][]byte    // undecoded rows (matmul.raw)
+	pack []byte      // rows repacked by packQ4_0x8 (matmul.packed)
 	rows [][]float32 // float kind
 	buf  *[]float32
 	q    []int8 // mmQ8_0
@@ -444,6 +454,9 @@ func newTile(m *matmul, rt int) *tile {
 	k := m.k
 	if m.raw {
 		t.raw = make([][]byte, rt)
+		if m.packed {
+			t.pack = make([]byte, (rt/8)*(k/32)*packedQ4Block)
+		}
 		return t
 	}
 	switch m.kind {
@@ -479,6 +492,11 @@ func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
 		j := int(r - r0)
 		if m.raw {
 			t.raw[j] = a.Data[off:]
+			if m.packed && j%8 == 7 {
+				nb := k / 32
+				g := j / 8
+				packQ4_0x8(t.pack[g*nb*packedQ4Block:(g+1)*nb*packedQ4Block], t.raw[j-7], int(a.Nb[1]), nb)
+			}
 			continue
 		}
 		switch m.kind {
@@ -593,7 +611,12 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 			for ; j+4 <= m.n; j += 4 {
 				cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
 				var o [4][8]float32
-				dotQ4_0x8x4(src, stride, &cols, &o)
+				if m.packed && !cols[0].neg && !cols[1].neg && !cols[2].neg && !cols[3].neg {
+					nb := m.k / 32
+					gemmQ4_0x8Packed(t.pack[(r/8)*nb*packedQ4Block:(r/8+1)*nb*packedQ4Block], &cols, &o)
+				} else {
+					dotQ4_0x8x4(src, stride, &cols, &o)
+				}
 				for c := range o {
 					for e, v := range o[c] {
 						out.put(i+int64(e), j+int64(c), i12, i13, v)
@@ -629,7 +652,29 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		}
 		return
 	}
-	for j := range m.n {
+	var j0 int64
+	if m.a.Type == gguf.TypeF16 && !m.vec {
+		// tinyBLAS order, four columns at a time.
+		for ; j0+4 <= m.n; j0 += 4 {
+			c0, c1, c2, c3 := m.col(base+j0), m.col(base+j0+1), m.col(base+j0+2), m.col(base+j0+3)
+			r := 0
+			for ; r+2 <= nr; r += 2 {
+				var o [8]float32
+				dotF16x2x4(t.raw[r], t.raw[r+1], c0, c1, c2, c3, &o)
+				for c, v := range o {
+					out.put(r0+int64(r+c/4), j0+int64(c%4), i12, i13, v)
+				}
+			}
+			for ; r < nr; r++ {
+				var o [4]float32
+				dotF16x4(t.raw[r], c0, c1, c2, c3, &o)
+				for c, v := range o {
+					out.put(r0+int64(r), j0+int64(c), i12, i13, v)
+				}
+			}
+		}
+	}
+	for j := j0; j < m.n; j++ {
 		for r, row := range t.raw[:nr] {
 			var v float32
 			switch m.a.Type {

@@ -33,7 +33,7 @@ func (o FoldOptions) limits() (int64, int64) {
 // foldable reports whether n can be folded and, if not, why (for the
 // statistics).
 func foldable(n *ir.Node, o FoldOptions) (bool, string) {
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok || info.Kind == ir.KindLeaf {
 		return false, ""
 	}

@@ -61,7 +61,7 @@ func (x *graphIndex) dead(n *ir.Node) bool {
 	if x.uses[n] > 0 {
 		return false
 	}
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	return !ok || !info.SideEffect
 }
 

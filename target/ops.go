@@ -80,7 +80,7 @@ func mulMat(n *ir.Node) Support {
 // strides are the dense ones of its static shape; permutes and transposes
 // are when they move only dims of size 1.
 func Contiguous(n *ir.Node) bool {
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok {
 		return false
 	}
