@@ -142,7 +142,7 @@ func (p *Plan) compile() error {
 	p.steps = p.steps[:0]
 	threads := p.workers.Threads()
 	for _, n := range nodes {
-		info, _ := ir.Lookup(n.Op)
+		info, _ := n.Info()
 		if info == nil || info.Kind == ir.KindLeaf || info.Kind == ir.KindView && !info.SideEffect {
 			continue
 		}

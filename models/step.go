@@ -35,20 +35,29 @@ func Inputs(tokens []int32, pos int64, b ir.Bindings) map[string][]byte {
 	return in
 }
 
+// The names of the step inputs, shared by the graph builder and Inputs.
+const (
+	InputTokens = "inp_tokens"  // i32[n_tokens]: the token ids
+	InputPos    = "inp_pos"     // i32[n_tokens]: their positions
+	InputKVIdx  = "kv_idx"      // i64[n_tokens]: the KV cell each token's K/V row goes to (set_rows mode)
+	InputMask   = "KQ_mask"     // f32[n_kv, pad(n_tokens, MaskPad)]: the causal mask, 0 or -inf
+	InputOutIDs = "inp_out_ids" // i32[n_outputs]: the tokens whose logits the step returns
+)
+
 // StepInputs names the inputs of a step (those Inputs computes).
-var StepInputs = []string{"inp_tokens", "inp_pos", "kv_idx", "KQ_mask", "inp_out_ids"}
+var StepInputs = []string{InputTokens, InputPos, InputKVIdx, InputMask, InputOutIDs}
 
 // InputSize is the byte size of a step input for nTokens tokens, a KV
 // window of nKV cells and nOut output rows (0 for an unknown name).
 func InputSize(name string, nTokens, nKV, nOut int64) int64 {
 	switch name {
-	case "inp_tokens", "inp_pos":
+	case InputTokens, InputPos:
 		return 4 * nTokens
-	case "kv_idx":
+	case InputKVIdx:
 		return 8 * nTokens
-	case "KQ_mask":
+	case InputMask:
 		return 4 * nKV * ((nTokens + MaskPad - 1) / MaskPad * MaskPad)
-	case "inp_out_ids":
+	case InputOutIDs:
 		return 4 * nOut
 	}
 	return 0
@@ -64,19 +73,19 @@ func FillInput(name string, dst []byte, tokens []int32, pos, nKV, nOut int64) bo
 		return false
 	}
 	switch name {
-	case "inp_tokens":
+	case InputTokens:
 		for i, t := range tokens {
 			binary.LittleEndian.PutUint32(dst[4*i:], uint32(t))
 		}
-	case "inp_pos":
+	case InputPos:
 		for i := range n {
 			binary.LittleEndian.PutUint32(dst[4*i:], uint32(int32(pos+i)))
 		}
-	case "kv_idx":
+	case InputKVIdx:
 		for i := range n {
 			binary.LittleEndian.PutUint64(dst[8*i:], uint64(pos+i))
 		}
-	case "KQ_mask":
+	case InputMask:
 		rows := (n + MaskPad - 1) / MaskPad * MaskPad
 		negInf := math.Float32bits(float32(math.Inf(-1)))
 		for r := int64(0); r < rows; r++ {
@@ -89,7 +98,7 @@ func FillInput(name string, dst []byte, tokens []int32, pos, nKV, nOut int64) bo
 				binary.LittleEndian.PutUint32(dst[4*(r*nKV+c):], v)
 			}
 		}
-	case "inp_out_ids":
+	case InputOutIDs:
 		for i := range nOut {
 			binary.LittleEndian.PutUint32(dst[4*i:], uint32(int32(n-nOut+i)))
 		}
