@@ -275,6 +275,17 @@ func (hp HParams) Validate() error {
 	if !(hp.RMSEps > 0) {
 		return fmt.Errorf("models: bad rms epsilon %v", hp.RMSEps)
 	}
+	if hp.NExpert != 0 || hp.NExpertUsed != 0 {
+		if hp.NExpert < 1 || hp.NExpert > 1<<20 || hp.NExpertUsed < 1 || hp.NExpertUsed > hp.NExpert {
+			return fmt.Errorf("models: %d experts with %d used per token", hp.NExpert, hp.NExpertUsed)
+		}
+		if hp.NFFExp <= 0 || hp.NFFExp > 1<<31 {
+			return fmt.Errorf("models: expert n_ff %d is out of range", hp.NFFExp)
+		}
+	}
+	if hp.SWAWindow < 0 || hp.SWAPattern < 0 || hp.SWAPattern > 1<<20 {
+		return fmt.Errorf("models: sliding window %d with pattern %d", hp.SWAWindow, hp.SWAPattern)
+	}
 	return nil
 }
 
@@ -476,11 +487,31 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 func readArchHParams(f *gguf.File, hp *HParams) error {
 	key := func(s string) string { return hp.Arch + "." + s }
 	switch hp.Arch {
-	case "qwen3moe":
+	case "qwen3", "qwen3moe", "gemma3", "phi3":
+		// Their graphs assert n_embd_head_v == n_embd_head_k (and qwen3's
+		// that n_rot is the whole head).
+		if hp.HeadDimV != hp.HeadDimK {
+			return fmt.Errorf("models: %s: value head dim %d differs from key head dim %d", hp.Arch, hp.HeadDimV, hp.HeadDimK)
+		}
+		if (hp.Arch == "qwen3" || hp.Arch == "qwen3moe") && hp.NRot != hp.HeadDimK {
+			return fmt.Errorf("models: %s: rope.dimension_count %d differs from the head dim %d", hp.Arch, hp.NRot, hp.HeadDimK)
+		}
+	}
+	switch hp.Arch {
+	case "llama", "qwen3moe":
+		if hp.Arch == "llama" {
+			// LLaMA with experts (Mixtral's layout): llama.cpp reads
+			// expert_count and, when it is not 0, builds build_moe_ffn
+			// with softmax gating and renormalised weights over experts
+			// of n_ff rows.
+			if v, ok := f.GetUint(key("expert_count")); !ok || v == 0 {
+				return nil
+			}
+		}
 		get := func(s string) (int64, error) {
 			v, ok := f.GetUint(key(s))
 			if !ok || v == 0 || v > 1<<20 {
-				return 0, fmt.Errorf("models: qwen3moe: metadata key %q missing or out of range", key(s))
+				return 0, fmt.Errorf("models: %s: metadata key %q missing or out of range", hp.Arch, key(s))
 			}
 			return int64(v), nil
 		}
@@ -492,12 +523,15 @@ func readArchHParams(f *gguf.File, hp *HParams) error {
 			return err
 		}
 		if hp.NExpertUsed > hp.NExpert {
-			return fmt.Errorf("models: qwen3moe: expert_used_count %d exceeds expert_count %d", hp.NExpertUsed, hp.NExpert)
+			return fmt.Errorf("models: %s: expert_used_count %d exceeds expert_count %d", hp.Arch, hp.NExpertUsed, hp.NExpert)
 		}
-		// n_ff_exp defaults to n_ff / n_expert_used.
-		hp.NFFExp = hp.NFF / hp.NExpertUsed
-		if v, ok := f.GetUint(key("expert_feed_forward_length")); ok && v > 0 {
-			hp.NFFExp = int64(v)
+		hp.NFFExp = hp.NFF // llama: the experts are n_ff wide
+		if hp.Arch == "qwen3moe" {
+			// n_ff_exp defaults to n_ff / n_expert_used.
+			hp.NFFExp = hp.NFF / hp.NExpertUsed
+			if v, ok := f.GetUint(key("expert_feed_forward_length")); ok && v > 0 {
+				hp.NFFExp = int64(v)
+			}
 		}
 		hp.ExpertNormW = true // build_moe_ffn(..., norm_w = true, ...)
 	case "phi3":

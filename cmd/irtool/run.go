@@ -3,8 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/gguf"
 	"io"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -282,6 +284,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		m = &optimised
 	}
 	var sess generator
+	var cpu *session.Session
 	var simRun *simBackend
 	var cannRun *cannBackend
 	if *backend == "sim" {
@@ -291,7 +294,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		var cpu *session.Session
 		if cpu, err = session.NewSession(m, f, session.SessionOptions{Threads: *threads}); err == nil {
 			defer cpu.Close()
 		}
@@ -307,6 +309,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		defer cannRun.Close()
 	}
 	loadMS := float64(time.Since(t0).Microseconds()) / 1000
+	// Return the loader's garbage (token tables, graphs of the passes) to
+	// the OS before the first step pages in the memory-mapped weights, so
+	// that the process's peak RSS is the weights plus what stays live.
+	debug.FreeOSMemory()
 
 	var dec *tokenizer.StreamDecoder
 	var text strings.Builder
@@ -354,6 +360,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "irtool run: %d prompt tokens, %d generated; load %.1f ms, prefill %.1f ms, decode %.1f tok/s\n",
 			len(ids), len(res.Tokens), loadMS, res.PrefillMS, tps)
+		if cpu != nil {
+			fmt.Fprintf(stderr, "irtool run: cpu: %d threads; memory-mapped weights %.1f MiB, KV cache %.1f MiB, compute arenas %.1f MiB\n",
+				cpu.Threads(), float64(weightBytes(f))/(1<<20), float64(cpu.KVBytes())/(1<<20), float64(cpu.ArenaBytes())/(1<<20))
+		}
 		if simRun != nil {
 			simRun.summary(stderr)
 		}
@@ -411,4 +421,10 @@ func round3(x float64) float64 {
 		return 0
 	}
 	return math.Round(x*1000) / 1000
+}
+
+// weightBytes is the size of the tensor data of a file.
+func weightBytes(f *gguf.File) int64 {
+	b, _ := modelSize(f)
+	return b
 }

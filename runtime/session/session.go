@@ -8,6 +8,7 @@ import (
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/planner"
 )
 
 // SessionOptions configure a Session.
@@ -26,6 +27,9 @@ type SessionOptions struct {
 	Threads int
 	// Reference runs every step on the reference executor (eval.Executor)
 	// instead of the compiled plan (eval.Plan): same results, slower.
+	// Without Plan, the compiled plan places intermediates at the memory
+	// planner's offsets (planner.CPUPolicy, 32-byte alignment) and the
+	// reference executor gives each its own buffer.
 	Reference bool
 }
 
@@ -40,8 +44,27 @@ type Session struct {
 	pos     int64
 	steps   map[stepKey]stepRunner // per step shape
 	workers *eval.Workers          // of the compiled plans (nil with Reference)
+	// arenaBytes sums the arenas of the compiled plans built so far.
+	arenaBytes int64
 	// Stats
 	Steps int
+}
+
+// planBudget bounds the memory planner's search for one step shape (it
+// usually reaches the lower bound in a few milliseconds).
+const planBudget = 100 * time.Millisecond
+
+// ArenaBytes is the total size of the compute arenas of the step graphs
+// compiled so far (one per step shape: prefill length, n_kv bucket).
+func (s *Session) ArenaBytes() int64 { return s.arenaBytes }
+
+// KVBytes is the size of the KV cache.
+func (s *Session) KVBytes() int64 {
+	var n int64
+	for _, b := range s.state {
+		n += int64(len(b))
+	}
+	return n
 }
 
 // stepKey identifies the graph of a step: its symbol values (kv_head only
@@ -258,10 +281,21 @@ func (s *Session) runner(key stepKey) (stepRunner, error) {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	eo := s.opts.Exec
-	if s.opts.Plan != nil {
+	switch {
+	case s.opts.Plan != nil:
 		if eo, err = s.opts.Plan(g); err != nil {
 			return nil, fmt.Errorf("session: plan for %s: %w", b, err)
 		}
+	case s.workers != nil && eo.Offsets == nil:
+		// The compiled plan keeps every intermediate in one arena at
+		// the memory planner's offsets (ggml-alloc's in-place rule and
+		// alignment, as on the CPU backend of llama.cpp).
+		p, err := planner.PlanGraph(g, planner.GraphOptions{Align: 32, Policy: planner.CPUPolicy(), Budget: planBudget})
+		if err != nil {
+			return nil, fmt.Errorf("session: memory plan for %s: %w", b, err)
+		}
+		eo.Offsets, eo.ArenaSize, eo.Order = p.Offsets, p.ArenaBytes, p.OrderIDs()
+		s.arenaBytes += p.ArenaBytes
 	}
 	var r stepRunner
 	if s.workers != nil {
