@@ -35,6 +35,8 @@ type ExecOptions struct {
 	// NaN or an infinity (irtool run --check-numerics). It costs a pass over
 	// every activation.
 	CheckFinite bool
+	// KernelSet is the kernel table to run with (nil: DefaultKernels).
+	KernelSet *KernelSet
 }
 
 // NonFiniteError names the first node whose output is not finite, found by
@@ -278,7 +280,7 @@ func (e *Executor) Run() error {
 		nodes = e.order
 	}
 	for _, n := range nodes {
-		info, _ := ir.Lookup(n.Op)
+		info, _ := n.Info()
 		if info == nil || info.Kind == ir.KindLeaf {
 			continue
 		}
@@ -326,7 +328,11 @@ func (e *Executor) runNode(n *ir.Node) (err error) {
 			return err
 		}
 	}
-	k, ok := LookupKernel(n.Op)
+	ks := e.opts.KernelSet
+	if ks == nil {
+		ks = defaultKernels
+	}
+	k, ok := ks.Lookup(n.Op)
 	if !ok {
 		return fmt.Errorf("no CPU kernel for op %q", n.Op)
 	}

@@ -2,10 +2,11 @@ package planner
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"math"
 	"strings"
 
 	"github.com/irtool/irtool/internal/safeio"
@@ -28,35 +29,44 @@ func ReadCSV(r io.Reader) (*Problem, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), maxCSVLine)
 	p := &Problem{}
-	seen := map[int]int{}
+	var lines []int32 // line of each buffer
 	line := 0
 	header := false
 	var total int64
 	for sc.Scan() {
 		line++
-		text := strings.TrimSpace(sc.Text())
+		raw := bytes.TrimSpace(sc.Bytes())
 		if line == 1 {
-			text = strings.TrimPrefix(text, "\uFEFF")
+			raw = bytes.TrimPrefix(raw, []byte("\uFEFF"))
 		}
-		if text == "" {
+		if len(raw) == 0 {
 			continue
 		}
 		if !header {
+			text := string(raw)
 			if h := strings.ReplaceAll(text, " ", ""); !strings.EqualFold(h, csvHeader) {
 				return nil, fmt.Errorf("planner: csv line %d: header %q, want %q", line, clip(text), csvHeader)
 			}
 			header = true
 			continue
 		}
-		fields := strings.Split(text, ",")
-		if len(fields) != 4 {
-			return nil, fmt.Errorf("planner: csv line %d: %d fields, want 4 (id,lower,upper,size)", line, len(fields))
+		if len(p.Buffers) >= MaxCSVBuffers {
+			return nil, fmt.Errorf("planner: csv line %d: more than %d buffers; split the instance", line, MaxCSVBuffers)
 		}
 		var v [4]int64
-		for k, f := range fields {
-			n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("planner: csv line %d: field %d (%s): %q is not an integer", line, k+1, strings.Split(csvHeader, ",")[k], clip(f))
+		nf := bytes.Count(raw, comma) + 1
+		if nf != 4 {
+			return nil, fmt.Errorf("planner: csv line %d: %d fields, want 4 (id,lower,upper,size)", line, nf)
+		}
+		rest := raw
+		for k := range v {
+			f := rest
+			if c := bytes.IndexByte(rest, ','); c >= 0 {
+				f, rest = rest[:c], rest[c+1:]
+			}
+			n, ok := parseInt(bytes.TrimSpace(f))
+			if !ok {
+				return nil, fmt.Errorf("planner: csv line %d: field %d (%s): %q is not an integer", line, k+1, strings.Split(csvHeader, ",")[k], clip(string(f)))
 			}
 			v[k] = n
 		}
@@ -72,10 +82,7 @@ func ReadCSV(r io.Reader) (*Problem, error) {
 		case b.Size < 0 || b.Size > MaxSize:
 			return nil, fmt.Errorf("planner: csv line %d: size %d out of range [0, 2^60]", line, b.Size)
 		}
-		if first, dup := seen[b.ID]; dup {
-			return nil, fmt.Errorf("planner: csv line %d: duplicate id %d (first on line %d)", line, b.ID, first)
-		}
-		seen[b.ID] = line
+		lines = append(lines, int32(line))
 		total += b.Size
 		if total > MaxSize {
 			return nil, fmt.Errorf("planner: csv line %d: total size exceeds 2^60 bytes", line)
@@ -87,6 +94,13 @@ func ReadCSV(r io.Reader) (*Problem, error) {
 			return nil, fmt.Errorf("planner: csv line %d: line longer than %d bytes", line+1, maxCSVLine)
 		}
 		return nil, fmt.Errorf("planner: csv line %d: %w", line+1, err)
+	}
+	ids := make([]int, len(p.Buffers))
+	for i, b := range p.Buffers {
+		ids[i] = b.ID
+	}
+	if i, j := firstDuplicate(ids); i >= 0 {
+		return nil, fmt.Errorf("planner: csv line %d: duplicate id %d (first on line %d)", lines[j], p.Buffers[j].ID, lines[i])
 	}
 	if !header {
 		return nil, fmt.Errorf("planner: csv: empty input, want header %q", csvHeader)
@@ -129,6 +143,42 @@ func WriteCSV(w io.Writer, p *Problem) error {
 		return fmt.Errorf("planner: write csv: %w", err)
 	}
 	return nil
+}
+
+// MaxCSVBuffers bounds the number of buffers ReadCSV accepts, so that a
+// huge or endless input is refused with a clear error instead of exhausting
+// memory (the planner needs about 200 bytes per buffer).
+const MaxCSVBuffers = 1 << 22
+
+var comma = []byte{','}
+
+// parseInt parses an optionally signed decimal int64 without allocating.
+func parseInt(b []byte) (int64, bool) {
+	neg := false
+	if len(b) > 0 && (b[0] == '-' || b[0] == '+') {
+		neg = b[0] == '-'
+		b = b[1:]
+	}
+	for len(b) > 1 && b[0] == '0' {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var u uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		u = u*10 + uint64(c-'0')
+	}
+	if (!neg && u > math.MaxInt64) || (neg && u > 1<<63) {
+		return 0, false
+	}
+	if neg {
+		return -int64(u), true
+	}
+	return int64(u), true
 }
 
 // clip shortens s for an error message.

@@ -129,8 +129,8 @@ func newDFS(tl *timeline, maxPairs int) *dfs {
 	}
 	d := &dfs{}
 	var startsAt, endsAt [][]int32
-	startsAt = make([][]int32, tl.steps)
-	endsAt = make([][]int32, tl.steps)
+	startsAt = make([][]int32, tl.steps+1) // ends may equal tl.steps
+	endsAt = make([][]int32, tl.steps+1)
 	for i := 0; i < tl.n; i++ {
 		if !tl.live[i] {
 			continue
@@ -151,7 +151,7 @@ func newDFS(tl *timeline, maxPairs int) *dfs {
 	var active []int32
 	started := false
 	pairs := 0
-	for t := 0; t < tl.steps; t++ {
+	for t := 0; t <= tl.steps; t++ {
 		if len(endsAt[t]) > 0 && started {
 			d.secs = append(d.secs, slices.Clone(active))
 			started = false

@@ -1,8 +1,7 @@
 package planner
 
 import (
-	"cmp"
-	"slices"
+	"math"
 )
 
 // solveNaive gives every buffer its own range, in input order.
@@ -28,17 +27,27 @@ func identity(n int) []int32 {
 	return o
 }
 
+// sortOrder sorts order stably by each key in turn, so the last key is the
+// most significant and input order breaks the remaining ties (radix sorts,
+// O(n) per key).
+func sortOrder(order []int32, keys ...func(i int32) uint64) {
+	k := make([]uint64, len(order))
+	for _, key := range keys {
+		for j, i := range order {
+			k[j] = key(i)
+		}
+		radixSort(k, order)
+	}
+}
+
 // orderBySize is greedy-by-size's order: larger first, then earlier start,
 // then input order. (This tie rule reproduces the published greedy-by-size
 // scores on all ten benchmark instances.)
 func orderBySize(tl *timeline) []int32 {
 	o := identity(tl.n)
-	slices.SortStableFunc(o, func(a, b int32) int {
-		if c := cmp.Compare(tl.size[b], tl.size[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(tl.start[a], tl.start[b])
-	})
+	sortOrder(o,
+		func(i int32) uint64 { return uint64(int64(tl.start[i]) + MaxStep) },
+		func(i int32) uint64 { return ^uint64(tl.size[i]) })
 	return o
 }
 
@@ -46,25 +55,20 @@ func orderBySize(tl *timeline) []int32 {
 // problem's own steps) first, then larger, then input order.
 func orderByLifetime(tl *timeline) []int32 {
 	o := identity(tl.n)
-	slices.SortStableFunc(o, func(a, b int32) int {
-		if c := cmp.Compare(tl.length[b], tl.length[a]); c != 0 {
-			return c
-		}
-		return cmp.Compare(tl.size[b], tl.size[a])
-	})
+	sortOrder(o,
+		func(i int32) uint64 { return ^uint64(tl.size[i]) },
+		func(i int32) uint64 { return ^uint64(tl.length[i]) })
 	return o
 }
 
 // orderByArea orders by size × lifetime, larger first.
 func orderByArea(tl *timeline) []int32 {
 	o := identity(tl.n)
-	area := func(i int32) float64 { return float64(tl.size[i]) * float64(tl.length[i]) }
-	slices.SortStableFunc(o, func(a, b int32) int {
-		if c := cmp.Compare(area(b), area(a)); c != 0 {
-			return c
-		}
-		return cmp.Compare(tl.size[b], tl.size[a])
-	})
+	sortOrder(o,
+		func(i int32) uint64 { return ^uint64(tl.size[i]) },
+		func(i int32) uint64 {
+			return ^math.Float64bits(float64(tl.size[i]) * float64(tl.length[i]))
+		})
 	return o
 }
 
@@ -127,28 +131,28 @@ func orderByBreadth(tl *timeline) []int32 {
 		}
 	}
 	o := identity(tl.n)
-	slices.SortStableFunc(o, func(a, b int32) int {
-		if tl.live[a] != tl.live[b] {
-			if tl.live[a] {
-				return -1
+	sortOrder(o,
+		func(i int32) uint64 { return ^uint64(tl.size[i]) },
+		func(i int32) uint64 { return uint64(step[i]) },
+		func(i int32) uint64 { return ^uint64(br[step[i]]) },
+		func(i int32) uint64 {
+			if tl.live[i] {
+				return 0
 			}
 			return 1
-		}
-		if c := cmp.Compare(br[step[b]], br[step[a]]); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(step[a], step[b]); c != 0 {
-			return c
-		}
-		return cmp.Compare(tl.size[b], tl.size[a])
-	})
+		})
 	return o
 }
 
-// solveOrder decodes order with best-fit placement.
-func solveOrder(tl *timeline, order []int32) *Assignment {
+// solveOrder decodes order with best-fit placement; it returns nil when st
+// stops it first.
+func solveOrder(tl *timeline, order []int32, st *stopper) *Assignment {
 	pl := newPlacer(tl, false)
+	pl.stop = st
 	pl.decode(order, 0)
+	if pl.aborted {
+		return nil
+	}
 	return pl.assignment()
 }
 
@@ -157,41 +161,192 @@ func solveOrder(tl *timeline, order []int32) *Assignment {
 // limit, and with classic best fit's tie rule: the lowest of equal blocks
 // wins): at each step the buffers ending there are freed first (lifetimes
 // are half-open), then the ones starting there are allocated in input order.
-func solveOnline(tl *timeline) *Assignment {
-	type event struct {
-		t     int32
-		alloc bool
-		i     int32
-	}
-	ev := make([]event, 0, 2*tl.n)
+// The free blocks below the tail are kept in a treap ordered by (size,
+// offset) and indexed by both ends, so each event is O(log n).
+//
+// It returns nil when st stops it first.
+func solveOnline(tl *timeline, st *stopper) *Assignment {
+	keys := make([]uint64, 0, 2*tl.n)
+	ev := make([]int32, 0, 2*tl.n)
 	for i := 0; i < tl.n; i++ {
 		if tl.live[i] {
-			ev = append(ev, event{tl.s[i], true, int32(i)}, event{tl.e[i], false, int32(i)})
+			// time, then frees before allocations, then input order.
+			keys = append(keys, uint64(tl.s[i])<<33|1<<32|uint64(i), uint64(tl.e[i])<<33|uint64(i))
+			ev = append(ev, int32(i), int32(i))
 		}
 	}
-	slices.SortFunc(ev, func(a, b event) int {
-		if c := cmp.Compare(a.t, b.t); c != 0 {
-			return c
-		}
-		if a.alloc != b.alloc {
-			if a.alloc {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(a.i, b.i)
-	})
-	g := newGallocr(1, 0, false)
+	radixSort(keys, ev)
 	a := &Assignment{Offsets: make([]int64, tl.n)}
-	for _, e := range ev {
-		if e.alloc {
-			// Cannot fail: sizes are checked and the tail block is huge.
-			off, _ := g.Alloc(tl.size[e.i])
-			a.Offsets[e.i] = off
+	fl := newFreeList()
+	for k, i := range ev {
+		if st.stop() {
+			return nil
+		}
+		if keys[k]>>32&1 == 1 {
+			a.Offsets[i] = fl.alloc(tl.size[i])
 		} else {
-			_ = g.Free(a.Offsets[e.i], tl.size[e.i])
+			fl.free(a.Offsets[i], tl.size[i])
 		}
 	}
-	a.Arena = g.MaxSize()
+	a.Arena = fl.high
 	return a
+}
+
+// freeList is a best-fit allocator over an unbounded heap: free blocks
+// below the tail sit in a treap keyed by (size, offset); byStart and byEnd
+// find a freed range's neighbours.
+type freeList struct {
+	tail    int64 // the free tail [tail, ∞)
+	high    int64 // high-water mark
+	byStart map[int64]int64
+	byEnd   map[int64]int64 // end -> start
+	t       treap
+}
+
+func newFreeList() *freeList {
+	return &freeList{byStart: map[int64]int64{}, byEnd: map[int64]int64{}, t: treap{seed: 0x2545F4914F6CDD1D}}
+}
+
+func (f *freeList) alloc(size int64) int64 {
+	if n := f.t.ceil(size); n >= 0 {
+		off, bs := f.t.nodes[n].off, f.t.nodes[n].size
+		f.remove(off, bs)
+		if bs > size {
+			f.add(off+size, bs-size)
+		}
+		return off
+	}
+	off := f.tail
+	f.tail += size
+	f.high = max(f.high, f.tail)
+	return off
+}
+
+func (f *freeList) free(off, size int64) {
+	if size == 0 {
+		return
+	}
+	if s, ok := f.byEnd[off]; ok { // merge with the block before
+		bs := off - s
+		f.remove(s, bs)
+		off, size = s, size+bs
+	}
+	if bs, ok := f.byStart[off+size]; ok { // merge with the block after
+		f.remove(off+size, bs)
+		size += bs
+	}
+	if off+size == f.tail {
+		f.tail = off
+		return
+	}
+	f.add(off, size)
+}
+
+func (f *freeList) add(off, size int64) {
+	f.byStart[off] = size
+	f.byEnd[off+size] = off
+	f.t.insert(size, off)
+}
+
+func (f *freeList) remove(off, size int64) {
+	delete(f.byStart, off)
+	delete(f.byEnd, off+size)
+	f.t.delete(size, off)
+}
+
+// treap is a randomized binary search tree of (size, off) keys stored in a
+// slice (index 0 is unused as "nil").
+type treap struct {
+	nodes []treapNode
+	root  int32
+	free  []int32
+	seed  uint64
+}
+
+type treapNode struct {
+	size, off   int64
+	prio        uint64
+	left, right int32
+}
+
+func (t *treap) less(s1, o1, s2, o2 int64) bool {
+	return s1 < s2 || (s1 == s2 && o1 < o2)
+}
+
+// split splits the subtree n into keys < (s, o) and keys >= (s, o).
+func (t *treap) split(n int32, s, o int64) (int32, int32) {
+	if n == 0 {
+		return 0, 0
+	}
+	nd := &t.nodes[n]
+	if t.less(nd.size, nd.off, s, o) {
+		l, r := t.split(nd.right, s, o)
+		t.nodes[n].right = l
+		return n, r
+	}
+	l, r := t.split(nd.left, s, o)
+	t.nodes[n].left = r
+	return l, n
+}
+
+func (t *treap) merge(a, b int32) int32 {
+	if a == 0 {
+		return b
+	}
+	if b == 0 {
+		return a
+	}
+	if t.nodes[a].prio > t.nodes[b].prio {
+		t.nodes[a].right = t.merge(t.nodes[a].right, b)
+		return a
+	}
+	t.nodes[b].left = t.merge(a, t.nodes[b].left)
+	return b
+}
+
+func (t *treap) insert(size, off int64) {
+	if len(t.nodes) == 0 {
+		t.nodes = append(t.nodes, treapNode{})
+	}
+	t.seed ^= t.seed << 13
+	t.seed ^= t.seed >> 7
+	t.seed ^= t.seed << 17
+	nd := treapNode{size: size, off: off, prio: t.seed}
+	var n int32
+	if k := len(t.free); k > 0 {
+		n = t.free[k-1]
+		t.free = t.free[:k-1]
+		t.nodes[n] = nd
+	} else {
+		n = int32(len(t.nodes))
+		t.nodes = append(t.nodes, nd)
+	}
+	l, r := t.split(t.root, size, off)
+	t.root = t.merge(t.merge(l, n), r)
+}
+
+func (t *treap) delete(size, off int64) {
+	l, r := t.split(t.root, size, off)
+	// r's smallest key is (size, off): cut it off.
+	m, rest := t.split(r, size, off+1)
+	if m != 0 {
+		t.free = append(t.free, m)
+	}
+	t.root = t.merge(l, rest)
+}
+
+// ceil returns the node with the smallest key >= (size, -inf): the best fit,
+// lowest offset among equal sizes; -1 if none.
+func (t *treap) ceil(size int64) int32 {
+	n, best := t.root, int32(-1)
+	for n != 0 {
+		nd := &t.nodes[n]
+		if nd.size >= size {
+			best = n
+			n = nd.left
+		} else {
+			n = nd.right
+		}
+	}
+	return best
 }

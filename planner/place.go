@@ -23,31 +23,18 @@ type timeline struct {
 func newTimeline(p *Problem) *timeline {
 	n := len(p.Buffers)
 	tl := &timeline{
-		n: n, s: make([]int32, n), e: make([]int32, n),
-		start: make([]int, n), length: make([]int, n),
+		n: n, start: make([]int, n), length: make([]int, n),
 		size: make([]int64, n), live: make([]bool, n), align: p.align(),
 	}
-	times := make([]int, 0, 2*n)
 	for i, b := range p.Buffers {
 		tl.size[i] = p.AlignedSize(i)
 		tl.live[i] = p.live(i)
 		tl.start[i], tl.length[i] = b.Start, b.End-b.Start
-		if tl.live[i] {
-			times = append(times, b.Start, b.End)
-		}
 	}
-	slices.Sort(times)
-	times = slices.Compact(times)
-	tl.steps = len(times)
-	for i, b := range p.Buffers {
-		if !tl.live[i] {
-			continue
-		}
-		s, _ := slices.BinarySearch(times, b.Start)
-		e, _ := slices.BinarySearch(times, b.End)
-		tl.s[i], tl.e[i] = int32(s), int32(e)
+	tl.s, tl.e, tl.steps = compressLifetimes(p)
+	for _, b := range breadthOf(p, tl.s, tl.e, tl.steps) {
+		tl.lb = max(tl.lb, b)
 	}
-	tl.lb = LowerBound(p)
 	return tl
 }
 
@@ -78,22 +65,26 @@ type undoRec struct {
 // logged, so placements can be undone in LIFO order, which lets the order
 // search re-decode only the changed suffix of an order.
 type placer struct {
-	tl      *timeline
-	p2      int
-	u, w    [][]span
-	stamp   []int32
-	cur     int32
-	off     []int64
-	placed  []bool
-	stack   []int32
-	marks   []int // undo-log length before each stacked placement
-	arenaAt []int64
-	arena   int64
-	log     []undoRec
-	saved   []span
-	scratch []span
-	nodes   []int32
-	undo    bool // log list changes so that placements can be undone
+	tl       *timeline
+	p2       int
+	u, w     [][]span
+	need     []bool // W is kept only where need is set
+	stamp    []int32
+	cur      int32
+	off      []int64
+	placed   []bool
+	stack    []int32
+	marks    []int // undo-log length before each stacked placement
+	arenaAt  []int64
+	arena    int64
+	log      []undoRec
+	saved    []span
+	scratch  []span
+	nodes    []int32
+	undo     bool // log list changes so that placements can be undone
+	stop     *stopper
+	firstFit bool // place at the lowest gap that fits instead of the smallest
+	aborted  bool // decode stopped early: the placement is incomplete
 }
 
 // newPlacer returns an empty placer; with undo, placements can be undone
@@ -103,13 +94,25 @@ func newPlacer(tl *timeline, undo bool) *placer {
 	for p2 < tl.steps {
 		p2 <<= 1
 	}
-	return &placer{
+	pl := &placer{
 		tl: tl, p2: p2,
 		u: make([][]span, 2*p2), w: make([][]span, 2*p2),
+		need:  make([]bool, 2*p2),
 		stamp: make([]int32, 2*p2), undo: undo,
 		off:    make([]int64, tl.n),
 		placed: make([]bool, tl.n),
 	}
+	// Queries read W only at the canonical nodes of a buffer's lifetime:
+	// keep W just there (on traces of short lifetimes the W lists of the
+	// high nodes would be long and never read).
+	for i := 0; i < tl.n; i++ {
+		if tl.live[i] {
+			for _, c := range pl.canonical(tl.s[i], tl.e[i]) {
+				pl.need[c] = true
+			}
+		}
+	}
+	return pl
 }
 
 // canonical returns the canonical segment-tree nodes of [s, e).
@@ -154,7 +157,24 @@ func (pl *placer) bestFit(b int32) int64 {
 		}
 	}
 	pl.scratch = sc
+	if pl.firstFit {
+		return firstGap(sc, tl.size[b])
+	}
 	return bestGap(sc, tl.size[b])
+}
+
+// firstGap sorts the occupied spans by offset and returns the start of the
+// lowest gap of at least size bytes, or the top of the spans.
+func firstGap(sc []span, size int64) int64 {
+	sortSpans(sc)
+	var prevTop int64
+	for _, sp := range sc {
+		if sp.off-prevTop >= size {
+			return prevTop
+		}
+		prevTop = max(prevTop, sp.top)
+	}
+	return prevTop
 }
 
 // bestGap sorts the occupied spans by offset and returns the start of the
@@ -314,6 +334,12 @@ func (pl *placer) revert(r undoRec) {
 
 // put records buffer b at offset off.
 func (pl *placer) put(b int32, off int64) {
+	pl.putRange(b, off, pl.tl.s[b], pl.tl.e[b])
+}
+
+// putRange records buffer b at offset off as if it lived over [s, e) only
+// (a part of its lifetime, for obstacles that matter only there).
+func (pl *placer) putRange(b int32, off int64, s, e int32) {
 	tl := pl.tl
 	pl.off[b] = off
 	pl.placed[b] = true
@@ -328,11 +354,13 @@ func (pl *placer) put(b int32, off int64) {
 	sp := span{off, off + tl.size[b]}
 	pl.arena = max(pl.arena, sp.top)
 	st := pl.nextStamp()
-	for _, c := range pl.canonical(tl.s[b], tl.e[b]) {
+	for _, c := range pl.canonical(s, e) {
 		pl.insert(c, false, sp)
 		for a := c; a >= 1 && pl.stamp[a] != st; a >>= 1 {
 			pl.stamp[a] = st
-			pl.insert(a, true, sp)
+			if pl.need[a] {
+				pl.insert(a, true, sp)
+			}
 		}
 	}
 }
@@ -377,7 +405,12 @@ func (pl *placer) decode(order []int32, keep int) int64 {
 		keep = 0
 	}
 	pl.undoTo(keep)
+	pl.aborted = false
 	for _, b := range order[keep:] {
+		if pl.stop.stop() {
+			pl.aborted = true
+			break
+		}
 		pl.place(b)
 	}
 	return pl.arena

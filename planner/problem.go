@@ -1,10 +1,8 @@
 package planner
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // MaxSize bounds a single buffer's size and the sum of all sizes of a
@@ -74,9 +72,8 @@ func (p *Problem) Check() error {
 	if p.Alignment < 0 || p.Alignment > MaxSize {
 		return fmt.Errorf("planner: alignment %d out of range", p.Alignment)
 	}
-	seen := make(map[int]int, len(p.Buffers))
 	var total int64
-	for i, b := range p.Buffers {
+	for _, b := range p.Buffers {
 		if b.Size < 0 || b.Size > MaxSize {
 			return fmt.Errorf("planner: buffer %d: size %d out of range [0, 2^60]", b.ID, b.Size)
 		}
@@ -86,14 +83,17 @@ func (p *Problem) Check() error {
 		if b.Start < -MaxStep || b.End > MaxStep {
 			return fmt.Errorf("planner: buffer %d: lifetime [%d, %d) out of range [-2^60, 2^60]", b.ID, b.Start, b.End)
 		}
-		if j, dup := seen[b.ID]; dup {
-			return fmt.Errorf("planner: buffer %d: duplicate id (positions %d and %d)", b.ID, j, i)
-		}
-		seen[b.ID] = i
 		total += alignUp(b.Size, p.align())
 		if total > MaxSize {
 			return fmt.Errorf("planner: total size exceeds 2^60 bytes at buffer %d", b.ID)
 		}
+	}
+	ids := make([]int, len(p.Buffers))
+	for i, b := range p.Buffers {
+		ids[i] = b.ID
+	}
+	if i, j := firstDuplicate(ids); i >= 0 {
+		return fmt.Errorf("planner: buffer %d: duplicate id (positions %d and %d)", p.Buffers[i].ID, i, j)
 	}
 	return nil
 }
@@ -118,31 +118,13 @@ func NaiveSize(p *Problem) int64 {
 
 // LowerBound returns the LOAD of the problem: the maximum over steps of the
 // sum of aligned sizes of the buffers live at that step. No assignment has a
-// smaller arena. It sweeps sorted start/end events, O(n log n).
+// smaller arena. It compresses the lifetimes with a radix sort and sums a
+// difference array, O(n).
 func LowerBound(p *Problem) int64 {
-	type event struct {
-		t     int
-		delta int64
-	}
-	ev := make([]event, 0, 2*len(p.Buffers))
-	for i, b := range p.Buffers {
-		if !p.live(i) {
-			continue
-		}
-		s := p.AlignedSize(i)
-		ev = append(ev, event{b.Start, s}, event{b.End, -s})
-	}
-	// Ends sort before starts at the same step: lifetimes are half-open.
-	slices.SortFunc(ev, func(a, b event) int {
-		if c := cmp.Compare(a.t, b.t); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.delta, b.delta)
-	})
-	var cur, best int64
-	for _, e := range ev {
-		cur += e.delta
-		best = max(best, cur)
+	s, e, steps := compressLifetimes(p)
+	var best int64
+	for _, b := range breadthOf(p, s, e, steps) {
+		best = max(best, b)
 	}
 	return best
 }
@@ -162,8 +144,8 @@ func ArenaOf(p *Problem, offsets []int64) int64 {
 // Validate checks that a is a correct solution of p: one offset per buffer,
 // every offset non-negative and aligned, every buffer inside the arena, and
 // no two buffers that are live at a common step overlapping in address. It
-// sweeps the buffers in time order keeping the live ones sorted by offset, so
-// each new buffer is compared with its two address neighbours only.
+// sweeps the buffers in address order keeping, in a segment tree over time,
+// how many open address ranges cover each step: O(n log n) on any input.
 func Validate(p *Problem, a *Assignment) error {
 	if err := p.Check(); err != nil {
 		return err
@@ -190,58 +172,9 @@ func Validate(p *Problem, a *Assignment) error {
 			return fmt.Errorf("planner: buffer %d: [%d, %d) exceeds arena %d", b.ID, off, off+p.AlignedSize(i), a.Arena)
 		}
 	}
-	type event struct {
-		t     int
-		start bool
-		i     int
-	}
-	ev := make([]event, 0, 2*len(p.Buffers))
-	for i, b := range p.Buffers {
-		if p.live(i) {
-			ev = append(ev, event{b.Start, true, i}, event{b.End, false, i})
-		}
-	}
-	slices.SortFunc(ev, func(x, y event) int {
-		if c := cmp.Compare(x.t, y.t); c != 0 {
-			return c
-		}
-		if x.start != y.start { // ends first: lifetimes are half-open
-			if x.start {
-				return 1
-			}
-			return -1
-		}
-		return cmp.Compare(x.i, y.i)
-	})
-	// active holds the live buffers sorted by offset; they never overlap.
-	var active []int
-	cmpOff := func(j int, off int64) int { return cmp.Compare(a.Offsets[j], off) }
-	for _, e := range ev {
-		off := a.Offsets[e.i]
-		pos, _ := slices.BinarySearchFunc(active, off, cmpOff)
-		if !e.start {
-			for pos < len(active) && active[pos] != e.i {
-				pos++
-			}
-			if pos < len(active) {
-				active = slices.Delete(active, pos, pos+1)
-			}
-			continue
-		}
-		top := off + p.AlignedSize(e.i)
-		if pos > 0 {
-			j := active[pos-1]
-			if a.Offsets[j]+p.AlignedSize(j) > off {
-				return overlapError(p, a, j, e.i)
-			}
-		}
-		if pos < len(active) {
-			j := active[pos]
-			if a.Offsets[j] < top {
-				return overlapError(p, a, j, e.i)
-			}
-		}
-		active = slices.Insert(active, pos, e.i)
+	cs, ce, steps := compressLifetimes(p)
+	if i, j := findOverlap(p, a.Offsets, cs, ce, steps); i >= 0 {
+		return overlapError(p, a, i, j)
 	}
 	return nil
 }

@@ -2,8 +2,12 @@ package planner
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,44 +19,148 @@ const (
 	maxDFSBuffers = 50000
 )
 
-// solveSearch improves on the greedy strategies until it reaches the lower
-// bound or the context's deadline:
+// solveSearch improves on the constructive strategies until it reaches the
+// lower bound (or a proven bound) or the context's deadline:
 //
 //  1. the greedy orders (size, lifetime, breadth, area) give an incumbent;
 //  2. the exact search (dfs.go) asks "does everything fit below C?" on a
 //     ladder of capacities: first C = lower bound with most of the time, then
 //     bisection between the highest capacity that timed out or was refuted
-//     and the incumbent;
+//     and the incumbent; a refuted capacity raises the proven bound;
 //  3. whatever time is left goes to a perturbation search over placement
 //     orders (moving a buffer that touches the arena's top earlier and
 //     re-decoding with best fit, keeping changes that do not grow the arena),
-//     when a decode is cheap enough for it to make a difference.
+//     when a decode is cheap enough for it to make a difference;
+//  4. with repair, a large-neighbourhood search (repair.go) runs
+//     concurrently with 2-3 from the start: it re-packs the buffers of a
+//     time window around a buffer at the arena's top, on any instance size.
 //
-// seeds are results of other strategies (an order is optional); the greedy
-// orders missing from them are decoded first.
-func solveSearch(ctx context.Context, tl *timeline, seeds []seed, opts Options) *Assignment {
+// With exact set only 1 and 2 run. seeds are results of other strategies
+// (an order is optional); the greedy orders missing from them are decoded
+// first. With Options.MaxNodes the phases run one after the other, so the
+// result does not depend on scheduling.
+func solveSearch(ctx context.Context, tl *timeline, seeds []seed, opts Options, inc *incumbent, mode searchMode) *Assignment {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(opts.budget())
 	}
-	s := &searcher{ctx: ctx, tl: tl, deadline: deadline, opts: opts, lo: tl.lb}
+	s := &searcher{ctx: ctx, tl: tl, deadline: deadline, opts: opts, inc: inc}
+	s.inc.raise(tl.lb)
 	for _, sd := range seeds {
-		s.offer(sd.a, sd.order)
+		s.offer(sd.a, sd.order, sd.name)
 		if sd.name == StrategyGreedySize {
 			s.decodeDur = sd.dur
 		}
 	}
-	if s.done() {
-		return s.best
+	if s.done() || s.expired() && s.inc.best != nil {
+		return s.inc.best
 	}
 	s.seed(seeds)
-	if s.best.Arena > tl.lb {
-		s.ladder()
+	if s.done() {
+		return s.inc.best
 	}
-	if s.best.Arena > s.lo && !s.expired() {
-		s.perturb()
+	exactThenOrders := func() {
+		if s.bestArena() > tl.lb {
+			s.ladder()
+		}
+		if mode != modeExact && !s.done() && !s.expired() {
+			s.perturb()
+		}
 	}
-	return s.best
+	switch {
+	case mode != modeRepair:
+		exactThenOrders()
+	case opts.MaxNodes > 0:
+		exactThenOrders()
+		r := &searcher{ctx: ctx, tl: tl, deadline: deadline, opts: opts, inc: inc}
+		r.repair()
+	default:
+		var wg sync.WaitGroup
+		var panicked atomic.Value
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					panicked.Store(fmt.Sprint(r))
+				}
+			}()
+			r := &searcher{ctx: ctx, tl: tl, deadline: deadline, opts: opts, inc: inc}
+			r.repair()
+		}()
+		exactThenOrders()
+		wg.Wait()
+		if r := panicked.Load(); r != nil {
+			panic(r) // Solve turns it into an error
+		}
+	}
+	return s.inc.best
+}
+
+// searchMode selects the phases of solveSearch.
+type searchMode int
+
+const (
+	modeSearch searchMode = iota // exact ladder, then order search
+	modeExact                    // exact ladder only
+	modeRepair                   // ladder and order search, with repair alongside
+)
+
+// incumbent is the best solution found so far, shared by the concurrent
+// phases of a search, with the proven lower bound and when each was found.
+type incumbent struct {
+	mu     sync.Mutex
+	best   *Assignment
+	order  []int32
+	winner string
+	at     time.Time // when best was found
+	arena  atomic.Int64
+	lo     atomic.Int64 // proven lower bound on the optimum
+}
+
+func newIncumbent() *incumbent {
+	inc := &incumbent{}
+	inc.arena.Store(math.MaxInt64)
+	return inc
+}
+
+// offer keeps a if it is smaller than the incumbent (or equal, when it
+// brings an order the incumbent lacks) and reports whether it did.
+func (inc *incumbent) offer(a *Assignment, order []int32, who string) bool {
+	if a == nil {
+		return false
+	}
+	inc.mu.Lock()
+	defer inc.mu.Unlock()
+	if inc.best == nil || a.Arena < inc.best.Arena || (inc.order == nil && order != nil && a.Arena == inc.best.Arena) {
+		if inc.best == nil || a.Arena < inc.best.Arena {
+			inc.winner, inc.at = who, time.Now()
+		}
+		inc.best = a
+		if order != nil {
+			inc.order = order
+		}
+		inc.arena.Store(a.Arena)
+		return true
+	}
+	return false
+}
+
+// raise records a proven lower bound.
+func (inc *incumbent) raise(lo int64) {
+	for {
+		cur := inc.lo.Load()
+		if lo <= cur || inc.lo.CompareAndSwap(cur, lo) {
+			return
+		}
+	}
+}
+
+// snapshot returns the incumbent's solution and order.
+func (inc *incumbent) snapshot() (*Assignment, []int32) {
+	inc.mu.Lock()
+	defer inc.mu.Unlock()
+	return inc.best, inc.order
 }
 
 // seed is one strategy's result handed to the search.
@@ -64,15 +172,16 @@ type seed struct {
 }
 
 // runGreedy runs one of the cheap strategies ("area" is the largest-area
-// first order, used only as a search seed).
-func runGreedy(tl *timeline, name string) seed {
+// first order, used only as a search seed). The best-fit strategies give up
+// when st says so, returning a seed without an assignment.
+func runGreedy(tl *timeline, name string, st *stopper) seed {
 	t0 := time.Now()
 	sd := seed{name: name}
 	switch name {
 	case StrategyNaive:
 		sd.a = solveNaive(tl)
 	case StrategyOnlineBestFit:
-		sd.a = solveOnline(tl)
+		sd.a = solveOnline(tl, st)
 	default:
 		switch name {
 		case StrategyGreedySize:
@@ -84,7 +193,7 @@ func runGreedy(tl *timeline, name string) seed {
 		default:
 			sd.order = orderByArea(tl)
 		}
-		sd.a = solveOrder(tl, sd.order)
+		sd.a = solveOrder(tl, sd.order, st)
 	}
 	sd.dur = time.Since(t0)
 	return sd
@@ -95,32 +204,25 @@ type searcher struct {
 	tl        *timeline
 	deadline  time.Time
 	opts      Options
-	best      *Assignment
-	bestOrder []int32
-	lo        int64         // proven lower bound on the optimum
+	inc       *incumbent
 	decodeDur time.Duration // time of one full greedy decode
 	work      int64         // nodes + iterations spent, for Options.MaxNodes
 }
 
 func (s *searcher) expired() bool {
 	return s.ctx.Err() != nil || time.Now().After(s.deadline) ||
-		(s.opts.MaxNodes > 0 && s.work >= s.opts.MaxNodes)
+		(s.opts.MaxNodes > 0 && s.work >= s.opts.MaxNodes) || s.done()
 }
 
+// done reports whether the incumbent meets the proven bound.
 func (s *searcher) done() bool {
-	return s.best != nil && s.best.Arena <= s.tl.lb
+	return s.inc.arena.Load() <= s.inc.lo.Load()
 }
 
-func (s *searcher) offer(a *Assignment, order []int32) {
-	if a == nil {
-		return
-	}
-	if s.best == nil || a.Arena < s.best.Arena || (s.bestOrder == nil && order != nil && a.Arena == s.best.Arena) {
-		s.best = a
-		if order != nil {
-			s.bestOrder = order
-		}
-	}
+func (s *searcher) bestArena() int64 { return s.inc.arena.Load() }
+
+func (s *searcher) offer(a *Assignment, order []int32, who string) {
+	s.inc.offer(a, order, who)
 }
 
 // seed decodes the greedy orders that are not among seeds, and the
@@ -131,17 +233,20 @@ func (s *searcher) seed(seeds []seed) {
 		have[sd.name] = true
 	}
 	for _, name := range []string{StrategyGreedySize, StrategyGreedyLifetime, StrategyGreedyBreadth, "area"} {
-		if have[name] || s.done() || (s.best != nil && s.expired()) {
+		if have[name] || s.done() || (s.inc.best != nil && s.expired()) {
 			continue
 		}
 		if name == "area" && s.decodeDur*50 > time.Until(s.deadline) {
 			continue
 		}
-		sd := runGreedy(s.tl, name)
+		sd := runGreedy(s.tl, name, &stopper{ctx: s.ctx, deadline: s.deadline})
+		if sd.a == nil {
+			continue
+		}
 		if name == StrategyGreedySize {
 			s.decodeDur = sd.dur
 		}
-		s.offer(sd.a, sd.order)
+		s.offer(sd.a, sd.order, name)
 	}
 }
 
@@ -152,17 +257,17 @@ func (s *searcher) ladder() {
 		return
 	}
 	d.ctx = s.ctx
-	soft := s.lo // capacities below soft were refuted or timed out
+	soft := s.inc.lo.Load() // capacities below soft were refuted or timed out
 	out := make([]int64, s.tl.n)
 	first := true
 	for !s.expired() {
-		hi := s.best.Arena // feasible
+		hi := s.bestArena() // feasible
 		if soft >= hi {
 			break
 		}
 		// First the lower bound with most of the time, then bisection of
 		// [soft, hi-1] with a third of what is left each.
-		c, share := s.lo, 0.6
+		c, share := s.inc.lo.Load(), 0.6
 		if !first {
 			c, share = soft+(hi-1-soft)/2, 1.0/3
 		}
@@ -178,9 +283,9 @@ func (s *searcher) ladder() {
 		s.work += d.nodes
 		switch st {
 		case dfsFound:
-			s.offer(&Assignment{Offsets: slices.Clone(out), Arena: arenaOf(s.tl, out)}, nil)
+			s.offer(&Assignment{Offsets: slices.Clone(out), Arena: arenaOf(s.tl, out)}, nil, StrategyExact)
 		case dfsInfeasible:
-			s.lo = max(s.lo, c+1)
+			s.inc.raise(c + 1)
 			soft = max(soft, c+1)
 		default:
 			soft = max(soft, c+1)
@@ -203,23 +308,29 @@ func arenaOf(tl *timeline, off []int64) int64 {
 // order: a random buffer at the top of the arena moves to a random earlier
 // position, the changed suffix is re-decoded, and the move is kept unless
 // the arena grew. Every 64 rejected moves in a row it restarts from the best
-// order so far. It only runs when a full decode is cheap compared with the
-// time left.
+// order so far. A move re-decodes only the suffix after its new position
+// (on pangu_2.6B two moves of greedy-breadth's order reach the lower
+// bound); a decode the deadline interrupts ends the search.
 func (s *searcher) perturb() {
 	left := time.Until(s.deadline)
-	if s.bestOrder == nil || (s.opts.MaxNodes == 0 && s.decodeDur*200 > left) {
+	best0, bestOrder := s.inc.snapshot()
+	if bestOrder == nil || left <= 0 {
 		return
 	}
 	tl := s.tl
 	rng := rand.New(rand.NewPCG(uint64(s.opts.Seed), 0x9e3779b97f4a7c15))
-	order := slices.Clone(s.bestOrder)
+	order := slices.Clone(bestOrder)
 	pos := make([]int, tl.n)
 	for i, b := range order {
 		pos[b] = i
 	}
 	pl := newPlacer(tl, true)
+	pl.stop = &stopper{ctx: s.ctx, deadline: s.deadline}
 	cur := pl.decode(order, 0)
-	bestArena := s.best.Arena
+	if pl.aborted {
+		return
+	}
+	bestArena := best0.Arena
 	var peaks []int32
 	rejects := 0
 	move := func(from, to int) { // moves order[from] to position to (to < from)
@@ -230,7 +341,7 @@ func (s *searcher) perturb() {
 			pos[order[i]] = i
 		}
 	}
-	for !s.expired() && bestArena > s.lo {
+	for !s.expired() {
 		s.work++
 		peaks = peaks[:0]
 		for i := 0; i < tl.n; i++ {
@@ -247,11 +358,15 @@ func (s *searcher) perturb() {
 		to := rng.IntN(from)
 		move(from, to)
 		next := pl.decode(order, to)
+		if pl.aborted {
+			return
+		}
 		if next <= cur {
 			cur = next
 			if next < bestArena {
 				bestArena = next
-				s.offer(pl.assignment(), slices.Clone(order))
+				bestOrder = slices.Clone(order)
+				s.offer(pl.assignment(), bestOrder, "orders")
 				rejects = 0
 			}
 			continue
@@ -264,13 +379,19 @@ func (s *searcher) perturb() {
 			pos[order[i]] = i
 		}
 		cur = pl.decode(order, to)
+		if pl.aborted {
+			return
+		}
 		rejects++
 		if rejects%64 == 0 {
-			copy(order, s.bestOrder)
+			copy(order, bestOrder)
 			for i, x := range order {
 				pos[x] = i
 			}
 			cur = pl.decode(order, 0)
+			if pl.aborted {
+				return
+			}
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,37 +43,62 @@ const (
 	StrategyGreedyLifetime = "greedy-lifetime"
 	StrategyGreedyBreadth  = "greedy-breadth"
 	StrategyOnlineBestFit  = "online-bestfit"
+	StrategyExact          = "exact"
 	StrategySearch         = "search"
 	StrategyBest           = "best"
 )
 
-// cheapStrategies run to completion quickly; "best" runs them first and
-// hands their results to "search".
-var cheapStrategies = []string{
-	StrategyNaive, StrategyGreedySize, StrategyGreedyLifetime,
-	StrategyGreedyBreadth, StrategyOnlineBestFit,
-}
+// cheapStrategies run quickly; "best" runs them first and hands their
+// results to the search. linearStrategies among them are O(n log n) on any
+// input and run first; all but naive (O(n)) stop at the deadline.
+var (
+	cheapStrategies = []string{
+		StrategyNaive, StrategyOnlineBestFit, StrategyGreedySize,
+		StrategyGreedyLifetime, StrategyGreedyBreadth,
+	}
+	linearStrategies = []string{StrategyNaive, StrategyOnlineBestFit}
+)
 
 // Strategies returns the strategy names Solve accepts, "best" last.
 func Strategies() []string {
-	return append(slices.Clone(cheapStrategies), StrategySearch, StrategyBest)
+	return []string{
+		StrategyNaive, StrategyGreedySize, StrategyGreedyLifetime, StrategyGreedyBreadth,
+		StrategyOnlineBestFit, StrategyExact, StrategySearch, StrategyBest,
+	}
 }
 
 // Report summarises a Solve call; it marshals to the JSON that
-// `irtool plan --json` prints.
+// `irtool plan --json` prints. LowerBound, Bound, Ratio, Optimal, Winner
+// and BestMS form the certificate of the result.
 type Report struct {
 	Buffers    int     `json:"buffers"`     // number of buffers in the problem
-	LowerBound int64   `json:"lower_bound"` // LowerBound of the problem
+	LowerBound int64   `json:"lower_bound"` // LowerBound of the problem (LOAD)
 	Arena      int64   `json:"arena"`       // arena of the returned assignment
 	Ratio      float64 `json:"ratio"`       // Arena / LowerBound (1 when both are 0)
-	Naive      int64   `json:"naive"`       // Σ aligned sizes: the arena without reuse
-	Strategy   string  `json:"strategy"`    // the strategy asked for
-	Winner     string  `json:"winner"`      // the strategy that produced Arena
-	MS         float64 `json:"ms"`          // wall time of Solve in milliseconds
-	// Strategies holds each strategy's arena ("best" runs all of them).
+	// Bound is the best proven lower bound on the optimal arena: LowerBound,
+	// or more when the exact search refuted capacities above it.
+	Bound int64 `json:"bound"`
+	// Optimal reports that Arena == Bound: the assignment is proven optimal.
+	Optimal bool `json:"proven_optimal"`
+	// Gap is (Arena - Bound) / Bound, what a better solution could still
+	// save at most (0 when Optimal).
+	Gap      float64 `json:"gap"`
+	Naive    int64   `json:"naive"`    // Σ aligned sizes: the arena without reuse
+	Strategy string  `json:"strategy"` // the strategy asked for
+	Winner   string  `json:"winner"`   // the strategy or search phase that produced Arena
+	// BestMS is when the returned assignment was found, in milliseconds
+	// since Solve started.
+	BestMS   float64 `json:"time_to_best_ms"`
+	MS       float64 `json:"ms"`        // wall time of Solve in milliseconds
+	BudgetMS float64 `json:"budget_ms"` // the time budget in milliseconds
+	// Strategies holds each finished strategy's arena ("best" runs all of
+	// them).
 	Strategies map[string]int64 `json:"strategies"`
 	// StrategyMS holds each strategy's wall time in milliseconds.
 	StrategyMS map[string]float64 `json:"strategy_ms"`
+	// Unfinished names the strategies stopped by the deadline before they
+	// placed every buffer (only "best" and "search" tolerate that).
+	Unfinished []string `json:"unfinished,omitempty"`
 }
 
 // Ratio returns arena/lb, or 1 when both are zero.
@@ -89,84 +113,148 @@ func Ratio(arena, lb int64) float64 {
 }
 
 // Solve assigns offsets to p's buffers with the named strategy (see
-// Strategies; "best" runs them all and keeps the smallest arena) and reports
-// the result. The assignment is always validated before it is returned.
+// Strategies; "best" runs them all and keeps the smallest arena; a name
+// registered in DefaultStrategies runs that strategy) and reports the
+// result. The assignment is always validated before it is returned.
+//
+// Every strategy respects the deadline (Options.Budget from now, or the
+// context's, whichever is sooner); Solve keeps back an estimate of the final
+// validation's cost from the strategies' share. "naive" (O(n)) always
+// finishes and "online-bestfit" is O(n log n); a strategy asked for by name
+// that cannot finish in time is an error naming the instance size, while
+// "best" and "search" keep whatever finished ("naive" at worst).
 func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *Assignment, rep *Report, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			a, rep, err = nil, nil, fmt.Errorf("planner: internal error in strategy %q: %v", strategy, r)
 		}
 	}()
+	start := time.Now()
 	if err := p.Check(); err != nil {
 		return nil, nil, err
 	}
 	if !slices.Contains(Strategies(), strategy) {
-		return nil, nil, fmt.Errorf("planner: unknown strategy %q (have %s)", strategy, strings.Join(Strategies(), ", "))
+		return defaultStrategies.Solve(ctx, p, strategy, opts) // a registered strategy, or an error listing them
 	}
-	start := time.Now()
 	budget := opts.budget()
-	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > budget {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, start.Add(budget))
-		defer cancel()
+	deadline := start.Add(budget)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+		deadline = dl
 	}
 	tl := newTimeline(p)
+	// The final validation costs about as much as building the timeline
+	// twice; keep that back, but at most half of the budget.
+	reserve := min(3*time.Since(start), time.Until(deadline)/2)
+	workDeadline := deadline.Add(-reserve)
+	wctx, cancel := context.WithDeadline(ctx, workDeadline)
+	defer cancel()
 	rep = &Report{
 		Buffers:    len(p.Buffers),
 		LowerBound: tl.lb,
 		Naive:      NaiveSize(p),
 		Strategy:   strategy,
+		BudgetMS:   float64(budget.Microseconds()) / 1000,
 		Strategies: map[string]int64{},
 		StrategyMS: map[string]float64{},
 	}
+	inc := newIncumbent()
+	inc.raise(tl.lb)
 	record := func(sd seed) {
+		if sd.a == nil {
+			rep.Unfinished = append(rep.Unfinished, sd.name)
+			return
+		}
 		rep.Strategies[sd.name] = sd.a.Arena
 		rep.StrategyMS[sd.name] = float64(sd.dur.Microseconds()) / 1000
-		if a == nil || sd.a.Arena < a.Arena {
-			a, rep.Winner = sd.a, sd.name
-		}
+		inc.offer(sd.a, sd.order, sd.name)
 	}
+	st := func() *stopper { return &stopper{ctx: wctx, deadline: workDeadline} }
 	switch strategy {
-	case StrategySearch, StrategyBest:
+	case StrategySearch, StrategyBest, StrategyExact:
 		var seeds []seed
 		if strategy == StrategyBest {
-			// The cheap strategies are independent: run them concurrently.
-			seeds = make([]seed, len(cheapStrategies))
-			var wg sync.WaitGroup
-			var panicked atomic.Value
-			for k, name := range cheapStrategies {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					defer func() {
-						if r := recover(); r != nil {
-							panicked.Store(fmt.Sprint(r))
-						}
-					}()
-					seeds[k] = runGreedy(tl, name)
-				}()
-			}
-			wg.Wait()
-			if r := panicked.Load(); r != nil {
-				return nil, nil, fmt.Errorf("planner: internal error in strategy %q: %v", strategy, r)
-			}
+			seeds = runCheap(tl, st)
 			for _, sd := range seeds {
-				record(sd)
+				if sd.name != "" {
+					record(sd)
+				}
 			}
 		}
 		t0 := time.Now()
-		res := solveSearch(ctx, tl, seeds, opts)
-		record(seed{name: StrategySearch, a: res, dur: time.Since(t0)})
+		mode := map[string]searchMode{StrategySearch: modeRepair, StrategyBest: modeRepair, StrategyExact: modeExact}[strategy]
+		res := solveSearch(wctx, tl, seeds, opts, inc, mode)
+		if res == nil { // nothing finished: fall back to naive
+			record(runGreedy(tl, StrategyNaive, nil))
+		} else {
+			key := strategy // best's search phase reports as "search"
+			if key == StrategyBest {
+				key = StrategySearch
+			}
+			rep.Strategies[key] = res.Arena
+			rep.StrategyMS[key] = msSince(t0)
+		}
 	default:
-		record(runGreedy(tl, strategy))
+		sd := runGreedy(tl, strategy, st())
+		if sd.a == nil {
+			return nil, nil, fmt.Errorf("planner: strategy %q did not finish within the budget on %d buffers (stopped after %v; use strategy best, which keeps what finishes, or a larger budget)", strategy, len(p.Buffers), time.Since(start).Round(time.Millisecond))
+		}
+		record(sd)
 	}
+	a, _ = inc.snapshot()
 	if err := Validate(p, a); err != nil {
-		return nil, nil, fmt.Errorf("planner: strategy %q produced an invalid assignment: %w", rep.Winner, err)
+		return nil, nil, fmt.Errorf("planner: strategy %q produced an invalid assignment: %w", inc.winner, err)
 	}
 	rep.Arena = a.Arena
+	rep.Winner = inc.winner
+	rep.BestMS = float64(inc.at.Sub(start).Microseconds()) / 1000
 	rep.Ratio = Ratio(a.Arena, tl.lb)
+	rep.Bound = min(inc.lo.Load(), a.Arena)
+	rep.Optimal = a.Arena <= rep.Bound
+	if rep.Bound > 0 {
+		rep.Gap = float64(a.Arena-rep.Bound) / float64(rep.Bound)
+	}
 	rep.MS = msSince(start)
 	return a, rep, nil
+}
+
+// bigInstance is the number of buffers above which "best" runs only
+// greedy-size among the best-fit strategies: each needs a segment tree of
+// a few hundred bytes per buffer, and their decodes, whose cost grows with
+// the fragmentation they meet, rarely finish within seconds there.
+const bigInstance = 1 << 18
+
+// runCheap runs the constructive strategies for "best": the O(n log n) ones
+// first (they always finish), then the best-fit ones concurrently, each
+// stopping at the deadline.
+func runCheap(tl *timeline, st func() *stopper) []seed {
+	seeds := make([]seed, len(cheapStrategies))
+	var wg sync.WaitGroup
+	var panicked atomic.Value
+	run := func(k int, name string) {
+		defer wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				panicked.Store(fmt.Sprint(r))
+			}
+		}()
+		seeds[k] = runGreedy(tl, name, st())
+	}
+	for pass := range 2 {
+		for k, name := range cheapStrategies {
+			if pass == 1 && tl.n > bigInstance && name != StrategyGreedySize {
+				continue // one best-fit placer at a time on big instances
+			}
+			if slices.Contains(linearStrategies, name) == (pass == 0) {
+				wg.Add(1)
+				go run(k, name)
+			}
+		}
+		wg.Wait()
+	}
+	if r := panicked.Load(); r != nil {
+		panic(r)
+	}
+	return seeds
 }
 
 func msSince(t time.Time) float64 {

@@ -161,7 +161,7 @@ func bruteOptimum(p *Problem) int64 {
 	}
 	off := make([]int64, tl.n)
 	placed := make([]bool, tl.n)
-	best := solveOrder(tl, orderBySize(tl)).Arena + 1 // prune with greedy
+	best := solveOrder(tl, orderBySize(tl), nil).Arena + 1 // prune with greedy
 	overlap := func(a, b int) bool { return tl.s[a] < tl.e[b] && tl.s[b] < tl.e[a] }
 	var rec func(k int, arena, lastOff int64, lastB int)
 	rec = func(k int, arena, lastOff int64, lastB int) {
@@ -261,6 +261,11 @@ func TestSearchIsExactOnTinyProblems(t *testing.T) {
 		if _, rep := solve(t, p, StrategySearch, opts); rep.Arena != g.opt {
 			t.Errorf("gap instance %d: search arena %d, optimum %d", k, rep.Arena, g.opt)
 		}
+		// The exact strategy proves it: the refuted capacity LB raises the
+		// bound to the optimum.
+		if _, rep := solve(t, p, StrategyExact, opts); rep.Arena != g.opt || !rep.Optimal || rep.Bound != g.opt || rep.Gap != 0 {
+			t.Errorf("gap instance %d: exact arena %d, bound %d, optimal %v; want %d proven", k, rep.Arena, rep.Bound, rep.Optimal, g.opt)
+		}
 	}
 	rng := newRand(11)
 	for iter := 0; iter < 300; iter++ {
@@ -271,6 +276,9 @@ func TestSearchIsExactOnTinyProblems(t *testing.T) {
 		want := bruteOptimum(p)
 		if _, rep := solve(t, p, StrategySearch, opts); rep.Arena != want {
 			t.Fatalf("iteration %d: search arena %d, optimum %d\n%+v", iter, rep.Arena, want, p)
+		}
+		if _, rep := solve(t, p, StrategyExact, opts); rep.Arena != want || !rep.Optimal {
+			t.Fatalf("iteration %d: exact arena %d (proven %v), optimum %d\n%+v", iter, rep.Arena, rep.Optimal, want, p)
 		}
 	}
 }
@@ -319,15 +327,17 @@ func TestStrategiesProperty(t *testing.T) {
 func TestPerturbImproves(t *testing.T) {
 	p := readBench(t, "minimalloc/A.1048576.csv")
 	tl := newTimeline(p)
-	s := &searcher{ctx: context.Background(), tl: tl, deadline: time.Now().Add(time.Hour), opts: Options{MaxNodes: 3000, Seed: 1}}
+	inc := newIncumbent()
+	inc.raise(tl.lb)
+	s := &searcher{ctx: context.Background(), tl: tl, deadline: time.Now().Add(time.Hour), opts: Options{MaxNodes: 3000, Seed: 1}, inc: inc}
 	s.seed(nil)
-	before := s.best.Arena
+	before := inc.best.Arena
 	s.perturb()
-	t.Logf("A: greedy %d (%.3f), order search %d (%.3f)", before, Ratio(before, tl.lb), s.best.Arena, Ratio(s.best.Arena, tl.lb))
-	if s.best.Arena >= before {
+	t.Logf("A: greedy %d (%.3f), order search %d (%.3f)", before, Ratio(before, tl.lb), inc.best.Arena, Ratio(inc.best.Arena, tl.lb))
+	if inc.best.Arena >= before {
 		t.Errorf("order search did not improve on %d", before)
 	}
-	if err := Validate(p, s.best); err != nil {
+	if err := Validate(p, inc.best); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -352,8 +362,9 @@ func TestSolveErrors(t *testing.T) {
 	}
 }
 
-// TestSolveCancelled: a cancelled context stops the search at once but
-// still returns the greedy result.
+// TestSolveCancelled: a cancelled context stops every strategy at once;
+// best still returns a valid plan (naive, which is O(n), at worst) and
+// a best-fit strategy asked for by name reports that it did not finish.
 func TestSolveCancelled(t *testing.T) {
 	p := readBench(t, "minimalloc/D.1048576.csv")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -366,8 +377,11 @@ func TestSolveCancelled(t *testing.T) {
 	if el := time.Since(t0); el > 5*time.Second {
 		t.Errorf("cancelled solve took %v", el)
 	}
-	if a.Arena > rep.Strategies[StrategyGreedySize] {
-		t.Errorf("best %d worse than greedy-size %d", a.Arena, rep.Strategies[StrategyGreedySize])
+	if a.Arena > rep.Naive || len(rep.Unfinished) == 0 {
+		t.Errorf("best on a cancelled context: arena %d (naive %d), unfinished %v", a.Arena, rep.Naive, rep.Unfinished)
+	}
+	if _, _, err := Solve(ctx, p, StrategyGreedySize, Options{}); err == nil || !strings.Contains(err.Error(), "did not finish") {
+		t.Errorf("greedy-size on a cancelled context: %v", err)
 	}
 }
 
@@ -400,7 +414,7 @@ func TestDegenerateProblems(t *testing.T) {
 
 func TestStrategies(t *testing.T) {
 	got := fmt.Sprint(Strategies())
-	want := "[naive greedy-size greedy-lifetime greedy-breadth online-bestfit search best]"
+	want := "[naive greedy-size greedy-lifetime greedy-breadth online-bestfit exact search best]"
 	if got != want {
 		t.Errorf("Strategies() = %s, want %s", got, want)
 	}

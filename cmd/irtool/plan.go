@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,19 +31,33 @@ is the largest number of bytes live at one step.
 Strategies: naive (no reuse), greedy-size (largest first into the
 smallest gap, TFLite / XLA kSpatial), greedy-lifetime (longest first, XLA
 kTemporal), greedy-breadth (widest step first), online-bestfit (alloc/free
-events in time order through a best-fit free list), search (exact
-branch-and-bound in the style of MiniMalloc on a ladder of capacities, then
-an order search; stops at the lower bound or after --budget), and best (all
-of them, keeping the smallest arena; the default).
+events in time order through a best-fit free list), exact (branch and
+bound over canonical solutions in the style of MiniMalloc, on a ladder of
+capacities: proves optimality or reports its best and the gap), search
+(exact, then a search over placement orders and a large-neighbourhood
+repair around the arena's top), and best (all of them, keeping the
+smallest arena; the default). best and search stop at the proven bound or
+after --budget.
+
+--budget bounds the whole command, reading included; every strategy
+checks it. naive (O(n)) always finishes and online-bestfit is O(n log n);
+a strategy asked for by name that cannot finish in time is an error
+naming the instance size (best keeps whatever finished).
 
 --align B rounds every size up to a multiple of B and keeps offsets
 multiples of B (ggml's CPU buffers use 32).
 
 --json prints one object:
-  {"buffers", "lower_bound", "arena", "ratio", "naive", "strategy",
-   "winner", "ms", "strategies": {name: arena}, "strategy_ms": {name: ms}}
-where ratio = arena / lower_bound, naive is the arena without reuse,
-winner is the strategy that produced the arena and ms the wall time.
+  {"buffers", "lower_bound", "arena", "ratio", "bound", "proven_optimal",
+   "gap", "naive", "strategy", "winner", "time_to_best_ms", "ms",
+   "budget_ms", "strategies": {name: arena}, "strategy_ms": {name: ms},
+   "unfinished": [name]}
+where ratio = arena / lower_bound; bound is the proven lower bound (the
+lower bound, raised by capacities the exact search refuted) and
+proven_optimal says arena = bound; gap = (arena - bound) / bound; naive
+is the arena without reuse; winner is the strategy or search phase that
+found the arena (exact, orders, repair), time_to_best_ms when, and ms the
+planner's wall time.
 
 Given IR text (irtool ir -o FILE.ir, docs/IR.md), plans the graph as
 written (no passes) with ggml's CPU in-place rule and execution reordering,
@@ -69,8 +84,8 @@ func flagGiven(fl planFlags, name string) bool { return fl.set[name] }
 
 func declarePlanFlags(fs *flag.FlagSet) planFlags {
 	return planFlags{
-		strategy: fs.String("strategy", planner.StrategyBest, "strategy `NAME`: "+strings.Join(planner.Strategies(), ", ")),
-		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of the search and best strategies"),
+		strategy: fs.String("strategy", planner.StrategyBest, "strategy `NAME`: "+strings.Join(planner.Strategies(), ", ")+", or one registered in planner.DefaultStrategies (docs/PLANNER.md)"),
+		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of the whole command, reading included; every strategy checks it"),
 		align:    fs.Int64("align", 1, "round sizes up to, and keep offsets multiples of, `B` bytes (1 ≤ B ≤ 2^30)"),
 		asJSON:   fs.Bool("json", false, "print one JSON object"),
 		bind:     fs.String("bind", "", "for FILE.ir: the symbol `VALUES` to plan for, e.g. n_tokens=1,n_kv=256,n_outputs=1 (default: the worst case n_tokens = n_kv = n_outputs = the IR's n_ctx)"),
@@ -79,6 +94,7 @@ func declarePlanFlags(fs *flag.FlagSet) planFlags {
 }
 
 func cmdPlan(args []string, stdout, stderr io.Writer) int {
+	start := time.Now()
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fl := declarePlanFlags(fs)
@@ -90,12 +106,10 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "plan", "want one INSTANCE.csv or FILE.ir argument, got %d", len(pos))
 	}
 	fs.Visit(func(f *flag.Flag) { fl.set[f.Name] = true })
-	known := false
-	for _, s := range planner.Strategies() {
-		known = known || s == *fl.strategy
-	}
-	if !known {
-		return usageError(stderr, "plan", "unknown strategy %q (have %s)", *fl.strategy, strings.Join(planner.Strategies(), ", "))
+	// Built-in strategies and those registered in planner.DefaultStrategies
+	// (a file of this command may register one from init).
+	if names := planner.DefaultStrategies().Names(); !slices.Contains(names, *fl.strategy) {
+		return usageError(stderr, "plan", "unknown strategy %q (have %s)", *fl.strategy, strings.Join(names, ", "))
 	}
 	if *fl.budget <= 0 {
 		return usageError(stderr, "plan", "--budget must be positive, got %v", *fl.budget)
@@ -115,7 +129,14 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	p.Alignment = *fl.align
-	_, rep, err := planner.Solve(context.Background(), p, *fl.strategy, planner.Options{Budget: *fl.budget})
+	// The budget covers the whole command: reading counts against it.
+	left := *fl.budget - time.Since(start)
+	if left <= 0 {
+		fmt.Fprintf(stderr, "irtool plan: %s: reading %d buffers took %v, the whole --budget %v; give a larger budget\n",
+			pos[0], len(p.Buffers), time.Since(start).Round(time.Millisecond), *fl.budget)
+		return 1
+	}
+	_, rep, err := planner.Solve(context.Background(), p, *fl.strategy, planner.Options{Budget: left})
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %s: %v\n", pos[0], err)
 		return 1
@@ -138,7 +159,12 @@ func planText(w io.Writer, name string, align int64, rep *planner.Report) error 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "instance\t%s (%d buffers, alignment %d)\n", name, rep.Buffers, align)
 	fmt.Fprintf(tw, "lower bound\t%d B\n", rep.LowerBound)
-	fmt.Fprintf(tw, "arena\t%d B\t%.4f x LB, by %s in %.1f ms\n", rep.Arena, rep.Ratio, rep.Winner, rep.MS)
+	fmt.Fprintf(tw, "arena\t%d B\t%.4f x LB, by %s after %.1f ms (of %.1f ms)\n", rep.Arena, rep.Ratio, rep.Winner, rep.BestMS, rep.MS)
+	if rep.Optimal {
+		fmt.Fprintf(tw, "optimal\tproven\t(arena = proven bound %d B)\n", rep.Bound)
+	} else {
+		fmt.Fprintf(tw, "optimal\tnot proven\tproven bound %d B, gap %.4f%%\n", rep.Bound, 100*rep.Gap)
+	}
 	fmt.Fprintf(tw, "naive\t%d B\t%.4f x LB\n", rep.Naive, planner.Ratio(rep.Naive, rep.LowerBound))
 	if err := tw.Flush(); err != nil {
 		return err
@@ -146,12 +172,15 @@ func planText(w io.Writer, name string, align int64, rep *planner.Report) error 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "strategy\tarena (B)\tx LB\tms")
-	for _, s := range planner.Strategies() {
+	for _, s := range planner.DefaultStrategies().Names() {
 		arena, ok := rep.Strategies[s]
 		if !ok {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.1f\n", s, arena, planner.Ratio(arena, rep.LowerBound), rep.StrategyMS[s])
+	}
+	if len(rep.Unfinished) > 0 {
+		fmt.Fprintf(tw, "unfinished\t%s\t(stopped by the budget)\n", strings.Join(rep.Unfinished, ", "))
 	}
 	return tw.Flush()
 }

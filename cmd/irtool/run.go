@@ -4,8 +4,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/gguf"
 	"io"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -25,10 +27,11 @@ func init() {
 		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu|sim|cann]
            [--device N] [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
            [--graph on|off] [--prefill-graph] [--graph-cache N] [--target T]
-           [--json] [--logits]
+           [--threads N] [--json] [--logits]
 
 Runs prefill on the prompt, then greedy decode (argmax, lowest id on ties) for
-N tokens on the CPU reference executor. -p tokenises TEXT with the model's own
+N tokens on the CPU (the compiled plan, on --threads worker threads: default
+the number of physical cores). -p tokenises TEXT with the model's own
 tokenizer (adding BOS as llama.cpp does) and streams the generated text to
 stdout; --tokens takes comma-separated ids. --json prints one object with
 "prompt_tokens", "tokens", "text", "timing" and, with --logits, "logits" (one
@@ -49,6 +52,9 @@ docs/RUNTIME.md, "Real hardware").`,
 
 // defaultUBatch is run's prefill chunk (llama.cpp's default n_ubatch).
 const defaultUBatch = 512
+
+// maxThreads is the largest --threads.
+const maxThreads = 1024
 
 // maxCtx is the largest --ctx (the graph builder's limit on n_ctx).
 const maxCtx = 1 << 24
@@ -120,7 +126,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	prompt := fs.String("p", "", "the prompt `TEXT`, tokenised with the model's tokenizer, BOS added (exactly one of -p and --tokens)")
 	tokens := fs.String("tokens", "", "prompt token `IDS`, comma- or space-separated")
 	n := fs.Int("n", 32, "tokens to generate")
-	backend := fs.String("backend", "cpu", "execution `BACKEND`: cpu (the reference executor), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
+	backend := fs.String("backend", "cpu", "execution `BACKEND`: cpu (the compiled CPU plan), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
 	nctx := fs.Int64("ctx", 0, "context size in tokens (KV cache cells); 0: the model's context_length, of which prompt + n rounded up to 256 is allocated; a prompt and -n that do not fit are refused")
 	ubatch := fs.Int("ubatch", defaultUBatch, "prefill the prompt in chunks of at most `N` tokens (llama.cpp's n_ubatch)")
 	kvType := fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
@@ -129,6 +135,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	withLogits := fs.Bool("logits", false, "with --json, include every generated token's logits")
 	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
 	checkNumerics := fs.Bool("check-numerics", false, "check every op's output for NaN and infinities and name the first that has one (cpu backend; slower)")
+	threads := threadsFlag(fs)
 	var sim simFlags
 	sim.declare(fs)
 	var cannF cannFlags
@@ -163,6 +170,20 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	if *nctx < 0 || *nctx > maxCtx {
 		return usageError(stderr, "run", "--ctx %d: want 0 (the model's context_length) or 1..%d", *nctx, maxCtx)
+	}
+	if *threads < 0 || *threads > maxThreads {
+		return usageError(stderr, "run", "--threads %d: want 0 (the physical cores) or 1..%d", *threads, maxThreads)
+	}
+	if *backend != "cpu" {
+		var set string
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "threads" || fl.Name == "t" {
+				set = fl.Name
+			}
+		})
+		if set != "" {
+			return usageError(stderr, "run", "--%s applies to --backend cpu only", set)
+		}
 	}
 	if *ubatch < 1 {
 		return usageError(stderr, "run", "--ubatch %d: want a positive number of tokens", *ubatch)
@@ -286,6 +307,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		m = &optimised
 	}
 	var sess session.Stepper
+	var cpu *session.Session
 	var simRun *simBackend
 	var cannRun *cannBackend
 	if *backend == "sim" {
@@ -295,7 +317,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		sess, err = newCPUSession(m, f, *checkNumerics)
+		if cpu, err = newCPUSession(m, f, *checkNumerics, *threads); err == nil {
+			defer cpu.Close()
+		}
+		sess = cpu
 	}
 	if err != nil {
 		return fail(err)
@@ -307,6 +332,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		defer cannRun.Close()
 	}
 	loadMS := float64(time.Since(t0).Microseconds()) / 1000
+	// Return the loader's garbage (token tables, graphs of the passes) to
+	// the OS before the first step pages in the memory-mapped weights, so
+	// that the process's peak RSS is the weights plus what stays live.
+	debug.FreeOSMemory()
 
 	var dec *tokenizer.StreamDecoder
 	var text strings.Builder
@@ -368,6 +397,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "irtool run: %d prompt tokens, %d generated; load %.1f ms, prefill %.1f ms, decode %.1f tok/s\n",
 			len(ids), len(res.Tokens), loadMS, res.PrefillMS, tps)
+		if cpu != nil {
+			fmt.Fprintf(stderr, "irtool run: cpu: %d threads; memory-mapped weights %.1f MiB, KV cache %.1f MiB, compute arenas %.1f MiB\n",
+				cpu.Threads(), float64(weightBytes(f))/(1<<20), float64(cpu.KVBytes())/(1<<20), float64(cpu.ArenaBytes())/(1<<20))
+		}
 		if simRun != nil {
 			simRun.summary(stderr)
 		}
@@ -407,18 +440,21 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 
 // newCPUSession is the cpu backend's session: the reference executor, with
 // every op's output checked for NaN and infinities when check is set.
-func newCPUSession(m *models.Model, w eval.WeightSource, check bool) (*session.Session, error) {
-	return session.NewSession(m, w, session.SessionOptions{Exec: eval.ExecOptions{CheckFinite: check}})
+// The check runs on the reference executor (the compiled plan does not
+// check).
+func newCPUSession(m *models.Model, w eval.WeightSource, check bool, threads int) (*session.Session, error) {
+	return session.NewSession(m, w, session.SessionOptions{Threads: threads, Reference: check, Exec: eval.ExecOptions{CheckFinite: check}})
 }
 
 // locateNonFinite replays tokens (the prompt, in ubatch-token steps, then
 // one token per step) on a fresh CPU session that checks every op's output,
 // and returns the error naming the first op whose output is not finite.
 func locateNonFinite(m *models.Model, w eval.WeightSource, tokens []int32, nPrompt, ubatch int) error {
-	s, err := newCPUSession(m, w, true)
+	s, err := newCPUSession(m, w, true, 0)
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	steps := [][]int32{}
 	for i := 0; i < nPrompt && i < len(tokens); i += ubatch {
 		steps = append(steps, tokens[i:min(i+ubatch, nPrompt, len(tokens))])
@@ -454,4 +490,10 @@ func round3(x float64) float64 {
 		return 0
 	}
 	return math.Round(x*1000) / 1000
+}
+
+// weightBytes is the size of the tensor data of a file.
+func weightBytes(f *gguf.File) int64 {
+	b, _ := modelSize(f)
+	return b
 }
