@@ -3,9 +3,10 @@
 // docs/ARCHITECTURE.md and the packages gguf, models, ir, passes, planner,
 // lower/cann, runtime and viz).
 //
-// The root package holds only the small model embedded in the irtool
-// binary, so every command works on a fresh machine with nothing
-// downloaded.
+// The root package holds the Context, the registries an experiment
+// extends (ops, kernels, passes, target rules, planner strategies), and the
+// small model embedded in the irtool binary, so every command works on a
+// fresh machine with nothing downloaded.
 package irtool
 
 import _ "embed"

@@ -29,6 +29,8 @@ type ExecOptions struct {
 	Order []int
 	// Kernels selects numeric options of the kernels.
 	Kernels kernels.Options
+	// KernelSet is the kernel table to run with (nil: DefaultKernels).
+	KernelSet *KernelSet
 }
 
 // Executor runs one static graph.
@@ -204,7 +206,7 @@ func (e *Executor) Run() error {
 		nodes = e.order
 	}
 	for _, n := range nodes {
-		info, _ := ir.Lookup(n.Op)
+		info, _ := n.Info()
 		if info == nil || info.Kind == ir.KindLeaf {
 			continue
 		}
@@ -247,7 +249,11 @@ func (e *Executor) runNode(n *ir.Node) (err error) {
 			return err
 		}
 	}
-	k, ok := LookupKernel(n.Op)
+	ks := e.opts.KernelSet
+	if ks == nil {
+		ks = defaultKernels
+	}
+	k, ok := ks.Lookup(n.Op)
 	if !ok {
 		return fmt.Errorf("no CPU kernel for op %q", n.Op)
 	}

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -14,48 +15,87 @@ import (
 // it returns.
 type Kernel func(n *ir.Node, dst kernels.Tensor, args []kernels.Tensor, o kernels.Options) error
 
-var (
-	kernelMu  sync.RWMutex
-	kernelTab = map[ir.Op]Kernel{}
-)
+// KernelSet maps ops to CPU kernels. The package's default set
+// (DefaultKernels) holds the kernel of every op package ir defines and is
+// what the package-level RegisterKernel, LookupKernel, HasKernel and
+// KernelOps use; NewKernelSet makes one layered over it, whose
+// registrations no other set sees (ExecOptions.KernelSet runs a graph with
+// it). A KernelSet is safe for concurrent use.
+type KernelSet struct {
+	parent *KernelSet
+	mu     sync.RWMutex
+	m      map[ir.Op]Kernel
+}
 
-// RegisterKernel installs the CPU kernel of an op. Fusion passes that add
-// ops to the registry (package passes) register their kernels here, so the
-// reference executor can run the rewritten graph and a test can compare it
-// with the original. Registering an op twice is an error.
-func RegisterKernel(op ir.Op, k Kernel) error {
-	kernelMu.Lock()
-	defer kernelMu.Unlock()
-	if _, dup := kernelTab[op]; dup {
+var defaultKernels = &KernelSet{m: map[ir.Op]Kernel{}}
+
+// DefaultKernels returns the package's default kernel set.
+func DefaultKernels() *KernelSet { return defaultKernels }
+
+// NewKernelSet returns an empty set layered over DefaultKernels.
+func NewKernelSet() *KernelSet { return &KernelSet{parent: defaultKernels, m: map[ir.Op]Kernel{}} }
+
+// Register installs the CPU kernel of an op in s. Registering an op twice
+// (here or in a parent set) is an error.
+func (s *KernelSet) Register(op ir.Op, k Kernel) error {
+	if k == nil {
+		return fmt.Errorf("eval: kernel for op %q is nil", op)
+	}
+	if _, dup := s.Lookup(op); dup {
 		return fmt.Errorf("eval: kernel for op %q registered twice", op)
 	}
-	kernelTab[op] = k
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.m[op]; dup {
+		return fmt.Errorf("eval: kernel for op %q registered twice", op)
+	}
+	s.m[op] = k
 	return nil
 }
 
-// HasKernel reports whether the executor can run op.
-func HasKernel(op ir.Op) bool { _, ok := LookupKernel(op); return ok }
+// Lookup returns the kernel of op in s or in the set it is layered over.
+func (s *KernelSet) Lookup(op ir.Op) (Kernel, bool) {
+	for x := s; x != nil; x = x.parent {
+		x.mu.RLock()
+		k, ok := x.m[op]
+		x.mu.RUnlock()
+		if ok {
+			return k, true
+		}
+	}
+	return nil, false
+}
 
-// KernelOps lists the ops with a CPU kernel, sorted.
-func KernelOps() []ir.Op {
-	kernelMu.RLock()
-	defer kernelMu.RUnlock()
-	out := make([]ir.Op, 0, len(kernelTab))
-	for op := range kernelTab {
-		out = append(out, op)
+// Ops lists the ops with a kernel in s, sorted.
+func (s *KernelSet) Ops() []ir.Op {
+	var out []ir.Op
+	for x := s; x != nil; x = x.parent {
+		x.mu.RLock()
+		for op := range x.m {
+			if !slices.Contains(out, op) {
+				out = append(out, op)
+			}
+		}
+		x.mu.RUnlock()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
 
-// LookupKernel returns the CPU kernel of op. The executor, the simulated
-// device and the CPU segments of lowered programs all run these kernels.
-func LookupKernel(op ir.Op) (Kernel, bool) {
-	kernelMu.RLock()
-	defer kernelMu.RUnlock()
-	k, ok := kernelTab[op]
-	return k, ok
-}
+// RegisterKernel installs the CPU kernel of an op in the default set.
+// Registering an op twice is an error.
+func RegisterKernel(op ir.Op, k Kernel) error { return defaultKernels.Register(op, k) }
+
+// HasKernel reports whether the default set has a kernel for op.
+func HasKernel(op ir.Op) bool { _, ok := defaultKernels.Lookup(op); return ok }
+
+// KernelOps lists the ops with a kernel in the default set, sorted.
+func KernelOps() []ir.Op { return defaultKernels.Ops() }
+
+// LookupKernel returns the CPU kernel of op in the default set. The
+// executor, the simulated device and the CPU segments of lowered programs
+// all run these kernels.
+func LookupKernel(op ir.Op) (Kernel, bool) { return defaultKernels.Lookup(op) }
 
 func mustKernel(op ir.Op, k Kernel) {
 	if err := RegisterKernel(op, k); err != nil {

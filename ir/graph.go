@@ -19,12 +19,23 @@ type Node struct {
 	Name  string  // a label (the GGUF tensor name for weights, llama.cpp's name for activations); not unique
 	Layer int     // transformer layer, -1 when none; used for display only
 	Data  []byte  // the raw contents of a const leaf (little endian)
+	info  *OpInfo // the definition of Op the node was made with (Info)
+}
+
+// Info returns the definition of the node's op: the one it was made with
+// (Graph.Add, AddTyped, Bind, Parse resolve it in the graph's OpSet), else
+// the default set's.
+func (n *Node) Info() (*OpInfo, bool) {
+	if n.info != nil && n.info.Name == n.Op {
+		return n.info, true
+	}
+	return Lookup(n.Op)
 }
 
 // IsLeaf reports whether the node takes no operands and holds data that
 // exists before the step runs.
 func (n *Node) IsLeaf() bool {
-	info, ok := Lookup(n.Op)
+	info, ok := n.Info()
 	return ok && info.Kind == KindLeaf
 }
 
@@ -37,20 +48,44 @@ type Graph struct {
 	Nodes   []*Node // execution order; every node's args come before it
 	Outputs []*Node // the values the step returns
 	Meta    map[string]string
+	// OpSet resolves the op names of Add, AddTyped, Bind and Parse; nil
+	// is the default set (DefaultOps). Clone and Specialize keep it.
+	OpSet *OpSet
 }
 
-// New returns an empty graph.
+// New returns an empty graph whose ops are resolved in the default set.
 func New(name string) *Graph { return &Graph{Name: name} }
+
+// Lookup resolves an op name in the graph's OpSet (the default set when
+// nil).
+func (g *Graph) Lookup(op Op) (*OpInfo, bool) {
+	if g.OpSet != nil {
+		return g.OpSet.Lookup(op)
+	}
+	return Lookup(op)
+}
+
+// Bind gives a node made outside the graph (a rewrite's new node) the
+// definition of its op in the graph's OpSet; Add, AddTyped and Parse do
+// it themselves. It fails when the set does not know the op.
+func (g *Graph) Bind(n *Node) error {
+	info, ok := g.Lookup(n.Op)
+	if !ok {
+		return fmt.Errorf("ir: unknown op %q", n.Op)
+	}
+	n.info = info
+	return nil
+}
 
 // Add appends a node applying op to args, inferring its type from the
 // registry, and checks it as AddTyped does. It returns an error naming the op
 // when the operands are wrong or inference fails.
 func (g *Graph) Add(op Op, args []*Node, attrs Attrs) (*Node, error) {
-	n := &Node{Op: op, Args: args, Attrs: attrs, Layer: -1}
-	info, ok := Lookup(op)
+	info, ok := g.Lookup(op)
 	if !ok {
 		return nil, fmt.Errorf("ir: unknown op %q", op)
 	}
+	n := &Node{Op: op, Args: args, Attrs: attrs, Layer: -1, info: info}
 	if info.Infer == nil {
 		return nil, fmt.Errorf("ir: op %q needs an explicit type (use AddTyped)", op)
 	}
@@ -74,6 +109,9 @@ func (g *Graph) Add(op Op, args []*Node, attrs Attrs) (*Node, error) {
 // cast) and checks it against the op's rules.
 func (g *Graph) AddTyped(op Op, args []*Node, attrs Attrs, t Type) (*Node, error) {
 	n := &Node{Op: op, Args: args, Attrs: attrs, Type: t, Layer: -1}
+	if err := g.Bind(n); err != nil {
+		return nil, err
+	}
 	if err := CheckNode(n); err != nil {
 		return nil, err
 	}
@@ -159,7 +197,7 @@ func (g *Graph) Compact() int {
 	}
 	// Side-effecting nodes (writes into persistent state) stay alive.
 	for _, n := range g.Nodes {
-		if info, ok := Lookup(n.Op); ok && info.SideEffect {
+		if info, ok := n.Info(); ok && info.SideEffect {
 			mark(n)
 		}
 	}
@@ -183,7 +221,7 @@ func (g *Graph) Compact() int {
 // Clone returns a deep copy of the graph (constant data is shared, since it
 // is never mutated in place).
 func (g *Graph) Clone() *Graph {
-	out := &Graph{Name: g.Name, Nodes: make([]*Node, len(g.Nodes))}
+	out := &Graph{Name: g.Name, Nodes: make([]*Node, len(g.Nodes)), OpSet: g.OpSet}
 	if g.Meta != nil {
 		out.Meta = make(map[string]string, len(g.Meta))
 		for k, v := range g.Meta {

@@ -130,7 +130,7 @@ func layoutNode(g *Graph, out []Layout, i int, n *Node) error {
 		return fmt.Errorf("ir: layout %s (%s %q): %w", n, n.Op, n.Name, err)
 	}
 	l := Layout{Ne: ne, Nb: ContiguousStrides(n.Type.DType, ne), Root: n}
-	info, _ := Lookup(n.Op)
+	info, _ := n.Info()
 	if info != nil && info.Kind == KindView {
 		if info.AliasArg >= len(n.Args) {
 			return fmt.Errorf("ir: layout %s (%s %q): missing operand %d", n, n.Op, n.Name, info.AliasArg)

@@ -62,28 +62,86 @@ type OpInfo struct {
 	Doc string
 }
 
-var (
-	regMu    sync.RWMutex
-	registry = map[Op]*OpInfo{}
-)
+// OpSet is a registry of op definitions. The package's default set
+// (DefaultOps) holds the built-in ops and is what the package-level
+// Register, Lookup and Ops use; NewOpSet makes a set layered over it, whose
+// registrations no other set sees, so that two experiments in one process
+// can define different ops. A graph resolves op names in its OpSet (nil:
+// the default) and every node keeps the definition it was made with
+// (Node.Info). An OpSet is safe for concurrent use.
+type OpSet struct {
+	parent *OpSet
+	mu     sync.RWMutex
+	m      map[Op]*OpInfo
+}
 
-// Register adds an op to the registry. It fails if the name is taken.
-func Register(info OpInfo) error {
-	regMu.Lock()
-	defer regMu.Unlock()
+var defaultOps = &OpSet{m: map[Op]*OpInfo{}}
+
+// DefaultOps returns the package's default op set.
+func DefaultOps() *OpSet { return defaultOps }
+
+// NewOpSet returns an empty set layered over DefaultOps: lookups fall back
+// to the defaults, registrations stay in the new set.
+func NewOpSet() *OpSet { return &OpSet{parent: defaultOps, m: map[Op]*OpInfo{}} }
+
+// Register adds an op to the set. It fails if the name is taken here or in
+// a parent set.
+func (s *OpSet) Register(info OpInfo) error {
 	if info.Name == "" {
 		return fmt.Errorf("ir: register: empty op name")
 	}
-	if _, dup := registry[info.Name]; dup {
+	if _, dup := s.Lookup(info.Name); dup {
 		return fmt.Errorf("ir: register: op %q already registered", info.Name)
 	}
 	if info.MaxArgs < info.MinArgs {
 		info.MaxArgs = info.MinArgs
 	}
 	c := info
-	registry[info.Name] = &c
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.m[info.Name]; dup {
+		return fmt.Errorf("ir: register: op %q already registered", info.Name)
+	}
+	s.m[info.Name] = &c
 	return nil
 }
+
+// Lookup returns an op's description from the set or its parents.
+func (s *OpSet) Lookup(op Op) (*OpInfo, bool) {
+	for x := s; x != nil; x = x.parent {
+		x.mu.RLock()
+		info, ok := x.m[op]
+		x.mu.RUnlock()
+		if ok {
+			return info, true
+		}
+	}
+	return nil, false
+}
+
+// Ops lists every op the set sees, sorted by name.
+func (s *OpSet) Ops() []*OpInfo {
+	seen := map[Op]bool{}
+	var out []*OpInfo
+	for x := s; x != nil; x = x.parent {
+		x.mu.RLock()
+		for name, info := range x.m {
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, info)
+			}
+		}
+		x.mu.RUnlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// New returns an empty graph whose ops are resolved in s.
+func (s *OpSet) New(name string) *Graph { return &Graph{Name: name, OpSet: s} }
+
+// Register adds an op to the default set. It fails if the name is taken.
+func Register(info OpInfo) error { return defaultOps.Register(info) }
 
 // MustRegister is Register for package initialisation; it panics on a
 // duplicate name, which is a programming error.
@@ -93,25 +151,11 @@ func MustRegister(info OpInfo) {
 	}
 }
 
-// Lookup returns an op's description.
-func Lookup(op Op) (*OpInfo, bool) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	info, ok := registry[op]
-	return info, ok
-}
+// Lookup returns an op's description from the default set.
+func Lookup(op Op) (*OpInfo, bool) { return defaultOps.Lookup(op) }
 
-// Ops lists every registered op, sorted by name.
-func Ops() []*OpInfo {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]*OpInfo, 0, len(registry))
-	for _, info := range registry {
-		out = append(out, info)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
+// Ops lists every op of the default set, sorted by name.
+func Ops() []*OpInfo { return defaultOps.Ops() }
 
 // The core ops. Their semantics are ggml's (see docs/IR.md).
 const (
@@ -141,7 +185,7 @@ const (
 // CheckNode validates one node against the registry: known op, arity,
 // operand order and the result type.
 func CheckNode(n *Node) error {
-	info, ok := Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok {
 		return fmt.Errorf("unknown op %q", n.Op)
 	}

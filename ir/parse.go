@@ -12,12 +12,16 @@ import (
 // maxLine bounds one line of IR text (constants are base64 on one line).
 const maxLine = 64 << 20
 
-// Parse reads a graph in the text format written by Print and verifies it.
-// Errors name the line at fault.
-func Parse(r io.Reader) (*Graph, error) {
+// Parse reads a graph in the text format written by Print and verifies it,
+// resolving ops in the default set. Errors name the line at fault.
+func Parse(r io.Reader) (*Graph, error) { return defaultOps.Parse(r) }
+
+// Parse reads a graph as the package-level Parse does, resolving its ops
+// in s; the graph keeps s as its OpSet.
+func (s *OpSet) Parse(r io.Reader) (*Graph, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
-	p := &parser{labels: map[string]*Node{}}
+	p := &parser{labels: map[string]*Node{}, ops: s}
 	lineNo := 0
 	state := 0 // 0: before header, 1: in body, 2: after closing brace
 	for sc.Scan() {
@@ -71,7 +75,11 @@ func Parse(r io.Reader) (*Graph, error) {
 // ParseString parses a graph from a string.
 func ParseString(s string) (*Graph, error) { return Parse(strings.NewReader(s)) }
 
+// ParseString parses a graph held in a string, resolving its ops in s.
+func (s *OpSet) ParseString(src string) (*Graph, error) { return s.Parse(strings.NewReader(src)) }
+
 type parser struct {
+	ops    *OpSet
 	g      *Graph
 	labels map[string]*Node
 	line   int   // the line being parsed
@@ -93,7 +101,7 @@ func (p *parser) header(line string) error {
 	if err != nil {
 		return fmt.Errorf("graph name must be a quoted string")
 	}
-	p.g = New(name)
+	p.g = p.ops.New(name)
 	return nil
 }
 
@@ -211,7 +219,7 @@ func (p *parser) node(line string) error {
 		return fmt.Errorf("want op(args)")
 	}
 	n := &Node{Op: Op(rest[:lp]), Layer: -1}
-	if _, ok := Lookup(n.Op); !ok {
+	if err := p.g.Bind(n); err != nil {
 		return fmt.Errorf("unknown op %q", clip(rest[:lp]))
 	}
 	rest = rest[lp:]

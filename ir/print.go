@@ -101,7 +101,7 @@ func PrintTable(w io.Writer, g *Graph) error {
 	rows := [][]string{{"id", "opcode", "name", "target", "args", "attrs", "type"}}
 	for i, n := range g.Nodes {
 		opcode := "call_function"
-		info, _ := Lookup(n.Op)
+		info, _ := n.Info()
 		switch {
 		case n.Op == OpInput:
 			opcode = "placeholder"

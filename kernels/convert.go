@@ -153,7 +153,12 @@ func loadRowInto(t Tensor, off int64, dst []float32) error {
 		case gguf.TypeF16:
 			tab := f16tab()
 			b = b[:2*n]
-			for i := range dst {
+			i := 0
+			if n8 := n &^ 7; useAVX2 && n8 > 0 {
+				f16ToF32AVX2(&dst[0], &b[0], n8)
+				i = n8
+			}
+			for ; i < n; i++ {
 				dst[i] = tab[binary.LittleEndian.Uint16(b[2*i:])]
 			}
 			return nil

@@ -3,9 +3,13 @@ package kernels
 import "math"
 
 // fma32 is a float32 fused multiply-add (a*b + c rounded once), as the
-// FMA instructions of ggml's AVX2 code compute it. See fmaRound.
+// FMA instructions of ggml's AVX2 code compute it: the product is exact in
+// float64 and fmaQ rounds the sum once, correcting the double rounding at
+// float32 midpoints of the normal range. Results below 2^-126 (float32
+// subnormals) are rounded twice, which can differ from a true FMA by one
+// subnormal ulp; fmaRound handles those too.
 func fma32(a, b, c float32) float32 {
-	return fmaRound(float64(a)*float64(b), float64(c))
+	return fmaQ(float64(a)*float64(b), float64(c))
 }
 
 // fmaRound returns p + c rounded once to float32, where p is an exact
@@ -24,6 +28,25 @@ func fmaRound(p, c float64) float32 {
 		return float32(s)
 	}
 	return fmaRoundSlow(p, c, s)
+}
+
+// fmaQ is fmaRound without the subnormal range: exact for the quantised
+// dot products, whose sums are never below 2^-71 in magnitude (products of
+// F16 scales and integers), so only the normal-range midpoint test is
+// needed; the correction is inlined:
+// when s is a midpoint and the addition was inexact, s moves one float64
+// ulp toward the exact sum. Small enough to be inlined.
+func fmaQ(p, c float64) float32 {
+	s := p + c
+	if u := math.Float64bits(s); u<<35 == 1<<63 {
+		bb := s - p
+		if e := (p - (s - bb)) + (c - bb); e != 0 {
+			// One ulp away from zero when e has the sign of s, else
+			// toward zero (s is not zero: its bit 28 is set).
+			s = math.Float64frombits(u + 1 - (math.Float64bits(e)^u)>>63<<1)
+		}
+	}
+	return float32(s)
 }
 
 // fmaRoundSlow is fmaRound's careful path: if s = fl64(p + c) is a float32
@@ -101,6 +124,20 @@ func vexpf(x float32) float32 {
 // siluRow is ggml_vec_silu_f32 on x86 with AVX2: x/(1 + vexpf(-x)) for the
 // first len&^7 values, x/(1 + expf(-x)) for the rest. out may alias x.
 func siluRow(out, x []float32) {
+	n := len(x) &^ 7
+	if useAVX2 && n > 0 {
+		_ = out[len(x)-1]
+		siluAVX2(&out[0], &x[0], n)
+		for i := n; i < len(x); i++ {
+			out[i] = silu(x[i])
+		}
+		return
+	}
+	siluRowGo(out, x)
+}
+
+// siluRowGo is the pure-Go twin of siluAVX2 (siluRow).
+func siluRowGo(out, x []float32) {
 	n := len(x) &^ 7
 	for i := 0; i < n; i++ {
 		out[i] = x[i] / (1 + vexpf(0-x[i]))

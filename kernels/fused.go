@@ -82,6 +82,24 @@ func Attention(dst, q, k, v Tensor, mask *Tensor, scale, maxBias float32) error 
 func (o Options) Attention(dst, q, k, v Tensor, mask *Tensor, scale, maxBias float32) (err error) {
 	const op = "attention"
 	defer guard(op, &err)
+	if err := checkAttention(op, dst, q, k, v, mask); err != nil {
+		return err
+	}
+	NKV := k.Ne[1]
+	if NKV == 0 || dst.NElements() == 0 {
+		return nil
+	}
+	at := newAttn(dst, q, k, v, mask, scale, maxBias, workers(o.Threads, 1<<30))
+	parallelFor(o.Threads, at.tasks, at.grain, func(lo, hi int) {
+		bufs := getF32(at.scratch)
+		defer putF32(bufs)
+		at.run(*bufs, lo, hi)
+	})
+	return nil
+}
+
+// checkAttention checks the operands of Attention.
+func checkAttention(op string, dst, q, k, v Tensor, mask *Tensor) error {
 	if err := checkFloats(op, []string{"q", "k", "v"}, q, k, v); err != nil {
 		return err
 	}
@@ -112,102 +130,132 @@ func (o Options) Attention(dst, q, k, v Tensor, mask *Tensor, scale, maxBias flo
 	if err := checkMask(op, mask, kqShape); err != nil {
 		return err
 	}
-	if NKV == 0 || dst.NElements() == 0 {
-		return nil
-	}
-	al := newAlibi(maxBias, H)
-	rk, rv := vecDotRound(k.Type), vecDotRound(v.Type)
-	HKV := k.Ne[2]
-	r2 := H / HKV
-	d, nkv, dv := int(D), int(NKV), int(DV)
+	return nil
+}
+
+// attn is one checked attention: its task split and constants.
+type attn struct {
+	dst, q, k, v Tensor
+	mask         *Tensor
+	scale        float32
+	al           alibi
+	rk, rv       func(float32) float32
+	vt           Tensor
+	vAlongDim1   bool
+	out          dstWriter
+	kqDots       func(s, a, q []float32)
+	vDot         func(a, b []float32) float32
+	HKV, r2, T   int64
+	d, nkv, dv   int
+	tChunks      int
+	tLen         int64
+	tasks, grain int
+	scratch      int // float32s of scratch per worker
+}
+
+// newAttn splits a checked attention into tasks for w workers.
+func newAttn(dst, q, k, v Tensor, mask *Tensor, scale, maxBias float32, w int) *attn {
+	D, T, H, B := q.Ne[0], q.Ne[1], q.Ne[2], q.Ne[3]
+	NKV, DV := k.Ne[1], v.Ne[1]
+	at := &attn{dst: dst, q: q, k: k, v: v, mask: mask, scale: scale, T: T}
+	at.al = newAlibi(maxBias, H)
+	at.rk, at.rv = vecDotRound(k.Type), vecDotRound(v.Type)
+	at.HKV = k.Ne[2]
+	at.r2 = H / at.HKV
+	at.d, at.nkv, at.dv = int(D), int(NKV), int(DV)
+	d, nkv, dv := at.d, at.nkv, at.dv
 	// v is usually a strided view whose dim 1 (head_dim_v) is the
 	// contiguous one (set_rows cache) and sometimes one whose dim 0 (n_kv)
 	// is (llama.cpp's transposed cpy cache): read it along whichever is
 	// dense. Either way vr holds it as dv rows of nkv values.
-	vt := v
-	vt.Ne[0], vt.Ne[1], vt.Nb[0], vt.Nb[1] = v.Ne[1], v.Ne[0], v.Nb[1], v.Nb[0]
+	at.vt = v
+	at.vt.Ne[0], at.vt.Ne[1], at.vt.Nb[0], at.vt.Nb[1] = v.Ne[1], v.Ne[0], v.Nb[1], v.Nb[0]
 	es := int64(v.Type.TypeSize())
-	vAlongDim1 := v.Nb[0] != es && v.Nb[1] == es
-	out := newDstWriter(dst)
+	at.vAlongDim1 = v.Nb[0] != es && v.Nb[1] == es
+	at.out = newDstWriter(dst)
 	// The products follow the kernel ggml's mul_mat picks for each of the
 	// two matmuls (see MulMat): tinyBLAS's lanes, fused for F32 operands,
 	// unless a single query column or an inner dimension that is not a
 	// multiple of 8 sends it to ggml_vec_dot_f16/f32.
-	kqDots := dotRowsFor(k.Type, T < 2 || d%8 != 0)
-	vDot := dotFor(v.Type, T < 2 || nkv%8 != 0)
+	at.kqDots = dotRowsFor(k.Type, T < 2 || d%8 != 0)
+	at.vDot = dotFor(v.Type, T < 2 || nkv%8 != 0)
 	// One task is one KV head of one dim-3 batch and a range of tokens:
 	// its K and V rows are decoded once and serve the r2 query heads that
 	// share them (GQA). Tokens are split only when there are too few KV
 	// heads to keep the workers busy (each split decodes K and V again).
 	// Every output row is computed the same way whatever the split.
-	groups := int(HKV * B)
+	groups := int(at.HKV * B)
 	tChunks := 1
-	if w := workers(o.Threads, 1<<30); groups < 4*w && T > 1 && int(r2*T)*nkv*(d+dv) >= 4<<15 {
+	if groups < 4*w && T > 1 && int(at.r2*T)*nkv*(d+dv) >= 4<<15 {
 		tChunks = min(int(T), (4*w+groups-1)/groups)
 	}
-	tLen := (T + int64(tChunks) - 1) / int64(tChunks)
-	tChunks = int((T + tLen - 1) / tLen)
-	work := (int(r2*tLen) + 1) * nkv * (d + dv)
-	grain := max(1, (1<<15)/max(work, 1))
-	parallelFor(o.Threads, groups*tChunks, grain, func(lo, hi int) {
-		bufs := getF32(nkv*d + dv*nkv + d + 2*nkv + 2*dv)
-		defer putF32(bufs)
-		buf := *bufs
-		take := func(n int) []float32 {
-			s := buf[:n:n]
-			buf = buf[n:]
-			return s
+	at.tLen = (T + int64(tChunks) - 1) / int64(tChunks)
+	at.tChunks = int((T + at.tLen - 1) / at.tLen)
+	work := (int(at.r2*at.tLen) + 1) * nkv * (d + dv)
+	at.grain = max(1, (1<<15)/max(work, 1))
+	at.tasks = groups * at.tChunks
+	at.scratch = nkv*d + dv*nkv + d + 2*nkv + 2*dv
+	return at
+}
+
+// run computes tasks [lo, hi) with buf (at.scratch floats) as scratch.
+func (at *attn) run(buf []float32, lo, hi int) {
+	q, k, v, mask, dst := at.q, at.k, at.v, at.mask, at.dst
+	d, nkv, dv := at.d, at.nkv, at.dv
+	B, T, HKV, r2 := q.Ne[3], at.T, at.HKV, at.r2
+	take := func(n int) []float32 {
+		s := buf[:n:n]
+		buf = buf[n:]
+		return s
+	}
+	kr, vr, qc, s, mrow, res, vtmp := take(nkv*d), take(dv*nkv), take(d), take(nkv), take(nkv), take(dv), take(dv)
+	for task := lo; task < hi; task++ {
+		g, tc := int64(task/at.tChunks), int64(task%at.tChunks)
+		hk, i3 := g%HKV, g/HKV
+		t0, t1 := tc*at.tLen, min(T, (tc+1)*at.tLen)
+		// Dim 3 broadcasts as in mul_mat: batch i3 of q meets batch
+		// i3/(ne3/ne3k) of k (and likewise of v).
+		i3k, i3v := i3/(B/k.Ne[3]), i3/(B/v.Ne[3])
+		loadRows(k, hk, i3k, kr, d, nil)
+		if at.vAlongDim1 {
+			loadRows(at.vt, hk, i3v, vr, dv, vtmp)
+		} else {
+			loadRows(v, hk, i3v, vr, nkv, nil)
 		}
-		kr, vr, qc, s, mrow, res, vtmp := take(nkv*d), take(dv*nkv), take(d), take(nkv), take(nkv), take(dv), take(dv)
-		for task := lo; task < hi; task++ {
-			g, tc := int64(task/tChunks), int64(task%tChunks)
-			hk, i3 := g%HKV, g/HKV
-			t0, t1 := tc*tLen, min(T, (tc+1)*tLen)
-			// Dim 3 broadcasts as in mul_mat: batch i3 of q meets batch
-			// i3/(ne3/ne3k) of k (and likewise of v).
-			i3k, i3v := i3/(B/k.Ne[3]), i3/(B/v.Ne[3])
-			loadRows(k, hk, i3k, kr, d, nil)
-			if vAlongDim1 {
-				loadRows(vt, hk, i3v, vr, dv, vtmp)
-			} else {
-				loadRows(v, hk, i3v, vr, nkv, nil)
-			}
-			for h := hk * r2; h < (hk+1)*r2; h++ {
-				for t := t0; t < t1; t++ {
-					if err := loadRowInto(q, q.rowOff(t, h, i3), qc); err != nil {
-						panic(err)
+		for h := hk * r2; h < (hk+1)*r2; h++ {
+			for t := t0; t < t1; t++ {
+				if err := loadRowInto(q, q.rowOff(t, h, i3), qc); err != nil {
+					panic(err)
+				}
+				if at.rk != nil {
+					for i, x := range qc {
+						qc[i] = at.rk(x)
 					}
-					if rk != nil {
-						for i, x := range qc {
-							qc[i] = rk(x)
-						}
+				}
+				at.kqDots(s, kr, qc)
+				var m []float32
+				if mask != nil {
+					m = srcRow(*mask, mask.rowOff(t, h%mask.Ne[2], i3%mask.Ne[3]), nkv, mrow)
+				}
+				softmaxRow(s, m, at.scale, at.al.slope(h))
+				if at.rv != nil {
+					for i, x := range s {
+						s[i] = at.rv(x)
 					}
-					kqDots(s, kr, qc)
-					var m []float32
-					if mask != nil {
-						m = srcRow(*mask, mask.rowOff(t, h%mask.Ne[2], i3%mask.Ne[3]), nkv, mrow)
+				}
+				for c := range dv {
+					res[c] = at.vDot(vr[c*nkv:(c+1)*nkv], s)
+				}
+				if at.out.view != nil {
+					for c, x := range res {
+						at.out.put(int64(c), t, h, i3, x)
 					}
-					softmaxRow(s, m, scale, al.slope(h))
-					if rv != nil {
-						for i, x := range s {
-							s[i] = rv(x)
-						}
-					}
-					for c := range dv {
-						res[c] = vDot(vr[c*nkv:(c+1)*nkv], s)
-					}
-					if out.view != nil {
-						for c, x := range res {
-							out.put(int64(c), t, h, i3, x)
-						}
-					} else {
-						storeRow(dst, dst.rowOff(t, h, i3), res)
-					}
+				} else {
+					storeRow(dst, dst.rowOff(t, h, i3), res)
 				}
 			}
 		}
-	})
-	return nil
+	}
 }
 
 // loadRows decodes rows i1 = 0, 1, … of n values each (n = t.Ne[0]) of

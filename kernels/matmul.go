@@ -79,6 +79,9 @@ type matmul struct {
 	// matrix with a multiple of 8 rows, F32 activations): products in that
 	// layout's order (dotQ4_0x8), eight rows at a time.
 	repack bool
+	// packed: repack rows are also laid out by packQ4_0x8 once per tile
+	// (assembly, at least four columns) for gemmQ4_0x8Packed.
+	packed bool
 	negs   []bool // per activation column: its Q8_0 values hold -128
 	// vec: float kind only (not BF16), products follow
 	// ggml_vec_dot_f32/f16 (dotVec) instead of tinyBLAS (dotF32): where
@@ -90,6 +93,15 @@ type matmul struct {
 	// tinyBLAS's lanes are fused (dotF32FMA, dotF32x4FMA).
 	fma    bool
 	r2, r3 int64
+	cols   int                   // activation columns (b's rows)
+	round  func(float32) float32 // float kind: b's rounding to a's vec_dot_type
+	// bDirect: bf is b's own data (F32, contiguous, no rounding): nothing
+	// to convert.
+	bDirect bool
+	bv      []float32 // mmQ8_0: b's data as float32 when it can be read in place
+	// Task split of run (schedule): rt weight rows per task.
+	rt, tilesPerBatch int64
+	tasks             int
 }
 
 func checkMulMat(op string, dst, a, b Tensor) error {
@@ -188,6 +200,15 @@ func vecDotRound(t gguf.GGMLType) func(float32) float32 {
 }
 
 func prepareMatmul(o Options, a, b Tensor) *matmul {
+	m := newMatmul(o, a, b)
+	grain := max(1, (1<<15)/max(m.k, 1))
+	parallelFor(o.Threads, m.cols, grain, m.convert)
+	return m
+}
+
+// newMatmul chooses the arithmetic of a·b and allocates the converted
+// activation columns; convert fills them.
+func newMatmul(o Options, a, b Tensor) *matmul {
 	m := &matmul{a: a, b: b, k: int(a.Ne[0]), n: b.Ne[1], r2: b.Ne[2] / a.Ne[2], r3: b.Ne[3] / a.Ne[3]}
 	switch {
 	case o.Quant == QuantGGML && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0 || a.Type == gguf.TypeQ5_0):
@@ -210,9 +231,11 @@ func prepareMatmul(o Options, a, b Tensor) *matmul {
 	// A weight row that meets fewer than 4 activation columns is cheaper to
 	// multiply straight from its bytes than to decode first (decode steps);
 	// the SIMD kernels always read the bytes.
-	if m.repack || useAVX2 && m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0) {
+	if m.repack || useAVX2 && m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0) ||
+		useAVX2 && m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1) {
 		m.raw = true
 	}
+	m.packed = m.repack && useAVX2 && m.n*m.r2*m.r3 >= 4
 	if m.n*m.r2*m.r3 < 4 {
 		switch {
 		case m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1):
@@ -222,70 +245,87 @@ func prepareMatmul(o Options, a, b Tensor) *matmul {
 		}
 	}
 	cols := int(b.NRows())
+	m.cols = cols
 	k := m.k
-	load := func(c int, row []float32) {
-		i1, i2, i3 := rowIndex(int64(c), b.Ne)
-		if err := loadRowInto(b, b.rowOff(i1, i2, i3), row); err != nil {
-			panic(err)
-		}
-	}
-	grain := max(1, (1<<15)/max(k, 1))
 	switch m.kind {
 	case mmFloat:
-		round := vecDotRound(a.Type)
-		if round == nil && b.Type == gguf.TypeF32 && b.IsContiguous() {
+		m.round = vecDotRound(a.Type)
+		if m.round == nil && b.Type == gguf.TypeF32 && b.IsContiguous() {
 			if v := f32view(b.Data, cols*k); v != nil {
 				m.bf = v
+				m.bDirect = true
 				return m
 			}
 		}
 		m.bf = make([]float32, cols*k)
-		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
-			for c := lo; c < hi; c++ {
-				row := m.bf[c*k : (c+1)*k]
-				load(c, row)
-				if round != nil {
-					for i, v := range row {
-						row[i] = round(v)
-					}
-				}
-			}
-		})
 	case mmQ8_0:
 		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/32), sum: make([]int32, cols*k/32)}
 		m.negs = make([]bool, cols)
-		contig := b.Type == gguf.TypeF32 && b.IsContiguous()
-		var bv []float32
-		if contig {
-			bv = f32view(b.Data, cols*k)
+		if b.Type == gguf.TypeF32 && b.IsContiguous() {
+			m.bv = f32view(b.Data, cols*k)
 		}
-		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
-			p := getF32(k)
-			defer putF32(p)
-			for c := lo; c < hi; c++ {
-				x := *p
-				if bv != nil {
-					x = bv[c*k : (c+1)*k]
-				} else {
-					load(c, x)
-				}
-				qs, sum := m.bq.qs[c*k:(c+1)*k], m.bq.sum[c*k/32:(c+1)*k/32]
-				m.negs[c] = quantizeQ8_0(x, qs, m.bq.d[c*k/32:(c+1)*k/32])
-				blockSums32(qs, sum)
-			}
-		})
 	case mmQ8_K:
 		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/256), bsums: make([]int32, cols*k/16)}
-		parallelFor(o.Threads, cols, grain, func(lo, hi int) {
-			p := getF32(k)
-			defer putF32(p)
-			for c := lo; c < hi; c++ {
-				load(c, *p)
-				quantizeQ8_K(*p, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/256:(c+1)*k/256], m.bq.bsums[c*k/16:(c+1)*k/16])
-			}
-		})
 	}
 	return m
+}
+
+// convert converts activation columns [lo, hi) of b, as they are now, into
+// the matmul's columns (a no-op when they are read in place).
+func (m *matmul) convert(lo, hi int) {
+	if m.bDirect {
+		return
+	}
+	var p *[]float32
+	if m.kind != mmFloat {
+		p = getF32(m.k)
+		defer putF32(p)
+		m.convertWith(*p, lo, hi)
+		return
+	}
+	m.convertWith(nil, lo, hi)
+}
+
+// convertWith is convert with scratch (k floats; unused by the float kind).
+func (m *matmul) convertWith(scratch []float32, lo, hi int) {
+	if m.bDirect {
+		return
+	}
+	k := m.k
+	for c := lo; c < hi; c++ {
+		switch m.kind {
+		case mmFloat:
+			row := m.bf[c*k : (c+1)*k]
+			m.loadCol(c, row)
+			if m.round != nil {
+				for i, v := range row {
+					row[i] = m.round(v)
+				}
+			}
+		case mmQ8_0:
+			x := scratch[:k]
+			if m.bv != nil {
+				x = m.bv[c*k : (c+1)*k]
+			} else {
+				m.loadCol(c, x)
+			}
+			qs, sum := m.bq.qs[c*k:(c+1)*k], m.bq.sum[c*k/32:(c+1)*k/32]
+			m.negs[c] = quantizeQ8_0(x, qs, m.bq.d[c*k/32:(c+1)*k/32])
+			blockSums32(qs, sum)
+		case mmQ8_K:
+			x := scratch[:k]
+			m.loadCol(c, x)
+			quantizeQ8_K(x, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/256:(c+1)*k/256], m.bq.bsums[c*k/16:(c+1)*k/16])
+		}
+	}
+}
+
+// loadCol decodes activation column c of b into row.
+func (m *matmul) loadCol(c int, row []float32) {
+	i1, i2, i3 := rowIndex(int64(c), m.b.Ne)
+	if err := loadRowInto(m.b, m.b.rowOff(i1, i2, i3), row); err != nil {
+		panic(err)
+	}
 }
 
 // col returns activation column c (float kind).
@@ -323,12 +363,50 @@ func newDstWriter(t Tensor) dstWriter {
 }
 
 func (w *dstWriter) put(i0, i1, i2, i3 int64, v float32) {
-	off := w.t.offset(i0, i1, i2, i3)
 	if w.view != nil {
-		w.view[off/4] = v
+		nb := &w.t.Nb
+		w.view[(i0*nb[0]+i1*nb[1]+i2*nb[2]+i3*nb[3])/4] = v
 		return
 	}
-	storeElem(w.t.Type, w.t.Data[off:], v)
+	w.putSlow(i0, i1, i2, i3, v)
+}
+
+func (w *dstWriter) putSlow(i0, i1, i2, i3 int64, v float32) {
+	storeElem(w.t.Type, w.t.Data[w.t.offset(i0, i1, i2, i3):], v)
+}
+
+// schedule splits the product into tasks of rt weight rows of one weight
+// batch for w workers, and returns the grain (tasks per chunk) that keeps
+// tiny products on one goroutine.
+func (m *matmul) schedule(w int) (grain int) {
+	a := m.a
+	M := a.Ne[1]
+	nA := a.Ne[2] * a.Ne[3]
+	k := m.k
+	// Rows per task: about 32 KiB of decoded weights, at least 1; rows
+	// read in place (raw) are not decoded, and a tile of about 160 KiB of
+	// them stays in L2 while every group of activation columns passes over
+	// it (the GEMM blocking of the prefill).
+	rowBytes, budget := 4*k, 32<<10
+	if m.raw {
+		rowBytes, budget = k/a.Type.BlockSize()*a.Type.TypeSize(), 160<<10
+	}
+	rt := int64(max(1, min(64, budget/max(rowBytes, 1))))
+	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
+		rt /= 2
+	}
+	if m.repack {
+		rt = max(8, rt&^7) // whole groups of 8 rows
+	}
+	m.rt = rt
+	m.tilesPerBatch = (M + rt - 1) / rt
+	m.tasks = int(nA * m.tilesPerBatch)
+	if M == 0 || nA == 0 || m.n == 0 {
+		m.tasks = 0
+	}
+	// Work per task in multiply-adds, to keep tiny products on one goroutine.
+	perTask := rt * int64(k) * m.n * m.r2 * m.r3
+	return int(max(1, (1<<16)/max(perTask, 1)))
 }
 
 // run computes every output element. Work is split into tasks of a few
@@ -336,50 +414,41 @@ func (w *dstWriter) put(i0, i1, i2, i3 int64, v float32) {
 // multiplies them with every activation column of every b batch that
 // broadcasts to that weight batch.
 func (m *matmul) run(o Options, dst Tensor) {
-	a := m.a
-	M := a.Ne[1]
-	nA := a.Ne[2] * a.Ne[3]
-	if M == 0 || nA == 0 || m.n == 0 || dst.NElements() == 0 {
+	grain := m.schedule(workers(o.Threads, 1<<30))
+	if m.tasks == 0 || dst.NElements() == 0 {
 		return
 	}
-	k := m.k
-	// Rows per task: about 32 KiB of decoded weights, at least 1.
-	rt := int64(max(1, min(64, (32<<10)/max(4*k, 1))))
-	w := workers(o.Threads, 1<<30)
-	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
-		rt /= 2
-	}
-	if m.repack {
-		rt = max(8, rt&^7) // whole groups of 8 rows
-	}
-	tilesPerBatch := (M + rt - 1) / rt
-	nTasks := int(nA * tilesPerBatch)
-	// Work per task in multiply-adds, to keep tiny products on one goroutine.
-	perTask := rt * int64(k) * m.n * m.r2 * m.r3
-	grain := int(max(1, (1<<16)/max(perTask, 1)))
 	out := newDstWriter(dst)
-	parallelFor(o.Threads, nTasks, grain, func(lo, hi int) {
-		tile := newTile(m, int(rt))
-		for t := lo; t < hi; t++ {
-			ab := int64(t) / tilesPerBatch
-			r0 := (int64(t) % tilesPerBatch) * rt
-			r1 := min(M, r0+rt)
-			i02, i03 := ab%a.Ne[2], ab/a.Ne[2]
-			tile.load(m, r0, r1, i02, i03)
-			for i13 := i03 * m.r3; i13 < (i03+1)*m.r3; i13++ {
-				for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
-					base := m.n * (i12 + m.b.Ne[2]*i13)
-					tile.mul(m, &out, r0, r1, base, i12, i13)
-				}
-			}
-		}
+	parallelFor(o.Threads, m.tasks, grain, func(lo, hi int) {
+		tile := newTile(m, int(m.rt))
+		m.runTasks(tile, &out, lo, hi)
 		tile.release()
 	})
+}
+
+// runTasks computes tasks [lo, hi) of the schedule with one tile.
+func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
+	a := m.a
+	M, rt := a.Ne[1], m.rt
+	for t := lo; t < hi; t++ {
+		ab := int64(t) / m.tilesPerBatch
+		r0 := (int64(t) % m.tilesPerBatch) * rt
+		r1 := min(M, r0+rt)
+		i02, i03 := ab%a.Ne[2], ab/a.Ne[2]
+		tile.load(m, r0, r1, i02, i03)
+		for i13 := i03 * m.r3; i13 < (i03+1)*m.r3; i13++ {
+			for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
+				base := m.n * (i12 + m.b.Ne[2]*i13)
+				tile.mul(m, out, r0, r1, base, i12, i13)
+			}
+		}
+	}
 }
 
 // tile holds decoded weight rows for one task.
 type tile struct {
 	raw  [][]byte    // undecoded rows (matmul.raw)
+	pack []byte      // rows repacked by packQ4_0x8 (matmul.packed)
 	rows [][]float32 // float kind
 	buf  *[]float32
 	q    []int8 // mmQ8_0
@@ -392,6 +461,9 @@ func newTile(m *matmul, rt int) *tile {
 	k := m.k
 	if m.raw {
 		t.raw = make([][]byte, rt)
+		if m.packed {
+			t.pack = make([]byte, (rt/8)*(k/32)*packedQ4Block)
+		}
 		return t
 	}
 	switch m.kind {
@@ -427,6 +499,11 @@ func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
 		j := int(r - r0)
 		if m.raw {
 			t.raw[j] = a.Data[off:]
+			if m.packed && j%8 == 7 {
+				nb := k / 32
+				g := j / 8
+				packQ4_0x8(t.pack[g*nb*packedQ4Block:(g+1)*nb*packedQ4Block], t.raw[j-7], int(a.Nb[1]), nb)
+			}
 			continue
 		}
 		switch m.kind {
@@ -541,7 +618,12 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 			for ; j+4 <= m.n; j += 4 {
 				cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
 				var o [4][8]float32
-				dotQ4_0x8x4(src, stride, &cols, &o)
+				if m.packed && !cols[0].neg && !cols[1].neg && !cols[2].neg && !cols[3].neg {
+					nb := m.k / 32
+					gemmQ4_0x8Packed(t.pack[(r/8)*nb*packedQ4Block:(r/8+1)*nb*packedQ4Block], &cols, &o)
+				} else {
+					dotQ4_0x8x4(src, stride, &cols, &o)
+				}
 				for c := range o {
 					for e, v := range o[c] {
 						out.put(i+int64(e), j+int64(c), i12, i13, v)
@@ -577,7 +659,29 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		}
 		return
 	}
-	for j := range m.n {
+	var j0 int64
+	if m.a.Type == gguf.TypeF16 && !m.vec {
+		// tinyBLAS order, four columns at a time.
+		for ; j0+4 <= m.n; j0 += 4 {
+			c0, c1, c2, c3 := m.col(base+j0), m.col(base+j0+1), m.col(base+j0+2), m.col(base+j0+3)
+			r := 0
+			for ; r+2 <= nr; r += 2 {
+				var o [8]float32
+				dotF16x2x4(t.raw[r], t.raw[r+1], c0, c1, c2, c3, &o)
+				for c, v := range o {
+					out.put(r0+int64(r+c/4), j0+int64(c%4), i12, i13, v)
+				}
+			}
+			for ; r < nr; r++ {
+				var o [4]float32
+				dotF16x4(t.raw[r], c0, c1, c2, c3, &o)
+				for c, v := range o {
+					out.put(r0+int64(r), j0+int64(c), i12, i13, v)
+				}
+			}
+		}
+	}
+	for j := j0; j < m.n; j++ {
 		for r, row := range t.raw[:nr] {
 			var v float32
 			switch m.a.Type {

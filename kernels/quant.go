@@ -205,7 +205,7 @@ func dotQ8_0(aq []int8, ad []float32, bq []int8, bd []float32, neg bool) float32
 				l = int32(x4[0])*int32(y4[0]) + int32(x4[1])*int32(y4[1]) +
 					int32(x4[2])*int32(y4[2]) + int32(x4[3])*int32(y4[3])
 			}
-			acc[k] = fmaRound(d*float64(l), float64(acc[k]))
+			acc[k] = fmaQ(d*float64(l), float64(acc[k]))
 		}
 	}
 	return hsum8(&acc)
@@ -271,7 +271,7 @@ func dotQ8_0RawGo(src []byte, bq []int8, bd []float32, neg bool) float32 {
 				l = int32(int8(w))*int32(y4[0]) + int32(int8(w>>8))*int32(y4[1]) +
 					int32(int8(w>>16))*int32(y4[2]) + int32(int8(w>>24))*int32(y4[3])
 			}
-			acc[k] = fmaRound(d*float64(l), float64(acc[k]))
+			acc[k] = fmaQ(d*float64(l), float64(acc[k]))
 		}
 	}
 	return hsum8(&acc)
@@ -314,8 +314,8 @@ func dotQ4_0RawGo(src []byte, bq []int8, bd []float32, neg bool) float32 {
 				hi = (int32(w>>4&0x0f)-8)*int32(yhi[0]) + (int32(w>>12&0x0f)-8)*int32(yhi[1]) +
 					(int32(w>>20&0x0f)-8)*int32(yhi[2]) + (int32(w>>28)-8)*int32(yhi[3])
 			}
-			acc[k] = fmaRound(d*float64(lo), float64(acc[k]))
-			acc[k+4] = fmaRound(d*float64(hi), float64(acc[k+4]))
+			acc[k] = fmaQ(d*float64(lo), float64(acc[k]))
+			acc[k+4] = fmaQ(d*float64(hi), float64(acc[k+4]))
 		}
 	}
 	return hsum8(&acc)
@@ -350,7 +350,7 @@ func dotQ4_0x8Go(src []byte, stride int, bq []int8, bd []float32, neg bool, out 
 					s += (int32(v&0x0f)-8)*int32(y[i]) + (int32(v>>4)-8)*int32(y[16+i])
 				}
 			}
-			acc = fmaRound(float64(dw*db)*float64(s), float64(acc))
+			acc = fmaQ(float64(dw*db)*float64(s), float64(acc))
 		}
 		out[j] = acc
 	}

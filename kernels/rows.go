@@ -92,6 +92,23 @@ func SetRows(dst, src, idx Tensor) (err error) {
 }
 
 func checkSetRows(op string, dst, src, idx Tensor) error {
+	if err := checkSetRowsShapes(op, dst, src, idx); err != nil {
+		return err
+	}
+	for i12 := range idx.Ne[2] {
+		for i11 := range idx.Ne[1] {
+			for i10 := range idx.Ne[0] {
+				if r := readIndex(idx, i10, i11, i12); r < 0 || r >= dst.Ne[1] {
+					return fmt.Errorf("kernels: %s: idx[%d,%d,%d] = %d outside the %d rows of %s", op, i10, i11, i12, r, dst.Ne[1], dst)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkSetRowsShapes is checkSetRows without reading the indexes.
+func checkSetRowsShapes(op string, dst, src, idx Tensor) error {
 	if err := dst.Validate(); err != nil {
 		return fmt.Errorf("kernels: %s: dst: %w", op, err)
 	}
@@ -112,15 +129,6 @@ func checkSetRows(op string, dst, src, idx Tensor) error {
 	}
 	if idx.Ne[1] == 0 || idx.Ne[2] == 0 || src.Ne[2]%idx.Ne[1] != 0 || src.Ne[3]%idx.Ne[2] != 0 {
 		return fmt.Errorf("kernels: %s: idx %s cannot be broadcast over src %s", op, idx, src)
-	}
-	for i12 := range idx.Ne[2] {
-		for i11 := range idx.Ne[1] {
-			for i10 := range idx.Ne[0] {
-				if r := readIndex(idx, i10, i11, i12); r < 0 || r >= dst.Ne[1] {
-					return fmt.Errorf("kernels: %s: idx[%d,%d,%d] = %d outside the %d rows of %s", op, i10, i11, i12, r, dst.Ne[1], dst)
-				}
-			}
-		}
 	}
 	return nil
 }

@@ -123,3 +123,79 @@ func dotF32x4(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 	}
 	return dotF32x4Go(a, b0, b1, b2, b3)
 }
+
+// dotF16x4 sets out[i] = dotF16F32(a, bi) (tinyBLAS's order for an F16
+// row given as raw bytes) for four activation columns, which must hold
+// values rounded to F16 (as the matmul rounds them): the assembly fuses
+// the exact products into FMAs.
+func dotF16x4(a []byte, b0, b1, b2, b3 []float32, out *[4]float32) {
+	n := len(b0)
+	n8 := n &^ 7
+	if useAVX2 && n8 > 0 {
+		_, _, _, _, _ = a[2*n-1], b1[n-1], b2[n-1], b3[n-1], b0[n-1]
+		bs := [4]*float32{&b0[0], &b1[0], &b2[0], &b3[0]}
+		dotF16x4AVX2(&a[0], &bs, n8, out)
+		tab := f16tab()
+		for i := n8; i < n; i++ {
+			x := tab[uint16(a[2*i])|uint16(a[2*i+1])<<8]
+			out[0] += float32(x * b0[i])
+			out[1] += float32(x * b1[i])
+			out[2] += float32(x * b2[i])
+			out[3] += float32(x * b3[i])
+		}
+		return
+	}
+	out[0], out[1], out[2], out[3] = dotF16F32(a, b0), dotF16F32(a, b1), dotF16F32(a, b2), dotF16F32(a, b3)
+}
+
+// dotF16x2x4 is dotF16x4 for two rows (out[4r+c]).
+func dotF16x2x4(a0, a1 []byte, b0, b1, b2, b3 []float32, out *[8]float32) {
+	n := len(b0)
+	n8 := n &^ 7
+	if useAVX2 && n8 > 0 {
+		_, _, _, _, _, _ = a0[2*n-1], a1[2*n-1], b1[n-1], b2[n-1], b3[n-1], b0[n-1]
+		bs := [4]*float32{&b0[0], &b1[0], &b2[0], &b3[0]}
+		dotF16x2x4AVX2(&a0[0], &a1[0], &bs, n8, out)
+		tab := f16tab()
+		for i := n8; i < n; i++ {
+			for r, a := range [2][]byte{a0, a1} {
+				x := tab[uint16(a[2*i])|uint16(a[2*i+1])<<8]
+				out[4*r] += float32(x * b0[i])
+				out[4*r+1] += float32(x * b1[i])
+				out[4*r+2] += float32(x * b2[i])
+				out[4*r+3] += float32(x * b3[i])
+			}
+		}
+		return
+	}
+	var o [4]float32
+	dotF16x4(a0, b0, b1, b2, b3, &o)
+	copy(out[:4], o[:])
+	dotF16x4(a1, b0, b1, b2, b3, &o)
+	copy(out[4:], o[:])
+}
+
+// packedQ4Block is the size of one block of eight rows repacked by
+// packQ4_0x8 (eight 32-byte nibble vectors and eight float32 scales).
+const packedQ4Block = 288
+
+// packQ4_0x8 repacks eight Q4_0 rows (src[j·stride:]) of nb blocks into
+// dst (nb·packedQ4Block bytes) for gemmQ4_0x8Packed. Assembly only.
+func packQ4_0x8(dst, src []byte, stride, nb int) {
+	_, _ = dst[nb*packedQ4Block-1], src[7*stride+nb*18-1]
+	packQ4_0x8AVX2(&dst[0], &src[0], stride, nb)
+}
+
+// gemmQ4_0x8Packed is dotQ4_0x8x4 on rows repacked by packQ4_0x8: the
+// same bits, with the nibbles of a block laid out once per tile instead of
+// once per four columns. The activation rows must not hold -128 (q8Row.neg).
+func gemmQ4_0x8Packed(p []byte, c *[4]q8Row, out *[4][8]float32) {
+	nb := len(c[0].d)
+	_ = p[nb*packedQ4Block-1]
+	var a q4x4Args
+	for i := range c {
+		_, _, _ = c[i].qs[nb*32-1], c[i].d[nb-1], c[i].sum[nb-1]
+		a.qs[i], a.d[i], a.sum[i] = &c[i].qs[0], &c[i].d[0], &c[i].sum[0]
+	}
+	gemmQ4_0x8PackedAVX2(&p[0], &a, nb, out)
+}

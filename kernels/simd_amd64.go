@@ -31,3 +31,21 @@ func dotVecF16RawAVX2(a *byte, b *float32, n int) float32
 
 //go:noescape
 func dotF32x4AVX2(a *float32, b *[4]*float32, n int, out *[4]float32)
+
+//go:noescape
+func dotF16x4AVX2(a *byte, b *[4]*float32, n int, out *[4]float32)
+
+//go:noescape
+func f16ToF32AVX2(dst *float32, src *byte, n int)
+
+//go:noescape
+func siluAVX2(out, x *float32, n int)
+
+//go:noescape
+func dotF16x2x4AVX2(a0, a1 *byte, b *[4]*float32, n int, out *[8]float32)
+
+//go:noescape
+func packQ4_0x8AVX2(dst *byte, src *byte, stride int, nb int)
+
+//go:noescape
+func gemmQ4_0x8PackedAVX2(p *byte, a *q4x4Args, nb int, out *[4][8]float32)

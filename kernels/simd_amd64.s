@@ -524,3 +524,503 @@ f32x4loop:
 	VMOVSS X3, 12(AX)
 	VZEROUPPER
 	RET
+
+// func dotF16x4AVX2(a *byte, b *[4]*float32, n int, out *[4]float32)
+// dotF32x4AVX2 with the row a given as F16 values, widened by vcvtph2ps.
+// The columns hold F16 values too (ggml's vec_dot_type rounding), so every
+// product is exact in float32 and an FMA gives the bits of the rounded
+// product plus the add: tinyBLAS's own vfmadd, and dotF32's arithmetic.
+TEXT ·dotF16x4AVX2(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ DX, DX
+
+f16x4loop:
+	VCVTPH2PS (SI)(DX*2), Y4
+	VFMADD231PS (R8)(DX*4), Y4, Y0
+	VFMADD231PS (R9)(DX*4), Y4, Y1
+	VFMADD231PS (R10)(DX*4), Y4, Y2
+	VFMADD231PS (R11)(DX*4), Y4, Y3
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  f16x4loop
+
+	MOVQ out+24(FP), AX
+	HSUM8(Y0, X0, X4)
+	VMOVSS X0, 0(AX)
+	HSUM8(Y1, X1, X4)
+	VMOVSS X1, 4(AX)
+	HSUM8(Y2, X2, X4)
+	VMOVSS X2, 8(AX)
+	HSUM8(Y3, X3, X4)
+	VMOVSS X3, 12(AX)
+	VZEROUPPER
+	RET
+
+// func f16ToF32AVX2(dst *float32, src *byte, n int)
+// n is a positive multiple of 8.
+TEXT ·f16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ DX, DX
+
+cvtloop:
+	VCVTPH2PS (SI)(DX*2), Y0
+	VMOVUPS Y0, (DI)(DX*4)
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  cvtloop
+	VZEROUPPER
+	RET
+
+
+// Constants of ggml_v_expf (expf.go: vexpf), each in eight lanes.
+// r = 0x4b400000
+// log2e = 0x3fb8aa3b
+// ln2hi = 0x3f317200
+// ln2lo = 0x35bfbe8e
+// c5 = 0x3c072010
+// c4 = 0x3d2b9f17
+// c3 = 0x3e2aaf33
+// c2 = 0x3efffedb
+// c1 = 0x3f7ffff6
+// one = 0x3f800000
+// k126 = 0x42fc0000
+// k192 = 0x43400000
+// absmask = 0x7fffffff
+// g82 = 0x82000000
+// b7f = 0x7f000000
+DATA expc<>+0(SB)/4, $0x4b400000
+DATA expc<>+4(SB)/4, $0x4b400000
+DATA expc<>+8(SB)/4, $0x4b400000
+DATA expc<>+12(SB)/4, $0x4b400000
+DATA expc<>+16(SB)/4, $0x4b400000
+DATA expc<>+20(SB)/4, $0x4b400000
+DATA expc<>+24(SB)/4, $0x4b400000
+DATA expc<>+28(SB)/4, $0x4b400000
+DATA expc<>+32(SB)/4, $0x3fb8aa3b
+DATA expc<>+36(SB)/4, $0x3fb8aa3b
+DATA expc<>+40(SB)/4, $0x3fb8aa3b
+DATA expc<>+44(SB)/4, $0x3fb8aa3b
+DATA expc<>+48(SB)/4, $0x3fb8aa3b
+DATA expc<>+52(SB)/4, $0x3fb8aa3b
+DATA expc<>+56(SB)/4, $0x3fb8aa3b
+DATA expc<>+60(SB)/4, $0x3fb8aa3b
+DATA expc<>+64(SB)/4, $0x3f317200
+DATA expc<>+68(SB)/4, $0x3f317200
+DATA expc<>+72(SB)/4, $0x3f317200
+DATA expc<>+76(SB)/4, $0x3f317200
+DATA expc<>+80(SB)/4, $0x3f317200
+DATA expc<>+84(SB)/4, $0x3f317200
+DATA expc<>+88(SB)/4, $0x3f317200
+DATA expc<>+92(SB)/4, $0x3f317200
+DATA expc<>+96(SB)/4, $0x35bfbe8e
+DATA expc<>+100(SB)/4, $0x35bfbe8e
+DATA expc<>+104(SB)/4, $0x35bfbe8e
+DATA expc<>+108(SB)/4, $0x35bfbe8e
+DATA expc<>+112(SB)/4, $0x35bfbe8e
+DATA expc<>+116(SB)/4, $0x35bfbe8e
+DATA expc<>+120(SB)/4, $0x35bfbe8e
+DATA expc<>+124(SB)/4, $0x35bfbe8e
+DATA expc<>+128(SB)/4, $0x3c072010
+DATA expc<>+132(SB)/4, $0x3c072010
+DATA expc<>+136(SB)/4, $0x3c072010
+DATA expc<>+140(SB)/4, $0x3c072010
+DATA expc<>+144(SB)/4, $0x3c072010
+DATA expc<>+148(SB)/4, $0x3c072010
+DATA expc<>+152(SB)/4, $0x3c072010
+DATA expc<>+156(SB)/4, $0x3c072010
+DATA expc<>+160(SB)/4, $0x3d2b9f17
+DATA expc<>+164(SB)/4, $0x3d2b9f17
+DATA expc<>+168(SB)/4, $0x3d2b9f17
+DATA expc<>+172(SB)/4, $0x3d2b9f17
+DATA expc<>+176(SB)/4, $0x3d2b9f17
+DATA expc<>+180(SB)/4, $0x3d2b9f17
+DATA expc<>+184(SB)/4, $0x3d2b9f17
+DATA expc<>+188(SB)/4, $0x3d2b9f17
+DATA expc<>+192(SB)/4, $0x3e2aaf33
+DATA expc<>+196(SB)/4, $0x3e2aaf33
+DATA expc<>+200(SB)/4, $0x3e2aaf33
+DATA expc<>+204(SB)/4, $0x3e2aaf33
+DATA expc<>+208(SB)/4, $0x3e2aaf33
+DATA expc<>+212(SB)/4, $0x3e2aaf33
+DATA expc<>+216(SB)/4, $0x3e2aaf33
+DATA expc<>+220(SB)/4, $0x3e2aaf33
+DATA expc<>+224(SB)/4, $0x3efffedb
+DATA expc<>+228(SB)/4, $0x3efffedb
+DATA expc<>+232(SB)/4, $0x3efffedb
+DATA expc<>+236(SB)/4, $0x3efffedb
+DATA expc<>+240(SB)/4, $0x3efffedb
+DATA expc<>+244(SB)/4, $0x3efffedb
+DATA expc<>+248(SB)/4, $0x3efffedb
+DATA expc<>+252(SB)/4, $0x3efffedb
+DATA expc<>+256(SB)/4, $0x3f7ffff6
+DATA expc<>+260(SB)/4, $0x3f7ffff6
+DATA expc<>+264(SB)/4, $0x3f7ffff6
+DATA expc<>+268(SB)/4, $0x3f7ffff6
+DATA expc<>+272(SB)/4, $0x3f7ffff6
+DATA expc<>+276(SB)/4, $0x3f7ffff6
+DATA expc<>+280(SB)/4, $0x3f7ffff6
+DATA expc<>+284(SB)/4, $0x3f7ffff6
+DATA expc<>+288(SB)/4, $0x3f800000
+DATA expc<>+292(SB)/4, $0x3f800000
+DATA expc<>+296(SB)/4, $0x3f800000
+DATA expc<>+300(SB)/4, $0x3f800000
+DATA expc<>+304(SB)/4, $0x3f800000
+DATA expc<>+308(SB)/4, $0x3f800000
+DATA expc<>+312(SB)/4, $0x3f800000
+DATA expc<>+316(SB)/4, $0x3f800000
+DATA expc<>+320(SB)/4, $0x42fc0000
+DATA expc<>+324(SB)/4, $0x42fc0000
+DATA expc<>+328(SB)/4, $0x42fc0000
+DATA expc<>+332(SB)/4, $0x42fc0000
+DATA expc<>+336(SB)/4, $0x42fc0000
+DATA expc<>+340(SB)/4, $0x42fc0000
+DATA expc<>+344(SB)/4, $0x42fc0000
+DATA expc<>+348(SB)/4, $0x42fc0000
+DATA expc<>+352(SB)/4, $0x43400000
+DATA expc<>+356(SB)/4, $0x43400000
+DATA expc<>+360(SB)/4, $0x43400000
+DATA expc<>+364(SB)/4, $0x43400000
+DATA expc<>+368(SB)/4, $0x43400000
+DATA expc<>+372(SB)/4, $0x43400000
+DATA expc<>+376(SB)/4, $0x43400000
+DATA expc<>+380(SB)/4, $0x43400000
+DATA expc<>+384(SB)/4, $0x7fffffff
+DATA expc<>+388(SB)/4, $0x7fffffff
+DATA expc<>+392(SB)/4, $0x7fffffff
+DATA expc<>+396(SB)/4, $0x7fffffff
+DATA expc<>+400(SB)/4, $0x7fffffff
+DATA expc<>+404(SB)/4, $0x7fffffff
+DATA expc<>+408(SB)/4, $0x7fffffff
+DATA expc<>+412(SB)/4, $0x7fffffff
+DATA expc<>+416(SB)/4, $0x82000000
+DATA expc<>+420(SB)/4, $0x82000000
+DATA expc<>+424(SB)/4, $0x82000000
+DATA expc<>+428(SB)/4, $0x82000000
+DATA expc<>+432(SB)/4, $0x82000000
+DATA expc<>+436(SB)/4, $0x82000000
+DATA expc<>+440(SB)/4, $0x82000000
+DATA expc<>+444(SB)/4, $0x82000000
+DATA expc<>+448(SB)/4, $0x7f000000
+DATA expc<>+452(SB)/4, $0x7f000000
+DATA expc<>+456(SB)/4, $0x7f000000
+DATA expc<>+460(SB)/4, $0x7f000000
+DATA expc<>+464(SB)/4, $0x7f000000
+DATA expc<>+468(SB)/4, $0x7f000000
+DATA expc<>+472(SB)/4, $0x7f000000
+DATA expc<>+476(SB)/4, $0x7f000000
+GLOBL expc<>(SB), RODATA|NOPTR, $480
+
+#define EXP_R expc<>+0(SB)
+#define EXP_LOG2E expc<>+32(SB)
+#define EXP_LN2HI expc<>+64(SB)
+#define EXP_LN2LO expc<>+96(SB)
+#define EXP_C5 expc<>+128(SB)
+#define EXP_C4 expc<>+160(SB)
+#define EXP_C3 expc<>+192(SB)
+#define EXP_C2 expc<>+224(SB)
+#define EXP_C1 expc<>+256(SB)
+#define EXP_ONE expc<>+288(SB)
+#define EXP_K126 expc<>+320(SB)
+#define EXP_K192 expc<>+352(SB)
+#define EXP_ABSMASK expc<>+384(SB)
+#define EXP_G82 expc<>+416(SB)
+#define EXP_B7F expc<>+448(SB)
+
+// func siluAVX2(out, x *float32, n int)
+// n is a positive multiple of 8. out[i] = x[i] / (1 + vexpf(-x[i])) as
+// ggml_v_silu: the operations of vexpf (expf.go) on eight lanes, with true
+// FMAs, and the special path for |n| > 126 blended in when a lane needs it.
+TEXT ·siluAVX2(SB), NOSPLIT, $0-24
+	MOVQ out+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ DX, DX
+	VXORPS Y15, Y15, Y15
+
+siluloop:
+	VMOVUPS (SI)(DX*4), Y10
+	VSUBPS  Y10, Y15, Y1           // x' = 0 - x
+	VMOVUPS EXP_R, Y2
+	VFMADD231PS EXP_LOG2E, Y1, Y2  // z = fma(x', log2e, r)
+	VSUBPS  EXP_R, Y2, Y3          // n = z - r
+	VFNMADD231PS EXP_LN2HI, Y3, Y1 // fma(-n, ln2hi, x')
+	VFNMADD231PS EXP_LN2LO, Y3, Y1 // b = fma(-n, ln2lo, ...)
+	VPSLLD  $23, Y2, Y2            // e = bits(z) << 23
+	VPADDD  EXP_ONE, Y2, Y4        // k = e + bits(1)
+	VMULPS  Y1, Y1, Y5             // u = b*b
+	VMOVUPS EXP_C4, Y6
+	VFMADD231PS EXP_C5, Y1, Y6     // fma(c5, b, c4)
+	VMOVUPS EXP_C2, Y7
+	VFMADD231PS EXP_C3, Y1, Y7     // fma(c3, b, c2)
+	VFMADD231PS Y5, Y6, Y7         // fma(., u, .)
+	VMULPS  EXP_C1, Y1, Y8         // c1*b
+	VFMADD231PS Y5, Y7, Y8         // j = fma(., u, c1*b)
+	VMOVAPS Y4, Y0
+	VFMADD231PS Y8, Y4, Y0         // fma(j, k, k)
+	VANDPS  EXP_ABSMASK, Y3, Y9    // |n|
+	VCMPPS  $0x1e, EXP_K126, Y9, Y6 // |n| > 126
+	VMOVMSKPS Y6, AX
+	TESTL   AX, AX
+	JNZ     silularge
+
+silustore:
+	VADDPS  EXP_ONE, Y0, Y0
+	VDIVPS  Y0, Y10, Y0
+	VMOVUPS Y0, (DI)(DX*4)
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  siluloop
+	VZEROUPPER
+	RET
+
+silularge:
+	VCMPPS  $2, Y15, Y3, Y7    // n <= 0
+	VANDPS  EXP_G82, Y7, Y7    // g
+	VPADDD  EXP_B7F, Y7, Y5    // s1 = g + 0x7f000000
+	VPSUBD  Y7, Y2, Y2         // s2 = e - g
+	VMULPS  Y5, Y5, Y4         // s1*s1
+	VFMADD231PS Y8, Y2, Y2     // fma(s2, j, s2)
+	VMULPS  Y5, Y2, Y2         // ... * s1
+	VCMPPS  $0x1e, EXP_K192, Y9, Y9 // |n| > 192
+	VBLENDVPS Y9, Y4, Y2, Y2
+	VBLENDVPS Y6, Y2, Y0, Y0
+	JMP silustore
+
+// func dotF16x2x4AVX2(a0, a1 *byte, b *[4]*float32, n int, out *[8]float32)
+// dotF16x4AVX2 for two rows at once (out[4r+c]): each activation load
+// serves both rows. Same lanes and order per output element.
+TEXT ·dotF16x2x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ a0+0(FP), SI
+	MOVQ a1+8(FP), DI
+	MOVQ b+16(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ n+24(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ DX, DX
+
+f16x2x4loop:
+	VCVTPH2PS (SI)(DX*2), Y8
+	VCVTPH2PS (DI)(DX*2), Y9
+	VMOVUPS (R8)(DX*4), Y10
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y10, Y9, Y4
+	VMOVUPS (R9)(DX*4), Y10
+	VFMADD231PS Y10, Y8, Y1
+	VFMADD231PS Y10, Y9, Y5
+	VMOVUPS (R10)(DX*4), Y10
+	VFMADD231PS Y10, Y8, Y2
+	VFMADD231PS Y10, Y9, Y6
+	VMOVUPS (R11)(DX*4), Y10
+	VFMADD231PS Y10, Y8, Y3
+	VFMADD231PS Y10, Y9, Y7
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  f16x2x4loop
+
+	MOVQ out+32(FP), AX
+	HSUM8(Y0, X0, X8)
+	VMOVSS X0, 0(AX)
+	HSUM8(Y1, X1, X8)
+	VMOVSS X1, 4(AX)
+	HSUM8(Y2, X2, X8)
+	VMOVSS X2, 8(AX)
+	HSUM8(Y3, X3, X8)
+	VMOVSS X3, 12(AX)
+	HSUM8(Y4, X4, X8)
+	VMOVSS X4, 16(AX)
+	HSUM8(Y5, X5, X8)
+	VMOVSS X5, 20(AX)
+	HSUM8(Y6, X6, X8)
+	VMOVSS X6, 24(AX)
+	HSUM8(Y7, X7, X8)
+	VMOVSS X7, 28(AX)
+	VZEROUPPER
+	RET
+
+// func packQ4_0x8AVX2(dst *byte, src *byte, stride int, nb int)
+// Repacks eight Q4_0 rows (src + j·stride) block by block into dst, 288
+// bytes per block: eight 32-byte vectors W_g (g = 0..7) whose 32-bit lane
+// j holds the nibbles (unsigned, 0..15) of values 4g..4g+3 of row j, then
+// the eight row scales as float32. The layout of llama.cpp's q4_0_8x8
+// idea: a 4-byte broadcast of the activations meets all eight rows at once.
+TEXT ·packQ4_0x8AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), R8
+	LEAQ (R8)(R8*2), R9
+	LEAQ (R8)(R8*4), R10
+	LEAQ (R9)(R8*4), R11
+	MOVQ nb+24(FP), CX
+	BCAST32($0x0f0f0f0f, X14, Y14)
+	TESTQ CX, CX
+	JZ    packdone
+
+packloop:
+	NIB(2(SI), X0, Y0, X15)
+	NIB(2(SI)(R8*1), X1, Y1, X15)
+	NIB(2(SI)(R8*2), X2, Y2, X15)
+	NIB(2(SI)(R9*1), X3, Y3, X15)
+	NIB(2(SI)(R8*4), X4, Y4, X15)
+	NIB(2(SI)(R10*1), X5, Y5, X15)
+	NIB(2(SI)(R9*2), X6, Y6, X15)
+	NIB(2(SI)(R11*1), X7, Y7, X15)
+	// 8x8 transpose of 32-bit groups
+	VPUNPCKLDQ Y1, Y0, Y8
+	VPUNPCKHDQ Y1, Y0, Y9
+	VPUNPCKLDQ Y3, Y2, Y10
+	VPUNPCKHDQ Y3, Y2, Y11
+	VPUNPCKLDQ Y5, Y4, Y12
+	VPUNPCKHDQ Y5, Y4, Y13
+	VPUNPCKLDQ Y7, Y6, Y0
+	VPUNPCKHDQ Y7, Y6, Y1
+	VPUNPCKLQDQ Y10, Y8, Y2
+	VPUNPCKHQDQ Y10, Y8, Y3
+	VPUNPCKLQDQ Y11, Y9, Y4
+	VPUNPCKHQDQ Y11, Y9, Y5
+	VPUNPCKLQDQ Y0, Y12, Y6
+	VPUNPCKHQDQ Y0, Y12, Y7
+	VPUNPCKLQDQ Y1, Y13, Y8
+	VPUNPCKHQDQ Y1, Y13, Y9
+	VPERM2I128 $0x20, Y6, Y2, Y10
+	VMOVDQU Y10, 0(DI)
+	VPERM2I128 $0x31, Y6, Y2, Y10
+	VMOVDQU Y10, 128(DI)
+	VPERM2I128 $0x20, Y7, Y3, Y10
+	VMOVDQU Y10, 32(DI)
+	VPERM2I128 $0x31, Y7, Y3, Y10
+	VMOVDQU Y10, 160(DI)
+	VPERM2I128 $0x20, Y8, Y4, Y10
+	VMOVDQU Y10, 64(DI)
+	VPERM2I128 $0x31, Y8, Y4, Y10
+	VMOVDQU Y10, 192(DI)
+	VPERM2I128 $0x20, Y9, Y5, Y10
+	VMOVDQU Y10, 96(DI)
+	VPERM2I128 $0x31, Y9, Y5, Y10
+	VMOVDQU Y10, 224(DI)
+	// row scales
+	MOVWLZX (SI), AX
+	VMOVD AX, X9
+	VPINSRW $1, (SI)(R8*1), X9, X9
+	VPINSRW $2, (SI)(R8*2), X9, X9
+	VPINSRW $3, (SI)(R9*1), X9, X9
+	VPINSRW $4, (SI)(R8*4), X9, X9
+	VPINSRW $5, (SI)(R10*1), X9, X9
+	VPINSRW $6, (SI)(R9*2), X9, X9
+	VPINSRW $7, (SI)(R11*1), X9, X9
+	VCVTPH2PS X9, Y9
+	VMOVUPS Y9, 256(DI)
+	ADDQ $18, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ  packloop
+
+packdone:
+	VZEROUPPER
+	RET
+
+// PK4COL adds group g of the packed block (W in Y8) times the broadcast
+// activation bytes 4g..4g+3 of column c (pointer P, block offset R12) to
+// the int16 sums ACC.
+#define PK4COL(P, OFF, ACC) \
+	VPBROADCASTD OFF(P)(R12*1), Y9 \
+	VPMADDUBSW Y9, Y8, Y9          \
+	VPADDW Y9, ACC, ACC
+
+#define PK4GROUP(OFF) \
+	VMOVDQU OFF(SI), Y8 \
+	PK4COL(R8, OFF/8, Y4)  \
+	PK4COL(R9, OFF/8, Y5)  \
+	PK4COL(R10, OFF/8, Y6) \
+	PK4COL(R11, OFF/8, Y7)
+
+// PK4FIN turns the int16 sums ACC of column c into the float accumulator
+// OUT: int32 per row, minus 8·sum(y), converted, fma with d_w·d_y.
+#define PK4FIN(ACC, SO, DO, OUT) \
+	VPMADDWD Y15, ACC, ACC        \
+	MOVQ SO(AX), BX               \
+	VPBROADCASTD (BX)(R13*1), Y9  \
+	VPSLLD $3, Y9, Y9             \
+	VPSUBD Y9, ACC, ACC           \
+	VCVTDQ2PS ACC, ACC            \
+	MOVQ DO(AX), BX               \
+	VBROADCASTSS (BX)(R13*1), Y9  \
+	VMULPS Y9, Y13, Y9            \
+	VFMADD231PS Y9, ACC, OUT
+
+// func gemmQ4_0x8PackedAVX2(p *byte, a *q4x4Args, nb int, out *[4][8]float32)
+// The products of eight packed rows (packQ4_0x8AVX2) with four activation
+// rows: dotQ4_0x8's arithmetic (exact integer block sums, then
+// acc = fma(float(sum), d_w·d_y, acc) per row), out[c][j].
+TEXT ·gemmQ4_0x8PackedAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ a+8(FP), AX
+	MOVQ nb+16(FP), CX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	BCAST32($0x00010001, X15, Y15)
+	MOVQ a+8(FP), AX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ R12, R12
+	XORQ R13, R13
+	TESTQ CX, CX
+	JZ    gemmdone
+
+gemmloop:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	PK4GROUP(0)
+	PK4GROUP(32)
+	PK4GROUP(64)
+	PK4GROUP(96)
+	PK4GROUP(128)
+	PK4GROUP(160)
+	PK4GROUP(192)
+	PK4GROUP(224)
+	VMOVUPS 256(SI), Y13
+	PK4FIN(Y4, 64, 32, Y0)
+	PK4FIN(Y5, 72, 40, Y1)
+	PK4FIN(Y6, 80, 48, Y2)
+	PK4FIN(Y7, 88, 56, Y3)
+	ADDQ $288, SI
+	ADDQ $32, R12
+	ADDQ $4, R13
+	DECQ CX
+	JNZ  gemmloop
+
+gemmdone:
+	MOVQ out+24(FP), AX
+	VMOVUPS Y0, 0(AX)
+	VMOVUPS Y1, 32(AX)
+	VMOVUPS Y2, 64(AX)
+	VMOVUPS Y3, 96(AX)
+	VZEROUPPER
+	RET

@@ -23,3 +23,13 @@ func dotQ4_0x8x4AVX2(src *byte, stride int, a *q4x4Args, nb int, out *[4][8]floa
 }
 func dotVecF16RawAVX2(a *byte, b *float32, n int) float32             { panic("kernels: no SIMD") }
 func dotF32x4AVX2(a *float32, b *[4]*float32, n int, out *[4]float32) { panic("kernels: no SIMD") }
+func dotF16x4AVX2(a *byte, b *[4]*float32, n int, out *[4]float32)    { panic("kernels: no SIMD") }
+func f16ToF32AVX2(dst *float32, src *byte, n int)                     { panic("kernels: no SIMD") }
+func siluAVX2(out, x *float32, n int)                                 { panic("kernels: no SIMD") }
+func dotF16x2x4AVX2(a0, a1 *byte, b *[4]*float32, n int, out *[8]float32) {
+	panic("kernels: no SIMD")
+}
+func packQ4_0x8AVX2(dst *byte, src *byte, stride int, nb int) { panic("kernels: no SIMD") }
+func gemmQ4_0x8PackedAVX2(p *byte, a *q4x4Args, nb int, out *[4][8]float32) {
+	panic("kernels: no SIMD")
+}

@@ -256,10 +256,18 @@ func TestSIMDDotQ4_0x8(t *testing.T) {
 						ok = append(ok, c)
 					}
 				}
+				packed := make([]byte, nb*packedQ4Block+1)[1:]
+				packQ4_0x8(packed, rows, stride, nb)
 				for ci := 0; ci+4 <= len(ok); ci += 2 {
 					c4 := [4]q8Row{ok[ci], ok[ci+1], ok[ci+2], ok[ci+3]}
-					var got [4][8]float32
+					var got, gp [4][8]float32
 					dotQ4_0x8x4(rows, stride, &c4, &got)
+					gemmQ4_0x8Packed(packed, &c4, &gp)
+					for i := range c4 {
+						if !nanSame8(got[i], gp[i]) {
+							t.Errorf("packed nb %d gap %d col %d+%d: %v, unpacked %v", nb, gap, ci, i, gp[i], got[i])
+						}
+					}
 					for i := range c4 {
 						var want [8]float32
 						dotQ4_0x8Go(rows, stride, c4[i].qs, c4[i].d, false, &want)
@@ -387,6 +395,88 @@ func TestSIMDMatMulSame(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+func TestSIMDSilu(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(15, 16))
+	for _, n := range []int{8, 13, 64, 4864 + 5} {
+		cases := activationCases(r, n)
+		// Large arguments take vexpf's special path (|n| > 126, > 192).
+		big := randF32(r, n, 100)
+		for i := range big {
+			if i%3 == 0 {
+				big[i] *= 3
+			}
+		}
+		cases = append(cases, big, randF32(r, n, 1e-30))
+		for ci, x := range cases {
+			x = offsetF32(x)
+			got, want := make([]float32, n), make([]float32, n)
+			siluRow(got, x)
+			siluRowGo(want, x)
+			for i := range got {
+				if !sameBits(got[i], want[i]) {
+					t.Fatalf("n %d case %d: silu(%g) = %g, Go %g", n, ci, x[i], got[i], want[i])
+				}
+			}
+			// in place
+			y := append([]float32(nil), x...)
+			siluRow(y, y)
+			for i := range y {
+				if !sameBits(y[i], want[i]) {
+					t.Fatalf("n %d case %d: in place silu(%g) = %g, Go %g", n, ci, x[i], y[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+func TestSIMDF16Rows(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(17, 18))
+	for _, n := range []int{8, 17, 896, 4864 + 3} {
+		raw := make([]byte, 2*n+1)[1:]
+		for i := range raw {
+			raw[i] = byte(r.IntN(256))
+		}
+		for i := range 8 { // every special class of half
+			binary.LittleEndian.PutUint16(raw[2*r.IntN(n):], edgeF16[i])
+		}
+		got := make([]float32, n)
+		f16ToF32AVX2(&got[0], &raw[0], n&^7)
+		tab := f16tab()
+		for i := range n &^ 7 {
+			if want := tab[binary.LittleEndian.Uint16(raw[2*i:])]; !sameBits(got[i], want) {
+				t.Fatalf("n %d: half %#x -> %g, table %g", n, binary.LittleEndian.Uint16(raw[2*i:]), got[i], want)
+			}
+		}
+		// dotF16x4 against dotF16F32 (tinyBLAS order) per column, on
+		// finite halves.
+		for i := range n {
+			binary.LittleEndian.PutUint16(raw[2*i:], uint16(r.IntN(0x7800)))
+		}
+		cols := [4][]float32{randF16Row(r, n), offsetF32(randF16Row(r, n)), randF16Row(r, n), randF16Row(r, n)}
+		var o [4]float32
+		dotF16x4(raw, cols[0], cols[1], cols[2], cols[3], &o)
+		for c := range cols {
+			if want := dotF16F32(raw, cols[c]); !sameBits(o[c], want) {
+				t.Errorf("n %d col %d: %g, Go %g", n, c, o[c], want)
+			}
+		}
+		raw2 := make([]byte, 2*n)
+		for i := range n {
+			binary.LittleEndian.PutUint16(raw2[2*i:], uint16(r.IntN(0x7800))|0x8000)
+		}
+		var o8 [8]float32
+		dotF16x2x4(raw, raw2, cols[0], cols[1], cols[2], cols[3], &o8)
+		for c := range 8 {
+			row := [2][]byte{raw, raw2}[c/4]
+			if want := dotF16F32(row, cols[c%4]); !sameBits(o8[c], want) {
+				t.Errorf("2x4 n %d out %d: %g, Go %g", n, c, o8[c], want)
+			}
 		}
 	}
 }

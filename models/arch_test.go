@@ -46,6 +46,11 @@ func TestArchHParams(t *testing.T) {
 				t.Errorf("q scale %g n_rot %d mode %d window %d", hp.QScale, hp.NRot, hp.RopeMode, hp.SWAWindow)
 			}
 		}, []ir.Op{ir.OpView, ir.OpCont, ir.OpScale}},
+		{"synth-llamamoe-Q4_0.gguf", func(t *testing.T, hp HParams) {
+			if hp.NExpert != 4 || hp.NExpertUsed != 2 || hp.NFFExp != 64 || !hp.ExpertNormW || hp.RopeMode != 0 {
+				t.Errorf("experts %d used %d n_ff_exp %d norm %v mode %d", hp.NExpert, hp.NExpertUsed, hp.NFFExp, hp.ExpertNormW, hp.RopeMode)
+			}
+		}, []ir.Op{ir.OpTopK, ir.OpMulMatID}},
 		{"synth-llama3rope-Q4_0.gguf", func(t *testing.T, hp HParams) {
 			if hp.RopeMode != 0 || hp.RopeFreqBase != 500000 || hp.RopeFreqScale != 1 {
 				t.Errorf("mode %d base %g scale %g", hp.RopeMode, hp.RopeFreqBase, hp.RopeFreqScale)

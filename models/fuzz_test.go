@@ -84,6 +84,9 @@ func TestBuildHParamsRejects(t *testing.T) {
 		{func(h *HParams) { h.NEmbd = -1 }, "n_embd -1 is out of range"},
 		{func(h *HParams) { h.NRot = 9 }, "n_rot 9"},
 		{func(h *HParams) { h.RMSEps = 0 }, "rms epsilon"},
+		{func(h *HParams) { h.NExpert, h.NExpertUsed, h.NFFExp = 4, 5, 64 }, "4 experts with 5 used"},
+		{func(h *HParams) { h.NExpert, h.NExpertUsed = 4, 2 }, "expert n_ff 0"},
+		{func(h *HParams) { h.SWAWindow = -1 }, "sliding window -1"},
 		{func(h *HParams) { h.Arch = "gpt9" }, `architecture "gpt9"`},
 	} {
 		hp := good

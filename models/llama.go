@@ -175,17 +175,17 @@ func (b *builder) build() (*ir.Graph, error) {
 	nEmbd, nTok := hp.NEmbd, ir.S(SymTokens)
 
 	tokEmbd := b.weight("token_embd.weight", false, nEmbd, hp.NVocab)
-	inpTokens := b.input("inp_tokens", ir.T(ir.I32, nTok))
+	inpTokens := b.input(InputTokens, ir.T(ir.I32, nTok))
 	inpL := b.op(ir.OpGetRows, "inp_embd", nil, tokEmbd, inpTokens)
 	if hp.EmbdScale != 0 {
 		inpL = b.op(ir.OpScale, "inp_scaled", ir.Attrs{"scale": float64(float32(hp.EmbdScale))}, inpL)
 	}
-	inpPos := b.input("inp_pos", ir.T(ir.I32, nTok))
+	inpPos := b.input(InputPos, ir.T(ir.I32, nTok))
 	var kvIdx *ir.Node
 	if opts.KVWrite == KVSetRows {
-		kvIdx = b.input("kv_idx", ir.T(ir.I64, nTok))
+		kvIdx = b.input(InputKVIdx, ir.T(ir.I64, nTok))
 	}
-	mask := b.input("KQ_mask", ir.T(ir.F32, ir.S(SymKV), ir.Padded(SymTokens, MaskPad)))
+	mask := b.input(InputMask, ir.T(ir.F32, ir.S(SymKV), ir.Padded(SymTokens, MaskPad)))
 	var maskSWA *ir.Node
 	if hp.SWAWindow > 0 {
 		maskSWA = b.swaMask(mask, inpPos)
@@ -206,7 +206,7 @@ func (b *builder) build() (*ir.Graph, error) {
 		cur := b.norm(inpL, b.weight(lc.blk+"attn_norm.weight", false, nEmbd), "norm"+lc.sfx, "attn_norm"+lc.sfx)
 		cur = b.attention(lc, cur)
 		if il == hp.NLayer-1 {
-			outIDs := b.input("inp_out_ids", ir.T(ir.I32, SymOutputs))
+			outIDs := b.input(InputOutIDs, ir.T(ir.I32, SymOutputs))
 			cur = b.op(ir.OpGetRows, "out_rows"+lc.sfx, nil, cur, outIDs)
 			inpSA = b.op(ir.OpGetRows, "out_rows_sa"+lc.sfx, nil, inpSA, outIDs)
 		}
@@ -388,11 +388,23 @@ func (b *builder) attention(lc *layerCtx, cur *ir.Node) *ir.Node {
 }
 
 // swigluFFN is build_ffn(..., LLM_FFN_SILU, LLM_FFN_PAR): down(silu(gate(x)) * up(x)).
+// llama.cpp c392e50 (the llama/qwen2 reference graphs) projects the gate
+// first; 3f545bec's build_ffn projects up first and fuses silu and the
+// product (ggml_swiglu_split), the order the newer builders keep.
 func (b *builder) swigluFFN(lc *layerCtx, cur *ir.Node) *ir.Node {
 	hp := b.hp
-	gate := b.op(ir.OpMulMat, "ffn_gate"+lc.sfx, nil, b.weight(lc.blk+"ffn_gate.weight", false, hp.NEmbd, hp.NFF), cur)
+	var gate, up *ir.Node
+	projUp := func() {
+		up = b.op(ir.OpMulMat, "ffn_up"+lc.sfx, nil, b.weight(lc.blk+"ffn_up.weight", false, hp.NEmbd, hp.NFF), cur)
+	}
+	if hp.Arch == "qwen3" {
+		projUp()
+	}
+	gate = b.op(ir.OpMulMat, "ffn_gate"+lc.sfx, nil, b.weight(lc.blk+"ffn_gate.weight", false, hp.NEmbd, hp.NFF), cur)
 	gate = b.op(ir.OpSilu, "ffn_silu"+lc.sfx, nil, gate)
-	up := b.op(ir.OpMulMat, "ffn_up"+lc.sfx, nil, b.weight(lc.blk+"ffn_up.weight", false, hp.NEmbd, hp.NFF), cur)
+	if up == nil {
+		projUp()
+	}
 	par := b.op(ir.OpMul, "ffn_gate_par"+lc.sfx, nil, gate, up)
 	return b.op(ir.OpMulMat, "ffn_out"+lc.sfx, nil, b.weight(lc.blk+"ffn_down.weight", false, hp.NFF, hp.NEmbd), par)
 }

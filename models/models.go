@@ -2,9 +2,12 @@
 //
 // A builder reads every hyper-parameter from GGUF metadata (falling back to
 // llama.cpp's defaults where a key is missing) and emits the same sequence
-// of ops llama.cpp's graph builder does at commit c392e50, so the graph can
-// be checked node for node against llama.cpp's recorded graphs and the
-// memory planner's ggml-alloc mode reproduces llama.cpp's compute buffer.
+// of ops llama.cpp's graph builder does: for llama and qwen2 at commit
+// c392e50, so the graph can be checked node for node against llama.cpp's
+// recorded graphs and the memory planner's ggml-alloc mode reproduces
+// llama.cpp's compute buffer; for qwen3, qwen3moe, gemma3 and phi3 as
+// src/models/<arch>.cpp at 3f545bec builds them (docs/MODELS.md lists what
+// each uses and what is not supported).
 //
 // The graph is symbolic in n_tokens (tokens in this step), n_kv (KV cells
 // attended to) and n_outputs (rows that produce logits); ir.Graph.Specialize
@@ -272,6 +275,17 @@ func (hp HParams) Validate() error {
 	if !(hp.RMSEps > 0) {
 		return fmt.Errorf("models: bad rms epsilon %v", hp.RMSEps)
 	}
+	if hp.NExpert != 0 || hp.NExpertUsed != 0 {
+		if hp.NExpert < 1 || hp.NExpert > 1<<20 || hp.NExpertUsed < 1 || hp.NExpertUsed > hp.NExpert {
+			return fmt.Errorf("models: %d experts with %d used per token", hp.NExpert, hp.NExpertUsed)
+		}
+		if hp.NFFExp <= 0 || hp.NFFExp > 1<<31 {
+			return fmt.Errorf("models: expert n_ff %d is out of range", hp.NFFExp)
+		}
+	}
+	if hp.SWAWindow < 0 || hp.SWAPattern < 0 || hp.SWAPattern > 1<<20 {
+		return fmt.Errorf("models: sliding window %d with pattern %d", hp.SWAWindow, hp.SWAPattern)
+	}
 	return nil
 }
 
@@ -473,11 +487,31 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 func readArchHParams(f *gguf.File, hp *HParams) error {
 	key := func(s string) string { return hp.Arch + "." + s }
 	switch hp.Arch {
-	case "qwen3moe":
+	case "qwen3", "qwen3moe", "gemma3", "phi3":
+		// Their graphs assert n_embd_head_v == n_embd_head_k (and qwen3's
+		// that n_rot is the whole head).
+		if hp.HeadDimV != hp.HeadDimK {
+			return fmt.Errorf("models: %s: value head dim %d differs from key head dim %d", hp.Arch, hp.HeadDimV, hp.HeadDimK)
+		}
+		if (hp.Arch == "qwen3" || hp.Arch == "qwen3moe") && hp.NRot != hp.HeadDimK {
+			return fmt.Errorf("models: %s: rope.dimension_count %d differs from the head dim %d", hp.Arch, hp.NRot, hp.HeadDimK)
+		}
+	}
+	switch hp.Arch {
+	case "llama", "qwen3moe":
+		if hp.Arch == "llama" {
+			// LLaMA with experts (Mixtral's layout): llama.cpp reads
+			// expert_count and, when it is not 0, builds build_moe_ffn
+			// with softmax gating and renormalised weights over experts
+			// of n_ff rows.
+			if v, ok := f.GetUint(key("expert_count")); !ok || v == 0 {
+				return nil
+			}
+		}
 		get := func(s string) (int64, error) {
 			v, ok := f.GetUint(key(s))
 			if !ok || v == 0 || v > 1<<20 {
-				return 0, fmt.Errorf("models: qwen3moe: metadata key %q missing or out of range", key(s))
+				return 0, fmt.Errorf("models: %s: metadata key %q missing or out of range", hp.Arch, key(s))
 			}
 			return int64(v), nil
 		}
@@ -489,12 +523,15 @@ func readArchHParams(f *gguf.File, hp *HParams) error {
 			return err
 		}
 		if hp.NExpertUsed > hp.NExpert {
-			return fmt.Errorf("models: qwen3moe: expert_used_count %d exceeds expert_count %d", hp.NExpertUsed, hp.NExpert)
+			return fmt.Errorf("models: %s: expert_used_count %d exceeds expert_count %d", hp.Arch, hp.NExpertUsed, hp.NExpert)
 		}
-		// n_ff_exp defaults to n_ff / n_expert_used.
-		hp.NFFExp = hp.NFF / hp.NExpertUsed
-		if v, ok := f.GetUint(key("expert_feed_forward_length")); ok && v > 0 {
-			hp.NFFExp = int64(v)
+		hp.NFFExp = hp.NFF // llama: the experts are n_ff wide
+		if hp.Arch == "qwen3moe" {
+			// n_ff_exp defaults to n_ff / n_expert_used.
+			hp.NFFExp = hp.NFF / hp.NExpertUsed
+			if v, ok := f.GetUint(key("expert_feed_forward_length")); ok && v > 0 {
+				hp.NFFExp = int64(v)
+			}
 		}
 		hp.ExpertNormW = true // build_moe_ffn(..., norm_w = true, ...)
 	case "phi3":
@@ -518,9 +555,8 @@ func readArchHParams(f *gguf.File, hp *HParams) error {
 		if v, ok := f.GetFloat(key("rope.freq_base_swa")); ok && v > 0 {
 			hp.RopeFreqBaseSWA = v
 		}
-		if v, ok := f.GetFloat(key("final_logit_softcapping")); ok && v != 0 {
-			return fmt.Errorf("models: gemma3: final_logit_softcapping %v is not supported (llama.cpp's sliding-window gemma3 graph has none)", v)
-		}
+		// llama.cpp builds gemma3 with sliding-window attention, whose graph
+		// applies no final logit softcapping even when the key is present.
 		// f_attention_scale: 1/sqrt(n_embd/n_head) for the 27B (62 layers),
 		// else 1/sqrt(head_dim); embeddings are scaled by sqrtf(n_embd).
 		d := float32(hp.HeadDimK)

@@ -25,45 +25,85 @@ func KVLen(used, nCtx int64) int64 {
 // Inputs computes the input tensors of a step, by name, as raw bytes. It is
 // exported so other backends feed exactly the same inputs.
 func Inputs(tokens []int32, pos int64, b ir.Bindings) map[string][]byte {
-	n := int64(len(tokens))
+	n, nKV, nOut := int64(len(tokens)), b[SymKV], b[SymOutputs]
 	in := map[string][]byte{}
-	in["inp_tokens"] = i32Bytes(tokens)
-	p := make([]int32, n)
-	idx := make([]byte, 8*n)
-	for i := range p {
-		p[i] = int32(pos + int64(i))
-		binary.LittleEndian.PutUint64(idx[8*i:], uint64(pos+int64(i)))
+	for _, name := range StepInputs {
+		buf := make([]byte, InputSize(name, n, nKV, nOut))
+		FillInput(name, buf, tokens, pos, nKV, nOut)
+		in[name] = buf
 	}
-	in["inp_pos"] = i32Bytes(p)
-	in["kv_idx"] = idx
-	nKV := b[SymKV]
-	rows := (n + MaskPad - 1) / MaskPad * MaskPad
-	mask := make([]byte, 4*nKV*rows)
-	negInf := math.Float32bits(float32(math.Inf(-1)))
-	for r := int64(0); r < rows; r++ {
-		for c := int64(0); c < nKV; c++ {
-			v := negInf
-			// Cell c holds position c; token r sits at position pos+r.
-			if r < n && c <= pos+r {
-				v = 0
-			}
-			binary.LittleEndian.PutUint32(mask[4*(r*nKV+c):], v)
-		}
-	}
-	in["KQ_mask"] = mask
-	nOut := b[SymOutputs]
-	ids := make([]int32, nOut)
-	for i := range ids {
-		ids[i] = int32(n - nOut + int64(i))
-	}
-	in["inp_out_ids"] = i32Bytes(ids)
 	return in
 }
 
-func i32Bytes(v []int32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(out[4*i:], uint32(x))
+// The names of the step inputs, shared by the graph builder and Inputs.
+const (
+	InputTokens = "inp_tokens"  // i32[n_tokens]: the token ids
+	InputPos    = "inp_pos"     // i32[n_tokens]: their positions
+	InputKVIdx  = "kv_idx"      // i64[n_tokens]: the KV cell each token's K/V row goes to (set_rows mode)
+	InputMask   = "KQ_mask"     // f32[n_kv, pad(n_tokens, MaskPad)]: the causal mask, 0 or -inf
+	InputOutIDs = "inp_out_ids" // i32[n_outputs]: the tokens whose logits the step returns
+)
+
+// StepInputs names the inputs of a step (those Inputs computes).
+var StepInputs = []string{InputTokens, InputPos, InputKVIdx, InputMask, InputOutIDs}
+
+// InputSize is the byte size of a step input for nTokens tokens, a KV
+// window of nKV cells and nOut output rows (0 for an unknown name).
+func InputSize(name string, nTokens, nKV, nOut int64) int64 {
+	switch name {
+	case InputTokens, InputPos:
+		return 4 * nTokens
+	case InputKVIdx:
+		return 8 * nTokens
+	case InputMask:
+		return 4 * nKV * ((nTokens + MaskPad - 1) / MaskPad * MaskPad)
+	case InputOutIDs:
+		return 4 * nOut
 	}
-	return out
+	return 0
+}
+
+// FillInput writes step input name for tokens at pos (KV window nKV, nOut
+// output rows) into dst, which holds at least InputSize bytes, without
+// allocating: what Inputs computes, for backends that keep the inputs in
+// place. It reports false for an unknown name or a short dst.
+func FillInput(name string, dst []byte, tokens []int32, pos, nKV, nOut int64) bool {
+	n := int64(len(tokens))
+	if int64(len(dst)) < InputSize(name, n, nKV, nOut) {
+		return false
+	}
+	switch name {
+	case InputTokens:
+		for i, t := range tokens {
+			binary.LittleEndian.PutUint32(dst[4*i:], uint32(t))
+		}
+	case InputPos:
+		for i := range n {
+			binary.LittleEndian.PutUint32(dst[4*i:], uint32(int32(pos+i)))
+		}
+	case InputKVIdx:
+		for i := range n {
+			binary.LittleEndian.PutUint64(dst[8*i:], uint64(pos+i))
+		}
+	case InputMask:
+		rows := (n + MaskPad - 1) / MaskPad * MaskPad
+		negInf := math.Float32bits(float32(math.Inf(-1)))
+		for r := int64(0); r < rows; r++ {
+			for c := int64(0); c < nKV; c++ {
+				v := negInf
+				// Cell c holds position c; token r sits at position pos+r.
+				if r < n && c <= pos+r {
+					v = 0
+				}
+				binary.LittleEndian.PutUint32(dst[4*(r*nKV+c):], v)
+			}
+		}
+	case InputOutIDs:
+		for i := range nOut {
+			binary.LittleEndian.PutUint32(dst[4*i:], uint32(int32(n-nOut+i)))
+		}
+	default:
+		return false
+	}
+	return true
 }

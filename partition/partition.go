@@ -203,7 +203,7 @@ func newState(g *ir.Graph, prof *target.Profile, b ir.Bindings) (*state, error) 
 		pinned: make([]bool, n), why: make([]string, n), sup: make([]target.Support, n), est: make([][2]float64, n),
 		bytes: make([]float64, n), uses: make([][]int, n)}
 	for i, x := range g.Nodes {
-		info, ok := ir.Lookup(x.Op)
+		info, ok := x.Info()
 		if !ok {
 			return nil, fmt.Errorf("partition: %s: unknown op %q", x, x.Op)
 		}
@@ -532,7 +532,7 @@ func (s *state) valueBytes(x *ir.Node) (int64, error) {
 }
 
 func isCompute(n *ir.Node) bool {
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	return ok && n.Op != ir.OpTransfer && (info.Kind == ir.KindCompute || info.Kind == ir.KindView && info.SideEffect)
 }
 

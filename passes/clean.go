@@ -15,7 +15,7 @@ import (
 // reading through a writer's result is ordered after the write.
 func viewRoot(n *ir.Node) *ir.Node {
 	for {
-		info, ok := ir.Lookup(n.Op)
+		info, ok := n.Info()
 		if !ok || info.Kind != ir.KindView || info.SideEffect || info.AliasArg >= len(n.Args) {
 			return n
 		}
@@ -42,7 +42,7 @@ func aliasesState(n *ir.Node) bool { return viewRoot(n).Op == ir.OpState }
 // for every binding of the symbols. It is conservative: false means
 // "cannot tell".
 func contiguous(n *ir.Node) bool {
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok {
 		return false
 	}
@@ -110,7 +110,7 @@ func dcePass() Pass {
 // cseKey is the structural hash of a node: op, type, attributes, operands
 // (already canonical) and, for leaves, what identifies their data.
 func cseKey(n *ir.Node, id map[*ir.Node]int) (string, bool) {
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok || info.SideEffect || readsState(n) {
 		return "", false
 	}

@@ -71,36 +71,61 @@ type Constraint struct {
 	Why           string
 }
 
-var (
-	regMu       sync.RWMutex
-	registry    = map[string]Pass{}
-	regOrder    []string
+// Registry holds passes and the ordering constraints between them. The
+// package's default registry (DefaultRegistry) holds the built-in passes
+// and is what the package-level Register, Lookup, All, Constraints,
+// AddConstraint and Parse use; NewRegistry makes one layered over it, whose
+// registrations no other registry sees. A Registry is safe for concurrent
+// use.
+type Registry struct {
+	parent      *Registry
+	mu          sync.RWMutex
+	passes      map[string]Pass
+	order       []string
 	constraints []Constraint
-)
+}
 
-// Register adds a pass to the registry, so Parse and irtool passes know it.
-// The name must be new and made of lower-case letters, digits and '-'.
-func Register(p Pass) error {
-	regMu.Lock()
-	defer regMu.Unlock()
+var defaultRegistry = &Registry{passes: map[string]Pass{}}
+
+// DefaultRegistry returns the package's default registry.
+func DefaultRegistry() *Registry { return defaultRegistry }
+
+// NewRegistry returns an empty registry layered over DefaultRegistry: it
+// sees the built-in passes and constraints, and keeps its own additions.
+func NewRegistry() *Registry { return &Registry{parent: defaultRegistry, passes: map[string]Pass{}} }
+
+// Register adds a pass to the default registry, so Parse and irtool passes
+// know it. The name must be new and made of lower-case letters, digits and
+// '-'.
+func Register(p Pass) error { return defaultRegistry.Register(p) }
+
+// Register adds a pass to r (see the package-level Register).
+func (r *Registry) Register(p Pass) error {
 	if !validName(p.Name) || p.Name == "default" || p.Name == "none" {
 		return fmt.Errorf("passes: register: bad pass name %q", p.Name)
 	}
 	if p.Run == nil {
 		return fmt.Errorf("passes: register %q: no Run function", p.Name)
 	}
-	if _, dup := registry[p.Name]; dup {
-		return fmt.Errorf("passes: register: pass %q already registered", p.Name)
-	}
 	seen := map[string]bool{}
-	for _, r := range p.Rules {
-		if r == nil || r.Name == "" || seen[r.Name] {
+	for _, rule := range p.Rules {
+		if rule == nil || rule.Name == "" || seen[rule.Name] {
 			return fmt.Errorf("passes: register %q: rules need unique names", p.Name)
 		}
-		seen[r.Name] = true
+		seen[rule.Name] = true
 	}
-	registry[p.Name] = p
-	regOrder = append(regOrder, p.Name)
+	if r.parent != nil {
+		if _, dup := r.parent.Lookup(p.Name); dup {
+			return fmt.Errorf("passes: register: pass %q already registered", p.Name)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.passes[p.Name]; dup {
+		return fmt.Errorf("passes: register: pass %q already registered", p.Name)
+	}
+	r.passes[p.Name] = p
+	r.order = append(r.order, p.Name)
 	return nil
 }
 
@@ -122,29 +147,33 @@ func validName(s string) bool {
 	return true
 }
 
-// AddConstraint records an ordering constraint between two registered
-// passes. It fails when a pass is unknown or the constraint contradicts
-// another.
-func AddConstraint(c Constraint) error {
-	regMu.Lock()
-	defer regMu.Unlock()
+// AddConstraint records an ordering constraint between two passes of the
+// default registry. It fails when a pass is unknown or the constraint
+// contradicts another.
+func AddConstraint(c Constraint) error { return defaultRegistry.AddConstraint(c) }
+
+// AddConstraint records an ordering constraint in r (see the package-level
+// AddConstraint).
+func (r *Registry) AddConstraint(c Constraint) error {
 	for _, n := range []string{c.Before, c.After} {
-		if _, ok := registry[n]; !ok {
+		if _, ok := r.Lookup(n); !ok {
 			return fmt.Errorf("passes: constraint %s < %s: unknown pass %q", c.Before, c.After, n)
 		}
 	}
 	if c.Before == c.After {
 		return fmt.Errorf("passes: constraint %s < %s orders a pass before itself", c.Before, c.After)
 	}
-	if reachable(c.After, c.Before) {
+	if reachable(r.Constraints(), c.After, c.Before) {
 		return fmt.Errorf("passes: constraint %s < %s contradicts the existing order", c.Before, c.After)
 	}
-	constraints = append(constraints, c)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.constraints = append(r.constraints, c)
 	return nil
 }
 
 // reachable reports whether the constraints order a before b (transitively).
-func reachable(a, b string) bool {
+func reachable(constraints []Constraint, a, b string) bool {
 	seen := map[string]bool{a: true}
 	stack := []string{a}
 	for len(stack) > 0 {
@@ -163,30 +192,51 @@ func reachable(a, b string) bool {
 	return false
 }
 
-// Lookup returns a registered pass.
-func Lookup(name string) (Pass, bool) {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	p, ok := registry[name]
-	return p, ok
+// Lookup returns a pass of the default registry.
+func Lookup(name string) (Pass, bool) { return defaultRegistry.Lookup(name) }
+
+// Lookup returns a pass of r or of the registry it is layered over.
+func (r *Registry) Lookup(name string) (Pass, bool) {
+	for x := r; x != nil; x = x.parent {
+		x.mu.RLock()
+		p, ok := x.passes[name]
+		x.mu.RUnlock()
+		if ok {
+			return p, true
+		}
+	}
+	return Pass{}, false
 }
 
-// All returns every registered pass in registration order.
-func All() []Pass {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := make([]Pass, len(regOrder))
-	for i, n := range regOrder {
-		out[i] = registry[n]
+// All returns every pass of the default registry in registration order.
+func All() []Pass { return defaultRegistry.All() }
+
+// All returns every pass r sees: the parent's first, in registration order.
+func (r *Registry) All() []Pass {
+	var out []Pass
+	if r.parent != nil {
+		out = r.parent.All()
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, n := range r.order {
+		out = append(out, r.passes[n])
 	}
 	return out
 }
 
-// Constraints returns the ordering constraints.
-func Constraints() []Constraint {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	return slices.Clone(constraints)
+// Constraints returns the ordering constraints of the default registry.
+func Constraints() []Constraint { return defaultRegistry.Constraints() }
+
+// Constraints returns the ordering constraints r sees.
+func (r *Registry) Constraints() []Constraint {
+	var out []Constraint
+	if r.parent != nil {
+		out = r.parent.Constraints()
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append(out, r.constraints...)
 }
 
 // Pipeline is an ordered list of passes: data that can be printed, parsed,
@@ -210,8 +260,11 @@ func (p Pipeline) String() string {
 	return strings.Join(p.Names(), ",")
 }
 
-// Check verifies the ordering constraints that apply to p.
-func (p Pipeline) Check() error {
+// Check verifies the ordering constraints of the default registry that
+// apply to p.
+func (p Pipeline) Check() error { return p.check(Constraints()) }
+
+func (p Pipeline) check(constraints []Constraint) error {
 	first := map[string]int{}
 	for i, x := range p {
 		if x.Run == nil {
@@ -221,7 +274,7 @@ func (p Pipeline) Check() error {
 			first[x.Name] = i
 		}
 	}
-	for _, c := range Constraints() {
+	for _, c := range constraints {
 		i, okA := first[c.Before]
 		j, okB := first[c.After]
 		if okA && okB && i > j {
@@ -253,22 +306,25 @@ func Default() Pipeline {
 	return p
 }
 
-func pipelineOf(names []string) (Pipeline, error) {
+func pipelineOf(names []string) (Pipeline, error) { return defaultRegistry.pipelineOf(names) }
+
+func (r *Registry) pipelineOf(names []string) (Pipeline, error) {
 	var p Pipeline
 	for _, n := range names {
-		x, ok := Lookup(n)
+		x, ok := r.Lookup(n)
 		if !ok {
-			return nil, fmt.Errorf("passes: unknown pass %q (known: %s)", n, strings.Join(knownNames(), ", "))
+			return nil, fmt.Errorf("passes: unknown pass %q (known: %s)", n, strings.Join(r.knownNames(), ", "))
 		}
 		p = append(p, x)
 	}
 	return p, nil
 }
 
-func knownNames() []string {
-	regMu.RLock()
-	defer regMu.RUnlock()
-	out := slices.Clone(regOrder)
+func (r *Registry) knownNames() []string {
+	var out []string
+	for _, p := range r.All() {
+		out = append(out, p.Name)
+	}
 	sort.Strings(out)
 	return out
 }
@@ -276,13 +332,17 @@ func knownNames() []string {
 // Parse reads a pipeline: "default", "none" (only required passes), or a
 // comma-separated list of pass names in which "default" stands for the
 // default pipeline ("default,merge-qkv"). It checks the ordering
-// constraints.
-func Parse(s string) (Pipeline, error) {
+// constraints. It resolves names in the default registry.
+func Parse(s string) (Pipeline, error) { return defaultRegistry.Parse(s) }
+
+// Parse reads a pipeline as the package-level Parse does, resolving names
+// in r and checking r's constraints.
+func (r *Registry) Parse(s string) (Pipeline, error) {
 	s = strings.TrimSpace(s)
 	var p Pipeline
 	switch s {
 	case "none":
-		for _, x := range All() {
+		for _, x := range r.All() {
 			if x.Required {
 				p = append(p, x)
 			}
@@ -302,18 +362,18 @@ func Parse(s string) (Pipeline, error) {
 		case "none":
 			return nil, fmt.Errorf("passes: pipeline %q: none cannot be combined with passes", s)
 		}
-		x, err := pipelineOf([]string{part})
+		x, err := r.pipelineOf([]string{part})
 		if err != nil {
 			return nil, err
 		}
 		p = append(p, x...)
 	}
-	for _, x := range All() {
+	for _, x := range r.All() {
 		if x.Required && !p.Contains(x.Name) {
 			p = append(p, x)
 		}
 	}
-	if err := p.Check(); err != nil {
+	if err := p.check(r.Constraints()); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -284,7 +284,7 @@ func (b *Builder) Graph() *ir.Graph { return b.g }
 
 // Op makes a node whose type the registry infers.
 func (b *Builder) Op(op ir.Op, attrs ir.Attrs, args ...*ir.Node) (*ir.Node, error) {
-	info, ok := ir.Lookup(op)
+	info, ok := b.g.Lookup(op)
 	if !ok {
 		return nil, fmt.Errorf("unknown op %q", op)
 	}
@@ -292,6 +292,9 @@ func (b *Builder) Op(op ir.Op, attrs ir.Attrs, args ...*ir.Node) (*ir.Node, erro
 		return nil, fmt.Errorf("op %q needs a declared type (use Typed)", op)
 	}
 	n := &ir.Node{Op: op, Args: args, Attrs: attrs, Name: b.Name, Layer: b.Layer}
+	if err := b.g.Bind(n); err != nil {
+		return nil, err
+	}
 	if len(args) < info.MinArgs || len(args) > max(info.MaxArgs, info.MinArgs) {
 		return nil, fmt.Errorf("%s takes %d to %d operands, got %d", op, info.MinArgs, max(info.MaxArgs, info.MinArgs), len(args))
 	}
@@ -319,6 +322,9 @@ func (b *Builder) Const(t ir.Type, data []byte) (*ir.Node, error) {
 }
 
 func (b *Builder) add(n *ir.Node) (*ir.Node, error) {
+	if err := b.g.Bind(n); err != nil {
+		return nil, err
+	}
 	if err := ir.CheckNode(n); err != nil {
 		return nil, err
 	}

@@ -207,7 +207,10 @@ func mergeGroup(g *ir.Graph, x *ir.Node, grp []mergeMember) error {
 // be inferred.
 func (b *Builder) unchecked(op ir.Op, attrs ir.Attrs, args ...*ir.Node) (*ir.Node, error) {
 	n := &ir.Node{Op: op, Args: args, Attrs: attrs, Name: b.Name, Layer: b.Layer}
-	if info, ok := ir.Lookup(op); ok && info.Infer != nil {
+	if err := b.g.Bind(n); err != nil {
+		return nil, err
+	}
+	if info, ok := n.Info(); ok && info.Infer != nil {
 		t, err := info.Infer(n)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)

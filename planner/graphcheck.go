@@ -94,7 +94,7 @@ func ValidateGraphPlan(p *GraphPlan) error {
 		return alignUp(b, p.Align)
 	}
 	needs := func(x *ir.Node) bool {
-		info, _ := ir.Lookup(x.Op)
+		info, _ := x.Info()
 		switch {
 		case info == nil:
 			return false

@@ -74,7 +74,7 @@ func analyse(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *GraphOptions)
 	root := func(x *ir.Node) *ir.Node { return lay[x.ID].Root }
 	kind := make([]ir.Kind, nn)
 	for _, x := range g.Nodes {
-		info, ok := ir.Lookup(x.Op)
+		info, ok := x.Info()
 		if !ok {
 			return nil, fmt.Errorf("planner: %s: unknown op %q", x, x.Op)
 		}

@@ -35,7 +35,7 @@ func (p InPlacePolicy) Candidates(n *ir.Node) []int {
 	if p.Fallback == nil {
 		return nil
 	}
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok {
 		return nil
 	}

@@ -40,7 +40,7 @@ func newOrderGraph(g *ir.Graph, lay []ir.Layout) (*orderGraph, error) {
 	og.kind = make([]ir.Kind, nn)
 	og.side = make([]bool, nn)
 	for _, n := range g.Nodes {
-		info, ok := ir.Lookup(n.Op)
+		info, ok := n.Info()
 		if !ok {
 			return nil, fmt.Errorf("planner: %s: unknown op %q", n, n.Op)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,8 +113,9 @@ func Ratio(arena, lb int64) float64 {
 }
 
 // Solve assigns offsets to p's buffers with the named strategy (see
-// Strategies; "best" runs them all and keeps the smallest arena) and reports
-// the result. The assignment is always validated before it is returned.
+// Strategies; "best" runs them all and keeps the smallest arena; a name
+// registered in DefaultStrategies runs that strategy) and reports the
+// result. The assignment is always validated before it is returned.
 //
 // Every strategy respects the deadline (Options.Budget from now, or the
 // context's, whichever is sooner); Solve keeps back an estimate of the final
@@ -134,7 +134,7 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 		return nil, nil, err
 	}
 	if !slices.Contains(Strategies(), strategy) {
-		return nil, nil, fmt.Errorf("planner: unknown strategy %q (have %s)", strategy, strings.Join(Strategies(), ", "))
+		return defaultStrategies.Solve(ctx, p, strategy, opts) // a registered strategy, or an error listing them
 	}
 	budget := opts.budget()
 	deadline := start.Add(budget)

@@ -49,7 +49,7 @@ func Traffic(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error) {
 }
 
 func (r *Rules) traffic(n *ir.Node, b ir.Bindings) (flops, bytes float64, err error) {
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok {
 		return 0, 0, fmt.Errorf("target: %s: unknown op %q", n, n.Op)
 	}
@@ -95,7 +95,7 @@ func streamTraffic(k float64) func(n *ir.Node, b ir.Bindings) (float64, float64,
 // whole destination; k FLOPs per written element.
 func writeTraffic(k float64) func(n *ir.Node, b ir.Bindings) (float64, float64, error) {
 	return func(n *ir.Node, b ir.Bindings) (float64, float64, error) {
-		info, ok := ir.Lookup(n.Op)
+		info, ok := n.Info()
 		if !ok {
 			return 0, 0, fmt.Errorf("target: %s: unknown op %q", n, n.Op)
 		}

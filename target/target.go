@@ -127,7 +127,7 @@ type Support struct {
 // storage put them. n may be symbolic: rules that need a constant dimension
 // refuse when it is not one.
 func (p *Profile) Supports(n *ir.Node) Support {
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok {
 		return Support{Reason: fmt.Sprintf("op %q is not registered", n.Op)}
 	}

@@ -154,7 +154,7 @@ const maxNameLen = 40
 
 func nodeLabel(n *ir.Node) string {
 	head := fmt.Sprintf("%%%d %s", n.ID, n.Op)
-	if info, ok := ir.Lookup(n.Op); ok && info.Fused {
+	if info, ok := n.Info(); ok && info.Fused {
 		head += " (fused)"
 	}
 	lines := []string{head, n.Type.String()}
@@ -169,7 +169,7 @@ func nodeLabel(n *ir.Node) string {
 }
 
 func styleNode(dn *dotNode, n *ir.Node, output bool) {
-	info, known := ir.Lookup(n.Op)
+	info, known := n.Info()
 	switch {
 	case n.Op == ir.OpWeight:
 		dn.Attrs("style", "filled", "fillcolor", colorDimFill, "color", colorDim, "fontcolor", colorDim)
@@ -232,7 +232,7 @@ func viewsJoinSegments(g *ir.Graph, part *Partition) *Partition {
 		if !ok || p.Segment >= 0 || len(n.Args) == 0 {
 			continue
 		}
-		if info, known := ir.Lookup(n.Op); !known || info.Kind != ir.KindView || info.SideEffect {
+		if info, known := n.Info(); !known || info.Kind != ir.KindView || info.SideEffect {
 			continue
 		}
 		if src, ok := out.Nodes[n.Args[0].ID]; ok && src.Segment >= 0 && src.Device == p.Device {

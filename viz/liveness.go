@@ -32,6 +32,8 @@ type Lifetime struct {
 	// Group selects the colour: buffers of one group (typically one op)
 	// share a colour and a legend entry. Empty means "buffer".
 	Group string
+	// Layer is the transformer layer of the node, or -1.
+	Layer int
 }
 
 // Chart is a memory plan as the liveness chart and the interference graph
@@ -47,6 +49,12 @@ type Chart struct {
 	Arena, LowerBound int64
 	// Steps is the number of execution steps; 0 means the largest End.
 	Steps int
+	// StepOffset is added to step numbers on the axis and in tooltips (a
+	// zoomed chart starts at its first step; see Layer).
+	StepOffset int
+	// Bands are drawn behind the buffers, one tinted column per layer
+	// (ChartFromPlan sets them from the execution order).
+	Bands []Band
 }
 
 // ChartFromProblem builds a chart from a bare planning instance and its
@@ -61,7 +69,7 @@ func ChartFromProblem(p *planner.Problem, a *planner.Assignment) (*Chart, error)
 	for i, b := range p.Buffers {
 		c.Buffers = append(c.Buffers, Lifetime{
 			Start: b.Start, End: b.End, Offset: a.Offsets[i], Size: p.AlignedSize(i),
-			Node: -1, Label: "buffer " + strconv.Itoa(b.ID),
+			Node: -1, Label: "buffer " + strconv.Itoa(b.ID), Layer: -1,
 		})
 	}
 	return c, nil
@@ -81,6 +89,7 @@ func ChartFromPlan(gp *planner.GraphPlan) (*Chart, error) {
 	}
 	g := gp.Graph
 	c.Steps = len(gp.Order)
+	c.Bands = layerBands(gp)
 	c.Title = fmt.Sprintf("%s: %s plan", g.Name, gp.Strategy)
 	if len(gp.Buffers) != len(c.Buffers) {
 		return nil, fmt.Errorf("viz: liveness: plan of %q describes %d buffers, its problem has %d", g.Name, len(gp.Buffers), len(c.Buffers))
@@ -97,7 +106,7 @@ func ChartFromPlan(gp *planner.GraphPlan) (*Chart, error) {
 		}
 		n := g.Nodes[ids[0]]
 		b := &c.Buffers[i]
-		b.Node, b.Group = n.ID, string(n.Op)
+		b.Node, b.Group, b.Layer = n.ID, string(n.Op), n.Layer
 		b.Label = fmt.Sprintf("%%%d %s", n.ID, n.Op)
 		if n.Name != "" {
 			b.Label += " " + n.Name
@@ -268,11 +277,28 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 	fmt.Fprintf(w, "</g>\n")
 	fmt.Fprintf(w, `<g fill="#374151" text-anchor="middle">`+"\n")
 	for _, t := range ticks(float64(steps), 10) {
-		fmt.Fprintf(w, `<text x="%s" y="%d">%d</text>`+"\n", f2(x(int(t))), chartTop+chartHeight+16, int(t))
+		fmt.Fprintf(w, `<text x="%s" y="%d">%d</text>`+"\n", f2(x(int(t))), chartTop+chartHeight+16, int(t)+c.StepOffset)
 	}
 	fmt.Fprintf(w, `<text x="%s" y="%d">execution step</text>`+"\n", f2(chartLeft+float64(plotW)/2), chartTop+chartHeight+34)
 	fmt.Fprintf(w, "</g>\n")
 	fmt.Fprintf(w, `<text transform="translate(16,%s) rotate(-90)" text-anchor="middle" fill="#374151">arena offset</text>`+"\n", f2(chartTop+chartHeight/2))
+
+	// Layer bands, behind the buffers: every other layer tinted, each
+	// labelled at the top (skipped when too narrow to read).
+	if len(c.Bands) > 0 {
+		fmt.Fprintf(w, `<g font-size="9" fill="#6b7280" text-anchor="middle">`+"\n")
+		for i, b := range c.Bands {
+			x0, x1 := x(b.Start), x(b.End)
+			if i%2 == 0 {
+				fmt.Fprintf(w, `<rect x="%s" y="%d" width="%s" height="%d" fill="#f3f4f6" data-band="%s"/>`+"\n",
+					f2(x0), chartTop, f2(max(x1-x0, 0.5)), chartHeight, esc(b.Label))
+			}
+			if x1-x0 >= 14 {
+				fmt.Fprintf(w, `<text x="%s" y="%d">%s</text>`+"\n", f2((x0+x1)/2), chartTop+10, esc(b.Label))
+			}
+		}
+		fmt.Fprintf(w, "</g>\n")
+	}
 
 	// Buffers.
 	// Without groups (a bare instance) each buffer gets its own colour.
@@ -290,7 +316,7 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 		if label == "" {
 			label = "buffer " + strconv.Itoa(i)
 		}
-		tip := fmt.Sprintf("%s: %s at offset %d, steps [%d, %d)", label, HumanBytes(b.Size), b.Offset, b.Start, b.End)
+		tip := fmt.Sprintf("%s: %s at offset %d, steps [%d, %d)", label, HumanBytes(b.Size), b.Offset, b.Start+c.StepOffset, b.End+c.StepOffset)
 		attrs := ""
 		if b.Node >= 0 {
 			attrs = fmt.Sprintf(` data-node="%d"`, b.Node)

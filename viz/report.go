@@ -301,7 +301,7 @@ func writeColumn(w *bufio.Writer, c column, prev, next map[int]bool, unchanged b
 			cls += " gone"
 		}
 		fmt.Fprintf(w, `<div class="%s" data-k="k%d">%%%d = `, cls, key, i)
-		if info, ok := ir.Lookup(n.Op); ok && info.Fused {
+		if info, ok := n.Info(); ok && info.Fused {
 			fmt.Fprintf(w, `<b class="fused">%s</b>`, esc(string(n.Op)))
 		} else {
 			w.WriteString(esc(string(n.Op)))

@@ -44,6 +44,7 @@ type memoryJSON struct {
 	InPlace         int              `json:"inplace"`
 	WorkspaceBytes  int64            `json:"workspace_bytes"`
 	GgmlCPUBytes    int64            `json:"ggml_cpu_bytes"`
+	Compare         memoryCompare    `json:"compare"`
 	MS              float64          `json:"ms"`
 }
 
@@ -109,22 +110,22 @@ func runMemoryStage(j *compileJob) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.what, err)
 		}
-		// What ggml-alloc would reserve for this graph on the CPU.
-		ggml, err := planner.PlanGraph(g, planner.GraphOptions{Align: planner.DefaultAlign, Strategy: planner.StrategyGallocr,
-			Policy: planner.CPUPolicy(), ArenaIO: true})
+		cmp, err := compareMemory(g, p, opts)
 		if err != nil {
-			return fmt.Errorf("%s: ggml layout: %w", c.what, err)
+			return fmt.Errorf("%s: %w", c.what, err)
 		}
 		j.Values[c.key] = p
 		out := memoryReport(p, bindingString(b, j.Graph))
-		out.GgmlCPUBytes = ggml.ArenaBytes
+		out.Compare = cmp
+		out.GgmlCPUBytes = cmp.GgmlLayout.GallocrBytes
 		*c.out = out
 		order := "graph order"
 		if p.OrderChanged {
 			order = "reordered"
 		}
-		fmt.Fprintf(j.Text, "memory, %s (%s): arena %d B = %.4f x lower bound %d B (%s, %s), naive %d B, %d in place; ggml-alloc would need %d B\n",
-			c.what, out.Bindings, p.ArenaBytes, p.Ratio(), p.LowerBound, p.Strategy, order, p.NaiveBytes, p.InPlace, ggml.ArenaBytes)
+		fmt.Fprintf(j.Text, "memory, %s (%s): arena %d B = %.4f x lower bound %d B (%s, %s), naive %d B, %d in place\n",
+			c.what, out.Bindings, p.ArenaBytes, p.Ratio(), p.LowerBound, p.Strategy, order, p.NaiveBytes, p.InPlace)
+		writeMemoryComparison(j.Text, cmp)
 		if c.key == "plan" && f.ExportBuffers != "" {
 			if err := exportBuffers(f.ExportBuffers, p); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -83,7 +84,7 @@ func flagGiven(fl planFlags, name string) bool { return fl.set[name] }
 
 func declarePlanFlags(fs *flag.FlagSet) planFlags {
 	return planFlags{
-		strategy: fs.String("strategy", planner.StrategyBest, "strategy `NAME`: "+strings.Join(planner.Strategies(), ", ")),
+		strategy: fs.String("strategy", planner.StrategyBest, "strategy `NAME`: "+strings.Join(planner.Strategies(), ", ")+", or one registered in planner.DefaultStrategies (docs/PLANNER.md)"),
 		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of the whole command, reading included; every strategy checks it"),
 		align:    fs.Int64("align", 1, "round sizes up to, and keep offsets multiples of, `B` bytes (1 ≤ B ≤ 2^30)"),
 		asJSON:   fs.Bool("json", false, "print one JSON object"),
@@ -105,12 +106,10 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "plan", "want one INSTANCE.csv or FILE.ir argument, got %d", len(pos))
 	}
 	fs.Visit(func(f *flag.Flag) { fl.set[f.Name] = true })
-	known := false
-	for _, s := range planner.Strategies() {
-		known = known || s == *fl.strategy
-	}
-	if !known {
-		return usageError(stderr, "plan", "unknown strategy %q (have %s)", *fl.strategy, strings.Join(planner.Strategies(), ", "))
+	// Built-in strategies and those registered in planner.DefaultStrategies
+	// (a file of this command may register one from init).
+	if names := planner.DefaultStrategies().Names(); !slices.Contains(names, *fl.strategy) {
+		return usageError(stderr, "plan", "unknown strategy %q (have %s)", *fl.strategy, strings.Join(names, ", "))
 	}
 	if *fl.budget <= 0 {
 		return usageError(stderr, "plan", "--budget must be positive, got %v", *fl.budget)
@@ -173,7 +172,7 @@ func planText(w io.Writer, name string, align int64, rep *planner.Report) error 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "strategy\tarena (B)\tx LB\tms")
-	for _, s := range planner.Strategies() {
+	for _, s := range planner.DefaultStrategies().Names() {
 		arena, ok := rep.Strategies[s]
 		if !ok {
 			continue

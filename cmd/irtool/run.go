@@ -3,8 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/gguf"
 	"io"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -23,10 +25,11 @@ func init() {
 		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu|sim|cann]
            [--device N] [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
            [--graph on|off] [--prefill-graph] [--graph-cache N] [--target T]
-           [--json] [--logits]
+           [--threads N] [--json] [--logits]
 
 Runs prefill on the prompt, then greedy decode (argmax, lowest id on ties) for
-N tokens on the CPU reference executor. -p tokenises TEXT with the model's own
+N tokens on the CPU (the compiled plan, on --threads worker threads: default
+the number of physical cores). -p tokenises TEXT with the model's own
 tokenizer (adding BOS as llama.cpp does) and streams the generated text to
 stdout; --tokens takes comma-separated ids. --json prints one object with
 "prompt_tokens", "tokens", "text", "timing" and, with --logits, "logits" (one
@@ -118,7 +121,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	prompt := fs.String("p", "", "the prompt `TEXT`, tokenised with the model's tokenizer, BOS added (exactly one of -p and --tokens)")
 	tokens := fs.String("tokens", "", "prompt token `IDS`, comma- or space-separated")
 	n := fs.Int("n", 32, "tokens to generate")
-	backend := fs.String("backend", "cpu", "execution `BACKEND`: cpu (the reference executor), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
+	backend := fs.String("backend", "cpu", "execution `BACKEND`: cpu (the compiled CPU plan), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
 	nctx := fs.Int64("ctx", 0, "context size in tokens (KV cache cells); 0: the model's context_length, of which prompt + n rounded up to 256 is allocated; a prompt and -n that do not fit are refused")
 	ubatch := fs.Int("ubatch", defaultUBatch, "prefill the prompt in chunks of at most `N` tokens (llama.cpp's n_ubatch)")
 	kvType := fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
@@ -126,6 +129,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	withLogits := fs.Bool("logits", false, "with --json, include every generated token's logits")
 	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
+	threads := threadsFlag(fs)
 	var sim simFlags
 	sim.declare(fs)
 	var cannF cannFlags
@@ -280,6 +284,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		m = &optimised
 	}
 	var sess generator
+	var cpu *session.Session
 	var simRun *simBackend
 	var cannRun *cannBackend
 	if *backend == "sim" {
@@ -289,7 +294,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		sess, err = session.NewSession(m, f, session.SessionOptions{})
+		if cpu, err = session.NewSession(m, f, session.SessionOptions{Threads: *threads}); err == nil {
+			defer cpu.Close()
+		}
+		sess = cpu
 	}
 	if err != nil {
 		return fail(err)
@@ -301,6 +309,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		defer cannRun.Close()
 	}
 	loadMS := float64(time.Since(t0).Microseconds()) / 1000
+	// Return the loader's garbage (token tables, graphs of the passes) to
+	// the OS before the first step pages in the memory-mapped weights, so
+	// that the process's peak RSS is the weights plus what stays live.
+	debug.FreeOSMemory()
 
 	var dec *tokenizer.StreamDecoder
 	var text strings.Builder
@@ -348,6 +360,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "irtool run: %d prompt tokens, %d generated; load %.1f ms, prefill %.1f ms, decode %.1f tok/s\n",
 			len(ids), len(res.Tokens), loadMS, res.PrefillMS, tps)
+		if cpu != nil {
+			fmt.Fprintf(stderr, "irtool run: cpu: %d threads; memory-mapped weights %.1f MiB, KV cache %.1f MiB, compute arenas %.1f MiB\n",
+				cpu.Threads(), float64(weightBytes(f))/(1<<20), float64(cpu.KVBytes())/(1<<20), float64(cpu.ArenaBytes())/(1<<20))
+		}
 		if simRun != nil {
 			simRun.summary(stderr)
 		}
@@ -405,4 +421,10 @@ func round3(x float64) float64 {
 		return 0
 	}
 	return math.Round(x*1000) / 1000
+}
+
+// weightBytes is the size of the tensor data of a file.
+func weightBytes(f *gguf.File) int64 {
+	b, _ := modelSize(f)
+	return b
 }

@@ -40,9 +40,12 @@ stories260K), running the same stages with the same flags:
   liveness      the worst-case memory plan (n_tokens = ubatch, n_kv = ctx)
                 as a chart: x the execution step, y the arena offset
   interference  the same plan's interference graph, coloured by arena slot
+  buffers       the same plan as a text table of buffers sorted by arena offset
   partition     the partitioned graph clustered by device
   segments      the lowered graph clustered by device and segment
 
+--layer N zooms liveness, interference and buffers to one transformer
+layer's steps; the liveness chart shades every other layer's steps.
 The format follows the extension of -o: .dot (DOT text), .svg (Graphviz
 renders DOT views; the liveness chart needs nothing) or .html (one
 self-contained page). Without -o, or with -o -, the DOT text (the SVG chart
@@ -59,6 +62,7 @@ type vizFlags struct {
 	after     string
 	out       string
 	noWeights bool
+	layer     int
 }
 
 // vizViews lists --what values with the last compile stage each needs.
@@ -68,16 +72,18 @@ var vizViews = map[string]int{
 	"interference": stageMemory,
 	"partition":    stagePartition,
 	"segments":     stageLower,
+	"buffers":      stageMemory,
 }
 
 func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
 	// Take compile's defaults, then expose the flags viz shares with it.
 	f.compile.declare(flag.NewFlagSet("compile defaults", flag.ContinueOnError))
 	c := &f.compile
-	fs.StringVar(&f.what, "what", "graph", "the `VIEW`: graph, liveness, interference, partition or segments (see below)")
+	fs.StringVar(&f.what, "what", "graph", "the `VIEW`: graph, liveness, interference, buffers, partition or segments (see below)")
 	fs.StringVar(&f.after, "after", "", "draw the graph after `PASS` of the pipeline; later stages (memory, partition) see that graph")
 	fs.StringVar(&f.out, "o", "", "the output `FILE`; its extension picks the format: .dot/.gv, .svg or .html (default: stdout)")
 	fs.BoolVar(&f.noWeights, "no-weights", false, "leave weights out of graph drawings")
+	fs.IntVar(&f.layer, "layer", -1, "liveness, interference, buffers: zoom to the steps of transformer layer `N` (the buffers live there, at their real offsets) (default: all layers)")
 	fs.StringVar(&c.Passes, "passes", c.Passes, "the pass pipeline `LIST`, as for compile")
 	fs.Int64Var(&c.Ctx, "ctx", c.Ctx, "KV cache cells (n_ctx)")
 	fs.Int64Var(&c.UBatch, "ubatch", c.UBatch, "tokens per step of the planned worst case, as for compile (default: ctx)")
@@ -103,7 +109,7 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	}
 	need, ok := vizViews[f.what]
 	if !ok {
-		return usageError(stderr, "viz", "--what %q: want one of graph, liveness, interference, partition, segments", f.what)
+		return usageError(stderr, "viz", "--what %q: want one of graph, liveness, interference, buffers, partition, segments", f.what)
 	}
 	format, err := vizFormat(f.out, f.what)
 	if err != nil {
@@ -135,6 +141,12 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 
 // vizFormat picks the output format from the file name.
 func vizFormat(out, what string) (string, error) {
+	if what == "buffers" {
+		if out != "" && out != "-" && !strings.EqualFold(filepath.Ext(out), ".txt") {
+			return "", fmt.Errorf("-o %s: the buffer table is text; use .txt or stdout", out)
+		}
+		return "txt", nil
+	}
 	if out == "" || out == "-" {
 		if what == "liveness" {
 			return "svg", nil
@@ -189,6 +201,15 @@ func drawViz(path string, f *vizFlags, need int, format string) ([]byte, error) 
 	if f.what == "liveness" {
 		return vizLiveness(j, f, path, format)
 	}
+	if f.what == "buffers" {
+		chart, _, err := vizChart(j, f, path)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		err = chart.WriteTable(&buf)
+		return buf.Bytes(), err
+	}
 	d, err := vizDOT(j, f, path, title)
 	if err != nil {
 		return nil, err
@@ -226,7 +247,12 @@ func vizChart(j *compileJob, f *vizFlags, path string) (*viz.Chart, *planner.Gra
 	if f.after != "" {
 		what = modelName(path) + " after " + f.after + ":"
 	}
-	chart.Title = fmt.Sprintf("%s n_tokens=%d, n_kv=%d, %s plan", what, f.compile.UBatch, f.compile.Ctx, plan.Strategy)
+	chart.Title = fmt.Sprintf("%s n_tokens=%d, n_kv=%d, %s plan", what, j.Flags.UBatch, j.Flags.Ctx, plan.Strategy)
+	if f.layer >= 0 {
+		if chart, err = chart.Layer(f.layer); err != nil {
+			return nil, nil, fmt.Errorf("--layer: %w", err)
+		}
+	}
 	return chart, plan, nil
 }
 

@@ -116,7 +116,7 @@ func Lower(g *ir.Graph, plan *planner.GraphPlan, prof *target.Profile, opts Opti
 }
 
 func kindOf(n *ir.Node) (leaf, view, compute bool) {
-	info, ok := ir.Lookup(n.Op)
+	info, ok := n.Info()
 	if !ok {
 		return false, false, false
 	}
@@ -146,7 +146,7 @@ func (l *lowerer) devices() error {
 		return fmt.Errorf("cann: lower %q: %d devices for %d nodes (was the graph changed after partitioning?)", g.Name, len(l.opts.Devices), len(g.Nodes))
 	}
 	for i, n := range g.Nodes {
-		if _, ok := ir.Lookup(n.Op); !ok {
+		if _, ok := n.Info(); !ok {
 			return fmt.Errorf("cann: lower: %s: unknown op %q", n, n.Op)
 		}
 		_, _, compute := kindOf(n)

@@ -14,7 +14,7 @@ import (
 
 // archModels are llama-quantize Q4_0 variants of the newer architectures'
 // reference models, with llama.cpp's runs on them (testdata/README.md).
-var archModels = []string{"synth-qwen3-Q4_0", "synth-qwen3moe-Q4_0", "synth-gemma3-Q4_0", "synth-phi3-Q4_0", "synth-llama3rope-Q4_0"}
+var archModels = []string{"synth-qwen3-Q4_0", "synth-qwen3moe-Q4_0", "synth-gemma3-Q4_0", "synth-phi3-Q4_0", "synth-llama3rope-Q4_0", "synth-llamamoe-Q4_0"}
 
 // archBound is issue 16's bound on max|Δlogit| / max|logit|.
 const archBound = 1e-6

@@ -261,7 +261,7 @@ func (s *Session) Step(tokens []int32) (*session.StepResult, error) {
 		return nil, err
 	}
 	inputs := models.Inputs(feed, s.pos, b)
-	inputs["inp_out_ids"] = i32le(int32(n - 1))
+	inputs[models.InputOutIDs] = i32le(int32(n - 1))
 
 	phase := &s.stats.Decode
 	if n > 1 {

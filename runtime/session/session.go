@@ -2,11 +2,13 @@ package session
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/planner"
 )
 
 // SessionOptions configure a Session.
@@ -20,6 +22,15 @@ type SessionOptions struct {
 	// offsets, arena size and order (planned execution). Exec is used
 	// when Plan is nil.
 	Plan func(g *ir.Graph) (eval.ExecOptions, error)
+	// Threads is the number of worker threads of the compiled CPU plan
+	// (0: the number of physical cores, eval.DefaultThreads).
+	Threads int
+	// Reference runs every step on the reference executor (eval.Executor)
+	// instead of the compiled plan (eval.Plan): same results, slower.
+	// Without Plan, the compiled plan places intermediates at the memory
+	// planner's offsets (planner.CPUPolicy, 32-byte alignment) and the
+	// reference executor gives each its own buffer.
+	Reference bool
 }
 
 // Session runs a model step by step over a persistent KV cache, as
@@ -31,14 +42,48 @@ type Session struct {
 	opts    SessionOptions
 	state   map[string][]byte
 	pos     int64
-	execs   map[string]*eval.Executor // per binding
+	steps   map[stepKey]stepRunner // per step shape
+	workers *eval.Workers          // of the compiled plans (nil with Reference)
+	// arenaBytes sums the arenas of the compiled plans built so far.
+	arenaBytes int64
 	// Stats
 	Steps int
 }
 
+// planBudget bounds the memory planner's search for one step shape (it
+// usually reaches the lower bound in a few milliseconds).
+const planBudget = 100 * time.Millisecond
+
+// ArenaBytes is the total size of the compute arenas of the step graphs
+// compiled so far (one per step shape: prefill length, n_kv bucket).
+func (s *Session) ArenaBytes() int64 { return s.arenaBytes }
+
+// KVBytes is the size of the KV cache.
+func (s *Session) KVBytes() int64 {
+	var n int64
+	for _, b := range s.state {
+		n += int64(len(b))
+	}
+	return n
+}
+
+// stepKey identifies the graph of a step: its symbol values (kv_head only
+// in the cpy KV mode, where views move with it; -1 otherwise).
+type stepKey struct{ tokens, kv, outputs, head int64 }
+
+// stepRunner is what runs a step graph: a compiled plan or the reference
+// executor.
+type stepRunner interface {
+	SetInput(name string, data []byte) error
+	HasInput(name string) bool
+	BindState(name string, data []byte) error
+	Run() error
+	Output(i int) ([]float32, [4]int64, error)
+}
+
 // NewSession allocates the KV cache (zeroed) for a built model.
 func NewSession(m *models.Model, w eval.WeightSource, opts SessionOptions) (*Session, error) {
-	s := &Session{model: m, weights: w, opts: opts, state: map[string][]byte{}, execs: map[string]*eval.Executor{}}
+	s := &Session{model: m, weights: w, opts: opts, state: map[string][]byte{}, steps: map[stepKey]stepRunner{}}
 	for _, n := range m.Graph.Leaves(ir.OpState) {
 		size, err := n.Type.Bytes()
 		if err != nil {
@@ -46,11 +91,47 @@ func NewSession(m *models.Model, w eval.WeightSource, opts SessionOptions) (*Ses
 		}
 		s.state[n.Name] = make([]byte, size)
 	}
+	if opts.Threads < 0 {
+		return nil, fmt.Errorf("session: %d threads", opts.Threads)
+	}
+	if !opts.Reference {
+		s.workers = eval.NewWorkers(opts.Threads)
+		// A session dropped without Close still stops its threads.
+		runtime.AddCleanup(s, func(w *eval.Workers) { w.Close() }, s.workers)
+	}
 	return s, nil
+}
+
+// Threads is the number of worker threads of the compiled plans (1 with
+// the reference executor, which splits kernels its own way).
+func (s *Session) Threads() int {
+	if s.workers == nil {
+		return 1
+	}
+	return s.workers.Threads()
+}
+
+// Close stops the session's worker threads. Idempotent; a closed session
+// cannot step.
+func (s *Session) Close() error {
+	if s.workers != nil {
+		s.workers.Close()
+	}
+	return nil
 }
 
 // Pos is the number of tokens already in the KV cache.
 func (s *Session) Pos() int64 { return s.pos }
+
+// Reset empties the KV cache (zeroing it) and rewinds to position 0, as
+// llama.cpp's llama_memory_clear does; the executors built so far are kept,
+// so the next steps of the same shapes compile nothing.
+func (s *Session) Reset() {
+	for _, b := range s.state {
+		clear(b)
+	}
+	s.pos = 0
+}
 
 // NCtx is the KV cache capacity.
 func (s *Session) NCtx() int64 { return s.model.Options.NCtx }
@@ -76,34 +157,18 @@ type StepResult struct {
 func (s *Session) Step(tokens []int32) (*StepResult, error) {
 	start := time.Now()
 	n := int64(len(tokens))
-	if n == 0 {
-		return nil, fmt.Errorf("session: step with no tokens")
-	}
-	if s.pos+n > s.model.Options.NCtx {
-		return nil, fmt.Errorf("session: context full: %d + %d tokens exceed n_ctx %d", s.pos, n, s.model.Options.NCtx)
-	}
-	nVocab := s.model.HParams.NVocab
-	for _, t := range tokens {
-		if t < 0 || int64(t) >= nVocab {
-			return nil, fmt.Errorf("session: token id %d out of range [0, %d)", t, nVocab)
-		}
+	if err := s.checkStep(tokens); err != nil {
+		return nil, err
 	}
 	nOut := int64(1)
 	if s.opts.AllLogits {
 		nOut = n
 	}
-	b := s.Bindings(s.pos, n, nOut)
-	ex, err := s.executor(b)
+	r, err := s.run(tokens, nOut)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.setInputs(ex, tokens, b); err != nil {
-		return nil, err
-	}
-	if err := ex.Run(); err != nil {
-		return nil, err
-	}
-	out, ne, err := ex.Output(0)
+	out, ne, err := r.Output(0)
 	if err != nil {
 		return nil, err
 	}
@@ -117,60 +182,140 @@ func (s *Session) Step(tokens []int32) (*StepResult, error) {
 	return res, nil
 }
 
-// executor returns the executor specialised for the bindings, building and
-// caching it on first use. With the cpy KV mode every position is a new
-// binding (its view offsets move), which is exactly ggml-cann's re-capture problem.
-func (s *Session) executor(b ir.Bindings) (*eval.Executor, error) {
-	key := b.String()
-	if s.model.Options.KVWrite == models.KVSetRows {
-		bb := ir.Bindings{}
-		for k, v := range b {
-			if k != models.SymKVHead {
-				bb[k] = v
+// run feeds tokens at the current position into the step graph of their
+// shape and runs it, leaving the position unchanged.
+func (s *Session) run(tokens []int32, nOut int64) (stepRunner, error) {
+	n := int64(len(tokens))
+	nCtx := s.model.Options.NCtx
+	key := stepKey{tokens: n, kv: models.KVLen(s.pos+n, nCtx), outputs: nOut, head: -1}
+	if s.model.Options.KVWrite != models.KVSetRows {
+		key.head = s.pos
+	}
+	r, ok := s.steps[key]
+	if !ok {
+		var err error
+		if r, err = s.runner(key); err != nil {
+			return nil, err
+		}
+	}
+	if p, ok := r.(*eval.Plan); ok {
+		// Write the inputs in place: no allocation per step.
+		for _, name := range models.StepInputs {
+			if buf := p.Input(name); buf != nil && !models.FillInput(name, buf, tokens, s.pos, key.kv, nOut) {
+				return nil, fmt.Errorf("session: input %q: %d bytes do not fit %d tokens", name, len(buf), n)
 			}
 		}
-		key = bb.String()
-		b = bb
+	} else {
+		b := s.Bindings(s.pos, n, nOut)
+		for name, data := range models.Inputs(tokens, s.pos, b) {
+			if !r.HasInput(name) {
+				continue
+			}
+			if err := r.SetInput(name, data); err != nil {
+				return nil, err
+			}
+		}
 	}
-	if ex, ok := s.execs[key]; ok {
-		return ex, nil
+	if err := r.Run(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// StepLogits is Step without copies: it returns the logits of the last
+// token as a view of the plan's output, valid until the next step. On the
+// compiled plan a decode step through StepLogits allocates nothing.
+func (s *Session) StepLogits(tokens []int32) ([]float32, error) {
+	n := int64(len(tokens))
+	if err := s.checkStep(tokens); err != nil {
+		return nil, err
+	}
+	r, err := s.run(tokens, 1)
+	if err != nil {
+		return nil, err
+	}
+	var out []float32
+	var ne [4]int64
+	if p, ok := r.(*eval.Plan); ok {
+		out, ne, err = p.OutputView(0)
+	} else {
+		out, ne, err = r.Output(0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.pos += n
+	s.Steps++
+	return out[(ne[1]-1)*ne[0] : ne[1]*ne[0]], nil
+}
+
+// checkStep validates the tokens of a step against the context and vocab.
+func (s *Session) checkStep(tokens []int32) error {
+	n := int64(len(tokens))
+	if n == 0 {
+		return fmt.Errorf("session: step with no tokens")
+	}
+	if s.pos+n > s.model.Options.NCtx {
+		return fmt.Errorf("session: context full: %d + %d tokens exceed n_ctx %d", s.pos, n, s.model.Options.NCtx)
+	}
+	nVocab := s.model.HParams.NVocab
+	for _, t := range tokens {
+		if t < 0 || int64(t) >= nVocab {
+			return fmt.Errorf("session: token id %d out of range [0, %d)", t, nVocab)
+		}
+	}
+	return nil
+}
+
+// runner builds the step graph of a shape (specialised, planned when
+// SessionOptions.Plan is set, compiled unless Reference) and caches it.
+// With the cpy KV mode every position is a new shape (its view offsets
+// move), which is exactly ggml-cann's re-capture problem.
+func (s *Session) runner(key stepKey) (stepRunner, error) {
+	b := ir.Bindings{models.SymTokens: key.tokens, models.SymKV: key.kv, models.SymOutputs: key.outputs}
+	if key.head >= 0 {
+		b[models.SymKVHead] = key.head
 	}
 	g, err := s.model.Graph.Specialize(b)
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	eo := s.opts.Exec
-	if s.opts.Plan != nil {
+	switch {
+	case s.opts.Plan != nil:
 		if eo, err = s.opts.Plan(g); err != nil {
 			return nil, fmt.Errorf("session: plan for %s: %w", b, err)
 		}
+	case s.workers != nil && eo.Offsets == nil:
+		// The compiled plan keeps every intermediate in one arena at
+		// the memory planner's offsets (ggml-alloc's in-place rule and
+		// alignment, as on the CPU backend of llama.cpp).
+		p, err := planner.PlanGraph(g, planner.GraphOptions{Align: 32, Policy: planner.CPUPolicy(), Budget: planBudget})
+		if err != nil {
+			return nil, fmt.Errorf("session: memory plan for %s: %w", b, err)
+		}
+		eo.Offsets, eo.ArenaSize, eo.Order = p.Offsets, p.ArenaBytes, p.OrderIDs()
+		s.arenaBytes += p.ArenaBytes
 	}
-	ex, err := eval.NewExecutor(g, s.weights, eo)
+	var r stepRunner
+	if s.workers != nil {
+		r, err = eval.NewPlan(g, s.weights, eo, s.workers)
+	} else {
+		r, err = eval.NewExecutor(g, s.weights, eo)
+	}
 	if err != nil {
 		return nil, err
 	}
 	for name, data := range s.state {
-		if err := ex.BindState(name, data); err != nil {
+		if err := r.BindState(name, data); err != nil {
 			return nil, err
 		}
 	}
-	if len(s.execs) > 64 {
-		clear(s.execs)
+	if len(s.steps) > 64 {
+		clear(s.steps)
 	}
-	s.execs[key] = ex
-	return ex, nil
-}
-
-func (s *Session) setInputs(ex *eval.Executor, tokens []int32, b ir.Bindings) error {
-	for name, data := range models.Inputs(tokens, s.pos, b) {
-		if !ex.HasInput(name) {
-			continue
-		}
-		if err := ex.SetInput(name, data); err != nil {
-			return err
-		}
-	}
-	return nil
+	s.steps[key] = r
+	return r, nil
 }
 
 // Argmax returns the index of the largest value, the lowest index on ties

@@ -1,0 +1,87 @@
+package irtool
+
+import (
+	"fmt"
+
+	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/passes"
+	"github.com/irtool/irtool/planner"
+	"github.com/irtool/irtool/target"
+)
+
+// Context holds the registries an experiment extends: the op set (typing),
+// the CPU kernels, the passes, the target rules (NPU support, cost,
+// workspace) and the planner's offset strategies. Each package keeps a
+// default registry that its package-level functions use (ir.Register,
+// passes.Parse, target.Get, planner.Solve, ...); DefaultContext gathers
+// those. NewContext layers fresh registries over the defaults, so what one
+// context registers no other context, and no package-level function, sees:
+// two experiments (or two tests) in one process stay apart.
+//
+// Graphs made or parsed through Ops keep their definitions (ir.Node.Info),
+// so every package resolves their ops as the context does.
+type Context struct {
+	Ops        *ir.OpSet
+	Kernels    *eval.KernelSet
+	Passes     *passes.Registry
+	Rules      *target.Rules
+	Strategies *planner.StrategySet
+}
+
+// DefaultContext returns the package defaults as a Context: registering
+// into it is registering into each package's default registry.
+func DefaultContext() *Context {
+	return &Context{Ops: ir.DefaultOps(), Kernels: eval.DefaultKernels(), Passes: passes.DefaultRegistry(),
+		Rules: target.DefaultRules(), Strategies: planner.DefaultStrategies()}
+}
+
+// NewContext returns a Context whose registries see the built-in ops,
+// kernels, passes, rules and strategies and keep their own additions.
+func NewContext() *Context {
+	return &Context{Ops: ir.NewOpSet(), Kernels: eval.NewKernelSet(), Passes: passes.NewRegistry(),
+		Rules: target.NewRules(), Strategies: planner.NewStrategySet()}
+}
+
+// Op is the whole record of one op: its typing, its reference CPU kernel
+// and its target rule (docs/ARCHITECTURE.md, "One record per op").
+type Op struct {
+	Info   ir.OpInfo
+	Kernel eval.Kernel
+	Rule   target.OpRule
+}
+
+// RegisterOp defines an op in the context: typing in Ops, kernel in
+// Kernels, rule in Rules. It checks all three before registering any, so
+// a failure leaves the context unchanged.
+func (c *Context) RegisterOp(op Op) error {
+	name := op.Info.Name
+	switch {
+	case name == "":
+		return fmt.Errorf("irtool: register op: empty name")
+	case op.Kernel == nil:
+		return fmt.Errorf("irtool: register op %q: no CPU kernel", name)
+	case op.Rule.Traffic == nil:
+		return fmt.Errorf("irtool: register op %q: no cost (Traffic) rule", name)
+	case op.Rule.NPU != nil && op.Rule.Workspace == nil:
+		return fmt.Errorf("irtool: register op %q: an NPU rule needs a Workspace rule", name)
+	case op.Rule.NPU == nil && op.Rule.CPUOnly == "":
+		return fmt.Errorf("irtool: register op %q: no NPU rule and no reason (CPUOnly) to stay on the CPU", name)
+	}
+	if _, dup := c.Ops.Lookup(name); dup {
+		return fmt.Errorf("irtool: register op %q: already defined", name)
+	}
+	if _, dup := c.Kernels.Lookup(name); dup {
+		return fmt.Errorf("irtool: register op %q: already has a kernel", name)
+	}
+	if _, dup := c.Rules.Lookup(name); dup {
+		return fmt.Errorf("irtool: register op %q: already has a target rule", name)
+	}
+	if err := c.Ops.Register(op.Info); err != nil {
+		return err
+	}
+	if err := c.Kernels.Register(name, op.Kernel); err != nil {
+		return err
+	}
+	return c.Rules.Register(name, op.Rule)
+}

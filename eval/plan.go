@@ -1,0 +1,283 @@
+package eval
+
+import (
+	"fmt"
+
+	"github.com/irtool/irtool/internal/threadpool"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/kernels"
+)
+
+// Workers is a persistent set of worker threads that compiled plans run
+// their kernels on (one per session, shared by the session's plans). The
+// threads are started once; between kernels they spin briefly and then
+// park, as ggml's CPU thread pool does. Running a plan on them creates no
+// goroutine, sends on no channel and allocates nothing.
+type Workers struct{ pool *threadpool.Pool }
+
+// NewWorkers starts threads worker threads (the goroutine that runs a plan
+// is one of them); threads <= 0 means DefaultThreads().
+func NewWorkers(threads int) *Workers { return &Workers{pool: threadpool.New(threads)} }
+
+// DefaultThreads is the number of physical cores (llama.cpp's default
+// thread count), at most GOMAXPROCS.
+func DefaultThreads() int { return threadpool.DefaultThreads() }
+
+// Threads is the number of threads that work on each kernel.
+func (w *Workers) Threads() int { return w.pool.Threads() }
+
+// Close stops the threads. Plans using them fail afterwards. Idempotent.
+func (w *Workers) Close() { w.pool.Close() }
+
+// Plan is a static graph compiled for the CPU: every node's storage is
+// resolved once (the planner's offsets inside one arena when the options
+// carry a memory plan, as the NPU path uses them), and every compute node
+// is lowered to a prepared kernel (kernels.Job) bound to those slices, so
+// that a step is a loop over a flat list of kernel calls. Each kernel's
+// phases are split by rows into chunks across the Workers. Running a plan
+// whose ops all have prepared kernels allocates nothing; the ops without
+// one (rare in the default pass pipeline's graphs: see PreparedOps) run
+// through the kernel table on the calling goroutine.
+//
+// Results are bit for bit those of the Executor on the same graph.
+type Plan struct {
+	ex      *Executor
+	workers *Workers
+	steps   []planStep
+	ready   bool // steps match the current bindings
+}
+
+type planStep struct {
+	node  *ir.Node
+	tasks []phaseTask // one per phase of a prepared kernel; nil: fallback
+}
+
+// phaseTask runs one phase of a job as a thread pool task.
+type phaseTask struct {
+	job   kernels.Job
+	phase int
+}
+
+func (t *phaseTask) Run(worker, lo, hi int) { t.job.Run(t.phase, worker, lo, hi) }
+
+// NewPlan resolves the storage of a static graph as NewExecutor does
+// (weights from w, opts' memory plan and order) and returns the plan; the
+// kernels are prepared on the first Run after the states are bound.
+func NewPlan(g *ir.Graph, w WeightSource, opts ExecOptions, workers *Workers) (*Plan, error) {
+	if workers == nil {
+		return nil, fmt.Errorf("eval: plan of graph %q: no workers", g.Name)
+	}
+	ex, err := NewExecutor(g, w, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{ex: ex, workers: workers}, nil
+}
+
+// Graph returns the graph the plan runs.
+func (p *Plan) Graph() *ir.Graph { return p.ex.g }
+
+// BindState gives a state leaf (a KV cache) its persistent storage.
+func (p *Plan) BindState(name string, data []byte) error {
+	p.ready = false
+	return p.ex.BindState(name, data)
+}
+
+// SetInput copies raw little-endian bytes into an input.
+func (p *Plan) SetInput(name string, data []byte) error { return p.ex.SetInput(name, data) }
+
+// HasInput reports whether the graph reads the named input.
+func (p *Plan) HasInput(name string) bool { return p.ex.HasInput(name) }
+
+// Input returns the storage of an input, to be written in place before Run
+// (nil when the graph has no such input).
+func (p *Plan) Input(name string) []byte {
+	n, ok := p.ex.inputs[name]
+	if !ok {
+		return nil
+	}
+	return p.ex.bufs[n.ID]
+}
+
+// Output returns the f32 values of output i (a copy).
+func (p *Plan) Output(i int) ([]float32, [4]int64, error) { return p.ex.Output(i) }
+
+// OutputView returns output i as a float32 view of its storage, without
+// copying, valid until the next Run; it fails when the output is not dense
+// F32.
+func (p *Plan) OutputView(i int) ([]float32, [4]int64, error) {
+	if i < 0 || i >= len(p.ex.g.Outputs) {
+		return nil, [4]int64{}, fmt.Errorf("eval: graph %q has %d outputs", p.ex.g.Name, len(p.ex.g.Outputs))
+	}
+	t, err := p.ex.Tensor(p.ex.g.Outputs[i])
+	if err != nil {
+		return nil, t.Ne, err
+	}
+	v, ok := t.F32()
+	if !ok {
+		return nil, t.Ne, fmt.Errorf("eval: output %d %s is not dense f32", i, t)
+	}
+	return v, t.Ne, nil
+}
+
+// Prepared reports how many compute nodes run as prepared kernels and how
+// many through the kernel table (after the first Run).
+func (p *Plan) Prepared() (prepared, fallback int) {
+	for _, s := range p.steps {
+		if s.tasks != nil {
+			prepared++
+		} else {
+			fallback++
+		}
+	}
+	return
+}
+
+// compile prepares every compute node's kernel.
+func (p *Plan) compile() error {
+	nodes := p.ex.g.Nodes
+	if p.ex.order != nil {
+		nodes = p.ex.order
+	}
+	p.steps = p.steps[:0]
+	threads := p.workers.Threads()
+	for _, n := range nodes {
+		info, _ := n.Info()
+		if info == nil || info.Kind == ir.KindLeaf || info.Kind == ir.KindView && !info.SideEffect {
+			continue
+		}
+		job, err := p.prepare(n, threads)
+		if err != nil {
+			return fmt.Errorf("eval: %s (%s %q): %w", n, n.Op, n.Name, err)
+		}
+		st := planStep{node: n}
+		if job != nil {
+			st.tasks = make([]phaseTask, job.Phases())
+			for ph := range st.tasks {
+				st.tasks[ph] = phaseTask{job: job, phase: ph}
+			}
+		}
+		p.steps = append(p.steps, st)
+	}
+	p.ready = true
+	return nil
+}
+
+// prepare returns the prepared kernel of n, or nil when n's op has none.
+func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
+	if !PreparedOp(n.Op) {
+		return nil, nil
+	}
+	dst, err := p.ex.Tensor(n)
+	if err != nil {
+		return nil, err
+	}
+	a := make([]kernels.Tensor, len(n.Args))
+	for i, x := range n.Args {
+		if a[i], err = p.ex.Tensor(x); err != nil {
+			return nil, err
+		}
+	}
+	o := p.ex.opts.Kernels
+	switch n.Op {
+	case ir.OpMulMat:
+		return o.MulMatJob(dst, a[0], a[1], nil, threads)
+	case ir.OpMulMatAdd:
+		return o.MulMatJob(dst, a[0], a[1], &a[2], threads)
+	case ir.OpAdd:
+		return kernels.AddJob(dst, a[0], a[1], threads)
+	case ir.OpMul:
+		return kernels.MulJob(dst, a[0], a[1], threads)
+	case ir.OpRMSNormMul:
+		return kernels.RMSNormMulJob(dst, a[0], a[1], f32Attr(n, "eps", 0), threads)
+	case ir.OpAddRMSNormMul:
+		ne := dst.Ne
+		ne[3] = 1
+		norm, err := dst.View(ne, dst.Nb, 0)
+		if err != nil {
+			return nil, err
+		}
+		sum, err := dst.View(ne, dst.Nb, dst.Nb[3])
+		if err != nil {
+			return nil, err
+		}
+		return kernels.AddRMSNormMulJob(norm, sum, a[0], a[1], a[2], f32Attr(n, "eps", 0), threads)
+	case ir.OpSwiGLU:
+		return kernels.SwiGLUJob(dst, a[0], a[1], threads)
+	case ir.OpGetRows:
+		return kernels.GetRowsJob(dst, a[0], a[1], threads)
+	case ir.OpSetRows:
+		return kernels.SetRowsJob(dst, a[1], a[2], threads)
+	case ir.OpRopeCache:
+		var ff *kernels.Tensor
+		if len(a) > 1 {
+			ff = &a[1]
+		}
+		return kernels.RopeCacheJob(dst, a[0], ff, RopeParams(n), threads)
+	case ir.OpRopeApply:
+		return kernels.RopeApplyJob(dst, a[0], a[1], nil, nil, RopeParams(n), threads)
+	case ir.OpRopeApplySetRows:
+		return kernels.RopeApplyJob(kernels.Tensor{}, a[1], a[2], &dst, &a[3], RopeParams(n), threads)
+	case ir.OpAttention:
+		q, v := a[0], a[2]
+		dv, t, h, b := v.Ne[1], q.Ne[1], q.Ne[2], q.Ne[3]
+		e := dst.Nb[0]
+		view, err := dst.View([4]int64{dv, t, h, b}, [4]int64{e, e * dv * h, e * dv, e * dv * h * t}, 0)
+		if err != nil {
+			return nil, err
+		}
+		var mask *kernels.Tensor
+		if len(a) > 3 {
+			mask = &a[3]
+		}
+		return o.AttentionJob(view, q, a[1], v, mask, f32Attr(n, "scale", 0), f32Attr(n, "max_bias", 0), threads)
+	}
+	return nil, nil
+}
+
+// preparedOps are the ops with a prepared kernel (a kernels.Job).
+var preparedOps = map[ir.Op]bool{
+	ir.OpMulMat: true, ir.OpMulMatAdd: true, ir.OpAdd: true, ir.OpMul: true,
+	ir.OpRMSNormMul: true, ir.OpAddRMSNormMul: true, ir.OpSwiGLU: true,
+	ir.OpGetRows: true, ir.OpSetRows: true, ir.OpRopeCache: true,
+	ir.OpRopeApply: true, ir.OpRopeApplySetRows: true, ir.OpAttention: true,
+}
+
+// PreparedOp reports whether a Plan runs op as a prepared kernel split
+// across its workers (the others run through the kernel table).
+func PreparedOp(op ir.Op) bool { return preparedOps[op] }
+
+// Run executes the plan: each step's phases in order, each phase split
+// into chunks across the workers.
+func (p *Plan) Run() error {
+	if !p.ready {
+		if err := p.compile(); err != nil {
+			return err
+		}
+	}
+	pool := p.workers.pool
+	threads := pool.Threads()
+	for i := range p.steps {
+		st := &p.steps[i]
+		if st.tasks == nil {
+			if err := p.ex.runNode(st.node); err != nil {
+				return fmt.Errorf("eval: %s (%s %q): %w", st.node, st.node.Op, st.node.Name, err)
+			}
+			continue
+		}
+		for ph := range st.tasks {
+			t := &st.tasks[ph]
+			n, grain := t.job.Size(ph)
+			if n == 0 {
+				continue
+			}
+			// A few chunks per thread balance uneven progress (the
+			// machine may be shared) without many claims.
+			chunk := max(grain, (n+8*threads-1)/(8*threads))
+			if err := pool.Run(t, n, chunk); err != nil {
+				return fmt.Errorf("eval: %s (%s %q): %w", st.node, st.node.Op, st.node.Name, err)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,184 @@
+package eval_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/internal/testmodel"
+	"github.com/irtool/irtool/internal/testref"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/passes"
+)
+
+// stepGraph builds name's step graph (after the pass pipeline pipe) for
+// nTokens tokens at position pos, and its inputs.
+func stepGraph(t testing.TB, name, pipe string, nTokens, pos int64) (*ir.Graph, eval.WeightSource, map[string][]byte, []string) {
+	t.Helper()
+	f, m := testmodel.Build(t, testref.Testdata(name+".gguf"), models.Options{NCtx: 256})
+	g := m.Graph
+	p, err := passes.Parse(pipe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) > 0 {
+		if g, _, err = passes.Run(g, p, passes.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := ir.Bindings{models.SymTokens: nTokens, models.SymKV: models.KVLen(pos+nTokens, 256), models.SymOutputs: 1, models.SymKVHead: pos}
+	sg, err := g.Specialize(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := make([]int32, nTokens)
+	for i := range toks {
+		toks[i] = int32((i*7919 + 13) % int(m.HParams.NVocab))
+	}
+	var states []string
+	for _, n := range sg.Leaves(ir.OpState) {
+		states = append(states, n.Name)
+	}
+	return sg, f, models.Inputs(toks, pos, b), states
+}
+
+type runner interface {
+	SetInput(string, []byte) error
+	HasInput(string) bool
+	BindState(string, []byte) error
+	Run() error
+	Output(int) ([]float32, [4]int64, error)
+}
+
+// runWith binds states (a deterministic non-zero KV cache, so attention
+// reads real history) and inputs, runs, and returns output 0 and the
+// states.
+func runWith(t *testing.T, r runner, g *ir.Graph, in map[string][]byte, states []string) ([]float32, map[string][]byte) {
+	t.Helper()
+	st := map[string][]byte{}
+	for _, name := range states {
+		var size int64
+		for _, n := range g.Leaves(ir.OpState) {
+			if n.Name == name {
+				size, _ = n.Type.Bytes()
+			}
+		}
+		buf := make([]byte, size)
+		for i := range buf {
+			// Small F16 values: byte pairs with a low exponent.
+			if i%2 == 1 {
+				buf[i] = 0x20 + byte(i/2%7)
+			} else {
+				buf[i] = byte(i * 31)
+			}
+		}
+		st[name] = buf
+		if err := r.BindState(name, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range in {
+		if r.HasInput(name) {
+			if err := r.SetInput(name, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := r.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := r.Output(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, st
+}
+
+// TestPlanMatchesExecutor runs step graphs (prefill and decode, with the
+// default pipeline and as built) on the compiled plan with 1, 2 and 3
+// threads and on the reference executor: logits and the KV cache they
+// write must agree bit for bit.
+func TestPlanMatchesExecutor(t *testing.T) {
+	for _, name := range []string{"stories260K", "synth-llama-F16", "synth-llama-Q8_0", "synth-llama-Q4_0", "synth-llama256-Q2_K", "synth-qwen2-tied-Q4_0"} {
+		for _, pipe := range []string{"default", "none"} {
+			for _, shape := range []struct{ tokens, pos int64 }{{7, 0}, {1, 40}} {
+				t.Run(fmt.Sprintf("%s/%s/%dx%d", name, pipe, shape.tokens, shape.pos), func(t *testing.T) {
+					g, w, in, states := stepGraph(t, name, pipe, shape.tokens, shape.pos)
+					ex, err := eval.NewExecutor(g, w, eval.ExecOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, wantState := runWith(t, ex, g, in, states)
+					for _, threads := range []int{1, 2, 3} {
+						workers := eval.NewWorkers(threads)
+						defer workers.Close()
+						p, err := eval.NewPlan(g, w, eval.ExecOptions{}, workers)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, gotState := runWith(t, p, g, in, states)
+						for i := range want {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("threads %d: logit %d = %v, executor %v", threads, i, got[i], want[i])
+							}
+						}
+						for name, b := range wantState {
+							if string(gotState[name]) != string(b) {
+								t.Fatalf("threads %d: state %q differs", threads, name)
+							}
+						}
+						if pipe == "default" {
+							if prep, fb := p.Prepared(); fb != 0 {
+								t.Errorf("threads %d: %d prepared kernels, %d through the kernel table", threads, prep, fb)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestPlanDecodeAllocatesNothing: after the first run, running a decode
+// step of the default pipeline's graph allocates nothing.
+func TestPlanDecodeAllocatesNothing(t *testing.T) {
+	for _, name := range []string{"stories260K", "synth-llama-Q4_0", "synth-llama-F16", "synth-qwen2-tied-Q4_0"} {
+		g, w, in, states := stepGraph(t, name, "default", 1, 9)
+		workers := eval.NewWorkers(2)
+		defer workers.Close()
+		p, err := eval.NewPlan(g, w, eval.ExecOptions{}, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runWith(t, p, g, in, states)
+		allocs := testing.AllocsPerRun(20, func() {
+			if err := p.Run(); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %.1f allocations per decode step, want 0", name, allocs)
+		}
+	}
+}
+
+// TestPlanErrorNamesNode: a token id outside the vocabulary makes the
+// embedding lookup fail with an error naming the node, not a panic.
+func TestPlanErrorNamesNode(t *testing.T) {
+	g, w, in, states := stepGraph(t, "stories260K", "default", 1, 0)
+	workers := eval.NewWorkers(2)
+	defer workers.Close()
+	p, err := eval.NewPlan(g, w, eval.ExecOptions{}, workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWith(t, p, g, in, states)
+	copy(p.Input("inp_tokens"), []byte{0xff, 0xff, 0xff, 0x7f})
+	err = p.Run()
+	if err == nil {
+		t.Fatal("out-of-range token ran")
+	}
+	t.Log(err)
+}

@@ -1,0 +1,128 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// StrategyFunc is an offset strategy: it places every buffer of p in one
+// arena. Solve validates what it returns (no overlap of live buffers,
+// alignment), so a wrong strategy gives an error, never a bad plan.
+type StrategyFunc func(ctx context.Context, p *Problem, opts Options) (*Assignment, error)
+
+// StrategySet holds offset strategies beyond the built-in ones (Strategies).
+// The package's default set (DefaultStrategies) is what the package-level
+// Solve consults for a name it does not know; NewStrategySet makes one
+// layered over it, whose registrations no other set sees. A StrategySet is
+// safe for concurrent use.
+type StrategySet struct {
+	parent *StrategySet
+	mu     sync.RWMutex
+	m      map[string]StrategyFunc
+	order  []string
+}
+
+var defaultStrategies = &StrategySet{m: map[string]StrategyFunc{}}
+
+// DefaultStrategies returns the package's default strategy set.
+func DefaultStrategies() *StrategySet { return defaultStrategies }
+
+// NewStrategySet returns an empty set layered over DefaultStrategies.
+func NewStrategySet() *StrategySet {
+	return &StrategySet{parent: defaultStrategies, m: map[string]StrategyFunc{}}
+}
+
+// Register adds a strategy under a new name (lower-case letters, digits and
+// '-', not a built-in name).
+func (s *StrategySet) Register(name string, fn StrategyFunc) error {
+	if name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+		return fmt.Errorf("planner: register: bad strategy name %q", name)
+	}
+	if fn == nil {
+		return fmt.Errorf("planner: register %q: nil strategy", name)
+	}
+	if slices.Contains(Strategies(), name) || slices.Contains(GraphStrategies(), name) {
+		return fmt.Errorf("planner: register: %q is a built-in strategy", name)
+	}
+	if _, dup := s.Lookup(name); dup {
+		return fmt.Errorf("planner: register: strategy %q already registered", name)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.m[name]; dup {
+		return fmt.Errorf("planner: register: strategy %q already registered", name)
+	}
+	s.m[name] = fn
+	s.order = append(s.order, name)
+	return nil
+}
+
+// Lookup returns a registered strategy of s or of the set it is layered
+// over.
+func (s *StrategySet) Lookup(name string) (StrategyFunc, bool) {
+	for x := s; x != nil; x = x.parent {
+		x.mu.RLock()
+		fn, ok := x.m[name]
+		x.mu.RUnlock()
+		if ok {
+			return fn, true
+		}
+	}
+	return nil, false
+}
+
+// Names lists the strategies Solve accepts with s: the built-in ones, then
+// the registered ones in registration order.
+func (s *StrategySet) Names() []string {
+	var custom []string
+	for x := s; x != nil; x = x.parent {
+		x.mu.RLock()
+		custom = append(slices.Clone(x.order), custom...)
+		x.mu.RUnlock()
+	}
+	return append(Strategies(), custom...)
+}
+
+// Solve is the package-level Solve with the strategies of s: a built-in
+// name runs the built-in strategy, a registered one runs its function
+// under opts' time budget, and the result is validated and reported alike.
+func (s *StrategySet) Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *Assignment, rep *Report, err error) {
+	if slices.Contains(Strategies(), strategy) {
+		return Solve(ctx, p, strategy, opts)
+	}
+	fn, ok := s.Lookup(strategy)
+	if !ok {
+		return nil, nil, fmt.Errorf("planner: unknown strategy %q (have %s)", strategy, strings.Join(s.Names(), ", "))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			a, rep, err = nil, nil, fmt.Errorf("planner: strategy %q panicked: %v", strategy, r)
+		}
+	}()
+	if err := p.Check(); err != nil {
+		return nil, nil, err
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, opts.budget())
+	defer cancel()
+	a, err = fn(ctx, p, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("planner: strategy %q: %w", strategy, err)
+	}
+	if a == nil {
+		return nil, nil, fmt.Errorf("planner: strategy %q returned no assignment", strategy)
+	}
+	if err := Validate(p, a); err != nil {
+		return nil, nil, fmt.Errorf("planner: strategy %q produced an invalid assignment: %w", strategy, err)
+	}
+	lb := LowerBound(p)
+	ms := msSince(start)
+	rep = &Report{Buffers: len(p.Buffers), LowerBound: lb, Arena: a.Arena, Ratio: Ratio(a.Arena, lb),
+		Naive: NaiveSize(p), Strategy: strategy, Winner: strategy, MS: ms,
+		Strategies: map[string]int64{strategy: a.Arena}, StrategyMS: map[string]float64{strategy: ms}}
+	return a, rep, nil
+}
