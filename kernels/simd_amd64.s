@@ -191,17 +191,18 @@ q4done:
 	VZEROUPPER
 	RET
 
-// Q8X4COL multiplies the weight block (|x| in Y2, x in Y1, d_x in X0) with
-// the block of activation column c (qs pointer Q, scale pointer D) into
-// the accumulator ACC.
+// Q8X4COL multiplies the weight block (|x| in Y2, x in Y1, d_x broadcast
+// in Y0) with the block of activation column c (qs base Q, scale base D,
+// block index R13: qs at Q+32·R13, scale at D+4·R13) into the accumulator
+// ACC.
 #define Q8X4COL(Q, D, ACC) \
-	VMOVDQU (Q), Y3        \
-	VPSIGNB Y1, Y3, Y3     \
-	VPMADDUBSW Y3, Y2, Y3  \
-	VPMADDWD Y15, Y3, Y3   \
-	VCVTDQ2PS Y3, Y3       \
-	VMULSS (D), X0, X4     \
-	VBROADCASTSS X4, Y4    \
+	VMOVDQU (Q)(R13*8), Y3       \
+	VPSIGNB Y1, Y3, Y3           \
+	VPMADDUBSW Y3, Y2, Y3        \
+	VPMADDWD Y15, Y3, Y3         \
+	VCVTDQ2PS Y3, Y3             \
+	VBROADCASTSS (D)(R13*1), Y4  \
+	VMULPS Y4, Y0, Y4            \
 	VFMADD231PS Y3, Y4, ACC
 
 // func dotQ8_0Rawx4AVX2(src *byte, qs *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
@@ -218,6 +219,8 @@ TEXT ·dotQ8_0Rawx4AVX2(SB), NOSPLIT, $0-40
 	MOVQ 16(AX), DI
 	MOVQ 24(AX), R12
 	MOVQ nb+24(FP), CX
+	SHLQ $2, CX // 4·nb: R13 runs over 4·block
+	XORQ R13, R13
 	BCAST32($0x00010001, X15, Y15)
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
@@ -230,6 +233,7 @@ q8x4loop:
 	MOVWLZX (SI), AX
 	VMOVD   AX, X0
 	VCVTPH2PS X0, X0
+	VBROADCASTSS X0, Y0
 	VMOVDQU 2(SI), Y1
 	VPSIGNB Y1, Y1, Y2
 	Q8X4COL(R8, BX, Y5)
@@ -237,16 +241,9 @@ q8x4loop:
 	Q8X4COL(R10, DI, Y7)
 	Q8X4COL(R11, R12, Y8)
 	ADDQ $34, SI
-	ADDQ $32, R8
-	ADDQ $32, R9
-	ADDQ $32, R10
-	ADDQ $32, R11
-	ADDQ $4, BX
-	ADDQ $4, DX
-	ADDQ $4, DI
-	ADDQ $4, R12
-	DECQ CX
-	JNZ  q8x4loop
+	ADDQ $4, R13
+	CMPQ R13, CX
+	JLT  q8x4loop
 
 q8x4done:
 	MOVQ out+32(FP), AX
