@@ -1051,3 +1051,41 @@ gemmdone:
 	VMOVUPS Y3, 96(AX)
 	VZEROUPPER
 	RET
+
+// func roundF16RowAVX2(x *float32, n int)
+// n is a positive multiple of 8. x[i] = float32(float16(x[i])), rounding to
+// nearest even (vcvtps2ph with immediate 0, as ggml's FP32_TO_FP16 on F16C).
+TEXT ·roundF16RowAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	XORQ DX, DX
+
+rndloop:
+	VMOVUPS (SI)(DX*4), Y0
+	VCVTPS2PH $0, Y0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS Y0, (SI)(DX*4)
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  rndloop
+	VZEROUPPER
+	RET
+
+// func f32ToF16AVX2(dst *byte, src *float32, n int)
+// n is a positive multiple of 8: little-endian halves, rounded to nearest
+// even.
+TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ DX, DX
+
+tohloop:
+	VMOVUPS (SI)(DX*4), Y0
+	VCVTPS2PH $0, Y0, X0
+	VMOVDQU X0, (DI)(DX*2)
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  tohloop
+	VZEROUPPER
+	RET

@@ -509,3 +509,27 @@ func TestSIMDSoftmaxExp(t *testing.T) {
 		}
 	}
 }
+
+func TestSIMDF16Round(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{8, 21, 4864 + 7} {
+		for ci, x := range append(activationCases(r, n), randF32(r, n, 7e4), randF32(r, n, 6e-8)) {
+			x = offsetF32(x)
+			got := append([]float32(nil), x...)
+			roundF16Row(got)
+			h := make([]byte, 2*n+1)[1:]
+			f32ToF16Row(h, x)
+			for i, v := range x {
+				want := roundF16(v)
+				if !sameBits(got[i], want) {
+					t.Fatalf("n %d case %d: round(%g) = %g, Go %g", n, ci, v, got[i], want)
+				}
+				hw := gguf.F32ToF16(v)
+				if hg := binary.LittleEndian.Uint16(h[2*i:]); hg != hw {
+					t.Fatalf("n %d case %d: F16(%g) = %#x, gguf %#x", n, ci, v, hg, hw)
+				}
+			}
+		}
+	}
+}
