@@ -37,8 +37,8 @@ type graphIndex struct {
 }
 
 func indexGraph(g *ir.Graph) *graphIndex {
-	x := &graphIndex{pos: make(map[*ir.Node]int, len(g.Nodes)), uses: map[*ir.Node]int{},
-		users: map[*ir.Node][]*ir.Node{}, outs: map[*ir.Node]bool{}}
+	x := &graphIndex{pos: make(map[*ir.Node]int, len(g.Nodes)), uses: make(map[*ir.Node]int, len(g.Nodes)),
+		users: make(map[*ir.Node][]*ir.Node, len(g.Nodes)), outs: make(map[*ir.Node]bool, len(g.Outputs))}
 	for i, n := range g.Nodes {
 		n.ID = i
 		x.pos[n] = i

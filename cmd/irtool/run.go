@@ -1,14 +1,18 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/gguf"
 	"io"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/session"
@@ -48,6 +52,9 @@ docs/RUNTIME.md, "Real hardware").`,
 
 // defaultUBatch is run's prefill chunk (llama.cpp's default n_ubatch).
 const defaultUBatch = 512
+
+// maxThreads is the largest --threads.
+const maxThreads = 1024
 
 // maxCtx is the largest --ctx (the graph builder's limit on n_ctx).
 const maxCtx = 1 << 24
@@ -127,6 +134,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	withLogits := fs.Bool("logits", false, "with --json, include every generated token's logits")
 	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
+	checkNumerics := fs.Bool("check-numerics", false, "check every op's output for NaN and infinities and name the first that has one (cpu backend; slower)")
 	threads := threadsFlag(fs)
 	var sim simFlags
 	sim.declare(fs)
@@ -163,8 +171,25 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *nctx < 0 || *nctx > maxCtx {
 		return usageError(stderr, "run", "--ctx %d: want 0 (the model's context_length) or 1..%d", *nctx, maxCtx)
 	}
+	if *threads < 0 || *threads > maxThreads {
+		return usageError(stderr, "run", "--threads %d: want 0 (the physical cores) or 1..%d", *threads, maxThreads)
+	}
+	if *backend != "cpu" {
+		var set string
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "threads" || fl.Name == "t" {
+				set = fl.Name
+			}
+		})
+		if set != "" {
+			return usageError(stderr, "run", "--%s applies to --backend cpu only", set)
+		}
+	}
 	if *ubatch < 1 {
 		return usageError(stderr, "run", "--ubatch %d: want a positive number of tokens", *ubatch)
+	}
+	if *checkNumerics && *backend != "cpu" {
+		return usageError(stderr, "run", "--check-numerics applies to --backend cpu (other backends' non-finite logits are traced on the CPU reference automatically)")
 	}
 	if *withLogits && !*asJSON {
 		return usageError(stderr, "run", "--logits needs --json")
@@ -281,7 +306,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		optimised.Graph = g
 		m = &optimised
 	}
-	var sess generator
+	var sess session.Stepper
+	var cpu *session.Session
 	var simRun *simBackend
 	var cannRun *cannBackend
 	if *backend == "sim" {
@@ -291,8 +317,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		var cpu *session.Session
-		if cpu, err = session.NewSession(m, f, session.SessionOptions{Threads: *threads}); err == nil {
+		if cpu, err = newCPUSession(m, f, *checkNumerics, *threads); err == nil {
 			defer cpu.Close()
 		}
 		sess = cpu
@@ -307,6 +332,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		defer cannRun.Close()
 	}
 	loadMS := float64(time.Since(t0).Microseconds()) / 1000
+	// Return the loader's garbage (token tables, graphs of the passes) to
+	// the OS before the first step pages in the memory-mapped weights, so
+	// that the process's peak RSS is the weights plus what stays live.
+	debug.FreeOSMemory()
 
 	var dec *tokenizer.StreamDecoder
 	var text strings.Builder
@@ -330,9 +359,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !*asJSON && *prompt != "" {
 		fmt.Fprint(stdout, *prompt)
 	}
-	res, err := sess.Generate(ids, *n, *withLogits, onToken)
+	res, err := session.GenerateWith(sess, ids, *n, session.GenerateOptions{
+		UBatch: *ubatch, KeepLogits: *withLogits, OnToken: onToken, CheckFinite: true})
 	if err != nil {
-		fmt.Fprintf(stderr, "\nirtool run: %v\n", err)
+		var nf *session.NonFiniteError
+		if errors.As(err, &nf) && !*checkNumerics {
+			// Find the op: replay the same tokens on the CPU reference
+			// executor, checking every op's output.
+			err = fmt.Errorf("%w; %v", err, locateNonFinite(m, f, nf.Tokens, len(ids), *ubatch))
+		}
+		if !*asJSON {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stderr, "irtool run: %s: %v\n", name, err)
+		if *asJSON {
+			// Still one valid JSON document, saying what went wrong.
+			_ = writeJSON(stdout, runJSON{Model: name, Backend: *backend, PromptTokens: ids, Tokens: []int32{}, Error: err.Error()})
+		}
 		return 1
 	}
 	if dec != nil {
@@ -354,6 +397,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "irtool run: %d prompt tokens, %d generated; load %.1f ms, prefill %.1f ms, decode %.1f tok/s\n",
 			len(ids), len(res.Tokens), loadMS, res.PrefillMS, tps)
+		if cpu != nil {
+			fmt.Fprintf(stderr, "irtool run: cpu: %d threads; memory-mapped weights %.1f MiB, KV cache %.1f MiB, compute arenas %.1f MiB\n",
+				cpu.Threads(), float64(weightBytes(f))/(1<<20), float64(cpu.KVBytes())/(1<<20), float64(cpu.ArenaBytes())/(1<<20))
+		}
 		if simRun != nil {
 			simRun.summary(stderr)
 		}
@@ -391,6 +438,38 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// newCPUSession is the cpu backend's session: the reference executor, with
+// every op's output checked for NaN and infinities when check is set.
+// The check runs on the reference executor (the compiled plan does not
+// check).
+func newCPUSession(m *models.Model, w eval.WeightSource, check bool, threads int) (*session.Session, error) {
+	return session.NewSession(m, w, session.SessionOptions{Threads: threads, Reference: check, Exec: eval.ExecOptions{CheckFinite: check}})
+}
+
+// locateNonFinite replays tokens (the prompt, in ubatch-token steps, then
+// one token per step) on a fresh CPU session that checks every op's output,
+// and returns the error naming the first op whose output is not finite.
+func locateNonFinite(m *models.Model, w eval.WeightSource, tokens []int32, nPrompt, ubatch int) error {
+	s, err := newCPUSession(m, w, true, 0)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	steps := [][]int32{}
+	for i := 0; i < nPrompt && i < len(tokens); i += ubatch {
+		steps = append(steps, tokens[i:min(i+ubatch, nPrompt, len(tokens))])
+	}
+	for i := nPrompt; i < len(tokens); i++ {
+		steps = append(steps, tokens[i:i+1])
+	}
+	for _, st := range steps {
+		if _, err := s.Step(st); err != nil {
+			return err
+		}
+	}
+	return errors.New("the CPU reference executor found no op whose output is not finite (the backend's results differ from it)")
+}
+
 func formatIDs(ids []int32) string {
 	parts := make([]string, len(ids))
 	for i, id := range ids {
@@ -411,4 +490,10 @@ func round3(x float64) float64 {
 		return 0
 	}
 	return math.Round(x*1000) / 1000
+}
+
+// weightBytes is the size of the tensor data of a file.
+func weightBytes(f *gguf.File) int64 {
+	b, _ := modelSize(f)
+	return b
 }

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Task is one job: the pool calls Run(worker, lo, hi) for disjoint chunks
@@ -30,13 +31,15 @@ type Task interface {
 	Run(worker, lo, hi int)
 }
 
-// spinIters is how many times a waiting worker polls for the next job
-// before it parks (each poll is a few dozen cycles plus, every spinYield
-// polls, a Gosched). On a 2 GHz core this is in the order of 50-100 µs:
-// long enough to bridge the gaps between the ops of one step, short enough
-// not to burn a core between steps.
+// spinTime is how long a waiting worker polls for the next job before it
+// parks (it checks the clock, and yields with Gosched, every spinYield
+// polls): long enough to bridge the gaps between the kernels of a step and
+// between the steps of a generation (sampling a token takes microseconds),
+// so that a busy pool never parks (parking costs a futex wake-up, and
+// after a GC the Go runtime allocates the record a parked goroutine waits
+// on), short enough not to burn a core once the work stops.
 const (
-	spinIters = 20000
+	spinTime  = 2 * time.Millisecond
 	spinYield = 64
 )
 
@@ -186,8 +189,15 @@ func (p *Pool) worker(id int) {
 	seen := uint64(0)
 	for {
 		e := p.epoch.Load()
-		for i := 0; e == seen && i < spinIters; i++ {
+		var deadline time.Time
+		for i := 0; e == seen; i++ {
 			if i%spinYield == spinYield-1 {
+				now := time.Now()
+				if deadline.IsZero() {
+					deadline = now.Add(spinTime)
+				} else if now.After(deadline) {
+					break
+				}
 				runtime.Gosched()
 			}
 			e = p.epoch.Load()

@@ -8,6 +8,7 @@ import (
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/planner"
 )
 
 // SessionOptions configure a Session.
@@ -26,6 +27,9 @@ type SessionOptions struct {
 	Threads int
 	// Reference runs every step on the reference executor (eval.Executor)
 	// instead of the compiled plan (eval.Plan): same results, slower.
+	// Without Plan, the compiled plan places intermediates at the memory
+	// planner's offsets (planner.CPUPolicy, 32-byte alignment) and the
+	// reference executor gives each its own buffer.
 	Reference bool
 }
 
@@ -40,8 +44,27 @@ type Session struct {
 	pos     int64
 	steps   map[stepKey]stepRunner // per step shape
 	workers *eval.Workers          // of the compiled plans (nil with Reference)
+	// arenaBytes sums the arenas of the compiled plans built so far.
+	arenaBytes int64
 	// Stats
 	Steps int
+}
+
+// planBudget bounds the memory planner's search for one step shape (it
+// usually reaches the lower bound in a few milliseconds).
+const planBudget = 100 * time.Millisecond
+
+// ArenaBytes is the total size of the compute arenas of the step graphs
+// compiled so far (one per step shape: prefill length, n_kv bucket).
+func (s *Session) ArenaBytes() int64 { return s.arenaBytes }
+
+// KVBytes is the size of the KV cache.
+func (s *Session) KVBytes() int64 {
+	var n int64
+	for _, b := range s.state {
+		n += int64(len(b))
+	}
+	return n
 }
 
 // stepKey identifies the graph of a step: its symbol values (kv_head only
@@ -258,10 +281,21 @@ func (s *Session) runner(key stepKey) (stepRunner, error) {
 		return nil, fmt.Errorf("session: %w", err)
 	}
 	eo := s.opts.Exec
-	if s.opts.Plan != nil {
+	switch {
+	case s.opts.Plan != nil:
 		if eo, err = s.opts.Plan(g); err != nil {
 			return nil, fmt.Errorf("session: plan for %s: %w", b, err)
 		}
+	case s.workers != nil && eo.Offsets == nil:
+		// The compiled plan keeps every intermediate in one arena at
+		// the memory planner's offsets (ggml-alloc's in-place rule and
+		// alignment, as on the CPU backend of llama.cpp).
+		p, err := planner.PlanGraph(g, planner.GraphOptions{Align: 32, Policy: planner.CPUPolicy(), Budget: planBudget})
+		if err != nil {
+			return nil, fmt.Errorf("session: memory plan for %s: %w", b, err)
+		}
+		eo.Offsets, eo.ArenaSize, eo.Order = p.Offsets, p.ArenaBytes, p.OrderIDs()
+		s.arenaBytes += p.ArenaBytes
 	}
 	var r stepRunner
 	if s.workers != nil {
@@ -275,6 +309,17 @@ func (s *Session) runner(key stepKey) (stepRunner, error) {
 	for name, data := range s.state {
 		if err := r.BindState(name, data); err != nil {
 			return nil, err
+		}
+	}
+	// Keep the decode steps (one token, one per n_kv bucket) and only the
+	// latest multi-token one: the prefill steps of a long prompt in
+	// ubatch chunks each have their own shape, and caching them all would
+	// hold every step's activations at once.
+	if key.tokens > 1 {
+		for k := range s.steps {
+			if k.tokens > 1 {
+				delete(s.steps, k)
+			}
 		}
 	}
 	if len(s.steps) > 64 {
@@ -318,16 +363,97 @@ func (s *Session) Generate(prompt []int32, n int, keepLogits bool, onToken func(
 
 // Generate runs greedy generation on any Stepper: prefill on the prompt,
 // then n-1 decode steps, each feeding back the argmax (lowest id on ties,
-// as llama.cpp's greedy sampler) of the previous step's last logits.
+// as llama.cpp's greedy sampler) of the previous step's last logits. The
+// prompt is one step; GenerateWith can split it and check the logits.
 func Generate(s Stepper, prompt []int32, n int, keepLogits bool, onToken func(int32)) (*GenerateResult, error) {
+	return GenerateWith(s, prompt, n, GenerateOptions{KeepLogits: keepLogits, OnToken: onToken})
+}
+
+// GenerateOptions configure GenerateWith.
+type GenerateOptions struct {
+	// UBatch splits the prompt into steps of at most UBatch tokens
+	// (llama.cpp's n_ubatch), so that a step's activations (the KQ matrix
+	// is n_tokens x n_kv per head) stay bounded and prefill time and
+	// memory grow linearly with the prompt. 0 runs the prompt as one step.
+	UBatch int
+	// KeepLogits returns the distribution each token was chosen from.
+	KeepLogits bool
+	// OnToken, if set, is called with each generated token as soon as it
+	// exists.
+	OnToken func(int32)
+	// CheckFinite fails with a *NonFiniteError as soon as a step's logits
+	// hold NaN or an infinity, instead of sampling from them.
+	CheckFinite bool
+}
+
+// NonFiniteError reports logits that are NaN or infinite: the model (its
+// weights, or an op on its way) produced them. Step is the 0-based step
+// (the prefill steps first), Tokens the tokens fed so far including that
+// step's, so a checked re-run can replay them (see eval.ExecOptions).
+type NonFiniteError struct {
+	Step   int
+	Tokens []int32
+	Index  int     // the first non-finite logit (the token id)
+	Value  float32 // its value
+}
+
+// Error says which step and logit went wrong.
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("session: the logits of step %d (after %d tokens) are not finite: logit %d is %v", e.Step, len(e.Tokens), e.Index, e.Value)
+}
+
+// firstNonFinite returns the index of the first NaN or infinity in v, or -1.
+func firstNonFinite(v []float32) int {
+	for i, x := range v {
+		if x-x != 0 { // NaN or ±Inf
+			return i
+		}
+	}
+	return -1
+}
+
+// GenerateWith is Generate with options: the prompt in UBatch-token steps,
+// and the logits checked for NaN and infinities.
+func GenerateWith(s Stepper, prompt []int32, n int, o GenerateOptions) (*GenerateResult, error) {
 	res := &GenerateResult{}
 	if n <= 0 {
 		return res, nil
 	}
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("session: empty prompt")
+	}
+	fed := make([]int32, 0, len(prompt)+n)
+	steps := 0
+	step1 := func(tokens []int32) (*StepResult, error) {
+		fed = append(fed, tokens...)
+		r, err := s.Step(tokens)
+		if err != nil {
+			return nil, err
+		}
+		if len(r.Logits) == 0 {
+			return nil, fmt.Errorf("session: step %d returned no logits", steps)
+		}
+		if o.CheckFinite {
+			for _, row := range r.Logits {
+				if i := firstNonFinite(row); i >= 0 {
+					return nil, &NonFiniteError{Step: steps, Tokens: fed, Index: i, Value: row[i]}
+				}
+			}
+		}
+		steps++
+		return r, nil
+	}
 	t0 := time.Now()
-	step, err := s.Step(prompt)
-	if err != nil {
-		return nil, err
+	chunk := len(prompt)
+	if o.UBatch > 0 {
+		chunk = o.UBatch
+	}
+	var step *StepResult
+	var err error
+	for i := 0; i < len(prompt); i += chunk {
+		if step, err = step1(prompt[i:min(i+chunk, len(prompt))]); err != nil {
+			return nil, err
+		}
 	}
 	res.PrefillMS = float64(time.Since(t0).Microseconds()) / 1000
 	t1 := time.Now()
@@ -335,16 +461,16 @@ func Generate(s Stepper, prompt []int32, n int, keepLogits bool, onToken func(in
 		logits := step.Logits[len(step.Logits)-1]
 		tok := Argmax(logits)
 		res.Tokens = append(res.Tokens, tok)
-		if keepLogits {
+		if o.KeepLogits {
 			res.Logits = append(res.Logits, append([]float32(nil), logits...))
 		}
-		if onToken != nil {
-			onToken(tok)
+		if o.OnToken != nil {
+			o.OnToken(tok)
 		}
 		if i == n-1 {
 			break
 		}
-		if step, err = s.Step([]int32{tok}); err != nil {
+		if step, err = step1([]int32{tok}); err != nil {
 			return nil, err
 		}
 	}
