@@ -135,7 +135,7 @@ func runOnEmulator(t *testing.T, name string, m *models.Model, f *gguf.File, ref
 func referenceRuns(t *testing.T) []string {
 	t.Helper()
 	if testref.SharedDir() == "" {
-		t.Skip("../shared/reference is absent: no llama.cpp runs to compare with")
+		t.Skip("the external reference data directory is absent: no llama.cpp runs to compare with")
 	}
 	return testref.Models(t)
 }
