@@ -297,7 +297,9 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 		case mmFloat:
 			row := m.bf[c*k : (c+1)*k]
 			m.loadCol(c, row)
-			if m.round != nil {
+			if m.a.Type == gguf.TypeF16 {
+				roundF16Row(row)
+			} else if m.round != nil {
 				for i, v := range row {
 					row[i] = m.round(v)
 				}
