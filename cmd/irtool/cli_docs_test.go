@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/irtool/irtool/planner"
 )
 
 // flagBlock matches one generated flag table of docs/CLI.md.
@@ -82,10 +85,18 @@ func TestHelpPrintsEveryFlag(t *testing.T) {
 }
 
 // TestCLIDocJSONFields checks that every JSON field the commands print
-// (every json tag of package main) is named in docs/CLI.md.
+// (every json tag of package main, and of the library types they print as
+// they are: plan --json's planner.Report) is named in docs/CLI.md.
 func TestCLIDocJSONFields(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/CLI.md")
 	require.NoError(t, err)
+	rt := reflect.TypeFor[planner.Report]()
+	for i := range rt.NumField() {
+		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" && !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("plan --json field %q (planner.Report) is not documented in docs/CLI.md", name)
+		}
+	}
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	tag := regexp.MustCompile("json:\"([a-z0-9_]+)[,\"]")
