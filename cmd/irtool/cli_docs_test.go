@@ -88,7 +88,8 @@ func TestHelpPrintsEveryFlag(t *testing.T) {
 
 // TestCLIDocJSONFields checks that every JSON field the commands print
 // (every json tag of package main, and of the library types they print as
-// they are: plan --json's planner.Report) is named in docs/CLI.md.
+// they are: plan --json's planner.Report, run --json's stats) is named in
+// docs/CLI.md.
 func TestCLIDocJSONFields(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/CLI.md")
 	require.NoError(t, err)
