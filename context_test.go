@@ -2,10 +2,13 @@ package irtool_test
 
 import (
 	"context"
+	"encoding/binary"
+	"math"
 	"strings"
 	"testing"
 
 	"github.com/irtool/irtool"
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/passes"
@@ -125,5 +128,50 @@ func TestContextsAreApart(t *testing.T) {
 	}
 	if _, _, err := b.Strategies.Solve(context.Background(), p, "overlap", planner.Options{}); err == nil {
 		t.Error("an overlapping assignment was accepted")
+	}
+}
+
+// TestContextOpFolds: constant folding evaluates a context's op with the
+// context's kernels (FoldOptions.Kernels) and leaves it alone without them.
+func TestContextOpFolds(t *testing.T) {
+	c := irtool.NewContext()
+	if err := c.RegisterOp(scaleOp("boost", 2)); err != nil {
+		t.Fatal(err)
+	}
+	g := c.Ops.New("g")
+	data := make([]byte, 16)
+	for i, v := range []float32{1, 2, 3, 4} {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+	}
+	k := &ir.Node{Op: ir.OpConst, Type: ir.T(ir.F32, 4), Data: data, Layer: -1}
+	g.Nodes = append(g.Nodes, k)
+	y, err := g.Add("boost", []*ir.Node{k}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Outputs = []*ir.Node{y}
+	pipe, err := c.Passes.Parse("fold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		kernels *eval.KernelSet
+		folded  bool
+	}{{nil, false}, {c.Kernels, true}} {
+		out, _, err := passes.Run(g, pipe, passes.Options{Fold: passes.FoldOptions{Kernels: tc.kernels}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := out.Outputs[0]
+		if (o.Op == ir.OpConst) != tc.folded {
+			t.Fatalf("kernels %v: output is %s, folded want %v", tc.kernels != nil, o.Op, tc.folded)
+		}
+		if tc.folded {
+			for i, want := range []float32{2, 4, 6, 8} {
+				if got := math.Float32frombits(binary.LittleEndian.Uint32(o.Data[4*i:])); got != want {
+					t.Errorf("folded value %d = %v, want %v", i, got, want)
+				}
+			}
+		}
 	}
 }

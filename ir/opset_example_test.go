@@ -36,3 +36,27 @@ func ExampleNewOpSet() {
 	// negate(x): -x
 	// ir: parse line 3: unknown op "negate"
 }
+
+// A graph holding fused ops parses with package ir alone: their typing is
+// defined here, not registered by the passes that make them.
+func ExampleParseString_fused() {
+	g, err := ir.ParseString(`graph "fused" {
+  %0 = input() : f32[64,n_tokens] "x"
+  %1 = weight() : f32[64] "norm.weight"
+  %2 = rms_norm_mul(%0, %1) {eps=1e-05} : f32[64,n_tokens]
+  %3 = swiglu(%2, %2) : f32[64,n_tokens]
+  outputs(%3)
+}
+`)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, n := range g.Nodes[2:] {
+		info, _ := n.Info()
+		fmt.Println(n.Op, info.Fused)
+	}
+	// Output:
+	// rms_norm_mul true
+	// swiglu true
+}

@@ -383,8 +383,15 @@ func (m *matmul) schedule(w int) (grain int) {
 	M := a.Ne[1]
 	nA := a.Ne[2] * a.Ne[3]
 	k := m.k
-	// Rows per task: about 32 KiB of decoded weights, at least 1.
-	rt := int64(max(1, min(64, (32<<10)/max(4*k, 1))))
+	// Rows per task: about 32 KiB of decoded weights, at least 1; rows
+	// read in place (raw) are not decoded, and a tile of about 160 KiB of
+	// them stays in L2 while every group of activation columns passes over
+	// it (the GEMM blocking of the prefill).
+	rowBytes, budget := 4*k, 32<<10
+	if m.raw {
+		rowBytes, budget = k/a.Type.BlockSize()*a.Type.TypeSize(), 160<<10
+	}
+	rt := int64(max(1, min(64, budget/max(rowBytes, 1))))
 	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
 		rt /= 2
 	}

@@ -125,7 +125,9 @@ func dotF32x4(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 }
 
 // dotF16x4 sets out[i] = dotF16F32(a, bi) (tinyBLAS's order for an F16
-// row given as raw bytes) for four activation columns.
+// row given as raw bytes) for four activation columns, which must hold
+// values rounded to F16 (as the matmul rounds them): the assembly fuses
+// the exact products into FMAs.
 func dotF16x4(a []byte, b0, b1, b2, b3 []float32, out *[4]float32) {
 	n := len(b0)
 	n8 := n &^ 7

@@ -527,6 +527,9 @@ f32x4loop:
 
 // func dotF16x4AVX2(a *byte, b *[4]*float32, n int, out *[4]float32)
 // dotF32x4AVX2 with the row a given as F16 values, widened by vcvtph2ps.
+// The columns hold F16 values too (ggml's vec_dot_type rounding), so every
+// product is exact in float32 and an FMA gives the bits of the rounded
+// product plus the add: tinyBLAS's own vfmadd, and dotF32's arithmetic.
 TEXT ·dotF16x4AVX2(SB), NOSPLIT, $0-32
 	MOVQ a+0(FP), SI
 	MOVQ b+8(FP), AX
@@ -543,14 +546,10 @@ TEXT ·dotF16x4AVX2(SB), NOSPLIT, $0-32
 
 f16x4loop:
 	VCVTPH2PS (SI)(DX*2), Y4
-	VMULPS  (R8)(DX*4), Y4, Y5
-	VADDPS  Y5, Y0, Y0
-	VMULPS  (R9)(DX*4), Y4, Y6
-	VADDPS  Y6, Y1, Y1
-	VMULPS  (R10)(DX*4), Y4, Y7
-	VADDPS  Y7, Y2, Y2
-	VMULPS  (R11)(DX*4), Y4, Y8
-	VADDPS  Y8, Y3, Y3
+	VFMADD231PS (R8)(DX*4), Y4, Y0
+	VFMADD231PS (R9)(DX*4), Y4, Y1
+	VFMADD231PS (R10)(DX*4), Y4, Y2
+	VFMADD231PS (R11)(DX*4), Y4, Y3
 	ADDQ $8, DX
 	CMPQ DX, CX
 	JLT  f16x4loop
@@ -825,25 +824,17 @@ f16x2x4loop:
 	VCVTPH2PS (SI)(DX*2), Y8
 	VCVTPH2PS (DI)(DX*2), Y9
 	VMOVUPS (R8)(DX*4), Y10
-	VMULPS  Y10, Y8, Y11
-	VADDPS  Y11, Y0, Y0
-	VMULPS  Y10, Y9, Y12
-	VADDPS  Y12, Y4, Y4
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y10, Y9, Y4
 	VMOVUPS (R9)(DX*4), Y10
-	VMULPS  Y10, Y8, Y11
-	VADDPS  Y11, Y1, Y1
-	VMULPS  Y10, Y9, Y12
-	VADDPS  Y12, Y5, Y5
+	VFMADD231PS Y10, Y8, Y1
+	VFMADD231PS Y10, Y9, Y5
 	VMOVUPS (R10)(DX*4), Y10
-	VMULPS  Y10, Y8, Y11
-	VADDPS  Y11, Y2, Y2
-	VMULPS  Y10, Y9, Y12
-	VADDPS  Y12, Y6, Y6
+	VFMADD231PS Y10, Y8, Y2
+	VFMADD231PS Y10, Y9, Y6
 	VMOVUPS (R11)(DX*4), Y10
-	VMULPS  Y10, Y8, Y11
-	VADDPS  Y11, Y3, Y3
-	VMULPS  Y10, Y9, Y12
-	VADDPS  Y12, Y7, Y7
+	VFMADD231PS Y10, Y8, Y3
+	VFMADD231PS Y10, Y9, Y7
 	ADDQ $8, DX
 	CMPQ DX, CX
 	JLT  f16x2x4loop

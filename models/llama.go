@@ -388,11 +388,23 @@ func (b *builder) attention(lc *layerCtx, cur *ir.Node) *ir.Node {
 }
 
 // swigluFFN is build_ffn(..., LLM_FFN_SILU, LLM_FFN_PAR): down(silu(gate(x)) * up(x)).
+// llama.cpp c392e50 (the llama/qwen2 reference graphs) projects the gate
+// first; 3f545bec's build_ffn projects up first and fuses silu and the
+// product (ggml_swiglu_split), the order the newer builders keep.
 func (b *builder) swigluFFN(lc *layerCtx, cur *ir.Node) *ir.Node {
 	hp := b.hp
-	gate := b.op(ir.OpMulMat, "ffn_gate"+lc.sfx, nil, b.weight(lc.blk+"ffn_gate.weight", false, hp.NEmbd, hp.NFF), cur)
+	var gate, up *ir.Node
+	projUp := func() {
+		up = b.op(ir.OpMulMat, "ffn_up"+lc.sfx, nil, b.weight(lc.blk+"ffn_up.weight", false, hp.NEmbd, hp.NFF), cur)
+	}
+	if hp.Arch == "qwen3" {
+		projUp()
+	}
+	gate = b.op(ir.OpMulMat, "ffn_gate"+lc.sfx, nil, b.weight(lc.blk+"ffn_gate.weight", false, hp.NEmbd, hp.NFF), cur)
 	gate = b.op(ir.OpSilu, "ffn_silu"+lc.sfx, nil, gate)
-	up := b.op(ir.OpMulMat, "ffn_up"+lc.sfx, nil, b.weight(lc.blk+"ffn_up.weight", false, hp.NEmbd, hp.NFF), cur)
+	if up == nil {
+		projUp()
+	}
 	par := b.op(ir.OpMul, "ffn_gate_par"+lc.sfx, nil, gate, up)
 	return b.op(ir.OpMulMat, "ffn_out"+lc.sfx, nil, b.weight(lc.blk+"ffn_down.weight", false, hp.NFF, hp.NEmbd), par)
 }

@@ -17,6 +17,17 @@ type FoldOptions struct {
 	// 4 KiB): such an op (an iota-like table) is cheap to compute on the
 	// device, so only small ones are worth turning into constants.
 	MaxGeneratorBytes int64
+	// Kernels is the kernel set folding evaluates with (nil:
+	// eval.DefaultKernels); an experiment's irtool.Context passes its own
+	// so that its ops fold too.
+	Kernels *eval.KernelSet
+}
+
+func (o FoldOptions) kernels() *eval.KernelSet {
+	if o.Kernels == nil {
+		return eval.DefaultKernels()
+	}
+	return o.Kernels
 }
 
 func (o FoldOptions) limits() (int64, int64) {
@@ -48,7 +59,7 @@ func foldable(n *ir.Node, o FoldOptions) (bool, string) {
 	if !n.Type.Shape.IsStatic() {
 		return false, "skipped_symbolic"
 	}
-	if !eval.HasKernel(n.Op) && info.Kind != ir.KindView {
+	if _, ok := o.kernels().Lookup(n.Op); !ok && info.Kind != ir.KindView {
 		return false, "skipped_no_kernel"
 	}
 	size, err := n.Type.Bytes()
@@ -79,8 +90,18 @@ func foldable(n *ir.Node, o FoldOptions) (bool, string) {
 
 // evalConst computes n from its constant operands with the reference
 // executor and returns the result's bytes, densely packed.
-func evalConst(n *ir.Node) ([]byte, error) {
+func evalConst(n *ir.Node, ks *eval.KernelSet) ([]byte, error) {
 	g := ir.New("fold")
+	if info, ok := n.Info(); ok {
+		if def, _ := ir.Lookup(n.Op); def != info {
+			// An op of an experiment's own op set: fold it in a graph
+			// that knows it.
+			g.OpSet = ir.NewOpSet()
+			if err := g.OpSet.Register(*info); err != nil {
+				return nil, err
+			}
+		}
+	}
 	args := make([]*ir.Node, len(n.Args))
 	made := map[*ir.Node]*ir.Node{}
 	for i, a := range n.Args {
@@ -100,7 +121,7 @@ func evalConst(n *ir.Node) ([]byte, error) {
 		return nil, err
 	}
 	g.Outputs = []*ir.Node{x}
-	ex, err := eval.NewExecutor(g, nil, eval.ExecOptions{})
+	ex, err := eval.NewExecutor(g, nil, eval.ExecOptions{KernelSet: ks})
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +164,7 @@ func foldPass() Pass {
 					}
 					continue
 				}
-				data, err := evalConst(n)
+				data, err := evalConst(n, c.Options.Fold.kernels())
 				if err != nil {
 					return changed, fmt.Errorf("%s (%s %q): %w", n, n.Op, n.Name, err)
 				}

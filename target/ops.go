@@ -189,13 +189,32 @@ func gammaRow(x, w ir.Type) bool {
 	return w.Shape[0].Equal(x.Shape[0]) && one(w.Shape[1]) && one(w.Shape[2]) && one(w.Shape[3])
 }
 
-// ropeHead checks the rope limits shared by the fused rope ops.
+// ropeHead checks the rope limits shared by the rope ops.
 func ropeHead(x ir.Type) (Support, bool) {
-	if !isFloat(x.DType) {
-		return no("rope of %s", x.DType), false
+	if x.DType != ir.F32 {
+		// runtime/acl builds f32 cos/sin tables.
+		return no("rope of %s: the cos/sin tables aclnnRotaryPositionEmbedding is given are f32, so x must be", x.DType), false
 	}
 	if d := x.Shape[0]; !d.IsConst() || d.Val > 896 {
 		return no("rope head dim %s: the CANN backend takes at most 896", d), false
+	}
+	return Support{}, true
+}
+
+// ropeAttrs refuses the RoPE variants runtime/acl does not bind: a partial
+// rotation (aclnnRotaryPositionEmbedding rotates the whole last dim),
+// YaRN's ramp (ext_factor != 0) and a scaled magnitude (attn_factor != 1);
+// x is the rotated tensor, or the table when its width is n_dims.
+func ropeAttrs(n *ir.Node, x ir.Type) (Support, bool) {
+	nd, _ := n.Attrs.Int("n_dims")
+	if d := x.Shape[0]; d.IsConst() && d.Val != nd {
+		return no("partial rope (n_dims %d of %d): aclnnRotaryPositionEmbedding rotates the whole head; the rest would need a split and a copy, not bound", nd, d.Val), false
+	}
+	if e, _ := n.Attrs.Float("ext_factor"); e != 0 {
+		return no("YaRN rope (ext_factor %g) is not bound: the ramp between interpolated and extrapolated angles has no aclnn operator here", e), false
+	}
+	if a, ok := n.Attrs.Float("attn_factor"); ok && a != 1 {
+		return no("rope with attn_factor %g is not bound", a), false
 	}
 	return Support{}, true
 }
@@ -205,6 +224,9 @@ func ropeHead(x ir.Type) (Support, bool) {
 func ropeWrite(rope string) rule {
 	return func(n *ir.Node) Support {
 		if s, ok := ropeHead(n.Args[1].Type); !ok {
+			return s
+		}
+		if s, ok := ropeAttrs(n, n.Args[1].Type); !ok {
 			return s
 		}
 		switch dt := n.Args[0].Type.DType; dt {
@@ -274,8 +296,8 @@ func npuCast(n *ir.Node) Support {
 }
 
 func npuRMSNorm(n *ir.Node) Support {
-	if dt := n.Args[0].Type.DType; !isFloat(dt) {
-		return no("rms_norm of %s", dt)
+	if dt := n.Args[0].Type.DType; dt != ir.F32 {
+		return no("rms_norm of %s: the gamma table of ones runtime/acl passes aclnnRmsNorm is f32, so x must be", dt)
 	}
 	// gamma is a table of ones built at load time (llama.cpp PR #20747).
 	return yes("aclnnRmsNorm")
@@ -289,10 +311,12 @@ func npuSoftMax(n *ir.Node) Support {
 	if s, ok := n.Attrs.Float("scale"); !ok || s != 1 {
 		calls = append(calls, "aclnnMuls")
 	}
+	if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
+		// ggml-cann builds ALiBi slopes with aclnnPowScalarTensor and
+		// aclnnMul; runtime/acl does not bind them.
+		return no("soft_max with ALiBi (max_bias %g) is not bound by runtime/acl", mb)
+	}
 	if len(n.Args) > 1 {
-		if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
-			calls = append(calls, "aclnnPowScalarTensor", "aclnnMul")
-		}
 		calls = append(calls, "aclnnAdd")
 	}
 	calls = append(calls, "aclnnSoftmax")
@@ -300,12 +324,11 @@ func npuSoftMax(n *ir.Node) Support {
 }
 
 func npuRope(n *ir.Node) Support {
-	x := n.Args[0].Type
-	if !isFloat(x.DType) {
-		return no("rope of %s", x.DType)
+	if s, ok := ropeHead(n.Args[0].Type); !ok {
+		return s
 	}
-	if d := x.Shape[0]; !d.IsConst() || d.Val > 896 {
-		return no("rope head dim %s: the CANN backend takes at most 896", d)
+	if s, ok := ropeAttrs(n, n.Args[0].Type); !ok {
+		return s
 	}
 	switch m, _ := n.Attrs.Int("mode"); m {
 	case 0, 2: // normal (interleaved) and neox (half)
@@ -364,12 +387,18 @@ func npuMulMatAdd(n *ir.Node) Support {
 // The RoPE cache built on the device from the positions (llama.cpp
 // PRs #15912, #20747): angles = positions × inverse frequencies, then cos and sin.
 func npuRopeCache(n *ir.Node) Support {
+	if s, ok := ropeAttrs(n, n.Type); !ok {
+		return s
+	}
 	return yes("aclnnSin", "aclnnCast", "aclnnMul", "aclnnCos", "aclnnSin")
 }
 
 // ggml-cann's formulation: angles from positions and a table of
 // inverse frequencies (a folded constant), then cos and sin.
 func npuRopeCacheTable(n *ir.Node) Support {
+	if s, ok := ropeAttrs(n, n.Type); !ok {
+		return s
+	}
 	calls := []string{"aclnnCast", "aclnnMul"}
 	if len(n.Args) > 2 {
 		calls = append(calls, "aclnnDiv")
@@ -382,24 +411,40 @@ func npuRopeApply(n *ir.Node) Support {
 	if s, ok := ropeHead(n.Args[0].Type); !ok {
 		return s
 	}
+	if s, ok := ropeAttrs(n, n.Args[0].Type); !ok {
+		return s
+	}
 	return yes("aclnnRotaryPositionEmbedding")
 }
 
-// Flash attention: aclnnFusedInferAttentionScoreV2 with Q cast to
-// f16 and the output cast back; K and V must be f16 with one head
-// dim (ggml-cann's supports_op and compute_forward, FLASH_ATTN_EXT).
+// Attention as ggml-cann runs llama.cpp's attention with flash attention
+// off, which is also ggml-cpu's arithmetic: Q cast to f16, scores = Q·Kᵀ
+// (aclnnMatmul, f16 operands, f32 result, the KV heads broadcast over their
+// query heads), scale, mask, softmax, the probabilities cast to f16 and P·V
+// (aclnnMatmul, f32 result). runtime/acl's Options.FlashAttention runs it
+// through aclnnFusedInferAttentionScoreV2 instead (FLASH_ATTN_EXT), whose
+// f16 output moves the logits by up to 1e-2 of their range on the K-quant
+// reference models (docs/LOWERING.md). K and V must be f16 with one head
+// dim.
 func npuAttention(n *ir.Node) Support {
 	q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
 	if k.DType != ir.F16 || v.DType != ir.F16 {
-		return no("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 takes f16 K and V (ggml-cann's supports_op and compute_forward)", k.DType, v.DType)
+		return no("attention over %s/%s K/V: the f16 matmuls (and aclnnFusedInferAttentionScoreV2) take f16 K and V", k.DType, v.DType)
 	}
 	if !k.Shape[0].Equal(v.Shape[1]) {
 		return no("attention with K head dim %s and V head dim %s: must be equal", k.Shape[0], v.Shape[1])
 	}
-	if !isFloat(q.DType) {
-		return no("attention query of %s", q.DType)
+	if q.DType != ir.F32 {
+		return no("attention query of %s: f32 only (cast to f16 by the recipe)", q.DType)
 	}
-	return yes("aclnnFusedInferAttentionScoreV2", "aclnnCast", "aclnnFusedInferAttentionScoreV2", "aclnnCast")
+	if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
+		return no("attention with ALiBi (max_bias %g) is not bound by runtime/acl", mb)
+	}
+	calls := []string{"aclnnCast", "aclnnMatmul", "aclnnMuls"}
+	if len(n.Args) > 3 {
+		calls = append(calls, "aclnnAdd")
+	}
+	return yes("aclnnMatmul", append(calls, "aclnnSoftmax", "aclnnCast", "aclnnMatmul")...)
 }
 
 func npuConcat(n *ir.Node) Support {

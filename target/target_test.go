@@ -305,3 +305,23 @@ func TestContiguousSymbolicView(t *testing.T) {
 		}
 	}
 }
+
+// TestTransferDevices: the transfer op (typed in package ir, which cannot
+// import this package) accepts exactly the device names defined here.
+func TestTransferDevices(t *testing.T) {
+	g := ir.New("t")
+	x, _ := g.AddTyped(ir.OpInput, nil, nil, ir.T(ir.F32, 4))
+	for _, c := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{string(target.CPU), string(target.NPU), true},
+		{string(target.NPU), string(target.CPU), true},
+		{string(target.CPU), "gpu", false},
+	} {
+		_, err := g.Add(ir.OpTransfer, []*ir.Node{x}, ir.Attrs{"from": c.from, "to": c.to})
+		if (err == nil) != c.ok {
+			t.Errorf("transfer %s -> %s: error %v, want ok=%v", c.from, c.to, err, c.ok)
+		}
+	}
+}

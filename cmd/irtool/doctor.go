@@ -55,7 +55,11 @@ type doctorReport struct {
 	GraphCapture bool     `json:"graph_capture"`
 	CaptureError string   `json:"capture_error,omitempty"`
 	Missing      []string `json:"missing_kernels,omitempty"`
-	Error        string   `json:"error,omitempty"`
+	// Emulated: the libraries are irtool's host emulator of CANN
+	// (scripts/fakeacl.sh): the CANN path runs, numbers are computed on
+	// the host.
+	Emulated bool   `json:"emulated"`
+	Error    string `json:"error,omitempty"`
 }
 
 // usable reports whether a model can run on the device.
@@ -63,6 +67,9 @@ func (r *doctorReport) usable() bool { return r.CANNSupport && r.Found && r.Erro
 
 // buildHint says how to get CANN support.
 const buildHint = "go build -tags cann ./cmd/irtool (needs cgo and a C compiler; the CANN toolkit is loaded at run time from $ASCEND_TOOLKIT_HOME)"
+
+// emulatorHint says how to try the CANN path without a toolkit or an NPU.
+const emulatorHint = "to try the CANN path without an NPU, build irtool's emulator of libascendcl and point irtool at it:\n  scripts/fakeacl.sh /tmp/fakeacl && IRTOOL_ACL_LIBS=/tmp/fakeacl irtool doctor"
 
 func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
@@ -97,7 +104,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 
 func printDoctor(w io.Writer, r *doctorReport) {
 	if !r.CANNSupport {
-		fmt.Fprintf(w, "CANN support: no: this irtool was built without it (the default build is pure Go).\nTo run on Ascend hardware, build with: %s\n", r.Build)
+		fmt.Fprintf(w, "CANN support: no: this irtool was built without it (the default build is pure Go).\nTo run on Ascend hardware, build with: %s\nThen, %s\n", r.Build, emulatorHint)
 		return
 	}
 	fmt.Fprintln(w, "CANN support: built in (-tags cann)")
@@ -108,9 +115,13 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	fmt.Fprintf(w, "toolkit:      %s\n", toolkit)
 	if !r.Found {
 		fmt.Fprintf(w, "CANN:         not found: %s\n", r.Error)
+		fmt.Fprintf(w, "hint:         %s\n", emulatorHint)
 		return
 	}
 	fmt.Fprintf(w, "libraries:    %s\n", strings.Join(r.Libraries, ", "))
+	if r.Emulated {
+		fmt.Fprintln(w, "CANN:         emulated: irtool's host emulator of libascendcl (scripts/fakeacl.sh); the aclnn operators compute on the host, no NPU is used")
+	}
 	fmt.Fprintf(w, "devices:      %d\n", r.Devices)
 	if r.Error != "" {
 		fmt.Fprintf(w, "device %d:     error: %s\n", r.Device, r.Error)

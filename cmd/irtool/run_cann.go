@@ -71,6 +71,7 @@ func probeCANN(device int) doctorReport {
 	rep.FreeBytes, rep.Total = info.FreeBytes, info.TotalBytes
 	rep.CaptureAPI, rep.GraphCapture, rep.CaptureError, rep.Missing = info.CaptureAPI, info.Capture, info.CaptureError, info.Missing
 	rep.Found = acl.Loaded() != nil
+	rep.Emulated = info.Emulated
 	if err != nil {
 		rep.Error = err.Error()
 	}

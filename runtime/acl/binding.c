@@ -44,6 +44,9 @@ int irt_has(const char *fn) {
 	return 0;
 }
 
+/* irtool's emulator (testdata/fakeacl) exports its control functions */
+int irt_emulated(void) { return dlsym(RTLD_DEFAULT, "irtfake_trace") != NULL; }
+
 const char *irt_errmsg(void) { return F.aclGetRecentErrMsg ? F.aclGetRecentErrMsg() : NULL; }
 
 #define CALL(name, ...) (F.name ? F.name(__VA_ARGS__) : IRT_NOT_LOADED)
@@ -153,6 +156,9 @@ aclnnStatus irt_aclDestroyTensorList(uintptr_t l) { return CALL(aclDestroyTensor
  *   FIA          t: query pseShift attenMask attentionOut  l: key value
  *                f0 scaleValue  i0 numHeads i1 preTokens i2 nextTokens
  *                i3 numKeyValueHeads i4 sparseMode i5 innerPrecise  layout
+ *   INPLACEADD   t: selfRef other     s: alpha
+ *   DIV          t: self other out
+ *   CAT          t: out               l0: tensors           i0 dim
  */
 #define T(k) ((aclTensor *)a->t[k])
 
@@ -179,6 +185,9 @@ int irt_op_available(int op) {
 	case IRT_INDEXCOPY: return F.aclnnInplaceIndexCopyGetWorkspaceSize && F.aclnnInplaceIndexCopy;
 	case IRT_GATHERV2: return F.aclnnGatherV2GetWorkspaceSize && F.aclnnGatherV2;
 	case IRT_FIA: return F.aclnnFusedInferAttentionScoreV2GetWorkspaceSize && F.aclnnFusedInferAttentionScoreV2;
+	case IRT_INPLACEADD: return F.aclnnInplaceAddGetWorkspaceSize && F.aclnnInplaceAdd;
+	case IRT_DIV: return F.aclnnDivGetWorkspaceSize && F.aclnnDiv;
+	case IRT_CAT: return F.aclnnCatGetWorkspaceSize && F.aclnnCat;
 	}
 	return 0;
 }
@@ -259,6 +268,15 @@ aclnnStatus irt_workspace(int op, const irt_args *a, uint64_t *ws, uintptr_t *ex
 		    a->i[1], a->i[2], layout, a->i[3], a->i[4], a->i[5], 0, 0, false, 0, 0, T(3), NULL, ws, &ex);
 		break;
 	}
+	case IRT_INPLACEADD:
+		rc = F.aclnnInplaceAddGetWorkspaceSize(T(0), T(1), (const aclScalar *)a->s, ws, &ex);
+		break;
+	case IRT_DIV:
+		rc = F.aclnnDivGetWorkspaceSize(T(0), T(1), T(2), ws, &ex);
+		break;
+	case IRT_CAT:
+		rc = F.aclnnCatGetWorkspaceSize((const aclTensorList *)a->l[0], a->i[0], T(0), ws, &ex);
+		break;
 	}
 	*exec = (uintptr_t)ex;
 	return rc;
@@ -291,6 +309,9 @@ aclnnStatus irt_run(int op, uintptr_t ws, uint64_t wsSize, uintptr_t exec, uintp
 	case IRT_INDEXCOPY: return F.aclnnInplaceIndexCopy(w, wsSize, ex, s);
 	case IRT_GATHERV2: return F.aclnnGatherV2(w, wsSize, ex, s);
 	case IRT_FIA: return F.aclnnFusedInferAttentionScoreV2(w, wsSize, ex, s);
+	case IRT_INPLACEADD: return F.aclnnInplaceAdd(w, wsSize, ex, s);
+	case IRT_DIV: return F.aclnnDiv(w, wsSize, ex, s);
+	case IRT_CAT: return F.aclnnCat(w, wsSize, ex, s);
 	}
 	return IRT_NOT_LOADED;
 }

@@ -18,6 +18,7 @@
 int irt_dlopen(const char *path, char *err, int errlen);
 const char *irt_missing_required(void);
 int irt_has(const char *name);
+int irt_emulated(void);
 
 /* status used when a function is not resolved */
 #define IRT_NOT_LOADED (-424242)
@@ -84,6 +85,9 @@ enum irt_op {
 	IRT_INDEXCOPY,
 	IRT_GATHERV2,
 	IRT_FIA,
+	IRT_INPLACEADD,
+	IRT_DIV,
+	IRT_CAT,
 	IRT_NOPS
 };
 

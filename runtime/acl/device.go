@@ -11,6 +11,7 @@ import "C"
 import (
 	"fmt"
 	goruntime "runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,11 @@ type Options struct {
 	// MaxKernels bounds the cache of prepared kernels (descriptors) per
 	// device (default 4096); the least recently used are destroyed.
 	MaxKernels int
+	// FlashAttention runs the fused attention op through
+	// aclnnFusedInferAttentionScoreV2 (ggml-cann's flash-attention path,
+	// f16 output) instead of two f16 matmuls around an f32 softmax (its
+	// path with flash attention off, and ggml-cpu's arithmetic).
+	FlashAttention bool
 }
 
 // Device implements device.Device on CANN. It is safe for concurrent use;
@@ -53,6 +59,7 @@ type Options struct {
 type Device struct {
 	opts Options
 	cur  atomic.Int32 // the handle's current device, -1 before SetDevice
+	soc  atomic.Value // string: aclrtGetSocName after the first SetDevice
 
 	mu      sync.Mutex
 	npus    map[int]*npu
@@ -195,6 +202,9 @@ func (d *Device) SetDevice(id int) error {
 	if rc := C.irt_aclrtMalloc(&base, C.size_t(size)); rc != 0 {
 		return newError("aclrtMalloc", "", int32(rc))
 	}
+	if name := C.irt_aclrtGetSocName(); name != nil {
+		d.soc.Store(C.GoString(name))
+	}
 	n := &npu{id: id, base: device.Ptr(base), pool: device.NewMemPool(size), kernels: newKernelCache(d.opts.MaxKernels),
 		consts: map[string]*table{}, tables: map[string]device.Ptr{}}
 	if d.opts.ConstBytes > 0 {
@@ -219,6 +229,19 @@ func (d *Device) SetDevice(id int) error {
 	d.streams[defaultKey(id)] = st
 	d.cur.Store(int32(id))
 	return nil
+}
+
+// cubeMathType is the aclnn matmul cubeMathType for f32 operands:
+// KEEP_DTYPE (0) on Atlas A2/A3 (Ascend910B*, Ascend910_93), whose cube unit
+// multiplies float32, so that f32 weights keep ggml's precision;
+// ALLOW_FP32_DOWN_PRECISION (1) elsewhere, where KEEP_DTYPE with FLOAT is
+// an error (aclnnMatmul reference, cubeMathType).
+func (d *Device) cubeMathType() C.int64_t {
+	soc, _ := d.soc.Load().(string)
+	if strings.HasPrefix(soc, "Ascend910B") || strings.HasPrefix(soc, "Ascend910_93") {
+		return 0
+	}
+	return 1
 }
 
 // defaultKey is the map key of device id's default stream (handle 0).

@@ -5,7 +5,9 @@ package acl
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,6 +35,19 @@ func TestLoadErrors(t *testing.T) {
 	t.Setenv(EnvLibs, "/a.so:/b.so")
 	if libs, _ := DefaultLibraries(); len(libs) != 2 || libs[1] != "/b.so" {
 		t.Errorf("DefaultLibraries with %s = %v", EnvLibs, libs)
+	}
+	// A directory stands for the three libraries in it (scripts/fakeacl.sh).
+	dir := filepath.Dir(fakePath)
+	t.Setenv(EnvLibs, dir)
+	if libs, err := DefaultLibraries(); err != nil || !slices.Equal(libs, fakeLibs) || len(libs) != 3 {
+		t.Errorf("DefaultLibraries with %s=%s: %v, %v", EnvLibs, dir, libs, err)
+	}
+	t.Setenv(EnvLibs, t.TempDir())
+	if _, err := DefaultLibraries(); err == nil || !strings.Contains(err.Error(), "libascendcl.so") {
+		t.Errorf("a directory without libascendcl.so: %v", err)
+	}
+	if !Emulated() {
+		t.Error("Emulated() is false with the emulator loaded")
 	}
 }
 
@@ -135,7 +150,7 @@ func TestSetDeviceAndMemory(t *testing.T) {
 
 func TestWithoutSetDevice(t *testing.T) {
 	fake.Reset()
-	d, err := New(Options{Libraries: []string{fakePath}})
+	d, err := New(Options{Libraries: fakeLibs})
 	if err != nil {
 		t.Fatal(err)
 	}

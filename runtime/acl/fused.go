@@ -17,7 +17,7 @@ import (
 )
 
 // Recipes of the fused ops of package passes (the lowering maps them to
-// the aclnn operators CANN fuses natively, ggml-cann's supports_op and compute_forward):
+// the aclnn operators CANN fuses natively where it has one):
 //
 //	rms_norm_mul        aclnnRmsNorm(x, gamma = w, eps, y, rstd in the workspace)
 //	add_rms_norm_mul    aclnnAddRmsNorm(a, b, w, eps, y = slot 0, rstd, x = slot 1)
@@ -28,7 +28,19 @@ import (
 //	rope_apply          aclnnRotaryPositionEmbedding on the full-width tables
 //	rope_apply_set_rows aclnnRotaryPositionEmbedding [aclnnCast → f16]
 //	                    aclnnInplaceIndexCopy, staging in the workspace
-//	attention           aclnnCast(q → f16) [aclnnCast(mask → f16)]
+//	rope_set_rows       the tables from the positions as rope makes them,
+//	                    then as rope_apply_set_rows
+//	rope_cache_table    aclnnCast(pos) aclnnMul(pos, inv_freq) [aclnnDiv
+//	                    factors] [aclnnMuls freq_scale] aclnnInplaceCopy
+//	                    (spread to full width) aclnnCos aclnnSin and the
+//	                    IR table as rope_cache
+//	mul_mat_add         the mul_mat recipe, then aclnnInplaceAdd(out, bias)
+//	concat              aclnnCat along the dim
+//	attention           aclnnCast(q → f16) aclnnMatmul(q16, k16ᵀ → f32)
+//	                    aclnnMuls(scale) [aclnnAdd mask] aclnnSoftmax
+//	                    aclnnCast(→ f16) aclnnMatmul(p16, v16 → f32);
+//	                    with Options.FlashAttention: aclnnCast(q → f16)
+//	                    [aclnnCast(mask → f16)]
 //	                    aclnnFusedInferAttentionScoreV2 (BSND, mask as
 //	                    pse shift, GQA by numKeyValueHeads)
 //	                    aclnnCast(out → f32)
@@ -37,7 +49,9 @@ import (
 // IR's RoPE cache holds n_dims/2 pairs per position. rope_cache therefore
 // also writes full-width tables into device scratch of the binding, keyed
 // by the cache's address, and rope_apply reads those (it runs after its
-// rope_cache in the same step, in stream order).
+// rope_cache in the same step, in stream order). Frequency factors (llama
+// 3's rope_freqs) divide the angles with aclnnDiv before cos and sin, as
+// ggml divides theta by them.
 func init() {
 	recipes[ir.OpRMSNormMul] = rmsNormMul
 	recipes[ir.OpAddRMSNormMul] = addRMSNormMul
@@ -46,6 +60,10 @@ func init() {
 	recipes[ir.OpRopeApply] = ropeApply
 	recipes[ir.OpRopeApplySetRows] = ropeApplySetRows
 	recipes[ir.OpAttention] = attention
+	recipes[ir.OpRopeSetRows] = ropeSetRows
+	recipes[ir.OpRopeCacheTable] = ropeCacheTable
+	recipes[ir.OpMulMatAdd] = mulMatAdd
+	recipes[ir.OpConcat] = concat
 }
 
 // vector1D is a weight [n, 1, 1, 1] as a 1-D aclTensor.
@@ -218,27 +236,13 @@ func (b *builder) ropeTheta(D, mode int64) (device.Ptr, error) {
 	return b.table(fmt.Sprintf("rope_theta[%d,mode %d,base %g,scale %g]", D, mode, base, fscale), theta)
 }
 
-func ropeCache(b *builder) error {
-	if err := b.inputs(1); err != nil {
-		return err
-	}
-	pos, cache := b.k.Inputs[0], b.k.Output
-	if len(b.k.Inputs) > 1 {
-		return b.unsupported("rope_cache with frequency factors is not bound")
-	}
-	D, T := cache.Ne[0], cache.Ne[1]
-	mode, err := b.ropeCheck(D)
-	if err != nil {
-		return err
-	}
-	if pos.DType != ir.I32 || pos.Ne[0] != T || !rows2D(pos) || pos.Ne[1] != 1 || cache.DType != ir.F32 || cache.Nb[0] != 4 || cache.Nb[1] != 4*D || !rows2D(cache) {
-		return b.unsupported("rope_cache %v of positions %s %v", cache.Ne, pos.DType, pos.Ne)
-	}
+// angles emits the calls that fill rt from positions pos (i32 [T]): the
+// positions as f32, angle[t, j] = pos[t] · theta[j] (the full-width theta
+// table of ropeTheta), divided by the frequency factor of column j's pair
+// when ff (f32, one value per pair) is given, then cos and sin.
+func (b *builder) angles(pos device.TensorDesc, ff *device.TensorDesc, rt ropeTables, mode int64) error {
+	T, D := rt.T, rt.D
 	th, err := b.ropeTheta(D, mode)
-	if err != nil {
-		return err
-	}
-	rt, err := b.ropeTables(cache)
 	if err != nil {
 		return err
 	}
@@ -266,6 +270,11 @@ func ropeCache(b *builder) error {
 		return err
 	}
 	b.call(C.IRT_MUL, tensors(pcol, trow, at))
+	if ff != nil {
+		if err := b.divideByFactors(*ff, rt.ang, T, D, mode); err != nil {
+			return err
+		}
+	}
 	for _, f := range []struct {
 		op  C.int
 		dst device.Ptr
@@ -280,8 +289,49 @@ func ropeCache(b *builder) error {
 		}
 		b.call(f.op, tensors(in, o))
 	}
-	// The IR table: pair i of position t is (cos, sin) of angle i, which
-	// sits at column 2i (normal) or i (neox) of the full-width tables.
+	return nil
+}
+
+// pairShape views the full-width angle table [T, D] so that the pair
+// index is one dim: [T, D/2, 2] for ggml's normal mode (pair i at columns
+// 2i, 2i+1), [T, 2, D/2] for neox (pair i at columns i and i+D/2). A
+// per-pair vector [1, D/2, 1] or [1, 1, D/2] then broadcasts over it.
+func pairShape(T, D, mode int64) (shape, strides, pair []int64) {
+	if mode == 2 {
+		return []int64{T, 2, D / 2}, []int64{D, D / 2, 1}, []int64{1, 1, D / 2}
+	}
+	return []int64{T, D / 2, 2}, []int64{D, 2, 1}, []int64{1, D / 2, 1}
+}
+
+// divideByFactors divides the angles at ang in place by the per-pair
+// frequency factors ff (llama 3's rope_freqs), as ggml's rope does (theta
+// / freq_factor) with aclnnDiv.
+func (b *builder) divideByFactors(ff device.TensorDesc, ang device.Ptr, T, D, mode int64) error {
+	if ff.DType != ir.F32 || ff.Ne[0] < D/2 || ff.Nb[0] != 4 {
+		return b.unsupported("frequency factors %s %v: f32, one per rotated pair", ff.DType, ff.Ne)
+	}
+	shape, strides, pair := pairShape(T, D, mode)
+	ft, err := b.tensor(C.ACL_FLOAT, pair, contiguous(pair), 0, ff.Addr)
+	if err != nil {
+		return err
+	}
+	in, err := b.tensor(C.ACL_FLOAT, shape, strides, 0, ang)
+	if err != nil {
+		return err
+	}
+	out, err := b.tensor(C.ACL_FLOAT, shape, strides, 0, ang)
+	if err != nil {
+		return err
+	}
+	b.call(C.IRT_DIV, tensors(in, ft, out))
+	return nil
+}
+
+// irTable writes the IR's RoPE table [D, T] (pair i of position t is
+// (cos, sin) of angle i at rows 2i, 2i+1) from the full-width tables, where
+// angle i sits at column 2i (normal) or i (neox).
+func (b *builder) irTable(rt ropeTables, cache device.TensorDesc, mode int64) error {
+	T, D := rt.T, rt.D
 	step := int64(2)
 	if mode == 2 {
 		step = 1
@@ -298,6 +348,158 @@ func ropeCache(b *builder) error {
 		b.call(C.IRT_INPLACECOPY, tensors(dst, s))
 	}
 	return nil
+}
+
+// checkCache accepts the IR RoPE table f32 [D, T] a rope_cache writes.
+func (b *builder) checkCache(pos, cache device.TensorDesc) error {
+	D, T := cache.Ne[0], cache.Ne[1]
+	if pos.DType != ir.I32 || pos.Ne[0] != T || !rows2D(pos) || pos.Ne[1] != 1 || cache.DType != ir.F32 || cache.Nb[0] != 4 || cache.Nb[1] != 4*D || !rows2D(cache) {
+		return b.unsupported("rope table %v of positions %s %v", cache.Ne, pos.DType, pos.Ne)
+	}
+	return nil
+}
+
+func ropeCache(b *builder) error {
+	if err := b.inputs(1); err != nil {
+		return err
+	}
+	pos, cache := b.k.Inputs[0], b.k.Output
+	var ff *device.TensorDesc
+	if len(b.k.Inputs) > 1 {
+		ff = &b.k.Inputs[1]
+	}
+	mode, err := b.ropeCheck(cache.Ne[0])
+	if err != nil {
+		return err
+	}
+	if err := b.checkCache(pos, cache); err != nil {
+		return err
+	}
+	rt, err := b.ropeTables(cache)
+	if err != nil {
+		return err
+	}
+	if err := b.angles(pos, ff, rt, mode); err != nil {
+		return err
+	}
+	return b.irTable(rt, cache, mode)
+}
+
+// ropeCacheTable is rope_cache_table(pos, inv_freq, ff?){freq_scale}: the
+// half-width angles pos · inv_freq[i] [/ ff[i]] [· freq_scale] (aclnnMul,
+// aclnnDiv, aclnnMuls), spread to full width for
+// aclnnRotaryPositionEmbedding (aclnnInplaceCopy, broadcasting each angle
+// over its pair's two columns), cos and sin, and the IR table.
+func ropeCacheTable(b *builder) error {
+	if err := b.inputs(2); err != nil {
+		return err
+	}
+	pos, inv, cache := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
+	D, T := cache.Ne[0], cache.Ne[1]
+	mode, err := b.ropeCheck(D)
+	if err != nil {
+		return err
+	}
+	if err := b.checkCache(pos, cache); err != nil {
+		return err
+	}
+	if inv.DType != ir.F32 || inv.Ne[0] < D/2 || inv.Nb[0] != 4 {
+		return b.unsupported("inverse frequencies %s %v: f32, one per rotated pair", inv.DType, inv.Ne)
+	}
+	rt, err := b.ropeTables(cache)
+	if err != nil {
+		return err
+	}
+	half, err := b.buffer(fmt.Sprintf("rope_half[%d,%d]", T, D), 4*T*D/2)
+	if err != nil {
+		return err
+	}
+	pt, err := b.desc("positions", pos, 1)
+	if err != nil {
+		return err
+	}
+	pf, err := b.tensor(C.ACL_FLOAT, []int64{T}, []int64{1}, 0, rt.pos)
+	if err != nil {
+		return err
+	}
+	c := tensors(pt, pf)
+	c.i[0] = C.ACL_FLOAT
+	b.call(C.IRT_CAST, c)
+	hs := []int64{T, D / 2}
+	view := func(p device.Ptr) (C.uintptr_t, error) { return b.tensor(C.ACL_FLOAT, hs, contiguous(hs), 0, p) }
+	pcol, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, rt.pos)
+	if err != nil {
+		return err
+	}
+	irow, err := b.tensor(C.ACL_FLOAT, []int64{1, D / 2}, []int64{D / 2, 1}, 0, inv.Addr)
+	if err != nil {
+		return err
+	}
+	ht, err := view(half)
+	if err != nil {
+		return err
+	}
+	b.call(C.IRT_MUL, tensors(pcol, irow, ht))
+	if len(b.k.Inputs) > 2 {
+		ff := b.k.Inputs[2]
+		if ff.DType != ir.F32 || ff.Ne[0] < D/2 || ff.Nb[0] != 4 {
+			return b.unsupported("frequency factors %s %v: f32, one per rotated pair", ff.DType, ff.Ne)
+		}
+		frow, err := b.tensor(C.ACL_FLOAT, []int64{1, D / 2}, []int64{D / 2, 1}, 0, ff.Addr)
+		if err != nil {
+			return err
+		}
+		in, err := view(half)
+		if err != nil {
+			return err
+		}
+		out, err := view(half)
+		if err != nil {
+			return err
+		}
+		b.call(C.IRT_DIV, tensors(in, frow, out))
+	}
+	if fs := b.attrF("freq_scale", 1); fs != 1 {
+		in, err := view(half)
+		if err != nil {
+			return err
+		}
+		out, err := view(half)
+		if err != nil {
+			return err
+		}
+		a := tensors(in, out)
+		if a.s, err = b.scalarF32(float32(fs)); err != nil {
+			return err
+		}
+		b.call(C.IRT_MULS, a)
+	}
+	shape, strides, pair := pairShape(T, D, mode)
+	pair[0] = T
+	src, err := b.tensor(C.ACL_FLOAT, pair, contiguous(pair), 0, half)
+	if err != nil {
+		return err
+	}
+	full, err := b.tensor(C.ACL_FLOAT, shape, strides, 0, rt.ang)
+	if err != nil {
+		return err
+	}
+	b.call(C.IRT_INPLACECOPY, tensors(full, src))
+	for _, f := range []struct {
+		op  C.int
+		dst device.Ptr
+	}{{C.IRT_COS, rt.cos}, {C.IRT_SIN, rt.sin}} {
+		in, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
+		if err != nil {
+			return err
+		}
+		o, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, f.dst)
+		if err != nil {
+			return err
+		}
+		b.call(f.op, tensors(in, o))
+	}
+	return b.irTable(rt, cache, mode)
 }
 
 // ropeInputs resolves x and the full-width tables of its cache operand.
@@ -320,11 +522,7 @@ func (b *builder) ropeInputs(x, cache device.TensorDesc) (ropeTables, int64, err
 	if err != nil {
 		return ropeTables{}, 0, err
 	}
-	aclMode := int64(1) // ggml normal: adjacent pairs = aclnn "interleave"
-	if mode == 2 {
-		aclMode = 0 // neox: halves = aclnn "half"
-	}
-	return rt, aclMode, nil
+	return rt, aclRopeMode(mode), nil
 }
 
 // rope calls aclnnRotaryPositionEmbedding on x [D, H, T, 1] (BSND in ACL
@@ -371,14 +569,79 @@ func ropeApplySetRows(b *builder) error {
 		return err
 	}
 	dst, x, cache, idx := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Inputs[3]
-	D, H, T := x.Ne[0], x.Ne[1], x.Ne[2]
-	if !rows2D(dst) || dst.Ne[0] != D*H || !rows2D(idx) || idx.Ne[1] != 1 || idx.Ne[0] != T {
-		return b.unsupported("rope_apply_set_rows of %v into %v by %v", x.Ne, dst.Ne, idx.Ne)
+	if err := b.checkRowWrite(dst, x, idx); err != nil {
+		return err
 	}
 	rt, mode, err := b.ropeInputs(x, cache)
 	if err != nil {
 		return err
 	}
+	return b.ropeRows(dst, x, idx, rt, mode)
+}
+
+// ropeSetRows is rope_set_rows(dst, x, pos, idx): the tables from the
+// positions as the rope recipe makes them, then the rotation and the row
+// scatter of rope_apply_set_rows.
+func ropeSetRows(b *builder) error {
+	if err := b.inputs(4); err != nil {
+		return err
+	}
+	dst, x, pos, idx := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Inputs[3]
+	if err := b.checkRowWrite(dst, x, idx); err != nil {
+		return err
+	}
+	D, T := x.Ne[0], x.Ne[2]
+	mode, err := b.ropeCheck(D)
+	if err != nil {
+		return err
+	}
+	if x.DType != ir.F32 || x.Ne[3] != 1 || pos.DType != ir.I32 || pos.Ne[0] != T || !rows2D(pos) || pos.Ne[1] != 1 {
+		return b.unsupported("rope_set_rows of %s %v at positions %s %v", x.DType, x.Ne, pos.DType, pos.Ne)
+	}
+	rt, err := b.scratchTables(T, D)
+	if err != nil {
+		return err
+	}
+	if err := b.angles(pos, nil, rt, mode); err != nil {
+		return err
+	}
+	return b.ropeRows(dst, x, idx, rt, aclRopeMode(mode))
+}
+
+// aclRopeMode is aclnnRotaryPositionEmbedding's mode for a ggml rope mode:
+// ggml's normal rotation of adjacent pairs is aclnn's "interleave" (1),
+// neox's rotation of halves aclnn's "half" (0).
+func aclRopeMode(mode int64) int64 {
+	if mode == 2 {
+		return 0
+	}
+	return 1
+}
+
+// scratchTables is device scratch for the tables of a rope that makes its
+// own from positions, shared by every such kernel of shape [T, D] (each
+// writes it before reading it, in stream order).
+func (b *builder) scratchTables(T, D int64) (ropeTables, error) {
+	p, err := b.buffer(fmt.Sprintf("rope_scratch[%d,%d]", T, D), 4*(T+3*T*D))
+	if err != nil {
+		return ropeTables{}, err
+	}
+	return ropeTables{T: T, D: D, pos: p, ang: p + device.Ptr(4*T), cos: p + device.Ptr(4*(T+T*D)), sin: p + device.Ptr(4*(T+2*T*D))}, nil
+}
+
+func (b *builder) checkRowWrite(dst, x, idx device.TensorDesc) error {
+	D, H, T := x.Ne[0], x.Ne[1], x.Ne[2]
+	if !rows2D(dst) || dst.Ne[0] != D*H || !rows2D(idx) || idx.Ne[1] != 1 || idx.Ne[0] != T {
+		return b.unsupported("%s of %v into %v by %v", b.k.Op, x.Ne, dst.Ne, idx.Ne)
+	}
+	return nil
+}
+
+// ropeRows rotates x [D, H, T] into f32 rows staged in the workspace,
+// casts them to dst's type when it differs and scatters row t to row idx[t]
+// of dst (aclnnInplaceIndexCopy along dim 0).
+func (b *builder) ropeRows(dst, x, idx device.TensorDesc, rt ropeTables, mode int64) error {
+	D, H, T := x.Ne[0], x.Ne[1], x.Ne[2]
 	xt, err := b.desc("x", x, 4)
 	if err != nil {
 		return err
@@ -454,7 +717,178 @@ func bsnd(t device.TensorDesc, s, n, d int) ([]int64, []int64, bool) {
 // attention(q, k, v, mask?){scale, max_bias}: q [D, T, H, 1], k [D, KV,
 // Hkv, 1], v [KV, Dv, Hkv, 1] (the transposed V view), mask [KV, T', 1, 1]
 // with T' ≥ T; out f32 [Dv·H, T, 1, 1].
+//
+// By default it runs as ggml-cann runs llama.cpp's attention with flash
+// attention off, which is also the arithmetic of ggml-cpu: q cast to f16,
+// scores = q16 · k16 with f32 results (aclnnMatmul, the KV-head groups
+// broadcast over their query heads), aclnnMuls by the scale, aclnnAdd of
+// the mask, aclnnSoftmax, the probabilities cast to f16, and out = p16 ·
+// v16 with f32 results written straight into the output's
+// [Dv·H, T] layout. Options.FlashAttention selects
+// aclnnFusedInferAttentionScoreV2 instead (ggml-cann's -fa path), whose
+// output is f16 (docs/LOWERING.md says what that costs in precision).
 func attention(b *builder) error {
+	if b.d.opts.FlashAttention {
+		return fusedAttention(b)
+	}
+	return matmulAttention(b)
+}
+
+func matmulAttention(b *builder) error {
+	if err := b.inputs(3); err != nil {
+		return err
+	}
+	q, k, v, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
+	if mb := b.attrF("max_bias", 0); mb != 0 {
+		return b.unsupported("attention with ALiBi (max_bias %g) is not bound", mb)
+	}
+	D, T, H := q.Ne[0], q.Ne[1], q.Ne[2]
+	KV, Hkv, Dv := k.Ne[1], k.Ne[2], v.Ne[1]
+	switch {
+	case k.DType != ir.F16 || v.DType != ir.F16 || q.DType != ir.F32 || out.DType != ir.F32:
+		return b.unsupported("attention of %s q over %s/%s K/V: f32 q, f16 K and V", q.DType, k.DType, v.DType)
+	case k.Ne[0] != D || v.Ne[0] != KV || v.Ne[2] != Hkv || Hkv == 0 || H%Hkv != 0 || out.Ne[0] != Dv*H || out.Ne[1] != T || q.Ne[3] != 1 || out.Nb[0] != 4:
+		return b.unsupported("attention of q %v, k %v, v %v into %v", q.Ne, k.Ne, v.Ne, out.Ne)
+	}
+	for _, t := range []device.TensorDesc{q, k, v} {
+		if t.Nb[0]%t.DType.TypeSize() != 0 || t.Nb[1]%t.DType.TypeSize() != 0 || t.Nb[2]%t.DType.TypeSize() != 0 {
+			return b.unsupported("attention operand with strides %v", t.Nb)
+		}
+	}
+	r := H / Hkv
+	e := func(t device.TensorDesc, i int) int64 { return t.Nb[i] / t.DType.TypeSize() }
+	// q → f16 [Hkv, r, T, D], contiguous, in the planned workspace.
+	q16, err := b.temp("f16 query", 2*H*T*D, 32)
+	if err != nil {
+		return err
+	}
+	qin, err := b.tensor(C.ACL_FLOAT, []int64{H, T, D}, []int64{e(q, 2), e(q, 1), e(q, 0)}, 0, q.Addr)
+	if err != nil {
+		return err
+	}
+	qout, err := b.tensor(C.ACL_FLOAT16, []int64{H, T, D}, []int64{T * D, D, 1}, 0, q16)
+	if err != nil {
+		return err
+	}
+	c := tensors(qin, qout)
+	c.i[0] = C.ACL_FLOAT16
+	b.call(C.IRT_CAST, c)
+
+	// Scores and probabilities in device scratch shared by the attention
+	// kernels of this shape (each writes it before reading it).
+	n := H * T * KV
+	scratch, err := b.buffer(fmt.Sprintf("attention scores[%d,%d,%d]", H, T, KV), 4*n+4*n+2*n)
+	if err != nil {
+		return err
+	}
+	s1, s2, p16 := scratch, scratch+device.Ptr(4*n), scratch+device.Ptr(8*n)
+	sShape := []int64{Hkv, r, T, KV}
+	sStrides := contiguous(sShape)
+	view := func(dt C.int, p device.Ptr) (C.uintptr_t, error) { return b.tensor(dt, sShape, sStrides, 0, p) }
+	cube := b.d.cubeMathType()
+
+	qt, err := b.tensor(C.ACL_FLOAT16, []int64{Hkv, r, T, D}, []int64{r * T * D, T * D, D, 1}, 0, q16)
+	if err != nil {
+		return err
+	}
+	kt, err := b.tensor(C.ACL_FLOAT16, []int64{Hkv, 1, D, KV}, []int64{e(k, 2), 0, e(k, 0), e(k, 1)}, 0, k.Addr)
+	if err != nil {
+		return err
+	}
+	st, err := view(C.ACL_FLOAT, s1)
+	if err != nil {
+		return err
+	}
+	mm := tensors(qt, kt, st)
+	mm.i[0] = cube
+	b.call(C.IRT_MATMUL, mm)
+
+	in, err := view(C.ACL_FLOAT, s1)
+	if err != nil {
+		return err
+	}
+	sc, err := view(C.ACL_FLOAT, s2)
+	if err != nil {
+		return err
+	}
+	ms := tensors(in, sc)
+	if ms.s, err = b.scalarF32(float32(b.attrF("scale", 1))); err != nil {
+		return err
+	}
+	b.call(C.IRT_MULS, ms)
+	cur := s2
+	if len(b.k.Inputs) > 3 {
+		m := b.k.Inputs[3]
+		if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) || (m.DType != ir.F32 && m.DType != ir.F16) {
+			return b.fail(device.ACLErrParamInvalid, "mask %s %v does not cover %d rows of %d keys", m.DType, m.Ne, T, KV)
+		}
+		md, _ := aclDType(m.DType)
+		mt, err := b.tensor(md, []int64{1, 1, T, KV}, []int64{0, 0, e(m, 1), e(m, 0)}, 0, m.Addr)
+		if err != nil {
+			return err
+		}
+		a, err := view(C.ACL_FLOAT, s2)
+		if err != nil {
+			return err
+		}
+		o, err := view(C.ACL_FLOAT, s1)
+		if err != nil {
+			return err
+		}
+		add := tensors(a, mt, o)
+		if add.s, err = b.scalarF32(1); err != nil {
+			return err
+		}
+		b.call(C.IRT_ADD, add)
+		cur = s1
+	}
+	smIn, err := view(C.ACL_FLOAT, cur)
+	if err != nil {
+		return err
+	}
+	smOut := s1
+	if cur == s1 {
+		smOut = s2
+	}
+	so, err := view(C.ACL_FLOAT, smOut)
+	if err != nil {
+		return err
+	}
+	sm := tensors(smIn, so)
+	sm.i[0] = 3
+	b.call(C.IRT_SOFTMAX, sm)
+	pin, err := view(C.ACL_FLOAT, smOut)
+	if err != nil {
+		return err
+	}
+	pout, err := view(C.ACL_FLOAT16, p16)
+	if err != nil {
+		return err
+	}
+	pc := tensors(pin, pout)
+	pc.i[0] = C.ACL_FLOAT16
+	b.call(C.IRT_CAST, pc)
+
+	pt, err := view(C.ACL_FLOAT16, p16)
+	if err != nil {
+		return err
+	}
+	vt, err := b.tensor(C.ACL_FLOAT16, []int64{Hkv, 1, KV, Dv}, []int64{e(v, 2), 0, e(v, 0), e(v, 1)}, 0, v.Addr)
+	if err != nil {
+		return err
+	}
+	ot, err := b.tensor(C.ACL_FLOAT, []int64{Hkv, r, T, Dv}, []int64{r * Dv, Dv, out.Nb[1] / 4, 1}, 0, out.Addr)
+	if err != nil {
+		return err
+	}
+	pv := tensors(pt, vt, ot)
+	pv.i[0] = cube
+	b.call(C.IRT_MATMUL, pv)
+	return nil
+}
+
+// fusedAttention is attention through aclnnFusedInferAttentionScoreV2.
+func fusedAttention(b *builder) error {
 	if err := b.inputs(3); err != nil {
 		return err
 	}
@@ -589,14 +1023,16 @@ func attention(b *builder) error {
 	return nil
 }
 
-// adopt moves tensor t into list l's ownership: destroying the list
-// destroys it.
-func (b *builder) adopt(l, t C.uintptr_t) {
+// adopt moves tensors ts into list l's ownership: destroying the list
+// destroys them.
+func (b *builder) adopt(l C.uintptr_t, ts ...C.uintptr_t) {
 	b.p.lists = append(b.p.lists, l)
-	for i, x := range b.p.tensors {
-		if x == t {
-			b.p.tensors = append(b.p.tensors[:i], b.p.tensors[i+1:]...)
-			break
+	for _, t := range ts {
+		for i, x := range b.p.tensors {
+			if x == t {
+				b.p.tensors = append(b.p.tensors[:i], b.p.tensors[i+1:]...)
+				break
+			}
 		}
 	}
 }

@@ -31,15 +31,17 @@ var LibraryNames = []string{"libascendcl.so", "libnnopbase.so", "libopapi.so"}
 // the libraries are in its lib64 directory.
 const EnvToolkit = "ASCEND_TOOLKIT_HOME"
 
-// EnvLibs overrides the library list: paths separated by ':' (the tests
-// point it at the test double).
+// EnvLibs overrides the library list: paths separated by ':', each a
+// library or a directory holding LibraryNames (scripts/fakeacl.sh DIR
+// builds irtool's CANN emulator into such a directory).
 const EnvLibs = "IRTOOL_ACL_LIBS"
 
-// DefaultLibraries returns the libraries to open: $IRTOOL_ACL_LIBS if set,
-// else LibraryNames under $ASCEND_TOOLKIT_HOME/lib64.
+// DefaultLibraries returns the libraries to open: $IRTOOL_ACL_LIBS if set
+// (see DefaultLibrariesFrom), else LibraryNames under
+// $ASCEND_TOOLKIT_HOME/lib64.
 func DefaultLibraries() ([]string, error) {
 	if v := os.Getenv(EnvLibs); v != "" {
-		return filepath.SplitList(v), nil
+		return DefaultLibrariesFrom(filepath.SplitList(v)...)
 	}
 	home := os.Getenv(EnvToolkit)
 	if home == "" {
@@ -52,8 +54,37 @@ func DefaultLibraries() ([]string, error) {
 	return libs, nil
 }
 
+// DefaultLibrariesFrom expands a library list: a directory stands for the
+// LibraryNames in it that exist (libascendcl.so must), a file for itself.
+func DefaultLibrariesFrom(paths ...string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil || !st.IsDir() {
+			out = append(out, p) // a missing file is reported by Load
+			continue
+		}
+		found := 0
+		for _, n := range LibraryNames {
+			f := filepath.Join(p, n)
+			if _, err := os.Stat(f); err == nil {
+				out = append(out, f)
+				found++
+			} else if n == LibraryNames[0] {
+				return nil, fmt.Errorf("acl: %s: directory without %s (%s names CANN's lib64 or a directory made by scripts/fakeacl.sh)", p, n, EnvLibs)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Emulated reports whether the loaded libascendcl is irtool's host
+// emulator (scripts/fakeacl.sh) rather than CANN.
+func Emulated() bool { return C.irt_emulated() != 0 }
+
 var lib struct {
 	mu     sync.Mutex
+	asked  string   // $IRTOOL_ACL_LIBS when the libraries were loaded from it
 	paths  []string // the libraries loaded, nil before
 	err    error    // the failure of the first load, sticky
 	inited bool
@@ -63,10 +94,21 @@ var lib struct {
 // function and calls aclInit. ACL is initialised once per process, so Load
 // succeeds again only with the same libraries.
 func Load(libs []string) error {
+	asked := ""
 	if libs == nil {
-		var err error
-		if libs, err = DefaultLibraries(); err != nil {
+		// The same $IRTOOL_ACL_LIBS as the first load is the same request,
+		// even if its directory has gone since (the libraries stay mapped).
+		asked = os.Getenv(EnvLibs)
+		lib.mu.Lock()
+		same := asked != "" && lib.paths != nil && lib.asked == asked
+		err := lib.err
+		lib.mu.Unlock()
+		if same {
 			return err
+		}
+		var derr error
+		if libs, derr = DefaultLibraries(); derr != nil {
+			return derr
 		}
 	}
 	lib.mu.Lock()
@@ -84,6 +126,7 @@ func Load(libs []string) error {
 		return errors.New("acl: no libraries to load")
 	}
 	lib.paths = slices.Clone(libs)
+	lib.asked = asked
 	lib.err = load(libs)
 	return lib.err
 }
@@ -166,6 +209,9 @@ type Info struct {
 	Capture      bool     `json:"capture"`
 	CaptureError string   `json:"capture_error,omitempty"`
 	Missing      []string `json:"missing_kernels,omitempty"` // aclnn operators the libraries lack
+	// Emulated: the libraries are irtool's host emulator of CANN
+	// (scripts/fakeacl.sh), not a toolkit: no NPU computes.
+	Emulated bool `json:"emulated"`
 }
 
 // Probe loads the libraries (see Load) and inspects device id: its SoC
@@ -175,7 +221,7 @@ func Probe(libs []string, id int) (Info, error) {
 	if err := Load(libs); err != nil {
 		return Info{}, err
 	}
-	info := Info{Libraries: Loaded(), Device: id, CaptureAPI: CaptureSupported()}
+	info := Info{Libraries: Loaded(), Device: id, CaptureAPI: CaptureSupported(), Emulated: Emulated()}
 	n, err := DeviceCount()
 	if err != nil {
 		return info, err

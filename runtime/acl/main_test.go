@@ -5,6 +5,7 @@ package acl
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,7 +17,8 @@ import (
 // from testdata/fakeacl with gcc by TestMain and loaded in place of CANN.
 var (
 	fake     *fakectl.Lib
-	fakePath string
+	fakePath string   // libascendcl.so of the double
+	fakeLibs []string // the libraries loaded: the double's directory expanded
 )
 
 func TestMain(m *testing.M) {
@@ -27,11 +29,19 @@ func TestMain(m *testing.M) {
 	}
 	code := func() int {
 		defer os.RemoveAll(dir)
-		if fakePath, err = fakectl.Build("testdata/fakeacl", "include", dir); err != nil {
+		// The libraries are built by the script users run
+		// (scripts/fakeacl.sh) and loaded as a directory, as
+		// IRTOOL_ACL_LIBS=DIR does.
+		if fakePath, err = fakectl.Build(filepath.Join("..", "..", "scripts", "fakeacl.sh"), dir); err != nil {
 			fmt.Fprintln(os.Stderr, "acl tests: building the CANN test double:", err)
 			return 1
 		}
-		if err := Load([]string{fakePath}); err != nil {
+		fakeLibs, err = DefaultLibrariesFrom(dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "acl tests:", err)
+			return 1
+		}
+		if err := Load(fakeLibs); err != nil {
 			fmt.Fprintln(os.Stderr, "acl tests:", err)
 			return 1
 		}
@@ -52,7 +62,7 @@ func newDevice(t *testing.T, opts Options) *Device {
 	if opts.PoolBytes == 0 {
 		opts.PoolBytes = 64 << 20
 	}
-	opts.Libraries = []string{fakePath}
+	opts.Libraries = fakeLibs
 	d, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

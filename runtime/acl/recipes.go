@@ -57,6 +57,7 @@ var opTable = []struct {
 	{C.IRT_COS, "aclnnCos"}, {C.IRT_SIN, "aclnnSin"}, {C.IRT_SWIGLU, "aclnnSwiGlu"}, {C.IRT_CAST, "aclnnCast"},
 	{C.IRT_INPLACECOPY, "aclnnInplaceCopy"}, {C.IRT_INDEXCOPY, "aclnnInplaceIndexCopy"},
 	{C.IRT_GATHERV2, "aclnnGatherV2"}, {C.IRT_FIA, "aclnnFusedInferAttentionScoreV2"},
+	{C.IRT_INPLACEADD, "aclnnInplaceAdd"}, {C.IRT_DIV, "aclnnDiv"}, {C.IRT_CAT, "aclnnCat"},
 }
 
 func opName(op C.int) string {
@@ -635,7 +636,7 @@ func copyOp(b *builder) error {
 		// element order into a contiguous destination of another shape,
 		// which is the same memory as a contiguous tensor of the source's
 		// shape.
-		if prod(src.Ne[:]) != prod(dst.Ne[:]) || dst.Nb != ir.ContiguousStrides(dst.DType, dst.Ne) {
+		if prod(src.Ne[:]) != prod(dst.Ne[:]) || !dense(dst) {
 			return b.unsupported("copy of %v into %v (strides %v): a reshaping copy needs a contiguous destination", src.Ne, dst.Ne, dst.Nb)
 		}
 		dst.Ne, dst.Nb = src.Ne, ir.ContiguousStrides(dst.DType, src.Ne)
@@ -740,6 +741,9 @@ func mulMat(b *builder) error {
 		return err
 	}
 	a, x, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
+	if !rows2D(a) && a.DType.Quantized() {
+		return b.unsupported("%s mul_mat with a batched weight %v", a.DType, a.Ne)
+	}
 	if a.DType == ir.Q8_0 || a.DType == ir.Q4_0 {
 		return quantMulMat(b, a, x, out)
 	}
@@ -752,6 +756,34 @@ func mulMat(b *builder) error {
 	if !ok1 || !ok2 || !ok3 || !okA || !okX || !okO {
 		return b.unsupported("mul_mat of %s by %s", a.DType, x.DType)
 	}
+	// ggml multiplies an f16 matrix by f32 activations in f16: the
+	// activations are converted to f16 (ggml-cpu's vec_dot_type of F16) and
+	// the products accumulated in f32. The recipe does the same with
+	// aclnnCast into device scratch and an f16 × f16 product with an f32
+	// result, which aclnnMatmul allows; multiplying the f32 activations
+	// directly would be more precise than the reference and so differ from
+	// it.
+	xAddr := x.Addr
+	if a.DType == ir.F16 && x.DType == ir.F32 {
+		n := prod(xs)
+		scratch, err := b.buffer(fmt.Sprintf("f16 activations[%d]", n), 2*n)
+		if err != nil {
+			return err
+		}
+		in, err := b.tensor(C.ACL_FLOAT, xs, xst, 0, x.Addr)
+		if err != nil {
+			return err
+		}
+		st := contiguous(xs)
+		out16, err := b.tensor(C.ACL_FLOAT16, xs, st, 0, scratch)
+		if err != nil {
+			return err
+		}
+		c := tensors(in, out16)
+		c.i[0] = C.ACL_FLOAT16
+		b.call(C.IRT_CAST, c)
+		xst, xd, xAddr = st, C.ACL_FLOAT16, scratch
+	}
 	// Transposed weight: [.., N, K] -> [.., K, N].
 	ats := []int64{as[0], as[1], as[3], as[2]}
 	atst := []int64{ast[0], ast[1], ast[3], ast[2]}
@@ -759,7 +791,7 @@ func mulMat(b *builder) error {
 	if B3a == 0 || B2a == 0 || B3%B3a != 0 || B2%B2a != 0 {
 		return b.fail(device.ACLErrParamInvalid, "batches of a %v do not divide those of b %v", a.Ne, x.Ne)
 	}
-	cube := C.int64_t(1) // ALLOW_FP32_DOWN_PRECISION: KEEP_DTYPE fails for f32 on some parts
+	cube := b.d.cubeMathType()
 	op := C.int(C.IRT_MATMUL)
 	var selfS, selfT, matS, matT, outS, outT []int64
 	switch {
@@ -789,7 +821,7 @@ func mulMat(b *builder) error {
 		outS = []int64{os[0], B2a, r, os[2], os[3]}
 		outT = []int64{ost[0], r * ost[1], ost[1], ost[2], ost[3]}
 	}
-	st, err := b.tensor(xd, selfS, selfT, 0, x.Addr)
+	st, err := b.tensor(xd, selfS, selfT, 0, xAddr)
 	if err != nil {
 		return err
 	}
@@ -880,6 +912,18 @@ func quantMulMat(b *builder, a, x, out device.TensorDesc) error {
 	back.i[0] = C.ACL_FLOAT
 	b.call(C.IRT_CAST, back)
 	return nil
+}
+
+// dense reports whether t's elements are packed in ggml order; the
+// strides of dims of size 1 do not matter.
+func dense(t device.TensorDesc) bool {
+	want := ir.ContiguousStrides(t.DType, t.Ne)
+	for i := range t.Ne {
+		if t.Ne[i] != 1 && t.Nb[i] != want[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func rows2D(t device.TensorDesc) bool { return t.Ne[2] == 1 && t.Ne[3] == 1 }
@@ -1022,15 +1066,16 @@ func setRows(b *builder) error {
 // rope: aclnnRotaryPositionEmbedding takes full-width cos and sin tables;
 // like ggml-cann the binding computes them on the device from the
 // positions (so a captured graph recomputes them from each step's
-// positions): angle[t, j] = pos[t] · theta[j].
+// positions): angle[t, j] = pos[t] · theta[j] [/ freq_factor of j's pair].
 func rope(b *builder) error {
 	if err := b.inputs(2); err != nil {
 		return err
 	}
 	x, pos, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	D, T := x.Ne[0], x.Ne[2]
+	var ff *device.TensorDesc
 	if len(b.k.Inputs) > 2 {
-		return b.unsupported("rope with frequency factors is not bound")
+		ff = &b.k.Inputs[2]
 	}
 	mode, err := b.ropeCheck(D)
 	if err != nil {
@@ -1042,71 +1087,15 @@ func rope(b *builder) error {
 	case x.DType != ir.F32 || out.DType != ir.F32:
 		return b.unsupported("rope of %s: the cos/sin tables are f32", x.DType)
 	}
-	aclMode := int64(1) // ggml normal: adjacent pairs = aclnn "interleave"
-	if mode == 2 {
-		aclMode = 0 // neox: halves = aclnn "half"
-	}
-	th, err := b.ropeTheta(D, mode)
+	rt, err := b.scratchTables(T, D)
 	if err != nil {
 		return err
 	}
-	scratch, err := b.buffer(fmt.Sprintf("rope_scratch[%d,%d]", T, D), 4*(T+3*T*D))
-	if err != nil {
+	if err := b.angles(pos, ff, rt, mode); err != nil {
 		return err
-	}
-	posF := scratch
-	ang := posF + device.Ptr(4*T)
-	cos := ang + device.Ptr(4*T*D)
-	sin := cos + device.Ptr(4*T*D)
-
-	pt, err := b.desc("positions", pos, 1)
-	if err != nil {
-		return err
-	}
-	pf, err := b.tensor(C.ACL_FLOAT, []int64{T}, []int64{1}, 0, posF)
-	if err != nil {
-		return err
-	}
-	c := tensors(pt, pf)
-	c.i[0] = C.ACL_FLOAT
-	b.call(C.IRT_CAST, c)
-	pcol, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, posF)
-	if err != nil {
-		return err
-	}
-	trow, err := b.tensor(C.ACL_FLOAT, []int64{1, D}, []int64{D, 1}, 0, th)
-	if err != nil {
-		return err
-	}
-	at, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, ang)
-	if err != nil {
-		return err
-	}
-	b.call(C.IRT_MUL, tensors(pcol, trow, at))
-	for _, f := range []struct {
-		op  C.int
-		dst device.Ptr
-	}{{C.IRT_COS, cos}, {C.IRT_SIN, sin}} {
-		in, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, ang)
-		if err != nil {
-			return err
-		}
-		o, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, f.dst)
-		if err != nil {
-			return err
-		}
-		b.call(f.op, tensors(in, o))
 	}
 	// x [D, H, T, 1] in ggml order is BSND = [1, T, H, D] in ACL order.
 	xt, err := b.desc("x", x, 4)
-	if err != nil {
-		return err
-	}
-	ct, err := b.tensor(C.ACL_FLOAT, []int64{1, T, 1, D}, []int64{T * D, D, D, 1}, 0, cos)
-	if err != nil {
-		return err
-	}
-	stt, err := b.tensor(C.ACL_FLOAT, []int64{1, T, 1, D}, []int64{T * D, D, D, 1}, 0, sin)
 	if err != nil {
 		return err
 	}
@@ -1114,8 +1103,71 @@ func rope(b *builder) error {
 	if err != nil {
 		return err
 	}
-	a := tensors(xt, ct, stt, ot)
-	a.i[0] = C.int64_t(aclMode)
-	b.call(C.IRT_ROPE, a)
+	return b.rope(x, xt, rt, aclRopeMode(mode), ot)
+}
+
+// mulMatAdd: the mul_mat recipe into the output, then the bias added in
+// place (aclnnInplaceAdd, alpha 1), broadcast over the product.
+func mulMatAdd(b *builder) error {
+	if err := b.inputs(3); err != nil {
+		return err
+	}
+	bias, out := b.k.Inputs[2], b.k.Output
+	if !broadcastable(out, bias) {
+		return b.unsupported("bias %v broadcasts over %v only by repetition", bias.Ne, out.Ne)
+	}
+	if err := mulMat(b); err != nil {
+		return err
+	}
+	ot, err := b.desc("selfRef", out, 4)
+	if err != nil {
+		return err
+	}
+	bt, err := b.desc("other", bias, 4)
+	if err != nil {
+		return err
+	}
+	a := tensors(ot, bt)
+	if a.s, err = b.scalarF32(1); err != nil {
+		return err
+	}
+	b.call(C.IRT_INPLACEADD, a)
+	return nil
+}
+
+// concat: aclnnCat of the operands along the dim (ACL order reverses the
+// dims: ggml dim d is ACL dim 3-d of the 4-D descriptors).
+func concat(b *builder) error {
+	if err := b.inputs(1); err != nil {
+		return err
+	}
+	if len(b.k.Inputs) > 16 {
+		return b.unsupported("concat of %d tensors: a tensor list holds at most 16 here", len(b.k.Inputs))
+	}
+	d := b.attrI("dim", -1)
+	if d < 0 || d > 3 {
+		return b.fail(device.ACLErrParamInvalid, "concat dim %d", d)
+	}
+	ts := make([]C.uintptr_t, len(b.k.Inputs))
+	for i, in := range b.k.Inputs {
+		t, err := b.desc(fmt.Sprintf("tensors[%d]", i), in, 4)
+		if err != nil {
+			return err
+		}
+		ts[i] = t
+	}
+	l := C.irt_aclCreateTensorList(&ts[0], C.uint64_t(len(ts)))
+	if l == 0 {
+		return newError("aclCreateTensorList", b.p.label, C.ACLNN_ERR_PARAM_INVALID)
+	}
+	b.adopt(l, ts...)
+	ot, err := b.desc("out", b.k.Output, 4)
+	if err != nil {
+		return err
+	}
+	a := tensors(ot)
+	a.l[0] = l
+	a.i[0] = C.int64_t(3 - d)
+	b.call(C.IRT_CAT, a)
 	return nil
 }

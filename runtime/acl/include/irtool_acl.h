@@ -75,6 +75,9 @@ typedef struct aclOpExecutor aclOpExecutor;
 #define ACLNN_ERR_PARAM_INVALID 161002
 #define ACLNN_ERR_RUNTIME_ERROR 361001
 #define ACLNN_ERR_INNER 561000
+/* a kernel fault on the device (illegal address, bad index), reported by
+ * the runtime when the task runs */
+#define ACL_ERROR_RT_AICORE_EXCEPTION 507015
 
 typedef enum {
 	ACL_DT_UNDEFINED = -1,
@@ -303,6 +306,18 @@ aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
     uint64_t *workspaceSize, aclOpExecutor **executor);
 IRT_ACLNN_RUN(aclnnFusedInferAttentionScoreV2);
 
+aclnnStatus aclnnInplaceAddGetWorkspaceSize(aclTensor *selfRef, const aclTensor *other, const aclScalar *alpha,
+                                            uint64_t *workspaceSize, aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnInplaceAdd);
+
+aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnDiv);
+
+aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnCat);
+
 /* ---- the resolved function table ----
  * X(name, required): required functions must resolve when the libraries are
  * loaded; kernels may be missing from an older toolkit and fail only when a
@@ -380,7 +395,13 @@ IRT_ACLNN_RUN(aclnnFusedInferAttentionScoreV2);
 	X(aclnnGatherV2GetWorkspaceSize, 0)           \
 	X(aclnnGatherV2, 0)                           \
 	X(aclnnFusedInferAttentionScoreV2GetWorkspaceSize, 0) \
-	X(aclnnFusedInferAttentionScoreV2, 0)
+	X(aclnnFusedInferAttentionScoreV2, 0) \
+	X(aclnnInplaceAddGetWorkspaceSize, 0)         \
+	X(aclnnInplaceAdd, 0)                         \
+	X(aclnnDivGetWorkspaceSize, 0)                \
+	X(aclnnDiv, 0)                                \
+	X(aclnnCatGetWorkspaceSize, 0)                \
+	X(aclnnCat, 0)
 
 #ifdef __cplusplus
 }

@@ -40,31 +40,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"unsafe"
 )
 
-// Build compiles srcDir/*.c (with includeDir on the include path) into
-// outDir/libfakeacl.so with $CC (default gcc) and returns its path.
-func Build(srcDir, includeDir, outDir string) (string, error) {
-	srcs, err := filepath.Glob(filepath.Join(srcDir, "*.c"))
-	if err != nil || len(srcs) == 0 {
-		return "", fmt.Errorf("fakectl: no C sources in %s", srcDir)
+// Build runs scripts/fakeacl.sh (script) to build the double's libraries
+// into outDir and returns the path of libascendcl.so, which holds it all.
+func Build(script, outDir string) (string, error) {
+	if b, err := exec.Command("bash", script, outDir).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("fakectl: %s %s: %v\n%s", script, outDir, err, b)
 	}
-	cc := os.Getenv("CC")
-	if cc == "" {
-		cc = "gcc"
-	}
-	out := filepath.Join(outDir, "libfakeacl.so")
-	args := append([]string{"-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wno-unused-parameter", "-I", includeDir, "-o", out}, srcs...)
-	args = append(args, "-lpthread")
-	if b, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("fakectl: %s %s: %v\n%s", cc, strings.Join(args, " "), err, b)
-	}
-	return out, nil
+	return filepath.Join(outDir, "libascendcl.so"), nil
 }
 
 // Lib is the loaded test double.

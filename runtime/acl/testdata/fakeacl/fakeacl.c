@@ -33,7 +33,7 @@
  *   irtfake_trace, irtfake_free, irtfake_stat.
  */
 #define _GNU_SOURCE
-#include "irtool_acl.h"
+#include "fakeacl.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -75,6 +75,13 @@ static __thread char errmsg[512];
 static __thread char errmsg_out[512];
 
 static void set_err(const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(errmsg, sizeof errmsg, fmt, ap);
+	va_end(ap);
+}
+
+void fake_set_err(const char *fmt, ...) {
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(errmsg, sizeof errmsg, fmt, ap);
@@ -249,6 +256,10 @@ static alloc *find_alloc(const void *p, size_t n, int host) {
 	return NULL;
 }
 
+/* for kernels.c (called with the lock held) */
+int fake_in_device(const void *p, size_t n) { return find_alloc(p, n, 0) != NULL; }
+const char *fake_soc(void) { return cfg_soc; }
+
 static int capture_active_global(void); /* below */
 static void invalidate_unsafe(const char *fn);
 
@@ -409,7 +420,15 @@ struct task {
 	size_t n;
 	int64_t lo[16], hi[16]; /* address ranges the kernel touches */
 	int nranges;
+	aclOpExecutor *ex; /* kernel: a copy of the executor, bound at capture */
+	void *ws;          /* kernel: the workspace given at capture */
+	uint64_t wsSize;
 };
+
+static void free_tasks(struct task *ts, int n) {
+	for (int i = 0; i < n; i++) free(ts[i].ex);
+	free(ts);
+}
 
 typedef struct ri {
 	unsigned magic;
@@ -708,7 +727,7 @@ aclError aclmdlRICaptureEnd(aclrtStream s, aclmdlRI *modelRI) {
 		ntasks = r->ntasks;
 		if (p->invalidated) {
 			p->invalidated = 0;
-			free(r->tasks);
+			free_tasks(r->tasks, r->ntasks);
 			free(r);
 			r = NULL;
 			rc = ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED;
@@ -757,11 +776,29 @@ aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream s) {
 		set_err("aclmdlRIExecuteAsync: stream %lld is being captured", p->id);
 	}
 	if (!rc) {
+		/* The stream runs the model's tasks in capture order, on the
+		 * addresses bound at capture. */
 		dang = dangling(r);
-		for (int i = 0; i < r->ntasks; i++) {
+		for (int i = 0; !rc && i < r->ntasks; i++) {
 			struct task *t = &r->tasks[i];
-			if (t->kind == 1 && t->n) memmove(t->dst, t->src, t->n);
-			if (t->kind == 0) kernels++;
+			if (t->kind == 1 && t->n) {
+				if (!find_alloc(t->dst, t->n, 0) && !find_alloc(t->dst, t->n, 1)) {
+					rc = ACL_ERROR_RT_AICORE_EXCEPTION;
+					set_err("aclmdlRIExecuteAsync: task %d (aclrtMemcpyAsync): destination [%p,+%zu) is no longer allocated", i, t->dst, t->n);
+					break;
+				}
+				memmove(t->dst, t->src, t->n);
+			}
+			if (t->kind == 0) {
+				kernels++;
+				int krc = fake_compute(t->ex, t->ws, t->wsSize);
+				if (krc) {
+					char inner[512];
+					snprintf(inner, sizeof inner, "%s", errmsg);
+					set_err("aclmdlRIExecuteAsync: task %d (%s): %s", i, t->op, inner);
+					rc = krc;
+				}
+			}
 		}
 		r->running_on = p ? (void *)p : (void *)1;
 	}
@@ -793,7 +830,7 @@ aclError aclmdlRIDestroy(aclmdlRI modelRI) {
 				break;
 			}
 		r->magic = 0;
-		free(r->tasks);
+		free_tasks(r->tasks, r->ntasks);
 		free(r);
 	}
 	tr_begin("aclmdlRIDestroy");
@@ -805,19 +842,6 @@ aclError aclmdlRIDestroy(aclmdlRI modelRI) {
 
 /* ---------------- aclnn objects ---------------- */
 
-#define TENSOR_MAGIC 0x54454e53U
-struct aclTensor {
-	unsigned magic;
-	long long id;
-	int ndim;
-	int64_t dims[8], strides[8], storage[8];
-	int nstorage;
-	int64_t offset;
-	aclDataType dtype;
-	aclFormat format;
-	char *data;
-	int in_list;
-};
 struct aclScalar {
 	unsigned magic;
 	aclDataType dtype;
@@ -1070,15 +1094,6 @@ aclnnStatus aclDestroyTensorList(const aclTensorList *array) {
 
 /* ---------------- aclnn operators ---------------- */
 
-#define EXEC_MAGIC 0x45584543U
-struct aclOpExecutor {
-	unsigned magic;
-	long long id;
-	char op[64];
-	uint64_t ws;
-	int nranges;
-	int64_t lo[16], hi[16];
-};
 static long long exec_ids, live_execs;
 
 static uint64_t ws_for(const char *op) {
@@ -1105,6 +1120,11 @@ static void byte_range(const aclTensor *t, int64_t *lo, int64_t *hi) {
 	int es = dtype_size(t->dtype);
 	int64_t reach = t->offset;
 	for (int i = 0; i < t->ndim; i++) reach += (t->dims[i] - 1) * t->strides[i];
+	if (t->dtype == ACL_INT4) { /* two values per byte */
+		*lo = (int64_t)(uintptr_t)t->data + t->offset / 2;
+		*hi = (int64_t)(uintptr_t)t->data + reach / 2 + 1;
+		return;
+	}
 	*lo = (int64_t)(uintptr_t)t->data + t->offset * es;
 	*hi = (int64_t)(uintptr_t)t->data + (reach + 1) * es;
 }
@@ -1125,6 +1145,15 @@ static const aclTensor *arg(call *c, const char *key, const aclTensor *t, int re
 		byte_range(lt, &c->ex->lo[c->ex->nranges], &c->ex->hi[c->ex->nranges]);
 		c->ex->nranges++;
 	}
+	/* the snapshot phase 2 computes on: the descriptor as it is now */
+	if (c->ex->nt < EX_TENSORS) {
+		aclTensor *slot = &c->ex->t[c->ex->nt++];
+		if (lt) *slot = *lt;
+		else memset(slot, 0, sizeof *slot);
+	} else if (!c->rc) {
+		c->rc = ACLNN_ERR_INNER;
+		set_err("%s: more tensor arguments than the emulator keeps", c->fn);
+	}
 	return lt;
 }
 
@@ -1133,6 +1162,14 @@ static void list_arg(call *c, const char *key, const aclTensorList *l) {
 	tr(",\"%s\":[", key);
 	for (uint64_t i = 0; ok && i < l->n; i++) {
 		tr(i ? ",%lld" : "%lld", l->v[i]->id);
+		int which = strcmp(key, "value") == 0;
+		if (i < EX_LIST) {
+			c->ex->l[which][i] = *l->v[i];
+			c->ex->nl[which] = (int)i + 1;
+		} else if (!c->rc) {
+			c->rc = ACLNN_ERR_INNER;
+			set_err("%s: %s has more tensors than the emulator keeps", c->fn, key);
+		}
 		if (c->ex->nranges < 16) {
 			byte_range(l->v[i], &c->ex->lo[c->ex->nranges], &c->ex->hi[c->ex->nranges]);
 			c->ex->nranges++;
@@ -1231,18 +1268,26 @@ static aclnnStatus run(const char *op, void *workspace, uint64_t workspaceSize, 
 		rc = ACLNN_ERR_PARAM_INVALID;
 		set_err("%s: not a stream", op);
 	}
-	int captured = 0;
+	int captured = 0, consumed = 0;
 	if (!rc && p && p->capturing) {
 		struct task t = {0};
 		snprintf(t.op, sizeof t.op, "%s", op);
 		t.nranges = ex->nranges;
 		memcpy(t.lo, ex->lo, sizeof t.lo);
 		memcpy(t.hi, ex->hi, sizeof t.hi);
+		t.ex = malloc(sizeof *ex);
+		memcpy(t.ex, ex, sizeof *ex);
+		t.ws = workspace;
+		t.wsSize = workspaceSize;
 		add_task(p->building, &t);
 		captured = 1;
+	} else if (!rc) {
+		/* Streams run in order and the emulator runs each task when it is
+		 * enqueued, so an eager launch computes now (kernels.c). */
+		rc = fake_compute(ex, workspace, workspaceSize);
+		consumed = 1;
 	}
-	/* the kernel itself computes nothing (see the file comment) */
-	if (ex && !rc) {
+	if (ex && (!rc || consumed)) {
 		ex->magic = 0;
 		free(ex);
 		live_execs--;
@@ -1280,6 +1325,7 @@ aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *ga
 	yOut = arg(&c, "yOut", yOut, 1);
 	rstdOut = arg(&c, "rstdOut", rstdOut, 1);
 	tr(",\"epsilon\":%.17g", epsilon);
+	c.ex->f[0] = epsilon;
 	check(&c, same_shape(x, yOut), "yOut must have the shape of x");
 	if (!c.rc && x && gamma) {
 		int ok = gamma->ndim <= x->ndim;
@@ -1305,6 +1351,7 @@ aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1, const aclTensor
 	rstdOut = arg(&c, "rstdOut", rstdOut, 1);
 	xOut = arg(&c, "xOut", xOut, 1);
 	tr(",\"epsilon\":%.17g", epsilon);
+	c.ex->f[0] = epsilon;
 	check(&c, same_shape(x1, x2) && same_shape(x1, yOut) && same_shape(x1, xOut),
 	      "x1, x2, yOut and xOut must have one shape");
 	return call_end(&c, "aclnnAddRmsNorm", workspaceSize, executor);
@@ -1319,6 +1366,7 @@ static aclnnStatus binary(const char *fn, const char *op, const aclTensor *self,
 	other = arg(&c, "other", other, 1);
 	out = (aclTensor *)arg(&c, "out", out, 1);
 	if (alpha) tr(",\"alpha\":%.17g", alpha->v);
+	c.ex->f[0] = alpha ? alpha->v : 1;
 	check(&c, broadcasts(self, out) && broadcasts(other, out), "self and other must broadcast to out");
 	return call_end(&c, op, ws, ex);
 }
@@ -1367,6 +1415,7 @@ aclnnStatus aclnnMulsGetWorkspaceSize(const aclTensor *self, const aclScalar *ot
 	out = (aclTensor *)arg(&c, "out", out, 1);
 	int ok = other && other->magic == 0x5343414cU;
 	tr(",\"other\":%.17g", ok ? other->v : 0.0);
+	c.ex->f[0] = ok ? other->v : 0.0;
 	check(&c, ok, "other must be a scalar");
 	check(&c, same_shape(self, out), "out must have the shape of self");
 	return call_end(&c, "aclnnMuls", workspaceSize, executor);
@@ -1381,6 +1430,7 @@ static aclnnStatus matmul(const char *fn, const char *op, int rank, const aclTen
 	mat2 = arg(&c, "mat2", mat2, 1);
 	out = (aclTensor *)arg(&c, "out", out, 1);
 	tr(",\"cubeMathType\":%d", (int)cubeMathType);
+	c.ex->i[0] = cubeMathType;
 	if (!c.rc) {
 		check(&c, rank == 0 || (self->ndim == rank && mat2->ndim == rank && out->ndim == rank),
 		      "%s takes %d-D operands", op, rank);
@@ -1391,6 +1441,16 @@ static aclnnStatus matmul(const char *fn, const char *op, int rank, const aclTen
 		      "out's last dim must be mat2's");
 		check(&c, out->ndim < 2 || self->ndim < 2 || out->dims[out->ndim - 2] == self->dims[self->ndim - 2],
 		      "out's rows must be self's");
+		check(&c, cubeMathType >= 0 && cubeMathType <= 3, "cubeMathType %d is not 0..3", (int)cubeMathType);
+		/* KEEP_DTYPE and USE_HF32 with FLOAT need the HF32/FP32 cube of
+		 * Atlas A2/A3 (aclnnMatmul, cubeMathType) */
+		int a2 = strncmp(cfg_soc, "Ascend910B", 10) == 0 || strncmp(cfg_soc, "Ascend910_93", 12) == 0;
+		check(&c, a2 || self->dtype != ACL_FLOAT || (cubeMathType != 0 && cubeMathType != 3),
+		      "cubeMathType %d with FLOAT inputs is not supported on %s", (int)cubeMathType, cfg_soc);
+		/* mixed float types promote (FLOAT16 with FLOAT computes in FLOAT) */
+		int fs = self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16;
+		int fm = mat2->dtype == ACL_FLOAT || mat2->dtype == ACL_FLOAT16 || mat2->dtype == ACL_BF16;
+		check(&c, fs && fm, "self and mat2 must be FLOAT, FLOAT16 or BFLOAT16");
 	}
 	return call_end(&c, op, workspaceSize, executor);
 }
@@ -1435,11 +1495,24 @@ aclnnStatus aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(
 	arg(&c, "bias", biasOptional, 0);
 	y = arg(&c, "y", y, 1);
 	tr(",\"antiquantGroupSize\":%d", antiquantGroupSize);
+	c.ex->i[0] = antiquantGroupSize;
 	check(&c, x && x->ndim == 2, "x must be 2-D (m, k)");
 	check(&c, weight && (weight->dtype == ACL_INT8 || weight->dtype == ACL_INT4), "weight must be INT8 or INT4");
 	check(&c, x && weight && weight->ndim == 2 && weight->dims[0] == x->dims[1], "weight must be (k, n)");
 	check(&c, antiquantGroupSize == 0 || (antiquantGroupSize >= 32 && antiquantGroupSize % 32 == 0),
 	      "antiquantGroupSize must be 0 or a multiple of 32");
+	check(&c, x && (x->dtype == ACL_FLOAT16 || x->dtype == ACL_BF16), "x must be FLOAT16 or BFLOAT16");
+	check(&c, y && x && y->dtype == x->dtype && y->ndim == 2 && weight && y->dims[0] == x->dims[0] &&
+	              y->dims[1] == weight->dims[1],
+	      "y must be (m, n) of x's dtype");
+	if (!c.rc && antiquantGroupSize > 0) {
+		int64_t groups = (x->dims[1] + antiquantGroupSize - 1) / antiquantGroupSize;
+		check(&c, antiquantScale->ndim == 2 && antiquantScale->dims[0] == groups &&
+		              antiquantScale->dims[1] == weight->dims[1],
+		      "per-group antiquantScale must be (ceil(k/%d), n) = (%lld, %lld)", antiquantGroupSize,
+		      (long long)groups, (long long)weight->dims[1]);
+	}
+	check(&c, antiquantScale && x && antiquantScale->dtype == x->dtype, "antiquantScale must have x's dtype");
 	return call_end(&c, "aclnnWeightQuantBatchMatmulV2", workspaceSize, executor);
 }
 RUN(aclnnWeightQuantBatchMatmulV2)
@@ -1455,6 +1528,7 @@ aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor *x, con
 	sin = arg(&c, "sin", sin, 1);
 	out = (aclTensor *)arg(&c, "out", out, 1);
 	tr(",\"mode\":%lld", (long long)mode);
+	c.ex->i[0] = mode;
 	check(&c, mode >= 0 && mode <= 3, "mode %lld is not 0..3", (long long)mode);
 	check(&c, same_shape(x, out), "out must have the shape of x");
 	check(&c, same_shape(cos, sin), "cos and sin must have one shape");
@@ -1471,6 +1545,7 @@ aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim, acl
 	self = arg(&c, "self", self, 1);
 	out = (aclTensor *)arg(&c, "out", out, 1);
 	tr(",\"dim\":%lld", (long long)dim);
+	c.ex->i[0] = dim;
 	check(&c, same_shape(self, out), "out must have the shape of self");
 	check(&c, self && dim >= -self->ndim && dim < self->ndim, "dim %lld out of range", (long long)dim);
 	return call_end(&c, "aclnnSoftmax", workspaceSize, executor);
@@ -1506,6 +1581,7 @@ aclnnStatus aclnnSwiGluGetWorkspaceSize(const aclTensor *x, int64_t dim, const a
 	x = arg(&c, "x", x, 1);
 	out = arg(&c, "out", out, 1);
 	tr(",\"dim\":%lld", (long long)dim);
+	c.ex->i[0] = dim;
 	if (!c.rc) {
 		int d = (int)(dim < 0 ? dim + x->ndim : dim);
 		check(&c, d >= 0 && d < x->ndim && x->dims[d] % 2 == 0, "dim %lld must exist and be even", (long long)dim);
@@ -1523,6 +1599,7 @@ aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self, const aclDataType d
 	self = arg(&c, "self", self, 1);
 	out = (aclTensor *)arg(&c, "out", out, 1);
 	tr(",\"dtype\":%d", (int)dtype);
+	c.ex->i[0] = dtype;
 	check(&c, same_shape(self, out), "out must have the shape of self");
 	check(&c, out && out->dtype == dtype, "out's type must be dtype");
 	return call_end(&c, "aclnnCast", workspaceSize, executor);
@@ -1551,6 +1628,7 @@ aclnnStatus aclnnInplaceIndexCopyGetWorkspaceSize(aclTensor *selfRef, int64_t di
 	index = arg(&c, "index", index, 1);
 	source = arg(&c, "source", source, 1);
 	tr(",\"dim\":%lld", (long long)dim);
+	c.ex->i[0] = dim;
 	check(&c, index && (index->dtype == ACL_INT64 || index->dtype == ACL_INT32) && index->ndim <= 1,
 	      "index must be a 0-D or 1-D INT64/INT32 tensor");
 	check(&c, selfRef && source && selfRef->ndim == source->ndim, "source must have selfRef's rank");
@@ -1568,6 +1646,7 @@ aclnnStatus aclnnGatherV2GetWorkspaceSize(const aclTensor *self, int64_t dim, co
 	index = arg(&c, "index", index, 1);
 	out = (aclTensor *)arg(&c, "out", out, 1);
 	tr(",\"dim\":%lld", (long long)dim);
+	c.ex->i[0] = dim;
 	check(&c, index && (index->dtype == ACL_INT64 || index->dtype == ACL_INT32), "index must be INT64 or INT32");
 	check(&c, self && dim >= -self->ndim && dim < self->ndim, "dim %lld out of range", (long long)dim);
 	return call_end(&c, "aclnnGatherV2", workspaceSize, executor);
@@ -1619,6 +1698,10 @@ aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
 	   (long long)numKeyValueHeads, (long long)sparseMode, (long long)innerPrecise, (long long)blockSize,
 	   (long long)antiquantMode, softmaxLseFlag ? "true" : "false", (long long)keyAntiquantMode,
 	   (long long)valueAntiquantMode, extra);
+	c.ex->f[0] = scaleValue;
+	c.ex->i[0] = numHeads, c.ex->i[1] = preTokens, c.ex->i[2] = nextTokens, c.ex->i[3] = numKeyValueHeads;
+	c.ex->i[4] = sparseMode, c.ex->i[5] = innerPrecise;
+	snprintf(c.ex->s, sizeof c.ex->s, "%s", inputLayout ? inputLayout : "");
 	check(&c, inputLayout && (strcmp(inputLayout, "BSND") == 0 || strcmp(inputLayout, "BNSD") == 0 ||
 	                          strcmp(inputLayout, "BSH") == 0),
 	      "inputLayout must be BSND, BNSD or BSH");
@@ -1629,6 +1712,61 @@ aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
 	return call_end(&c, "aclnnFusedInferAttentionScoreV2", workspaceSize, executor);
 }
 RUN(aclnnFusedInferAttentionScoreV2)
+
+aclnnStatus aclnnInplaceAddGetWorkspaceSize(aclTensor *selfRef, const aclTensor *other, const aclScalar *alpha,
+                                            uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnInplaceAddGetWorkspaceSize");
+	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
+	other = arg(&c, "other", other, 1);
+	int ok = alpha && alpha->magic == 0x5343414cU;
+	tr(",\"alpha\":%.17g", ok ? alpha->v : 0.0);
+	c.ex->f[0] = ok ? alpha->v : 1;
+	if (!c.rc && !ok) {
+		c.rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("aclnnInplaceAddGetWorkspaceSize: alpha is not a scalar");
+	}
+	check(&c, broadcasts(other, selfRef), "other must broadcast to selfRef");
+	return call_end(&c, "aclnnInplaceAdd", workspaceSize, executor);
+}
+RUN(aclnnInplaceAdd)
+
+aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	return binary("aclnnDivGetWorkspaceSize", "aclnnDiv", self, other, NULL, out, workspaceSize, executor);
+}
+RUN(aclnnDiv)
+
+aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnCatGetWorkspaceSize");
+	list_arg(&c, "tensors", tensors);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	tr(",\"dim\":%lld", (long long)dim);
+	c.ex->i[0] = dim;
+	if (!c.rc) {
+		int nd = out->ndim, d = (int)(dim < 0 ? dim + nd : dim);
+		check(&c, d >= 0 && d < nd, "dim %lld out of range", (long long)dim);
+		int64_t sum = 0;
+		for (uint64_t k = 0; !c.rc && k < tensors->n; k++) {
+			const aclTensor *t = tensors->v[k];
+			check(&c, t->ndim == nd && t->dtype == out->dtype, "tensor %llu must have out's rank and dtype",
+			      (unsigned long long)k);
+			for (int i = 0; !c.rc && i < nd; i++)
+				check(&c, i == d || t->dims[i] == out->dims[i], "tensor %llu differs from out outside dim %d",
+				      (unsigned long long)k, d);
+			if (!c.rc) sum += t->dims[d];
+		}
+		check(&c, sum == out->dims[d], "the tensors' dim %d sums to %lld, out has %lld", d, (long long)sum,
+		      (long long)out->dims[d]);
+	}
+	return call_end(&c, "aclnnCat", workspaceSize, executor);
+}
+RUN(aclnnCat)
 
 /* ---------------- control, for tests ---------------- */
 

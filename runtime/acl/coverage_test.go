@@ -1,0 +1,202 @@
+//go:build cann
+
+package acl
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
+	"github.com/irtool/irtool/internal/testref"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/runtime/program"
+	"github.com/irtool/irtool/runtime/session"
+	"github.com/irtool/irtool/target"
+)
+
+// neverLaunched are ops a target has a rule for that never says yes, with
+// the reason; the test checks the rule indeed refuses them.
+var neverLaunched = map[ir.Op]*ir.Node{
+	// computed on the host and folded into a constant
+	ir.OpRopeTheta: {Op: ir.OpRopeTheta, Attrs: ir.Attrs{"n_dims": int64(64), "freq_base": 10000.0}},
+}
+
+// TestEveryClaimedOpHasARecipe: every op an NPU target profile has a
+// support rule for has an aclnn recipe in this binding, so that a node the
+// partition places on the NPU can be launched. A failure names the op and
+// the target.
+func TestEveryClaimedOpHasARecipe(t *testing.T) {
+	for _, name := range target.Names() {
+		p, err := target.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.HasNPU() {
+			continue
+		}
+		for _, op := range p.Ops() {
+			if _, ok := recipes[op]; ok {
+				continue
+			}
+			if n, ok := neverLaunched[op]; ok {
+				if s := p.Supports(n); s.OK {
+					t.Errorf("target %s: op %s has no recipe, yet the target claims it (%s)", name, op, s.Kernel)
+				}
+				continue
+			}
+			t.Errorf("target %s claims op %s for the NPU, but runtime/acl has no aclnn recipe for it: add one (recipes.go) or make the target refuse it with the reason (target/ops.go)", name, op)
+		}
+	}
+}
+
+// coveragePipelines are the pass pipelines whose fused ops reach the NPU:
+// the default one, none, the seeds' RoPE table, rope fused into the KV
+// write without a cache, and merged QKV projections.
+var coveragePipelines = []string{
+	"none",
+	"default",
+	"default,merge-qkv",
+	"noop,rope-cache,rope-table,fold,cse,fuse-norm,fuse-matmul-bias,fuse-swiglu,fuse-softmax,fuse-attention,fuse-rope-set-rows,dce",
+	"noop,fold,cse,fuse-norm,fuse-matmul-bias,fuse-swiglu,fuse-attention,fuse-rope-set-rows,dce",
+}
+
+// TestPartitionedNPUNodesHaveRecipes compiles every reference model for
+// every NPU target and pipeline and requires a recipe for every node the
+// partition places on the NPU that launches a kernel.
+func TestPartitionedNPUNodesHaveRecipes(t *testing.T) {
+	seen := map[string]bool{}
+	for _, path := range testref.Models(t) {
+		_, m, ok := buildIfSupported(t, path)
+		if !ok {
+			continue
+		}
+		for _, tn := range target.Names() {
+			p, _ := target.Get(tn)
+			if !p.HasNPU() {
+				continue
+			}
+			for _, pipe := range coveragePipelines {
+				c, err := program.NewCompiler(m, program.CompileOptions{Target: tn, Passes: pipe})
+				if err != nil {
+					t.Fatalf("%s %s %q: %v", filepath.Base(path), tn, pipe, err)
+				}
+				g := c.Graph()
+				for i, n := range g.Nodes {
+					if c.Part.Device[i] != target.NPU {
+						continue
+					}
+					s := p.Supports(n)
+					if !s.OK || s.Kernel == "" {
+						continue
+					}
+					seen[string(n.Op)] = true
+					if _, ok := recipes[n.Op]; !ok {
+						t.Errorf("%s, target %s, passes %q: node %d (%s %q) is placed on the NPU but has no recipe", filepath.Base(path), tn, pipe, n.ID, n.Op, n.Name)
+					}
+				}
+			}
+		}
+	}
+	ops := make([]string, 0, len(seen))
+	for op := range seen {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	t.Logf("ops placed on the NPU across models, targets and pipelines: %s", strings.Join(ops, ", "))
+}
+
+func buildIfSupported(t *testing.T, path string) (*gguf.File, *models.Model, bool) {
+	t.Helper()
+	file, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { file.Close() })
+	mod, err := models.Build(file, models.Options{NCtx: 64})
+	if err != nil {
+		if strings.Contains(err.Error(), "is not supported") {
+			return nil, nil, false
+		}
+		t.Fatalf("%s: %v", path, err)
+	}
+	return file, mod, true
+}
+
+// TestPipelinesOnEmulatedCANN runs the fused ops of every pipeline of
+// coveragePipelines through their recipes on the emulator and compares the
+// logits of a prefill and three decode steps with the reference executor
+// (session.Session, ggml's arithmetic), within 1e-3 of max|logit|. It also
+// requires that the ops the pipeline introduces were launched on the NPU.
+func TestPipelinesOnEmulatedCANN(t *testing.T) {
+	cases := []struct {
+		model string
+		pipe  string
+		want  []ir.Op // ops that must have been launched through a recipe
+	}{
+		{"stories260K.gguf", coveragePipelines[0], []ir.Op{ir.OpRope, ir.OpSoftMax, ir.OpMulMat, ir.OpSetRows}},
+		{"stories260K.gguf", coveragePipelines[1], []ir.Op{ir.OpRopeCache, ir.OpRopeApply, ir.OpAttention, ir.OpRopeApplySetRows}},
+		{"stories260K.gguf", coveragePipelines[3], []ir.Op{ir.OpRopeCacheTable, ir.OpRopeApply}},
+		{"stories260K.gguf", coveragePipelines[4], []ir.Op{ir.OpRopeSetRows, ir.OpRope}},
+		{"synth-qwen2-tied-F32", coveragePipelines[1], []ir.Op{ir.OpMulMatAdd}},
+		{"synth-qwen2-tied-F32", coveragePipelines[2], []ir.Op{ir.OpMulMatAdd}},
+		{"synth-llama3rope-F32", coveragePipelines[1], []ir.Op{ir.OpRopeCache}},
+		{"synth-llama3rope-F32", coveragePipelines[0], []ir.Op{ir.OpRope}},
+	}
+	for _, c := range cases {
+		t.Run(c.model+"/"+c.pipe, func(t *testing.T) {
+			var path string
+			if strings.HasSuffix(c.model, ".gguf") {
+				path = testref.Testdata(c.model)
+			} else {
+				path = testref.Shared(t, "models/"+c.model+".gguf")
+			}
+			f, m := testmodel.Build(t, path, models.Options{NCtx: 64})
+			d := newDevice(t, Options{PoolBytes: 128 << 20, WorkspaceReserve: 16 << 20})
+			var mu sync.Mutex
+			launched := map[ir.Op]int{}
+			d.onLaunch = func(k *device.KernelLaunch, _ []string) {
+				mu.Lock()
+				launched[k.Op]++
+				mu.Unlock()
+			}
+			s, err := program.NewSession(m, f, d, program.Options{Policy: device.DefaultGraphPolicy(), Compile: program.CompileOptions{Passes: c.pipe}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ref, err := session.NewSession(m, f, session.SessionOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			for step, toks := range [][]int32{{1, 403, 407, 261, 378}, {42}, {7}, {300}} {
+				got, err := s.Step(toks)
+				if err != nil {
+					t.Fatalf("step %d: %v", step, err)
+				}
+				want, err := ref.Step(toks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e := testmodel.RelErr(got.Logits[len(got.Logits)-1], want.Logits[len(want.Logits)-1])
+				worst = max(worst, e)
+				if e > 1e-3 {
+					t.Errorf("step %d: max|Δ|/max|logit| = %.3g against the reference executor", step, e)
+				}
+			}
+			for _, op := range c.want {
+				if launched[op] == 0 {
+					t.Errorf("no %s was launched on the NPU (launched: %v)", op, fmt.Sprint(launched))
+				}
+			}
+			t.Logf("worst max|Δ|/max|logit| %.2e; launches by op: %v", worst, launched)
+		})
+	}
+}

@@ -1,0 +1,223 @@
+//go:build cann
+
+package acl
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
+	"github.com/irtool/irtool/internal/testref"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/runtime/program"
+	"github.com/irtool/irtool/runtime/session"
+)
+
+// The numbers of the CANN path: every reference model whose architecture
+// irtool builds runs through the whole pipeline (default passes, partition
+// for ascend910b, lowering, program session) on this binding, the binding
+// on the emulated libascendcl of testdata/fakeacl, whose aclnn kernels
+// compute on the host with the device's arithmetic. llama.cpp's recorded
+// run is replayed token by token (its prompt, then its greedy tokens) and
+// compared:
+//
+//   - logits of the prefill and of the first decode step, and llama.cpp's
+//     top-5 logits of every generation step, within emuTolerance of
+//     max|logit|;
+//   - our argmax is llama.cpp's token at every step where llama.cpp's top-1
+//     / top-2 gap exceeds emuTieGap of max|logit|;
+//   - with graph mode on, decode steps replay captured graphs, and the
+//     session's captures, replays, hits and misses are those of the same run
+//     on the simulated device (device.SimDevice).
+//
+// The bounds are not the 1e-7 of the CPU executor: aclnn's arithmetic is
+// not ggml's (docs/LOWERING.md, "Where aclnn's arithmetic differs from
+// ggml's"). For f32 and f16 weights the logits stay within 1e-3 of
+// max|logit| and the argmax is llama.cpp's wherever its top-1/top-2 gap
+// exceeds 1e-3 of max|logit|. Quantised weights are held to 3e-2 and a gap
+// of twice that, the measured worst with headroom: q4_0/q8_0 matmuls run as
+// aclnnWeightQuantBatchMatmulV2 on f16 activations, where ggml quantises the
+// activations to q8_0 (the two differ by up to 2.5e-2 of max|logit| on the
+// synthetic models); K-quant matmuls run on the CPU with ggml's arithmetic,
+// but they quantise their f32 input to q8_K, so a last-bit difference in an
+// NPU result upstream (a float32 sum in another order) can flip one
+// rounding there and move one step's logits by up to 1.4e-2.
+
+// emuTolerance is the bound on max|Δlogit| / max|logit| against llama.cpp
+// for a model on the CANN path, and the top-1/top-2 gap above which the
+// argmax must agree.
+func emuTolerance(name string) (tol, tieGap float64) {
+	for _, q := range []string{"Q8_0", "Q4_0", "_K"} {
+		if strings.Contains(name, q) {
+			return 3e-2, 6e-2
+		}
+	}
+	return 1e-3, 1e-3
+}
+
+type emuRun struct {
+	worst      float64
+	mismatches int
+	stats      program.Stats
+	cache      device.CacheStats
+}
+
+// runOnEmulator replays ref through a program session on dev and checks
+// every step against llama.cpp.
+func runOnEmulator(t *testing.T, name string, m *models.Model, f *gguf.File, ref *testmodel.LlamaRun, dev device.Device, graphs bool) emuRun {
+	t.Helper()
+	pol := device.DefaultGraphPolicy()
+	pol.Graphs = graphs
+	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	tol, tieGap := emuTolerance(name)
+	var r emuRun
+	check := func(step string, got, want []float32) {
+		t.Helper()
+		e := testmodel.RelErr(got, want)
+		r.worst = max(r.worst, e)
+		if e > tol {
+			t.Errorf("%s: max|Δ|/max|logit| = %.3g > %.0e", step, e, tol)
+		}
+	}
+	gen, feed := ref.Generation.Tokens, ref.Prompt.Tokens
+	for i := range gen {
+		res, err := s.Step(feed)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		logits := res.Logits[len(res.Logits)-1]
+		switch i {
+		case 0:
+			check("prefill", logits, ref.Prefill.LogitsLast)
+		case 1:
+			check("decode", logits, ref.Decode.Logits)
+		}
+		scale := 0.0
+		for _, v := range logits {
+			scale = max(scale, math.Abs(float64(v)))
+		}
+		top5 := ref.Generation.Top5[i]
+		for _, p := range top5 {
+			id, want := int(p[0]), p[1]
+			d := math.Abs(float64(logits[id])-want) / scale
+			r.worst = max(r.worst, d)
+			if d > tol {
+				t.Errorf("step %d: logit[%d] = %g, llama.cpp %g (|Δ|/max = %.3g)", i, id, logits[id], want, d)
+			}
+		}
+		if got := session.Argmax(logits); got != gen[i] {
+			r.mismatches++
+			if gap := top5[0][1] - top5[1][1]; gap > tieGap*scale {
+				t.Errorf("step %d: greedy token %d, llama.cpp %d with a gap of %.4g (%.2g of max|logit|)", i, got, gen[i], gap, gap/scale)
+			}
+		}
+		feed = []int32{gen[i]}
+	}
+	r.stats, r.cache = s.Stats(), s.Cache().Stats()
+	return r
+}
+
+// referenceRuns pairs each reference model whose architecture irtool
+// builds with llama.cpp's recorded run of it.
+func referenceRuns(t *testing.T) []string {
+	t.Helper()
+	if testref.SharedDir() == "" {
+		t.Skip("../shared/reference is absent: no llama.cpp runs to compare with")
+	}
+	return testref.Models(t)
+}
+
+func openReference(t *testing.T, path string) (string, *testmodel.LlamaRun, *gguf.File, *models.Model, bool) {
+	t.Helper()
+	name := strings.TrimSuffix(filepath.Base(path), ".gguf")
+	refPath := filepath.Join(testref.SharedDir(), "llamacpp", name+".llamacpp.json")
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	ref := testmodel.LoadRun(t, testref.Shared(t, "llamacpp/"+filepath.Base(refPath)))
+	m, err := models.Build(f, ref.Options(t))
+	if err != nil {
+		if strings.Contains(err.Error(), "is not supported") {
+			t.Logf("%s: architecture %q is not built by irtool", name, f.Arch())
+			return name, nil, nil, nil, false
+		}
+		t.Fatal(err)
+	}
+	return name, ref, f, m, true
+}
+
+func TestModelsMatchLlamaCppOnEmulatedCANN(t *testing.T) {
+	for _, path := range referenceRuns(t) {
+		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
+		t.Run(name, func(t *testing.T) {
+			name, ref, f, m, ok := openReference(t, path)
+			if !ok {
+				t.Skip("architecture not supported")
+			}
+			for _, graphs := range []bool{true, false} {
+				mode := map[bool]string{true: "graph", false: "eager"}[graphs]
+				t.Run(mode, func(t *testing.T) {
+					d := newDevice(t, Options{PoolBytes: 256 << 20, WorkspaceReserve: 16 << 20})
+					r := runOnEmulator(t, name, m, f, ref, d, graphs)
+					dec := r.stats.Decode
+					if graphs {
+						sim, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 256 << 20})
+						if err != nil {
+							t.Fatal(err)
+						}
+						want := simCounts(t, m, f, ref, sim)
+						got := fmt.Sprintf("%d captures, %d replays, %d hits, %d misses", dec.Captures, dec.Replays, dec.CacheHits, dec.CacheMisses)
+						if got != want {
+							t.Errorf("decode on the emulator: %s; on the simulated device: %s", got, want)
+						}
+						if dec.Replays == 0 || dec.CacheHits == 0 {
+							t.Errorf("decode replayed no captured graph: %s", got)
+						}
+					} else if dec.Captures != 0 || dec.Replays != 0 {
+						t.Errorf("graph mode off, yet %d captures and %d replays", dec.Captures, dec.Replays)
+					}
+					tol, _ := emuTolerance(name)
+					t.Logf("%s %s: worst max|Δ|/max|logit| %.2e over %d steps (tolerance %.0e); %d argmax differences at near-ties; decode %d captures, %d replays, %d hits",
+						name, mode, r.worst, len(ref.Generation.Tokens), tol, r.mismatches, dec.Captures, dec.Replays, dec.CacheHits)
+				})
+			}
+		})
+	}
+}
+
+// simCounts runs the same token sequence on the simulated device and
+// returns its decode counters in the form runOnEmulator's are compared.
+func simCounts(t *testing.T, m *models.Model, f *gguf.File, ref *testmodel.LlamaRun, dev device.Device) string {
+	t.Helper()
+	pol := device.DefaultGraphPolicy()
+	pol.Graphs = true
+	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	feed := ref.Prompt.Tokens
+	for _, tok := range ref.Generation.Tokens {
+		if _, err := s.Step(feed); err != nil {
+			t.Fatal(err)
+		}
+		feed = []int32{tok}
+	}
+	d := s.Stats().Decode
+	return fmt.Sprintf("%d captures, %d replays, %d hits, %d misses", d.Captures, d.Replays, d.CacheHits, d.CacheMisses)
+}

@@ -1,0 +1,68 @@
+/*
+ * fakeacl.h: what the two halves of the CANN emulator share. fakeacl.c is
+ * the runtime (devices, memory, streams, capture, aclnn objects, phase 1 of
+ * every operator); kernels.c computes each operator's documented result on
+ * the host when phase 2 runs (or when a captured model replays it).
+ */
+#ifndef IRTOOL_FAKEACL_H
+#define IRTOOL_FAKEACL_H
+
+#include "irtool_acl.h"
+
+#define TENSOR_MAGIC 0x54454e53U
+#define EXEC_MAGIC 0x45584543U
+
+struct aclTensor {
+	unsigned magic;
+	long long id;
+	int ndim;
+	int64_t dims[8], strides[8], storage[8];
+	int nstorage;
+	int64_t offset;
+	aclDataType dtype;
+	aclFormat format;
+	char *data;
+	int in_list;
+};
+
+/* One operator's phase-2 computation: reads the executor's snapshot of its
+ * arguments, writes its outputs; returns 0 or an error code after setting
+ * the error text (kerr). */
+struct kdef;
+
+#define EX_TENSORS 12
+#define EX_LIST 8
+
+/* An executor is what phase 1 returns: the operator, its workspace size and
+ * a snapshot of its arguments as phase 1 saw them (CANN binds descriptors,
+ * and so the addresses, when the executor is made). Tensors are kept in the
+ * order the operator's phase 1 names them, absent optional ones with magic
+ * 0; lists (key/value of attention, the inputs of Cat) apart. */
+struct aclOpExecutor {
+	unsigned magic;
+	long long id;
+	char op[64];
+	uint64_t ws;
+	int nranges;
+	int64_t lo[16], hi[16];
+	int nt;
+	aclTensor t[EX_TENSORS];
+	int nl[2];
+	aclTensor l[2][EX_LIST];
+	double f[4];
+	int64_t i[12];
+	char s[16];
+};
+
+/* shared helpers of fakeacl.c */
+int fake_in_device(const void *p, size_t n);
+void fake_set_err(const char *fmt, ...);
+const char *fake_soc(void);
+
+/* kernels.c: runs executor ex (op name ex->op) with its workspace; 0 or an
+ * error code with the error text set. */
+int fake_compute(const aclOpExecutor *ex, void *workspace, uint64_t wsSize);
+/* kernels.c: 1 if an emulated kernel exists for op. */
+int fake_has_kernel(const char *op);
+
+#endif

@@ -1,0 +1,830 @@
+/*
+ * kernels.c: the computing half of the CANN emulator. Every aclnn operator
+ * the binding calls has one C function here that computes the operator's
+ * documented result (CANN aclnn API reference, one page per operator) on the
+ * host, reading and writing "device" memory (host allocations made by
+ * aclrtMalloc) through the aclTensor descriptors exactly as CANN defines
+ * them: viewDims and strides in elements, a storage offset in elements from
+ * the data address, the dtype's element size (INT4: two values per byte,
+ * even index in the low nibble), dims of size 1 broadcast, right-aligned.
+ *
+ * Arithmetic is the device's, not ggml's, where the operator documents it:
+ *   - FLOAT16/BFLOAT16 values are rounded to their type after every
+ *     operator (round to nearest even); an operator on FLOAT16 tensors
+ *     computes in float32 and rounds once when it stores (exact for a single
+ *     add or multiply of two float16 values);
+ *   - mixed dtypes promote as aclnn's type-promotion table says (int8 with
+ *     float16 computes in float16, anything with float32 in float32);
+ *   - matrix products accumulate in float32 over k in order; with
+ *     cubeMathType ALLOW_FP32_DOWN_PRECISION (1) float32 inputs are rounded
+ *     to HF32 (11 mantissa bits) on Atlas A2/A3 and to float16 elsewhere,
+ *     USE_FP16 (2) rounds them to float16, USE_HF32 (3) to HF32, and
+ *     KEEP_DTYPE (0) keeps float32 (refused for float32 on parts whose cube
+ *     unit lacks it, in phase 1);
+ *   - aclnnWeightQuantBatchMatmulV2 dequantises the weight in the
+ *     activation's dtype, (w + antiquantOffset) * antiquantScale rounded to
+ *     float16, then multiplies in float16 with float32 accumulation and
+ *     rounds the result to y's dtype;
+ *   - aclnnFusedInferAttentionScoreV2 forms scores in float32 from the
+ *     float16 query and key, scales, adds the pse shift, takes the softmax in
+ *     float32, rounds the probabilities to float16 for the product with the
+ *     float16 value, accumulates in float32 and rounds the output to float16.
+ * Reductions (norms, softmax) run in float32 in index order; the device's
+ * own order is not documented, so sums may differ from a real NPU in their
+ * last bits.
+ *
+ * Before a kernel runs, every tensor it names must lie inside one live
+ * device allocation: an access outside is reported as an AI core exception
+ * (507015) naming the operator and the tensor, and nothing is written. An
+ * index outside its dimension (GatherV2, InplaceIndexCopy) is reported the
+ * same way.
+ *
+ * Adding an operator: declare it in include/irtool_acl.h, give it a phase 1
+ * in fakeacl.c that snapshots its arguments, and one function plus one row
+ * of `table` here.
+ */
+#include "fakeacl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+	const aclOpExecutor *e;
+	void *ws;
+	uint64_t wsz;
+} kctx;
+
+#define T(k) (&c->e->t[k])
+#define HAS(k) (c->e->t[k].magic != 0)
+
+/* ---------------- numbers ---------------- */
+
+static float h2f(uint16_t h) {
+	uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 0x1f, m = h & 0x3ff, bits;
+	if (e == 0) {
+		if (m == 0) {
+			bits = s;
+		} else { /* subnormal */
+			e = 127 - 15 + 1;
+			while (!(m & 0x400)) {
+				m <<= 1;
+				e--;
+			}
+			bits = s | (e << 23) | ((m & 0x3ff) << 13);
+		}
+	} else if (e == 31) {
+		bits = s | 0x7f800000u | (m << 13);
+	} else {
+		bits = s | ((e + 127 - 15) << 23) | (m << 13);
+	}
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+/* float32 -> float16, round to nearest even, overflow to infinity */
+static uint16_t f2h(float f) {
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	uint32_t s = (x >> 16) & 0x8000, e = (x >> 23) & 0xff, m = x & 0x7fffff;
+	if (e == 0xff) return (uint16_t)(s | 0x7c00 | (m ? 0x200 : 0));
+	int32_t ee = (int32_t)e - 127 + 15;
+	if (ee >= 31) return (uint16_t)(s | 0x7c00);
+	if (ee <= 0) {
+		if (ee < -10) return (uint16_t)s;
+		m |= 0x800000;
+		int shift = 14 - ee;
+		uint32_t half = 1u << (shift - 1), rest = m & ((1u << shift) - 1), q = m >> shift;
+		if (rest > half || (rest == half && (q & 1))) q++;
+		return (uint16_t)(s | q);
+	}
+	uint32_t q = ((uint32_t)ee << 10) | (m >> 13), rest = m & 0x1fff;
+	if (rest > 0x1000 || (rest == 0x1000 && (q & 1))) q++; /* may carry into the exponent: still right */
+	return (uint16_t)(s | q);
+}
+
+static float bf2f(uint16_t b) {
+	uint32_t bits = (uint32_t)b << 16;
+	float f;
+	memcpy(&f, &bits, 4);
+	return f;
+}
+
+static uint16_t f2bf(float f) {
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+	x += 0x7fff + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
+static float round_h(float f) { return h2f(f2h(f)); }
+
+/* HF32: float32's range with 11 explicit mantissa bits, round to nearest
+ * even (SetHF32 transMode 0). */
+static float round_hf32(float f) {
+	uint32_t x;
+	memcpy(&x, &f, 4);
+	if ((x & 0x7f800000) == 0x7f800000) return f;
+	uint32_t rest = x & 0xfff, q = x >> 12;
+	if (rest > 0x800 || (rest == 0x800 && (q & 1))) q++;
+	x = q << 12;
+	memcpy(&f, &x, 4);
+	return f;
+}
+
+static int esize(aclDataType t) {
+	switch (t) {
+	case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: return 4;
+	case ACL_FLOAT16: case ACL_BF16: case ACL_INT16: case ACL_UINT16: return 2;
+	case ACL_INT8: case ACL_UINT8: case ACL_BOOL: case ACL_INT4: return 1;
+	case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: return 8;
+	default: return 0;
+	}
+}
+
+static int is_float(aclDataType t) { return t == ACL_FLOAT || t == ACL_FLOAT16 || t == ACL_BF16 || t == ACL_DOUBLE; }
+
+/* rounds v to what dtype t can hold (the compute dtype of an operator) */
+static double round_to(aclDataType t, double v) {
+	switch (t) {
+	case ACL_FLOAT: return (float)v;
+	case ACL_FLOAT16: return h2f(f2h((float)v));
+	case ACL_BF16: return bf2f(f2bf((float)v));
+	case ACL_DOUBLE: return v;
+	default: return (double)(int64_t)v;
+	}
+}
+
+/* element e (storage offset included) of t */
+static double ld(const aclTensor *t, int64_t e) {
+	const char *p = t->data;
+	switch (t->dtype) {
+	case ACL_FLOAT: { float v; memcpy(&v, p + 4 * e, 4); return v; }
+	case ACL_FLOAT16: { uint16_t v; memcpy(&v, p + 2 * e, 2); return h2f(v); }
+	case ACL_BF16: { uint16_t v; memcpy(&v, p + 2 * e, 2); return bf2f(v); }
+	case ACL_DOUBLE: { double v; memcpy(&v, p + 8 * e, 8); return v; }
+	case ACL_INT8: return (int8_t)p[e];
+	case ACL_UINT8: case ACL_BOOL: return (uint8_t)p[e];
+	case ACL_INT16: { int16_t v; memcpy(&v, p + 2 * e, 2); return v; }
+	case ACL_UINT16: { uint16_t v; memcpy(&v, p + 2 * e, 2); return v; }
+	case ACL_INT32: { int32_t v; memcpy(&v, p + 4 * e, 4); return v; }
+	case ACL_UINT32: { uint32_t v; memcpy(&v, p + 4 * e, 4); return v; }
+	case ACL_INT64: { int64_t v; memcpy(&v, p + 8 * e, 8); return (double)v; }
+	case ACL_UINT64: { uint64_t v; memcpy(&v, p + 8 * e, 8); return (double)v; }
+	case ACL_INT4: {
+		int n = (uint8_t)p[e >> 1];
+		n = (e & 1) ? n >> 4 : n & 15;
+		return n >= 8 ? n - 16 : n;
+	}
+	default: return 0;
+	}
+}
+
+static void st(const aclTensor *t, int64_t e, double v) {
+	char *p = t->data;
+	switch (t->dtype) {
+	case ACL_FLOAT: { float x = (float)v; memcpy(p + 4 * e, &x, 4); return; }
+	case ACL_FLOAT16: { uint16_t x = f2h((float)v); memcpy(p + 2 * e, &x, 2); return; }
+	case ACL_BF16: { uint16_t x = f2bf((float)v); memcpy(p + 2 * e, &x, 2); return; }
+	case ACL_DOUBLE: memcpy(p + 8 * e, &v, 8); return;
+	case ACL_INT8: p[e] = (char)(int8_t)(int64_t)v; return;
+	case ACL_UINT8: p[e] = (char)(uint8_t)(int64_t)v; return;
+	case ACL_BOOL: p[e] = v != 0; return;
+	case ACL_INT16: { int16_t x = (int16_t)(int64_t)v; memcpy(p + 2 * e, &x, 2); return; }
+	case ACL_UINT16: { uint16_t x = (uint16_t)(int64_t)v; memcpy(p + 2 * e, &x, 2); return; }
+	case ACL_INT32: { int32_t x = (int32_t)(int64_t)v; memcpy(p + 4 * e, &x, 4); return; }
+	case ACL_UINT32: { uint32_t x = (uint32_t)(int64_t)v; memcpy(p + 4 * e, &x, 4); return; }
+	case ACL_INT64: { int64_t x = (int64_t)v; memcpy(p + 8 * e, &x, 8); return; }
+	case ACL_UINT64: { uint64_t x = (uint64_t)v; memcpy(p + 8 * e, &x, 8); return; }
+	case ACL_INT4: {
+		int n = (int)(int64_t)v & 15;
+		unsigned char *b = (unsigned char *)p + (e >> 1);
+		*b = (e & 1) ? (unsigned char)((*b & 0x0f) | (n << 4)) : (unsigned char)((*b & 0xf0) | n);
+		return;
+	}
+	default: return;
+	}
+}
+
+/* ---------------- indexing ---------------- */
+
+static int64_t numel(const aclTensor *t) {
+	int64_t n = 1;
+	for (int i = 0; i < t->ndim; i++) n *= t->dims[i];
+	return n;
+}
+
+/* the element offset in t of coordinates c of an nd-dim iteration space,
+ * t's dims right-aligned to it; t's dims of size 1 broadcast */
+static int64_t toff(const aclTensor *t, const int64_t *c, int nd) {
+	int64_t o = t->offset;
+	int shift = nd - t->ndim;
+	for (int i = 0; i < t->ndim; i++) {
+		int j = i + shift;
+		if (j >= 0 && t->dims[i] != 1) o += c[j] * t->strides[i];
+	}
+	return o;
+}
+
+/* coordinates of linear index n in dims (row-major) */
+static void coords(int64_t n, const int64_t *dims, int nd, int64_t *c) {
+	for (int i = nd - 1; i >= 0; i--) {
+		int64_t d = dims[i] > 0 ? dims[i] : 1;
+		c[i] = n % d;
+		n /= d;
+	}
+}
+
+static aclDataType promote(aclDataType a, aclDataType b) {
+	if (a == b) return a;
+	int fa = is_float(a), fb = is_float(b);
+	if (fa && fb) {
+		if (a == ACL_DOUBLE || b == ACL_DOUBLE) return ACL_DOUBLE;
+		return ACL_FLOAT; /* float32 with anything, float16 with bfloat16 */
+	}
+	if (fa) return a;
+	if (fb) return b;
+	return esize(a) >= esize(b) ? a : b;
+}
+
+/* ---------------- elementwise ---------------- */
+
+enum { EW_MUL, EW_ADD, EW_DIV };
+
+/* out = self op other (scaled by alpha for add), broadcasting; the value is
+ * rounded to the promoted compute dtype, then stored in out's dtype */
+static int ew_binary(kctx *c, const aclTensor *a, const aclTensor *b, const aclTensor *out, int op, double alpha) {
+	aclDataType ct = promote(a->dtype, b->dtype);
+	int64_t n = numel(out), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, out->ndim, cc);
+		float x = (float)ld(a, toff(a, cc, out->ndim)), y = (float)ld(b, toff(b, cc, out->ndim)), r;
+		switch (op) {
+		case EW_MUL: r = x * y; break;
+		case EW_ADD: r = alpha == 1 ? x + y : x + (float)alpha * y; break;
+		default: r = x / y; break;
+		}
+		st(out, toff(out, cc, out->ndim), round_to(ct, r));
+	}
+	return 0;
+}
+
+static int k_mul(kctx *c) { return ew_binary(c, T(0), T(1), T(2), EW_MUL, 1); }
+static int k_inplace_mul(kctx *c) { return ew_binary(c, T(0), T(1), T(0), EW_MUL, 1); }
+static int k_add(kctx *c) { return ew_binary(c, T(0), T(1), T(2), EW_ADD, c->e->f[0]); }
+static int k_inplace_add(kctx *c) { return ew_binary(c, T(0), T(1), T(0), EW_ADD, c->e->f[0]); }
+static int k_div(kctx *c) { return ew_binary(c, T(0), T(1), T(2), EW_DIV, 1); }
+
+/* aclnnMuls: a float scalar keeps a floating tensor's dtype */
+static int k_muls(kctx *c) {
+	const aclTensor *a = T(0), *out = T(1);
+	aclDataType ct = is_float(a->dtype) ? a->dtype : ACL_FLOAT;
+	float s = (float)c->e->f[0];
+	int64_t n = numel(out), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, out->ndim, cc);
+		st(out, toff(out, cc, out->ndim), round_to(ct, (float)ld(a, toff(a, cc, out->ndim)) * s));
+	}
+	return 0;
+}
+
+enum { UN_SILU, UN_COS, UN_SIN, UN_COPY };
+
+static int ew_unary(kctx *c, const aclTensor *a, const aclTensor *out, int op) {
+	int64_t n = numel(out), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, out->ndim, cc);
+		double v = ld(a, toff(a, cc, out->ndim));
+		float x = (float)v, r;
+		switch (op) {
+		case UN_SILU: r = x / (1.0f + expf(-x)); break;
+		case UN_COS: r = (float)cos((double)x); break;
+		case UN_SIN: r = (float)sin((double)x); break;
+		default:
+			/* a copy or cast converts the value once, to out's dtype */
+			st(out, toff(out, cc, out->ndim), is_float(a->dtype) ? (double)x : v);
+			continue;
+		}
+		st(out, toff(out, cc, out->ndim), round_to(a->dtype, r));
+	}
+	return 0;
+}
+
+static int k_silu(kctx *c) { return ew_unary(c, T(0), T(1), UN_SILU); }
+static int k_cos(kctx *c) { return ew_unary(c, T(0), T(1), UN_COS); }
+static int k_sin(kctx *c) { return ew_unary(c, T(0), T(1), UN_SIN); }
+static int k_cast(kctx *c) { return ew_unary(c, T(0), T(1), UN_COPY); }
+static int k_inplace_copy(kctx *c) { return ew_unary(c, T(1), T(0), UN_COPY); }
+
+/* ---------------- reductions ---------------- */
+
+/* aclnnSoftmax along dim */
+static int k_softmax(kctx *c) {
+	const aclTensor *x = T(0), *out = T(1);
+	int nd = x->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]);
+	int64_t len = x->dims[d], outer[8], cc[8];
+	memcpy(outer, x->dims, sizeof outer);
+	outer[d] = 1;
+	int64_t rows = numel(x) / (len ? len : 1);
+	float *buf = malloc(sizeof(float) * (size_t)(len ? len : 1));
+	for (int64_t r = 0; r < rows; r++) {
+		coords(r, outer, nd, cc);
+		float m = -INFINITY, sum = 0;
+		for (int64_t j = 0; j < len; j++) {
+			cc[d] = j;
+			buf[j] = (float)ld(x, toff(x, cc, nd));
+			if (buf[j] > m) m = buf[j];
+		}
+		for (int64_t j = 0; j < len; j++) {
+			buf[j] = expf(buf[j] - m);
+			sum += buf[j];
+		}
+		for (int64_t j = 0; j < len; j++) {
+			cc[d] = j;
+			st(out, toff(out, cc, nd), round_to(out->dtype, buf[j] / sum));
+		}
+	}
+	free(buf);
+	return 0;
+}
+
+/* rms_norm over the trailing dims gamma covers; x2, when given, is added
+ * first (aclnnAddRmsNorm) and the sum written to xOut */
+static int rms(kctx *c, const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma, const aclTensor *y,
+               const aclTensor *rstd, const aclTensor *xOut, double eps) {
+	int nd = x1->ndim, g = gamma->ndim;
+	int64_t inner = numel(gamma), rows = numel(x1) / (inner ? inner : 1), lead[8], cc[8], gc[8];
+	for (int i = 0; i < nd; i++) lead[i] = i < nd - g ? x1->dims[i] : 1;
+	float *v = malloc(sizeof(float) * (size_t)(inner ? inner : 1));
+	for (int64_t r = 0; r < rows; r++) {
+		coords(r, lead, nd, cc);
+		float ss = 0;
+		for (int64_t j = 0; j < inner; j++) {
+			coords(j, gamma->dims, g, gc);
+			for (int i = 0; i < g; i++) cc[nd - g + i] = gc[i];
+			float a = (float)ld(x1, toff(x1, cc, nd));
+			if (x2) {
+				a = (float)round_to(x1->dtype, a + (float)ld(x2, toff(x2, cc, nd)));
+				st(xOut, toff(xOut, cc, nd), a);
+			}
+			v[j] = a;
+			ss += a * a;
+		}
+		float rs = 1.0f / sqrtf(ss / (float)inner + (float)eps);
+		for (int64_t j = 0; j < inner; j++) {
+			coords(j, gamma->dims, g, gc);
+			for (int i = 0; i < g; i++) cc[nd - g + i] = gc[i];
+			float w = (float)ld(gamma, toff(gamma, gc, g));
+			st(y, toff(y, cc, nd), round_to(y->dtype, v[j] * rs * w));
+		}
+		for (int i = 0; i < g; i++) cc[nd - g + i] = 0;
+		if (rstd->magic) st(rstd, toff(rstd, cc, nd), rs);
+	}
+	free(v);
+	return 0;
+}
+
+static int k_rms_norm(kctx *c) { return rms(c, T(0), NULL, T(1), T(2), T(3), NULL, c->e->f[0]); }
+static int k_add_rms_norm(kctx *c) { return rms(c, T(0), T(1), T(2), T(3), T(4), T(5), c->e->f[0]); }
+
+/* ---------------- matrix products ---------------- */
+
+static int a2_or_a3(void) {
+	const char *s = fake_soc();
+	return strncmp(s, "Ascend910B", 10) == 0 || strncmp(s, "Ascend910_93", 12) == 0;
+}
+
+/* what the cube unit sees of a float32 input under cubeMathType */
+static float cube_in(float v, aclDataType t, int cube) {
+	if (t != ACL_FLOAT) return v;
+	switch (cube) {
+	case 0: return v;
+	case 1: return a2_or_a3() ? round_hf32(v) : round_h(v);
+	case 3: return round_hf32(v);
+	default: return round_h(v);
+	}
+}
+
+/* out[..., m, n] = Σ_k self[..., m, k] · mat2[..., k, n], batch dims
+ * broadcast; 1-D operands are a row (self) or a column (mat2) */
+static int k_matmul(kctx *c) {
+	const aclTensor *a = T(0), *b = T(1), *out = T(2);
+	int cube = (int)c->e->i[0], nd = out->ndim < 2 ? 2 : out->ndim;
+	int64_t M = a->ndim >= 2 ? a->dims[a->ndim - 2] : 1, K = a->dims[a->ndim - 1];
+	int64_t N = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
+	int64_t bdims[8], batches = 1, cc[8], ca[8], cb[8];
+	for (int i = 0; i < nd - 2; i++) {
+		bdims[i] = out->dims[i];
+		batches *= bdims[i];
+	}
+	/* index views of 1-D operands as 2-D ones */
+	aclTensor A = *a, B = *b, O = *out;
+	if (A.ndim == 1) {
+		A.ndim = 2;
+		A.dims[1] = A.dims[0], A.strides[1] = A.strides[0];
+		A.dims[0] = 1, A.strides[0] = 0;
+	}
+	if (B.ndim == 1) {
+		B.ndim = 2;
+		B.dims[1] = 1, B.strides[1] = 0;
+	}
+	if (O.ndim == 1) {
+		O.ndim = 2;
+		if (a->ndim == 1) {
+			O.dims[1] = O.dims[0], O.strides[1] = O.strides[0];
+			O.dims[0] = 1, O.strides[0] = 0;
+		} else {
+			O.dims[1] = 1, O.strides[1] = 0;
+		}
+	}
+	for (int64_t bi = 0; bi < batches; bi++) {
+		coords(bi, bdims, nd - 2, cc);
+		memcpy(ca, cc, sizeof cc);
+		memcpy(cb, cc, sizeof cc);
+		for (int64_t m = 0; m < M; m++) {
+			for (int64_t n = 0; n < N; n++) {
+				float acc = 0;
+				for (int64_t k = 0; k < K; k++) {
+					ca[nd - 2] = m, ca[nd - 1] = k;
+					cb[nd - 2] = k, cb[nd - 1] = n;
+					float x = cube_in((float)ld(&A, toff(&A, ca, nd)), A.dtype, cube);
+					float y = cube_in((float)ld(&B, toff(&B, cb, nd)), B.dtype, cube);
+					acc += x * y;
+				}
+				cc[nd - 2] = m, cc[nd - 1] = n;
+				st(&O, toff(&O, cc, nd), acc);
+			}
+		}
+	}
+	return 0;
+}
+
+/* y = x @ ((weight + antiquantOffset) * antiquantScale) [+ bias] */
+static int k_wqbmm(kctx *c) {
+	const aclTensor *x = T(0), *w = T(1), *s = T(2), *off = T(3), *bias = T(6), *y = T(7);
+	int64_t M = x->dims[0], K = x->dims[1], N = w->dims[1], g = c->e->i[0];
+	aclDataType dt = x->dtype; /* the dequantised weight takes the activation's type */
+	float *wd = malloc(sizeof(float) * (size_t)(K * N));
+	for (int64_t k = 0; k < K; k++) {
+		for (int64_t n = 0; n < N; n++) {
+			int64_t sc[2] = {0, n};
+			if (g > 0) sc[0] = k / g;
+			int64_t so = s->ndim == 2 ? toff(s, sc, 2) : s->ndim == 1 && s->dims[0] == N ? s->offset + n * s->strides[0] : s->offset;
+			float q = (float)ld(w, w->offset + k * w->strides[0] + n * w->strides[1]);
+			if (off->magic) {
+				int64_t oo = off->ndim == 2 ? toff(off, sc, 2) : off->ndim == 1 && off->dims[0] == N ? off->offset + n * off->strides[0] : off->offset;
+				q = (float)round_to(dt, q + (float)ld(off, oo));
+			}
+			wd[k * N + n] = (float)round_to(dt, q * (float)ld(s, so));
+		}
+	}
+	for (int64_t m = 0; m < M; m++) {
+		for (int64_t n = 0; n < N; n++) {
+			float acc = 0;
+			for (int64_t k = 0; k < K; k++) acc += (float)ld(x, x->offset + m * x->strides[0] + k * x->strides[1]) * wd[k * N + n];
+			if (bias->magic) acc += (float)ld(bias, bias->offset + (bias->dims[bias->ndim - 1] == 1 ? 0 : n * bias->strides[bias->ndim - 1]));
+			st(y, y->offset + m * y->strides[0] + n * y->strides[1], acc);
+		}
+	}
+	free(wd);
+	return 0;
+}
+
+/* ---------------- position embedding, gather, scatter ---------------- */
+
+/* aclnnRotaryPositionEmbedding: y = x·cos + rotate(x)·sin over the last dim;
+ * mode 0 half, 1 interleave, 2 quarter */
+static int k_rope(kctx *c) {
+	const aclTensor *x = T(0), *cs = T(1), *sn = T(2), *out = T(3);
+	int mode = (int)c->e->i[0];
+	if (mode == 3) {
+		fake_set_err("aclnnRotaryPositionEmbedding: mode 3 (interleave-half) is not emulated");
+		return ACLNN_ERR_PARAM_INVALID;
+	}
+	int64_t D = x->dims[3], n = numel(x), cc[8], rc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, x->dims, 4, cc);
+		int64_t d = cc[3], j;
+		float sign;
+		switch (mode) {
+		case 0: j = d < D / 2 ? d + D / 2 : d - D / 2; sign = d < D / 2 ? -1.0f : 1.0f; break;
+		case 1: j = d ^ 1; sign = (d & 1) ? 1.0f : -1.0f; break;
+		default: {
+			int64_t q = D / 4, blk = d / q;
+			j = (blk & 1) ? d - q : d + q;
+			sign = (blk & 1) ? 1.0f : -1.0f;
+		}
+		}
+		memcpy(rc, cc, sizeof rc);
+		rc[3] = j;
+		float xv = (float)ld(x, toff(x, cc, 4)), rv = sign * (float)ld(x, toff(x, rc, 4));
+		float co = (float)ld(cs, toff(cs, cc, 4)), si = (float)ld(sn, toff(sn, cc, 4));
+		float a = xv * co, b = rv * si;
+		st(out, toff(out, cc, 4), round_to(out->dtype, a + b));
+	}
+	return 0;
+}
+
+static int index_at(kctx *c, const aclTensor *idx, int64_t i, int64_t limit, int64_t *v) {
+	*v = (int64_t)ld(idx, idx->ndim == 0 ? idx->offset : idx->offset + i * idx->strides[0]);
+	if (*v < 0 || *v >= limit) {
+		fake_set_err("%s: index %lld at position %lld is outside [0, %lld)", c->e->op, (long long)*v, (long long)i,
+		             (long long)limit);
+		return ACL_ERROR_RT_AICORE_EXCEPTION;
+	}
+	return 0;
+}
+
+/* aclnnInplaceIndexCopy: selfRef[..., index[i], ...] = source[..., i, ...] */
+static int k_index_copy(kctx *c) {
+	const aclTensor *dst = T(0), *idx = T(1), *src = T(2);
+	int nd = dst->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]);
+	int64_t n = numel(src), cc[8], v;
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, src->dims, nd, cc);
+		double val = ld(src, toff(src, cc, nd));
+		int rc = index_at(c, idx, cc[d], dst->dims[d], &v);
+		if (rc) return rc;
+		cc[d] = v;
+		st(dst, toff(dst, cc, nd), is_float(src->dtype) ? (double)(float)val : val);
+	}
+	return 0;
+}
+
+/* aclnnGatherV2: out = self indexed along dim by index (out's dims are
+ * self's with dim replaced by index's dims) */
+static int k_gather(kctx *c) {
+	const aclTensor *self = T(0), *idx = T(1), *out = T(2);
+	int nd = self->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]), ni = idx->ndim;
+	if (ni > 1) {
+		fake_set_err("aclnnGatherV2: a %d-D index is not emulated", ni);
+		return ACLNN_ERR_PARAM_INVALID;
+	}
+	int64_t n = numel(out), oc[8], sc[8], v;
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, out->ndim, oc);
+		int64_t pos = ni ? oc[d] : 0;
+		for (int k = 0, o = 0; k < nd; k++) {
+			if (k == d) {
+				sc[k] = 0;
+				o += ni;
+			} else {
+				sc[k] = oc[o++];
+			}
+		}
+		int rc = index_at(c, idx, pos, self->dims[d], &v);
+		if (rc) return rc;
+		sc[d] = v;
+		st(out, toff(out, oc, out->ndim), ld(self, toff(self, sc, nd)));
+	}
+	return 0;
+}
+
+/* aclnnSwiGlu: x split in halves a | b along dim, out = silu(a) * b */
+static int k_swiglu(kctx *c) {
+	const aclTensor *x = T(0), *out = T(1);
+	int nd = x->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]);
+	int64_t h = x->dims[d] / 2, n = numel(out), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, nd, cc);
+		float a = (float)ld(x, toff(x, cc, nd));
+		cc[d] += h;
+		float b = (float)ld(x, toff(x, cc, nd));
+		cc[d] -= h;
+		float s = (float)round_to(x->dtype, a / (1.0f + expf(-a)));
+		st(out, toff(out, cc, nd), round_to(out->dtype, s * b));
+	}
+	return 0;
+}
+
+/* aclnnCat: the list's tensors joined along dim */
+static int k_cat(kctx *c) {
+	const aclTensor *out = T(0);
+	int nd = out->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]);
+	int64_t base = 0, cc[8];
+	for (int k = 0; k < c->e->nl[0]; k++) {
+		const aclTensor *x = &c->e->l[0][k];
+		int64_t n = numel(x);
+		for (int64_t i = 0; i < n; i++) {
+			coords(i, x->dims, nd, cc);
+			double v = ld(x, toff(x, cc, nd));
+			cc[d] += base;
+			st(out, toff(out, cc, nd), v);
+		}
+		base += x->dims[d];
+	}
+	return 0;
+}
+
+/* ---------------- attention ---------------- */
+
+/* one head-major view of a layout: element (b, s, n, d) */
+typedef struct {
+	const aclTensor *t;
+	int ib, is, in, id; /* the tensor dim of each of b, s, n, d; -1: none */
+	int64_t heads;      /* BSH: D = H / heads */
+} lview;
+
+static int64_t lv_off(const lview *v, int64_t b, int64_t s, int64_t n, int64_t d) {
+	const aclTensor *t = v->t;
+	int64_t o = t->offset;
+	if (v->ib >= 0) o += b * t->strides[v->ib];
+	o += s * t->strides[v->is];
+	if (v->in >= 0) {
+		o += n * t->strides[v->in] + d * t->strides[v->id];
+	} else { /* BSH: hidden = n * D + d */
+		int64_t D = t->dims[2] / v->heads;
+		o += (n * D + d) * t->strides[2];
+	}
+	return o;
+}
+
+static int layout_view(const char *layout, const aclTensor *t, int64_t heads, lview *v) {
+	v->t = t;
+	v->heads = heads;
+	if (strcmp(layout, "BSND") == 0 && t->ndim == 4) {
+		v->ib = 0, v->is = 1, v->in = 2, v->id = 3;
+	} else if (strcmp(layout, "BNSD") == 0 && t->ndim == 4) {
+		v->ib = 0, v->in = 1, v->is = 2, v->id = 3;
+	} else if (strcmp(layout, "BSH") == 0 && t->ndim == 3) {
+		v->ib = 0, v->is = 1, v->in = -1, v->id = -1;
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+static int64_t lv_dim(const lview *v, char what) {
+	const aclTensor *t = v->t;
+	switch (what) {
+	case 'B': return t->dims[v->ib];
+	case 'S': return t->dims[v->is];
+	case 'N': return v->in >= 0 ? t->dims[v->in] : v->heads;
+	default: return v->in >= 0 ? t->dims[v->id] : t->dims[2] / v->heads;
+	}
+}
+
+static int k_fia(kctx *c) {
+	const aclTensor *q = T(0), *pse = T(1), *mask = T(2), *out = T(3);
+	const aclOpExecutor *e = c->e;
+	double scale = e->f[0];
+	int64_t N = e->i[0], pre = e->i[1], next = e->i[2], Nkv = e->i[3] ? e->i[3] : e->i[0];
+	lview qv, kv, vv, ov;
+	if (e->nl[0] != 1 || e->nl[1] != 1) {
+		fake_set_err("aclnnFusedInferAttentionScoreV2: key and value lists of one tensor only are emulated");
+		return ACLNN_ERR_PARAM_INVALID;
+	}
+	if (layout_view(e->s, q, N, &qv) || layout_view(e->s, &e->l[0][0], Nkv, &kv) ||
+	    layout_view(e->s, &e->l[1][0], Nkv, &vv) || layout_view(e->s, out, N, &ov)) {
+		fake_set_err("aclnnFusedInferAttentionScoreV2: tensors do not fit layout %s", e->s);
+		return ACLNN_ERR_PARAM_INVALID;
+	}
+	int64_t B = lv_dim(&qv, 'B'), S = lv_dim(&qv, 'S'), D = lv_dim(&qv, 'D'), Skv = lv_dim(&kv, 'S');
+	int64_t Dv = lv_dim(&vv, 'D');
+	if (lv_dim(&kv, 'D') != D || lv_dim(&vv, 'S') != Skv || lv_dim(&kv, 'N') != Nkv || lv_dim(&vv, 'N') != Nkv ||
+	    lv_dim(&qv, 'N') != N || N % Nkv != 0) {
+		fake_set_err("aclnnFusedInferAttentionScoreV2: query/key/value shapes disagree with numHeads %lld, "
+		             "numKeyValueHeads %lld", (long long)N, (long long)Nkv);
+		return ACLNN_ERR_PARAM_INVALID;
+	}
+	if ((pre < Skv && pre < 65535) || (next < Skv && next < 65535)) {
+		fake_set_err("aclnnFusedInferAttentionScoreV2: a preTokens/nextTokens band narrower than the keys is "
+		             "not emulated");
+		return ACLNN_ERR_PARAM_INVALID;
+	}
+	float *sc = malloc(sizeof(float) * (size_t)(Skv ? Skv : 1));
+	float *acc = malloc(sizeof(float) * (size_t)(Dv ? Dv : 1));
+	for (int64_t b = 0; b < B; b++) {
+		for (int64_t n = 0; n < N; n++) {
+			int64_t nk = n / (N / Nkv);
+			for (int64_t s = 0; s < S; s++) {
+				float m = -INFINITY;
+				for (int64_t j = 0; j < Skv; j++) {
+					float dot = 0;
+					for (int64_t d = 0; d < D; d++)
+						dot += (float)ld(q, lv_off(&qv, b, s, n, d)) * (float)ld(kv.t, lv_off(&kv, b, j, nk, d));
+					float v = dot * (float)scale;
+					int64_t pc[4] = {b, n, s, j};
+					if (pse->magic) v += (float)ld(pse, toff(pse, pc, 4));
+					if (mask->magic && ld(mask, toff(mask, pc + (4 - mask->ndim), mask->ndim)) != 0) v = -INFINITY;
+					sc[j] = v;
+					if (v > m) m = v;
+				}
+				float sum = 0;
+				for (int64_t j = 0; j < Skv; j++) {
+					sc[j] = m == -INFINITY ? 0 : expf(sc[j] - m);
+					sum += sc[j];
+				}
+				for (int64_t d = 0; d < Dv; d++) acc[d] = 0;
+				for (int64_t j = 0; j < Skv; j++) {
+					float p = sum > 0 ? round_h(sc[j] / sum) : 0;
+					for (int64_t d = 0; d < Dv; d++) acc[d] += p * (float)ld(vv.t, lv_off(&vv, b, j, nk, d));
+				}
+				for (int64_t d = 0; d < Dv; d++) st(out, lv_off(&ov, b, s, n, d), acc[d]);
+			}
+		}
+	}
+	free(sc);
+	free(acc);
+	return 0;
+}
+
+/* ---------------- the table ---------------- */
+
+static const struct kdef {
+	const char *op;
+	int (*fn)(kctx *);
+} table[] = {
+    {"aclnnRmsNorm", k_rms_norm},
+    {"aclnnAddRmsNorm", k_add_rms_norm},
+    {"aclnnMul", k_mul},
+    {"aclnnInplaceMul", k_inplace_mul},
+    {"aclnnMuls", k_muls},
+    {"aclnnAdd", k_add},
+    {"aclnnInplaceAdd", k_inplace_add},
+    {"aclnnDiv", k_div},
+    {"aclnnMatmul", k_matmul},
+    {"aclnnMm", k_matmul},
+    {"aclnnBatchMatMul", k_matmul},
+    {"aclnnWeightQuantBatchMatmulV2", k_wqbmm},
+    {"aclnnRotaryPositionEmbedding", k_rope},
+    {"aclnnSoftmax", k_softmax},
+    {"aclnnSilu", k_silu},
+    {"aclnnCos", k_cos},
+    {"aclnnSin", k_sin},
+    {"aclnnSwiGlu", k_swiglu},
+    {"aclnnCast", k_cast},
+    {"aclnnInplaceCopy", k_inplace_copy},
+    {"aclnnInplaceIndexCopy", k_index_copy},
+    {"aclnnGatherV2", k_gather},
+    {"aclnnCat", k_cat},
+    {"aclnnFusedInferAttentionScoreV2", k_fia},
+};
+
+static const struct kdef *find(const char *op) {
+	for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+		if (strcmp(table[i].op, op) == 0) return &table[i];
+	return NULL;
+}
+
+int fake_has_kernel(const char *op) { return find(op) != NULL; }
+
+/* the bytes a tensor's view touches */
+static void extent(const aclTensor *t, int64_t *lo, int64_t *hi) {
+	int64_t reach = t->offset;
+	for (int i = 0; i < t->ndim; i++) reach += (t->dims[i] - 1) * t->strides[i];
+	if (t->dtype == ACL_INT4) {
+		*lo = t->offset / 2;
+		*hi = reach / 2 + 1;
+	} else {
+		int es = esize(t->dtype);
+		*lo = t->offset * es;
+		*hi = (reach + 1) * es;
+	}
+}
+
+static int check_access(const aclOpExecutor *e, const aclTensor *t, const char *what) {
+	if (!t->magic || numel(t) == 0) return 0;
+	int64_t lo, hi;
+	extent(t, &lo, &hi);
+	if (!fake_in_device(t->data + lo, (size_t)(hi - lo))) {
+		fake_set_err("%s: %s [%p,+%lld B) is outside every device allocation (freed, or never allocated)", e->op,
+		             what, (void *)(t->data + lo), (long long)(hi - lo));
+		return ACL_ERROR_RT_AICORE_EXCEPTION;
+	}
+	return 0;
+}
+
+int fake_compute(const aclOpExecutor *e, void *workspace, uint64_t wsSize) {
+	const struct kdef *k = find(e->op);
+	if (!k) {
+		fake_set_err("%s: the emulator has no kernel for this operator", e->op);
+		return ACLNN_ERR_INNER;
+	}
+	char what[32];
+	for (int i = 0; i < e->nt; i++) {
+		snprintf(what, sizeof what, "tensor argument %d", i);
+		int rc = check_access(e, &e->t[i], what);
+		if (rc) return rc;
+	}
+	for (int l = 0; l < 2; l++)
+		for (int i = 0; i < e->nl[l]; i++) {
+			snprintf(what, sizeof what, "tensor %d of list %d", i, l);
+			int rc = check_access(e, &e->l[l][i], what);
+			if (rc) return rc;
+		}
+	if (e->ws > 0 && !fake_in_device(workspace, (size_t)e->ws)) {
+		fake_set_err("%s: workspace [%p,+%llu B) is outside every device allocation", e->op, workspace,
+		             (unsigned long long)e->ws);
+		return ACL_ERROR_RT_AICORE_EXCEPTION;
+	}
+	kctx c = {e, workspace, wsSize};
+	int rc = k->fn(&c);
+	/* The workspace is the operator's scratch: it holds nothing afterwards,
+	 * which the emulator makes visible by leaving garbage in it. */
+	if (!rc && e->ws > 0) memset(workspace, 0xff, (size_t)e->ws);
+	return rc;
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# scripts/fakeacl.sh DIR: builds irtool's emulated CANN runtime into DIR.
+#
+# The emulator (runtime/acl/testdata/fakeacl) implements the part of
+# libascendcl, libnnopbase and libopapi that irtool calls, on the host:
+# device memory is host memory, every aclnn operator the CANN lowering uses
+# computes its documented result (docs/RUNTIME.md, "Trying the CANN path
+# without an NPU"). DIR receives libascendcl.so, which holds the whole
+# emulator, and libnnopbase.so and libopapi.so, which only depend on it, so
+# that DIR looks like a toolkit's lib64 to irtool:
+#
+#   go build -tags cann ./cmd/irtool
+#   scripts/fakeacl.sh /tmp/fakeacl
+#   IRTOOL_ACL_LIBS=/tmp/fakeacl ./irtool doctor
+#   IRTOOL_ACL_LIBS=/tmp/fakeacl ./irtool run --backend cann -p "Once upon a time" -n 16
+#
+# Needs a C compiler ($CC, default gcc); nothing from CANN.
+set -euo pipefail
+if [ $# -ne 1 ]; then
+  echo "usage: $0 DIR" >&2
+  exit 2
+fi
+dir=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+cc=${CC:-gcc}
+mkdir -p "$dir"
+# No FMA contraction: the emulated kernels round after every operation, as
+# the comment of kernels.c says.
+flags=(-shared -fPIC -O2 -ffp-contract=off -Wall -Werror -Wno-unused-parameter)
+"$cc" "${flags[@]}" -I "$root/runtime/acl/include" -o "$dir/libascendcl.so" \
+  "$root"/runtime/acl/testdata/fakeacl/*.c -lpthread -lm
+for lib in nnopbase opapi; do
+  printf '/* the emulator is libascendcl.so */\n' | "$cc" -shared -fPIC -x c - -o "$dir/lib$lib.so" \
+    -L "$dir" -Wl,--no-as-needed -lascendcl -Wl,-rpath,'$ORIGIN'
+done
+echo "$dir: libascendcl.so libnnopbase.so libopapi.so (irtool's CANN emulator)"
