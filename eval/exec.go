@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
@@ -29,8 +30,81 @@ type ExecOptions struct {
 	Order []int
 	// Kernels selects numeric options of the kernels.
 	Kernels kernels.Options
+	// CheckFinite scans every computed f32/f16 value after its kernel and
+	// fails with a *NonFiniteError naming the first node whose output holds
+	// NaN or an infinity (irtool run --check-numerics). It costs a pass over
+	// every activation.
+	CheckFinite bool
 	// KernelSet is the kernel table to run with (nil: DefaultKernels).
 	KernelSet *KernelSet
+}
+
+// NonFiniteError names the first node whose output is not finite, found by
+// a run with ExecOptions.CheckFinite.
+type NonFiniteError struct {
+	Node  *ir.Node
+	Index int64   // the first bad element, in row-major order of the value
+	Value float32 // NaN or ±Inf
+	// Inputs lists the operands, each with whether it is finite, so the
+	// message says whether the op made the value or passed it on.
+	Inputs []string
+}
+
+// Error names the node, its op and the first bad value.
+func (e *NonFiniteError) Error() string {
+	n := e.Node
+	msg := fmt.Sprintf("eval: %s (%s %q", n, n.Op, n.Name)
+	if n.Layer >= 0 {
+		msg += fmt.Sprintf(", layer %d", n.Layer)
+	}
+	msg += fmt.Sprintf(") is the first op whose output is not finite: element %d is %v", e.Index, e.Value)
+	if len(e.Inputs) > 0 {
+		msg += " (operands: " + strings.Join(e.Inputs, ", ") + ")"
+	}
+	return msg
+}
+
+// nonFinite returns the index and value of the first NaN or infinity of t,
+// or -1 when every value is finite or t is not a float tensor.
+func nonFinite(t kernels.Tensor) (int64, float32) {
+	if t.Type != gguf.TypeF32 && t.Type != gguf.TypeF16 {
+		return -1, 0
+	}
+	v, err := kernels.ToF32(t)
+	if err != nil {
+		return -1, 0
+	}
+	for i, x := range v {
+		if x-x != 0 {
+			return int64(i), x
+		}
+	}
+	return -1, 0
+}
+
+// checkFinite is CheckFinite's test of node n after its kernel ran.
+func (e *Executor) checkFinite(n *ir.Node) error {
+	t, err := e.Tensor(n)
+	if err != nil {
+		return nil
+	}
+	i, x := nonFinite(t)
+	if i < 0 {
+		return nil
+	}
+	ne := &NonFiniteError{Node: n, Index: i, Value: x}
+	for _, a := range n.Args {
+		desc := fmt.Sprintf("%s %s %q", a, a.Op, a.Name)
+		if at, err := e.Tensor(a); err == nil {
+			if j, _ := nonFinite(at); j >= 0 {
+				desc += " not finite"
+			} else {
+				desc += " finite"
+			}
+		}
+		ne.Inputs = append(ne.Inputs, desc)
+	}
+	return ne
 }
 
 // Executor runs one static graph.
@@ -215,6 +289,11 @@ func (e *Executor) Run() error {
 		}
 		if err := e.runNode(n); err != nil {
 			return fmt.Errorf("eval: %s (%s %q): %w", n, n.Op, n.Name, err)
+		}
+		if e.opts.CheckFinite && info.Kind != ir.KindView {
+			if err := e.checkFinite(n); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

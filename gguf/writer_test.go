@@ -80,9 +80,7 @@ func sameFile(t testing.TB, a, b *File) {
 // back identically and is byte-for-byte the original file.
 func TestWriterRoundTrip(t *testing.T) {
 	paths := testref.Models(t)
-	if d := testref.SharedDir(); d != "" {
-		paths = append(paths, filepath.Join(d, "vocab", "ggml-vocab-llama-spm.gguf"))
-	}
+	paths = append(paths, filepath.Join(testref.Dir(), "vocab", "ggml-vocab-llama-spm.gguf"))
 	for _, p := range paths {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			orig, err := os.ReadFile(p)

@@ -248,10 +248,7 @@ func storeRow(t Tensor, off int64, vals []float32) {
 			}
 			return
 		case gguf.TypeF16:
-			b = b[:2*n]
-			for i, x := range vals {
-				binary.LittleEndian.PutUint16(b[2*i:], gguf.F32ToF16(x))
-			}
+			f32ToF16Row(b[:2*n], vals)
 			return
 		}
 	}

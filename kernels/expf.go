@@ -159,6 +159,21 @@ var (
 // ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)) are added to a float64 total, then
 // expf and float64 adds for the last len%8 values.
 func softmaxExpSum(w []float32, mx float32) float64 {
+	n := len(w) &^ 7
+	if useAVX2 && n > 0 {
+		sum := softmaxExpAVX2(&w[0], n, mx)
+		for i := n; i < len(w); i++ {
+			e := expf(w[i] - mx)
+			sum += float64(e)
+			w[i] = e
+		}
+		return sum
+	}
+	return softmaxExpSumGo(w, mx)
+}
+
+// softmaxExpSumGo is the pure-Go twin of softmaxExpAVX2 (softmaxExpSum).
+func softmaxExpSumGo(w []float32, mx float32) float64 {
 	var sum float64
 	n := len(w) &^ 7
 	for i := 0; i < n; i += 8 {

@@ -297,7 +297,9 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 		case mmFloat:
 			row := m.bf[c*k : (c+1)*k]
 			m.loadCol(c, row)
-			if m.round != nil {
+			if m.a.Type == gguf.TypeF16 {
+				roundF16Row(row)
+			} else if m.round != nil {
 				for i, v := range row {
 					row[i] = m.round(v)
 				}
@@ -369,6 +371,36 @@ func (w *dstWriter) put(i0, i1, i2, i3 int64, v float32) {
 		return
 	}
 	w.putSlow(i0, i1, i2, i3, v)
+}
+
+// col returns dst[:, i1, i2, i3] as a float32 slice when dst is F32 and
+// dense along dim 0 (written in place), else nil (use put).
+func (w *dstWriter) col(i1, i2, i3 int64) []float32 {
+	if w.view == nil || w.t.Nb[0] != 4 {
+		return nil
+	}
+	off := (i1*w.t.Nb[1] + i2*w.t.Nb[2] + i3*w.t.Nb[3]) / 4
+	return w.view[off : off+w.t.Ne[0]]
+}
+
+// put4 stores v[c] at dst[i, j+c, i2, i3] for c < len(v), through the
+// column slices d when they are there.
+func (w *dstWriter) put4(d *[4][]float32, i, j, i2, i3 int64, v []float32) {
+	for c, x := range v {
+		if d[c] != nil {
+			d[c][i] = x
+		} else {
+			w.put(i, j+int64(c), i2, i3, x)
+		}
+	}
+}
+
+// cols4 returns the column slices of dst[:, j..j+3, i2, i3] (see col).
+func (w *dstWriter) cols4(j, i2, i3 int64) (d [4][]float32) {
+	for c := range d {
+		d[c] = w.col(j+int64(c), i2, i3)
+	}
+	return d
 }
 
 func (w *dstWriter) putSlow(i0, i1, i2, i3 int64, v float32) {
@@ -625,6 +657,10 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 					dotQ4_0x8x4(src, stride, &cols, &o)
 				}
 				for c := range o {
+					if d := out.col(j+int64(c), i12, i13); d != nil {
+						copy(d[i:i+8], o[c][:])
+						continue
+					}
 					for e, v := range o[c] {
 						out.put(i+int64(e), j+int64(c), i12, i13, v)
 					}
@@ -643,12 +679,11 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		var j int64
 		for ; j+4 <= m.n; j += 4 {
 			cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
+			d := out.cols4(j, i12, i13)
 			for r, row := range t.raw[:nr] {
 				var o [4]float32
 				dotQ8_0Rawx4(row, &cols, &o)
-				for c, v := range o {
-					out.put(r0+int64(r), j+int64(c), i12, i13, v)
-				}
+				out.put4(&d, r0+int64(r), j, i12, i13, o[:])
 			}
 		}
 		for ; j < m.n; j++ {
@@ -664,20 +699,18 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		// tinyBLAS order, four columns at a time.
 		for ; j0+4 <= m.n; j0 += 4 {
 			c0, c1, c2, c3 := m.col(base+j0), m.col(base+j0+1), m.col(base+j0+2), m.col(base+j0+3)
+			d := out.cols4(j0, i12, i13)
 			r := 0
 			for ; r+2 <= nr; r += 2 {
 				var o [8]float32
 				dotF16x2x4(t.raw[r], t.raw[r+1], c0, c1, c2, c3, &o)
-				for c, v := range o {
-					out.put(r0+int64(r+c/4), j0+int64(c%4), i12, i13, v)
-				}
+				out.put4(&d, r0+int64(r), j0, i12, i13, o[:4])
+				out.put4(&d, r0+int64(r+1), j0, i12, i13, o[4:])
 			}
 			for ; r < nr; r++ {
 				var o [4]float32
 				dotF16x4(t.raw[r], c0, c1, c2, c3, &o)
-				for c, v := range o {
-					out.put(r0+int64(r), j0+int64(c), i12, i13, v)
-				}
+				out.put4(&d, r0+int64(r), j0, i12, i13, o[:])
 			}
 		}
 	}

@@ -1,5 +1,11 @@
 package kernels
 
+import (
+	"encoding/binary"
+
+	"github.com/irtool/irtool/gguf"
+)
+
 // Dispatch between the assembly kernels (simd_amd64.s, AVX2+FMA+F16C,
 // chosen at start by CPU feature detection) and their pure-Go twins. Each
 // assembly kernel computes exactly what its twin computes, operation for
@@ -198,4 +204,30 @@ func gemmQ4_0x8Packed(p []byte, c *[4]q8Row, out *[4][8]float32) {
 		a.qs[i], a.d[i], a.sum[i] = &c[i].qs[0], &c[i].d[0], &c[i].sum[0]
 	}
 	gemmQ4_0x8PackedAVX2(&p[0], &a, nb, out)
+}
+
+// roundF16Row rounds every value of x to F16 and back in place (roundF16).
+func roundF16Row(x []float32) {
+	i := 0
+	if n8 := len(x) &^ 7; useAVX2 && n8 > 0 {
+		roundF16RowAVX2(&x[0], n8)
+		i = n8
+	}
+	for ; i < len(x); i++ {
+		x[i] = roundF16(x[i])
+	}
+}
+
+// f32ToF16Row writes x as little-endian halves into dst (2·len(x) bytes),
+// as gguf.F32ToF16 rounds (to nearest even).
+func f32ToF16Row(dst []byte, x []float32) {
+	i := 0
+	if n8 := len(x) &^ 7; useAVX2 && n8 > 0 {
+		_ = dst[2*len(x)-1]
+		f32ToF16AVX2(&dst[0], &x[0], n8)
+		i = n8
+	}
+	for ; i < len(x); i++ {
+		binary.LittleEndian.PutUint16(dst[2*i:], gguf.F32ToF16(x[i]))
+	}
 }

@@ -49,3 +49,12 @@ func packQ4_0x8AVX2(dst *byte, src *byte, stride int, nb int)
 
 //go:noescape
 func gemmQ4_0x8PackedAVX2(p *byte, a *q4x4Args, nb int, out *[4][8]float32)
+
+//go:noescape
+func softmaxExpAVX2(w *float32, n int, mx float32) float64
+
+//go:noescape
+func roundF16RowAVX2(x *float32, n int)
+
+//go:noescape
+func f32ToF16AVX2(dst *byte, src *float32, n int)

@@ -191,17 +191,18 @@ q4done:
 	VZEROUPPER
 	RET
 
-// Q8X4COL multiplies the weight block (|x| in Y2, x in Y1, d_x in X0) with
-// the block of activation column c (qs pointer Q, scale pointer D) into
-// the accumulator ACC.
+// Q8X4COL multiplies the weight block (|x| in Y2, x in Y1, d_x broadcast
+// in Y0) with the block of activation column c (qs base Q, scale base D,
+// block index R13: qs at Q+32·R13, scale at D+4·R13) into the accumulator
+// ACC.
 #define Q8X4COL(Q, D, ACC) \
-	VMOVDQU (Q), Y3        \
-	VPSIGNB Y1, Y3, Y3     \
-	VPMADDUBSW Y3, Y2, Y3  \
-	VPMADDWD Y15, Y3, Y3   \
-	VCVTDQ2PS Y3, Y3       \
-	VMULSS (D), X0, X4     \
-	VBROADCASTSS X4, Y4    \
+	VMOVDQU (Q)(R13*8), Y3       \
+	VPSIGNB Y1, Y3, Y3           \
+	VPMADDUBSW Y3, Y2, Y3        \
+	VPMADDWD Y15, Y3, Y3         \
+	VCVTDQ2PS Y3, Y3             \
+	VBROADCASTSS (D)(R13*1), Y4  \
+	VMULPS Y4, Y0, Y4            \
 	VFMADD231PS Y3, Y4, ACC
 
 // func dotQ8_0Rawx4AVX2(src *byte, qs *[4]*int8, d *[4]*float32, nb int, out *[4]float32)
@@ -218,6 +219,8 @@ TEXT ·dotQ8_0Rawx4AVX2(SB), NOSPLIT, $0-40
 	MOVQ 16(AX), DI
 	MOVQ 24(AX), R12
 	MOVQ nb+24(FP), CX
+	SHLQ $2, CX // 4·nb: R13 runs over 4·block
+	XORQ R13, R13
 	BCAST32($0x00010001, X15, Y15)
 	VXORPS Y5, Y5, Y5
 	VXORPS Y6, Y6, Y6
@@ -230,6 +233,7 @@ q8x4loop:
 	MOVWLZX (SI), AX
 	VMOVD   AX, X0
 	VCVTPH2PS X0, X0
+	VBROADCASTSS X0, Y0
 	VMOVDQU 2(SI), Y1
 	VPSIGNB Y1, Y1, Y2
 	Q8X4COL(R8, BX, Y5)
@@ -237,16 +241,9 @@ q8x4loop:
 	Q8X4COL(R10, DI, Y7)
 	Q8X4COL(R11, R12, Y8)
 	ADDQ $34, SI
-	ADDQ $32, R8
-	ADDQ $32, R9
-	ADDQ $32, R10
-	ADDQ $32, R11
-	ADDQ $4, BX
-	ADDQ $4, DX
-	ADDQ $4, DI
-	ADDQ $4, R12
-	DECQ CX
-	JNZ  q8x4loop
+	ADDQ $4, R13
+	CMPQ R13, CX
+	JLT  q8x4loop
 
 q8x4done:
 	MOVQ out+32(FP), AX
@@ -738,10 +735,49 @@ GLOBL expc<>(SB), RODATA|NOPTR, $480
 #define EXP_G82 expc<>+416(SB)
 #define EXP_B7F expc<>+448(SB)
 
+// VEXPF sets Y0 to vexpf(Y1) lane by lane: ggml_v_expf on AVX2+FMA, the
+// operations of vexpf (expf.go) with true FMAs, and its special path for
+// |n| > 126 blended in when a lane needs it. Y1..Y9 and AX are clobbered.
+// It uses the label vexpfdone, so a function can expand it once.
+#define VEXPF \
+	VMOVUPS EXP_R, Y2              \
+	VFMADD231PS EXP_LOG2E, Y1, Y2  \
+	VSUBPS  EXP_R, Y2, Y3          \
+	VFNMADD231PS EXP_LN2HI, Y3, Y1 \
+	VFNMADD231PS EXP_LN2LO, Y3, Y1 \
+	VPSLLD  $23, Y2, Y2            \
+	VPADDD  EXP_ONE, Y2, Y4        \
+	VMULPS  Y1, Y1, Y5             \
+	VMOVUPS EXP_C4, Y6             \
+	VFMADD231PS EXP_C5, Y1, Y6     \
+	VMOVUPS EXP_C2, Y7             \
+	VFMADD231PS EXP_C3, Y1, Y7     \
+	VFMADD231PS Y5, Y6, Y7         \
+	VMULPS  EXP_C1, Y1, Y8         \
+	VFMADD231PS Y5, Y7, Y8         \
+	VMOVAPS Y4, Y0                 \
+	VFMADD231PS Y8, Y4, Y0         \
+	VANDPS  EXP_ABSMASK, Y3, Y9    \
+	VCMPPS  $0x1e, EXP_K126, Y9, Y6 \
+	VMOVMSKPS Y6, AX               \
+	TESTL   AX, AX                 \
+	JZ      vexpfdone              \
+	VXORPS  Y7, Y7, Y7             \
+	VCMPPS  $2, Y7, Y3, Y7         \
+	VANDPS  EXP_G82, Y7, Y7        \
+	VPADDD  EXP_B7F, Y7, Y5        \
+	VPSUBD  Y7, Y2, Y2             \
+	VMULPS  Y5, Y5, Y4             \
+	VFMADD231PS Y8, Y2, Y2         \
+	VMULPS  Y5, Y2, Y2             \
+	VCMPPS  $0x1e, EXP_K192, Y9, Y9 \
+	VBLENDVPS Y9, Y4, Y2, Y2       \
+	VBLENDVPS Y6, Y2, Y0, Y0       \
+vexpfdone:
+
 // func siluAVX2(out, x *float32, n int)
 // n is a positive multiple of 8. out[i] = x[i] / (1 + vexpf(-x[i])) as
-// ggml_v_silu: the operations of vexpf (expf.go) on eight lanes, with true
-// FMAs, and the special path for |n| > 126 blended in when a lane needs it.
+// ggml_v_silu (x' = 0 - x).
 TEXT ·siluAVX2(SB), NOSPLIT, $0-24
 	MOVQ out+0(FP), DI
 	MOVQ x+8(FP), SI
@@ -751,31 +787,8 @@ TEXT ·siluAVX2(SB), NOSPLIT, $0-24
 
 siluloop:
 	VMOVUPS (SI)(DX*4), Y10
-	VSUBPS  Y10, Y15, Y1           // x' = 0 - x
-	VMOVUPS EXP_R, Y2
-	VFMADD231PS EXP_LOG2E, Y1, Y2  // z = fma(x', log2e, r)
-	VSUBPS  EXP_R, Y2, Y3          // n = z - r
-	VFNMADD231PS EXP_LN2HI, Y3, Y1 // fma(-n, ln2hi, x')
-	VFNMADD231PS EXP_LN2LO, Y3, Y1 // b = fma(-n, ln2lo, ...)
-	VPSLLD  $23, Y2, Y2            // e = bits(z) << 23
-	VPADDD  EXP_ONE, Y2, Y4        // k = e + bits(1)
-	VMULPS  Y1, Y1, Y5             // u = b*b
-	VMOVUPS EXP_C4, Y6
-	VFMADD231PS EXP_C5, Y1, Y6     // fma(c5, b, c4)
-	VMOVUPS EXP_C2, Y7
-	VFMADD231PS EXP_C3, Y1, Y7     // fma(c3, b, c2)
-	VFMADD231PS Y5, Y6, Y7         // fma(., u, .)
-	VMULPS  EXP_C1, Y1, Y8         // c1*b
-	VFMADD231PS Y5, Y7, Y8         // j = fma(., u, c1*b)
-	VMOVAPS Y4, Y0
-	VFMADD231PS Y8, Y4, Y0         // fma(j, k, k)
-	VANDPS  EXP_ABSMASK, Y3, Y9    // |n|
-	VCMPPS  $0x1e, EXP_K126, Y9, Y6 // |n| > 126
-	VMOVMSKPS Y6, AX
-	TESTL   AX, AX
-	JNZ     silularge
-
-silustore:
+	VSUBPS  Y10, Y15, Y1
+	VEXPF
 	VADDPS  EXP_ONE, Y0, Y0
 	VDIVPS  Y0, Y10, Y0
 	VMOVUPS Y0, (DI)(DX*4)
@@ -785,18 +798,32 @@ silustore:
 	VZEROUPPER
 	RET
 
-silularge:
-	VCMPPS  $2, Y15, Y3, Y7    // n <= 0
-	VANDPS  EXP_G82, Y7, Y7    // g
-	VPADDD  EXP_B7F, Y7, Y5    // s1 = g + 0x7f000000
-	VPSUBD  Y7, Y2, Y2         // s2 = e - g
-	VMULPS  Y5, Y5, Y4         // s1*s1
-	VFMADD231PS Y8, Y2, Y2     // fma(s2, j, s2)
-	VMULPS  Y5, Y2, Y2         // ... * s1
-	VCMPPS  $0x1e, EXP_K192, Y9, Y9 // |n| > 192
-	VBLENDVPS Y9, Y4, Y2, Y2
-	VBLENDVPS Y6, Y2, Y0, Y0
-	JMP silustore
+// func softmaxExpAVX2(w *float32, n int, mx float32) float64
+// n is a positive multiple of 8. w[i] = vexpf(w[i] - mx) (a masked -Inf
+// entry gives vexpf(-Inf) = +0 by the same lanes), and the float32
+// horizontal sum of each block of 8 (hsum_float_8) added to a float64
+// total, as ggml_vec_soft_max_f32.
+TEXT ·softmaxExpAVX2(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS mx+16(FP), Y11
+	VXORPD X12, X12, X12
+	XORQ DX, DX
+
+smloop:
+	VMOVUPS (SI)(DX*4), Y1
+	VSUBPS  Y11, Y1, Y1
+	VEXPF
+	VMOVUPS Y0, (SI)(DX*4)
+	HSUM8(Y0, X0, X1)
+	VCVTSS2SD X0, X0, X0
+	VADDSD  X0, X12, X12
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  smloop
+	VMOVSD X12, ret+24(FP)
+	VZEROUPPER
+	RET
 
 // func dotF16x2x4AVX2(a0, a1 *byte, b *[4]*float32, n int, out *[8]float32)
 // dotF16x4AVX2 for two rows at once (out[4r+c]): each activation load
@@ -1022,5 +1049,43 @@ gemmdone:
 	VMOVUPS Y1, 32(AX)
 	VMOVUPS Y2, 64(AX)
 	VMOVUPS Y3, 96(AX)
+	VZEROUPPER
+	RET
+
+// func roundF16RowAVX2(x *float32, n int)
+// n is a positive multiple of 8. x[i] = float32(float16(x[i])), rounding to
+// nearest even (vcvtps2ph with immediate 0, as ggml's FP32_TO_FP16 on F16C).
+TEXT ·roundF16RowAVX2(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	XORQ DX, DX
+
+rndloop:
+	VMOVUPS (SI)(DX*4), Y0
+	VCVTPS2PH $0, Y0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS Y0, (SI)(DX*4)
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  rndloop
+	VZEROUPPER
+	RET
+
+// func f32ToF16AVX2(dst *byte, src *float32, n int)
+// n is a positive multiple of 8: little-endian halves, rounded to nearest
+// even.
+TEXT ·f32ToF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	XORQ DX, DX
+
+tohloop:
+	VMOVUPS (SI)(DX*4), Y0
+	VCVTPS2PH $0, Y0, X0
+	VMOVDQU X0, (DI)(DX*2)
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  tohloop
 	VZEROUPPER
 	RET

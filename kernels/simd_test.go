@@ -480,3 +480,56 @@ func TestSIMDF16Rows(t *testing.T) {
 		}
 	}
 }
+
+func TestSIMDSoftmaxExp(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(19, 20))
+	for _, n := range []int{8, 13, 64, 257} {
+		cases := activationCases(r, n)
+		masked := randF32(r, n, 3)
+		for i := range masked {
+			if i%3 == 0 {
+				masked[i] = negInf32
+			}
+		}
+		cases = append(cases, masked, randF32(r, n, 200))
+		for ci, x := range cases {
+			for _, mx := range []float32{0, 3.5, -2, float32(math.Inf(1))} {
+				a, b := offsetF32(x), append([]float32(nil), x...)
+				sa, sb := softmaxExpSum(a, mx), softmaxExpSumGo(b, mx)
+				if math.Float64bits(sa) != math.Float64bits(sb) && !(sa != sa && sb != sb) {
+					t.Fatalf("n %d case %d mx %g: sum %g, Go %g", n, ci, mx, sa, sb)
+				}
+				for i := range a {
+					if !sameBits(a[i], b[i]) {
+						t.Fatalf("n %d case %d mx %g: exp(%g) = %g, Go %g", n, ci, mx, x[i]-mx, a[i], b[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestSIMDF16Round(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{8, 21, 4864 + 7} {
+		for ci, x := range append(activationCases(r, n), randF32(r, n, 7e4), randF32(r, n, 6e-8)) {
+			x = offsetF32(x)
+			got := append([]float32(nil), x...)
+			roundF16Row(got)
+			h := make([]byte, 2*n+1)[1:]
+			f32ToF16Row(h, x)
+			for i, v := range x {
+				want := roundF16(v)
+				if !sameBits(got[i], want) {
+					t.Fatalf("n %d case %d: round(%g) = %g, Go %g", n, ci, v, got[i], want)
+				}
+				hw := gguf.F32ToF16(v)
+				if hg := binary.LittleEndian.Uint16(h[2*i:]); hg != hw {
+					t.Fatalf("n %d case %d: F16(%g) = %#x, gguf %#x", n, ci, v, hg, hw)
+				}
+			}
+		}
+	}
+}

@@ -187,8 +187,10 @@ func (b *builder) build() (*ir.Graph, error) {
 	}
 	mask := b.input(InputMask, ir.T(ir.F32, ir.S(SymKV), ir.Padded(SymTokens, MaskPad)))
 	var maskSWA *ir.Node
-	if hp.SWAWindow > 0 {
-		maskSWA = b.swaMask(mask, inpPos)
+	for il := int64(0); il < hp.NLayer && maskSWA == nil; il++ {
+		if hp.IsSWA(il) {
+			maskSWA = b.swaMask(mask, inpPos)
+		}
 	}
 	ropeFactors := b.weight("rope_freqs.weight", true, hp.NRot/2)
 	if ropeFactors == nil && hp.Arch == "phi3" {

@@ -40,8 +40,9 @@ func TestSolveRespectsBudget(t *testing.T) {
 	_, rep := solve(t, p, StrategyBest, Options{Budget: budget})
 	el := time.Since(t0)
 	t.Logf("best: %v, arena %.4f x LB by %s, unfinished %v, ms %v", el, rep.Ratio, rep.Winner, rep.Unfinished, rep.StrategyMS)
-	// Generous: the machine running the tests may be shared.
-	if el > 3*budget {
+	// Generous, as the machine running the tests may be shared; without
+	// the deadline greedy-size alone runs for minutes on this instance.
+	if el > budget+4*time.Second {
 		t.Errorf("best took %v with a budget of %v", el, budget)
 	}
 	if rep.Arena > rep.Naive || rep.BudgetMS != 300 {

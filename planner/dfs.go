@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -112,6 +114,8 @@ type dfs struct {
 	deadline  time.Time
 	ctx       context.Context
 	stopped   bool
+	halt      *atomic.Bool // set by another worker of a portfolio
+	heur      []string     // the preorders this worker tries (dfsHeuristics)
 }
 
 // newDFS builds the sections, overlaps and partitions of tl's live buffers.
@@ -350,6 +354,9 @@ func (d *dfs) search(p dfsPart, lastOff int64, lastPre int32) dfsStatus {
 	if d.nodes&1023 == 0 && (time.Now().After(d.deadline) || d.ctx.Err() != nil) {
 		d.stopped = true
 	}
+	if d.nodes&63 == 0 && d.halt != nil && d.halt.Load() {
+		d.stopped = true
+	}
 	if d.stopped {
 		return dfsTimeout
 	}
@@ -553,17 +560,25 @@ func (d *dfs) decompose(p dfsPart, b int32, o int64) dfsStatus {
 }
 
 // dfsHeuristics are the static preorders tried round-robin (MiniMalloc's
-// defaults: width, area and section total in three priorities).
-var dfsHeuristics = []string{"WAT", "TAW", "TWA"}
+// defaults: width, area and section total in three priorities), in the
+// order of their node counts on the challenging set: alone, TWA proves A,
+// E, F and G at their lower bound in 1.8k-45k nodes and TAW proves B in
+// 38k, while WAT needs 252k for A and does not finish E, F or G within
+// 1M nodes.
+var dfsHeuristics = []string{"TWA", "TAW", "WAT"}
 
 // feasible runs the round-robin search at capacity c until it finds a
 // packing, proves there is none, or hits the deadline. On success the
 // offsets (indexed like the timeline) are written to out.
 func (d *dfs) feasible(c int64, out []int64) dfsStatus {
 	limit := int64(max(d.m, 1))
+	heur := d.heur
+	if heur == nil {
+		heur = dfsHeuristics
+	}
 	for {
 		limit *= 2
-		for _, h := range dfsHeuristics {
+		for _, h := range heur {
 			switch st := d.solve(c, h, limit); st {
 			case dfsFound:
 				for b, i := range d.idx {
@@ -575,4 +590,76 @@ func (d *dfs) feasible(c int64, out []int64) dfsStatus {
 			}
 		}
 	}
+}
+
+// portfolio runs feasible(c) on several workers at once, each with its own
+// search state and its own share of the preorders (on 2 cores: TWA alone,
+// and TAW with WAT); the first to find a
+// packing or prove there is none stops the others. A refutation by any
+// worker is a proof: each searches its whole tree when not stopped.
+type portfolio struct {
+	ws []*dfs
+}
+
+// newPortfolio returns k workers for tl, or nil when the instance is too
+// large for the exact search.
+func newPortfolio(tl *timeline, k int) *portfolio {
+	p := &portfolio{}
+	for w := range k {
+		d := newDFS(tl, maxDFSPairs)
+		if d == nil {
+			return nil
+		}
+		for j, h := range dfsHeuristics {
+			if min(j, k-1) == w { // the first workers get one each, the last the rest
+				d.heur = append(d.heur, h)
+			}
+		}
+		if len(d.heur) == 0 {
+			d.heur = dfsHeuristics
+		}
+		p.ws = append(p.ws, d)
+	}
+	return p
+}
+
+// feasible decides capacity c; on success out holds the offsets. nodes is
+// the total node count of the workers.
+func (p *portfolio) feasible(ctx context.Context, c int64, deadline time.Time, out []int64) (st dfsStatus, nodes int64) {
+	if len(p.ws) == 1 {
+		d := p.ws[0]
+		d.ctx, d.deadline, d.nodes, d.stopped, d.maxNodes = ctx, deadline, 0, false, 0
+		st = d.feasible(c, out)
+		return st, d.nodes
+	}
+	var halt atomic.Bool
+	var mu sync.Mutex
+	st = dfsTimeout
+	var wg sync.WaitGroup
+	for _, d := range p.ws {
+		d.ctx, d.deadline, d.nodes, d.stopped, d.maxNodes, d.halt = ctx, deadline, 0, false, 0, &halt
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := make([]int64, len(out))
+			r := d.feasible(c, mine)
+			if r != dfsFound && r != dfsInfeasible {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if st == dfsTimeout {
+				st = r
+				if r == dfsFound {
+					copy(out, mine)
+				}
+				halt.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, d := range p.ws {
+		nodes += d.nodes
+	}
+	return st, nodes
 }

@@ -144,8 +144,10 @@ func ArenaOf(p *Problem, offsets []int64) int64 {
 // Validate checks that a is a correct solution of p: one offset per buffer,
 // every offset non-negative and aligned, every buffer inside the arena, and
 // no two buffers that are live at a common step overlapping in address. It
-// sweeps the buffers in address order keeping, in a segment tree over time,
-// how many open address ranges cover each step: O(n log n) on any input.
+// sweeps time keeping the live buffers sorted by offset while at most 512
+// are live at once; beyond that it sweeps the buffers in address order
+// keeping, in a segment tree over time, how many open address ranges cover
+// each step: O(n log n) on any input.
 func Validate(p *Problem, a *Assignment) error {
 	if err := p.Check(); err != nil {
 		return err
@@ -173,7 +175,11 @@ func Validate(p *Problem, a *Assignment) error {
 		}
 	}
 	cs, ce, steps := compressLifetimes(p)
-	if i, j := findOverlap(p, a.Offsets, cs, ce, steps); i >= 0 {
+	i, j, ok := findOverlapTime(p, a.Offsets, cs, ce, steps)
+	if !ok {
+		i, j = findOverlap(p, a.Offsets, cs, ce, steps)
+	}
+	if i >= 0 {
 		return overlapError(p, a, i, j)
 	}
 	return nil

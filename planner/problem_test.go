@@ -152,5 +152,15 @@ func TestValidateBruteForce(t *testing.T) {
 		if err := Validate(p, a); (err == nil) != want {
 			t.Fatalf("iteration %d: Validate = %v, brute force valid = %v\nproblem %+v\noffsets %v", iter, err, want, p, a.Offsets)
 		}
+		// Both sweeps of Validate agree with the brute force: the time
+		// sweep (used while few buffers are live) and the address sweep
+		// over a segment tree (used beyond).
+		cs, ce, steps := compressLifetimes(p)
+		if i, _, ok := findOverlapTime(p, a.Offsets, cs, ce, steps); !ok || (i < 0) != want {
+			t.Fatalf("iteration %d: time sweep found %d (ok %v), brute force valid = %v", iter, i, ok, want)
+		}
+		if i, _ := findOverlap(p, a.Offsets, cs, ce, steps); (i < 0) != want {
+			t.Fatalf("iteration %d: address sweep found %d, brute force valid = %v", iter, i, want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,19 +27,21 @@ const (
 //  2. the exact search (dfs.go) asks "does everything fit below C?" on a
 //     ladder of capacities: first C = lower bound with most of the time, then
 //     bisection between the highest capacity that timed out or was refuted
-//     and the incumbent; a refuted capacity raises the proven bound;
+//     and the incumbent; a refuted capacity raises the proven bound. It runs
+//     as a portfolio, one search per core with different preorders;
 //  3. whatever time is left goes to a perturbation search over placement
 //     orders (moving a buffer that touches the arena's top earlier and
-//     re-decoding with best fit, keeping changes that do not grow the arena),
-//     when a decode is cheap enough for it to make a difference;
-//  4. with repair, a large-neighbourhood search (repair.go) runs
-//     concurrently with 2-3 from the start: it re-packs the buffers of a
-//     time window around a buffer at the arena's top, on any instance size.
+//     re-decoding with best fit, keeping changes that do not grow the arena)
+//  4. and, in repair mode, concurrently with 3, to a large-neighbourhood
+//     search (repair.go) that re-packs the buffers of a time window around a
+//     buffer at the arena's top.
 //
-// With exact set only 1 and 2 run. seeds are results of other strategies
-// (an order is optional); the greedy orders missing from them are decoded
-// first. With Options.MaxNodes the phases run one after the other, so the
-// result does not depend on scheduling.
+// Instances too large for the exact search (more than maxDFSPairs
+// overlapping pairs) go straight to 3 and 4. With mode exact only 1 and 2
+// run. seeds are results of other strategies (an order is optional); the
+// greedy orders missing from them are decoded first. With Options.MaxNodes
+// the phases run one after the other on one core, so the result does not
+// depend on scheduling.
 func solveSearch(ctx context.Context, tl *timeline, seeds []seed, opts Options, inc *incumbent, mode searchMode) *Assignment {
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -47,6 +50,9 @@ func solveSearch(ctx context.Context, tl *timeline, seeds []seed, opts Options, 
 	s := &searcher{ctx: ctx, tl: tl, deadline: deadline, opts: opts, inc: inc}
 	s.inc.raise(tl.lb)
 	for _, sd := range seeds {
+		if sd.order != nil && sd.a != nil {
+			s.orders = append(s.orders, sd.order)
+		}
 		s.offer(sd.a, sd.order, sd.name)
 		if sd.name == StrategyGreedySize {
 			s.decodeDur = sd.dur
@@ -59,22 +65,14 @@ func solveSearch(ctx context.Context, tl *timeline, seeds []seed, opts Options, 
 	if s.done() {
 		return s.inc.best
 	}
-	exactThenOrders := func() {
-		if s.bestArena() > tl.lb {
-			s.ladder()
-		}
-		if mode != modeExact && !s.done() && !s.expired() {
-			s.perturb()
-		}
-	}
-	switch {
-	case mode != modeRepair:
-		exactThenOrders()
-	case opts.MaxNodes > 0:
-		exactThenOrders()
+	exactOK := s.exactApplies()
+	runRepair := func() {
 		r := &searcher{ctx: ctx, tl: tl, deadline: deadline, opts: opts, inc: inc}
 		r.repair()
-	default:
+	}
+	// concurrently runs f alongside the order search (a panic in f is
+	// re-raised here, for Solve to turn into an error).
+	concurrently := func(f func()) {
 		var wg sync.WaitGroup
 		var panicked atomic.Value
 		wg.Add(1)
@@ -85,16 +83,43 @@ func solveSearch(ctx context.Context, tl *timeline, seeds []seed, opts Options, 
 					panicked.Store(fmt.Sprint(r))
 				}
 			}()
-			r := &searcher{ctx: ctx, tl: tl, deadline: deadline, opts: opts, inc: inc}
-			r.repair()
+			f()
 		}()
-		exactThenOrders()
+		s.perturb()
 		wg.Wait()
 		if r := panicked.Load(); r != nil {
-			panic(r) // Solve turns it into an error
+			panic(r)
 		}
 	}
+	// The exact search gets every core while it runs; the order search and
+	// (in repair mode) the neighbourhood repair share the time after it, or
+	// all of it on instances too large for the exact search.
+	if exactOK && s.bestArena() > tl.lb {
+		s.ladder(runtime.GOMAXPROCS(0))
+	}
+	switch {
+	case mode == modeExact || s.done() || s.expired():
+	case mode == modeSearch:
+		s.perturb()
+	case opts.MaxNodes > 0:
+		s.perturb()
+		runRepair()
+	default:
+		concurrently(runRepair)
+	}
 	return s.inc.best
+}
+
+// exactApplies reports whether the instance is small enough for the exact
+// search (see maxDFSPairs).
+func (s *searcher) exactApplies() bool {
+	live := 0
+	for _, l := range s.tl.live {
+		if l {
+			live++
+		}
+	}
+	return live <= maxDFSBuffers && overlapPairs(s.tl) <= maxDFSPairs
 }
 
 // searchMode selects the phases of solveSearch.
@@ -205,6 +230,7 @@ type searcher struct {
 	deadline  time.Time
 	opts      Options
 	inc       *incumbent
+	orders    [][]int32     // the greedy orders, for restarts of the order search
 	decodeDur time.Duration // time of one full greedy decode
 	work      int64         // nodes + iterations spent, for Options.MaxNodes
 }
@@ -246,17 +272,23 @@ func (s *searcher) seed(seeds []seed) {
 		if name == StrategyGreedySize {
 			s.decodeDur = sd.dur
 		}
+		s.orders = append(s.orders, sd.order)
 		s.offer(sd.a, sd.order, name)
 	}
 }
 
-// ladder runs the exact search on decreasing capacities.
-func (s *searcher) ladder() {
-	d := newDFS(s.tl, maxDFSPairs)
-	if d == nil {
+// ladder runs the exact search on decreasing capacities, with a portfolio
+// of `workers` concurrent searches when workers > 1 (not with MaxNodes,
+// whose node counts must not depend on scheduling).
+func (s *searcher) ladder(workers int) {
+	if s.opts.MaxNodes > 0 {
+		s.ladderSequential()
 		return
 	}
-	d.ctx = s.ctx
+	pf := newPortfolio(s.tl, max(workers, 1))
+	if pf == nil {
+		return
+	}
 	soft := s.inc.lo.Load() // capacities below soft were refuted or timed out
 	out := make([]int64, s.tl.n)
 	first := true
@@ -265,31 +297,64 @@ func (s *searcher) ladder() {
 		if soft >= hi {
 			break
 		}
-		// First the lower bound with most of the time, then bisection of
-		// [soft, hi-1] with a third of what is left each.
-		c, share := s.inc.lo.Load(), 0.6
-		if !first {
-			c, share = soft+(hi-1-soft)/2, 1.0/3
+		c, share := s.rung(first, soft, hi)
+		first = false
+		left := time.Until(s.deadline)
+		st, nodes := pf.feasible(s.ctx, c, time.Now().Add(time.Duration(float64(left)*share)), out)
+		s.work += nodes
+		soft = s.settle(st, c, soft, out)
+	}
+}
+
+// rung returns the next capacity to try and the share of the time left it
+// gets: first the lower bound with most of the time, then bisection of
+// [soft, hi-1] with a third of what is left each.
+func (s *searcher) rung(first bool, soft, hi int64) (int64, float64) {
+	if first {
+		return s.inc.lo.Load(), 0.6
+	}
+	return soft + (hi-1-soft)/2, 1.0 / 3
+}
+
+// settle records the outcome of capacity c and returns the new soft floor.
+func (s *searcher) settle(st dfsStatus, c, soft int64, out []int64) int64 {
+	switch st {
+	case dfsFound:
+		s.offer(&Assignment{Offsets: slices.Clone(out), Arena: arenaOf(s.tl, out)}, nil, StrategyExact)
+	case dfsInfeasible:
+		s.inc.raise(c + 1)
+		soft = max(soft, c+1)
+	default:
+		soft = max(soft, c+1)
+	}
+	return soft
+}
+
+// ladderSequential is ladder on one search whose node count is capped by
+// Options.MaxNodes.
+func (s *searcher) ladderSequential() {
+	d := newDFS(s.tl, maxDFSPairs)
+	if d == nil {
+		return
+	}
+	d.ctx = s.ctx
+	soft := s.inc.lo.Load()
+	out := make([]int64, s.tl.n)
+	first := true
+	for !s.expired() {
+		hi := s.bestArena()
+		if soft >= hi {
+			break
 		}
+		c, share := s.rung(first, soft, hi)
 		first = false
 		left := time.Until(s.deadline)
 		d.deadline = time.Now().Add(time.Duration(float64(left) * share))
-		d.maxNodes = 0
-		if s.opts.MaxNodes > 0 {
-			d.maxNodes = s.opts.MaxNodes - s.work
-		}
+		d.maxNodes = s.opts.MaxNodes - s.work
 		d.nodes, d.stopped = 0, false
 		st := d.feasible(c, out)
 		s.work += d.nodes
-		switch st {
-		case dfsFound:
-			s.offer(&Assignment{Offsets: slices.Clone(out), Arena: arenaOf(s.tl, out)}, nil, StrategyExact)
-		case dfsInfeasible:
-			s.inc.raise(c + 1)
-			soft = max(soft, c+1)
-		default:
-			soft = max(soft, c+1)
-		}
+		soft = s.settle(st, c, soft, out)
 	}
 }
 
@@ -307,8 +372,8 @@ func arenaOf(tl *timeline, off []int64) int64 {
 // perturb runs a hill climb over placement orders from the best greedy
 // order: a random buffer at the top of the arena moves to a random earlier
 // position, the changed suffix is re-decoded, and the move is kept unless
-// the arena grew. Every 64 rejected moves in a row it restarts from the best
-// order so far. A move re-decodes only the suffix after its new position
+// the arena grew. Every 64 rejected moves it restarts, alternately from the
+// best order so far and from one of the greedy orders. A move re-decodes only the suffix after its new position
 // (on pangu_2.6B two moves of greedy-breadth's order reach the lower
 // bound); a decode the deadline interrupts ends the search.
 func (s *searcher) perturb() {
@@ -384,7 +449,13 @@ func (s *searcher) perturb() {
 		}
 		rejects++
 		if rejects%64 == 0 {
-			copy(order, bestOrder)
+			// Restart from the best order, or every other time from
+			// another greedy order (its top may be easier to move).
+			from := bestOrder
+			if k := rejects / 64; k%2 == 1 && len(s.orders) > 0 {
+				from = s.orders[(k/2)%len(s.orders)]
+			}
+			copy(order, from)
 			for i, x := range order {
 				pos[x] = i
 			}

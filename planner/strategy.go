@@ -173,7 +173,7 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 	case StrategySearch, StrategyBest, StrategyExact:
 		var seeds []seed
 		if strategy == StrategyBest {
-			seeds = runCheap(tl, st)
+			seeds = runCheap(tl, st, workDeadline)
 			for _, sd := range seeds {
 				if sd.name != "" {
 					record(sd)
@@ -218,15 +218,16 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 }
 
 // bigInstance is the number of buffers above which "best" runs only
-// greedy-size among the best-fit strategies: each needs a segment tree of
-// a few hundred bytes per buffer, and their decodes, whose cost grows with
-// the fragmentation they meet, rarely finish within seconds there.
+// greedy-size among the best-fit strategies, and only with about 2 µs per
+// buffer left: each needs a segment tree of a few hundred bytes per buffer,
+// and their decodes, whose cost grows with the fragmentation they meet,
+// rarely finish within seconds there.
 const bigInstance = 1 << 18
 
 // runCheap runs the constructive strategies for "best": the O(n log n) ones
 // first (they always finish), then the best-fit ones concurrently, each
 // stopping at the deadline.
-func runCheap(tl *timeline, st func() *stopper) []seed {
+func runCheap(tl *timeline, st func() *stopper, deadline time.Time) []seed {
 	seeds := make([]seed, len(cheapStrategies))
 	var wg sync.WaitGroup
 	var panicked atomic.Value
@@ -241,8 +242,11 @@ func runCheap(tl *timeline, st func() *stopper) []seed {
 	}
 	for pass := range 2 {
 		for k, name := range cheapStrategies {
-			if pass == 1 && tl.n > bigInstance && name != StrategyGreedySize {
-				continue // one best-fit placer at a time on big instances
+			if pass == 1 && tl.n > bigInstance && (name != StrategyGreedySize || time.Until(deadline) < time.Duration(tl.n)*2*time.Microsecond) {
+				// One best-fit placer at a time on big instances, and only
+				// with about 2 µs per buffer left (its set-up alone, the
+				// order and the tree, takes a good part of that).
+				continue
 			}
 			if slices.Contains(linearStrategies, name) == (pass == 0) {
 				wg.Add(1)

@@ -1,7 +1,9 @@
 package planner
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 )
 
@@ -276,4 +278,79 @@ func (st *stopper) stop() bool {
 		st.stopped = true
 	}
 	return st.stopped
+}
+
+// maxSweepLive is the largest number of simultaneously live buffers for
+// which Validate sweeps time with a sorted slice of the live buffers (each
+// insertion moves at most this many entries) instead of the segment tree.
+const maxSweepLive = 512
+
+// findOverlapTime is findOverlap for instances with few simultaneously
+// live buffers: it sweeps the compressed steps (buckets, no sort), keeping
+// the live buffers sorted by offset, and compares each new buffer with its
+// two address neighbours. It returns ok = false, without a verdict, as
+// soon as more than maxSweepLive buffers are live at once.
+func findOverlapTime(p *Problem, off []int64, s, e []int32, steps int) (i, j int, ok bool) {
+	n := len(p.Buffers)
+	startAt := make([]int32, steps+2)
+	endAt := make([]int32, steps+2)
+	for b := range n {
+		if p.live(b) {
+			startAt[s[b]+1]++
+			endAt[e[b]+1]++
+		}
+	}
+	for t := 1; t < len(startAt); t++ {
+		startAt[t] += startAt[t-1]
+		endAt[t] += endAt[t-1]
+	}
+	byStart := make([]int32, startAt[steps+1])
+	byEnd := make([]int32, endAt[steps+1])
+	fs, fe := slices.Clone(startAt), slices.Clone(endAt)
+	for b := range n {
+		if p.live(b) {
+			byStart[fs[s[b]]] = int32(b)
+			fs[s[b]]++
+			byEnd[fe[e[b]]] = int32(b)
+			fe[e[b]]++
+		}
+	}
+	var active []int32 // live buffers sorted by offset; they never overlap
+	find := func(o int64) int {
+		k, _ := slices.BinarySearchFunc(active, o, func(x int32, o int64) int { return cmp.Compare(off[x], o) })
+		return k
+	}
+	for t := 0; t <= steps; t++ {
+		for _, b := range byEnd[endAt[t]:endAt[t+1]] {
+			k := find(off[b])
+			for k < len(active) && active[k] != b {
+				k++
+			}
+			if k < len(active) {
+				active = slices.Delete(active, k, k+1)
+			}
+		}
+		if t == steps {
+			break
+		}
+		for _, b := range byStart[startAt[t]:startAt[t+1]] {
+			k := find(off[b])
+			top := off[b] + p.AlignedSize(int(b))
+			if k > 0 {
+				if x := active[k-1]; off[x]+p.AlignedSize(int(x)) > off[b] {
+					return int(x), int(b), true
+				}
+			}
+			if k < len(active) {
+				if x := active[k]; off[x] < top {
+					return int(x), int(b), true
+				}
+			}
+			if len(active) == maxSweepLive {
+				return -1, -1, false
+			}
+			active = slices.Insert(active, k, b)
+		}
+	}
+	return -1, -1, true
 }

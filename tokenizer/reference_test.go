@@ -167,40 +167,42 @@ type runJSON struct {
 func TestReferenceGeneration(t *testing.T) {
 	tk := openTokenizer(t, testref.Testdata("stories260K.gguf"))
 	for _, name := range []string{"stories260K", "synth-llama-F32", "synth-llama-Q4_0", "synth-llama256-Q6_K"} {
-		data, err := os.ReadFile(testref.Shared(t, "llamacpp/"+name+".llamacpp.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var run runJSON
-		if err := json.Unmarshal(data, &run); err != nil {
-			t.Fatal(err)
-		}
-		p := run.Prompt
-		got, err := tk.Encode(p.Text, EncodeOptions{AddSpecial: p.AddSpecial, ParseSpecial: p.ParseSpecial})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := cmp.Diff(p.Tokens, got); d != "" {
-			t.Errorf("%s prompt: (-llama.cpp +got)\n%s", name, d)
-		}
-		checkPieces(t, tk, name+" prompt", p.Tokens, p.Pieces, p.PiecesHex)
-		g := run.Generation
-		checkPieces(t, tk, name+" generation", g.Tokens, g.Pieces, g.PiecesHex)
-		text := tk.Decode(g.Tokens)
-		if hex.EncodeToString(text) != g.TextHex || jsonText(text) != g.Text {
-			t.Errorf("%s: Decode = %q, want %q", name, text, g.Text)
-		}
-		if streamed := streamAll(t, tk, name, g.Tokens); hex.EncodeToString(streamed) != g.TextHex {
-			t.Errorf("%s: streamed %q, want %q", name, streamed, g.Text)
-		}
-		all := append(append([]int32{}, p.Tokens...), g.Tokens...)
-		detok, err := tk.Detokenize(all, DetokenizeOptions{UnparseSpecial: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if jsonText(detok) != g.Detok {
-			t.Errorf("%s: Detokenize = %q, want llama_detokenize's %q", name, detok, g.Detok)
-		}
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(testref.Shared(t, "llamacpp/"+name+".llamacpp.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var run runJSON
+			if err := json.Unmarshal(data, &run); err != nil {
+				t.Fatal(err)
+			}
+			p := run.Prompt
+			got, err := tk.Encode(p.Text, EncodeOptions{AddSpecial: p.AddSpecial, ParseSpecial: p.ParseSpecial})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(p.Tokens, got); d != "" {
+				t.Errorf("%s prompt: (-llama.cpp +got)\n%s", name, d)
+			}
+			checkPieces(t, tk, name+" prompt", p.Tokens, p.Pieces, p.PiecesHex)
+			g := run.Generation
+			checkPieces(t, tk, name+" generation", g.Tokens, g.Pieces, g.PiecesHex)
+			text := tk.Decode(g.Tokens)
+			if hex.EncodeToString(text) != g.TextHex || jsonText(text) != g.Text {
+				t.Errorf("%s: Decode = %q, want %q", name, text, g.Text)
+			}
+			if streamed := streamAll(t, tk, name, g.Tokens); hex.EncodeToString(streamed) != g.TextHex {
+				t.Errorf("%s: streamed %q, want %q", name, streamed, g.Text)
+			}
+			all := append(append([]int32{}, p.Tokens...), g.Tokens...)
+			detok, err := tk.Detokenize(all, DetokenizeOptions{UnparseSpecial: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if jsonText(detok) != g.Detok {
+				t.Errorf("%s: Detokenize = %q, want llama_detokenize's %q", name, detok, g.Detok)
+			}
+		})
 	}
 }
 

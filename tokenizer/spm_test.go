@@ -169,13 +169,10 @@ func spmSingleQueue(t testing.TB, tk *Tokenizer, text string) []int32 {
 }
 
 // sharedVocab returns the path of llama.cpp's 32000-token SentencePiece
-// vocabulary in the external reference data, or "" when it is absent.
+// vocabulary (the external reference data or its testdata copy), or ""
+// when it is absent.
 func sharedVocab() string {
-	d := testref.SharedDir()
-	if d == "" {
-		return ""
-	}
-	p := filepath.Join(d, "vocab", "ggml-vocab-llama-spm.gguf")
+	p := filepath.Join(testref.Dir(), "vocab", "ggml-vocab-llama-spm.gguf")
 	if _, err := os.Stat(p); err != nil {
 		return ""
 	}

@@ -4,11 +4,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/irtool/irtool/planner"
+	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/runtime/program"
 )
 
 // flagBlock matches one generated flag table of docs/CLI.md.
@@ -82,10 +87,21 @@ func TestHelpPrintsEveryFlag(t *testing.T) {
 }
 
 // TestCLIDocJSONFields checks that every JSON field the commands print
-// (every json tag of package main) is named in docs/CLI.md.
+// (every json tag of package main, and of the library types they print as
+// they are: plan --json's planner.Report, run --json's stats) is named in
+// docs/CLI.md.
 func TestCLIDocJSONFields(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/CLI.md")
 	require.NoError(t, err)
+	for _, rt := range []reflect.Type{reflect.TypeFor[planner.Report](), reflect.TypeFor[program.PhaseStats](),
+		reflect.TypeFor[device.CacheStats](), reflect.TypeFor[device.DeviceStats](), reflect.TypeFor[device.PoolStats]()} {
+		for i := range rt.NumField() {
+			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if name != "" && name != "-" && !strings.Contains(string(doc), "`"+name+"`") {
+				t.Errorf("JSON field %q (%s) is not documented in docs/CLI.md", name, rt)
+			}
+		}
+	}
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	tag := regexp.MustCompile("json:\"([a-z0-9_]+)[,\"]")

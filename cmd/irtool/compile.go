@@ -266,6 +266,18 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	if j.Model, err = src.build(opts); err != nil {
 		return fail(err)
 	}
+	if !src.IsIR() && flags.DumpDir != "" {
+		// The dumps name the model, so each one runs as a model file.
+		ref, err := weightsRef(path, filepath.Join(flags.DumpDir, "00-input.ir"))
+		if err != nil {
+			src.Close()
+			return nil, err
+		}
+		if j.Model.Graph.Meta == nil {
+			j.Model.Graph.Meta = map[string]string{}
+		}
+		j.Model.Graph.Meta[metaWeights] = ref
+	}
 	j.Input = j.Model.Graph
 	j.Graph = j.Model.Graph.Clone()
 	j.Out = compileJSON{Model: modelName(path), Arch: j.Model.HParams.Arch, Target: flags.Target,

@@ -148,3 +148,16 @@ func TestIRTextErrors(t *testing.T) {
 	// Without weights, compile still works on the graph alone.
 	runOK(t, "compile", noWeights, "--target", "cpu")
 }
+
+// TestIRTextSim runs IR text through the whole pipeline on the simulated
+// Ascend device: the same tokens as from the GGUF.
+func TestIRTextSim(t *testing.T) {
+	path := testref.Testdata("synth-llama-Q4_0.gguf")
+	irPath := filepath.Join(t.TempDir(), "m.ir")
+	runOK(t, "ir", path, "-o", irPath)
+	args := []string{"run", "--backend", "sim", "--tokens", "1,22,33", "-n", "6", "--json"}
+	gg := cliJSON(t, append(args, path)...).(map[string]any)
+	fromIR := cliJSON(t, append(args, irPath)...).(map[string]any)
+	require.Equal(t, gg["tokens"], fromIR["tokens"])
+	require.NotEmpty(t, gg["tokens"])
+}

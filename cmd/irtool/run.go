@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/irtool/irtool/gguf"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/session"
@@ -50,6 +52,9 @@ docs/RUNTIME.md, "Real hardware").`,
 
 // defaultUBatch is run's prefill chunk (llama.cpp's default n_ubatch).
 const defaultUBatch = 512
+
+// maxThreads is the largest --threads.
+const maxThreads = 1024
 
 // maxCtx is the largest --ctx (the graph builder's limit on n_ctx).
 const maxCtx = 1 << 24
@@ -129,6 +134,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	withLogits := fs.Bool("logits", false, "with --json, include every generated token's logits")
 	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
+	checkNumerics := fs.Bool("check-numerics", false, "check every op's output for NaN and infinities and name the first that has one (cpu backend; slower)")
 	threads := threadsFlag(fs)
 	var sim simFlags
 	sim.declare(fs)
@@ -165,8 +171,25 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if *nctx < 0 || *nctx > maxCtx {
 		return usageError(stderr, "run", "--ctx %d: want 0 (the model's context_length) or 1..%d", *nctx, maxCtx)
 	}
+	if *threads < 0 || *threads > maxThreads {
+		return usageError(stderr, "run", "--threads %d: want 0 (the physical cores) or 1..%d", *threads, maxThreads)
+	}
+	if *backend != "cpu" {
+		var set string
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "threads" || fl.Name == "t" {
+				set = fl.Name
+			}
+		})
+		if set != "" {
+			return usageError(stderr, "run", "--%s applies to --backend cpu only", set)
+		}
+	}
 	if *ubatch < 1 {
 		return usageError(stderr, "run", "--ubatch %d: want a positive number of tokens", *ubatch)
+	}
+	if *checkNumerics && *backend != "cpu" {
+		return usageError(stderr, "run", "--check-numerics applies to --backend cpu (other backends' non-finite logits are traced on the CPU reference automatically)")
 	}
 	if *withLogits && !*asJSON {
 		return usageError(stderr, "run", "--logits needs --json")
@@ -283,7 +306,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		optimised.Graph = g
 		m = &optimised
 	}
-	var sess generator
+	var sess session.Stepper
 	var cpu *session.Session
 	var simRun *simBackend
 	var cannRun *cannBackend
@@ -294,7 +317,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		if cpu, err = session.NewSession(m, f, session.SessionOptions{Threads: *threads}); err == nil {
+		if cpu, err = newCPUSession(m, f, *checkNumerics, *threads); err == nil {
 			defer cpu.Close()
 		}
 		sess = cpu
@@ -336,9 +359,23 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if !*asJSON && *prompt != "" {
 		fmt.Fprint(stdout, *prompt)
 	}
-	res, err := sess.Generate(ids, *n, *withLogits, onToken)
+	res, err := session.GenerateWith(sess, ids, *n, session.GenerateOptions{
+		UBatch: *ubatch, KeepLogits: *withLogits, OnToken: onToken, CheckFinite: true})
 	if err != nil {
-		fmt.Fprintf(stderr, "\nirtool run: %v\n", err)
+		var nf *session.NonFiniteError
+		if errors.As(err, &nf) && !*checkNumerics {
+			// Find the op: replay the same tokens on the CPU reference
+			// executor, checking every op's output.
+			err = fmt.Errorf("%w; %v", err, locateNonFinite(m, f, nf.Tokens, len(ids), *ubatch))
+		}
+		if !*asJSON {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stderr, "irtool run: %s: %v\n", name, err)
+		if *asJSON {
+			// Still one valid JSON document, saying what went wrong.
+			_ = writeJSON(stdout, runJSON{Model: name, Backend: *backend, PromptTokens: ids, Tokens: []int32{}, Error: err.Error()})
+		}
 		return 1
 	}
 	if dec != nil {
@@ -399,6 +436,38 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// newCPUSession is the cpu backend's session: the reference executor, with
+// every op's output checked for NaN and infinities when check is set.
+// The check runs on the reference executor (the compiled plan does not
+// check).
+func newCPUSession(m *models.Model, w eval.WeightSource, check bool, threads int) (*session.Session, error) {
+	return session.NewSession(m, w, session.SessionOptions{Threads: threads, Reference: check, Exec: eval.ExecOptions{CheckFinite: check}})
+}
+
+// locateNonFinite replays tokens (the prompt, in ubatch-token steps, then
+// one token per step) on a fresh CPU session that checks every op's output,
+// and returns the error naming the first op whose output is not finite.
+func locateNonFinite(m *models.Model, w eval.WeightSource, tokens []int32, nPrompt, ubatch int) error {
+	s, err := newCPUSession(m, w, true, 0)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	steps := [][]int32{}
+	for i := 0; i < nPrompt && i < len(tokens); i += ubatch {
+		steps = append(steps, tokens[i:min(i+ubatch, nPrompt, len(tokens))])
+	}
+	for i := nPrompt; i < len(tokens); i++ {
+		steps = append(steps, tokens[i:i+1])
+	}
+	for _, st := range steps {
+		if _, err := s.Step(st); err != nil {
+			return err
+		}
+	}
+	return errors.New("the CPU reference executor found no op whose output is not finite (the backend's results differ from it)")
 }
 
 func formatIDs(ids []int32) string {

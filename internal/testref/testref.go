@@ -79,10 +79,10 @@ var noteOnce sync.Once
 func absent(t testing.TB, what string) {
 	t.Helper()
 	if Required() {
-		t.Fatalf("%s, and %s is set: the external reference data directory is expected ($%s or ../shared/reference)", what, EnvRequire, EnvReference)
+		t.Fatalf("%s, and %s is set: the external reference data directory is expected ($%s, or its default place beside the repository)", what, EnvRequire, EnvReference)
 	}
 	noteOnce.Do(func() {
-		fmt.Fprintf(os.Stderr, "testref: the external reference data directory ($%s, or ../shared/reference) is absent; tests that need a file without a copy in testdata/reference skip (run go test -v to see which)\n", EnvReference)
+		fmt.Fprintf(os.Stderr, "testref: the external reference data directory ($%s, or its default place beside the repository) is absent; tests that need a file without a copy in testdata/reference skip (run go test -v to see which)\n", EnvReference)
 	})
 	t.Skip(what)
 }

@@ -242,6 +242,9 @@ type GraphCache struct {
 	index   map[uint64][]*list.Element // fingerprint -> entries (MatchFingerprint)
 	pending *GraphProps                // warm-up: the last sequence run eagerly
 	stats   CacheStats
+	// devLock is the device's lock, registered until Close.
+	devLock  *sync.RWMutex
+	released bool
 }
 
 // NewGraphCache returns an empty cache on dev.
@@ -255,7 +258,8 @@ func NewGraphCache(dev Device, opts CacheOptions) (*GraphCache, error) {
 	if opts.Matcher != MatchProperties && opts.Matcher != MatchFingerprint {
 		return nil, fmt.Errorf("device: unknown graph matcher %d", opts.Matcher)
 	}
-	return &GraphCache{dev: dev, opts: opts, lru: list.New(), index: map[uint64][]*list.Element{}}, nil
+	return &GraphCache{dev: dev, opts: opts, lru: list.New(), index: map[uint64][]*list.Element{},
+		devLock: AcquireDeviceLock(dev)}, nil
 }
 
 // Capacity returns the cache's capacity.
@@ -421,10 +425,9 @@ func (c *GraphCache) Execute(s Stream, p *GraphProps, launch func(Stream) error)
 		}
 		c.pending = nil
 	}
-	lock := DeviceLock(c.dev)
-	lock.Lock()
+	c.devLock.Lock()
 	g, err := c.capture(s, launch)
-	lock.Unlock()
+	c.devLock.Unlock()
 	if err != nil {
 		return Captured, err
 	}
@@ -457,11 +460,15 @@ func (c *GraphCache) capture(s Stream, launch func(Stream) error) (GraphHandle, 
 	return g, nil
 }
 
-// Close destroys every cached graph (after synchronising its stream) and
-// empties the cache.
+// Close destroys every cached graph (after synchronising its stream),
+// empties the cache and ends its registration with the device's lock.
 func (c *GraphCache) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.released {
+		c.released = true
+		defer ReleaseDeviceLock(c.dev)
+	}
 	var first error
 	for c.lru.Len() > 0 {
 		if err := c.destroy(c.remove(c.lru.Front())); err != nil && first == nil {
@@ -472,7 +479,19 @@ func (c *GraphCache) Close() error {
 	return first
 }
 
-var deviceLocks sync.Map // Device -> *sync.RWMutex
+// deviceLocks holds the lock of every device that has registered users
+// (AcquireDeviceLock), with their count. An entry goes when its last user
+// releases it, so the registry never keeps a closed device (and its
+// memory) alive.
+var (
+	deviceLocksMu sync.Mutex
+	deviceLocks   = map[Device]*deviceLock{}
+)
+
+type deviceLock struct {
+	mu   sync.RWMutex
+	refs int
+}
 
 // DeviceLock returns the lock that orders captures on dev against the
 // capture-unsafe calls (malloc, free, synchronous copies, device
@@ -481,12 +500,55 @@ var deviceLocks sync.Map // Device -> *sync.RWMutex
 // capture; users sharing a device therefore hold the read lock around
 // those calls and the write lock around a capture (xLLM's device-wide
 // capture lock; xLLM PR #604).
+//
+// The lock is shared by the users registered with AcquireDeviceLock (every
+// GraphCache and program session registers for its lifetime). A device
+// with no registered user gets a lock of its own, not kept: there is no
+// one to order against.
 func DeviceLock(dev Device) *sync.RWMutex {
-	if l, ok := deviceLocks.Load(dev); ok {
-		return l.(*sync.RWMutex)
+	deviceLocksMu.Lock()
+	defer deviceLocksMu.Unlock()
+	if l, ok := deviceLocks[dev]; ok {
+		return &l.mu
 	}
-	l, _ := deviceLocks.LoadOrStore(dev, new(sync.RWMutex))
-	return l.(*sync.RWMutex)
+	return new(sync.RWMutex)
+}
+
+// AcquireDeviceLock registers a user of dev and returns the device's lock
+// (see DeviceLock). Every call must be paired with one ReleaseDeviceLock,
+// typically in the user's Close.
+func AcquireDeviceLock(dev Device) *sync.RWMutex {
+	deviceLocksMu.Lock()
+	defer deviceLocksMu.Unlock()
+	l, ok := deviceLocks[dev]
+	if !ok {
+		l = &deviceLock{}
+		deviceLocks[dev] = l
+	}
+	l.refs++
+	return &l.mu
+}
+
+// ReleaseDeviceLock ends a registration made by AcquireDeviceLock; the last
+// one forgets the device.
+func ReleaseDeviceLock(dev Device) {
+	deviceLocksMu.Lock()
+	defer deviceLocksMu.Unlock()
+	l, ok := deviceLocks[dev]
+	if !ok {
+		return
+	}
+	if l.refs--; l.refs <= 0 {
+		delete(deviceLocks, dev)
+	}
+}
+
+// registered reports whether dev has registered users (for tests).
+func registered(dev Device) bool {
+	deviceLocksMu.Lock()
+	defer deviceLocksMu.Unlock()
+	_, ok := deviceLocks[dev]
+	return ok
 }
 
 // GraphPolicy decides when steps use graphs, and configures the cache

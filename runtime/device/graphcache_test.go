@@ -420,3 +420,36 @@ func BenchmarkNewGraphProps(b *testing.B) {
 		NewGraphProps(ls)
 	}
 }
+
+// TestDeviceLockRegistry: the registry holds a device only while it has
+// registered users (issue 18, point 6).
+func TestDeviceLockRegistry(t *testing.T) {
+	dev, err := NewSimDevice(SimOptions{MemoryBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewGraphCache(dev, CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewGraphCache(dev, CacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if DeviceLock(dev) != AcquireDeviceLock(dev) {
+		t.Error("users of one device see different locks")
+	}
+	ReleaseDeviceLock(dev)
+	if !registered(dev) {
+		t.Error("device with two caches is not registered")
+	}
+	a.Close()
+	a.Close() // idempotent: releases once
+	if !registered(dev) {
+		t.Error("device forgotten while a cache still uses it")
+	}
+	b.Close()
+	if registered(dev) {
+		t.Error("device still registered after its last cache closed")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/irtool/irtool/eval"
@@ -141,6 +142,7 @@ type Session struct {
 	stats    Stats
 	launches int64
 	closed   bool
+	lock     *sync.RWMutex // the device's lock (device.AcquireDeviceLock) until Close
 }
 
 // NewSession compiles nothing yet: programs are compiled and loaded on the
@@ -165,16 +167,20 @@ func NewSession(m *models.Model, w eval.WeightSource, dev device.Device, opts Op
 	s := &Session{model: m, weights: w, dev: dev, opts: opts, comp: comp, policy: opts.Policy,
 		regions: map[string]*region{}, progs: map[string]*loaded{}}
 	s.stats.Graphs = opts.Policy.Graphs
-	lock := device.DeviceLock(dev)
-	lock.RLock()
+	// The session is a user of the device's lock until Close, which lets
+	// the device go.
+	s.lock = device.AcquireDeviceLock(dev)
+	s.lock.RLock()
 	st, err := dev.CreateStream()
-	lock.RUnlock()
+	s.lock.RUnlock()
 	if err != nil {
+		device.ReleaseDeviceLock(dev)
 		return nil, fmt.Errorf("program: %w", err)
 	}
 	s.stream = st
 	if s.cache, err = device.NewGraphCache(dev, opts.Policy.Cache); err != nil {
 		dev.DestroyStream(st)
+		device.ReleaseDeviceLock(dev)
 		return nil, fmt.Errorf("program: %w", err)
 	}
 	return s, nil
@@ -347,9 +353,8 @@ func (s *Session) ensureRegions(p *cann.Program) error {
 			return err
 		}
 	}
-	lock := device.DeviceLock(s.dev)
-	lock.RLock()
-	defer lock.RUnlock()
+	s.lock.RLock()
+	defer s.lock.RUnlock()
 	for _, r := range p.Regions {
 		npu := r.Device == string(target.NPU)
 		cur := s.regions[r.Name]
@@ -873,9 +878,9 @@ func (s *Session) Close() error {
 		}
 	}
 	keep(s.cache.Close())
-	lock := device.DeviceLock(s.dev)
-	lock.RLock()
-	defer lock.RUnlock()
+	defer device.ReleaseDeviceLock(s.dev) // after the read lock below is released
+	s.lock.RLock()
+	defer s.lock.RUnlock()
 	names := make([]string, 0, len(s.regions))
 	for n := range s.regions {
 		names = append(names, n)

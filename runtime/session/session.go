@@ -311,6 +311,17 @@ func (s *Session) runner(key stepKey) (stepRunner, error) {
 			return nil, err
 		}
 	}
+	// Keep the decode steps (one token, one per n_kv bucket) and only the
+	// latest multi-token one: the prefill steps of a long prompt in
+	// ubatch chunks each have their own shape, and caching them all would
+	// hold every step's activations at once.
+	if key.tokens > 1 {
+		for k := range s.steps {
+			if k.tokens > 1 {
+				delete(s.steps, k)
+			}
+		}
+	}
 	if len(s.steps) > 64 {
 		clear(s.steps)
 	}
@@ -352,16 +363,97 @@ func (s *Session) Generate(prompt []int32, n int, keepLogits bool, onToken func(
 
 // Generate runs greedy generation on any Stepper: prefill on the prompt,
 // then n-1 decode steps, each feeding back the argmax (lowest id on ties,
-// as llama.cpp's greedy sampler) of the previous step's last logits.
+// as llama.cpp's greedy sampler) of the previous step's last logits. The
+// prompt is one step; GenerateWith can split it and check the logits.
 func Generate(s Stepper, prompt []int32, n int, keepLogits bool, onToken func(int32)) (*GenerateResult, error) {
+	return GenerateWith(s, prompt, n, GenerateOptions{KeepLogits: keepLogits, OnToken: onToken})
+}
+
+// GenerateOptions configure GenerateWith.
+type GenerateOptions struct {
+	// UBatch splits the prompt into steps of at most UBatch tokens
+	// (llama.cpp's n_ubatch), so that a step's activations (the KQ matrix
+	// is n_tokens x n_kv per head) stay bounded and prefill time and
+	// memory grow linearly with the prompt. 0 runs the prompt as one step.
+	UBatch int
+	// KeepLogits returns the distribution each token was chosen from.
+	KeepLogits bool
+	// OnToken, if set, is called with each generated token as soon as it
+	// exists.
+	OnToken func(int32)
+	// CheckFinite fails with a *NonFiniteError as soon as a step's logits
+	// hold NaN or an infinity, instead of sampling from them.
+	CheckFinite bool
+}
+
+// NonFiniteError reports logits that are NaN or infinite: the model (its
+// weights, or an op on its way) produced them. Step is the 0-based step
+// (the prefill steps first), Tokens the tokens fed so far including that
+// step's, so a checked re-run can replay them (see eval.ExecOptions).
+type NonFiniteError struct {
+	Step   int
+	Tokens []int32
+	Index  int     // the first non-finite logit (the token id)
+	Value  float32 // its value
+}
+
+// Error says which step and logit went wrong.
+func (e *NonFiniteError) Error() string {
+	return fmt.Sprintf("session: the logits of step %d (after %d tokens) are not finite: logit %d is %v", e.Step, len(e.Tokens), e.Index, e.Value)
+}
+
+// firstNonFinite returns the index of the first NaN or infinity in v, or -1.
+func firstNonFinite(v []float32) int {
+	for i, x := range v {
+		if x-x != 0 { // NaN or ±Inf
+			return i
+		}
+	}
+	return -1
+}
+
+// GenerateWith is Generate with options: the prompt in UBatch-token steps,
+// and the logits checked for NaN and infinities.
+func GenerateWith(s Stepper, prompt []int32, n int, o GenerateOptions) (*GenerateResult, error) {
 	res := &GenerateResult{}
 	if n <= 0 {
 		return res, nil
 	}
+	if len(prompt) == 0 {
+		return nil, fmt.Errorf("session: empty prompt")
+	}
+	fed := make([]int32, 0, len(prompt)+n)
+	steps := 0
+	step1 := func(tokens []int32) (*StepResult, error) {
+		fed = append(fed, tokens...)
+		r, err := s.Step(tokens)
+		if err != nil {
+			return nil, err
+		}
+		if len(r.Logits) == 0 {
+			return nil, fmt.Errorf("session: step %d returned no logits", steps)
+		}
+		if o.CheckFinite {
+			for _, row := range r.Logits {
+				if i := firstNonFinite(row); i >= 0 {
+					return nil, &NonFiniteError{Step: steps, Tokens: fed, Index: i, Value: row[i]}
+				}
+			}
+		}
+		steps++
+		return r, nil
+	}
 	t0 := time.Now()
-	step, err := s.Step(prompt)
-	if err != nil {
-		return nil, err
+	chunk := len(prompt)
+	if o.UBatch > 0 {
+		chunk = o.UBatch
+	}
+	var step *StepResult
+	var err error
+	for i := 0; i < len(prompt); i += chunk {
+		if step, err = step1(prompt[i:min(i+chunk, len(prompt))]); err != nil {
+			return nil, err
+		}
 	}
 	res.PrefillMS = float64(time.Since(t0).Microseconds()) / 1000
 	t1 := time.Now()
@@ -369,16 +461,16 @@ func Generate(s Stepper, prompt []int32, n int, keepLogits bool, onToken func(in
 		logits := step.Logits[len(step.Logits)-1]
 		tok := Argmax(logits)
 		res.Tokens = append(res.Tokens, tok)
-		if keepLogits {
+		if o.KeepLogits {
 			res.Logits = append(res.Logits, append([]float32(nil), logits...))
 		}
-		if onToken != nil {
-			onToken(tok)
+		if o.OnToken != nil {
+			o.OnToken(tok)
 		}
 		if i == n-1 {
 			break
 		}
-		if step, err = s.Step([]int32{tok}); err != nil {
+		if step, err = step1([]int32{tok}); err != nil {
 			return nil, err
 		}
 	}

@@ -1,32 +1,37 @@
 /*
- * fakeacl.c: a test double of libascendcl + libnnopbase + libopapi for
- * irtool's runtime/acl binding. The binding's tests build it with gcc into a
- * shared library and load it exactly as they would load CANN.
+ * fakeacl.c: irtool's emulator of libascendcl + libnnopbase + libopapi for
+ * the runtime/acl binding, the runtime half (kernels.c computes). The
+ * binding's tests and users (scripts/fakeacl.sh DIR, then
+ * IRTOOL_ACL_LIBS=DIR) load it exactly as they would load CANN.
  *
  * What it does:
  *   - implements every function declared in include/irtool_acl.h over host
- *     memory: device memory is posix_memalign'd host memory, copies are
- *     memcpy, streams and model run instances are host objects;
- *   - records every call with its arguments (tensor shapes, strides, offsets,
- *     addresses, workspace sizes, capture begin/end, executes, destroys) as
- *     one JSON object per line, read back with irtfake_trace();
+ *     memory: device memory is one posix_memalign'd host allocation per
+ *     aclrtMalloc, copies are memcpy, streams and model run instances are
+ *     host objects; streams run in order (a launch computes when enqueued);
+ *   - phase 1 of every aclnn operator checks its documented argument rules
+ *     and snapshots the arguments into the executor (CANN binds the
+ *     descriptors, and so the addresses, then); phase 2 checks the
+ *     workspace and runs the operator's kernel (kernels.c), or, on a
+ *     capturing stream, records it; aclmdlRIExecuteAsync recomputes the
+ *     recorded kernels in order at the addresses bound at capture;
+ *   - records every call with its arguments (tensor shapes, strides,
+ *     offsets, addresses, workspace sizes, capture begin/end, executes,
+ *     destroys) as one JSON object per line, read back with irtfake_trace();
  *   - refuses what CANN documents as refused during capture, with CANN's
- *     codes (CANN docs, aclmdlRI capture API): a sync of a capturing stream (107027), a
- *     sync memcpy while a GLOBAL capture is active (107030, invalidating the
- *     capture so End returns 507903), an async copy from pageable host memory
- *     into a capture (107030), the default stream (107031), End without
- *     Begin (107036), End on another thread (107038), destroying a model
- *     that is still running (107037), a second Begin on a capturing stream
- *     (107027);
- *   - checks the aclnn contracts the binding relies on: executors are single
- *     use and belong to their operator, the workspace passed to phase 2 is at
- *     least what phase 1 asked for and lies in device memory, tensors lie
- *     inside one device allocation with non-negative strides and offset.
- *
- * What it does not do: the aclnn kernels compute nothing (phase 2 records
- * and returns). The numbers of a lowered program are proven by irtool's
- * simulated device, which runs the same kernels as the CPU executor; this
- * double proves the call sequence, the descriptors and the addresses.
+ *     codes (CANN's aclmdlRI capture API): a sync of a capturing stream
+ *     (107027), a sync memcpy while a GLOBAL capture is active (107030,
+ *     invalidating the capture so End returns 507903), an async copy from
+ *     pageable host memory into a capture (107030), the default stream
+ *     (107031), End without Begin (107036), End on another thread (107038),
+ *     destroying a model that is still running (107037), a second Begin on
+ *     a capturing stream (107027);
+ *   - checks the aclnn contracts: executors are single use and belong to
+ *     their operator, the workspace passed to phase 2 is at least what
+ *     phase 1 asked for and lies in device memory, tensors lie inside one
+ *     device allocation with non-negative strides and offset; a kernel
+ *     touching memory outside every allocation is an AI core exception
+ *     (507015) naming the operator.
  *
  * Control (tests only, resolved by runtime/acl/internal/fakectl):
  *   irtfake_reset, irtfake_set, irtfake_set_soc, irtfake_fail,
