@@ -8,11 +8,11 @@ import "github.com/irtool/irtool/ir"
 // from ggml-cpu's the difference is in docs/LOWERING.md.
 func archRules() map[ir.Op]OpRule {
 	return map[ir.Op]OpRule{
-		ir.OpGelu:      {NPU: npuGelu, Traffic: streamTraffic(1), Workspace: geluWorkspace},
-		ir.OpDiv:       {NPU: binary("aclnnDiv"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpSumRows:   {NPU: npuSumRows, Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpTopK:      {NPU: npuTopK, Traffic: streamTraffic(1), Workspace: topKWorkspace},
-		ir.OpMulMatID:  {NPU: npuMulMatID, Traffic: matmulIDTraffic, Workspace: mulMatIDWorkspace},
+		ir.OpGelu:     {NPU: npuGelu, Traffic: streamTraffic(1), Workspace: geluWorkspace},
+		ir.OpDiv:      {NPU: binary("aclnnDiv"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpSumRows:  {NPU: npuSumRows, Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpTopK:     {NPU: npuTopK, Traffic: streamTraffic(1), Workspace: topKWorkspace},
+		ir.OpMulMatID: {NPU: npuMulMatID, Traffic: matmulIDTraffic, Workspace: mulMatIDWorkspace},
 		ir.OpSWAMask: {CPUOnly: "the sliding-window mask is made on the host from two step inputs (the causal mask and the positions), " +
 			"as llama.cpp's set_input builds KQ_mask_swa; it reaches the NPU as one more input copy and splits no NPU segment",
 			Traffic: streamTraffic(1)},
