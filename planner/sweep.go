@@ -219,9 +219,12 @@ func firstDuplicate(ids []int) (int, int) {
 }
 
 // findOverlap sweeps the live buffers in address order (ends before starts
-// at the same address), keeping a coverage count over time: a buffer whose
-// lifetime is already covered when its address range begins overlaps some
-// buffer whose address range is still open. It returns such a pair, or
+// at the same address), keeping the buffers whose address range is open: a
+// buffer overlaps one of them exactly when their lifetimes meet. While at
+// most 8 ranges are open they sit in a list and are compared directly;
+// beyond that a coverage count over time in a segment tree answers (a
+// buffer whose lifetime is already covered when its range opens overlaps
+// an open one) until no range is open again. It returns such a pair, or
 // (-1, -1). O(n log n).
 func findOverlap(p *Problem, off []int64, s, e []int32, steps int) (int, int) {
 	keys := make([]uint64, 0, 2*len(p.Buffers))
@@ -235,22 +238,53 @@ func findOverlap(p *Problem, off []int64, s, e []int32, steps int) (int, int) {
 		ev = append(ev, int32(i), int32(i))
 	}
 	radixSort(keys, ev)
-	ct := newCoverTree(steps)
-	for k, i := range ev {
-		if keys[k]&1 == 0 {
-			ct.add(s[i], e[i], -1)
-			continue
-		}
-		if ct.max(s[i], e[i]) > 0 {
-			// Rare path: find the partner with a linear scan.
-			for j := range p.Buffers {
-				if j != int(i) && p.live(j) && s[j] < e[i] && s[i] < e[j] &&
-					off[j] < off[i]+p.AlignedSize(int(i)) && off[i] < off[j]+p.AlignedSize(j) {
-					return j, int(i)
-				}
+	const maxList = 8
+	var ct *coverTree
+	list := make([]int32, 0, maxList+1)
+	inTree, open := false, 0
+	partner := func(i int32) int { // rare path: a linear scan
+		for j := range p.Buffers {
+			if j != int(i) && p.live(j) && s[j] < e[i] && s[i] < e[j] &&
+				off[j] < off[i]+p.AlignedSize(int(i)) && off[i] < off[j]+p.AlignedSize(j) {
+				return j
 			}
 		}
-		ct.add(s[i], e[i], 1)
+		return -1
+	}
+	for k, i := range ev {
+		if keys[k]&1 == 0 { // a range closes
+			open--
+			if inTree {
+				ct.add(s[i], e[i], -1)
+				inTree = open > 0
+			} else if x := slices.Index(list, i); x >= 0 {
+				list = slices.Delete(list, x, x+1)
+			}
+			continue
+		}
+		open++
+		if inTree {
+			if ct.max(s[i], e[i]) > 0 {
+				return partner(i), int(i)
+			}
+			ct.add(s[i], e[i], 1)
+			continue
+		}
+		for _, j := range list {
+			if s[j] < e[i] && s[i] < e[j] {
+				return int(j), int(i)
+			}
+		}
+		list = append(list, i)
+		if len(list) > maxList {
+			if ct == nil {
+				ct = newCoverTree(steps)
+			}
+			for _, j := range list {
+				ct.add(s[j], e[j], 1)
+			}
+			list, inTree = list[:0], true
+		}
 	}
 	return -1, -1
 }
