@@ -358,7 +358,7 @@ func findOverlapTime(p *Problem, off []int64, s, e []int32, steps int) (i, j int
 		}
 	}
 	active := make([]int32, 0, maxSweepLive) // live buffers sorted by offset; they never overlap
-	find := func(o int64) int { // first active buffer at offset >= o
+	find := func(o int64) int {              // first active buffer at offset >= o
 		lo, hi := 0, len(active)
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
