@@ -40,6 +40,8 @@
 #define _GNU_SOURCE
 #include "fakeacl.h"
 
+#include <math.h>
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1772,6 +1774,140 @@ aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, 
 	return call_end(&c, "aclnnCat", workspaceSize, executor);
 }
 RUN(aclnnCat)
+
+/* ---------------- operators of the newer architectures ---------------- */
+
+aclnnStatus aclnnGeluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnGeluGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	check(&c, same_shape(self, out), "out must have the shape of self");
+	check(&c, self && out && self->dtype == out->dtype, "out must have the dtype of self");
+	check(&c, self && (self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16),
+	      "self must be FLOAT, FLOAT16 or BFLOAT16");
+	return call_end(&c, "aclnnGelu", workspaceSize, executor);
+}
+RUN(aclnnGelu)
+
+/* the executor keeps the reduced dims as i[0] = count, i[1..8] = dims,
+ * i[9] keepDims, i[10] dtype */
+aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims,
+                                           aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
+                                           aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnReduceSumGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	int ok = dims && dims->magic == 0x494e5441U;
+	tr_i64s("dims", ok ? dims->v : NULL, ok ? dims->n : 0);
+	tr(",\"keepDims\":%s,\"dtype\":%d", keepDims ? "true" : "false", (int)dtype);
+	if (!c.rc && !ok) {
+		c.rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("aclnnReduceSumGetWorkspaceSize: dims is not an int array");
+	}
+	if (!c.rc) {
+		check(&c, dims->n <= 8, "at most 8 dims");
+		c.ex->i[0] = (int64_t)dims->n;
+		for (uint64_t k = 0; !c.rc && k < dims->n; k++) {
+			int64_t d = dims->v[k];
+			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
+			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
+		}
+		c.ex->i[9] = keepDims, c.ex->i[10] = dtype;
+		check(&c, out->dtype == dtype, "out's type must be dtype");
+		/* out's shape is self's with the reduced dims 1 (keepDims) or gone */
+		int64_t want[8];
+		int nw = 0;
+		for (int i = 0; i < self->ndim; i++) {
+			int red = 0;
+			for (uint64_t k = 0; k < dims->n; k++) red |= c.ex->i[1 + k] == i;
+			if (!red) want[nw++] = self->dims[i];
+			else if (keepDims) want[nw++] = 1;
+		}
+		int same = nw == out->ndim;
+		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
+		check(&c, same, "out's shape must be self's reduced over dims");
+	}
+	return call_end(&c, "aclnnReduceSum", workspaceSize, executor);
+}
+RUN(aclnnReduceSum)
+
+aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
+                                      aclTensor *valuesOut, aclTensor *indicesOut, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnTopkGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	valuesOut = (aclTensor *)arg(&c, "valuesOut", valuesOut, 1);
+	indicesOut = (aclTensor *)arg(&c, "indicesOut", indicesOut, 1);
+	tr(",\"k\":%lld,\"dim\":%lld,\"largest\":%s,\"sorted\":%s", (long long)k, (long long)dim,
+	   largest ? "true" : "false", sorted ? "true" : "false");
+	c.ex->i[0] = k, c.ex->i[2] = largest, c.ex->i[3] = sorted;
+	if (!c.rc) {
+		int d = (int)(dim < 0 ? dim + self->ndim : dim);
+		c.ex->i[1] = d;
+		check(&c, d >= 0 && d < self->ndim, "dim %lld out of range", (long long)dim);
+		check(&c, !c.rc && k >= 0 && k <= self->dims[d], "k %lld outside [0, self.size(dim)]", (long long)k);
+		/* CANN 8.x: "sorted currently supports True only" */
+		check(&c, sorted, "sorted must be true");
+		check(&c, valuesOut->dtype == self->dtype, "valuesOut must have self's dtype");
+		check(&c, indicesOut->dtype == ACL_INT64, "indicesOut must be INT64");
+		int shp = valuesOut->ndim == self->ndim && indicesOut->ndim == self->ndim;
+		for (int i = 0; shp && i < self->ndim; i++)
+			shp = valuesOut->dims[i] == (i == d ? k : self->dims[i]) && indicesOut->dims[i] == valuesOut->dims[i];
+		check(&c, shp, "valuesOut and indicesOut must be self's shape with k along dim");
+	}
+	return call_end(&c, "aclnnTopk", workspaceSize, executor);
+}
+RUN(aclnnTopk)
+
+/* a scalar's value; non-finite values are traced as strings (JSON has no
+ * infinities) */
+static int scalar_arg(call *c, const char *key, const aclScalar *v, double *out) {
+	int ok = v && v->magic == 0x5343414cU;
+	if (ok && isfinite(v->v)) tr(",\"%s\":%.17g", key, v->v);
+	else if (ok) tr(",\"%s\":\"%g\"", key, v->v);
+	*out = ok ? v->v : 0;
+	if (!c->rc && !ok) {
+		c->rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("%s: %s is not a scalar", c->fn, key);
+	}
+	return ok;
+}
+
+aclnnStatus aclnnGeScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
+                                          uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnGeScalarGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	scalar_arg(&c, "other", other, &c.ex->f[0]);
+	check(&c, same_shape(self, out), "out must have the shape of self");
+	check(&c, out && out->dtype == ACL_BOOL, "out must be BOOL");
+	return call_end(&c, "aclnnGeScalar", workspaceSize, executor);
+}
+RUN(aclnnGeScalar)
+
+aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclTensor *mask,
+                                                         const aclScalar *value, uint64_t *workspaceSize,
+                                                         aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnInplaceMaskedFillScalarGetWorkspaceSize");
+	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
+	mask = arg(&c, "mask", mask, 1);
+	scalar_arg(&c, "value", value, &c.ex->f[0]);
+	check(&c, mask && mask->dtype == ACL_BOOL, "mask must be BOOL");
+	check(&c, broadcasts(mask, selfRef), "mask must broadcast to selfRef");
+	return call_end(&c, "aclnnInplaceMaskedFillScalar", workspaceSize, executor);
+}
+RUN(aclnnInplaceMaskedFillScalar)
 
 /* ---------------- control, for tests ---------------- */
 
