@@ -86,7 +86,7 @@ func eachRow(ne [MaxDims]int64, threads int, fn func(i1, i2, i3 int64, s1, s2 []
 func (t Tensor) rowOff(i1, i2, i3 int64) int64 { return i1*t.Nb[1] + i2*t.Nb[2] + i3*t.Nb[3] }
 
 // binaryOp implements ggml's add/mul: dst = a op b with b repeated over a.
-func binaryOp(op string, dst, a, b Tensor, f func(x, y float32) float32) (err error) {
+func binaryOp(op string, dst, a, b Tensor, kind binOp) (err error) {
 	defer guard(op, &err)
 	if err := checkFloats(op, []string{"dst", "src0", "src1"}, dst, a, b); err != nil {
 		return err
@@ -97,27 +97,8 @@ func binaryOp(op string, dst, a, b Tensor, f func(x, y float32) float32) (err er
 	if !canRepeat(b, a) {
 		return fmt.Errorf("kernels: %s: src1 %s cannot be broadcast over src0 %s", op, b, a)
 	}
-	ne0, ne10 := int(a.Ne[0]), int(b.Ne[0])
-	eachRow(a.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
-		x := srcRow(a, a.rowOff(i1, i2, i3), ne0, s1)
-		y := srcRow(b, b.rowOff(i1%b.Ne[1], i2%b.Ne[2], i3%b.Ne[3]), ne10, s2[:ne10])
-		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
-		if ne10 == ne0 {
-			y = y[:len(x)]
-			out = out[:len(x)]
-			for i := range x {
-				out[i] = f(x[i], y[i])
-			}
-		} else {
-			for r := 0; r < ne0; r += ne10 {
-				for i := range ne10 {
-					out[r+i] = f(x[r+i], y[i])
-				}
-			}
-		}
-		if !direct {
-			storeRow(dst, dst.rowOff(i1, i2, i3), out)
-		}
+	eachRows(a.Ne, func(lo, hi int, s1, s2 []float32) {
+		binaryRows(dst, a, b, kind, lo, hi, s1, s2)
 	})
 	return nil
 }
@@ -125,12 +106,12 @@ func binaryOp(op string, dst, a, b Tensor, f func(x, y float32) float32) (err er
 // Add computes dst = a + b, with b repeated over a in every dim whose size
 // divides a's (ggml_add). dst has a's shape and may alias a.
 func Add(dst, a, b Tensor) error {
-	return binaryOp("add", dst, a, b, func(x, y float32) float32 { return x + y })
+	return binaryOp("add", dst, a, b, binAdd)
 }
 
 // Mul computes dst = a * b, with b broadcast over a as in Add (ggml_mul).
 func Mul(dst, a, b Tensor) error {
-	return binaryOp("mul", dst, a, b, func(x, y float32) float32 { return x * y })
+	return binaryOp("mul", dst, a, b, binMul)
 }
 
 // unary applies f to every row of src into dst (same shape); f's out may
@@ -184,20 +165,8 @@ func SwiGLU(dst, gate, up Tensor) (err error) {
 	if dst.Ne != gate.Ne || up.Ne != gate.Ne {
 		return fmt.Errorf("kernels: %s: shapes differ: dst %s, gate %s, up %s", op, dst, gate, up)
 	}
-	ne0 := int(gate.Ne[0])
-	eachRow(gate.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
-		g := srcRow(gate, gate.rowOff(i1, i2, i3), ne0, s1)
-		u := srcRow(up, up.rowOff(i1, i2, i3), ne0, s2)
-		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
-		u = u[:len(g)]
-		out = out[:len(g)]
-		siluRow(out, g)
-		for i := range out {
-			out[i] *= u[i]
-		}
-		if !direct {
-			storeRow(dst, dst.rowOff(i1, i2, i3), out)
-		}
+	eachRows(gate.Ne, func(lo, hi int, s1, s2 []float32) {
+		swigluRows(dst, gate, up, lo, hi, s1, s2)
 	})
 	return nil
 }

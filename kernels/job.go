@@ -122,13 +122,22 @@ func (j *mulMatJob) Run(p, worker, lo, hi int) {
 	case 1:
 		j.m.runTasks(j.tiles[worker], &j.out, lo, hi)
 	case 2:
-		binaryRows(j.dst, j.dst, *j.bias, false, lo, hi, j.rows.s1[worker], j.rows.s2[worker])
+		binaryRows(j.dst, j.dst, *j.bias, binAdd, lo, hi, j.rows.s1[worker], j.rows.s2[worker])
 	}
 }
 
-// binaryRows is the row loop of Add (mul false) or Mul (mul true) for the
-// flat rows [lo, hi) of a.
-func binaryRows(dst, a, b Tensor, mul bool, lo, hi int, s1, s2 []float32) {
+// binOp selects the arithmetic of binaryRows.
+type binOp int
+
+const (
+	binAdd binOp = iota
+	binMul
+	binDiv
+)
+
+// binaryRows is the row loop of Add, Mul or Div (ggml's broadcasting
+// binary ops) for the flat rows [lo, hi) of a.
+func binaryRows(dst, a, b Tensor, op binOp, lo, hi int, s1, s2 []float32) {
 	ne0, ne10 := int(a.Ne[0]), int(b.Ne[0])
 	for r := lo; r < hi; r++ {
 		i1, i2, i3 := rowIndex(int64(r), a.Ne)
@@ -138,13 +147,18 @@ func binaryRows(dst, a, b Tensor, mul bool, lo, hi int, s1, s2 []float32) {
 		for base := 0; base < ne0; base += ne10 {
 			xs, os := x[base:base+ne10], out[base:base+ne10]
 			ys := y[:len(xs)]
-			if mul {
+			switch op {
+			case binAdd:
+				for i := range xs {
+					os[i] = xs[i] + ys[i]
+				}
+			case binMul:
 				for i := range xs {
 					os[i] = xs[i] * ys[i]
 				}
-			} else {
+			case binDiv:
 				for i := range xs {
-					os[i] = xs[i] + ys[i]
+					os[i] = xs[i] / ys[i]
 				}
 			}
 		}
@@ -162,7 +176,7 @@ type rowJob struct {
 	// operands and parameters, by op
 	dst, a, b, c, w Tensor
 	eps             float32
-	mul             bool
+	bin             binOp
 	p               RopeParams
 }
 
@@ -178,15 +192,15 @@ func newRowJob(rows int64, ne0 int64, scratch, workers int, run func(j *rowJob, 
 
 // AddJob prepares Add (dst = a + b) as a Job over the rows of a.
 func AddJob(dst, a, b Tensor, workers int) (Job, error) {
-	return binaryJob("add", dst, a, b, false, workers)
+	return binaryJob("add", dst, a, b, binAdd, workers)
 }
 
 // MulJob prepares Mul (dst = a * b) as a Job over the rows of a.
 func MulJob(dst, a, b Tensor, workers int) (Job, error) {
-	return binaryJob("mul", dst, a, b, true, workers)
+	return binaryJob("mul", dst, a, b, binMul, workers)
 }
 
-func binaryJob(op string, dst, a, b Tensor, mul bool, workers int) (j Job, err error) {
+func binaryJob(op string, dst, a, b Tensor, kind binOp, workers int) (j Job, err error) {
 	defer guard(op, &err)
 	if err := checkFloats(op, []string{"dst", "src0", "src1"}, dst, a, b); err != nil {
 		return nil, err
@@ -198,9 +212,9 @@ func binaryJob(op string, dst, a, b Tensor, mul bool, workers int) (j Job, err e
 		return nil, fmt.Errorf("kernels: %s: src1 %s cannot be broadcast over src0 %s", op, b, a)
 	}
 	rj := newRowJob(a.NRows(), a.Ne[0], int(a.Ne[0]), workers, func(j *rowJob, w, lo, hi int) {
-		binaryRows(j.dst, j.a, j.b, j.mul, lo, hi, j.rows.s1[w], j.rows.s2[w])
+		binaryRows(j.dst, j.a, j.b, j.bin, lo, hi, j.rows.s1[w], j.rows.s2[w])
 	})
-	rj.dst, rj.a, rj.b, rj.mul = dst, a, b, mul
+	rj.dst, rj.a, rj.b, rj.bin = dst, a, b, kind
 	if a.Ne[0] == 0 {
 		rj.n = 0
 	}
@@ -221,15 +235,7 @@ func RMSNormMulJob(dst, x, w Tensor, eps float32, workers int) (j Job, err error
 		return nil, fmt.Errorf("kernels: %s: weight %s cannot be broadcast over %s", op, w, x)
 	}
 	rj := newRowJob(x.NRows(), x.Ne[0], int(x.Ne[0]), workers, func(j *rowJob, wk, lo, hi int) {
-		x, w, dst := j.a, j.w, j.dst
-		ne0, nw := int(x.Ne[0]), int(w.Ne[0])
-		s1, s2 := j.rows.s1[wk], j.rows.s2[wk]
-		for r := lo; r < hi; r++ {
-			i1, i2, i3 := rowIndex(int64(r), x.Ne)
-			xr := srcRow(x, x.rowOff(i1, i2, i3), ne0, s1)
-			wr := srcRow(w, w.rowOff(i1%w.Ne[1], i2%w.Ne[2], i3%w.Ne[3]), nw, s2[:nw])
-			normMulRow(dst, dst.rowOff(i1, i2, i3), xr, wr, j.eps, s1)
-		}
+		rmsNormMulRows(j.dst, j.a, j.w, j.eps, lo, hi, j.rows.s1[wk], j.rows.s2[wk])
 	})
 	rj.dst, rj.a, rj.w, rj.eps = dst, x, w, eps
 	return rj, nil
@@ -252,31 +258,7 @@ func AddRMSNormMulJob(dst, sum, a, b, w Tensor, eps float32, workers int) (j Job
 		return nil, fmt.Errorf("kernels: %s: weight %s cannot be broadcast over %s", op, w, a)
 	}
 	rj := newRowJob(a.NRows(), a.Ne[0], int(a.Ne[0]), workers, func(j *rowJob, wk, lo, hi int) {
-		a, b, w, sum, dst := j.a, j.b, j.w, j.c, j.dst
-		ne0, ne10, nw := int(a.Ne[0]), int(b.Ne[0]), int(w.Ne[0])
-		s1, s2 := j.rows.s1[wk], j.rows.s2[wk]
-		for r := lo; r < hi; r++ {
-			i1, i2, i3 := rowIndex(int64(r), a.Ne)
-			x := srcRow(a, a.rowOff(i1, i2, i3), ne0, s1)
-			y := srcRow(b, b.rowOff(i1%b.Ne[1], i2%b.Ne[2], i3%b.Ne[3]), ne10, s2[:ne10])
-			soff := sum.rowOff(i1, i2, i3)
-			s, direct := dstRow(sum, soff, ne0, s1)
-			for r := 0; r < ne0; r += ne10 {
-				for i := range ne10 {
-					s[r+i] = x[r+i] + y[i]
-				}
-			}
-			if !direct {
-				storeRow(sum, soff, s)
-				if sum.Type != gguf.TypeF32 {
-					if err := loadRowInto(sum, soff, s); err != nil {
-						panic(err)
-					}
-				}
-			}
-			wr := srcRow(w, w.rowOff(i1%w.Ne[1], i2%w.Ne[2], i3%w.Ne[3]), nw, s2[:nw])
-			normMulRow(dst, dst.rowOff(i1, i2, i3), s, wr, j.eps, s1)
-		}
+		addRMSNormMulRows(j.dst, j.c, j.a, j.b, j.w, j.eps, lo, hi, j.rows.s1[wk], j.rows.s2[wk])
 	})
 	rj.dst, rj.c, rj.a, rj.b, rj.w, rj.eps = dst, sum, a, b, w, eps
 	return rj, nil
@@ -293,24 +275,7 @@ func SwiGLUJob(dst, gate, up Tensor, workers int) (j Job, err error) {
 		return nil, fmt.Errorf("kernels: %s: shapes differ: dst %s, gate %s, up %s", op, dst, gate, up)
 	}
 	rj := newRowJob(gate.NRows(), gate.Ne[0], int(gate.Ne[0]), workers, func(j *rowJob, wk, lo, hi int) {
-		gate, up, dst := j.a, j.b, j.dst
-		ne0 := int(gate.Ne[0])
-		s1, s2 := j.rows.s1[wk], j.rows.s2[wk]
-		for r := lo; r < hi; r++ {
-			i1, i2, i3 := rowIndex(int64(r), gate.Ne)
-			g := srcRow(gate, gate.rowOff(i1, i2, i3), ne0, s1)
-			u := srcRow(up, up.rowOff(i1, i2, i3), ne0, s2)
-			out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
-			u = u[:len(g)]
-			out = out[:len(g)]
-			siluRow(out, g)
-			for i := range out {
-				out[i] *= u[i]
-			}
-			if !direct {
-				storeRow(dst, dst.rowOff(i1, i2, i3), out)
-			}
-		}
+		swigluRows(j.dst, j.a, j.b, lo, hi, j.rows.s1[wk], j.rows.s2[wk])
 	})
 	rj.dst, rj.a, rj.b = dst, gate, up
 	return rj, nil
@@ -342,29 +307,15 @@ func GetRowsJob(dst, src, idx Tensor, workers int) (j Job, err error) {
 		return nil, fmt.Errorf("kernels: %s: src %s and idx %s differ in dims 2, 3", op, src, idx)
 	}
 	rj := newRowJob(dst.NRows(), dst.Ne[0], int(dst.Ne[0]), workers, func(j *rowJob, wk, lo, hi int) {
-		dst, src, idx := j.dst, j.a, j.b
-		ne0 := int(src.Ne[0])
-		for r := lo; r < hi; r++ {
-			i10, i11, i12 := rowIndex(int64(r), dst.Ne)
-			k := readIndex(idx, i10, i11, i12)
-			if k < 0 || k >= src.Ne[1] {
-				panic(fmt.Sprintf("kernels: %s: idx[%d,%d,%d] = %d outside the %d rows of %s", op, i10, i11, i12, k, src.Ne[1], src))
-			}
-			out, direct := dstRow(dst, dst.rowOff(i10, i11, i12), ne0, j.rows.s1[wk])
-			if err := loadRowInto(src, src.rowOff(k, i11, i12), out); err != nil {
-				panic(err)
-			}
-			if !direct {
-				storeRow(dst, dst.rowOff(i10, i11, i12), out)
-			}
-		}
+		getRowsRows(j.dst, j.a, j.b, lo, hi, j.rows.s1[wk])
 	})
 	rj.dst, rj.a, rj.b = dst, src, idx
 	return rj, nil
 }
 
 // SetRowsJob prepares SetRows as a Job over the rows of src (the indexes
-// are read and checked when it runs).
+// are read and checked when it runs). Like SetRows it runs in one chunk:
+// two rows with the same index must land in order.
 func SetRowsJob(dst, src, idx Tensor, workers int) (j Job, err error) {
 	const op = "set_rows"
 	defer guard(op, &err)
@@ -384,6 +335,7 @@ func SetRowsJob(dst, src, idx Tensor, workers int) (j Job, err error) {
 			storeRow(dst, dst.rowOff(k, i02, i03), x)
 		}
 	})
+	rj.chunk = max(rj.n, 1)
 	rj.dst, rj.a, rj.b = dst, src, idx
 	return rj, nil
 }
@@ -570,4 +522,98 @@ func (t Tensor) F32() ([]float32, bool) {
 	}
 	v := f32view(t.Data, int(t.NElements()))
 	return v, v != nil || t.NElements() == 0
+}
+
+// eachRows runs fn over the flat rows of shape ne in chunks (in parallel
+// when the tensor is large), with two scratch rows of ne[0] floats: the
+// plain kernels' loop around the row functions their Jobs share.
+func eachRows(ne [MaxDims]int64, fn func(lo, hi int, s1, s2 []float32)) {
+	nr := ne[1] * ne[2] * ne[3]
+	if nr == 0 || ne[0] == 0 {
+		return
+	}
+	parallelFor(0, int(nr), rowChunk(ne[0]), func(lo, hi int) {
+		p1, p2 := getF32(int(ne[0])), getF32(int(ne[0]))
+		defer putF32(p1)
+		defer putF32(p2)
+		fn(lo, hi, *p1, *p2)
+	})
+}
+
+// rmsNormMulRows is RMSNormMul for the flat rows [lo, hi) of x.
+func rmsNormMulRows(dst, x, w Tensor, eps float32, lo, hi int, s1, s2 []float32) {
+	ne0, nw := int(x.Ne[0]), int(w.Ne[0])
+	for r := lo; r < hi; r++ {
+		i1, i2, i3 := rowIndex(int64(r), x.Ne)
+		xr := srcRow(x, x.rowOff(i1, i2, i3), ne0, s1)
+		wr := srcRow(w, w.rowOff(i1%w.Ne[1], i2%w.Ne[2], i3%w.Ne[3]), nw, s2[:nw])
+		normMulRow(dst, dst.rowOff(i1, i2, i3), xr, wr, eps, s1)
+	}
+}
+
+// addRMSNormMulRows is AddRMSNormMul for the flat rows [lo, hi) of a.
+func addRMSNormMulRows(dst, sum, a, b, w Tensor, eps float32, lo, hi int, s1, s2 []float32) {
+	ne0, ne10, nw := int(a.Ne[0]), int(b.Ne[0]), int(w.Ne[0])
+	for r := lo; r < hi; r++ {
+		i1, i2, i3 := rowIndex(int64(r), a.Ne)
+		x := srcRow(a, a.rowOff(i1, i2, i3), ne0, s1)
+		y := srcRow(b, b.rowOff(i1%b.Ne[1], i2%b.Ne[2], i3%b.Ne[3]), ne10, s2[:ne10])
+		soff := sum.rowOff(i1, i2, i3)
+		s, direct := dstRow(sum, soff, ne0, s1)
+		for r := 0; r < ne0; r += ne10 {
+			for i := range ne10 {
+				s[r+i] = x[r+i] + y[i]
+			}
+		}
+		if !direct {
+			storeRow(sum, soff, s)
+			if sum.Type != gguf.TypeF32 {
+				if err := loadRowInto(sum, soff, s); err != nil {
+					panic(err)
+				}
+			}
+		}
+		wr := srcRow(w, w.rowOff(i1%w.Ne[1], i2%w.Ne[2], i3%w.Ne[3]), nw, s2[:nw])
+		normMulRow(dst, dst.rowOff(i1, i2, i3), s, wr, eps, s1)
+	}
+}
+
+// swigluRows is SwiGLU for the flat rows [lo, hi) of gate.
+func swigluRows(dst, gate, up Tensor, lo, hi int, s1, s2 []float32) {
+	ne0 := int(gate.Ne[0])
+	for r := lo; r < hi; r++ {
+		i1, i2, i3 := rowIndex(int64(r), gate.Ne)
+		g := srcRow(gate, gate.rowOff(i1, i2, i3), ne0, s1)
+		u := srcRow(up, up.rowOff(i1, i2, i3), ne0, s2)
+		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
+		u = u[:len(g)]
+		out = out[:len(g)]
+		siluRow(out, g)
+		for i := range out {
+			out[i] *= u[i]
+		}
+		if !direct {
+			storeRow(dst, dst.rowOff(i1, i2, i3), out)
+		}
+	}
+}
+
+// getRowsRows is GetRows for the flat rows [lo, hi) of dst; an index
+// outside src panics.
+func getRowsRows(dst, src, idx Tensor, lo, hi int, s1 []float32) {
+	ne0 := int(src.Ne[0])
+	for r := lo; r < hi; r++ {
+		i10, i11, i12 := rowIndex(int64(r), dst.Ne)
+		k := readIndex(idx, i10, i11, i12)
+		if k < 0 || k >= src.Ne[1] {
+			panic(fmt.Sprintf("kernels: get_rows: idx[%d,%d,%d] = %d outside the %d rows of %s", i10, i11, i12, k, src.Ne[1], src))
+		}
+		out, direct := dstRow(dst, dst.rowOff(i10, i11, i12), ne0, s1)
+		if err := loadRowInto(src, src.rowOff(k, i11, i12), out); err != nil {
+			panic(err)
+		}
+		if !direct {
+			storeRow(dst, dst.rowOff(i10, i11, i12), out)
+		}
+	}
 }

@@ -86,7 +86,7 @@ func SumRows(dst, src Tensor) (err error) {
 
 // Div computes dst = a / b with b broadcast over a (ggml_div).
 func Div(dst, a, b Tensor) error {
-	return binaryOp("div", dst, a, b, func(x, y float32) float32 { return x / y })
+	return binaryOp("div", dst, a, b, binDiv)
 }
 
 // MulMatID is ggml_mul_mat_id: for every token t and slot e,

@@ -3,8 +3,6 @@ package kernels
 import (
 	"fmt"
 	"math"
-
-	"github.com/irtool/irtool/gguf"
 )
 
 // sqrtf is C's sqrtf (correctly rounded; the float64 detour is exact).
@@ -67,11 +65,8 @@ func RMSNormMul(dst, x, w Tensor, eps float32) (err error) {
 	if !canRepeat(w, x) {
 		return fmt.Errorf("kernels: %s: weight %s cannot be broadcast over %s", op, w, x)
 	}
-	ne0, nw := int(x.Ne[0]), int(w.Ne[0])
-	eachRow(x.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
-		xr := srcRow(x, x.rowOff(i1, i2, i3), ne0, s1)
-		wr := srcRow(w, w.rowOff(i1%w.Ne[1], i2%w.Ne[2], i3%w.Ne[3]), nw, s2[:nw])
-		normMulRow(dst, dst.rowOff(i1, i2, i3), xr, wr, eps, s1)
+	eachRows(x.Ne, func(lo, hi int, s1, s2 []float32) {
+		rmsNormMulRows(dst, x, w, eps, lo, hi, s1, s2)
 	})
 	return nil
 }
@@ -119,27 +114,8 @@ func AddRMSNormMul(dst, sum, a, b, w Tensor, eps float32) (err error) {
 	if !canRepeat(w, a) {
 		return fmt.Errorf("kernels: %s: weight %s cannot be broadcast over %s", op, w, a)
 	}
-	ne0, ne10, nw := int(a.Ne[0]), int(b.Ne[0]), int(w.Ne[0])
-	eachRow(a.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
-		x := srcRow(a, a.rowOff(i1, i2, i3), ne0, s1)
-		y := srcRow(b, b.rowOff(i1%b.Ne[1], i2%b.Ne[2], i3%b.Ne[3]), ne10, s2[:ne10])
-		soff := sum.rowOff(i1, i2, i3)
-		s, direct := dstRow(sum, soff, ne0, s1)
-		for r := 0; r < ne0; r += ne10 {
-			for i := range ne10 {
-				s[r+i] = x[r+i] + y[i]
-			}
-		}
-		if !direct {
-			storeRow(sum, soff, s)
-			if sum.Type != gguf.TypeF32 {
-				if err := loadRowInto(sum, soff, s); err != nil {
-					panic(err)
-				}
-			}
-		}
-		wr := srcRow(w, w.rowOff(i1%w.Ne[1], i2%w.Ne[2], i3%w.Ne[3]), nw, s2[:nw])
-		normMulRow(dst, dst.rowOff(i1, i2, i3), s, wr, eps, s1)
+	eachRows(a.Ne, func(lo, hi int, s1, s2 []float32) {
+		addRMSNormMulRows(dst, sum, a, b, w, eps, lo, hi, s1, s2)
 	})
 	return nil
 }

@@ -56,16 +56,8 @@ func GetRows(dst, src, idx Tensor) (err error) {
 			}
 		}
 	}
-	ne0 := int(src.Ne[0])
-	eachRow(dst.Ne, 0, func(i10, i11, i12 int64, s1, _ []float32) {
-		r := readIndex(idx, i10, i11, i12)
-		out, direct := dstRow(dst, dst.rowOff(i10, i11, i12), ne0, s1)
-		if err := loadRowInto(src, src.rowOff(r, i11, i12), out); err != nil {
-			panic(err)
-		}
-		if !direct {
-			storeRow(dst, dst.rowOff(i10, i11, i12), out)
-		}
+	eachRows(dst.Ne, func(lo, hi int, s1, _ []float32) {
+		getRowsRows(dst, src, idx, lo, hi, s1)
 	})
 	return nil
 }

@@ -130,11 +130,25 @@ func TestValidate(t *testing.T) {
 // on random assignments.
 func TestValidateBruteForce(t *testing.T) {
 	rng := newRand(7)
-	for iter := 0; iter < 2000; iter++ {
+	for iter := 0; iter < 3000; iter++ {
+		// Small instances, and (every third) larger ones with long
+		// lifetimes and large sizes, where more than 8 address ranges are
+		// open at once and the address sweep switches to its segment tree.
 		p := randomProblem(rng, 1+rng.IntN(8), 6, 40)
+		spread := int64(5)
+		if iter%3 == 2 {
+			// Short lifetimes, sizes larger than the offset spread: many
+			// buffers share addresses at different times.
+			p = &Problem{}
+			for i := range 10 + rng.IntN(50) {
+				st := rng.IntN(60)
+				p.Buffers = append(p.Buffers, Buffer{ID: i, Start: st, End: st + 1 + rng.IntN(2), Size: 200 + rng.Int64N(200)})
+			}
+			spread = 40
+		}
 		a := &Assignment{Offsets: make([]int64, len(p.Buffers))}
 		for i := range a.Offsets {
-			a.Offsets[i] = rng.Int64N(5) * p.align() * 8
+			a.Offsets[i] = rng.Int64N(spread) * p.align() * 8
 		}
 		a.Arena = ArenaOf(p, a.Offsets)
 		want := true

@@ -225,8 +225,7 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 const bigInstance = 1 << 18
 
 // runCheap runs the constructive strategies for "best": the O(n log n) ones
-// first (they always finish), then the best-fit ones concurrently, each
-// stopping at the deadline.
+// first, then the best-fit ones, each stopping at the deadline.
 func runCheap(tl *timeline, st func() *stopper, deadline time.Time) []seed {
 	seeds := make([]seed, len(cheapStrategies))
 	var wg sync.WaitGroup
@@ -240,18 +239,32 @@ func runCheap(tl *timeline, st func() *stopper, deadline time.Time) []seed {
 		}()
 		seeds[k] = runGreedy(tl, name, st())
 	}
-	for pass := range 2 {
+	// Pass 0: the O(n log n) strategies; pass 1: greedy-size and
+	// greedy-breadth (the two best-fit orders that usually win) side by
+	// side; pass 2: greedy-lifetime. Under a short budget on a busy machine
+	// the first best-fit results thus arrive as early as they can.
+	passOf := func(name string) int {
+		switch name {
+		case StrategyNaive, StrategyOnlineBestFit:
+			return 0
+		case StrategyGreedyLifetime:
+			return 2
+		}
+		return 1
+	}
+	for pass := range 3 {
 		for k, name := range cheapStrategies {
-			if pass == 1 && tl.n > bigInstance && (name != StrategyGreedySize || time.Until(deadline) < time.Duration(tl.n)*2*time.Microsecond) {
+			if passOf(name) != pass {
+				continue
+			}
+			if pass > 0 && tl.n > bigInstance && (name != StrategyGreedySize || time.Until(deadline) < time.Duration(tl.n)*2*time.Microsecond) {
 				// One best-fit placer at a time on big instances, and only
 				// with about 2 µs per buffer left (its set-up alone, the
 				// order and the tree, takes a good part of that).
 				continue
 			}
-			if slices.Contains(linearStrategies, name) == (pass == 0) {
-				wg.Add(1)
-				go run(k, name)
-			}
+			wg.Add(1)
+			go run(k, name)
 		}
 		wg.Wait()
 	}

@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -219,9 +218,12 @@ func firstDuplicate(ids []int) (int, int) {
 }
 
 // findOverlap sweeps the live buffers in address order (ends before starts
-// at the same address), keeping a coverage count over time: a buffer whose
-// lifetime is already covered when its address range begins overlaps some
-// buffer whose address range is still open. It returns such a pair, or
+// at the same address), keeping the buffers whose address range is open: a
+// buffer overlaps one of them exactly when their lifetimes meet. While at
+// most 8 ranges are open they sit in a list and are compared directly;
+// beyond that a coverage count over time in a segment tree answers (a
+// buffer whose lifetime is already covered when its range opens overlaps
+// an open one) until no range is open again. It returns such a pair, or
 // (-1, -1). O(n log n).
 func findOverlap(p *Problem, off []int64, s, e []int32, steps int) (int, int) {
 	keys := make([]uint64, 0, 2*len(p.Buffers))
@@ -235,22 +237,53 @@ func findOverlap(p *Problem, off []int64, s, e []int32, steps int) (int, int) {
 		ev = append(ev, int32(i), int32(i))
 	}
 	radixSort(keys, ev)
-	ct := newCoverTree(steps)
-	for k, i := range ev {
-		if keys[k]&1 == 0 {
-			ct.add(s[i], e[i], -1)
-			continue
-		}
-		if ct.max(s[i], e[i]) > 0 {
-			// Rare path: find the partner with a linear scan.
-			for j := range p.Buffers {
-				if j != int(i) && p.live(j) && s[j] < e[i] && s[i] < e[j] &&
-					off[j] < off[i]+p.AlignedSize(int(i)) && off[i] < off[j]+p.AlignedSize(j) {
-					return j, int(i)
-				}
+	const maxList = 8
+	var ct *coverTree
+	list := make([]int32, 0, maxList+1)
+	inTree, open := false, 0
+	partner := func(i int32) int { // rare path: a linear scan
+		for j := range p.Buffers {
+			if j != int(i) && p.live(j) && s[j] < e[i] && s[i] < e[j] &&
+				off[j] < off[i]+p.AlignedSize(int(i)) && off[i] < off[j]+p.AlignedSize(j) {
+				return j
 			}
 		}
-		ct.add(s[i], e[i], 1)
+		return -1
+	}
+	for k, i := range ev {
+		if keys[k]&1 == 0 { // a range closes
+			open--
+			if inTree {
+				ct.add(s[i], e[i], -1)
+				inTree = open > 0
+			} else if x := slices.Index(list, i); x >= 0 {
+				list = slices.Delete(list, x, x+1)
+			}
+			continue
+		}
+		open++
+		if inTree {
+			if ct.max(s[i], e[i]) > 0 {
+				return partner(i), int(i)
+			}
+			ct.add(s[i], e[i], 1)
+			continue
+		}
+		for _, j := range list {
+			if s[j] < e[i] && s[i] < e[j] {
+				return int(j), int(i)
+			}
+		}
+		list = append(list, i)
+		if len(list) > maxList {
+			if ct == nil {
+				ct = newCoverTree(steps)
+			}
+			for _, j := range list {
+				ct.add(s[j], e[j], 1)
+			}
+			list, inTree = list[:0], true
+		}
 	}
 	return -1, -1
 }
@@ -288,16 +321,25 @@ const maxSweepLive = 512
 // findOverlapTime is findOverlap for instances with few simultaneously
 // live buffers: it sweeps the compressed steps (buckets, no sort), keeping
 // the live buffers sorted by offset, and compares each new buffer with its
-// two address neighbours. It returns ok = false, without a verdict, as
-// soon as more than maxSweepLive buffers are live at once.
+// two address neighbours. It returns ok = false, without a verdict, when
+// more than maxSweepLive buffers are live at once (checked first, O(n)).
 func findOverlapTime(p *Problem, off []int64, s, e []int32, steps int) (i, j int, ok bool) {
 	n := len(p.Buffers)
 	startAt := make([]int32, steps+2)
 	endAt := make([]int32, steps+2)
+	top := make([]int64, n)
 	for b := range n {
 		if p.live(b) {
 			startAt[s[b]+1]++
 			endAt[e[b]+1]++
+			top[b] = off[b] + p.AlignedSize(b)
+		}
+	}
+	live := int32(0)
+	for t := 1; t < len(startAt); t++ {
+		live += startAt[t] - endAt[t]
+		if live > maxSweepLive {
+			return -1, -1, false
 		}
 	}
 	for t := 1; t < len(startAt); t++ {
@@ -315,10 +357,20 @@ func findOverlapTime(p *Problem, off []int64, s, e []int32, steps int) (i, j int
 			fe[e[b]]++
 		}
 	}
-	var active []int32 // live buffers sorted by offset; they never overlap
+	// The live buffers sorted by offset (they never overlap), and the
+	// first of them at an offset >= o.
+	active := make([]int32, 0, maxSweepLive)
 	find := func(o int64) int {
-		k, _ := slices.BinarySearchFunc(active, o, func(x int32, o int64) int { return cmp.Compare(off[x], o) })
-		return k
+		lo, hi := 0, len(active)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if off[active[m]] < o {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		return lo
 	}
 	for t := 0; t <= steps; t++ {
 		for _, b := range byEnd[endAt[t]:endAt[t+1]] {
@@ -335,19 +387,15 @@ func findOverlapTime(p *Problem, off []int64, s, e []int32, steps int) (i, j int
 		}
 		for _, b := range byStart[startAt[t]:startAt[t+1]] {
 			k := find(off[b])
-			top := off[b] + p.AlignedSize(int(b))
 			if k > 0 {
-				if x := active[k-1]; off[x]+p.AlignedSize(int(x)) > off[b] {
+				if x := active[k-1]; top[x] > off[b] {
 					return int(x), int(b), true
 				}
 			}
 			if k < len(active) {
-				if x := active[k]; off[x] < top {
+				if x := active[k]; off[x] < top[b] {
 					return int(x), int(b), true
 				}
-			}
-			if len(active) == maxSweepLive {
-				return -1, -1, false
 			}
 			active = slices.Insert(active, k, b)
 		}

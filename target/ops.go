@@ -162,11 +162,15 @@ func gate310B(n *ir.Node, s Support) Support {
 
 // strictly310B are the further aclnn operators whose CANN 8.x product table
 // marks Atlas 200I/500 A2 "×" (aclnnMm, aclnnBatchMatMul, aclnnRmsNorm,
-// aclnnIndexCopy/aclnnInplaceIndexCopy), or that its aclnnMatmul page does
+// aclnnIndexCopy/aclnnInplaceIndexCopy, aclnnGelu, aclnnReduceSum,
+// aclnnTopk, aclnnInplaceMaskedFillScalar), or that its aclnnMatmul page does
 // not list among supported products.
 var strictly310B = map[string]bool{
 	"aclnnMm": true, "aclnnBatchMatMul": true, "aclnnMatmul": true,
 	"aclnnRmsNorm": true, "aclnnInplaceIndexCopy": true,
+	// the MoE and GELU operators (CANN 8.3 aclnnGelu, aclnnReduceSum and
+	// aclnnTopk product tables: Atlas 200I/500 A2 ×)
+	"aclnnGelu": true, "aclnnReduceSum": true, "aclnnTopk": true, "aclnnInplaceMaskedFillScalar": true,
 }
 
 func gate310BStrict(n *ir.Node, s Support) Support {
@@ -244,6 +248,12 @@ func ropeWrite(rope string) rule {
 // gathers them into the op records.
 
 func npuGetRows(n *ir.Node) Support {
+	one := func(d ir.Dim) bool { return d.IsConst() && d.Val == 1 }
+	if t := n.Args[0].Type; t.DType != ir.F32 && !(one(t.Shape[2]) && one(t.Shape[3])) {
+		// runtime/acl gathers batched tables (the MoE router's
+		// probabilities) for f32 only.
+		return no("get_rows from a batched %s table: f32 only", t.DType)
+	}
 	switch dt := n.Args[0].Type.DType; dt {
 	case ir.F32:
 		return yes("aclnnGatherV2")

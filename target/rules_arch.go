@@ -3,22 +3,137 @@ package target
 import "github.com/irtool/irtool/ir"
 
 // archRules are the records of the ops of the newer architectures
-// (ir/op_arch.go). They stay on the host, each for the reason given; the
-// partition pass places them on the CPU and copies their operands across
-// (docs/MODELS.md, "On the NPU").
+// (ir/op_arch.go). Each NPU rule names the aclnn calls runtime/acl's recipe
+// makes (runtime/acl/recipes_arch.go); where the device's arithmetic differs
+// from ggml-cpu's the difference is in docs/LOWERING.md.
 func archRules() map[ir.Op]OpRule {
 	return map[ir.Op]OpRule{
-		ir.OpGelu: {CPUOnly: "ggml-cann's GELU (aclnnGelu) computes the function on the device, not ggml's CPU F16 table, " +
-			"so its logits would leave llama.cpp's CPU reference; runs on the CPU", Traffic: streamTraffic(1)},
-		ir.OpDiv:     {CPUOnly: "no aclnn recipe (aclnnDiv) in runtime/acl yet; runs on the CPU", Traffic: streamTraffic(1)},
-		ir.OpSumRows: {CPUOnly: "no aclnn recipe (aclnnReduceSum) in runtime/acl yet; runs on the CPU", Traffic: streamTraffic(1)},
-		ir.OpTopK: {CPUOnly: "expert routing is not lowered yet (ggml-cann uses aclnnArgsort); the router runs on the host " +
-			"and the NPU segments around it stay capturable", Traffic: streamTraffic(1)},
-		ir.OpMulMatID: {CPUOnly: "expert matmuls are not lowered yet (ggml-cann's mul_mat_id keeps every expert resident and " +
-			"multiplies the chosen ones per token); they run on the host", Traffic: matmulIDTraffic},
-		ir.OpSWAMask: {CPUOnly: "llama.cpp builds the sliding-window mask on the host (set_input); it is one more input copy per step",
-			Traffic: streamTraffic(1)},
+		ir.OpGelu:     {NPU: npuGelu, Traffic: streamTraffic(1), Workspace: geluWorkspace},
+		ir.OpDiv:      {NPU: binary("aclnnDiv"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpSumRows:  {NPU: npuSumRows, Traffic: streamTraffic(1), Workspace: NoWorkspace},
+		ir.OpTopK:     {NPU: npuTopK, Traffic: streamTraffic(1), Workspace: topKWorkspace},
+		ir.OpMulMatID: {NPU: npuMulMatID, Traffic: matmulIDTraffic, Workspace: mulMatIDWorkspace},
+		ir.OpSWAMask:  {NPU: npuSWAMask, Traffic: streamTraffic(1), Workspace: swaMaskWorkspace},
 	}
+}
+
+// swa_mask: made on the device from the step's positions (llama.cpp makes
+// KQ_mask_swa on the host in set_input; on the device it needs no copy and
+// splits no segment): the distances pos − (cell + window) against a
+// constant table, aclnnGeScalar(≥ 0), the mask copied, and −inf filled
+// where the distance is not negative.
+func npuSWAMask(n *ir.Node) Support {
+	m, p := n.Args[0].Type, n.Args[1].Type
+	if m.DType != ir.F32 || p.DType != ir.I32 {
+		return no("swa_mask of a %s mask at %s positions: f32 and i32 only", m.DType, p.DType)
+	}
+	return yes("aclnnInplaceMaskedFillScalar", "aclnnCast", "aclnnAdd", "aclnnGeScalar", "aclnnInplaceCopy", "aclnnInplaceMaskedFillScalar")
+}
+
+// swaMaskWorkspace: the f32 positions, the f32 distances and the BOOL
+// outside-the-window flags, one per token and cell.
+func swaMaskWorkspace(n *ir.Node, _ Support) int64 {
+	ne, err := n.Type.Shape.Ne()
+	if err != nil {
+		return 0
+	}
+	t := elems(n.Args[1].Type)
+	return align32(4*t) + align32(4*t*ne[0]) + align32(t*ne[0])
+}
+
+// align32 rounds n up to the 32 bytes runtime/acl aligns its staging to.
+func align32(n int64) int64 { return (n + 31) / 32 * 32 }
+
+// gelu: x cast to f16, aclnnGelu on f16, the f16 result cast back: the
+// device then computes what ggml-cpu's F16 GELU table holds.
+func npuGelu(n *ir.Node) Support {
+	if x, y := n.Args[0].Type.DType, n.Type.DType; x != ir.F32 || y != ir.F32 {
+		return no("gelu of %s into %s: the recipe stages f32 through f16", x, y)
+	}
+	return yes("aclnnGelu", "aclnnCast", "aclnnGelu", "aclnnCast")
+}
+
+// geluWorkspace: the f16 input and the f16 result.
+func geluWorkspace(n *ir.Node, _ Support) int64 { return 2 * align32(2*elems(n.Type)) }
+
+// sum_rows: aclnnReduceSum over the last ACL dim, kept, FLOAT.
+func npuSumRows(n *ir.Node) Support {
+	if dt := n.Args[0].Type.DType; dt != ir.F32 {
+		return no("sum_rows of %s: f32 only", dt)
+	}
+	return yes("aclnnReduceSum")
+}
+
+// top_k: aclnnTopk (largest, sorted) then the INT64 indices cast to INT32.
+func npuTopK(n *ir.Node) Support {
+	if dt := n.Args[0].Type.DType; dt != ir.F32 {
+		return no("top_k of %s: f32 only", dt)
+	}
+	return yes("aclnnTopk", "aclnnTopk", "aclnnCast")
+}
+
+// topKWorkspace: the f32 values and the INT64 indices aclnnTopk writes.
+func topKWorkspace(n *ir.Node, _ Support) int64 {
+	return align32(4*elems(n.Type)) + align32(8*elems(n.Type))
+}
+
+// pairs is the number of (token, slot) products of a mul_mat_id node: n_used
+// times the tokens, one token when the token count is symbolic.
+func pairs(n *ir.Node) int64 {
+	ids := n.Args[2].Type.Shape
+	p := ids[0].Val
+	if d := ids[1]; d.IsConst() {
+		p *= d.Val
+	}
+	return p
+}
+
+// mul_mat_id: the chosen experts are gathered on the device by the ids
+// (aclnnGatherV2 over the stacked, resident experts), then multiplied: f32
+// with one broadcasting aclnnMatmul, q8_0/q4_0 with one
+// aclnnWeightQuantBatchMatmulV2 per token and slot between casts. The ids
+// stay on the device, so routing keeps a segment capturable (ggml-cann's
+// mul_mat_id keeps every expert resident too).
+func npuMulMatID(n *ir.Node) Support {
+	as, x, ids := n.Args[0], n.Args[1], n.Args[2]
+	if !Contiguous(as) || !Contiguous(ids) {
+		return no("mul_mat_id needs contiguous experts and ids")
+	}
+	if x.Type.DType != ir.F32 || !ids.Type.Shape[0].IsConst() {
+		return no("mul_mat_id of %s activations: f32 only", x.Type.DType)
+	}
+	switch dt := as.Type.DType; dt {
+	case ir.F32:
+		return yes("aclnnMatmul", "aclnnGatherV2", "aclnnMatmul")
+	case ir.Q4_0, ir.Q8_0:
+		if k := as.Type.Shape[0]; !k.IsConst() || k.Val%32 != 0 {
+			return no("mul_mat_id with %s experts of %s columns", dt, k)
+		}
+		calls := []string{"aclnnGatherV2", "aclnnGatherV2", "aclnnCast"}
+		for range pairs(n) {
+			calls = append(calls, "aclnnWeightQuantBatchMatmulV2")
+		}
+		return yes("aclnnWeightQuantBatchMatmulV2", append(calls, "aclnnCast")...)
+	default:
+		return no("mul_mat_id with %s experts: the CANN path multiplies f32, q4_0 and q8_0 experts only", dt)
+	}
+}
+
+// mulMatIDWorkspace: the gathered experts, and for quantised ones also the
+// f16 activations and results.
+func mulMatIDWorkspace(n *ir.Node, s Support) int64 {
+	as, x := n.Args[0].Type, n.Args[1].Type
+	ne, err := as.Shape.Ne()
+	if err != nil {
+		return 0
+	}
+	k, m, p := ne[0], ne[1], pairs(n)
+	if s.Kernel != "aclnnWeightQuantBatchMatmulV2" {
+		return align32(4 * p * k * m)
+	}
+	qb := k * m * as.DType.TypeSize() / as.DType.BlockSize()
+	quants := qb - k*m/32*2 // the block bytes less the f16 scales
+	return align32(p*quants) + align32(p*k*m/32*2) + align32(2*elems(x)) + 2*elems(n.Type)
 }
 
 // matmulIDTraffic: 2·k·n FLOPs per token and chosen expert; only the

@@ -66,3 +66,23 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("missing byte token: error %v", err)
 	}
 }
+
+// TestSpecialIDWarnings: a special token id outside the vocabulary falls
+// back to the default as in llama.cpp, but is reported (issue 18, point 8).
+func TestSpecialIDWarnings(t *testing.T) {
+	bos, eos := int32(900), int32(2)
+	tk, err := New(&Vocab{Model: "llama", Tokens: []string{"<unk>", "<s>", "</s>", "a"}, BOS: &bos, EOS: &eos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.BOS() != 1 {
+		t.Errorf("BOS %d, want the default 1", tk.BOS())
+	}
+	w := tk.Warnings()
+	if len(w) != 1 || !strings.Contains(w[0], "tokenizer.ggml.bos_token_id = 900 is outside the vocabulary of 4 tokens; using the default 1") {
+		t.Errorf("warnings %q", w)
+	}
+	if tk, _ := New(&Vocab{Model: "llama", Tokens: []string{"<unk>", "<s>", "</s>"}, EOS: &eos}); len(tk.Warnings()) != 0 {
+		t.Errorf("warnings for a valid vocabulary: %q", tk.Warnings())
+	}
+}

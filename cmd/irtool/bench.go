@@ -111,7 +111,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	need := int64(max(*nPrompt, *nGen))
 	m, err := models.Build(f, models.Options{NCtx: max(256, (need+255)/256*256)})
 	if err != nil {
-		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
+		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), err)
 		return 1
 	}
 	if len(pipeline) > 0 {

@@ -22,7 +22,10 @@ type command struct {
 	Summary string // one line for the command list
 	Usage   string // full help: synopsis line, then a description
 	// Run executes the command with the arguments after its name and
-	// returns the exit status (0 ok, 1 failure, 2 usage error).
+	// returns the exit status (0 ok, 1 failure, 2 usage error). It must
+	// declare all its flags and call parseArgs before doing anything else:
+	// "irtool help", -h and docs/CLI.md's flag tables take the flags from
+	// that FlagSet (flagSetOf, flags_doc.go).
 	Run func(args []string, stdout, stderr io.Writer) int
 	// Flags, if set, declares the command's flags on fs so that
 	// "irtool help NAME" can list them. Optional.

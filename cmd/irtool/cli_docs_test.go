@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/irtool/irtool/planner"
+	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/runtime/program"
 )
 
 // flagBlock matches one generated flag table of docs/CLI.md.
@@ -86,15 +88,18 @@ func TestHelpPrintsEveryFlag(t *testing.T) {
 
 // TestCLIDocJSONFields checks that every JSON field the commands print
 // (every json tag of package main, and of the library types they print as
-// they are: plan --json's planner.Report) is named in docs/CLI.md.
+// they are: plan --json's planner.Report, run --json's stats) is named in
+// docs/CLI.md.
 func TestCLIDocJSONFields(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/CLI.md")
 	require.NoError(t, err)
-	rt := reflect.TypeFor[planner.Report]()
-	for i := range rt.NumField() {
-		name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
-		if name != "" && name != "-" && !strings.Contains(string(doc), "`"+name+"`") {
-			t.Errorf("plan --json field %q (planner.Report) is not documented in docs/CLI.md", name)
+	for _, rt := range []reflect.Type{reflect.TypeFor[planner.Report](), reflect.TypeFor[program.PhaseStats](),
+		reflect.TypeFor[device.CacheStats](), reflect.TypeFor[device.DeviceStats](), reflect.TypeFor[device.PoolStats]()} {
+		for i := range rt.NumField() {
+			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if name != "" && name != "-" && !strings.Contains(string(doc), "`"+name+"`") {
+				t.Errorf("JSON field %q (%s) is not documented in docs/CLI.md", name, rt)
+			}
 		}
 	}
 	files, err := filepath.Glob("*.go")

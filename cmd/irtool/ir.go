@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 )
 
@@ -106,7 +106,7 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 		if *out == "" || *out == "-" {
 			_, err = stdout.Write(buf.Bytes())
 		} else {
-			err = os.WriteFile(*out, buf.Bytes(), 0o644)
+			err = safeio.WriteFile(*out, buf.Bytes())
 		}
 	}
 	if err != nil {

@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/passes"
 )
@@ -184,7 +184,7 @@ func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) 
 			if out == "" || out == "-" {
 				_, err = stdout.Write(buf.Bytes())
 			} else {
-				err = os.WriteFile(out, buf.Bytes(), 0o644)
+				err = safeio.WriteFile(out, buf.Bytes())
 			}
 		}
 	}

@@ -53,6 +53,12 @@ const (
 	DefaultTotal = 5 * time.Minute
 )
 
+// notFileError says what path is instead of a file; it matches ErrNotFile.
+type notFileError struct{ path, kind string }
+
+func (e *notFileError) Error() string        { return e.path + " is a " + e.kind + ", not a file" }
+func (e *notFileError) Is(target error) bool { return target == ErrNotFile }
+
 // Input is an opened input file.
 type Input struct {
 	*os.File
@@ -103,7 +109,7 @@ func Open(path string) (*Input, error) {
 	m := st.Mode()
 	if m.IsDir() || m&fs.ModeSocket != 0 {
 		fh.Close()
-		return nil, fmt.Errorf("%s: is a %s, not a file: %w", path, kindOf(m), ErrNotFile)
+		return nil, &notFileError{path: path, kind: kindOf(m)}
 	}
 	return &Input{File: fh, Name: path, Info: st}, nil
 }
@@ -121,12 +127,17 @@ type Stream struct {
 }
 
 // NewStream wraps in (usually a FIFO, pipe or device) in a bounded reader.
+// A terminal gets no idle deadline (a person is typing), only the overall
+// one.
 func NewStream(in *Input, lim Limits) *Stream {
 	if lim.Idle <= 0 {
 		lim.Idle = DefaultIdle
 	}
 	if lim.Total <= 0 {
 		lim.Total = DefaultTotal
+	}
+	if in.Info.Mode()&fs.ModeCharDevice != 0 && isTerminal(in.File) {
+		lim.Idle = lim.Total // someone is typing: only the overall deadline
 	}
 	s := &Stream{in: in, lim: lim, start: time.Now(), first: true}
 	s.deadline = in.SetReadDeadline(time.Now().Add(lim.Idle)) == nil

@@ -36,7 +36,7 @@ func TestReadFileInputs(t *testing.T) {
 	}{
 		{"regular", small, 5, "", nil},
 		{"regular over the limit", small, 4, "more than the limit of 4", ErrTooLarge},
-		{"directory", dir, 1 << 20, "is a directory", ErrNotFile},
+		{"directory", dir, 1 << 20, "is a directory, not a file", ErrNotFile},
 		{"endless device", "/dev/zero", 1 << 20, "more than 1048576 bytes", ErrTooLarge},
 		{"empty device", "/dev/null", 1 << 20, "", nil},
 		{"missing", filepath.Join(dir, "none"), 10, "no such file", nil},

@@ -135,6 +135,10 @@ uintptr_t irt_aclCreateTensorList(const uintptr_t *ts, uint64_t n) {
 	return (uintptr_t)F.aclCreateTensorList(v, n);
 }
 aclnnStatus irt_aclDestroyTensorList(uintptr_t l) { return CALL(aclDestroyTensorList, (const aclTensorList *)l); }
+uintptr_t irt_aclCreateIntArray(const int64_t *v, uint64_t n) {
+	return F.aclCreateIntArray ? (uintptr_t)F.aclCreateIntArray(v, n) : 0;
+}
+aclnnStatus irt_aclDestroyIntArray(uintptr_t a) { return CALL(aclDestroyIntArray, (const aclIntArray *)a); }
 
 /* Roles of irt_args per operator:
  *   RMSNORM      t: x gamma y rstd                       f0 eps
@@ -159,6 +163,11 @@ aclnnStatus irt_aclDestroyTensorList(uintptr_t l) { return CALL(aclDestroyTensor
  *   INPLACEADD   t: selfRef other     s: alpha
  *   DIV          t: self other out
  *   CAT          t: out               l0: tensors           i0 dim
+ *   GELU         t: self out
+ *   REDUCESUM    t: self out          s: dims (aclIntArray*) i0 keepDims i1 dtype
+ *   TOPK         t: self valuesOut indicesOut             i0 k i1 dim i2 largest i3 sorted
+ *   GESCALAR     t: self out          s: other
+ *   MASKEDFILL   t: selfRef mask      s: value
  */
 #define T(k) ((aclTensor *)a->t[k])
 
@@ -188,6 +197,11 @@ int irt_op_available(int op) {
 	case IRT_INPLACEADD: return F.aclnnInplaceAddGetWorkspaceSize && F.aclnnInplaceAdd;
 	case IRT_DIV: return F.aclnnDivGetWorkspaceSize && F.aclnnDiv;
 	case IRT_CAT: return F.aclnnCatGetWorkspaceSize && F.aclnnCat;
+	case IRT_GELU: return F.aclnnGeluGetWorkspaceSize && F.aclnnGelu;
+	case IRT_REDUCESUM: return F.aclnnReduceSumGetWorkspaceSize && F.aclnnReduceSum;
+	case IRT_TOPK: return F.aclnnTopkGetWorkspaceSize && F.aclnnTopk;
+	case IRT_GESCALAR: return F.aclnnGeScalarGetWorkspaceSize && F.aclnnGeScalar;
+	case IRT_MASKEDFILL: return F.aclnnInplaceMaskedFillScalarGetWorkspaceSize && F.aclnnInplaceMaskedFillScalar;
 	}
 	return 0;
 }
@@ -277,6 +291,22 @@ aclnnStatus irt_workspace(int op, const irt_args *a, uint64_t *ws, uintptr_t *ex
 	case IRT_CAT:
 		rc = F.aclnnCatGetWorkspaceSize((const aclTensorList *)a->l[0], a->i[0], T(0), ws, &ex);
 		break;
+	case IRT_GELU:
+		rc = F.aclnnGeluGetWorkspaceSize(T(0), T(1), ws, &ex);
+		break;
+	case IRT_REDUCESUM:
+		rc = F.aclnnReduceSumGetWorkspaceSize(T(0), (const aclIntArray *)a->s, a->i[0] != 0, (aclDataType)a->i[1],
+		                                      T(1), ws, &ex);
+		break;
+	case IRT_TOPK:
+		rc = F.aclnnTopkGetWorkspaceSize(T(0), a->i[0], a->i[1], a->i[2] != 0, a->i[3] != 0, T(1), T(2), ws, &ex);
+		break;
+	case IRT_GESCALAR:
+		rc = F.aclnnGeScalarGetWorkspaceSize(T(0), (const aclScalar *)a->s, T(1), ws, &ex);
+		break;
+	case IRT_MASKEDFILL:
+		rc = F.aclnnInplaceMaskedFillScalarGetWorkspaceSize(T(0), T(1), (const aclScalar *)a->s, ws, &ex);
+		break;
 	}
 	*exec = (uintptr_t)ex;
 	return rc;
@@ -312,6 +342,11 @@ aclnnStatus irt_run(int op, uintptr_t ws, uint64_t wsSize, uintptr_t exec, uintp
 	case IRT_INPLACEADD: return F.aclnnInplaceAdd(w, wsSize, ex, s);
 	case IRT_DIV: return F.aclnnDiv(w, wsSize, ex, s);
 	case IRT_CAT: return F.aclnnCat(w, wsSize, ex, s);
+	case IRT_GELU: return F.aclnnGelu(w, wsSize, ex, s);
+	case IRT_REDUCESUM: return F.aclnnReduceSum(w, wsSize, ex, s);
+	case IRT_TOPK: return F.aclnnTopk(w, wsSize, ex, s);
+	case IRT_GESCALAR: return F.aclnnGeScalar(w, wsSize, ex, s);
+	case IRT_MASKEDFILL: return F.aclnnInplaceMaskedFillScalar(w, wsSize, ex, s);
 	}
 	return IRT_NOT_LOADED;
 }

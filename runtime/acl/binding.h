@@ -60,6 +60,8 @@ uintptr_t irt_aclCreateScalarF64(double v);
 aclnnStatus irt_aclDestroyScalar(uintptr_t s);
 uintptr_t irt_aclCreateTensorList(const uintptr_t *ts, uint64_t n);
 aclnnStatus irt_aclDestroyTensorList(uintptr_t l);
+uintptr_t irt_aclCreateIntArray(const int64_t *v, uint64_t n);
+aclnnStatus irt_aclDestroyIntArray(uintptr_t a);
 
 /* aclnn operators: one argument block, one dispatcher per phase. The roles
  * of t[], f[] and i[] per operator are listed in binding.c. */
@@ -88,6 +90,11 @@ enum irt_op {
 	IRT_INPLACEADD,
 	IRT_DIV,
 	IRT_CAT,
+	IRT_GELU,
+	IRT_REDUCESUM,
+	IRT_TOPK,
+	IRT_GESCALAR,
+	IRT_MASKEDFILL,
 	IRT_NOPS
 };
 

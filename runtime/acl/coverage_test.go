@@ -57,7 +57,7 @@ func TestEveryClaimedOpHasARecipe(t *testing.T) {
 }
 
 // coveragePipelines are the pass pipelines whose fused ops reach the NPU:
-// the default one, none, the seeds' RoPE table, rope fused into the KV
+// the default one, none, ggml-cann's RoPE table, rope fused into the KV
 // write without a cache, and merged QKV projections.
 var coveragePipelines = []string{
 	"none",

@@ -41,11 +41,16 @@
 //   - Errors: every non-zero status becomes an *Error carrying the call,
 //     the code, aclGetRecentErrMsg() and the kernel; nothing aborts.
 //
-// The tests run against testdata/fakeacl, a C test double of the three
-// libraries built with gcc by the test. It records every call and refuses
-// what CANN refuses during capture, but its kernels compute nothing: the
-// numbers of a lowered program are proven by the simulated device
-// (device.SimDevice), this package proves the call sequence, descriptors
-// and addresses. Nothing here has been run on Ascend hardware by the
-// authors; docs/RUNTIME.md ("Real hardware") says what to expect.
+// The tests run against testdata/fakeacl, irtool's emulator of the three
+// libraries, built by scripts/fakeacl.sh (which users run to try the CANN
+// path without an NPU: IRTOOL_ACL_LIBS=DIR). It records every call,
+// refuses what CANN refuses during capture, and computes: each aclnn
+// operator the recipes call produces its documented result on the host
+// (descriptors, dtypes, promotion, cube math and antiquant rules as CANN
+// defines them), captured models replay their launches at the addresses
+// bound at capture, and an access outside device memory is an AI core
+// exception naming the operator. So the tests prove the call sequence, the
+// descriptors, the addresses and the numbers of a lowered program against
+// llama.cpp's. Nothing here has been run on Ascend hardware by the authors;
+// docs/RUNTIME.md ("Real hardware") says what to expect.
 package acl

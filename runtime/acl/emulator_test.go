@@ -23,7 +23,8 @@ import (
 // TestEmulatorOperators builds testdata/fakeacl_selftest against the
 // emulator and runs it: operator results checked against the formulas of
 // the aclnn reference pages through the C API alone (WQBMM with
-// antiquantScale and antiquantOffset, RoPE modes, cubeMathType), and the
+// antiquantScale and antiquantOffset, RoPE modes, cubeMathType, SwiGlu,
+// Softmax, Cat, Cast, InplaceIndexCopy), and the
 // faults CANN reports as AI core exceptions (an index outside its dim, a
 // replay reading freed memory), each naming the operator.
 func TestEmulatorOperators(t *testing.T) {

@@ -5,7 +5,9 @@ package acl
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -46,7 +48,12 @@ import (
 // synthetic models); K-quant matmuls run on the CPU with ggml's arithmetic,
 // but they quantise their f32 input to q8_K, so a last-bit difference in an
 // NPU result upstream (a float32 sum in another order) can flip one
-// rounding there and move one step's logits by up to 1.4e-2.
+// rounding there and move one step's logits by up to 1.4e-2. Mixtures of
+// experts with quantised experts are held to 0.15: their top-k routing is
+// discontinuous too, and on synth-llamamoe-Q4_0 one step picks another
+// expert than llama.cpp at a near-tie of the router and moves by 0.11 (with
+// the routing on the NPU; 0.10 with it on the host), the others staying
+// within 3e-2.
 
 // emuTolerance is the bound on max|Δlogit| / max|logit| against llama.cpp
 // for a model on the CANN path, and the top-1/top-2 gap above which the
@@ -54,6 +61,9 @@ import (
 func emuTolerance(name string) (tol, tieGap float64) {
 	for _, q := range []string{"Q8_0", "Q4_0", "_K"} {
 		if strings.Contains(name, q) {
+			if strings.Contains(name, "moe") {
+				return 1.5e-1, 3e-1
+			}
 			return 3e-2, 6e-2
 		}
 	}
@@ -130,26 +140,59 @@ func runOnEmulator(t *testing.T, name string, m *models.Model, f *gguf.File, ref
 	return r
 }
 
-// referenceRuns pairs each reference model whose architecture irtool
-// builds with llama.cpp's recorded run of it.
-func referenceRuns(t *testing.T) []string {
+// referenceModels lists the reference models: those of the external
+// reference data directory when present, and the copies in testdata/
+// (some of which, Q4_0 variants of the newer architectures, exist only
+// there), each name once.
+func referenceModels(t *testing.T) []string {
 	t.Helper()
-	if testref.SharedDir() == "" {
-		t.Skip("../shared/reference is absent: no llama.cpp runs to compare with")
+	seen := map[string]bool{}
+	var out []string
+	add := func(paths []string) {
+		for _, p := range paths {
+			if b := filepath.Base(p); !seen[b] {
+				seen[b] = true
+				out = append(out, p)
+			}
+		}
 	}
-	return testref.Models(t)
+	add(testref.Models(t))
+	copies, _ := filepath.Glob(testref.Testdata("*.gguf"))
+	add(copies)
+	sort.Strings(out)
+	return out
+}
+
+// runFile finds llama.cpp's recorded run of a model: in the external
+// reference data directory, else among the trimmed copies of
+// testdata/reference; "" when neither has it.
+func runFile(name string) string {
+	for _, dir := range []string{testref.SharedDir(), testref.CopyDir()} {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, "llamacpp", name+".llamacpp.json")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 func openReference(t *testing.T, path string) (string, *testmodel.LlamaRun, *gguf.File, *models.Model, bool) {
 	t.Helper()
 	name := strings.TrimSuffix(filepath.Base(path), ".gguf")
-	refPath := filepath.Join(testref.SharedDir(), "llamacpp", name+".llamacpp.json")
+	refPath := runFile(name)
+	if refPath == "" {
+		t.Logf("%s: no recorded llama.cpp run", name)
+		return name, nil, nil, nil, false
+	}
 	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	ref := testmodel.LoadRun(t, testref.Shared(t, "llamacpp/"+filepath.Base(refPath)))
+	ref := testmodel.LoadRun(t, refPath)
 	m, err := models.Build(f, ref.Options(t))
 	if err != nil {
 		if strings.Contains(err.Error(), "is not supported") {
@@ -162,12 +205,12 @@ func openReference(t *testing.T, path string) (string, *testmodel.LlamaRun, *ggu
 }
 
 func TestModelsMatchLlamaCppOnEmulatedCANN(t *testing.T) {
-	for _, path := range referenceRuns(t) {
+	for _, path := range referenceModels(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
 		t.Run(name, func(t *testing.T) {
 			name, ref, f, m, ok := openReference(t, path)
 			if !ok {
-				t.Skip("architecture not supported")
+				t.Skip("no llama.cpp run, or an architecture irtool does not build")
 			}
 			for _, graphs := range []bool{true, false} {
 				mode := map[bool]string{true: "graph", false: "eager"}[graphs]

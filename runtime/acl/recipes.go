@@ -105,6 +105,7 @@ type prepared struct {
 	steps  []step
 
 	tensors, scalars, lists []C.uintptr_t
+	arrays                  []C.uintptr_t // aclIntArray
 
 	wsBase    device.Ptr // the planned workspace after the staging carved from it
 	wsAvail   int64
@@ -121,6 +122,9 @@ func (p *prepared) destroy() {
 	}
 	for _, s := range p.scalars {
 		C.irt_aclDestroyScalar(s)
+	}
+	for _, a := range p.arrays {
+		C.irt_aclDestroyIntArray(a)
 	}
 	for _, s := range p.steps {
 		C.free(unsafe.Pointer(s.args))

@@ -66,6 +66,10 @@ type SimOptions struct {
 	// Kernels selects the numeric options of the kernels; keep it equal
 	// to the CPU executor's to get bit-identical results.
 	Kernels kernels.Options
+	// KernelSet holds the CPU kernels that stand in for the aclnn calls
+	// of each op; nil means eval.DefaultKernels(). A custom op (see
+	// irtool.Context) runs on the simulated device with its context's set.
+	KernelSet *eval.KernelSet
 }
 
 // Default sizes of a SimDevice.
@@ -557,7 +561,11 @@ func (d *SimDevice) Launch(s Stream, k *KernelLaunch) error {
 	if k == nil {
 		return aclErr(call, ACLErrParamInvalid, "nil kernel launch")
 	}
-	fn, ok := eval.LookupKernel(k.Op)
+	ks := d.opts.KernelSet
+	if ks == nil {
+		ks = eval.DefaultKernels()
+	}
+	fn, ok := ks.Lookup(k.Op)
 	if !ok {
 		return aclErr(call, ACLErrFeatureNotSupport, "no kernel for op %q (node %d)", k.Op, k.Node)
 	}

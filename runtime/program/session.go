@@ -33,6 +33,10 @@ type Options struct {
 	// Kernels are the numeric options of CPU segments; keep them equal to
 	// the device's (device.SimOptions.Kernels) for bit-identical results.
 	Kernels kernels.Options
+	// KernelSet holds the kernels of CPU segments; nil means
+	// eval.DefaultKernels() (give a context's set for its custom ops, and
+	// the same set to the device: device.SimOptions.KernelSet).
+	KernelSet *eval.KernelSet
 }
 
 // PhaseStats count what the steps of one phase (prefill: steps of more
@@ -600,7 +604,11 @@ func (s *Session) resolve(lp *loaded) error {
 				ls.launches = append(ls.launches, l)
 				continue
 			}
-			fn, ok := eval.LookupKernel(k.Op)
+			ks := s.opts.KernelSet
+			if ks == nil {
+				ks = eval.DefaultKernels()
+			}
+			fn, ok := ks.Lookup(k.Op)
 			if !ok {
 				return fail(fmt.Errorf("no CPU kernel for op %q", k.Op))
 			}

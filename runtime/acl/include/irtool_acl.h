@@ -318,6 +318,30 @@ aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, 
                                      uint64_t *workspaceSize, aclOpExecutor **executor);
 IRT_ACLNN_RUN(aclnnCat);
 
+/* The operators of the newer architectures' ops (runtime/acl/recipes_arch.go). */
+aclnnStatus aclnnGeluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnGelu);
+
+aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims,
+                                           aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
+                                           aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnReduceSum);
+
+aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
+                                      aclTensor *valuesOut, aclTensor *indicesOut, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnTopk);
+
+aclnnStatus aclnnGeScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
+                                          uint64_t *workspaceSize, aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnGeScalar);
+
+aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclTensor *mask,
+                                                         const aclScalar *value, uint64_t *workspaceSize,
+                                                         aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnInplaceMaskedFillScalar);
+
 /* ---- the resolved function table ----
  * X(name, required): required functions must resolve when the libraries are
  * loaded; kernels may be missing from an older toolkit and fail only when a
@@ -401,7 +425,17 @@ IRT_ACLNN_RUN(aclnnCat);
 	X(aclnnDivGetWorkspaceSize, 0)                \
 	X(aclnnDiv, 0)                                \
 	X(aclnnCatGetWorkspaceSize, 0)                \
-	X(aclnnCat, 0)
+	X(aclnnCat, 0)                                \
+	X(aclnnGeluGetWorkspaceSize, 0)               \
+	X(aclnnGelu, 0)                               \
+	X(aclnnReduceSumGetWorkspaceSize, 0)          \
+	X(aclnnReduceSum, 0)                          \
+	X(aclnnTopkGetWorkspaceSize, 0)               \
+	X(aclnnTopk, 0)                               \
+	X(aclnnGeScalarGetWorkspaceSize, 0)           \
+	X(aclnnGeScalar, 0)                           \
+	X(aclnnInplaceMaskedFillScalarGetWorkspaceSize, 0) \
+	X(aclnnInplaceMaskedFillScalar, 0)
 
 #ifdef __cplusplus
 }

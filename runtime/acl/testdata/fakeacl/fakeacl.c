@@ -1,32 +1,37 @@
 /*
- * fakeacl.c: a test double of libascendcl + libnnopbase + libopapi for
- * irtool's runtime/acl binding. The binding's tests build it with gcc into a
- * shared library and load it exactly as they would load CANN.
+ * fakeacl.c: irtool's emulator of libascendcl + libnnopbase + libopapi for
+ * the runtime/acl binding, the runtime half (kernels.c computes). The
+ * binding's tests and users (scripts/fakeacl.sh DIR, then
+ * IRTOOL_ACL_LIBS=DIR) load it exactly as they would load CANN.
  *
  * What it does:
  *   - implements every function declared in include/irtool_acl.h over host
- *     memory: device memory is posix_memalign'd host memory, copies are
- *     memcpy, streams and model run instances are host objects;
- *   - records every call with its arguments (tensor shapes, strides, offsets,
- *     addresses, workspace sizes, capture begin/end, executes, destroys) as
- *     one JSON object per line, read back with irtfake_trace();
+ *     memory: device memory is one posix_memalign'd host allocation per
+ *     aclrtMalloc, copies are memcpy, streams and model run instances are
+ *     host objects; streams run in order (a launch computes when enqueued);
+ *   - phase 1 of every aclnn operator checks its documented argument rules
+ *     and snapshots the arguments into the executor (CANN binds the
+ *     descriptors, and so the addresses, then); phase 2 checks the
+ *     workspace and runs the operator's kernel (kernels.c), or, on a
+ *     capturing stream, records it; aclmdlRIExecuteAsync recomputes the
+ *     recorded kernels in order at the addresses bound at capture;
+ *   - records every call with its arguments (tensor shapes, strides,
+ *     offsets, addresses, workspace sizes, capture begin/end, executes,
+ *     destroys) as one JSON object per line, read back with irtfake_trace();
  *   - refuses what CANN documents as refused during capture, with CANN's
- *     codes (CANN docs, aclmdlRI capture API): a sync of a capturing stream (107027), a
- *     sync memcpy while a GLOBAL capture is active (107030, invalidating the
- *     capture so End returns 507903), an async copy from pageable host memory
- *     into a capture (107030), the default stream (107031), End without
- *     Begin (107036), End on another thread (107038), destroying a model
- *     that is still running (107037), a second Begin on a capturing stream
- *     (107027);
- *   - checks the aclnn contracts the binding relies on: executors are single
- *     use and belong to their operator, the workspace passed to phase 2 is at
- *     least what phase 1 asked for and lies in device memory, tensors lie
- *     inside one device allocation with non-negative strides and offset.
- *
- * What it does not do: the aclnn kernels compute nothing (phase 2 records
- * and returns). The numbers of a lowered program are proven by irtool's
- * simulated device, which runs the same kernels as the CPU executor; this
- * double proves the call sequence, the descriptors and the addresses.
+ *     codes (CANN's aclmdlRI capture API): a sync of a capturing stream
+ *     (107027), a sync memcpy while a GLOBAL capture is active (107030,
+ *     invalidating the capture so End returns 507903), an async copy from
+ *     pageable host memory into a capture (107030), the default stream
+ *     (107031), End without Begin (107036), End on another thread (107038),
+ *     destroying a model that is still running (107037), a second Begin on
+ *     a capturing stream (107027);
+ *   - checks the aclnn contracts: executors are single use and belong to
+ *     their operator, the workspace passed to phase 2 is at least what
+ *     phase 1 asked for and lies in device memory, tensors lie inside one
+ *     device allocation with non-negative strides and offset; a kernel
+ *     touching memory outside every allocation is an AI core exception
+ *     (507015) naming the operator.
  *
  * Control (tests only, resolved by runtime/acl/internal/fakectl):
  *   irtfake_reset, irtfake_set, irtfake_set_soc, irtfake_fail,
@@ -34,6 +39,8 @@
  */
 #define _GNU_SOURCE
 #include "fakeacl.h"
+
+#include <math.h>
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -1767,6 +1774,140 @@ aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, 
 	return call_end(&c, "aclnnCat", workspaceSize, executor);
 }
 RUN(aclnnCat)
+
+/* ---------------- operators of the newer architectures ---------------- */
+
+aclnnStatus aclnnGeluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnGeluGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	check(&c, same_shape(self, out), "out must have the shape of self");
+	check(&c, self && out && self->dtype == out->dtype, "out must have the dtype of self");
+	check(&c, self && (self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16),
+	      "self must be FLOAT, FLOAT16 or BFLOAT16");
+	return call_end(&c, "aclnnGelu", workspaceSize, executor);
+}
+RUN(aclnnGelu)
+
+/* the executor keeps the reduced dims as i[0] = count, i[1..8] = dims,
+ * i[9] keepDims, i[10] dtype */
+aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims,
+                                           aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
+                                           aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnReduceSumGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	int ok = dims && dims->magic == 0x494e5441U;
+	tr_i64s("dims", ok ? dims->v : NULL, ok ? dims->n : 0);
+	tr(",\"keepDims\":%s,\"dtype\":%d", keepDims ? "true" : "false", (int)dtype);
+	if (!c.rc && !ok) {
+		c.rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("aclnnReduceSumGetWorkspaceSize: dims is not an int array");
+	}
+	if (!c.rc) {
+		check(&c, dims->n <= 8, "at most 8 dims");
+		c.ex->i[0] = (int64_t)dims->n;
+		for (uint64_t k = 0; !c.rc && k < dims->n; k++) {
+			int64_t d = dims->v[k];
+			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
+			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
+		}
+		c.ex->i[9] = keepDims, c.ex->i[10] = dtype;
+		check(&c, out->dtype == dtype, "out's type must be dtype");
+		/* out's shape is self's with the reduced dims 1 (keepDims) or gone */
+		int64_t want[8];
+		int nw = 0;
+		for (int i = 0; i < self->ndim; i++) {
+			int red = 0;
+			for (uint64_t k = 0; k < dims->n; k++) red |= c.ex->i[1 + k] == i;
+			if (!red) want[nw++] = self->dims[i];
+			else if (keepDims) want[nw++] = 1;
+		}
+		int same = nw == out->ndim;
+		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
+		check(&c, same, "out's shape must be self's reduced over dims");
+	}
+	return call_end(&c, "aclnnReduceSum", workspaceSize, executor);
+}
+RUN(aclnnReduceSum)
+
+aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
+                                      aclTensor *valuesOut, aclTensor *indicesOut, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnTopkGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	valuesOut = (aclTensor *)arg(&c, "valuesOut", valuesOut, 1);
+	indicesOut = (aclTensor *)arg(&c, "indicesOut", indicesOut, 1);
+	tr(",\"k\":%lld,\"dim\":%lld,\"largest\":%s,\"sorted\":%s", (long long)k, (long long)dim,
+	   largest ? "true" : "false", sorted ? "true" : "false");
+	c.ex->i[0] = k, c.ex->i[2] = largest, c.ex->i[3] = sorted;
+	if (!c.rc) {
+		int d = (int)(dim < 0 ? dim + self->ndim : dim);
+		c.ex->i[1] = d;
+		check(&c, d >= 0 && d < self->ndim, "dim %lld out of range", (long long)dim);
+		check(&c, !c.rc && k >= 0 && k <= self->dims[d], "k %lld outside [0, self.size(dim)]", (long long)k);
+		/* CANN 8.x: "sorted currently supports True only" */
+		check(&c, sorted, "sorted must be true");
+		check(&c, valuesOut->dtype == self->dtype, "valuesOut must have self's dtype");
+		check(&c, indicesOut->dtype == ACL_INT64, "indicesOut must be INT64");
+		int shp = valuesOut->ndim == self->ndim && indicesOut->ndim == self->ndim;
+		for (int i = 0; shp && i < self->ndim; i++)
+			shp = valuesOut->dims[i] == (i == d ? k : self->dims[i]) && indicesOut->dims[i] == valuesOut->dims[i];
+		check(&c, shp, "valuesOut and indicesOut must be self's shape with k along dim");
+	}
+	return call_end(&c, "aclnnTopk", workspaceSize, executor);
+}
+RUN(aclnnTopk)
+
+/* a scalar's value; non-finite values are traced as strings (JSON has no
+ * infinities) */
+static int scalar_arg(call *c, const char *key, const aclScalar *v, double *out) {
+	int ok = v && v->magic == 0x5343414cU;
+	if (ok && isfinite(v->v)) tr(",\"%s\":%.17g", key, v->v);
+	else if (ok) tr(",\"%s\":\"%g\"", key, v->v);
+	*out = ok ? v->v : 0;
+	if (!c->rc && !ok) {
+		c->rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("%s: %s is not a scalar", c->fn, key);
+	}
+	return ok;
+}
+
+aclnnStatus aclnnGeScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
+                                          uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnGeScalarGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	scalar_arg(&c, "other", other, &c.ex->f[0]);
+	check(&c, same_shape(self, out), "out must have the shape of self");
+	check(&c, out && out->dtype == ACL_BOOL, "out must be BOOL");
+	return call_end(&c, "aclnnGeScalar", workspaceSize, executor);
+}
+RUN(aclnnGeScalar)
+
+aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclTensor *mask,
+                                                         const aclScalar *value, uint64_t *workspaceSize,
+                                                         aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnInplaceMaskedFillScalarGetWorkspaceSize");
+	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
+	mask = arg(&c, "mask", mask, 1);
+	scalar_arg(&c, "value", value, &c.ex->f[0]);
+	check(&c, mask && mask->dtype == ACL_BOOL, "mask must be BOOL");
+	check(&c, broadcasts(mask, selfRef), "mask must broadcast to selfRef");
+	return call_end(&c, "aclnnInplaceMaskedFillScalar", workspaceSize, executor);
+}
+RUN(aclnnInplaceMaskedFillScalar)
 
 /* ---------------- control, for tests ---------------- */
 

@@ -732,6 +732,121 @@ static int k_fia(kctx *c) {
 	return 0;
 }
 
+/* ---------------- operators of the newer architectures ---------------- */
+
+/* aclnnGelu: out = 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))) (the CANN
+ * page's formula), computed in float32 and rounded once to out's dtype */
+static int k_gelu(kctx *c) {
+	const aclTensor *a = T(0), *out = T(1);
+	int64_t n = numel(out), cc[8];
+	const float s2pi = 0.79788456080286535588f;
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, out->ndim, cc);
+		float x = (float)ld(a, toff(a, cc, out->ndim));
+		float r = 0.5f * x * (1.0f + tanhf(s2pi * (x + 0.044715f * x * x * x)));
+		st(out, toff(out, cc, out->ndim), round_to(out->dtype, r));
+	}
+	return 0;
+}
+
+/* aclnnReduceSum: out = the sum of self over the dims listed in the
+ * executor (i[0] of them in i[1..]), in float32 and index order */
+static int k_reduce_sum(kctx *c) {
+	const aclTensor *x = T(0), *out = T(1);
+	int nd = x->ndim, nred = (int)c->e->i[0];
+	int red[8] = {0};
+	for (int k = 0; k < nred; k++) red[c->e->i[1 + k]] = 1;
+	int64_t kept[8], inner[8], n = 1, m = 1, cc[8], ic[8], oc[8];
+	for (int i = 0; i < nd; i++) {
+		kept[i] = red[i] ? 1 : x->dims[i];
+		inner[i] = red[i] ? x->dims[i] : 1;
+		n *= kept[i];
+		m *= inner[i];
+	}
+	for (int64_t o = 0; o < n; o++) {
+		coords(o, kept, nd, cc);
+		float acc = 0;
+		for (int64_t j = 0; j < m; j++) {
+			coords(j, inner, nd, ic);
+			int64_t xc[8];
+			for (int i = 0; i < nd; i++) xc[i] = red[i] ? ic[i] : cc[i];
+			acc += (float)ld(x, toff(x, xc, nd));
+		}
+		/* out's coordinates: the kept dims, reduced ones as 0 or gone */
+		int no = 0;
+		for (int i = 0; i < nd; i++) {
+			if (!red[i]) oc[no++] = cc[i];
+			else if (c->e->i[9]) oc[no++] = 0;
+		}
+		st(out, toff(out, oc, out->ndim), round_to(out->dtype, acc));
+	}
+	return 0;
+}
+
+/* aclnnTopk (largest, sorted): the k largest values along dim in descending
+ * order and their INT64 indices. CANN does not document the order of equal
+ * values; the emulator puts the lower index first. NaN is not ordered here. */
+static int k_topk(kctx *c) {
+	const aclTensor *x = T(0), *vals = T(1), *idx = T(2);
+	int nd = x->ndim, d = (int)c->e->i[1], largest = c->e->i[2] != 0;
+	int64_t k = c->e->i[0], len = x->dims[d], outer[8], cc[8];
+	memcpy(outer, x->dims, sizeof outer);
+	outer[d] = 1;
+	int64_t rows = numel(x) / (len ? len : 1);
+	double *v = malloc(sizeof(double) * (size_t)(len ? len : 1));
+	int64_t *ord = malloc(sizeof(int64_t) * (size_t)(len ? len : 1));
+	for (int64_t r = 0; r < rows; r++) {
+		coords(r, outer, nd, cc);
+		for (int64_t j = 0; j < len; j++) {
+			cc[d] = j;
+			v[j] = ld(x, toff(x, cc, nd));
+			ord[j] = j;
+		}
+		/* selection of the first k, stable */
+		for (int64_t a = 0; a < k; a++) {
+			int64_t best = a;
+			for (int64_t b = a + 1; b < len; b++) {
+				double vb = v[ord[b]], vbest = v[ord[best]];
+				if (largest ? vb > vbest : vb < vbest) best = b;
+			}
+			int64_t t = ord[best];
+			for (int64_t b = best; b > a; b--) ord[b] = ord[b - 1];
+			ord[a] = t;
+		}
+		for (int64_t a = 0; a < k; a++) {
+			cc[d] = a;
+			st(vals, toff(vals, cc, nd), v[ord[a]]);
+			st(idx, toff(idx, cc, nd), (double)ord[a]);
+		}
+	}
+	free(v);
+	free(ord);
+	return 0;
+}
+
+/* aclnnGeScalar: out = self >= other, BOOL */
+static int k_ge_scalar(kctx *c) {
+	const aclTensor *a = T(0), *out = T(1);
+	int64_t n = numel(out), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, out->ndim, cc);
+		st(out, toff(out, cc, out->ndim), ld(a, toff(a, cc, out->ndim)) >= c->e->f[0]);
+	}
+	return 0;
+}
+
+/* aclnnInplaceMaskedFillScalar: selfRef = value where mask (broadcast) is
+ * true; the value converted to selfRef's dtype */
+static int k_masked_fill(kctx *c) {
+	const aclTensor *self = T(0), *mask = T(1);
+	int64_t n = numel(self), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, self->dims, self->ndim, cc);
+		if (ld(mask, toff(mask, cc, self->ndim)) != 0) st(self, toff(self, cc, self->ndim), c->e->f[0]);
+	}
+	return 0;
+}
+
 /* ---------------- the table ---------------- */
 
 static const struct kdef {
@@ -762,6 +877,11 @@ static const struct kdef {
     {"aclnnGatherV2", k_gather},
     {"aclnnCat", k_cat},
     {"aclnnFusedInferAttentionScoreV2", k_fia},
+    {"aclnnGelu", k_gelu},
+    {"aclnnReduceSum", k_reduce_sum},
+    {"aclnnTopk", k_topk},
+    {"aclnnGeScalar", k_ge_scalar},
+    {"aclnnInplaceMaskedFillScalar", k_masked_fill},
 };
 
 static const struct kdef *find(const char *op) {

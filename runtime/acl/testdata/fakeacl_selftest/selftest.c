@@ -209,6 +209,62 @@ static void test_faults(void) {
 	aclrtDestroyStream(st);
 }
 
+/* aclnnSwiGlu, aclnnSoftmax, aclnnCat, aclnnCast and aclnnInplaceIndexCopy
+ * against their formulas */
+static void test_elementwise(void) {
+	uint64_t wsz = 0;
+	aclOpExecutor *ex = NULL;
+	/* SwiGlu over the last dim of [2, 4]: out = silu(x[:, :2]) * x[:, 2:] */
+	int64_t xd[] = {2, 4}, xs[] = {4, 1}, od[] = {2, 2}, os[] = {2, 1};
+	float *x = dev(4 * 8), *o = dev(4 * 4);
+	for (int i = 0; i < 8; i++) x[i] = (float)(i - 3) / 2;
+	int rc = run2("aclnnSwiGlu", aclnnSwiGluGetWorkspaceSize(tensor(ACL_FLOAT, 2, xd, xs, 0, x), -1, tensor(ACL_FLOAT, 2, od, os, 0, o), &wsz, &ex), &wsz, &ex, aclnnSwiGlu, NULL);
+	double worst = 0;
+	for (int r = 0; r < 2; r++)
+		for (int j = 0; j < 2; j++) {
+			double a = x[r * 4 + j], b = x[r * 4 + 2 + j];
+			worst = fmax(worst, fabs(o[r * 2 + j] - a / (1 + exp(-a)) * b));
+		}
+	ok(rc == 0 && worst < 1e-6, "SwiGlu is silu(first half) * second half", NULL);
+
+	/* Softmax over dim 1 of [2, 4] */
+	float *sm = dev(4 * 8);
+	rc = run2("aclnnSoftmax", aclnnSoftmaxGetWorkspaceSize(tensor(ACL_FLOAT, 2, xd, xs, 0, x), 1, tensor(ACL_FLOAT, 2, xd, xs, 0, sm), &wsz, &ex), &wsz, &ex, aclnnSoftmax, NULL);
+	worst = 0;
+	for (int r = 0; r < 2; r++) {
+		double sum = 0;
+		for (int j = 0; j < 4; j++) sum += exp(x[r * 4 + j]);
+		for (int j = 0; j < 4; j++) worst = fmax(worst, fabs(sm[r * 4 + j] - exp(x[r * 4 + j]) / sum));
+	}
+	ok(rc == 0 && worst < 1e-6, "Softmax along dim 1", NULL);
+
+	/* Cat of [1, 4] and [2, 4] along dim 0 */
+	float *c = dev(4 * 12);
+	int64_t ad[] = {1, 4}, bd[] = {2, 4}, cd[] = {3, 4};
+	const aclTensor *parts[] = {tensor(ACL_FLOAT, 2, ad, xs, 0, x), tensor(ACL_FLOAT, 2, bd, xs, 0, sm)};
+	aclTensorList *l = aclCreateTensorList(parts, 2);
+	rc = run2("aclnnCat", aclnnCatGetWorkspaceSize(l, 0, tensor(ACL_FLOAT, 2, cd, xs, 0, c), &wsz, &ex), &wsz, &ex, aclnnCat, NULL);
+	ok(rc == 0 && c[0] == x[0] && c[3] == x[3] && c[4] == sm[0] && c[11] == sm[7], "Cat joins along dim 0", NULL);
+
+	/* Cast float32 -> float16 rounds to nearest even: 1 + 2^-11 is a tie */
+	float *f = dev(4);
+	uint16_t *h = dev(2);
+	*f = 1.0f + 1.0f / 2048;
+	int64_t one[] = {1}, st1[] = {1};
+	rc = run2("aclnnCast", aclnnCastGetWorkspaceSize(tensor(ACL_FLOAT, 1, one, st1, 0, f), ACL_FLOAT16, tensor(ACL_FLOAT16, 1, one, st1, 0, h), &wsz, &ex), &wsz, &ex, aclnnCast, NULL);
+	ok(rc == 0 && *h == 0x3c00, "Cast to FLOAT16 rounds a tie to even", NULL);
+
+	/* InplaceIndexCopy: rows 0 and 1 of src into rows 3 and 1 of dst */
+	float *dst = dev(4 * 8), *src = dev(4 * 4);
+	int64_t *ix = dev(16);
+	for (int i = 0; i < 8; i++) dst[i] = 0;
+	for (int i = 0; i < 4; i++) src[i] = (float)(i + 1);
+	ix[0] = 3, ix[1] = 1;
+	int64_t dd[] = {4, 2}, ds[] = {2, 1}, sd[] = {2, 2}, id[] = {2};
+	rc = run2("aclnnInplaceIndexCopy", aclnnInplaceIndexCopyGetWorkspaceSize(tensor(ACL_FLOAT, 2, dd, ds, 0, dst), 0, tensor(ACL_INT64, 1, id, st1, 0, ix), tensor(ACL_FLOAT, 2, sd, ds, 0, src), &wsz, &ex), &wsz, &ex, aclnnInplaceIndexCopy, NULL);
+	ok(rc == 0 && dst[6] == 1 && dst[7] == 2 && dst[2] == 3 && dst[3] == 4 && dst[0] == 0, "InplaceIndexCopy writes row i of source to row index[i]", NULL);
+}
+
 int main(void) {
 	if (aclInit(NULL) != 0 || aclrtSetDevice(0) != 0) {
 		printf("FAIL init\n");
@@ -217,6 +273,7 @@ int main(void) {
 	test_wqbmm();
 	test_rope();
 	test_cube();
+	test_elementwise();
 	test_faults();
 	printf("%d failures\n", failures);
 	return failures ? 1 : 0;
