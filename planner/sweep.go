@@ -357,8 +357,10 @@ func findOverlapTime(p *Problem, off []int64, s, e []int32, steps int) (i, j int
 			fe[e[b]]++
 		}
 	}
-	active := make([]int32, 0, maxSweepLive) // live buffers sorted by offset; they never overlap
-	find := func(o int64) int { // first active buffer at offset >= o
+	// The live buffers sorted by offset (they never overlap), and the
+	// first of them at an offset >= o.
+	active := make([]int32, 0, maxSweepLive)
+	find := func(o int64) int {
 		lo, hi := 0, len(active)
 		for lo < hi {
 			m := int(uint(lo+hi) >> 1)
