@@ -28,7 +28,7 @@ func init() {
 		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu|sim|cann]
            [--device N] [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
            [--graph on|off] [--prefill-graph] [--graph-cache N] [--target T]
-           [--threads N] [--json] [--logits]
+           [--threads N] [--llama-build COMMIT] [--json] [--logits]
 
 Runs prefill on the prompt, then greedy decode (argmax, lowest id on ties) for
 N tokens on the CPU (the compiled plan, on --threads worker threads: default
