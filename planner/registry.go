@@ -122,7 +122,12 @@ func (s *StrategySet) Solve(ctx context.Context, p *Problem, strategy string, op
 	lb := LowerBound(p)
 	ms := msSince(start)
 	rep = &Report{Buffers: len(p.Buffers), LowerBound: lb, Arena: a.Arena, Ratio: Ratio(a.Arena, lb),
-		Naive: NaiveSize(p), Strategy: strategy, Winner: strategy, MS: ms,
+		Bound: min(lb, a.Arena), Optimal: a.Arena <= lb,
+		Naive: NaiveSize(p), Strategy: strategy, Winner: strategy, BestMS: ms, MS: ms,
+		BudgetMS:   float64(opts.budget().Microseconds()) / 1000,
 		Strategies: map[string]int64{strategy: a.Arena}, StrategyMS: map[string]float64{strategy: ms}}
+	if lb > 0 {
+		rep.Gap = float64(a.Arena-rep.Bound) / float64(lb)
+	}
 	return a, rep, nil
 }

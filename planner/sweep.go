@@ -1,7 +1,6 @@
 package planner
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -322,16 +321,25 @@ const maxSweepLive = 512
 // findOverlapTime is findOverlap for instances with few simultaneously
 // live buffers: it sweeps the compressed steps (buckets, no sort), keeping
 // the live buffers sorted by offset, and compares each new buffer with its
-// two address neighbours. It returns ok = false, without a verdict, as
-// soon as more than maxSweepLive buffers are live at once.
+// two address neighbours. It returns ok = false, without a verdict, when
+// more than maxSweepLive buffers are live at once (checked first, O(n)).
 func findOverlapTime(p *Problem, off []int64, s, e []int32, steps int) (i, j int, ok bool) {
 	n := len(p.Buffers)
 	startAt := make([]int32, steps+2)
 	endAt := make([]int32, steps+2)
+	top := make([]int64, n)
 	for b := range n {
 		if p.live(b) {
 			startAt[s[b]+1]++
 			endAt[e[b]+1]++
+			top[b] = off[b] + p.AlignedSize(b)
+		}
+	}
+	live := int32(0)
+	for t := 1; t < len(startAt); t++ {
+		live += startAt[t] - endAt[t]
+		if live > maxSweepLive {
+			return -1, -1, false
 		}
 	}
 	for t := 1; t < len(startAt); t++ {
@@ -349,10 +357,20 @@ func findOverlapTime(p *Problem, off []int64, s, e []int32, steps int) (i, j int
 			fe[e[b]]++
 		}
 	}
-	var active []int32 // live buffers sorted by offset; they never overlap
+	// The live buffers sorted by offset (they never overlap), and the
+	// first of them at an offset >= o.
+	active := make([]int32, 0, maxSweepLive)
 	find := func(o int64) int {
-		k, _ := slices.BinarySearchFunc(active, o, func(x int32, o int64) int { return cmp.Compare(off[x], o) })
-		return k
+		lo, hi := 0, len(active)
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if off[active[m]] < o {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		return lo
 	}
 	for t := 0; t <= steps; t++ {
 		for _, b := range byEnd[endAt[t]:endAt[t+1]] {
@@ -369,19 +387,15 @@ func findOverlapTime(p *Problem, off []int64, s, e []int32, steps int) (i, j int
 		}
 		for _, b := range byStart[startAt[t]:startAt[t+1]] {
 			k := find(off[b])
-			top := off[b] + p.AlignedSize(int(b))
 			if k > 0 {
-				if x := active[k-1]; off[x]+p.AlignedSize(int(x)) > off[b] {
+				if x := active[k-1]; top[x] > off[b] {
 					return int(x), int(b), true
 				}
 			}
 			if k < len(active) {
-				if x := active[k]; off[x] < top {
+				if x := active[k]; off[x] < top[b] {
 					return int(x), int(b), true
 				}
-			}
-			if len(active) == maxSweepLive {
-				return -1, -1, false
 			}
 			active = slices.Insert(active, k, b)
 		}

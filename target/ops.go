@@ -163,14 +163,14 @@ func gate310B(n *ir.Node, s Support) Support {
 // strictly310B are the further aclnn operators whose CANN 8.x product table
 // marks Atlas 200I/500 A2 "×" (aclnnMm, aclnnBatchMatMul, aclnnRmsNorm,
 // aclnnIndexCopy/aclnnInplaceIndexCopy, aclnnGelu, aclnnReduceSum,
-// aclnnTopk), or that its aclnnMatmul page does
+// aclnnTopk, aclnnInplaceMaskedFillScalar), or that its aclnnMatmul page does
 // not list among supported products.
 var strictly310B = map[string]bool{
 	"aclnnMm": true, "aclnnBatchMatMul": true, "aclnnMatmul": true,
 	"aclnnRmsNorm": true, "aclnnInplaceIndexCopy": true,
 	// the MoE and GELU operators (CANN 8.3 aclnnGelu, aclnnReduceSum and
 	// aclnnTopk product tables: Atlas 200I/500 A2 ×)
-	"aclnnGelu": true, "aclnnReduceSum": true, "aclnnTopk": true,
+	"aclnnGelu": true, "aclnnReduceSum": true, "aclnnTopk": true, "aclnnInplaceMaskedFillScalar": true,
 }
 
 func gate310BStrict(n *ir.Node, s Support) Support {

@@ -13,10 +13,32 @@ func archRules() map[ir.Op]OpRule {
 		ir.OpSumRows:  {NPU: npuSumRows, Traffic: streamTraffic(1), Workspace: NoWorkspace},
 		ir.OpTopK:     {NPU: npuTopK, Traffic: streamTraffic(1), Workspace: topKWorkspace},
 		ir.OpMulMatID: {NPU: npuMulMatID, Traffic: matmulIDTraffic, Workspace: mulMatIDWorkspace},
-		ir.OpSWAMask: {CPUOnly: "the sliding-window mask is made on the host from two step inputs (the causal mask and the positions), " +
-			"as llama.cpp's set_input builds KQ_mask_swa; it reaches the NPU as one more input copy and splits no NPU segment",
-			Traffic: streamTraffic(1)},
+		ir.OpSWAMask:  {NPU: npuSWAMask, Traffic: streamTraffic(1), Workspace: swaMaskWorkspace},
 	}
+}
+
+// swa_mask: made on the device from the step's positions (llama.cpp makes
+// KQ_mask_swa on the host in set_input; on the device it needs no copy and
+// splits no segment): the distances pos − (cell + window) against a
+// constant table, aclnnGeScalar(≥ 0), the mask copied, and −inf filled
+// where the distance is not negative.
+func npuSWAMask(n *ir.Node) Support {
+	m, p := n.Args[0].Type, n.Args[1].Type
+	if m.DType != ir.F32 || p.DType != ir.I32 {
+		return no("swa_mask of a %s mask at %s positions: f32 and i32 only", m.DType, p.DType)
+	}
+	return yes("aclnnInplaceMaskedFillScalar", "aclnnCast", "aclnnAdd", "aclnnGeScalar", "aclnnInplaceCopy", "aclnnInplaceMaskedFillScalar")
+}
+
+// swaMaskWorkspace: the f32 positions, the f32 distances and the BOOL
+// outside-the-window flags, one per token and cell.
+func swaMaskWorkspace(n *ir.Node, _ Support) int64 {
+	ne, err := n.Type.Shape.Ne()
+	if err != nil {
+		return 0
+	}
+	t := elems(n.Args[1].Type)
+	return align32(4*t) + align32(4*t*ne[0]) + align32(t*ne[0])
 }
 
 // align32 rounds n up to the 32 bytes runtime/acl aligns its staging to.

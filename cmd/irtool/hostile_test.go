@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -213,3 +214,112 @@ func TestHostileModels(t *testing.T) {
 }
 
 func jsonValid(s string) bool { return json.Valid([]byte(s)) }
+
+// hostileIRText damages IR text written by irtool ir -o: a line dropped or
+// repeated, a number, dtype, op name, attribute or meta value replaced, a
+// reference renumbered, or the text cut short.
+func hostileIRText(rng *rand.Rand, src string) (string, string) {
+	lines := strings.Split(src, "\n")
+	body := lines[1 : len(lines)-2] // between "graph {" and "}"
+	i := 1 + rng.IntN(len(body))
+	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
+	switch rng.IntN(8) {
+	case 0:
+		what := "drop line " + strconv.Itoa(i)
+		return strings.Join(append(lines[:i:i], lines[i+1:]...), "\n"), what
+	case 1:
+		what := "repeat line " + strconv.Itoa(i)
+		return strings.Join(append(lines[:i+1:i+1], lines[i:]...), "\n"), what
+	case 2: // a number
+		num := regexp.MustCompile(`\b[0-9]+\b`)
+		locs := num.FindAllStringIndex(lines[i], -1)
+		if len(locs) == 0 {
+			return src, "no number on line " + strconv.Itoa(i)
+		}
+		l := locs[rng.IntN(len(locs))]
+		v := pick("0", "-1", "1000000000", "2147483648", "99999999999999999999", "3")
+		lines[i] = lines[i][:l[0]] + v + lines[i][l[1]:]
+		return strings.Join(lines, "\n"), fmt.Sprintf("line %d: number -> %s", i, v)
+	case 3: // a dtype
+		v := pick("f16", "i32", "q4_0", "q8_0", "i64")
+		lines[i] = strings.Replace(lines[i], ": f32[", ": "+v+"[", 1)
+		return strings.Join(lines, "\n"), fmt.Sprintf("line %d: dtype -> %s", i, v)
+	case 4: // an op
+		ops := []string{"mul_mat", "add", "mul", "rms_norm", "rope", "soft_max", "get_rows", "view", "reshape", "permute", "cont", "cpy", "set_rows", "scale", "silu"}
+		from, to := ops[rng.IntN(len(ops))], ops[rng.IntN(len(ops))]
+		lines[i] = strings.Replace(lines[i], " "+from+"(", " "+to+"(", 1)
+		return strings.Join(lines, "\n"), fmt.Sprintf("line %d: %s -> %s", i, from, to)
+	case 5: // an attribute
+		attr := regexp.MustCompile(`([a-z_]+)=([-0-9.e]+)`)
+		v := pick("NaN", "-8", "1e300", "0", "-0.0", "1000000000")
+		lines[i] = attr.ReplaceAllString(lines[i], "${1}="+v)
+		return strings.Join(lines, "\n"), fmt.Sprintf("line %d: attributes -> %s", i, v)
+	case 6: // a meta value
+		k := pick("n_ctx", "kv_type", "kv_write", "weights", "n_layer")
+		v := pick(`"0"`, `"-5"`, `"99999999999"`, `"q4_0"`, `"/dev/zero"`, `""`)
+		re := regexp.MustCompile(`meta ` + k + `="[^"]*"`)
+		return re.ReplaceAllString(src, "meta "+k+"="+v), fmt.Sprintf("meta %s=%s", k, v)
+	default: // cut short
+		n := rng.IntN(len(src))
+		return src[:n], "cut at byte " + strconv.Itoa(n)
+	}
+}
+
+// TestHostileIRText runs the commands that accept IR text on fresh
+// damaged IR files: no panic, no hang, every failure an error message.
+func TestHostileIRText(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("IRTOOL_HOSTILE_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed = v
+	}
+	t.Logf("seed %d (IRTOOL_HOSTILE_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 17))
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.ir")
+	if code, _, stderr := runCLI(t, "ir", "-o", good); code != 0 {
+		t.Fatalf("ir -o: %s", stderr)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := 24
+	if testing.Short() {
+		cases = 8
+	}
+	for i := range cases {
+		text, what := hostileIRText(rng, string(b))
+		p := filepath.Join(dir, fmt.Sprintf("hostile-%d.ir", i))
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("case %d: %s", i, what)
+		for _, args := range [][]string{
+			{"compile", p, "--strategy", "greedy-size", "--json"}, {"run", p, "--tokens", "1,2", "-n", "2"},
+			{"passes", p}, {"viz", p, "--what", "liveness"},
+		} {
+			done := make(chan [2]string, 1)
+			var code int
+			go func() {
+				var out, errb bytes.Buffer
+				code = run(args, &out, &errb)
+				done <- [2]string{out.String(), errb.String()}
+			}()
+			select {
+			case r := <-done:
+				if strings.Contains(r[1], "internal error") || strings.Contains(r[1], "panic") {
+					t.Errorf("case %d (%s): %q panicked:\n%s", i, what, args, r[1])
+				}
+				if code != 0 && strings.TrimSpace(r[1]) == "" {
+					t.Errorf("case %d (%s): %q: exit %d without a message", i, what, args, code)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("case %d (%s): %q did not finish in 30 s", i, what, args)
+			}
+		}
+	}
+}

@@ -127,12 +127,17 @@ type Stream struct {
 }
 
 // NewStream wraps in (usually a FIFO, pipe or device) in a bounded reader.
+// A terminal gets no idle deadline (a person is typing), only the overall
+// one.
 func NewStream(in *Input, lim Limits) *Stream {
 	if lim.Idle <= 0 {
 		lim.Idle = DefaultIdle
 	}
 	if lim.Total <= 0 {
 		lim.Total = DefaultTotal
+	}
+	if in.Info.Mode()&fs.ModeCharDevice != 0 && isTerminal(in.File) {
+		lim.Idle = lim.Total // someone is typing: only the overall deadline
 	}
 	s := &Stream{in: in, lim: lim, start: time.Now(), first: true}
 	s.deadline = in.SetReadDeadline(time.Now().Add(lim.Idle)) == nil

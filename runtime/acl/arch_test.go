@@ -90,6 +90,73 @@ func TestGeluRecipeIsGgmlTable(t *testing.T) {
 	}
 }
 
+// TestSWAMaskRecipe: the swa_mask recipe on the emulator gives the CPU
+// kernel's mask exactly, for a mask with padding rows and -inf entries
+// already in it.
+func TestSWAMaskRecipe(t *testing.T) {
+	const nKV, rows, window = 40, 8, 5
+	posv := []int32{9, 10, 11, 12, 13, 30}
+	d := newDevice(t, Options{})
+	buf := malloc(t, d, 1<<16)
+	mask := make([]byte, 4*nKV*rows)
+	for r := range rows {
+		for c := range nKV {
+			v := float32(0)
+			if c > 20+r || (r+c)%7 == 0 {
+				v = float32(math.Inf(-1))
+			}
+			binary.LittleEndian.PutUint32(mask[4*(r*nKV+c):], math.Float32bits(v))
+		}
+	}
+	pos := make([]byte, 4*len(posv))
+	for i, p := range posv {
+		binary.LittleEndian.PutUint32(pos[4*i:], uint32(p))
+	}
+	mAddr, pAddr, oAddr, ws := buf, buf+device.Ptr(len(mask)), buf+device.Ptr(2*len(mask)), buf+device.Ptr(3*len(mask))
+	if err := d.MemcpyH2D(mAddr, mask); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.MemcpyH2D(pAddr, pos); err != nil {
+		t.Fatal(err)
+	}
+	md := f32(mAddr, nKV, rows)
+	pd := device.TensorDesc{DType: ir.I32, Ne: [4]int64{int64(len(posv)), 1, 1, 1}, Nb: ir.ContiguousStrides(ir.I32, [4]int64{int64(len(posv)), 1, 1, 1}), Addr: pAddr}
+	k := &device.KernelLaunch{Name: "aclnnInplaceMaskedFillScalar", Op: ir.OpSWAMask, Node: 1, Attrs: ir.Attrs{"window": int64(window)},
+		Inputs: []device.TensorDesc{md, pd}, Output: f32(oAddr, nKV, rows), Workspace: ws, WorkspaceBytes: 4096}
+	if err := d.Launch(device.DefaultStream, k); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SynchronizeStream(device.DefaultStream); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(mask))
+	if err := d.MemcpyD2H(got, oAddr); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := kernels.NewTensor(gguf.TypeF32, nKV, rows)
+	copy(src.Data, mask)
+	pt, _ := kernels.NewTensor(gguf.TypeI32, int64(len(posv)))
+	copy(pt.Data, pos)
+	dst, _ := kernels.NewTensor(gguf.TypeF32, nKV, rows)
+	if err := kernels.SWAMask(dst, src, pt, window); err != nil {
+		t.Fatal(err)
+	}
+	masked := 0
+	for i := 0; i < len(got); i += 4 {
+		g := math.Float32frombits(binary.LittleEndian.Uint32(got[i:]))
+		w := math.Float32frombits(binary.LittleEndian.Uint32(dst.Data[i:]))
+		if g != w {
+			t.Errorf("row %d cell %d: %g, the CPU kernel %g", i/4/nKV, i/4%nKV, g, w)
+		}
+		if math.IsInf(float64(w), -1) && !math.IsInf(float64(math.Float32frombits(binary.LittleEndian.Uint32(mask[i:]))), -1) {
+			masked++
+		}
+	}
+	if masked == 0 {
+		t.Fatal("the window hid no cell: the case tests nothing")
+	}
+}
+
 // TestArchOpsOnEmulatedCANN runs the newer architectures' ops through their
 // recipes: a prefill and three decode steps of the gemma3 and qwen3moe
 // models on the emulator with graphs on, against the reference executor
@@ -104,10 +171,10 @@ func TestArchOpsOnEmulatedCANN(t *testing.T) {
 		model string
 		want  []ir.Op
 	}{
-		{"synth-gemma3-Q4_0.gguf", []ir.Op{ir.OpGelu}},
+		{"synth-gemma3-Q4_0.gguf", []ir.Op{ir.OpGelu, ir.OpSWAMask}},
 		{"synth-qwen3moe-Q4_0.gguf", moe},
 		{"synth-llamamoe-Q4_0.gguf", moe},
-		{"synth-gemma3-F32", []ir.Op{ir.OpGelu}},
+		{"synth-gemma3-F32", []ir.Op{ir.OpGelu, ir.OpSWAMask}},
 		{"synth-qwen3moe-F32", moe},
 	}
 	for _, c := range cases {
@@ -142,7 +209,10 @@ func TestArchOpsOnEmulatedCANN(t *testing.T) {
 			}
 			atCapture := map[ir.Op]int{}
 			worst := 0.0
-			for step, toks := range [][]int32{{1, 403, 407, 261, 378}, {42}, {7}, {300}} {
+			// a prompt longer than gemma3's window of 8, so that the
+			// sliding-window layers hide cells
+			prompt := []int32{1, 403, 407, 261, 378, 12, 99, 250, 31, 77, 180, 5}
+			for step, toks := range [][]int32{prompt, {42}, {7}, {300}} {
 				if step == 2 {
 					// steps 2 and 3 are in the bucket step 1 captured: a
 					// replay launches nothing, so the ops below must not be

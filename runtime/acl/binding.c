@@ -166,6 +166,8 @@ aclnnStatus irt_aclDestroyIntArray(uintptr_t a) { return CALL(aclDestroyIntArray
  *   GELU         t: self out
  *   REDUCESUM    t: self out          s: dims (aclIntArray*) i0 keepDims i1 dtype
  *   TOPK         t: self valuesOut indicesOut             i0 k i1 dim i2 largest i3 sorted
+ *   GESCALAR     t: self out          s: other
+ *   MASKEDFILL   t: selfRef mask      s: value
  */
 #define T(k) ((aclTensor *)a->t[k])
 
@@ -198,6 +200,8 @@ int irt_op_available(int op) {
 	case IRT_GELU: return F.aclnnGeluGetWorkspaceSize && F.aclnnGelu;
 	case IRT_REDUCESUM: return F.aclnnReduceSumGetWorkspaceSize && F.aclnnReduceSum;
 	case IRT_TOPK: return F.aclnnTopkGetWorkspaceSize && F.aclnnTopk;
+	case IRT_GESCALAR: return F.aclnnGeScalarGetWorkspaceSize && F.aclnnGeScalar;
+	case IRT_MASKEDFILL: return F.aclnnInplaceMaskedFillScalarGetWorkspaceSize && F.aclnnInplaceMaskedFillScalar;
 	}
 	return 0;
 }
@@ -297,6 +301,12 @@ aclnnStatus irt_workspace(int op, const irt_args *a, uint64_t *ws, uintptr_t *ex
 	case IRT_TOPK:
 		rc = F.aclnnTopkGetWorkspaceSize(T(0), a->i[0], a->i[1], a->i[2] != 0, a->i[3] != 0, T(1), T(2), ws, &ex);
 		break;
+	case IRT_GESCALAR:
+		rc = F.aclnnGeScalarGetWorkspaceSize(T(0), (const aclScalar *)a->s, T(1), ws, &ex);
+		break;
+	case IRT_MASKEDFILL:
+		rc = F.aclnnInplaceMaskedFillScalarGetWorkspaceSize(T(0), T(1), (const aclScalar *)a->s, ws, &ex);
+		break;
 	}
 	*exec = (uintptr_t)ex;
 	return rc;
@@ -335,6 +345,8 @@ aclnnStatus irt_run(int op, uintptr_t ws, uint64_t wsSize, uintptr_t exec, uintp
 	case IRT_GELU: return F.aclnnGelu(w, wsSize, ex, s);
 	case IRT_REDUCESUM: return F.aclnnReduceSum(w, wsSize, ex, s);
 	case IRT_TOPK: return F.aclnnTopk(w, wsSize, ex, s);
+	case IRT_GESCALAR: return F.aclnnGeScalar(w, wsSize, ex, s);
+	case IRT_MASKEDFILL: return F.aclnnInplaceMaskedFillScalar(w, wsSize, ex, s);
 	}
 	return IRT_NOT_LOADED;
 }

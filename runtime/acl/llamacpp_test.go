@@ -50,8 +50,9 @@ import (
 // NPU result upstream (a float32 sum in another order) can flip one
 // rounding there and move one step's logits by up to 1.4e-2. Mixtures of
 // experts with quantised experts are held to 0.15: their top-k routing is
-// discontinuous too, and on synth-llamamoe-Q4_0 one step (28 of 32) picks
-// another expert than llama.cpp and moves by 0.10, the others staying
+// discontinuous too, and on synth-llamamoe-Q4_0 one step picks another
+// expert than llama.cpp at a near-tie of the router and moves by 0.11 (with
+// the routing on the NPU; 0.10 with it on the host), the others staying
 // within 3e-2.
 
 // emuTolerance is the bound on max|Δlogit| / max|logit| against llama.cpp
@@ -234,7 +235,7 @@ func TestModelsMatchLlamaCppOnEmulatedCANN(t *testing.T) {
 						t.Errorf("graph mode off, yet %d captures and %d replays", dec.Captures, dec.Replays)
 					}
 					tol, _ := emuTolerance(name)
-					t.Logf("%s %s: worst max|Δ|/max|logit| %.2e over %d steps (tolerance %.0e); %d argmax differences at near-ties; decode %d captures, %d replays, %d hits",
+					t.Logf("%s %s: worst max|Δ|/max|logit| %.2e over %d steps (tolerance %.2g); %d argmax differences at near-ties; decode %d captures, %d replays, %d hits",
 						name, mode, r.worst, len(ref.Generation.Tokens), tol, r.mismatches, dec.Captures, dec.Replays, dec.CacheHits)
 				})
 			}

@@ -8,6 +8,9 @@ package acl
 import "C"
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/irtool/irtool/ir"
@@ -34,19 +37,27 @@ import (
 //	            per (token, slot) on the gathered quants and scales,
 //	            aclnnCast(→ f32). The ids never leave the device, so a
 //	            segment with routing in it is capturable.
+//	swa_mask    aclnnCast(pos → f32), aclnnAdd(pos − (cell + window), alpha −1)
+//	            against a constant table of cell + window, aclnnGeScalar(≥ 0),
+//	            aclnnInplaceCopy(out ← mask),
+//	            aclnnInplaceMaskedFillScalar(out rows of the tokens, −inf):
+//	            the sliding-window mask made on the device from the step's
+//	            positions (llama.cpp makes KQ_mask_swa on the host)
 //	get_rows    of an f32 table batched over dim 2 (the router's
 //	            probabilities picked by the ids): one aclnnGatherV2 per batch
 func init() {
 	opTable = append(opTable, []struct {
 		id   C.int
 		name string
-	}{{C.IRT_GELU, "aclnnGelu"}, {C.IRT_REDUCESUM, "aclnnReduceSum"}, {C.IRT_TOPK, "aclnnTopk"}}...)
+	}{{C.IRT_GELU, "aclnnGelu"}, {C.IRT_REDUCESUM, "aclnnReduceSum"}, {C.IRT_TOPK, "aclnnTopk"},
+		{C.IRT_GESCALAR, "aclnnGeScalar"}, {C.IRT_MASKEDFILL, "aclnnInplaceMaskedFillScalar"}}...)
 	recipes[ir.OpGelu] = geluOp
 	recipes[ir.OpDiv] = func(b *builder) error { return binaryOp(b, C.IRT_DIV) }
 	recipes[ir.OpSumRows] = sumRows
 	recipes[ir.OpTopK] = topK
 	recipes[ir.OpMulMatID] = mulMatID
 	recipes[ir.OpGetRows] = getRowsBatched
+	recipes[ir.OpSWAMask] = swaMask
 }
 
 // intArray makes an aclIntArray owned by the prepared kernel.
@@ -380,5 +391,111 @@ func mulMatID(b *builder) error {
 		return err
 	}
 	b.cast(yin, ot, C.ACL_FLOAT)
+	return nil
+}
+
+// swaMask: out = mask, with −inf where token r (at position pos[r]) and KV
+// cell c (holding position c, the session's KV layout) are window or more
+// apart: pos[r] − (c + window) ≥ 0. Rows past the tokens (the mask's
+// padding) are copied unchanged, as the CPU kernel does.
+func swaMask(b *builder) error {
+	if err := b.inputs(2); err != nil {
+		return err
+	}
+	mask, pos, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
+	w := b.attrI("window", 0)
+	nKV, R, T := mask.Ne[0], mask.Ne[1], pos.Ne[0]
+	switch {
+	case w < 1:
+		return b.fail(device.ACLErrParamInvalid, "swa_mask window %d", w)
+	case mask.DType != ir.F32 || out.DType != ir.F32 || pos.DType != ir.I32 || !rows2D(mask) || out.Ne != mask.Ne ||
+		!rows2D(pos) || pos.Ne[1] != 1 || T > R || mask.Nb[0] != 4 || out.Nb[0] != 4:
+		return b.unsupported("swa_mask of %s %v at %s %v", mask.DType, mask.Ne, pos.DType, pos.Ne)
+	case nKV+w >= 1<<24:
+		return b.unsupported("swa_mask over %d cells with window %d: positions beyond f32's exact integers", nKV, w)
+	}
+	cells := make([]byte, 4*nKV)
+	for c := range nKV {
+		binary.LittleEndian.PutUint32(cells[4*c:], math.Float32bits(float32(c+w)))
+	}
+	tab, err := b.table(fmt.Sprintf("swa cell+window f32[%d]+%d", nKV, w), cells)
+	if err != nil {
+		return err
+	}
+	pf, err := b.temp("f32 positions", 4*T, 32)
+	if err != nil {
+		return err
+	}
+	dist, err := b.temp("position distances", 4*T*nKV, 32)
+	if err != nil {
+		return err
+	}
+	far, err := b.temp("outside the window", T*nKV, 32)
+	if err != nil {
+		return err
+	}
+	pt, err := b.tensor(C.ACL_INT32, []int64{T, 1}, []int64{1, 1}, 0, pos.Addr)
+	if err != nil {
+		return err
+	}
+	pft, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, pf)
+	if err != nil {
+		return err
+	}
+	b.cast(pt, pft, C.ACL_FLOAT)
+	pin, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, pf)
+	if err != nil {
+		return err
+	}
+	ct, err := b.tensor(C.ACL_FLOAT, []int64{1, nKV}, []int64{nKV, 1}, 0, tab)
+	if err != nil {
+		return err
+	}
+	dt, err := b.tensor(C.ACL_FLOAT, []int64{T, nKV}, []int64{nKV, 1}, 0, dist)
+	if err != nil {
+		return err
+	}
+	add := tensors(pin, ct, dt)
+	if add.s, err = b.scalarF32(-1); err != nil {
+		return err
+	}
+	b.call(C.IRT_ADD, add)
+	din, err := b.tensor(C.ACL_FLOAT, []int64{T, nKV}, []int64{nKV, 1}, 0, dist)
+	if err != nil {
+		return err
+	}
+	ft, err := b.tensor(C.ACL_BOOL, []int64{T, nKV}, []int64{nKV, 1}, 0, far)
+	if err != nil {
+		return err
+	}
+	ge := tensors(din, ft)
+	if ge.s, err = b.scalarF32(0); err != nil {
+		return err
+	}
+	b.call(C.IRT_GESCALAR, ge)
+	if out.Addr != mask.Addr || out.Nb != mask.Nb {
+		ot, err := b.tensor(C.ACL_FLOAT, []int64{R, nKV}, []int64{out.Nb[1] / 4, 1}, 0, out.Addr)
+		if err != nil {
+			return err
+		}
+		mt, err := b.tensor(C.ACL_FLOAT, []int64{R, nKV}, []int64{mask.Nb[1] / 4, 1}, 0, mask.Addr)
+		if err != nil {
+			return err
+		}
+		b.call(C.IRT_INPLACECOPY, tensors(ot, mt))
+	}
+	orows, err := b.tensor(C.ACL_FLOAT, []int64{T, nKV}, []int64{out.Nb[1] / 4, 1}, 0, out.Addr)
+	if err != nil {
+		return err
+	}
+	fin, err := b.tensor(C.ACL_BOOL, []int64{T, nKV}, []int64{nKV, 1}, 0, far)
+	if err != nil {
+		return err
+	}
+	fill := tensors(orows, fin)
+	if fill.s, err = b.scalarF32(float32(math.Inf(-1))); err != nil {
+		return err
+	}
+	b.call(C.IRT_MASKEDFILL, fill)
 	return nil
 }

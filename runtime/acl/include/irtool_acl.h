@@ -333,6 +333,15 @@ aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k, int64_t 
                                       aclOpExecutor **executor);
 IRT_ACLNN_RUN(aclnnTopk);
 
+aclnnStatus aclnnGeScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
+                                          uint64_t *workspaceSize, aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnGeScalar);
+
+aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclTensor *mask,
+                                                         const aclScalar *value, uint64_t *workspaceSize,
+                                                         aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnInplaceMaskedFillScalar);
+
 /* ---- the resolved function table ----
  * X(name, required): required functions must resolve when the libraries are
  * loaded; kernels may be missing from an older toolkit and fail only when a
@@ -422,7 +431,11 @@ IRT_ACLNN_RUN(aclnnTopk);
 	X(aclnnReduceSumGetWorkspaceSize, 0)          \
 	X(aclnnReduceSum, 0)                          \
 	X(aclnnTopkGetWorkspaceSize, 0)               \
-	X(aclnnTopk, 0)
+	X(aclnnTopk, 0)                               \
+	X(aclnnGeScalarGetWorkspaceSize, 0)           \
+	X(aclnnGeScalar, 0)                           \
+	X(aclnnInplaceMaskedFillScalarGetWorkspaceSize, 0) \
+	X(aclnnInplaceMaskedFillScalar, 0)
 
 #ifdef __cplusplus
 }

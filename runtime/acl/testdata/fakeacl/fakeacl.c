@@ -40,6 +40,8 @@
 #define _GNU_SOURCE
 #include "fakeacl.h"
 
+#include <math.h>
+
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1863,6 +1865,49 @@ aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k, int64_t 
 	return call_end(&c, "aclnnTopk", workspaceSize, executor);
 }
 RUN(aclnnTopk)
+
+/* a scalar's value; non-finite values are traced as strings (JSON has no
+ * infinities) */
+static int scalar_arg(call *c, const char *key, const aclScalar *v, double *out) {
+	int ok = v && v->magic == 0x5343414cU;
+	if (ok && isfinite(v->v)) tr(",\"%s\":%.17g", key, v->v);
+	else if (ok) tr(",\"%s\":\"%g\"", key, v->v);
+	*out = ok ? v->v : 0;
+	if (!c->rc && !ok) {
+		c->rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("%s: %s is not a scalar", c->fn, key);
+	}
+	return ok;
+}
+
+aclnnStatus aclnnGeScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
+                                          uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnGeScalarGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	scalar_arg(&c, "other", other, &c.ex->f[0]);
+	check(&c, same_shape(self, out), "out must have the shape of self");
+	check(&c, out && out->dtype == ACL_BOOL, "out must be BOOL");
+	return call_end(&c, "aclnnGeScalar", workspaceSize, executor);
+}
+RUN(aclnnGeScalar)
+
+aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclTensor *mask,
+                                                         const aclScalar *value, uint64_t *workspaceSize,
+                                                         aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnInplaceMaskedFillScalarGetWorkspaceSize");
+	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
+	mask = arg(&c, "mask", mask, 1);
+	scalar_arg(&c, "value", value, &c.ex->f[0]);
+	check(&c, mask && mask->dtype == ACL_BOOL, "mask must be BOOL");
+	check(&c, broadcasts(mask, selfRef), "mask must broadcast to selfRef");
+	return call_end(&c, "aclnnInplaceMaskedFillScalar", workspaceSize, executor);
+}
+RUN(aclnnInplaceMaskedFillScalar)
 
 /* ---------------- control, for tests ---------------- */
 

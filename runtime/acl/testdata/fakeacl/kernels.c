@@ -824,6 +824,29 @@ static int k_topk(kctx *c) {
 	return 0;
 }
 
+/* aclnnGeScalar: out = self >= other, BOOL */
+static int k_ge_scalar(kctx *c) {
+	const aclTensor *a = T(0), *out = T(1);
+	int64_t n = numel(out), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, out->ndim, cc);
+		st(out, toff(out, cc, out->ndim), ld(a, toff(a, cc, out->ndim)) >= c->e->f[0]);
+	}
+	return 0;
+}
+
+/* aclnnInplaceMaskedFillScalar: selfRef = value where mask (broadcast) is
+ * true; the value converted to selfRef's dtype */
+static int k_masked_fill(kctx *c) {
+	const aclTensor *self = T(0), *mask = T(1);
+	int64_t n = numel(self), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, self->dims, self->ndim, cc);
+		if (ld(mask, toff(mask, cc, self->ndim)) != 0) st(self, toff(self, cc, self->ndim), c->e->f[0]);
+	}
+	return 0;
+}
+
 /* ---------------- the table ---------------- */
 
 static const struct kdef {
@@ -857,6 +880,8 @@ static const struct kdef {
     {"aclnnGelu", k_gelu},
     {"aclnnReduceSum", k_reduce_sum},
     {"aclnnTopk", k_topk},
+    {"aclnnGeScalar", k_ge_scalar},
+    {"aclnnInplaceMaskedFillScalar", k_masked_fill},
 };
 
 static const struct kdef *find(const char *op) {
