@@ -223,7 +223,7 @@ func ascend310B() *Profile {
 	npu, host, link := ascend310BChips()
 	return &Profile{
 		Name:         "ascend310b",
-		Description:  "Atlas 200I/500 A2 inference products (Ascend 310B SoC): no ACL graph, no fused attention, no quantised matmul, no aclnn RoPE",
+		Description:  "Atlas 200I/500 A2 inference products (Ascend 310B SoC): no ACL graph, no quantised matmul, no aclnn RoPE",
 		NPU:          &npu,
 		Host:         host,
 		LinkBW:       link,
