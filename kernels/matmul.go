@@ -90,7 +90,9 @@ type matmul struct {
 	// dotK: the K-quant dot product of the build (qkDot): dotQK, or
 	// dotQ4Kx8 for a Q4_K matrix llama.cpp repacks to q4_K_8x8.
 	dotK func(*qkRow, q8Row) float32
-	negs []bool // per activation column: its Q8_0 values hold -128
+	// dotK4: for columns j < n − n mod 4 when not nil (qkDotGemm).
+	dotK4 func(*qkRow, q8Row) float32
+	negs  []bool // per activation column: its Q8_0 values hold -128
 	// vec: float kind only (not BF16), products follow
 	// ggml_vec_dot_f32/f16 (dotVec) instead of tinyBLAS (dotF32): where
 	// llamafile_sgemm declines, i.e. one column per b batch (n < 2) or an
@@ -245,7 +247,7 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	}
 	m.packed = m.repack && useAVX2 && m.n*m.r2*m.r3 >= 4
 	if m.kind == mmQ8_K {
-		m.dotK = qkDot(o, a, b)
+		m.dotK, m.dotK4 = qkDot(o, a, b), qkDotGemm(o, a, b)
 	}
 	if m.n*m.r2*m.r3 < 4 {
 		switch {
@@ -640,8 +642,11 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 			}
 		}
 	case mmQ8_K:
-		dot := m.dotK
 		for j := range m.n {
+			dot := m.dotK
+			if m.dotK4 != nil && j < m.n-m.n%4 {
+				dot = m.dotK4
+			}
 			c := m.q8col(base + j)
 			for r := range nr {
 				out.put(r0+int64(r), j, i12, i13, dot(t.qk[r], c))

@@ -72,7 +72,8 @@ func ParseLlamaBuild(s string) (LlamaBuild, error) {
 }
 
 // qkDot returns the dot product of a K-quant weight row with a Q8_K
-// activation row that llama.cpp's build o.LlamaBuild uses for a·b.
+// activation row that llama.cpp's build o.LlamaBuild uses for a·b, and,
+// for a repacked Q4_K matrix, the one of its GEMM (qkDotGemm).
 func qkDot(o Options, a, b Tensor) func(*qkRow, q8Row) float32 {
 	switch {
 	case repackQ4K(o, a, b):
@@ -81,6 +82,16 @@ func qkDot(o Options, a, b Tensor) func(*qkRow, q8Row) float32 {
 		return dotQ6KBsums
 	}
 	return dotQK
+}
+
+// qkDotGemm returns the dot product llama.cpp uses for the activation
+// columns it multiplies four at a time (repacked Q4_K: dotQ4Kx8Gemm), or
+// nil when every column takes qkDot's.
+func qkDotGemm(o Options, a, b Tensor) func(*qkRow, q8Row) float32 {
+	if repackQ4K(o, a, b) {
+		return dotQ4Kx8Gemm
+	}
+	return nil
 }
 
 // repackQ4K reports whether llama.cpp repacks the Q4_K weight a to
@@ -131,6 +142,43 @@ func dotQ4Kx8(a *qkRow, b q8Row) float32 {
 		dy := b.d[s]
 		acc = fma32(float32(isum), dw*dy, acc)
 		accMin = fma32(float32(imin), a.dmin[s]*dy, accMin)
+	}
+	return acc - accMin
+}
+
+// dotQ4Kx8Gemm is dotQ4Kx8 as ggml_gemm_q4_K_8x8_q8_K computes it, for
+// the activation columns llama.cpp multiplies four at a time (the first
+// n − n mod 4 of a product's n columns; the rest take the GEMV,
+// dotQ4Kx8): the same exact integers, but converted and accumulated once
+// per pair of 32-value sub-blocks instead of once per super-block,
+// acc = fma(float(isum_pair), d_w·d_y, acc) and
+// accMin = fma(float(imin_pair), dmin_w·d_y, accMin), four of each per
+// super-block; the result is acc − accMin.
+func dotQ4Kx8Gemm(a *qkRow, b q8Row) float32 {
+	var acc, accMin float32
+	for s, dw := range a.d {
+		q := a.q[s*256 : s*256+256 : s*256+256]
+		y := b.qs[s*256 : s*256+256 : s*256+256]
+		sc := a.sc[s*16 : s*16+16 : s*16+16]
+		mn := a.m[s*16 : s*16+16 : s*16+16]
+		bs := b.bsums[s*16 : s*16+16 : s*16+16]
+		dy := b.d[s]
+		d, dmin := dw*dy, a.dmin[s]*dy
+		for pair := range 4 {
+			var isum, imin int32
+			for sub := 2 * pair; sub < 2*pair+2; sub++ {
+				x := q[sub*32 : sub*32+32 : sub*32+32]
+				yy := y[sub*32 : sub*32+32 : sub*32+32]
+				var p int32
+				for i := range x {
+					p += int32(x[i]) * int32(yy[i])
+				}
+				isum += sc[2*sub] * p
+				imin += mn[2*sub] * (bs[2*sub] + bs[2*sub+1])
+			}
+			acc = fma32(float32(isum), d, acc)
+			accMin = fma32(float32(imin), dmin, accMin)
+		}
 	}
 	return acc - accMin
 }

@@ -64,10 +64,10 @@ func TestQKDotChoice(t *testing.T) {
 		want string
 	}{
 		{cur, w(gguf.TypeQ4_K, 16, 1), f32, "dotQ4Kx8"},
-		{cur, w(gguf.TypeQ4_K, 12, 1), f32, "dotQK"},  // ne1 % 8 != 0: not repacked
-		{cur, w(gguf.TypeQ4_K, 16, 1), f16, "dotQK"},  // activations not F32
-		{cur, w(gguf.TypeQ4_K, 16, 2), f32, "dotQK"},  // 3-D views are split per matrix first
-		{old, w(gguf.TypeQ4_K, 16, 1), f32, "dotQK"},  // c392e50 repacks no K-quant
+		{cur, w(gguf.TypeQ4_K, 12, 1), f32, "dotQK"}, // ne1 % 8 != 0: not repacked
+		{cur, w(gguf.TypeQ4_K, 16, 1), f16, "dotQK"}, // activations not F32
+		{cur, w(gguf.TypeQ4_K, 16, 2), f32, "dotQK"}, // 3-D views are split per matrix first
+		{old, w(gguf.TypeQ4_K, 16, 1), f32, "dotQK"}, // c392e50 repacks no K-quant
 		{cur, w(gguf.TypeQ6_K, 16, 1), f32, "dotQ6KBsums"},
 		{old, w(gguf.TypeQ6_K, 16, 1), f32, "dotQK"},
 		{cur, w(gguf.TypeQ5_K, 16, 1), f32, "dotQK"},
@@ -75,6 +75,10 @@ func TestQKDotChoice(t *testing.T) {
 	} {
 		if got := name(qkDot(c.o, c.a, c.b)); got != c.want {
 			t.Errorf("%v %s[%d,%d] x %s: %s, want %s", c.o.LlamaBuild, c.a.Type, c.a.Ne[1], c.a.Ne[2], c.b.Type, got, c.want)
+		}
+		// The GEMM order exactly where the GEMV is q4_K_8x8's.
+		if g := qkDotGemm(c.o, c.a, c.b); (g != nil) != (c.want == "dotQ4Kx8") {
+			t.Errorf("%v %s[%d,%d] x %s: GEMM dot %v", c.o.LlamaBuild, c.a.Type, c.a.Ne[1], c.a.Ne[2], c.b.Type, g != nil)
 		}
 	}
 }
@@ -89,7 +93,7 @@ func TestQKDotOrders(t *testing.T) {
 	for _, c := range []struct {
 		typ gguf.GGMLType
 		dot func(*qkRow, q8Row) float32
-	}{{gguf.TypeQ4_K, dotQ4Kx8}, {gguf.TypeQ6_K, dotQ6KBsums}, {gguf.TypeQ4_K, dotQK}, {gguf.TypeQ6_K, dotQK}} {
+	}{{gguf.TypeQ4_K, dotQ4Kx8}, {gguf.TypeQ4_K, dotQ4Kx8Gemm}, {gguf.TypeQ6_K, dotQ6KBsums}, {gguf.TypeQ4_K, dotQK}, {gguf.TypeQ6_K, dotQK}} {
 		for trial := range 20 {
 			ts := c.typ.TypeSize()
 			raw := make([]byte, k/256*ts)
