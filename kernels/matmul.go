@@ -14,9 +14,10 @@ type QuantMode int
 const (
 	// QuantGGML reproduces llama.cpp's CPU backend: activations are
 	// quantised to the weight type's vec_dot_type (Q8_0 for Q4_0, Q5_0 and
-	// Q8_0 weights, Q8_K for Q2_K … Q6_K) and multiplied with exact integer
-	// dot products per block, scaled in float32. Weight types without an
-	// integer path here (Q4_1, Q5_1, …) fall back to QuantDequant.
+	// Q8_0 weights, Q8_1 for Q4_1 and Q5_1, Q8_K for Q2_K … Q6_K) and
+	// multiplied with exact integer dot products per block, scaled in
+	// float32. Weight types without an integer path here (IQ types, …)
+	// fall back to QuantDequant.
 	QuantGGML QuantMode = iota
 	// QuantDequant dequantises each weight row to float32 (exactly as
 	// ggml's to_float) and takes float32 dot products with the unrounded
@@ -54,6 +55,11 @@ type Options struct {
 	// Threads bounds the goroutines of one matmul (0 = GOMAXPROCS). The
 	// results do not depend on it.
 	Threads int
+	// LlamaBuild selects the llama.cpp build whose summation order the
+	// QuantGGML matmuls follow where builds differ (repacked Q4_K, Q6_K):
+	// by default llama.cpp 3f545bec; LlamaC392e50 for runs of older
+	// builds.
+	LlamaBuild LlamaBuild
 }
 
 // matmul kinds.
@@ -82,7 +88,12 @@ type matmul struct {
 	// packed: repack rows are also laid out by packQ4_0x8 once per tile
 	// (assembly, at least four columns) for gemmQ4_0x8Packed.
 	packed bool
-	negs   []bool // per activation column: its Q8_0 values hold -128
+	// dotK: the K-quant dot product of the build (qkDot): dotQK, or
+	// dotQ4Kx8 for a Q4_K matrix llama.cpp repacks to q4_K_8x8.
+	dotK func(*qkRow, q8Row) float32
+	// dotK4: for columns j < n − n mod 4 when not nil (qkDotGemm).
+	dotK4 func(*qkRow, q8Row) float32
+	negs  []bool // per activation column: its Q8_0 values hold -128
 	// vec: float kind only (not BF16), products follow
 	// ggml_vec_dot_f32/f16 (dotVec) instead of tinyBLAS (dotF32): where
 	// llamafile_sgemm declines, i.e. one column per b batch (n < 2) or an
@@ -213,6 +224,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	switch {
 	case o.Quant == QuantGGML && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0 || a.Type == gguf.TypeQ5_0):
 		m.kind = mmQ8_0
+	case o.Quant == QuantGGML && (a.Type == gguf.TypeQ4_1 || a.Type == gguf.TypeQ5_1):
+		// Q8_1 activations (q8_1.go); rows always read from their bytes.
+		m.kind, m.raw = mmQ8_0, true
 	case o.Quant == QuantGGML && qkSupported(a.Type):
 		m.kind = mmQ8_K
 	default:
@@ -236,6 +250,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		m.raw = true
 	}
 	m.packed = m.repack && useAVX2 && m.n*m.r2*m.r3 >= 4
+	if m.kind == mmQ8_K {
+		m.dotK, m.dotK4 = qkDot(o, a, b), qkDotGemm(o, a, b)
+	}
 	if m.n*m.r2*m.r3 < 4 {
 		switch {
 		case m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1):
@@ -260,6 +277,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		m.bf = make([]float32, cols*k)
 	case mmQ8_0:
 		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/32), sum: make([]int32, cols*k/32)}
+		if a.Type == gguf.TypeQ4_1 || a.Type == gguf.TypeQ5_1 {
+			m.bq.s = make([]float32, cols*k/32)
+		}
 		m.negs = make([]bool, cols)
 		if b.Type == gguf.TypeF32 && b.IsContiguous() {
 			m.bv = f32view(b.Data, cols*k)
@@ -314,6 +334,9 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 			qs, sum := m.bq.qs[c*k:(c+1)*k], m.bq.sum[c*k/32:(c+1)*k/32]
 			m.negs[c] = quantizeQ8_0(x, qs, m.bq.d[c*k/32:(c+1)*k/32])
 			blockSums32(qs, sum)
+			if m.bq.s != nil {
+				q8_1Sums(x, qs, m.bq.s[c*k/32:(c+1)*k/32])
+			}
 		case mmQ8_K:
 			x := scratch[:k]
 			m.loadCol(c, x)
@@ -342,6 +365,9 @@ func (m *matmul) q8col(c int64) q8Row {
 		r.d = m.bq.d[int(c)*k/32 : int(c+1)*k/32]
 		r.sum = m.bq.sum[int(c)*k/32 : int(c+1)*k/32]
 		r.neg = m.negs[c]
+		if m.bq.s != nil {
+			r.s = m.bq.s[int(c)*k/32 : int(c+1)*k/32]
+		}
 	case mmQ8_K:
 		r.d = m.bq.d[int(c)*k/256 : int(c+1)*k/256]
 		r.bsums = m.bq.bsums[int(c)*k/16 : int(c+1)*k/16]
@@ -630,9 +656,13 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 		}
 	case mmQ8_K:
 		for j := range m.n {
+			dot := m.dotK
+			if m.dotK4 != nil && j < m.n-m.n%4 {
+				dot = m.dotK4
+			}
 			c := m.q8col(base + j)
 			for r := range nr {
-				out.put(r0+int64(r), j, i12, i13, dotQK(t.qk[r], c))
+				out.put(r0+int64(r), j, i12, i13, dot(t.qk[r], c))
 			}
 		}
 	}
@@ -726,6 +756,10 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				}
 			case gguf.TypeQ4_0:
 				v = dotQ4_0Raw(row, m.q8col(base+j))
+			case gguf.TypeQ4_1:
+				v = dotQ4_1Raw(row, m.q8col(base+j))
+			case gguf.TypeQ5_1:
+				v = dotQ5_1Raw(row, m.q8col(base+j))
 			}
 			out.put(r0+int64(r), j, i12, i13, v)
 		}
