@@ -37,5 +37,15 @@
 // ggml_vec_dot's order, several tinyBLAS's). Options.Quant chooses
 // between dequantising quantised weights to float32 (QuantDequant) and
 // ggml's integer path (QuantGGML: activations quantised to Q8_0 or Q8_K as
-// ggml's CPU backend does). See docs/KERNELS.md for the op-by-op notes.
+// ggml's CPU backend does). Q4_0 matrices with a multiple of 8 rows take
+// the order of llama.cpp's repacked q4_0_8x8 kernels, as llama.cpp does on
+// AVX2.
+//
+// On amd64 with AVX2, FMA and F16C (detected at start) the hot kernels run
+// as hand-written assembly (simd_amd64.s): the quantised, F16 and K-quant
+// dot products, the Q8_0 activation quantisation, SiLU, soft_max's
+// exponentials and F16 conversions. Each computes exactly what its
+// pure-Go twin computes, so results are the same bits with or without it;
+// -tags purego, other architectures and older CPUs use the twins. See
+// docs/KERNELS.md for the op-by-op notes.
 package kernels

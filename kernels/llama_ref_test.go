@@ -33,7 +33,10 @@ type refNode struct {
 }
 
 type refRun struct {
-	Model struct {
+	// Commit is the llama.cpp commit that made the reference: newLlama
+	// follows that build's summation order (LlamaBuild).
+	Commit string `json:"llama_cpp_commit"`
+	Model  struct {
 		NEmbd     int     `json:"n_embd"`
 		NLayer    int     `json:"n_layer"`
 		NHead     int     `json:"n_head"`
@@ -101,6 +104,11 @@ func newLlama(t testing.TB, modelRel string, hp *refRun, opts Options, fused boo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
+	if hp.Commit != "" {
+		if opts.LlamaBuild, err = ParseLlamaBuild(hp.Commit); err != nil {
+			t.Fatal(err)
+		}
+	}
 	m := &llama{hp: hp, w: map[string]Tensor{}, opts: opts, fused: fused, trace: map[string][]float32{}}
 	for _, ti := range f.Tensors {
 		data, err := f.TensorData(ti.Name)

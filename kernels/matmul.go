@@ -54,6 +54,11 @@ type Options struct {
 	// Threads bounds the goroutines of one matmul (0 = GOMAXPROCS). The
 	// results do not depend on it.
 	Threads int
+	// LlamaBuild selects the llama.cpp build whose summation order the
+	// QuantGGML matmuls follow where builds differ (repacked Q4_K, Q6_K):
+	// by default llama.cpp 3f545bec; LlamaC392e50 for runs of older
+	// builds.
+	LlamaBuild LlamaBuild
 }
 
 // matmul kinds.
@@ -82,7 +87,12 @@ type matmul struct {
 	// packed: repack rows are also laid out by packQ4_0x8 once per tile
 	// (assembly, at least four columns) for gemmQ4_0x8Packed.
 	packed bool
-	negs   []bool // per activation column: its Q8_0 values hold -128
+	// dotK: the K-quant dot product of the build (qkDot): dotQK, or
+	// dotQ4Kx8 for a Q4_K matrix llama.cpp repacks to q4_K_8x8.
+	dotK func(*qkRow, q8Row) float32
+	// dotK4: for columns j < n − n mod 4 when not nil (qkDotGemm).
+	dotK4 func(*qkRow, q8Row) float32
+	negs  []bool // per activation column: its Q8_0 values hold -128
 	// vec: float kind only (not BF16), products follow
 	// ggml_vec_dot_f32/f16 (dotVec) instead of tinyBLAS (dotF32): where
 	// llamafile_sgemm declines, i.e. one column per b batch (n < 2) or an
@@ -236,6 +246,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		m.raw = true
 	}
 	m.packed = m.repack && useAVX2 && m.n*m.r2*m.r3 >= 4
+	if m.kind == mmQ8_K {
+		m.dotK, m.dotK4 = qkDot(o, a, b), qkDotGemm(o, a, b)
+	}
 	if m.n*m.r2*m.r3 < 4 {
 		switch {
 		case m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1):
@@ -630,9 +643,13 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 		}
 	case mmQ8_K:
 		for j := range m.n {
+			dot := m.dotK
+			if m.dotK4 != nil && j < m.n-m.n%4 {
+				dot = m.dotK4
+			}
 			c := m.q8col(base + j)
 			for r := range nr {
-				out.put(r0+int64(r), j, i12, i13, dotQK(t.qk[r], c))
+				out.put(r0+int64(r), j, i12, i13, dot(t.qk[r], c))
 			}
 		}
 	}

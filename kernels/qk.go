@@ -182,21 +182,20 @@ func dotQK(a *qkRow, b q8Row) float32 {
 	var acc [8]float32
 	var accM [4]float32
 	var summs float32
+	var lanesBuf [8 * 64]int32
+	var lanes []int32
+	if nsb := len(a.d); useAVX2 && nsb > 0 && nsb <= 64 {
+		// The integer lanes of every super-block in assembly.
+		_, _, _ = a.q[nsb*256-1], b.qs[nsb*256-1], a.sc[nsb*16-1]
+		lanes = lanesBuf[:8*nsb]
+		qkLanesAVX2(&a.q[0], &b.qs[0], &a.sc[0], nsb, a.t == gguf.TypeQ3_K || a.t == gguf.TypeQ6_K, &lanes[0])
+	}
 	for s, da := range a.d {
 		var lane [8]int32
-		for g := range 16 {
-			o := s*256 + g*16
-			x := a.q[o : o+16 : o+16]
-			y := b.qs[o : o+16 : o+16]
-			sc := a.sc[s*16+g]
-			// Values 16(g%2)..16(g%2)+15 of their 32-value group: lanes
-			// 4(g%2)..4(g%2)+3.
-			l0 := 4 * (g % 2)
-			for k := range 4 {
-				p := int32(x[4*k])*int32(y[4*k]) + int32(x[4*k+1])*int32(y[4*k+1]) +
-					int32(x[4*k+2])*int32(y[4*k+2]) + int32(x[4*k+3])*int32(y[4*k+3])
-				lane[l0+k] += sc * p
-			}
+		if lanes != nil {
+			copy(lane[:], lanes[8*s:8*s+8])
+		} else {
+			lane = qkLanesGo(a, b, s)
 		}
 		yd := b.d[s]
 		d := yd * da
@@ -232,4 +231,24 @@ func dotQK(a *qkRow, b q8Row) float32 {
 		sum += summs
 	}
 	return sum
+}
+
+// qkLanesGo returns dotQK's eight integer lanes of super-block s: the
+// pure-Go twin of qkLanesAVX2.
+func qkLanesGo(a *qkRow, b q8Row, s int) (lane [8]int32) {
+	for g := range 16 {
+		o := s*256 + g*16
+		x := a.q[o : o+16 : o+16]
+		y := b.qs[o : o+16 : o+16]
+		sc := a.sc[s*16+g]
+		// Values 16(g%2)..16(g%2)+15 of their 32-value group: lanes
+		// 4(g%2)..4(g%2)+3.
+		l0 := 4 * (g % 2)
+		for k := range 4 {
+			p := int32(x[4*k])*int32(y[4*k]) + int32(x[4*k+1])*int32(y[4*k+1]) +
+				int32(x[4*k+2])*int32(y[4*k+2]) + int32(x[4*k+3])*int32(y[4*k+3])
+			lane[l0+k] += sc * p
+		}
+	}
+	return lane
 }

@@ -58,3 +58,6 @@ func roundF16RowAVX2(x *float32, n int)
 
 //go:noescape
 func f32ToF16AVX2(dst *byte, src *float32, n int)
+
+//go:noescape
+func qkLanesAVX2(q *int8, y *int8, sc *int32, nsb int, signed bool, lanes *int32)

@@ -1089,3 +1089,67 @@ tohloop:
 	JLT  tohloop
 	VZEROUPPER
 	RET
+
+// Lane pattern for the K-quant group scales: [s0 s0 s0 s0 s1 s1 s1 s1].
+DATA qkperm<>+0(SB)/4, $0
+DATA qkperm<>+4(SB)/4, $0
+DATA qkperm<>+8(SB)/4, $0
+DATA qkperm<>+12(SB)/4, $0
+DATA qkperm<>+16(SB)/4, $1
+DATA qkperm<>+20(SB)/4, $1
+DATA qkperm<>+24(SB)/4, $1
+DATA qkperm<>+28(SB)/4, $1
+GLOBL qkperm<>(SB), RODATA|NOPTR, $32
+
+// func qkLanesAVX2(q *int8, y *int8, sc *int32, nsb int, signed bool, lanes *int32)
+// For each super-block s of 256 values: lanes[8s+k] (k < 4) = sum over the
+// even 16-value groups g of sc[16s+g]·(4-value product sum k of group g),
+// lanes[8s+4+k] the same over the odd groups: dotQK's integer lanes
+// (ggml_vec_dot_q*_K_q8_K on AVX2). Exact integer arithmetic: unsigned
+// weights (Q2_K, Q4_K, Q5_K) go straight into vpmaddubsw, signed ones
+// (Q3_K, Q6_K) through the sign trick, exact since Q8_K activations are
+// never -128.
+TEXT ·qkLanesAVX2(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), SI
+	MOVQ y+8(FP), DI
+	MOVQ sc+16(FP), DX
+	MOVQ nsb+24(FP), CX
+	MOVBLZX signed+32(FP), R8
+	MOVQ lanes+40(FP), BX
+	BCAST32($0x00010001, X15, Y15)
+	VMOVDQU qkperm<>(SB), Y14
+	TESTQ CX, CX
+	JZ    qkdone
+
+qksb:
+	VPXOR Y0, Y0, Y0
+	MOVQ $8, R9
+
+qkpair:
+	VMOVDQU (SI), Y1
+	VMOVDQU (DI), Y2
+	TESTQ R8, R8
+	JZ    qkunsigned
+	VPSIGNB Y1, Y2, Y2
+	VPSIGNB Y1, Y1, Y1
+
+qkunsigned:
+	VPMADDUBSW Y2, Y1, Y1
+	VPMADDWD Y15, Y1, Y1
+	VMOVQ (DX), X3
+	VPERMD Y3, Y14, Y3
+	VPMULLD Y3, Y1, Y1
+	VPADDD Y1, Y0, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $8, DX
+	DECQ R9
+	JNZ  qkpair
+	VMOVDQU Y0, (BX)
+	ADDQ $32, BX
+	DECQ CX
+	JNZ  qksb
+
+qkdone:
+	VZEROUPPER
+	RET

@@ -36,3 +36,6 @@ func gemmQ4_0x8PackedAVX2(p *byte, a *q4x4Args, nb int, out *[4][8]float32) {
 func softmaxExpAVX2(w *float32, n int, mx float32) float64 { panic("kernels: no SIMD") }
 func roundF16RowAVX2(x *float32, n int)                    { panic("kernels: no SIMD") }
 func f32ToF16AVX2(dst *byte, src *float32, n int)          { panic("kernels: no SIMD") }
+func qkLanesAVX2(q *int8, y *int8, sc *int32, nsb int, signed bool, lanes *int32) {
+	panic("kernels: no SIMD")
+}

@@ -533,3 +533,30 @@ func TestSIMDF16Round(t *testing.T) {
 		}
 	}
 }
+
+func TestSIMDQKLanes(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, ty := range []gguf.GGMLType{gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
+		for _, nsb := range []int{1, 3} {
+			k := 256 * nsb
+			raw := make([]byte, nsb*ty.TypeSize())
+			for i := range raw {
+				raw[i] = byte(r.IntN(256))
+			}
+			row := newQKRow(k)
+			unpackQK(ty, raw, row)
+			for ci, x := range activationCases(r, k) {
+				c := q8Row{qs: make([]int8, k), d: make([]float32, nsb), bsums: make([]int32, k/16)}
+				quantizeQ8_K(x, c.qs, c.d, c.bsums)
+				lanes := make([]int32, 8*nsb)
+				qkLanesAVX2(&row.q[0], &c.qs[0], &row.sc[0], nsb, ty == gguf.TypeQ3_K || ty == gguf.TypeQ6_K, &lanes[0])
+				for s := range nsb {
+					if want := qkLanesGo(row, c, s); [8]int32(lanes[8*s:8*s+8]) != want {
+						t.Fatalf("%s nsb %d case %d sb %d: lanes %v, Go %v", ty, nsb, ci, s, lanes[8*s:8*s+8], want)
+					}
+				}
+			}
+		}
+	}
+}

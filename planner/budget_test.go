@@ -78,8 +78,14 @@ func TestHugeCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := time.Since(t0)
-	_, rep := solve(t, p, StrategyBest, Options{Budget: budget - read})
+	a, rep, err := Solve(context.Background(), p, StrategyBest, Options{Budget: budget - read})
 	el := time.Since(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(p, a); err != nil { // Solve validated too; outside the timing
+		t.Fatal(err)
+	}
 	t.Logf("read %v, total %v: arena %.4f x LB by %s after %.0f ms; unfinished %v", read, el, rep.Ratio, rep.Winner, rep.BestMS, rep.Unfinished)
 	if el > 3*time.Second {
 		t.Errorf("1e6 buffers with a 2 s budget took %v", el)

@@ -115,6 +115,7 @@ type dfs struct {
 	ctx       context.Context
 	stopped   bool
 	halt      *atomic.Bool // set by another worker of a portfolio
+	halt2     *atomic.Bool // set by a worker outside the portfolio
 	heur      []string     // the preorders this worker tries (dfsHeuristics)
 }
 
@@ -354,7 +355,7 @@ func (d *dfs) search(p dfsPart, lastOff int64, lastPre int32) dfsStatus {
 	if d.nodes&1023 == 0 && (time.Now().After(d.deadline) || d.ctx.Err() != nil) {
 		d.stopped = true
 	}
-	if d.nodes&63 == 0 && d.halt != nil && d.halt.Load() {
+	if d.nodes&63 == 0 && ((d.halt != nil && d.halt.Load()) || (d.halt2 != nil && d.halt2.Load())) {
 		d.stopped = true
 	}
 	if d.stopped {

@@ -279,7 +279,11 @@ func (s *searcher) seed(seeds []seed) {
 
 // ladder runs the exact search on decreasing capacities, with a portfolio
 // of `workers` concurrent searches when workers > 1 (not with MaxNodes,
-// whose node counts must not depend on scheduling).
+// whose node counts must not depend on scheduling). With a portfolio the
+// first worker (preorder TWA) stays on the lower bound for the whole
+// budget, since most instances that reach it need only that, while the
+// others climb the ladder: the lower bound with 60% of the time, then
+// bisection, which is what instances whose bound is out of reach need.
 func (s *searcher) ladder(workers int) {
 	if s.opts.MaxNodes > 0 {
 		s.ladderSequential()
@@ -289,11 +293,59 @@ func (s *searcher) ladder(workers int) {
 	if pf == nil {
 		return
 	}
+	if len(pf.ws) == 1 {
+		s.ladderOn(pf, func() {})
+		return
+	}
+	var stop0, stopRest atomic.Bool
+	lb := s.inc.lo.Load()
+	var wg sync.WaitGroup
+	var panicked atomic.Value
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				panicked.Store(fmt.Sprint(r))
+			}
+		}()
+		d := pf.ws[0]
+		d.ctx, d.deadline, d.nodes, d.stopped, d.maxNodes, d.halt = s.ctx, s.deadline, 0, false, 0, &stop0
+		out := make([]int64, s.tl.n)
+		st := d.feasible(lb, out)
+		switch st {
+		case dfsFound:
+			s.offer(&Assignment{Offsets: out, Arena: arenaOf(s.tl, out)}, nil, StrategyExact)
+			stopRest.Store(true)
+		case dfsInfeasible:
+			s.inc.raise(lb + 1)
+		}
+	}()
+	rest := &portfolio{ws: pf.ws[1:]}
+	for _, d := range rest.ws {
+		d.halt2 = &stopRest
+	}
+	s.ladderOn(rest, func() {
+		if s.inc.lo.Load() > lb || s.done() {
+			stop0.Store(true)
+		}
+	})
+	stop0.Store(true)
+	wg.Wait()
+	if r := panicked.Load(); r != nil {
+		panic(r)
+	}
+}
+
+// ladderOn climbs the capacity ladder with portfolio pf; after each rung it
+// calls after.
+func (s *searcher) ladderOn(pf *portfolio, after func()) {
 	soft := s.inc.lo.Load() // capacities below soft were refuted or timed out
 	out := make([]int64, s.tl.n)
 	first := true
 	for !s.expired() {
 		hi := s.bestArena() // feasible
+		soft = max(soft, s.inc.lo.Load())
 		if soft >= hi {
 			break
 		}
@@ -303,6 +355,7 @@ func (s *searcher) ladder(workers int) {
 		st, nodes := pf.feasible(s.ctx, c, time.Now().Add(time.Duration(float64(left)*share)), out)
 		s.work += nodes
 		soft = s.settle(st, c, soft, out)
+		after()
 	}
 }
 

@@ -75,7 +75,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	reps := fs.Int("r", 5, "repetitions of each test")
 	threads := threadsFlag(fs)
 	asJSON := fs.Bool("json", false, "print JSON")
-	passList := fs.String("passes", "default", "pass pipeline applied first: default, none, or a comma-separated list")
+	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied first, as for run: default, none, or a comma-separated list")
 	reference := fs.Bool("reference", false, "run the reference executor instead of the compiled plan")
 	pos, err := parseArgs(fs, args)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/session"
@@ -27,7 +28,7 @@ func init() {
 		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu|sim|cann]
            [--device N] [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
            [--graph on|off] [--prefill-graph] [--graph-cache N] [--target T]
-           [--threads N] [--json] [--logits]
+           [--threads N] [--llama-build COMMIT] [--json] [--logits]
 
 Runs prefill on the prompt, then greedy decode (argmax, lowest id on ties) for
 N tokens on the CPU (the compiled plan, on --threads worker threads: default
@@ -136,6 +137,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
 	checkNumerics := fs.Bool("check-numerics", false, "check every op's output for NaN and infinities and name the first that has one (cpu backend; slower)")
 	threads := threadsFlag(fs)
+	llamaBuild := fs.String("llama-build", kernels.LlamaCurrent.String(), "reproduce the quantised-matmul summation order of llama.cpp `COMMIT` (3f545bec: Q4_K repacked to q4_K_8x8 as Q4_0 is; c392e50: older builds, Q4_K and Q6_K in their vec_dot orders)")
 	var sim simFlags
 	sim.declare(fs)
 	var cannF cannFlags
@@ -197,6 +199,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	kvT, err := models.ParseKVCacheType(*kvType)
 	if err != nil {
 		return usageError(stderr, "run", "--kv-type: %v", err)
+	}
+	if sim.Kernels.LlamaBuild, err = kernels.ParseLlamaBuild(*llamaBuild); err != nil {
+		return usageError(stderr, "run", "--llama-build: %v", err)
 	}
 	kvW, err := models.ParseKVWrite(*kvWrite)
 	if err != nil {
@@ -317,7 +322,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
 		sess = cannRun
 	} else {
-		if cpu, err = newCPUSession(m, f, *checkNumerics, *threads); err == nil {
+		if cpu, err = newCPUSession(m, f, *checkNumerics, *threads, sim.Kernels); err == nil {
 			defer cpu.Close()
 		}
 		sess = cpu
@@ -366,7 +371,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		if errors.As(err, &nf) && !*checkNumerics {
 			// Find the op: replay the same tokens on the CPU reference
 			// executor, checking every op's output.
-			err = fmt.Errorf("%w; %v", err, locateNonFinite(m, f, nf.Tokens, len(ids), *ubatch))
+			err = fmt.Errorf("%w; %v", err, locateNonFinite(m, f, nf.Tokens, len(ids), *ubatch, sim.Kernels))
 		}
 		if !*asJSON {
 			fmt.Fprintln(stdout)
@@ -442,15 +447,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 // every op's output checked for NaN and infinities when check is set.
 // The check runs on the reference executor (the compiled plan does not
 // check).
-func newCPUSession(m *models.Model, w eval.WeightSource, check bool, threads int) (*session.Session, error) {
-	return session.NewSession(m, w, session.SessionOptions{Threads: threads, Reference: check, Exec: eval.ExecOptions{CheckFinite: check}})
+func newCPUSession(m *models.Model, w eval.WeightSource, check bool, threads int, ko kernels.Options) (*session.Session, error) {
+	return session.NewSession(m, w, session.SessionOptions{Threads: threads, Reference: check,
+		Exec: eval.ExecOptions{CheckFinite: check, Kernels: ko}})
 }
 
 // locateNonFinite replays tokens (the prompt, in ubatch-token steps, then
 // one token per step) on a fresh CPU session that checks every op's output,
 // and returns the error naming the first op whose output is not finite.
-func locateNonFinite(m *models.Model, w eval.WeightSource, tokens []int32, nPrompt, ubatch int) error {
-	s, err := newCPUSession(m, w, true, 0)
+func locateNonFinite(m *models.Model, w eval.WeightSource, tokens []int32, nPrompt, ubatch int, ko kernels.Options) error {
+	s, err := newCPUSession(m, w, true, 0, ko)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
@@ -28,6 +29,9 @@ type simFlags struct {
 	PrefillGraph bool
 	GraphCache   int
 	Target       string
+	// Kernels are the numeric options of the device's and the host's
+	// kernels (run's --llama-build), not a flag of their own.
+	Kernels kernels.Options
 }
 
 // simOnly lists the flags that only the sim backend reads.
@@ -97,13 +101,13 @@ func newSimBackend(m *models.Model, f *gguf.File, flags *simFlags, fs *flag.Flag
 	if err != nil {
 		return nil, err
 	}
-	dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: simMemory(f)})
+	dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: simMemory(f), Kernels: flags.Kernels})
 	if err != nil {
 		return nil, err
 	}
 	// run has applied the pipeline already: only the required passes run
 	// again inside the compiler.
-	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol,
+	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol, Kernels: flags.Kernels,
 		Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
 	if err != nil {
 		return nil, err

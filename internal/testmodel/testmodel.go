@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 )
 
@@ -39,7 +40,11 @@ type LlamaRun struct {
 	// the smaller llama-ref tool: no model_file or context (LoadRun fills
 	// them in: the file named like the JSON, n_ctx 256, F16 cache) but
 	// logits_per_step for every step.
-	Format    string `json:"format"`
+	Format string `json:"format"`
+	// Commit is the llama.cpp commit that made the run
+	// ("llama_cpp_commit"; the llama-ref format has none: it was made by
+	// llama.cpp 3f545bec, kernels.LlamaCurrent).
+	Commit    string `json:"llama_cpp_commit"`
 	ModelFile string `json:"model_file"`
 	Context   struct {
 		NCtx  int64  `json:"n_ctx"`
@@ -100,6 +105,20 @@ func (r *LlamaRun) Options(t testing.TB) models.Options {
 		t.Fatal(err)
 	}
 	return opts
+}
+
+// Kernels returns the kernel options that reproduce the llama.cpp build
+// that made the run (kernels.Options.LlamaBuild from its commit).
+func (r *LlamaRun) Kernels(t testing.TB) kernels.Options {
+	t.Helper()
+	var o kernels.Options
+	if r.Commit != "" {
+		var err error
+		if o.LlamaBuild, err = kernels.ParseLlamaBuild(r.Commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return o
 }
 
 // Tolerance is the foundation issue's bound on max|Δlogit| / max|logit|

@@ -242,7 +242,7 @@ func TestModelsMatchLlamaCppOnEmulatedCANN(t *testing.T) {
 						t.Errorf("graph mode off, yet %d captures and %d replays", dec.Captures, dec.Replays)
 					}
 					tol, _ := emuTolerance(name)
-					t.Logf("%s %s: worst max|Δ|/max|logit| %.2e over %d steps (tolerance %.0e); %d argmax differences at near-ties; decode %d captures, %d replays, %d hits",
+					t.Logf("%s %s: worst max|Δ|/max|logit| %.2e over %d steps (tolerance %.2g); %d argmax differences at near-ties; decode %d captures, %d replays, %d hits",
 						name, mode, r.worst, len(ref.Generation.Tokens), tol, r.mismatches, dec.Captures, dec.Replays, dec.CacheHits)
 				})
 			}

@@ -13,8 +13,11 @@ import (
 )
 
 // archModels are llama-quantize Q4_0 variants of the newer architectures'
-// reference models, with llama.cpp's runs on them (testdata/README.md).
-var archModels = []string{"synth-qwen3-Q4_0", "synth-qwen3moe-Q4_0", "synth-gemma3-Q4_0", "synth-phi3-Q4_0", "synth-llama3rope-Q4_0", "synth-llamamoe-Q4_0"}
+// reference models and a 256-wide llama whose matrices are all Q4_K
+// (repacked to q4_K_8x8 by llama.cpp), with llama.cpp's runs on them
+// (testdata/README.md).
+var archModels = []string{"synth-qwen3-Q4_0", "synth-qwen3moe-Q4_0", "synth-gemma3-Q4_0", "synth-phi3-Q4_0", "synth-llama3rope-Q4_0", "synth-llamamoe-Q4_0",
+	"synth-llama256-Q4_K"}
 
 // archBound is issue 16's bound on max|Δlogit| / max|logit|.
 const archBound = 1e-6

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
@@ -67,7 +68,7 @@ func TestMatchesLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := session.NewSession(m, f, session.SessionOptions{})
+			s, err := session.NewSession(m, f, session.SessionOptions{Exec: eval.ExecOptions{Kernels: ref.Kernels(t)}})
 			if err != nil {
 				t.Fatal(err)
 			}
