@@ -14,9 +14,10 @@ type QuantMode int
 const (
 	// QuantGGML reproduces llama.cpp's CPU backend: activations are
 	// quantised to the weight type's vec_dot_type (Q8_0 for Q4_0, Q5_0 and
-	// Q8_0 weights, Q8_K for Q2_K … Q6_K) and multiplied with exact integer
-	// dot products per block, scaled in float32. Weight types without an
-	// integer path here (Q4_1, Q5_1, …) fall back to QuantDequant.
+	// Q8_0 weights, Q8_1 for Q4_1 and Q5_1, Q8_K for Q2_K … Q6_K) and
+	// multiplied with exact integer dot products per block, scaled in
+	// float32. Weight types without an integer path here (IQ types, …)
+	// fall back to QuantDequant.
 	QuantGGML QuantMode = iota
 	// QuantDequant dequantises each weight row to float32 (exactly as
 	// ggml's to_float) and takes float32 dot products with the unrounded
@@ -223,6 +224,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	switch {
 	case o.Quant == QuantGGML && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0 || a.Type == gguf.TypeQ5_0):
 		m.kind = mmQ8_0
+	case o.Quant == QuantGGML && (a.Type == gguf.TypeQ4_1 || a.Type == gguf.TypeQ5_1):
+		// Q8_1 activations (q8_1.go); rows always read from their bytes.
+		m.kind, m.raw = mmQ8_0, true
 	case o.Quant == QuantGGML && qkSupported(a.Type):
 		m.kind = mmQ8_K
 	default:
@@ -273,6 +277,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		m.bf = make([]float32, cols*k)
 	case mmQ8_0:
 		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/32), sum: make([]int32, cols*k/32)}
+		if a.Type == gguf.TypeQ4_1 || a.Type == gguf.TypeQ5_1 {
+			m.bq.s = make([]float32, cols*k/32)
+		}
 		m.negs = make([]bool, cols)
 		if b.Type == gguf.TypeF32 && b.IsContiguous() {
 			m.bv = f32view(b.Data, cols*k)
@@ -327,6 +334,9 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 			qs, sum := m.bq.qs[c*k:(c+1)*k], m.bq.sum[c*k/32:(c+1)*k/32]
 			m.negs[c] = quantizeQ8_0(x, qs, m.bq.d[c*k/32:(c+1)*k/32])
 			blockSums32(qs, sum)
+			if m.bq.s != nil {
+				q8_1Sums(x, qs, m.bq.s[c*k/32:(c+1)*k/32])
+			}
 		case mmQ8_K:
 			x := scratch[:k]
 			m.loadCol(c, x)
@@ -355,6 +365,9 @@ func (m *matmul) q8col(c int64) q8Row {
 		r.d = m.bq.d[int(c)*k/32 : int(c+1)*k/32]
 		r.sum = m.bq.sum[int(c)*k/32 : int(c+1)*k/32]
 		r.neg = m.negs[c]
+		if m.bq.s != nil {
+			r.s = m.bq.s[int(c)*k/32 : int(c+1)*k/32]
+		}
 	case mmQ8_K:
 		r.d = m.bq.d[int(c)*k/256 : int(c+1)*k/256]
 		r.bsums = m.bq.bsums[int(c)*k/16 : int(c+1)*k/16]
@@ -743,6 +756,10 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				}
 			case gguf.TypeQ4_0:
 				v = dotQ4_0Raw(row, m.q8col(base+j))
+			case gguf.TypeQ4_1:
+				v = dotQ4_1Raw(row, m.q8col(base+j))
+			case gguf.TypeQ5_1:
+				v = dotQ5_1Raw(row, m.q8col(base+j))
 			}
 			out.put(r0+int64(r), j, i12, i13, v)
 		}

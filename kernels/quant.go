@@ -19,6 +19,7 @@ type q8Row struct {
 	d     []float32
 	bsums []int32
 	sum   []int32
+	s     []float32 // Q8_1 only: per block F16(d·Σq) (q8_1Sums)
 	neg   bool
 }
 
