@@ -46,17 +46,17 @@ import (
 // device as ggml-cpu does, the weight dequantised to f32; the q8_0 token
 // table dequantised in f32): synth-llama-Q8_0, llama3rope-Q4_0 and
 // phi3-Q4_0 then match to 3e-7, the other q4_0 models stay between 1.4e-3
-// and 8.6e-3 (measured; held to 1e-2 and a gap of 2e-2), most likely (not
-// yet traced) where one rounding of
-// an activation to q8_0 that falls the other way than in ggml (after a
-// last-bit difference upstream, a float32 sum in another order) moves a
-// product by a whole quantisation step. K-quant matmuls run on the CPU with
+// and 8.6e-3 (measured; held to 1e-2 and a gap of 2e-2). Their prefill and
+// first decode agree to 1e-5 and the differences come at isolated steps,
+// most likely (not traced) where one rounding of an activation to q8_0
+// falls the other way than in ggml after a last-bit difference upstream (a
+// float32 sum in another order), moving a product by a whole step. K-quant matmuls run on the CPU with
 // ggml's arithmetic but quantise their f32 input to q8_K, the same effect:
-// up to 1.4e-2 (held to 3e-2). Mixtures of experts with quantised experts
-// are held to 0.15: mul_mat_id still runs aclnnWeightQuantBatchMatmulV2 on
-// f16 activations, and the top-k routing is discontinuous: on
-// synth-llamamoe-Q4_0 one step picks another expert than llama.cpp at a
-// near-tie of the router and moves by 0.11. The "wqbmm" mode's bound is
+// up to 1.4e-2 (held to 3e-2). Mixtures of quantised experts (mul_mat_id
+// in the same "ggml" mode) reach 1.0e-2 (llamamoe) and 1.1e-2 (qwen3moe),
+// held to 3e-2 too: their top-k routing is discontinuous as well (with
+// aclnnWeightQuantBatchMatmulV2 one llamamoe step picked another expert
+// than llama.cpp and moved by 0.11). The "wqbmm" mode's bound is
 // TestQuantMatmulModes's, per matmul.
 
 // emuTolerance is the bound on max|Δlogit| / max|logit| against llama.cpp
@@ -65,10 +65,7 @@ import (
 func emuTolerance(name string) (tol, tieGap float64) {
 	for _, q := range []string{"Q8_0", "Q4_0", "_K"} {
 		if strings.Contains(name, q) {
-			switch {
-			case strings.Contains(name, "moe"):
-				return 1.5e-1, 3e-1
-			case strings.Contains(name, "_K"):
+			if strings.Contains(name, "moe") || strings.Contains(name, "_K") {
 				return 3e-2, 6e-2
 			}
 			return 1e-2, 2e-2

@@ -163,10 +163,41 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 	if !ok {
 		return b.unsupported("activations %v", x.Nb)
 	}
+	xq, err := b.q8Activations([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr)
+	if err != nil {
+		return err
+	}
+	xt, err := b.tensor(C.ACL_FLOAT, []int64{M, K}, []int64{K, 1}, 0, xq)
+	if err != nil {
+		return err
+	}
+	wt, err := b.tensor(C.ACL_FLOAT, []int64{K, N}, []int64{1, K}, 0, w)
+	if err != nil {
+		return err
+	}
+	os, ost, _ := aclOrder(out)
+	ot, err := b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr)
+	if err != nil {
+		return err
+	}
+	mm := tensors(xt, wt, ot)
+	mm.i[0] = b.d.cubeMathType()
+	b.call(C.IRT_MM, mm)
+	return nil
+}
+
+// q8Activations adds the calls that replace f32 activations by their q8_0
+// values (quantMulMatGGML's first ten calls) and returns the device scratch
+// holding them as a contiguous f32 [rows…, K] matrix. lead and leadSt are
+// the shape and strides (elements) of the row dims of x at addr, inner
+// the stride of its K values.
+func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr) (device.Ptr, error) {
+	M := prod(lead)
 	nb := K / 32
-	blk := []int64{M, nb, 32}
-	xview := []int64{xst[2], 32 * xst[3], xst[3]}
-	per := []int64{M, nb, 1}
+	L := len(lead)
+	blk := append(append([]int64{}, lead...), nb, 32)
+	xview := append(append([]int64{}, leadSt...), 32*inner, inner)
+	per := append(append([]int64{}, lead...), nb, 1)
 	perSt := contiguous(per)
 	// Scratch: t f32[M·K], then per block amax, id, d (f32), d16 (f16), m (bool).
 	align := func(v int64) int64 { return (v + 63) / 64 * 64 }
@@ -176,43 +207,38 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 	offD16 := offD + align(4*M*nb)
 	offMask := offD16 + align(2*M*nb)
 	size := offMask + align(M*nb)
-	buf, err := b.buffer(fmt.Sprintf("q8_0 activations [%d,%d]", M, K), size)
+	buf, err := b.buffer(fmt.Sprintf("q8_0 activations %v×%d", lead, K), size)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	c127, err := b.table("f32 127", f32Bytes(127))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	var ts [16]C.uintptr_t
+	var ts [8]C.uintptr_t
 	specs := []struct {
 		dt        C.int
 		shape, st []int64
 		addr      device.Ptr
 	}{
-		{C.ACL_FLOAT, blk, xview, x.Addr},                                   // 0 x
-		{C.ACL_FLOAT, blk, contiguous(blk), buf + device.Ptr(offT)},         // 1 t
-		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offAmax)},                // 2 amax
-		{C.ACL_FLOAT, []int64{1}, []int64{1}, c127},                         // 3 127
-		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offID)},                  // 4 id
-		{C.ACL_BOOL, per, perSt, buf + device.Ptr(offMask)},                 // 5 m
-		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offD)},                   // 6 d
-		{C.ACL_FLOAT16, per, perSt, buf + device.Ptr(offD16)},               // 7 d16
-		{C.ACL_FLOAT, []int64{M, K}, []int64{K, 1}, buf + device.Ptr(offT)}, // 8 t as [M, K]
-		{C.ACL_FLOAT, []int64{K, N}, []int64{1, K}, w},                      // 9 Wᵀ
-		{C.ACL_FLOAT, []int64{M, N}, nil, out.Addr},                         // 10 out
+		{C.ACL_FLOAT, blk, xview, addr},                             // 0 x
+		{C.ACL_FLOAT, blk, contiguous(blk), buf + device.Ptr(offT)}, // 1 t
+		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offAmax)},        // 2 amax
+		{C.ACL_FLOAT, []int64{1}, []int64{1}, c127},                 // 3 127
+		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offID)},          // 4 id
+		{C.ACL_BOOL, per, perSt, buf + device.Ptr(offMask)},         // 5 m
+		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offD)},           // 6 d
+		{C.ACL_FLOAT16, per, perSt, buf + device.Ptr(offD16)},       // 7 d16
 	}
-	os, ost, _ := aclOrder(out)
-	specs[10].shape, specs[10].st = os[2:], ost[2:]
 	for i, s := range specs {
 		if ts[i], err = b.tensor(s.dt, s.shape, s.st, 0, s.addr); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	b.call(C.IRT_ABS, tensors(ts[0], ts[1]))
-	dims, err := b.intArray(2)
+	dims, err := b.intArray(int64(L + 1))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	am := tensors(ts[1], ts[2])
 	am.s, am.i[0] = dims, 1
@@ -220,12 +246,12 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 	b.call(C.IRT_DIV, tensors(ts[3], ts[2], ts[4]))
 	ge := tensors(ts[4], ts[5])
 	if ge.s, err = b.scalarF32(float32(math.Inf(1))); err != nil {
-		return err
+		return 0, err
 	}
 	b.call(C.IRT_GESCALAR, ge)
 	fill := tensors(ts[4], ts[5])
 	if fill.s, err = b.scalarF32(0); err != nil {
-		return err
+		return 0, err
 	}
 	b.call(C.IRT_MASKEDFILL, fill)
 	b.call(C.IRT_DIV, tensors(ts[2], ts[3], ts[6]))
@@ -234,10 +260,7 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 	b.call(C.IRT_MUL, tensors(ts[0], ts[4], ts[1]))
 	b.call(C.IRT_ROUND, tensors(ts[1], ts[1]))
 	b.call(C.IRT_INPLACEMUL, tensors(ts[1], ts[6]))
-	mm := tensors(ts[8], ts[9], ts[10])
-	mm.i[0] = b.d.cubeMathType()
-	b.call(C.IRT_MM, mm)
-	return nil
+	return buf + device.Ptr(offT), nil
 }
 
 func f32Bytes(vs ...float32) []byte {
@@ -253,4 +276,64 @@ func init() {
 		id   C.int
 		name string
 	}{{C.IRT_ABS, "aclnnAbs"}, {C.IRT_AMAX, "aclnnAmax"}, {C.IRT_ROUND, "aclnnRound"}}...)
+}
+
+// mulMatIDGGML is mul_mat_id over q4_0/q8_0 experts with QuantMatmulGGML:
+// the activations' q8_0 values (q8Activations), the experts dequantised
+// once to f32 (as one [E·N, K] matrix), the chosen experts gathered
+// (aclnnGatherV2) and one f32 aclnnMatmul, as the f32 experts' recipe.
+func mulMatIDGGML(b *builder, as, x, ids, out device.TensorDesc, xs int64) error {
+	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
+	nUsed, T, ne11 := ids.Ne[0], ids.Ne[1], x.Ne[1]
+	P := nUsed * T
+	if K%32 != 0 {
+		return b.unsupported("%s experts with %d columns (not a multiple of 32)", as.DType, K)
+	}
+	if as.Nb[2] != as.Nb[1]*N {
+		return b.unsupported("mul_mat_id over non-contiguous %s experts (nb %v)", as.DType, as.Nb)
+	}
+	flat := as
+	flat.Ne = [4]int64{K, N * E, 1, 1}
+	flat.Nb[2], flat.Nb[3] = flat.Nb[1]*N*E, flat.Nb[1]*N*E
+	w, err := b.dequantised(flat)
+	if err != nil {
+		return err
+	}
+	xq, err := b.q8Activations([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr)
+	if err != nil {
+		return err
+	}
+	g, err := b.buffer(fmt.Sprintf("gathered f32 experts [%d,%d]", P, N*K), 4*P*N*K)
+	if err != nil {
+		return err
+	}
+	idt, err := b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr)
+	if err != nil {
+		return err
+	}
+	st, err := b.tensor(C.ACL_FLOAT, []int64{E, N * K}, []int64{N * K, 1}, 0, w)
+	if err != nil {
+		return err
+	}
+	gt, err := b.tensor(C.ACL_FLOAT, []int64{P, N * K}, []int64{N * K, 1}, 0, g)
+	if err != nil {
+		return err
+	}
+	b.call(C.IRT_GATHERV2, tensors(st, idt, gt))
+	self, err := b.tensor(C.ACL_FLOAT, []int64{T, ne11, 1, K}, []int64{ne11 * K, K, K, 1}, 0, xq)
+	if err != nil {
+		return err
+	}
+	mat, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, K, N}, []int64{nUsed * N * K, N * K, 1, K}, 0, g)
+	if err != nil {
+		return err
+	}
+	ot, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, 1, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, N, 1}, 0, out.Addr)
+	if err != nil {
+		return err
+	}
+	a := tensors(self, mat, ot)
+	a.i[0] = b.d.cubeMathType()
+	b.call(C.IRT_MATMUL, a)
+	return nil
 }
