@@ -226,11 +226,12 @@ func dotVecF16Tail(a []byte, b []float32, np int, red float32) float32 {
 	return float32(sum)
 }
 
-// dotF32FMA is dotF32 with tinyBLAS's fused multiply-adds (lane j =
+// dotF32FMAGo is dotF32 with tinyBLAS's fused multiply-adds (lane j =
 // fma(a[i], b[i], lane j)), the tail also fused: bit for bit what
 // llamafile's tinyBLAS computes for F32 weights on AVX2 (it takes only
 // inner dimensions that are multiples of 8, so there is no tail there).
-func dotF32FMA(a, b []float32) float32 {
+// The pure-Go twin of dotF32FMA (simd.go).
+func dotF32FMAGo(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3, s4, s5, s6, s7 float32
 	for len(a) >= 8 {
@@ -256,9 +257,9 @@ func dotF32FMA(a, b []float32) float32 {
 	return sum
 }
 
-// dotF32x4FMA is dotF32x4 with fused multiply-adds: each result bit for
-// bit dotF32FMA(a, bi).
-func dotF32x4FMA(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
+// dotF32x4FMAGo is dotF32x4 with fused multiply-adds: each result bit for
+// bit dotF32FMA(a, bi). The pure-Go twin of dotF32x4FMA (simd.go).
+func dotF32x4FMAGo(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 	n := len(a)
 	b0, b1, b2, b3 = b0[:n], b1[:n], b2[:n], b3[:n]
 	var p, q, r, s [8]float32

@@ -119,6 +119,46 @@ func dotVec(a, b []float32, f16 bool) float32 {
 	return red
 }
 
+// dotF32FMA is tinyBLAS's F32 lanes with fused multiply-adds (dotF32FMAGo's
+// bits): the first len&^7 products through dotF32FMAAVX2, the tail fused
+// in Go.
+func dotF32FMA(a, b []float32) float32 {
+	n := len(a)
+	n8 := n &^ 7
+	if !useAVX2 || n8 == 0 {
+		return dotF32FMAGo(a, b)
+	}
+	b = b[:n]
+	sum := dotF32FMAAVX2(&a[0], &b[0], n8)
+	for i := n8; i < n; i++ {
+		sum = fma32(a[i], b[i], sum)
+	}
+	return sum
+}
+
+// dotF32x4FMA computes four dot products of one row a with columns
+// b0..b3, each bit for bit dotF32FMA(a, bi), sharing the loads of a.
+func dotF32x4FMA(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
+	n := len(a)
+	n8 := n &^ 7
+	if !useAVX2 || n8 == 0 {
+		return dotF32x4FMAGo(a, b0, b1, b2, b3)
+	}
+	b0, b1, b2, b3 = b0[:n], b1[:n], b2[:n], b3[:n]
+	var out [4]float32
+	bs := [4]*float32{&b0[0], &b1[0], &b2[0], &b3[0]}
+	dotF32x4FMAAVX2(&a[0], &bs, n8, &out)
+	r0, r1, r2, r3 = out[0], out[1], out[2], out[3]
+	for i := n8; i < n; i++ {
+		x := a[i]
+		r0 = fma32(x, b0[i], r0)
+		r1 = fma32(x, b1[i], r1)
+		r2 = fma32(x, b2[i], r2)
+		r3 = fma32(x, b3[i], r3)
+	}
+	return
+}
+
 // dotVecF16Raw is dotVec(f16 = true) with a given as raw little-endian
 // F16 values, widened on the fly (ggml_vec_dot_f16).
 func dotVecF16Raw(a []byte, b []float32) float32 {

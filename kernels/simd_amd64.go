@@ -33,6 +33,12 @@ func dotVecF16RawAVX2(a *byte, b *float32, n int) float32
 func dotVecF32AVX2(a *float32, b *float32, n int) float32
 
 //go:noescape
+func dotF32x4FMAAVX2(a *float32, b *[4]*float32, n int, out *[4]float32)
+
+//go:noescape
+func dotF32FMAAVX2(a *float32, b *float32, n int) float32
+
+//go:noescape
 func dotF32x4AVX2(a *float32, b *[4]*float32, n int, out *[4]float32)
 
 //go:noescape

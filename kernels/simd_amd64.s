@@ -562,6 +562,67 @@ f32x4loop:
 	VZEROUPPER
 	RET
 
+// func dotF32x4FMAAVX2(a *float32, b *[4]*float32, n int, out *[4]float32)
+// dotF32x4AVX2 with tinyBLAS's fused multiply-adds (F32 weights): eight
+// lanes per column accumulated with vfmadd231ps, hsum_float_8. n is a
+// positive multiple of 8; the Go caller adds the tail.
+TEXT ·dotF32x4FMAAVX2(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ DX, DX
+
+f32x4fmaloop:
+	VMOVUPS (SI)(DX*4), Y4
+	VFMADD231PS (R8)(DX*4), Y4, Y0
+	VFMADD231PS (R9)(DX*4), Y4, Y1
+	VFMADD231PS (R10)(DX*4), Y4, Y2
+	VFMADD231PS (R11)(DX*4), Y4, Y3
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  f32x4fmaloop
+
+	MOVQ out+24(FP), AX
+	HSUM8(Y0, X0, X4)
+	VMOVSS X0, 0(AX)
+	HSUM8(Y1, X1, X4)
+	VMOVSS X1, 4(AX)
+	HSUM8(Y2, X2, X4)
+	VMOVSS X2, 8(AX)
+	HSUM8(Y3, X3, X4)
+	VMOVSS X3, 12(AX)
+	VZEROUPPER
+	RET
+
+// func dotF32FMAAVX2(a *float32, b *float32, n int) float32
+// One column of dotF32x4FMAAVX2. n is a positive multiple of 8.
+TEXT ·dotF32FMAAVX2(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	XORQ DX, DX
+
+f32fmaloop:
+	VMOVUPS (SI)(DX*4), Y4
+	VFMADD231PS (DI)(DX*4), Y4, Y0
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  f32fmaloop
+
+	HSUM8(Y0, X0, X4)
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func dotF16x4AVX2(a *byte, b *[4]*float32, n int, out *[4]float32)
 // dotF32x4AVX2 with the row a given as F16 values, widened by vcvtph2ps.
 // The columns hold F16 values too (ggml's vec_dot_type rounding), so every

@@ -134,6 +134,19 @@ func BenchmarkSIMD(b *testing.B) {
 			sink += dotVecGo(f32w[i*k:(i+1)*k], f32a, false)
 		}
 	})
+	f32c := [4][]float32{f32a, randF32(r, k, 1), randF32(r, k, 1), randF32(r, k, 1)}
+	run("F32x4FMA/asm", func() {
+		for i := range m {
+			v, _, _, _ := dotF32x4FMA(f32w[i*k:(i+1)*k], f32c[0], f32c[1], f32c[2], f32c[3])
+			sink += v
+		}
+	})
+	run("F32x4FMA/go", func() {
+		for i := range m {
+			v, _, _, _ := dotF32x4FMAGo(f32w[i*k:(i+1)*k], f32c[0], f32c[1], f32c[2], f32c[3])
+			sink += v
+		}
+	})
 	x := randF32(r, m, 1)
 	qs, d := make([]int8, m), make([]float32, m/32)
 	run("quantizeQ8_0/asm", func() { quantizeQ8_0AVX2(&x[0], &qs[0], &d[0], m/32) })

@@ -596,3 +596,31 @@ func TestSIMDDotVec(t *testing.T) {
 		}
 	}
 }
+
+// TestSIMDDotF32FMA checks tinyBLAS's fused F32 lanes (dotF32FMA,
+// dotF32x4FMA: assembly for the first len&^7 products, the tail in Go)
+// against their twins on the same kinds of inputs as TestSIMDDotVec.
+func TestSIMDDotF32FMA(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(23, 24))
+	for _, n := range []int{1, 7, 8, 9, 31, 33, 64, 95, 896 + 5} {
+		as := activationCases(r, n)
+		bs := activationCases(r, n)
+		for ci := range as {
+			a := offsetF32(as[ci])
+			b := [4][]float32{bs[(ci*7)%len(bs)], offsetF32(bs[(ci*5+1)%len(bs)]), randF32(r, n, 1), bs[ci]}
+			b[2] = append(b[2], 2) // a longer column
+			got, want := dotF32FMA(a, b[0]), dotF32FMAGo(a, b[0])
+			if !sameBits(got, want) {
+				t.Errorf("n %d case %d: %g (%#x), Go %g (%#x)", n, ci, got, math.Float32bits(got), want, math.Float32bits(want))
+			}
+			g0, g1, g2, g3 := dotF32x4FMA(a, b[0], b[1], b[2], b[3])
+			w0, w1, w2, w3 := dotF32x4FMAGo(a, b[0], b[1], b[2], b[3])
+			for i, p := range [][2]float32{{g0, w0}, {g1, w1}, {g2, w2}, {g3, w3}} {
+				if !sameBits(p[0], p[1]) {
+					t.Errorf("x4 n %d case %d col %d: %g, Go %g", n, ci, i, p[0], p[1])
+				}
+			}
+		}
+	}
+}
