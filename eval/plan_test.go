@@ -45,11 +45,8 @@ func stepGraph(t testing.TB, name, pipe string, nTokens, pos int64) (*ir.Graph, 
 }
 
 type runner interface {
-	SetInput(string, []byte) error
-	HasInput(string) bool
+	testmodel.Runner
 	BindState(string, []byte) error
-	Run() error
-	Output(int) ([]float32, [4]int64, error)
 }
 
 // runWith binds states (a deterministic non-zero KV cache, so attention
@@ -79,21 +76,7 @@ func runWith(t *testing.T, r runner, g *ir.Graph, in map[string][]byte, states [
 			t.Fatal(err)
 		}
 	}
-	for name, data := range in {
-		if r.HasInput(name) {
-			if err := r.SetInput(name, data); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := r.Run(); err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := r.Output(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, st
+	return testmodel.RunOutput(t, r, in), st
 }
 
 // TestPlanMatchesExecutor runs step graphs (prefill and decode, with the

@@ -179,3 +179,32 @@ func Qwen25(t testing.TB, nctx int64) *models.Model {
 	}
 	return m
 }
+
+// Runner is the part of eval's Executor and Plan that RunOutput drives.
+type Runner interface {
+	SetInput(string, []byte) error
+	HasInput(string) bool
+	Run() error
+	Output(int) ([]float32, [4]int64, error)
+}
+
+// RunOutput sets the inputs of in that r takes, runs r and returns its
+// output 0.
+func RunOutput(t testing.TB, r Runner, in map[string][]byte) []float32 {
+	t.Helper()
+	for name, data := range in {
+		if r.HasInput(name) {
+			if err := r.SetInput(name, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := r.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := r.Output(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
