@@ -101,7 +101,7 @@ func dotF16F32(a []byte, b []float32) float32 {
 	return sum
 }
 
-// dotVec is ggml_vec_dot_f32 (f16 false) or ggml_vec_dot_f16 (f16 true, a
+// dotVecGo is ggml_vec_dot_f32 (f16 false) or ggml_vec_dot_f16 (f16 true, a
 // and b holding values already rounded to F16) of llama.cpp's AVX2 build:
 // the kernel ggml's mul_mat uses where llamafile's tinyBLAS declines the
 // product, above all for a single activation column (decode: tinyBLAS
@@ -113,8 +113,9 @@ func dotF16F32(a []byte, b []float32) float32 {
 // one by one: rounded to float32 and added to the float32 sum for F32
 // (measured against llama.cpp's values: not fused), and added to a float64
 // sum for F16 (converted to float32 at the end). F16 products are exact in
-// float32, so there the lane FMAs are plain adds.
-func dotVec(a, b []float32, f16 bool) float32 {
+// float32, so there the lane FMAs are plain adds. dotVecGo is the pure-Go
+// twin of the dispatching dotVec (simd.go).
+func dotVecGo(a, b []float32, f16 bool) float32 {
 	n := len(a)
 	b = b[:n]
 	np := n &^ 31

@@ -93,6 +93,32 @@ type q4x4Args struct {
 	sum [4]*int32
 }
 
+// dotVec is ggml_vec_dot_f32 (f16 false) or ggml_vec_dot_f16 (f16 true,
+// a and b holding values already rounded to F16): the first len&^31
+// products through dotVecF32AVX2, the tail as dotVecGo adds it. For F16
+// values every product is exact in float32, so the kernel's FMAs give the
+// bits of dotVecGo's rounded products and adds.
+func dotVec(a, b []float32, f16 bool) float32 {
+	n := len(a)
+	np := n &^ 31
+	if !useAVX2 || np == 0 {
+		return dotVecGo(a, b, f16)
+	}
+	b = b[:n]
+	red := dotVecF32AVX2(&a[0], &b[0], np)
+	if f16 {
+		sum := float64(red)
+		for i := np; i < n; i++ {
+			sum += float64(a[i] * b[i])
+		}
+		return float32(sum)
+	}
+	for i := np; i < n; i++ {
+		red += float32(a[i] * b[i])
+	}
+	return red
+}
+
 // dotVecF16Raw is dotVec(f16 = true) with a given as raw little-endian
 // F16 values, widened on the fly (ggml_vec_dot_f16).
 func dotVecF16Raw(a []byte, b []float32) float32 {

@@ -30,6 +30,9 @@ func dotQ4_0x8x4AVX2(src *byte, stride int, a *q4x4Args, nb int, out *[4][8]floa
 func dotVecF16RawAVX2(a *byte, b *float32, n int) float32
 
 //go:noescape
+func dotVecF32AVX2(a *float32, b *float32, n int) float32
+
+//go:noescape
 func dotF32x4AVX2(a *float32, b *[4]*float32, n int, out *[4]float32)
 
 //go:noescape

@@ -479,6 +479,46 @@ f16loop:
 	VZEROUPPER
 	RET
 
+// func dotVecF32AVX2(a *float32, b *float32, n int) float32
+// n is a positive multiple of 32. ggml_vec_dot_f32's lanes: four 8-lane
+// accumulators, lane e of vector k summing the products of indices
+// ≡ 8k+e (mod 32) with vfmadd231ps, then GGML_F32_VEC_REDUCE as in
+// dotVecF16RawAVX2. The tail is added by the Go caller.
+TEXT ·dotVecF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+f32vecloop:
+	VMOVUPS 0(SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS 0(DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JNZ  f32vecloop
+
+	// (v0+v2) + (v1+v3), the halves, two horizontal adds
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS  X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS  X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
 // func dotF32x4AVX2(a *float32, b *[4]*float32, n int, out *[4]float32)
 // n is a positive multiple of 8. Products rounded, then added (no FMA),
 // eight lanes per column, hsum_float_8.

@@ -122,6 +122,18 @@ func BenchmarkSIMD(b *testing.B) {
 			sink += dotVecF16RawGo(f16[i*2*k:], act)
 		}
 	})
+	f32w := randF32(r, k*m, 1)
+	f32a := randF32(r, k, 1)
+	run("F32vec/asm", func() {
+		for i := range m {
+			sink += dotVec(f32w[i*k:(i+1)*k], f32a, false)
+		}
+	})
+	run("F32vec/go", func() {
+		for i := range m {
+			sink += dotVecGo(f32w[i*k:(i+1)*k], f32a, false)
+		}
+	})
 	x := randF32(r, m, 1)
 	qs, d := make([]int8, m), make([]float32, m/32)
 	run("quantizeQ8_0/asm", func() { quantizeQ8_0AVX2(&x[0], &qs[0], &d[0], m/32) })

@@ -22,6 +22,7 @@ func dotQ4_0x8x4AVX2(src *byte, stride int, a *q4x4Args, nb int, out *[4][8]floa
 	panic("kernels: no SIMD")
 }
 func dotVecF16RawAVX2(a *byte, b *float32, n int) float32             { panic("kernels: no SIMD") }
+func dotVecF32AVX2(a *float32, b *float32, n int) float32             { panic("kernels: no SIMD") }
 func dotF32x4AVX2(a *float32, b *[4]*float32, n int, out *[4]float32) { panic("kernels: no SIMD") }
 func dotF16x4AVX2(a *byte, b *[4]*float32, n int, out *[4]float32)    { panic("kernels: no SIMD") }
 func f16ToF32AVX2(dst *float32, src *byte, n int)                     { panic("kernels: no SIMD") }

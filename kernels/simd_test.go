@@ -560,3 +560,39 @@ func TestSIMDQKLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestSIMDDotVec checks dotVec (dotVecF32AVX2 and the Go tail) against
+// dotVecGo: F32 operands with fused lanes, and F16-rounded operands, on
+// lengths below 32, not multiples of 8 and long rows, with edge values in
+// either operand and slices that start off 32-byte alignment.
+func TestSIMDDotVec(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, n := range []int{1, 7, 8, 31, 32, 33, 39, 64, 95, 100, 288, 896, 4864 + 7} {
+		as := activationCases(r, n)
+		bs := activationCases(r, n)
+		for ci := range as {
+			for _, f16 := range []bool{false, true} {
+				a, b := offsetF32(as[ci]), bs[(ci*7)%len(bs)]
+				if ci%2 == 1 {
+					b = offsetF32(b)
+				}
+				if f16 {
+					a, b = append([]float32(nil), a...), append([]float32(nil), b...)
+					for i := range a {
+						a[i], b[i] = roundF16(a[i]), roundF16(b[i])
+					}
+				}
+				got, want := dotVec(a, b, f16), dotVecGo(a, b, f16)
+				if !sameBits(got, want) {
+					t.Errorf("n %d case %d f16 %v: %g (%#x), Go %g (%#x)", n, ci, f16, got, math.Float32bits(got), want, math.Float32bits(want))
+				}
+				// b may be longer than a.
+				bl := append(append([]float32(nil), b...), 3)
+				if got, want := dotVec(a, bl, f16), dotVecGo(a, bl, f16); !sameBits(got, want) {
+					t.Errorf("n %d case %d f16 %v long b: %g, Go %g", n, ci, f16, got, want)
+				}
+			}
+		}
+	}
+}

@@ -150,15 +150,18 @@ type cannFlags struct {
 	Device    int
 	Workspace int64
 	Pool      int64
+	// QuantMatmul is acl.Options.QuantMatmul ("wqbmm" or "ggml").
+	QuantMatmul string
 }
 
 // cannOnly lists the flags that only the cann backend reads.
-var cannOnly = []string{"device", "acl-workspace", "acl-pool"}
+var cannOnly = []string{"device", "acl-workspace", "acl-pool", "acl-quant-matmul"}
 
 func (f *cannFlags) declare(fs *flag.FlagSet) {
 	fs.IntVar(&f.Device, "device", 0, "cann: the NPU to run on (its device id)")
 	fs.Int64Var(&f.Workspace, "acl-workspace", 64<<20, "cann: `BYTES` of scratch reserved per stream for aclnn workspaces the plan did not foresee")
 	fs.Int64Var(&f.Pool, "acl-pool", 0, "cann: `BYTES` of device memory pre-allocated for the model (default: sized from the model file)")
+	fs.StringVar(&f.QuantMatmul, "acl-quant-matmul", "wqbmm", "cann: q4_0/q8_0 matmul `MODE`: wqbmm (aclnnWeightQuantBatchMatmulV2 on f16 activations, fast) or ggml (q8_0 activations and f32 weights, llama.cpp's numbers)")
 }
 
 // check rejects cann-only flags on another backend.
@@ -166,6 +169,9 @@ func (f *cannFlags) check(fs *flag.FlagSet, backend string) error {
 	if backend == "cann" {
 		if f.Device < 0 || f.Workspace < 0 || f.Pool < 0 {
 			return fmt.Errorf("--device, --acl-workspace and --acl-pool must not be negative")
+		}
+		if f.QuantMatmul != "wqbmm" && f.QuantMatmul != "ggml" {
+			return fmt.Errorf("--acl-quant-matmul %q: want wqbmm or ggml", f.QuantMatmul)
 		}
 		return nil
 	}

@@ -38,8 +38,12 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 	pool := cf.Pool
 	if pool == 0 {
 		pool = simMemory(f) + 2*cf.Workspace + (16 << 20)
+		if cf.QuantMatmul == acl.QuantMatmulGGML {
+			// f32 copies of the q4_0/q8_0 weights: at most 4/0.5625 bytes per byte.
+			pool += 8 * simMemory(f)
+		}
 	}
-	dev, err := acl.New(acl.Options{PoolBytes: pool, WorkspaceReserve: cf.Workspace})
+	dev, err := acl.New(acl.Options{PoolBytes: pool, WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul})
 	if err != nil {
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
 	}

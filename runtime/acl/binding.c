@@ -168,6 +168,9 @@ aclnnStatus irt_aclDestroyIntArray(uintptr_t a) { return CALL(aclDestroyIntArray
  *   TOPK         t: self valuesOut indicesOut             i0 k i1 dim i2 largest i3 sorted
  *   GESCALAR     t: self out          s: other
  *   MASKEDFILL   t: selfRef mask      s: value
+ *   ABS          t: self out
+ *   AMAX         t: self out          s: dim (aclIntArray*) i0 keepDim
+ *   ROUND        t: self out
  */
 #define T(k) ((aclTensor *)a->t[k])
 
@@ -202,6 +205,9 @@ int irt_op_available(int op) {
 	case IRT_TOPK: return F.aclnnTopkGetWorkspaceSize && F.aclnnTopk;
 	case IRT_GESCALAR: return F.aclnnGeScalarGetWorkspaceSize && F.aclnnGeScalar;
 	case IRT_MASKEDFILL: return F.aclnnInplaceMaskedFillScalarGetWorkspaceSize && F.aclnnInplaceMaskedFillScalar;
+	case IRT_ABS: return F.aclnnAbsGetWorkspaceSize && F.aclnnAbs;
+	case IRT_AMAX: return F.aclnnAmaxGetWorkspaceSize && F.aclnnAmax;
+	case IRT_ROUND: return F.aclnnRoundGetWorkspaceSize && F.aclnnRound;
 	}
 	return 0;
 }
@@ -307,6 +313,15 @@ aclnnStatus irt_workspace(int op, const irt_args *a, uint64_t *ws, uintptr_t *ex
 	case IRT_MASKEDFILL:
 		rc = F.aclnnInplaceMaskedFillScalarGetWorkspaceSize(T(0), T(1), (const aclScalar *)a->s, ws, &ex);
 		break;
+	case IRT_ABS:
+		rc = F.aclnnAbsGetWorkspaceSize(T(0), T(1), ws, &ex);
+		break;
+	case IRT_AMAX:
+		rc = F.aclnnAmaxGetWorkspaceSize(T(0), (const aclIntArray *)a->s, a->i[0] != 0, T(1), ws, &ex);
+		break;
+	case IRT_ROUND:
+		rc = F.aclnnRoundGetWorkspaceSize(T(0), T(1), ws, &ex);
+		break;
 	}
 	*exec = (uintptr_t)ex;
 	return rc;
@@ -347,6 +362,9 @@ aclnnStatus irt_run(int op, uintptr_t ws, uint64_t wsSize, uintptr_t exec, uintp
 	case IRT_TOPK: return F.aclnnTopk(w, wsSize, ex, s);
 	case IRT_GESCALAR: return F.aclnnGeScalar(w, wsSize, ex, s);
 	case IRT_MASKEDFILL: return F.aclnnInplaceMaskedFillScalar(w, wsSize, ex, s);
+	case IRT_ABS: return F.aclnnAbs(w, wsSize, ex, s);
+	case IRT_AMAX: return F.aclnnAmax(w, wsSize, ex, s);
+	case IRT_ROUND: return F.aclnnRound(w, wsSize, ex, s);
 	}
 	return IRT_NOT_LOADED;
 }

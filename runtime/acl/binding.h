@@ -95,6 +95,9 @@ enum irt_op {
 	IRT_TOPK,
 	IRT_GESCALAR,
 	IRT_MASKEDFILL,
+	IRT_ABS,
+	IRT_AMAX,
+	IRT_ROUND,
 	IRT_NOPS
 };
 

@@ -45,6 +45,11 @@ type Options struct {
 	// f16 output) instead of two f16 matmuls around an f32 softmax (its
 	// path with flash attention off, and ggml-cpu's arithmetic).
 	FlashAttention bool
+	// QuantMatmul chooses the arithmetic of q4_0/q8_0 matmuls:
+	// QuantMatmulWQBMM ("wqbmm", the default when empty) or
+	// QuantMatmulGGML ("ggml", ggml-cpu's q8_0 activations, within
+	// 1e-3 of llama.cpp's logits; docs/LOWERING.md).
+	QuantMatmul string
 }
 
 // Device implements device.Device on CANN. It is safe for concurrent use;
@@ -132,6 +137,9 @@ func New(opts Options) (*Device, error) {
 	}
 	if opts.PoolBytes < 0 || opts.WorkspaceReserve < 0 || opts.ConstBytes < 0 || opts.MaxKernels < 0 {
 		return nil, fmt.Errorf("acl: negative option in %+v", opts)
+	}
+	if err := checkQuantMatmul(opts.QuantMatmul); err != nil {
+		return nil, err
 	}
 	if err := Load(opts.Libraries); err != nil {
 		return nil, err

@@ -41,19 +41,23 @@ import (
 // not ggml's (docs/LOWERING.md, "Where aclnn's arithmetic differs from
 // ggml's"). For f32 and f16 weights the logits stay within 1e-3 of
 // max|logit| and the argmax is llama.cpp's wherever its top-1/top-2 gap
-// exceeds 1e-3 of max|logit|. Quantised weights are held to 3e-2 and a gap
-// of twice that, the measured worst with headroom: q4_0/q8_0 matmuls run as
-// aclnnWeightQuantBatchMatmulV2 on f16 activations, where ggml quantises the
-// activations to q8_0 (the two differ by up to 2.5e-2 of max|logit| on the
-// synthetic models); K-quant matmuls run on the CPU with ggml's arithmetic,
-// but they quantise their f32 input to q8_K, so a last-bit difference in an
-// NPU result upstream (a float32 sum in another order) can flip one
-// rounding there and move one step's logits by up to 1.4e-2. Mixtures of
-// experts with quantised experts are held to 0.15: their top-k routing is
-// discontinuous too, and on synth-llamamoe-Q4_0 one step picks another
-// expert than llama.cpp at a near-tie of the router and moves by 0.11 (with
-// the routing on the NPU; 0.10 with it on the host), the others staying
-// within 3e-2.
+// exceeds 1e-3 of max|logit|. Quantised models run with
+// Options.QuantMatmul "ggml" (the activations quantised to q8_0 on the
+// device as ggml-cpu does, the weight dequantised to f32; the q8_0 token
+// table dequantised in f32): synth-llama-Q8_0, llama3rope-Q4_0 and
+// phi3-Q4_0 then match to 3e-7, the other q4_0 models stay between 1.4e-3
+// and 8.6e-3 (measured; held to 1e-2 and a gap of 2e-2). Their prefill and
+// first decode agree to 1e-5 and the differences come at isolated steps,
+// most likely (not traced) where one rounding of an activation to q8_0
+// falls the other way than in ggml after a last-bit difference upstream (a
+// float32 sum in another order), moving a product by a whole step. K-quant matmuls run on the CPU with
+// ggml's arithmetic but quantise their f32 input to q8_K, the same effect:
+// up to 1.4e-2 (held to 3e-2). Mixtures of quantised experts (mul_mat_id
+// in the same "ggml" mode) reach 1.0e-2 (llamamoe) and 1.1e-2 (qwen3moe),
+// held to 3e-2 too: their top-k routing is discontinuous as well (with
+// aclnnWeightQuantBatchMatmulV2 one llamamoe step picked another expert
+// than llama.cpp and moved by 0.11). The "wqbmm" mode's bound is
+// TestQuantMatmulModes's, per matmul.
 
 // emuTolerance is the bound on max|Δlogit| / max|logit| against llama.cpp
 // for a model on the CANN path, and the top-1/top-2 gap above which the
@@ -61,10 +65,10 @@ import (
 func emuTolerance(name string) (tol, tieGap float64) {
 	for _, q := range []string{"Q8_0", "Q4_0", "_K"} {
 		if strings.Contains(name, q) {
-			if strings.Contains(name, "moe") {
-				return 1.5e-1, 3e-1
+			if strings.Contains(name, "moe") || strings.Contains(name, "_K") {
+				return 3e-2, 6e-2
 			}
-			return 3e-2, 6e-2
+			return 1e-2, 2e-2
 		}
 	}
 	return 1e-3, 1e-3
@@ -215,7 +219,7 @@ func TestModelsMatchLlamaCppOnEmulatedCANN(t *testing.T) {
 			for _, graphs := range []bool{true, false} {
 				mode := map[bool]string{true: "graph", false: "eager"}[graphs]
 				t.Run(mode, func(t *testing.T) {
-					d := newDevice(t, Options{PoolBytes: 256 << 20, WorkspaceReserve: 16 << 20})
+					d := newDevice(t, Options{PoolBytes: 256 << 20, WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML})
 					r := runOnEmulator(t, name, m, f, ref, d, graphs)
 					dec := r.stats.Decode
 					if graphs {

@@ -749,6 +749,9 @@ func mulMat(b *builder) error {
 		return b.unsupported("%s mul_mat with a batched weight %v", a.DType, a.Ne)
 	}
 	if a.DType == ir.Q8_0 || a.DType == ir.Q4_0 {
+		if b.d.quantMode() == QuantMatmulGGML {
+			return quantMulMatGGML(b, a, x, out)
+		}
 		return quantMulMat(b, a, x, out)
 	}
 	as, ast, ok1 := aclOrder(a)
@@ -1012,6 +1015,20 @@ func getRows(b *builder) error {
 		o3, err := b.tensor(C.ACL_FLOAT, []int64{n, blocks, 32}, []int64{ost[2], 32 * ost[3], ost[3]}, 0, out.Addr)
 		if err != nil {
 			return err
+		}
+		if b.d.quantMode() == QuantMatmulGGML {
+			// ggml dequantises in f32 (d·q exact); int8 × f16 would
+			// compute, and round, in f16. Widen the scales first.
+			s32p, err := b.buffer(fmt.Sprintf("q8_0 row scales f32[%d]", n*blocks), 4*n*blocks)
+			if err != nil {
+				return err
+			}
+			s32, err := b.tensor(C.ACL_FLOAT, []int64{n, blocks, 1}, []int64{blocks, 1, 1}, 0, s32p)
+			if err != nil {
+				return err
+			}
+			b.cast(s, s32, C.ACL_FLOAT)
+			s = s32
 		}
 		b.call(C.IRT_MUL, tensors(q, s, o3))
 		return nil

@@ -314,6 +314,9 @@ func mulMatID(b *builder) error {
 		b.call(C.IRT_MATMUL, a)
 		return nil
 	case ir.Q8_0, ir.Q4_0:
+		if b.d.quantMode() == QuantMatmulGGML {
+			return mulMatIDGGML(b, as, x, ids, out, xs)
+		}
 	default:
 		return b.unsupported("mul_mat_id with %s experts: f32, q8_0 and q4_0 only", as.DType)
 	}

@@ -342,6 +342,19 @@ aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor *selfRef, con
                                                          aclOpExecutor **executor);
 IRT_ACLNN_RUN(aclnnInplaceMaskedFillScalar);
 
+/* The operators of the q8_0 activation quantisation (Options.QuantMatmul "ggml"). */
+aclnnStatus aclnnAbsGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                     aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnAbs);
+
+aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out,
+                                      uint64_t *workspaceSize, aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnAmax);
+
+aclnnStatus aclnnRoundGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                       aclOpExecutor **executor);
+IRT_ACLNN_RUN(aclnnRound);
+
 /* ---- the resolved function table ----
  * X(name, required): required functions must resolve when the libraries are
  * loaded; kernels may be missing from an older toolkit and fail only when a
@@ -435,7 +448,13 @@ IRT_ACLNN_RUN(aclnnInplaceMaskedFillScalar);
 	X(aclnnGeScalarGetWorkspaceSize, 0)           \
 	X(aclnnGeScalar, 0)                           \
 	X(aclnnInplaceMaskedFillScalarGetWorkspaceSize, 0) \
-	X(aclnnInplaceMaskedFillScalar, 0)
+	X(aclnnInplaceMaskedFillScalar, 0)                \
+	X(aclnnAbsGetWorkspaceSize, 0)                \
+	X(aclnnAbs, 0)                                \
+	X(aclnnAmaxGetWorkspaceSize, 0)               \
+	X(aclnnAmax, 0)                               \
+	X(aclnnRoundGetWorkspaceSize, 0)              \
+	X(aclnnRound, 0)
 
 #ifdef __cplusplus
 }

@@ -1836,6 +1836,67 @@ aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntAr
 }
 RUN(aclnnReduceSum)
 
+/* aclnnAmax: the maximum of self over dim (an aclIntArray), keepDim as
+ * aclnnReduceSum's keepDims; out has self's dtype. The executor keeps the
+ * dims as aclnnReduceSum's does. */
+aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out,
+                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnAmaxGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	int ok = dim && dim->magic == 0x494e5441U;
+	tr_i64s("dim", ok ? dim->v : NULL, ok ? dim->n : 0);
+	tr(",\"keepDim\":%s", keepDim ? "true" : "false");
+	if (!c.rc && !ok) {
+		c.rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("aclnnAmaxGetWorkspaceSize: dim is not an int array");
+	}
+	if (!c.rc) {
+		check(&c, dim->n <= 8, "at most 8 dims");
+		c.ex->i[0] = (int64_t)dim->n;
+		for (uint64_t k = 0; !c.rc && k < dim->n; k++) {
+			int64_t d = dim->v[k];
+			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
+			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
+		}
+		c.ex->i[9] = keepDim, c.ex->i[10] = self->dtype;
+		check(&c, out->dtype == self->dtype, "out must have the dtype of self");
+		check(&c, self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16,
+		      "self must be FLOAT, FLOAT16 or BFLOAT16");
+		int64_t want[8];
+		int nw = 0;
+		for (int i = 0; i < self->ndim; i++) {
+			int red = 0;
+			for (uint64_t k = 0; k < dim->n; k++) red |= c.ex->i[1 + k] == i;
+			if (!red) want[nw++] = self->dims[i];
+			else if (keepDim) want[nw++] = 1;
+		}
+		int same = nw == out->ndim;
+		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
+		check(&c, same, "out's shape must be self's reduced over dim");
+	}
+	return call_end(&c, "aclnnAmax", workspaceSize, executor);
+}
+RUN(aclnnAmax)
+
+/* aclnnAbs: out = |self| */
+aclnnStatus aclnnAbsGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                     aclOpExecutor **executor) {
+	LOCK();
+	return unary("aclnnAbsGetWorkspaceSize", "aclnnAbs", self, out, workspaceSize, executor);
+}
+RUN(aclnnAbs)
+
+/* aclnnRound: self rounded to the nearest integer, ties to even (torch.round) */
+aclnnStatus aclnnRoundGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                       aclOpExecutor **executor) {
+	LOCK();
+	return unary("aclnnRoundGetWorkspaceSize", "aclnnRound", self, out, workspaceSize, executor);
+}
+RUN(aclnnRound)
+
 aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
                                       aclTensor *valuesOut, aclTensor *indicesOut, uint64_t *workspaceSize,
                                       aclOpExecutor **executor) {

@@ -291,7 +291,7 @@ static int k_muls(kctx *c) {
 	return 0;
 }
 
-enum { UN_SILU, UN_COS, UN_SIN, UN_COPY };
+enum { UN_SILU, UN_COS, UN_SIN, UN_COPY, UN_ABS, UN_ROUND };
 
 static int ew_unary(kctx *c, const aclTensor *a, const aclTensor *out, int op) {
 	int64_t n = numel(out), cc[8];
@@ -303,6 +303,8 @@ static int ew_unary(kctx *c, const aclTensor *a, const aclTensor *out, int op) {
 		case UN_SILU: r = x / (1.0f + expf(-x)); break;
 		case UN_COS: r = (float)cos((double)x); break;
 		case UN_SIN: r = (float)sin((double)x); break;
+		case UN_ABS: r = fabsf(x); break;
+		case UN_ROUND: r = nearbyintf(x); break; /* the default rounding mode: ties to even */
 		default:
 			/* a copy or cast converts the value once, to out's dtype */
 			st(out, toff(out, cc, out->ndim), is_float(a->dtype) ? (double)x : v);
@@ -317,6 +319,8 @@ static int k_silu(kctx *c) { return ew_unary(c, T(0), T(1), UN_SILU); }
 static int k_cos(kctx *c) { return ew_unary(c, T(0), T(1), UN_COS); }
 static int k_sin(kctx *c) { return ew_unary(c, T(0), T(1), UN_SIN); }
 static int k_cast(kctx *c) { return ew_unary(c, T(0), T(1), UN_COPY); }
+static int k_abs(kctx *c) { return ew_unary(c, T(0), T(1), UN_ABS); }
+static int k_round(kctx *c) { return ew_unary(c, T(0), T(1), UN_ROUND); }
 static int k_inplace_copy(kctx *c) { return ew_unary(c, T(1), T(0), UN_COPY); }
 
 /* ---------------- reductions ---------------- */
@@ -751,7 +755,7 @@ static int k_gelu(kctx *c) {
 
 /* aclnnReduceSum: out = the sum of self over the dims listed in the
  * executor (i[0] of them in i[1..]), in float32 and index order */
-static int k_reduce_sum(kctx *c) {
+static int reduce(kctx *c, int isMax) {
 	const aclTensor *x = T(0), *out = T(1);
 	int nd = x->ndim, nred = (int)c->e->i[0];
 	int red[8] = {0};
@@ -765,12 +769,14 @@ static int k_reduce_sum(kctx *c) {
 	}
 	for (int64_t o = 0; o < n; o++) {
 		coords(o, kept, nd, cc);
-		float acc = 0;
+		float acc = isMax ? -INFINITY : 0;
 		for (int64_t j = 0; j < m; j++) {
 			coords(j, inner, nd, ic);
 			int64_t xc[8];
 			for (int i = 0; i < nd; i++) xc[i] = red[i] ? ic[i] : cc[i];
-			acc += (float)ld(x, toff(x, xc, nd));
+			float v = (float)ld(x, toff(x, xc, nd));
+			if (!isMax) acc += v;
+			else if (v > acc || isnan(v)) acc = v; /* NaN propagates, as torch.amax */
 		}
 		/* out's coordinates: the kept dims, reduced ones as 0 or gone */
 		int no = 0;
@@ -782,6 +788,11 @@ static int k_reduce_sum(kctx *c) {
 	}
 	return 0;
 }
+
+static int k_reduce_sum(kctx *c) { return reduce(c, 0); }
+
+/* aclnnAmax: the maximum over the dims of the executor, NaN propagating */
+static int k_amax(kctx *c) { return reduce(c, 1); }
 
 /* aclnnTopk (largest, sorted): the k largest values along dim in descending
  * order and their INT64 indices. CANN does not document the order of equal
@@ -882,6 +893,9 @@ static const struct kdef {
     {"aclnnTopk", k_topk},
     {"aclnnGeScalar", k_ge_scalar},
     {"aclnnInplaceMaskedFillScalar", k_masked_fill},
+    {"aclnnAbs", k_abs},
+    {"aclnnAmax", k_amax},
+    {"aclnnRound", k_round},
 };
 
 static const struct kdef *find(const char *op) {
