@@ -4,7 +4,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
@@ -15,15 +15,7 @@ import (
 // that the process's memory counts the mapping once.
 func TestPlanWeightsAreTheFile(t *testing.T) {
 	for _, name := range []string{"synth-llama-Q4_0", "synth-llama-Q8_0", "synth-llama-F16"} {
-		f, err := gguf.Open(testref.Testdata(name + ".gguf"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		m, err := models.Build(f, models.Options{NCtx: 64})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, m := testmodel.Build(t, testref.Testdata(name+".gguf"), models.Options{NCtx: 64})
 		b := ir.Bindings{models.SymTokens: 3, models.SymKV: 32, models.SymOutputs: 1, models.SymKVHead: 0}
 		g, err := m.Graph.Specialize(b)
 		if err != nil {

@@ -45,11 +45,8 @@ func stepGraph(t testing.TB, name, pipe string, nTokens, pos int64) (*ir.Graph, 
 }
 
 type runner interface {
-	SetInput(string, []byte) error
-	HasInput(string) bool
+	testmodel.Runner
 	BindState(string, []byte) error
-	Run() error
-	Output(int) ([]float32, [4]int64, error)
 }
 
 // runWith binds states (a deterministic non-zero KV cache, so attention
@@ -79,21 +76,7 @@ func runWith(t *testing.T, r runner, g *ir.Graph, in map[string][]byte, states [
 			t.Fatal(err)
 		}
 	}
-	for name, data := range in {
-		if r.HasInput(name) {
-			if err := r.SetInput(name, data); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := r.Run(); err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := r.Output(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out, st
+	return testmodel.RunOutput(t, r, in), st
 }
 
 // TestPlanMatchesExecutor runs step graphs (prefill and decode, with the
@@ -141,18 +124,27 @@ func TestPlanMatchesExecutor(t *testing.T) {
 	}
 }
 
+// ranDecodePlan compiles the default pipeline's one-token step graph of
+// model name at position pos to a Plan on 2 workers (closed when the test
+// ends) and runs it once.
+func ranDecodePlan(t *testing.T, name string, pos int64) *eval.Plan {
+	t.Helper()
+	g, w, in, states := stepGraph(t, name, "default", 1, pos)
+	workers := eval.NewWorkers(2)
+	t.Cleanup(workers.Close)
+	p, err := eval.NewPlan(g, w, eval.ExecOptions{}, workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runWith(t, p, g, in, states)
+	return p
+}
+
 // TestPlanDecodeAllocatesNothing: after the first run, running a decode
 // step of the default pipeline's graph allocates nothing.
 func TestPlanDecodeAllocatesNothing(t *testing.T) {
 	for _, name := range []string{"stories260K", "synth-llama-Q4_0", "synth-llama-F16", "synth-qwen2-tied-Q4_0"} {
-		g, w, in, states := stepGraph(t, name, "default", 1, 9)
-		workers := eval.NewWorkers(2)
-		defer workers.Close()
-		p, err := eval.NewPlan(g, w, eval.ExecOptions{}, workers)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runWith(t, p, g, in, states)
+		p := ranDecodePlan(t, name, 9)
 		allocs := testing.AllocsPerRun(20, func() {
 			if err := p.Run(); err != nil {
 				t.Fatal(err)
@@ -167,16 +159,9 @@ func TestPlanDecodeAllocatesNothing(t *testing.T) {
 // TestPlanErrorNamesNode: a token id outside the vocabulary makes the
 // embedding lookup fail with an error naming the node, not a panic.
 func TestPlanErrorNamesNode(t *testing.T) {
-	g, w, in, states := stepGraph(t, "stories260K", "default", 1, 0)
-	workers := eval.NewWorkers(2)
-	defer workers.Close()
-	p, err := eval.NewPlan(g, w, eval.ExecOptions{}, workers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runWith(t, p, g, in, states)
+	p := ranDecodePlan(t, "stories260K", 0)
 	copy(p.Input("inp_tokens"), []byte{0xff, 0xff, 0xff, 0x7f})
-	err = p.Run()
+	err := p.Run()
 	if err == nil {
 		t.Fatal("out-of-range token ran")
 	}

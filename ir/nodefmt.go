@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -20,39 +21,12 @@ func (n *Node) Line() string {
 	}
 	var b strings.Builder
 	b.WriteString("%")
-	b.WriteString(strconv.Itoa(n.ID))
-	b.WriteString(" = ")
-	b.WriteString(string(n.Op))
-	b.WriteByte('(')
-	for j, a := range n.Args {
-		if j > 0 {
-			b.WriteString(", ")
-		}
+	writeNode(&b, n, strconv.Itoa(n.ID), func(a *Node) string {
 		if a == nil {
-			b.WriteString("%?")
-			continue
+			return "%?"
 		}
-		b.WriteString("%")
-		b.WriteString(strconv.Itoa(a.ID))
-	}
-	b.WriteByte(')')
-	if len(n.Attrs) > 0 {
-		b.WriteString(" {")
-		b.WriteString(n.Attrs.String())
-		b.WriteByte('}')
-	}
-	b.WriteString(" : ")
-	b.WriteString(n.Type.String())
-	if n.Name != "" {
-		b.WriteByte(' ')
-		b.WriteString(strconv.Quote(n.Name))
-	}
-	if n.Layer >= 0 {
-		fmt.Fprintf(&b, " layer=%d", n.Layer)
-	}
-	if n.Data != nil {
-		fmt.Fprintf(&b, " data=<%d bytes>", len(n.Data))
-	}
+		return "%" + strconv.Itoa(a.ID)
+	}, func(data []byte) string { return fmt.Sprintf("<%d bytes>", len(data)) })
 	return b.String()
 }
 
@@ -68,5 +42,49 @@ func (n *Node) Format(f fmt.State, verb rune) {
 		fmt.Fprint(f, strconv.Quote(n.String()))
 	default:
 		fmt.Fprintf(f, "%%!%c(*ir.Node=%s)", verb, n.String())
+	}
+}
+
+// nodeWriter is what writeNode writes to (a strings.Builder, a
+// bufio.Writer).
+type nodeWriter interface {
+	io.Writer
+	io.StringWriter
+	io.ByteWriter
+}
+
+// writeNode writes a node's line of the IR text after its leading "%":
+// id, " = ", the op, its operands (each named by ref), attributes, type,
+// name, layer and, for a node with data, " data=" and data(n.Data). Print
+// and Line share it.
+func writeNode(w nodeWriter, n *Node, id string, ref func(*Node) string, data func([]byte) string) {
+	w.WriteString(id)
+	w.WriteString(" = ")
+	w.WriteString(string(n.Op))
+	w.WriteByte('(')
+	for j, a := range n.Args {
+		if j > 0 {
+			w.WriteString(", ")
+		}
+		w.WriteString(ref(a))
+	}
+	w.WriteByte(')')
+	if len(n.Attrs) > 0 {
+		w.WriteString(" {")
+		w.WriteString(n.Attrs.String())
+		w.WriteByte('}')
+	}
+	w.WriteString(" : ")
+	w.WriteString(n.Type.String())
+	if n.Name != "" {
+		w.WriteByte(' ')
+		w.WriteString(strconv.Quote(n.Name))
+	}
+	if n.Layer >= 0 {
+		fmt.Fprintf(w, " layer=%d", n.Layer)
+	}
+	if n.Data != nil {
+		w.WriteString(" data=")
+		w.WriteString(data(n.Data))
 	}
 }

@@ -46,35 +46,7 @@ func Print(w io.Writer, g *Graph) error {
 	}
 	for i, n := range g.Nodes {
 		bw.WriteString("  %")
-		bw.WriteString(strconv.Itoa(i))
-		bw.WriteString(" = ")
-		bw.WriteString(string(n.Op))
-		bw.WriteByte('(')
-		for j, a := range n.Args {
-			if j > 0 {
-				bw.WriteString(", ")
-			}
-			bw.WriteString(ref(a))
-		}
-		bw.WriteByte(')')
-		if len(n.Attrs) > 0 {
-			bw.WriteString(" {")
-			bw.WriteString(n.Attrs.String())
-			bw.WriteByte('}')
-		}
-		bw.WriteString(" : ")
-		bw.WriteString(n.Type.String())
-		if n.Name != "" {
-			bw.WriteByte(' ')
-			bw.WriteString(strconv.Quote(n.Name))
-		}
-		if n.Layer >= 0 {
-			fmt.Fprintf(bw, " layer=%d", n.Layer)
-		}
-		if n.Data != nil {
-			bw.WriteString(" data=")
-			bw.WriteString(base64.StdEncoding.EncodeToString(n.Data))
-		}
+		writeNode(bw, n, strconv.Itoa(i), ref, base64.StdEncoding.EncodeToString)
 		bw.WriteByte('\n')
 	}
 	bw.WriteString("  outputs(")

@@ -218,21 +218,7 @@ func run(t *testing.T, g *ir.Graph, w eval.WeightSource, b ir.Bindings, in map[s
 			t.Fatal(err)
 		}
 	}
-	for name, data := range in {
-		if ex.HasInput(name) {
-			if err := ex.SetInput(name, data); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := ex.Run(); err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := ex.Output(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testmodel.RunOutput(t, ex, in)
 }
 
 // TestPartitionedGraphComputesTheSame runs the original and the

@@ -3,7 +3,7 @@ package passes_test
 import (
 	"testing"
 
-	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
@@ -14,15 +14,7 @@ import (
 // BenchmarkDefaultPipeline is the compile-time cost of the default
 // pipeline on stories260K's symbolic graph.
 func BenchmarkDefaultPipeline(b *testing.B) {
-	f, err := gguf.Open(testref.Testdata("stories260K.gguf"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	m, err := models.Build(f, models.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, m := testmodel.Build(b, testref.Testdata("stories260K.gguf"), models.Options{})
 	p := passes.Default()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -46,15 +38,7 @@ func BenchmarkDecode(b *testing.B) {
 		} {
 			pipe := c.pipe
 			b.Run(model+"/"+c.name, func(b *testing.B) {
-				f, err := gguf.Open(testref.Testdata(model + ".gguf"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer f.Close()
-				m, err := models.Build(f, models.Options{NCtx: 512})
-				if err != nil {
-					b.Fatal(err)
-				}
+				f, m := testmodel.Build(b, testref.Testdata(model+".gguf"), models.Options{NCtx: 512})
 				p, err := passes.Parse(pipe)
 				if err != nil {
 					b.Fatal(err)

@@ -72,25 +72,7 @@ func solveSearch(ctx context.Context, tl *timeline, seeds []seed, opts Options, 
 	}
 	// concurrently runs f alongside the order search (a panic in f is
 	// re-raised here, for Solve to turn into an error).
-	concurrently := func(f func()) {
-		var wg sync.WaitGroup
-		var panicked atomic.Value
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() {
-				if r := recover(); r != nil {
-					panicked.Store(fmt.Sprint(r))
-				}
-			}()
-			f()
-		}()
-		s.perturb()
-		wg.Wait()
-		if r := panicked.Load(); r != nil {
-			panic(r)
-		}
-	}
+	concurrently := func(f func()) { alongside(f, s.perturb) }
 	// The exact search gets every core while it runs; the order search and
 	// (in repair mode) the neighbourhood repair share the time after it, or
 	// all of it on instances too large for the exact search.
@@ -299,16 +281,7 @@ func (s *searcher) ladder(workers int) {
 	}
 	var stop0, stopRest atomic.Bool
 	lb := s.inc.lo.Load()
-	var wg sync.WaitGroup
-	var panicked atomic.Value
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer func() {
-			if r := recover(); r != nil {
-				panicked.Store(fmt.Sprint(r))
-			}
-		}()
+	alongside(func() {
 		d := pf.ws[0]
 		d.ctx, d.deadline, d.nodes, d.stopped, d.maxNodes, d.halt = s.ctx, s.deadline, 0, false, 0, &stop0
 		out := make([]int64, s.tl.n)
@@ -320,17 +293,37 @@ func (s *searcher) ladder(workers int) {
 		case dfsInfeasible:
 			s.inc.raise(lb + 1)
 		}
-	}()
-	rest := &portfolio{ws: pf.ws[1:]}
-	for _, d := range rest.ws {
-		d.halt2 = &stopRest
-	}
-	s.ladderOn(rest, func() {
-		if s.inc.lo.Load() > lb || s.done() {
-			stop0.Store(true)
+	}, func() {
+		rest := &portfolio{ws: pf.ws[1:]}
+		for _, d := range rest.ws {
+			d.halt2 = &stopRest
 		}
+		s.ladderOn(rest, func() {
+			if s.inc.lo.Load() > lb || s.done() {
+				stop0.Store(true)
+			}
+		})
+		stop0.Store(true)
 	})
-	stop0.Store(true)
+}
+
+// alongside runs bg on a goroutine of its own while fg runs on the caller's,
+// waits for both, and re-raises a panic of bg here (for Solve to turn into
+// an error).
+func alongside(bg, fg func()) {
+	var wg sync.WaitGroup
+	var panicked atomic.Value
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				panicked.Store(fmt.Sprint(r))
+			}
+		}()
+		bg()
+	}()
+	fg()
 	wg.Wait()
 	if r := panicked.Load(); r != nil {
 		panic(r)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/models"
 )
 
 // qwenShapesIR is the graph of a Qwen2.5-0.5B-shaped model (24 layers) as
@@ -26,28 +26,7 @@ const qwenShapesIR = "testdata/qwen2.5-0.5b-shapes.ir"
 // embeddings, NEOX RoPE with base 1e6), f16 matrices and f32 vectors as in
 // its F16 GGUF.
 func qwen25Graph(t *testing.T) *ir.Graph {
-	hp := models.HParams{Arch: "qwen2", NVocab: 151936, NCtxTrain: 32768, NEmbd: 896, NLayer: 24, NHead: 14, NHeadKV: 2,
-		NFF: 4864, HeadDimK: 64, HeadDimV: 64, NRot: 64, RMSEps: 1e-6, RopeFreqBase: 1e6, RopeFreqScale: 1, RopeMode: 2,
-		RopeAttn: 1, NCtxOrig: 32768}
-	w := map[string]models.Weight{
-		"token_embd.weight":  {Type: ir.F16, Ne: [4]int64{896, 151936, 1, 1}},
-		"output_norm.weight": {Type: ir.F32, Ne: [4]int64{896, 1, 1, 1}},
-	}
-	for i := range 24 {
-		b := fmt.Sprintf("blk.%d.", i)
-		for name, ne := range map[string][2]int64{
-			"attn_q.weight": {896, 896}, "attn_k.weight": {896, 128}, "attn_v.weight": {896, 128},
-			"attn_output.weight": {896, 896}, "ffn_gate.weight": {896, 4864}, "ffn_up.weight": {896, 4864},
-			"ffn_down.weight": {4864, 896},
-		} {
-			w[b+name] = models.Weight{Type: ir.F16, Ne: [4]int64{ne[0], ne[1], 1, 1}}
-		}
-		for name, n := range map[string]int64{"attn_norm.weight": 896, "ffn_norm.weight": 896, "attn_q.bias": 896, "attn_k.bias": 128, "attn_v.bias": 128} {
-			w[b+name] = models.Weight{Type: ir.F32, Ne: [4]int64{n, 1, 1, 1}}
-		}
-	}
-	m, err := models.BuildHParams(hp, func(name string) (models.Weight, bool) { x, ok := w[name]; return x, ok }, models.Options{NCtx: 512})
-	require.NoError(t, err)
+	m := testmodel.Qwen25(t, 512)
 	m.Graph.Name = "qwen2.5-0.5b-shapes"
 	return m.Graph
 }

@@ -157,7 +157,11 @@ func hostileModel(t *testing.T, rng *rand.Rand) ([]byte, string) {
 	return b, strings.Join(what, "; ")
 }
 
-func TestHostileModels(t *testing.T) {
+// hostileRand returns the generator of a hostile test: seeded anew each
+// run (and logged), or from IRTOOL_HOSTILE_SEED to replay a failure; stream
+// tells the tests apart.
+func hostileRand(t *testing.T, stream uint64) *rand.Rand {
+	t.Helper()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("IRTOOL_HOSTILE_SEED"); s != "" {
 		v, err := strconv.ParseUint(s, 10, 64)
@@ -167,7 +171,11 @@ func TestHostileModels(t *testing.T) {
 		seed = v
 	}
 	t.Logf("seed %d (IRTOOL_HOSTILE_SEED=%d replays it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 18))
+	return rand.New(rand.NewPCG(seed, stream))
+}
+
+func TestHostileModels(t *testing.T) {
+	rng := hostileRand(t, 18)
 	cases := 24
 	if testing.Short() {
 		cases = 8
@@ -268,16 +276,7 @@ func hostileIRText(rng *rand.Rand, src string) (string, string) {
 // TestHostileIRText runs the commands that accept IR text on fresh
 // damaged IR files: no panic, no hang, every failure an error message.
 func TestHostileIRText(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("IRTOOL_HOSTILE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (IRTOOL_HOSTILE_SEED=%d replays it)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 17))
+	rng := hostileRand(t, 17)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.ir")
 	if code, _, stderr := runCLI(t, "ir", "-o", good); code != 0 {

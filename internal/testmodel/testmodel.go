@@ -6,6 +6,7 @@ package testmodel
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 )
@@ -141,4 +143,68 @@ func RelErr(got, want []float32) float64 {
 		m = max(m, math.Abs(float64(want[i])))
 	}
 	return d / m
+}
+
+// Qwen25 builds a Qwen2.5-0.5B-shaped model without weights from its
+// published configuration (config.json of Qwen/Qwen2.5-0.5B: 24 layers,
+// n_embd 896, 14 query heads and 2 KV heads of 64, n_ff 4864, a
+// 151936-token vocabulary, q/k/v biases, tied embeddings, NEOX RoPE with
+// base 1e6), with a context of nctx. Matrices are f16 and norms and biases
+// f32, as in its F16 GGUF.
+func Qwen25(t testing.TB, nctx int64) *models.Model {
+	t.Helper()
+	hp := models.HParams{Arch: "qwen2", NVocab: 151936, NCtxTrain: 32768, NEmbd: 896, NLayer: 24, NHead: 14, NHeadKV: 2,
+		NFF: 4864, HeadDimK: 64, HeadDimV: 64, NRot: 64, RMSEps: 1e-6, RopeFreqBase: 1e6, RopeFreqScale: 1, RopeMode: 2,
+		RopeAttn: 1, NCtxOrig: 32768}
+	w := map[string]models.Weight{
+		"token_embd.weight":  {Type: ir.F16, Ne: [4]int64{896, 151936, 1, 1}},
+		"output_norm.weight": {Type: ir.F32, Ne: [4]int64{896, 1, 1, 1}},
+	}
+	for i := range 24 {
+		b := fmt.Sprintf("blk.%d.", i)
+		for name, ne := range map[string][2]int64{
+			"attn_q.weight": {896, 896}, "attn_k.weight": {896, 128}, "attn_v.weight": {896, 128},
+			"attn_output.weight": {896, 896}, "ffn_gate.weight": {896, 4864}, "ffn_up.weight": {896, 4864},
+			"ffn_down.weight": {4864, 896},
+		} {
+			w[b+name] = models.Weight{Type: ir.F16, Ne: [4]int64{ne[0], ne[1], 1, 1}}
+		}
+		for name, n := range map[string]int64{"attn_norm.weight": 896, "ffn_norm.weight": 896, "attn_q.bias": 896, "attn_k.bias": 128, "attn_v.bias": 128} {
+			w[b+name] = models.Weight{Type: ir.F32, Ne: [4]int64{n, 1, 1, 1}}
+		}
+	}
+	m, err := models.BuildHParams(hp, func(name string) (models.Weight, bool) { x, ok := w[name]; return x, ok }, models.Options{NCtx: nctx})
+	if err != nil {
+		t.Fatalf("Qwen2.5-0.5B shape: %v", err)
+	}
+	return m
+}
+
+// Runner is the part of eval's Executor and Plan that RunOutput drives.
+type Runner interface {
+	SetInput(string, []byte) error
+	HasInput(string) bool
+	Run() error
+	Output(int) ([]float32, [4]int64, error)
+}
+
+// RunOutput sets the inputs of in that r takes, runs r and returns its
+// output 0.
+func RunOutput(t testing.TB, r Runner, in map[string][]byte) []float32 {
+	t.Helper()
+	for name, data := range in {
+		if r.HasInput(name) {
+			if err := r.SetInput(name, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := r.Run(); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := r.Output(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

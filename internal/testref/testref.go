@@ -39,8 +39,8 @@ const (
 )
 
 // SharedDir returns the external reference data directory, or "" if absent:
-// $IRTOOL_REFERENCE when set, else the directory ../shared/reference beside
-// the repository.
+// $IRTOOL_REFERENCE when set, else reference/ inside the directory "shared"
+// that sits beside the repository (where CI places the reference data).
 func SharedDir() string {
 	d := os.Getenv(EnvReference)
 	if d == "" {

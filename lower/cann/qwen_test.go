@@ -1,9 +1,9 @@
 package cann
 
 import (
-	"fmt"
 	"testing"
 
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/partition"
@@ -18,31 +18,7 @@ import (
 // llama.cpp's CANN numbers were taken with.
 func qwen25(t testing.TB, ctx int64) *models.Model {
 	t.Helper()
-	hp := models.HParams{Arch: "qwen2", NVocab: 151936, NCtxTrain: 32768, NEmbd: 896, NLayer: 24, NHead: 14, NHeadKV: 2,
-		NFF: 4864, HeadDimK: 64, HeadDimV: 64, NRot: 64, RMSEps: 1e-6, RopeFreqBase: 1e6, RopeFreqScale: 1, RopeMode: 2,
-		RopeAttn: 1, NCtxOrig: 32768}
-	w := map[string]models.Weight{
-		"token_embd.weight":  {Type: ir.F16, Ne: [4]int64{896, 151936, 1, 1}},
-		"output_norm.weight": {Type: ir.F32, Ne: [4]int64{896, 1, 1, 1}},
-	}
-	for i := 0; i < 24; i++ {
-		b := fmt.Sprintf("blk.%d.", i)
-		for name, ne := range map[string][2]int64{
-			"attn_q.weight": {896, 896}, "attn_k.weight": {896, 128}, "attn_v.weight": {896, 128},
-			"attn_output.weight": {896, 896}, "ffn_gate.weight": {896, 4864}, "ffn_up.weight": {896, 4864},
-			"ffn_down.weight": {4864, 896},
-		} {
-			w[b+name] = models.Weight{Type: ir.F16, Ne: [4]int64{ne[0], ne[1], 1, 1}}
-		}
-		for name, n := range map[string]int64{"attn_norm.weight": 896, "ffn_norm.weight": 896, "attn_q.bias": 896, "attn_k.bias": 128, "attn_v.bias": 128} {
-			w[b+name] = models.Weight{Type: ir.F32, Ne: [4]int64{n, 1, 1, 1}}
-		}
-	}
-	m, err := models.BuildHParams(hp, func(name string) (models.Weight, bool) { x, ok := w[name]; return x, ok }, models.Options{NCtx: ctx})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return testmodel.Qwen25(t, ctx)
 }
 
 // TestPredictQwen25 is the check of the cost model against the field

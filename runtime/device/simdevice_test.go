@@ -178,6 +178,23 @@ func (s *testSeq) launch(d Device, st Stream) error {
 	return nil
 }
 
+// capture records the sequence's kernels on st as a graph (global capture
+// mode).
+func (s *testSeq) capture(t testing.TB, d Device, st Stream) GraphHandle {
+	t.Helper()
+	if err := d.CaptureBegin(st, CaptureGlobal); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.launch(d, st); err != nil {
+		t.Fatal(err)
+	}
+	g, err := d.CaptureEnd(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 func f32Bytes(v []float32) []byte {
 	b := make([]byte, 4*len(v))
 	for i, x := range v {
@@ -280,16 +297,7 @@ func TestSimEagerAndReplayMatchHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := d.Stats()
-	if err := d.CaptureBegin(st, CaptureGlobal); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.launch(d, st); err != nil {
-		t.Fatal(err)
-	}
-	g, err := d.CaptureEnd(st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := s.capture(t, d, st)
 	if err := d.SynchronizeStream(st); err != nil {
 		t.Fatal(err)
 	}
@@ -337,16 +345,8 @@ func TestReplayAfterBuffersMoved(t *testing.T) {
 	upload(t, d, s.x, x)
 	upload(t, d, s.w, w)
 	upload(t, d, s.b, b)
-	if err := d.CaptureBegin(st, CaptureGlobal); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.launch(d, st); err != nil {
-		t.Fatal(err)
-	}
-	g, err := d.CaptureEnd(st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := s.capture(t, d, st)
+	var err error
 	// Move x and out: allocate new blocks (the old ones stay allocated, so
 	// the new ones cannot land on them), and feed new data there.
 	oldOut := s.out
@@ -475,16 +475,7 @@ func TestCaptureStateErrors(t *testing.T) {
 
 	// A queued graph cannot be destroyed until its stream has run it.
 	s := newTestSeq(t, d)
-	if err := d.CaptureBegin(st, CaptureGlobal); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.launch(d, st); err != nil {
-		t.Fatal(err)
-	}
-	g, err := d.CaptureEnd(st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := s.capture(t, d, st)
 	if err := d.ExecuteAsync(g, st); err != nil {
 		t.Fatal(err)
 	}

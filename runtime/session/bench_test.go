@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/eval"
-	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
@@ -30,15 +30,7 @@ func BenchmarkDecode(b *testing.B) {
 	for _, c := range cases {
 		name := c.name
 		b.Run(name+"/"+c.exec.Kernels.Quant.String(), func(b *testing.B) {
-			f, err := gguf.Open(testref.Testdata(name + ".gguf"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
-			m, err := models.Build(f, models.Options{NCtx: 512})
-			if err != nil {
-				b.Fatal(err)
-			}
+			f, m := testmodel.Build(b, testref.Testdata(name+".gguf"), models.Options{NCtx: 512})
 			newSession := func() *session.Session {
 				s, err := session.NewSession(m, f, session.SessionOptions{Exec: c.exec})
 				if err != nil {
@@ -73,15 +65,7 @@ func BenchmarkDecode(b *testing.B) {
 func BenchmarkPrefill(b *testing.B) {
 	for _, name := range []string{"stories260K", "synth-llama-Q4_0"} {
 		b.Run(name, func(b *testing.B) {
-			f, err := gguf.Open(testref.Testdata(name + ".gguf"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
-			m, err := models.Build(f, models.Options{NCtx: 256})
-			if err != nil {
-				b.Fatal(err)
-			}
+			f, m := testmodel.Build(b, testref.Testdata(name+".gguf"), models.Options{NCtx: 256})
 			prompt := make([]int32, 64)
 			for i := range prompt {
 				prompt[i] = int32(3 + i*7%500)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,11 +58,7 @@ func TestMatchesLlamaCpp(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			opts := models.Options{NCtx: ref.Context.NCtx}
-			if opts.KVType, err = models.ParseKVCacheType(ref.Context.TypeK); err != nil {
-				t.Fatal(err)
-			}
-			m, err := models.Build(f, opts)
+			m, err := models.Build(f, ref.Options(t))
 			if err != nil && strings.Contains(err.Error(), "is not supported") {
 				t.Skipf("%s: %v", ref.ModelFile, err) // an architecture models.Build does not have yet
 			}
@@ -174,20 +171,8 @@ func TestGreedyStories260K(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slicesEqual(res.Tokens, ref.Generation.Tokens) {
+		if !slices.Equal(res.Tokens, ref.Generation.Tokens) {
 			t.Errorf("kv-write %v: tokens\n got %v\nwant %v", kv, res.Tokens, ref.Generation.Tokens)
 		}
 	}
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

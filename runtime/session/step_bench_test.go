@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
@@ -29,15 +29,7 @@ func BenchmarkDecodeStep(b *testing.B) {
 	}
 	for _, path := range paths {
 		b.Run(strings.TrimSuffix(filepath.Base(path), ".gguf"), func(b *testing.B) {
-			f, err := gguf.Open(path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
-			m, err := models.Build(f, models.Options{NCtx: 256})
-			if err != nil {
-				b.Fatal(err)
-			}
+			f, m := testmodel.Build(b, path, models.Options{NCtx: 256})
 			pipe, _ := passes.Parse("default")
 			g, _, err := passes.Run(m.Graph, pipe, passes.Options{})
 			if err != nil {
