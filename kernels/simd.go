@@ -164,12 +164,20 @@ func dotF32x4FMA(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 func dotVecF16Raw(a []byte, b []float32) float32 {
 	n := len(b)
 	np := n &^ 31
-	if useAVX2 && np > 0 {
-		_ = a[2*n-1]
-		red := dotVecF16RawAVX2(&a[0], &b[0], np)
-		return dotVecF16Tail(a, b, np, red)
+	if !useAVX2 || n == 0 {
+		return dotVecF16RawGo(a, b)
 	}
-	return dotVecF16RawGo(a, b)
+	_ = a[2*n-1]
+	var red float32
+	if np > 0 {
+		red = dotVecF16RawAVX2(&a[0], &b[0], np)
+	}
+	if np == n {
+		return float32(float64(red))
+	}
+	// The leftover loop in assembly too: attention heads of 8–31 values
+	// (stories260K's KQ products) are all tail.
+	return dotVecF16TailAVX2(&a[2*np], &b[np], n-np, red)
 }
 
 // dotF32x4 computes four dot products of one row a with columns b0..b3,

@@ -479,6 +479,69 @@ f16loop:
 	VZEROUPPER
 	RET
 
+// func dotVecF16TailAVX2(a *byte, b *float32, n int, red float32) float32
+// ggml_vec_dot_f16's leftover loop (dotVecF16Tail): n >= 1 products of F16
+// values a and b, each rounded to float32 and added in order to a float64
+// sum that starts at red; the sum rounded to float32. Eight products at a
+// time are formed with vcvtph2ps and vmulps (each rounded as vmulss
+// would), then widened and added one by one.
+TEXT ·dotVecF16TailAVX2(SB), NOSPLIT, $0-36
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	VMOVSS red+24(FP), X0
+	VCVTSS2SD X0, X0, X0
+	CMPQ CX, $8
+	JLT  f16tail1
+
+f16tail8:
+	VCVTPH2PS (SI), Y1
+	VMULPS    (DI), Y1, Y1
+	VCVTPS2PD X1, Y2
+	VEXTRACTF128 $1, Y1, X3
+	VCVTPS2PD X3, Y3
+	VADDSD    X2, X0, X0
+	VPERMILPD $1, X2, X4
+	VADDSD    X4, X0, X0
+	VEXTRACTF128 $1, Y2, X4
+	VADDSD    X4, X0, X0
+	VPERMILPD $1, X4, X4
+	VADDSD    X4, X0, X0
+	VADDSD    X3, X0, X0
+	VPERMILPD $1, X3, X4
+	VADDSD    X4, X0, X0
+	VEXTRACTF128 $1, Y3, X4
+	VADDSD    X4, X0, X0
+	VPERMILPD $1, X4, X4
+	VADDSD    X4, X0, X0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	CMPQ CX, $8
+	JGE  f16tail8
+
+f16tail1:
+	TESTQ CX, CX
+	JZ    f16taildone
+
+f16tail1loop:
+	MOVWLZX (SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS  (DI), X1, X1
+	VCVTSS2SD X1, X1, X1
+	VADDSD  X1, X0, X0
+	ADDQ $2, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ  f16tail1loop
+
+f16taildone:
+	VCVTSD2SS X0, X0, X0
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
 // func dotVecF32AVX2(a *float32, b *float32, n int) float32
 // n is a positive multiple of 32. ggml_vec_dot_f32's lanes: four 8-lane
 // accumulators, lane e of vector k summing the products of indices

@@ -22,6 +22,9 @@ func dotQ4_0x8x4AVX2(src *byte, stride int, a *q4x4Args, nb int, out *[4][8]floa
 	panic("kernels: no SIMD")
 }
 func dotVecF16RawAVX2(a *byte, b *float32, n int) float32 { panic("kernels: no SIMD") }
+func dotVecF16TailAVX2(a *byte, b *float32, n int, red float32) float32 {
+	panic("kernels: no SIMD")
+}
 func dotVecF32AVX2(a *float32, b *float32, n int) float32 { panic("kernels: no SIMD") }
 func dotF32x4FMAAVX2(a *float32, b *[4]*float32, n int, out *[4]float32) {
 	panic("kernels: no SIMD")

@@ -293,7 +293,7 @@ func nanSame8(a, b [8]float32) bool {
 func TestSIMDDotF16(t *testing.T) {
 	needSIMD(t)
 	r := rand.New(rand.NewPCG(11, 12))
-	for _, n := range []int{32, 33, 64, 95, 896, 4864 + 7} {
+	for _, n := range []int{1, 7, 8, 9, 16, 31, 32, 33, 40, 64, 95, 896, 4864 + 7} {
 		for ci, bv := range activationCases(r, n) {
 			for i := range bv {
 				bv[i] = roundF16(bv[i])
