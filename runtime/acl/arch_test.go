@@ -18,7 +18,6 @@ import (
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
-	"github.com/irtool/irtool/runtime/session"
 )
 
 // TestGeluRecipeIsGgmlTable: the gelu recipe (f16 cast, aclnnGelu on f16,
@@ -198,15 +197,7 @@ func TestArchOpsOnEmulatedCANN(t *testing.T) {
 				launched[k.Op]++
 				mu.Unlock()
 			}
-			s, err := program.NewSession(m, f, d, program.Options{Policy: device.DefaultGraphPolicy()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			ref, err := session.NewSession(m, f, session.SessionOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, ref := pairedSessions(t, m, f, d, program.Options{Policy: device.DefaultGraphPolicy()})
 			atCapture := map[ir.Op]int{}
 			worst := 0.0
 			// a prompt longer than gemma3's window of 8, so that the
@@ -223,15 +214,7 @@ func TestArchOpsOnEmulatedCANN(t *testing.T) {
 					}
 					mu.Unlock()
 				}
-				got, err := s.Step(toks)
-				if err != nil {
-					t.Fatalf("step %d: %v", step, err)
-				}
-				want, err := ref.Step(toks)
-				if err != nil {
-					t.Fatal(err)
-				}
-				e := testmodel.RelErr(got.Logits[len(got.Logits)-1], want.Logits[len(want.Logits)-1])
+				e := testmodel.RelErr(stepBoth(t, step, s, ref, toks))
 				worst = max(worst, e)
 				if e > tol {
 					t.Errorf("step %d: max|Δ|/max|logit| = %.3g against the reference executor (bound %.0e)", step, e, tol)

@@ -17,7 +17,6 @@ import (
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
-	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 )
 
@@ -166,26 +165,10 @@ func TestPipelinesOnEmulatedCANN(t *testing.T) {
 				launched[k.Op]++
 				mu.Unlock()
 			}
-			s, err := program.NewSession(m, f, d, program.Options{Policy: device.DefaultGraphPolicy(), Compile: program.CompileOptions{Passes: c.pipe}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			ref, err := session.NewSession(m, f, session.SessionOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, ref := pairedSessions(t, m, f, d, program.Options{Policy: device.DefaultGraphPolicy(), Compile: program.CompileOptions{Passes: c.pipe}})
 			worst := 0.0
 			for step, toks := range [][]int32{{1, 403, 407, 261, 378}, {42}, {7}, {300}} {
-				got, err := s.Step(toks)
-				if err != nil {
-					t.Fatalf("step %d: %v", step, err)
-				}
-				want, err := ref.Step(toks)
-				if err != nil {
-					t.Fatal(err)
-				}
-				e := testmodel.RelErr(got.Logits[len(got.Logits)-1], want.Logits[len(want.Logits)-1])
+				e := testmodel.RelErr(stepBoth(t, step, s, ref, toks))
 				worst = max(worst, e)
 				if e > 1e-3 {
 					t.Errorf("step %d: max|Δ|/max|logit| = %.3g against the reference executor", step, e)

@@ -56,27 +56,11 @@ func TestKVWriteCpyRecapturesEveryStep(t *testing.T) {
 		t.Run(kv.String(), func(t *testing.T) {
 			f, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64, KVWrite: kv})
 			d := newDevice(t, Options{PoolBytes: 128 << 20, WorkspaceReserve: 16 << 20})
-			s, err := program.NewSession(m, f, d, program.Options{Policy: device.DefaultGraphPolicy()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			ref, err := session.NewSession(m, f, session.SessionOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, ref := pairedSessions(t, m, f, d, program.Options{Policy: device.DefaultGraphPolicy()})
 			feed := []int32{1, 403, 407, 261, 378}
 			for step := 0; step < 8; step++ {
 				before, dev0 := s.Cache().Stats(), d.Stats()
-				got, err := s.Step(feed)
-				if err != nil {
-					t.Fatalf("step %d: %v", step, err)
-				}
-				want, err := ref.Step(feed)
-				if err != nil {
-					t.Fatal(err)
-				}
-				g, w := got.Logits[len(got.Logits)-1], want.Logits[len(want.Logits)-1]
+				g, w := stepBoth(t, step, s, ref, feed)
 				if e := testmodel.RelErr(g, w); e > 1e-3 {
 					t.Errorf("step %d: max|Δ|/max|logit| = %.3g against the reference executor", step, e)
 				}
@@ -161,26 +145,10 @@ func TestFlashAttentionOnEmulatedCANN(t *testing.T) {
 					fia++
 				}
 			}
-			s, err := program.NewSession(m, f, d, program.Options{Policy: device.DefaultGraphPolicy()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			ref, err := session.NewSession(m, f, session.SessionOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, ref := pairedSessions(t, m, f, d, program.Options{Policy: device.DefaultGraphPolicy()})
 			worst := 0.0
 			for step, toks := range [][]int32{{1, 403, 407, 261, 378}, {42}, {7}, {300}} {
-				got, err := s.Step(toks)
-				if err != nil {
-					t.Fatalf("step %d: %v", step, err)
-				}
-				want, err := ref.Step(toks)
-				if err != nil {
-					t.Fatal(err)
-				}
-				worst = max(worst, testmodel.RelErr(got.Logits[len(got.Logits)-1], want.Logits[len(want.Logits)-1]))
+				worst = max(worst, testmodel.RelErr(stepBoth(t, step, s, ref, toks)))
 			}
 			if fia == 0 {
 				t.Error("no launch called aclnnFusedInferAttentionScoreV2")
