@@ -39,7 +39,11 @@ func TestConcurrentUsersShareDevice(t *testing.T) {
 }
 
 func concurrentUser(t *testing.T, d *SimDevice, u, steps int) error {
-	lock := DeviceLock(d)
+	// Register before the first capture-unsafe call: DeviceLock on a device
+	// nobody has registered yet returns a lock of its own, which would not
+	// order this user's mallocs against the others' captures.
+	lock := AcquireDeviceLock(d)
+	defer ReleaseDeviceLock(d)
 	lock.RLock()
 	st, err := d.CreateStream()
 	if err != nil {
