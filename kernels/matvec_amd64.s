@@ -106,3 +106,128 @@ f16cvtloop:
 	JNZ       f16rowloop
 	VZEROUPPER
 	RET
+
+// func dotRows8F16AVX2(s *float32, a *float32, q *float32, groups int)
+// s[j] = float32(sum of float64(a[8j+i]*q[i]) for i = 0..7, added in
+// order from +0) for j < 4*groups: ggml_vec_dot_f16 of head_dim 8 (all
+// leftovers), four rows at a time. The rounded products of four rows are
+// transposed so that one lane of a 4-wide float64 vector follows one
+// row's additions in index order. groups >= 1.
+TEXT ·dotRows8F16AVX2(SB), NOSPLIT, $0-32
+	MOVQ s+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ q+16(FP), DX
+	MOVQ groups+24(FP), CX
+	VMOVUPS (DX), Y15
+
+d8loop:
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMULPS  Y15, Y0, Y0
+	VMULPS  Y15, Y1, Y1
+	VMULPS  Y15, Y2, Y2
+	VMULPS  Y15, Y3, Y3
+
+	// Products of index i of rows 0..3 into one 128-bit half each:
+	// C0 = i 0 | 4, C1 = 1 | 5, C2 = 2 | 6, C3 = 3 | 7.
+	VUNPCKLPS Y1, Y0, Y4
+	VUNPCKHPS Y1, Y0, Y5
+	VUNPCKLPS Y3, Y2, Y6
+	VUNPCKHPS Y3, Y2, Y7
+	VUNPCKLPD Y6, Y4, Y8
+	VUNPCKHPD Y6, Y4, Y9
+	VUNPCKLPD Y7, Y5, Y10
+	VUNPCKHPD Y7, Y5, Y11
+
+	VXORPD    Y12, Y12, Y12
+	VCVTPS2PD X8, Y13
+	VADDPD    Y13, Y12, Y12
+	VCVTPS2PD X9, Y13
+	VADDPD    Y13, Y12, Y12
+	VCVTPS2PD X10, Y13
+	VADDPD    Y13, Y12, Y12
+	VCVTPS2PD X11, Y13
+	VADDPD    Y13, Y12, Y12
+	VEXTRACTF128 $1, Y8, X8
+	VCVTPS2PD X8, Y13
+	VADDPD    Y13, Y12, Y12
+	VEXTRACTF128 $1, Y9, X9
+	VCVTPS2PD X9, Y13
+	VADDPD    Y13, Y12, Y12
+	VEXTRACTF128 $1, Y10, X10
+	VCVTPS2PD X10, Y13
+	VADDPD    Y13, Y12, Y12
+	VEXTRACTF128 $1, Y11, X11
+	VCVTPS2PD X11, Y13
+	VADDPD    Y13, Y12, Y12
+	VCVTPD2PSY Y12, X12
+	VMOVUPS   X12, (DI)
+
+	ADDQ $128, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ  d8loop
+	VZEROUPPER
+	RET
+
+// func softmaxScaleMaxAVX2(w *float32, m *float32, n int, scale, slope float32) (mx float32, nan bool)
+// soft_max's first passes over a row: w[i] = w[i]*scale, then (m not
+// nil) w[i] += slope*m[i], each product and sum rounded as the Go loop
+// rounds them (no FMA); returns the lane-wise maximum of the new w (from
+// -Inf) and whether any of them is NaN (the caller then recomputes the
+// maximum in order, as it does for a zero maximum, whose sign vmaxps
+// does not settle as Go's max does). n is a positive multiple of 8.
+TEXT ·softmaxScaleMaxAVX2(SB), NOSPLIT, $0-37
+	MOVQ         w+0(FP), SI
+	MOVQ         m+8(FP), DI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS scale+24(FP), Y14
+	VBROADCASTSS slope+28(FP), Y13
+	MOVL         $0xff800000, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12
+	VXORPS       Y11, Y11, Y11
+	XORQ         DX, DX
+	TESTQ        DI, DI
+	JZ           smnomask
+
+smmask:
+	VMOVUPS  (SI)(DX*4), Y0
+	VMULPS   Y14, Y0, Y0
+	VMULPS   (DI)(DX*4), Y13, Y1
+	VADDPS   Y1, Y0, Y0
+	VMOVUPS  Y0, (SI)(DX*4)
+	VCMPPS   $3, Y0, Y0, Y2
+	VORPS    Y2, Y11, Y11
+	VMAXPS   Y0, Y12, Y12
+	ADDQ     $8, DX
+	CMPQ     DX, CX
+	JLT      smmask
+	JMP      smreduce
+
+smnomask:
+	VMOVUPS  (SI)(DX*4), Y0
+	VMULPS   Y14, Y0, Y0
+	VMOVUPS  Y0, (SI)(DX*4)
+	VCMPPS   $3, Y0, Y0, Y2
+	VORPS    Y2, Y11, Y11
+	VMAXPS   Y0, Y12, Y12
+	ADDQ     $8, DX
+	CMPQ     DX, CX
+	JLT      smnomask
+
+smreduce:
+	VEXTRACTF128 $1, Y12, X0
+	VMAXPS       X0, X12, X12
+	VPERMILPS    $0x4e, X12, X0
+	VMAXPS       X0, X12, X12
+	VPERMILPS    $0xb1, X12, X0
+	VMAXPS       X0, X12, X12
+	VMOVSS       X12, mx+32(FP)
+	VMOVMSKPS    Y11, AX
+	TESTL        AX, AX
+	SETNE        nan+36(FP)
+	VZEROUPPER
+	RET
