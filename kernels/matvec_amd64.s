@@ -15,7 +15,10 @@
 // over the first n&^31 values (lane e of vector k sums the products of
 // indices ≡ 8k+e (mod 32) with vfmadd231ps), reduced as
 // GGML_F32_VEC_REDUCE ((v0+v2)+(v1+v3), the halves, two horizontal adds);
-// then each leftover product, rounded, added in index order.
+// then each leftover product, rounded, added in index order. Rows go two
+// at a time (Y0-Y3 and Y4-Y7 accumulate rows r and r+1, interleaved for
+// instruction-level parallelism; each row's operations are unchanged),
+// an odd last row alone.
 TEXT ·matVecF32AVX2(SB), NOSPLIT, $0-48
 	MOVQ a+0(FP), SI
 	MOVQ stride+8(FP), DX
@@ -27,7 +30,89 @@ TEXT ·matVecF32AVX2(SB), NOSPLIT, $0-48
 	MOVQ CX, R10
 	ANDQ $-32, R10
 
+mv2row:
+	CMPQ   R8, $2
+	JLT    mvrow
+	LEAQ   (SI)(DX*1), R14
+	VXORPS X0, X0, X0
+	VXORPS X4, X4, X4
+	TESTQ  R10, R10
+	JZ     mv2tail
+	MOVQ   SI, R11
+	MOVQ   DI, R12
+	MOVQ   R10, R13
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+mv2loop:
+	VMOVUPS     0(R11), Y8
+	VMOVUPS     32(R11), Y9
+	VMOVUPS     64(R11), Y10
+	VMOVUPS     96(R11), Y11
+	VMOVUPS     0(R14), Y12
+	VMOVUPS     32(R14), Y13
+	VMOVUPS     64(R14), Y14
+	VMOVUPS     96(R14), Y15
+	VFMADD231PS 0(R12), Y8, Y0
+	VFMADD231PS 32(R12), Y9, Y1
+	VFMADD231PS 64(R12), Y10, Y2
+	VFMADD231PS 96(R12), Y11, Y3
+	VFMADD231PS 0(R12), Y12, Y4
+	VFMADD231PS 32(R12), Y13, Y5
+	VFMADD231PS 64(R12), Y14, Y6
+	VFMADD231PS 96(R12), Y15, Y7
+	ADDQ        $128, R11
+	ADDQ        $128, R14
+	ADDQ        $128, R12
+	SUBQ        $32, R13
+	JNZ         mv2loop
+
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y6, Y4, Y4
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y7, Y5, Y5
+	VADDPS       Y1, Y0, Y0
+	VADDPS       Y5, Y4, Y4
+	VEXTRACTF128 $1, Y0, X1
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS       X1, X0, X0
+	VADDPS       X5, X4, X4
+	VHADDPS      X0, X0, X0
+	VHADDPS      X4, X4, X4
+	VHADDPS      X0, X0, X0
+	VHADDPS      X4, X4, X4
+	LEAQ         (SI)(DX*1), R14
+
+mv2tail:
+	MOVQ R10, R13
+
+mv2tailloop:
+	CMPQ   R13, CX
+	JGE    mv2store
+	VMOVSS (SI)(R13*4), X1
+	VMOVSS (R14)(R13*4), X5
+	VMULSS (DI)(R13*4), X1, X1
+	VMULSS (DI)(R13*4), X5, X5
+	VADDSS X1, X0, X0
+	VADDSS X5, X4, X4
+	INCQ   R13
+	JMP    mv2tailloop
+
+mv2store:
+	VMOVSS X0, 0(R9)
+	VMOVSS X4, 4(R9)
+	ADDQ   $8, R9
+	LEAQ   (SI)(DX*2), SI
+	SUBQ   $2, R8
+	JMP    mv2row
+
 mvrow:
+	TESTQ  R8, R8
+	JZ     mvdone
 	VXORPS X0, X0, X0
 	TESTQ  R10, R10
 	JZ     mvtail
@@ -74,10 +159,8 @@ mvtailloop:
 
 mvstore:
 	VMOVSS X0, 0(R9)
-	ADDQ   $4, R9
-	ADDQ   DX, SI
-	DECQ   R8
-	JNZ    mvrow
+
+mvdone:
 	VZEROUPPER
 	RET
 
