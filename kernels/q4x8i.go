@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"sync"
 	"unsafe"
+
+	"github.com/irtool/irtool/gguf"
 )
 
 // Q4_0 weights repacked once into an interleaved layout of eight rows, the
@@ -108,15 +110,12 @@ func packQ4_0x8i(dst, p []byte, nb int) {
 // rows interleaved, which the decode kernel streams contiguously. Without
 // AVX2 (other architectures, -tags purego) nothing is repacked and the
 // jobs read the weights in place; results are the same bits either way.
+// The weights must not change while a WeightPacks holds a copy of them.
 // Safe for concurrent use.
 type WeightPacks struct {
 	mu    sync.Mutex
 	m     map[packKey][]byte
 	bytes int64
-	// Release, when set, is called with a matrix's original bytes once
-	// its repacked copy exists (for example to drop their memory-mapped
-	// pages from the resident set; the jobs no longer read them).
-	Release func(b []byte)
 }
 
 type packKey struct {
@@ -155,8 +154,9 @@ func (w *WeightPacks) q4x8i(a Tensor) []byte {
 	repackQ4_0x8i(p, a.Data, int(a.Nb[1]), rows, nb)
 	w.m[k] = p
 	w.bytes += int64(len(p))
-	if w.Release != nil {
-		w.Release(a.Data[:int64(rows-1)*a.Nb[1]+int64(nb*18)])
-	}
+	// The jobs no longer read the original: when it is a memory-mapped
+	// file, its pages leave the resident set (they are read again if
+	// another kernel touches them), so the copy does not double the RSS.
+	gguf.ReleasePages(a.Data[:int64(rows-1)*a.Nb[1]+int64(nb*18)])
 	return p
 }

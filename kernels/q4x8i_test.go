@@ -26,8 +26,6 @@ func runJobSerial(j Job) {
 func TestMulMatJobPacks(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	packs := NewWeightPacks()
-	var released int
-	packs.Release = func(b []byte) { released += len(b) }
 	for _, sh := range [][3]int64{{64, 16, 1}, {96, 24, 3}, {256, 40, 4}, {64, 64, 9}} {
 		k, m, n := sh[0], sh[1], sh[2]
 		for _, nan := range []bool{false, true} {
@@ -81,8 +79,8 @@ func TestMulMatJobPacks(t *testing.T) {
 			}
 		}
 	}
-	if useAVX2 && (packs.Bytes() == 0 || released == 0) {
-		t.Errorf("packs hold %d bytes, %d released: the jobs did not use the interleaved copy", packs.Bytes(), released)
+	if useAVX2 && packs.Bytes() == 0 {
+		t.Errorf("packs hold no bytes: the jobs did not use the interleaved copy")
 	}
 	if !useAVX2 && packs.Bytes() != 0 {
 		t.Errorf("packs hold %d bytes without the assembly kernels", packs.Bytes())
