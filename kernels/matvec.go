@@ -22,3 +22,26 @@ func matVecF32(a []float32, stride int, b, out []float32) {
 		out[r] = dotVecGo(a[r*stride:r*stride+n], b, false)
 	}
 }
+
+// f16Rows widens rows rows of n little-endian halves, row r starting at
+// src[r*stride:], into dst[r*n:(r+1)*n] (exact: vcvtph2ps when the SIMD
+// kernels are in use and n is a multiple of 8, else the F16 table).
+func f16Rows(dst []float32, src []byte, stride, rows, n int) {
+	if rows == 0 || n == 0 {
+		return
+	}
+	_ = src[(rows-1)*stride+2*n-1]
+	_ = dst[rows*n-1]
+	if useAVX2 && n%8 == 0 {
+		f16RowsAVX2(&dst[0], &src[0], stride, rows, n)
+		return
+	}
+	tab := f16tab()
+	for r := range rows {
+		b := src[r*stride:][: 2*n : 2*n]
+		row := dst[r*n : (r+1)*n : (r+1)*n]
+		for i := range row {
+			row[i] = tab[uint16(b[2*i])|uint16(b[2*i+1])<<8]
+		}
+	}
+}

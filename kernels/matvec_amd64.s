@@ -1,11 +1,11 @@
 //go:build amd64 && !purego
 
-// Matrix-vector products of F32 rows, written by hand: every row's value
-// is computed exactly as dotVec(row, b, false) computes it
-// (ggml_vec_dot_f32's AVX2 lanes, then the leftover products added in
-// order), so the results are bit-identical to matVecF32's pure-Go loop.
-// One call covers many rows, which saves the per-row call and slicing of
-// a decode step's tiny matmuls.
+// Many-row kernels for a decode step's tiny operations, written by hand:
+// one call covers many rows, which saves the per-row call and slicing.
+// matVecF32AVX2 computes every row's value exactly as dotVec(row, b,
+// false) does (ggml_vec_dot_f32's AVX2 lanes, then the leftover products
+// added in order), so its results are bit-identical to matVecF32's
+// pure-Go loop; f16RowsAVX2 widens halves (exact).
 
 #include "textflag.h"
 
@@ -78,5 +78,31 @@ mvstore:
 	ADDQ   DX, SI
 	DECQ   R8
 	JNZ    mvrow
+	VZEROUPPER
+	RET
+
+// func f16RowsAVX2(dst *float32, src *byte, stride int, rows int, n int)
+// Widens rows rows of n halves (row r at src + r*stride bytes) into dst,
+// row after row (vcvtph2ps). rows >= 1; n is a positive multiple of 8.
+TEXT ·f16RowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), R8
+	MOVQ rows+24(FP), R9
+	MOVQ n+32(FP), CX
+
+f16rowloop:
+	XORQ DX, DX
+
+f16cvtloop:
+	VCVTPH2PS (SI)(DX*2), Y0
+	VMOVUPS   Y0, (DI)(DX*4)
+	ADDQ      $8, DX
+	CMPQ      DX, CX
+	JLT       f16cvtloop
+	LEAQ      (DI)(CX*4), DI
+	ADDQ      R8, SI
+	DECQ      R9
+	JNZ       f16rowloop
 	VZEROUPPER
 	RET
