@@ -108,6 +108,10 @@ type matmul struct {
 	// inner dimension that is not a multiple of 8.
 	vec    bool
 	vecF16 bool // vec with F16 weights (ggml_vec_dot_f16)
+	// av: vec with dense F32 weights readable in place (every stride a
+	// multiple of 4, dim 0 dense): all of a's data as float32, so that
+	// runs of rows go to matVecF32 without per-row loads (decode steps).
+	av []float32
 	// fma: F32 or dequantised weights, whose products are inexact:
 	// tinyBLAS's lanes are fused (dotF32FMA, dotF32x4FMA).
 	fma    bool
@@ -245,6 +249,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		bf16 := a.Type == gguf.TypeBF16
 		if !bf16 && (m.n < 2 || m.k%8 != 0) {
 			m.vec, m.vecF16 = true, a.Type == gguf.TypeF16
+			if a.Type == gguf.TypeF32 && a.Nb[0] == 4 && a.Nb[1]%4 == 0 && a.Nb[2]%4 == 0 && a.Nb[3]%4 == 0 && m.aView {
+				m.av = f32view(a.Data, len(a.Data)/4)
+			}
 		}
 		m.fma = a.Type != gguf.TypeF16 && !bf16
 	}
@@ -494,6 +501,10 @@ func (m *matmul) run(o Options, dst Tensor) {
 
 // runTasks computes tasks [lo, hi) of the schedule with one tile.
 func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
+	if m.av != nil && out.view != nil && out.t.Nb[0] == 4 {
+		m.runVecTasks(out, lo, hi)
+		return
+	}
 	a := m.a
 	M, rt := a.Ne[1], m.rt
 	for t := lo; t < hi; t++ {
@@ -506,6 +517,33 @@ func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
 			for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
 				base := m.n * (i12 + m.b.Ne[2]*i13)
 				tile.mul(m, out, r0, r1, base, i12, i13)
+			}
+		}
+	}
+}
+
+// runVecTasks is runTasks for F32 weights read in place (m.av) whose
+// products are dotVec's (m.vec) into a dst dense along dim 0: the tasks'
+// rows of one weight batch form one run, multiplied with each activation
+// column by one matVecF32 call that writes the dst column directly. Every
+// element is dotVec(row, column, false), as tile.mul computes it.
+func (m *matmul) runVecTasks(out *dstWriter, lo, hi int) {
+	a := m.a
+	M, rt, tpb := a.Ne[1], m.rt, m.tilesPerBatch
+	stride := int(a.Nb[1] / 4)
+	for t := int64(lo); t < int64(hi); {
+		ab := t / tpb
+		end := min(int64(hi), (ab+1)*tpb)
+		r0, r1 := (t%tpb)*rt, min(M, ((end-1)%tpb+1)*rt)
+		t = end
+		i02, i03 := ab%a.Ne[2], ab/a.Ne[2]
+		rows := m.av[a.rowOff(r0, i02, i03)/4:]
+		for i13 := i03 * m.r3; i13 < (i03+1)*m.r3; i13++ {
+			for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
+				base := m.n * (i12 + m.b.Ne[2]*i13)
+				for j := range m.n {
+					matVecF32(rows, stride, m.col(base+j), out.col(j, i12, i13)[r0:r1])
+				}
 			}
 		}
 	}
