@@ -209,3 +209,37 @@ func TestSoftmaxRowFirstPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestF16RowsT checks the transposed widening (8x8 register transposes
+// for groups of 8 rows) against the F16 table, for row counts with and
+// without a multiple of 8, strided unaligned rows and every kind of half.
+func TestF16RowsT(t *testing.T) {
+	r := rand.New(rand.NewPCG(49, 50))
+	tab := f16tab()
+	for _, n := range []int{1, 7, 8, 16, 64} {
+		for _, rows := range []int{1, 5, 8, 13, 32, 40} {
+			stride := 2*n + 2*r.IntN(3) + 1
+			src := make([]byte, 1+rows*stride)[1:]
+			for i := range src {
+				src[i] = byte(r.Uint32())
+			}
+			for i, h := range edgeF16 {
+				o := (i % rows) * stride
+				k := 2 * (i % n)
+				src[o+k], src[o+k+1] = byte(h), byte(h>>8)
+			}
+			for _, trLen := range []int{n, 3 * n} {
+				dst := make([]float32, rows*n)
+				f16RowsT(dst, src, stride, rows, n, make([]float32, trLen))
+				for j := range rows {
+					for i := range n {
+						h := uint16(src[j*stride+2*i]) | uint16(src[j*stride+2*i+1])<<8
+						if got, want := dst[i*rows+j], tab[h]; !sameBits(got, want) {
+							t.Fatalf("n %d rows %d tr %d: value %d of row %d (%#04x): %g, table %g", n, rows, trLen, i, j, h, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
