@@ -243,3 +243,34 @@ func TestF16RowsT(t *testing.T) {
 		}
 	}
 }
+
+// TestSoftmaxExpMaskedTail checks softmaxExpSum, which stores rather than
+// evaluates trailing blocks of 8 masked (-Inf) entries, against its Go
+// twin on causal-mask rows (every prefix length), fully masked rows and
+// maxima that are finite, ±Inf or NaN: identical sums and values.
+func TestSoftmaxExpMaskedTail(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, n := range []int{8, 16, 32, 40, 64, 257} {
+		for p := 0; p <= n; p += 1 + n/16 {
+			x := randF32(r, n, 3)
+			for i := p; i < n; i++ {
+				x[i] = negInf32
+			}
+			if p > 2 {
+				x[p/2] = negInf32 // a masked entry inside
+			}
+			for _, mx := range []float32{0, 3.5, -2, float32(math.Inf(1)), negInf32, float32(math.NaN())} {
+				a, b := append([]float32(nil), x...), append([]float32(nil), x...)
+				sa, sb := softmaxExpSum(a, mx), softmaxExpSumGo(b, mx)
+				if math.Float64bits(sa) != math.Float64bits(sb) && !(sa != sa && sb != sb) {
+					t.Fatalf("n %d prefix %d mx %g: sum %g, Go %g", n, p, mx, sa, sb)
+				}
+				for i := range a {
+					if !sameBits(a[i], b[i]) {
+						t.Fatalf("n %d prefix %d mx %g: [%d] %g, Go %g", n, p, mx, i, a[i], b[i])
+					}
+				}
+			}
+		}
+	}
+}
