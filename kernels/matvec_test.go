@@ -90,12 +90,40 @@ func TestF16Rows(t *testing.T) {
 
 // TestDotRows8F16 checks the unrolled head_dim-8 ggml_vec_dot_f16
 // (float64 leftovers) against the plain loop, on F16-rounded random and
-// edge rows, including all-negative-zero products (the sum starts at +0).
+// edge rows and on halves of every magnitude (where the order of the
+// float64 additions shows), including all-negative-zero products (the
+// sum starts at +0).
 func TestDotRows8F16(t *testing.T) {
 	r := rand.New(rand.NewPCG(45, 46))
 	rows := activationCases(r, 8*16)
+	// Halves from random bits (finite): products over 80 binades, where
+	// the float64 sum depends on the order of the additions.
+	for range 40 {
+		x := make([]float32, 8*16)
+		for i := range x {
+			h := uint16(r.Uint32())
+			if h&0x7c00 == 0x7c00 {
+				h &^= 0x4000
+			}
+			x[i] = gguf.F16ToF32(h)
+		}
+		rows = append(rows, x)
+	}
+	// Huge and tiny products that cancel: (big + tiny) - big is 0, but
+	// (big - big) + tiny is not.
+	pick := []float32{65504, -65504, 0x1p-24, -0x1p-24, 1, -1, 65504, -65504}
+	for range 40 {
+		x := make([]float32, 8*16)
+		for i := range x {
+			x[i] = pick[r.IntN(len(pick))]
+		}
+		rows = append(rows, x)
+	}
 	for ci, a := range rows {
 		q := append([]float32(nil), rows[(ci*3+1)%len(rows)][:8]...)
+		if ci >= len(rows)-40 {
+			q = append(q[:0], rows[len(rows)-1-(ci*7)%40][:8]...) // huge and tiny
+		}
 		a = append([]float32(nil), a...)
 		for i := range a {
 			a[i] = roundF16(a[i])
@@ -117,6 +145,66 @@ func TestDotRows8F16(t *testing.T) {
 			}
 			if want := float32(sum); !sameBits(got[j], want) {
 				t.Fatalf("case %d row %d: %g (%#x), loop %g (%#x)", ci, j, got[j], math.Float32bits(got[j]), want, math.Float32bits(want))
+			}
+		}
+	}
+}
+
+// softmaxRowRef is softmaxRow's loop without the SIMD first passes.
+func softmaxRowRef(w, m []float32, scale, slope float32) {
+	for i := range w {
+		w[i] *= scale
+	}
+	if m != nil {
+		for i := range w {
+			w[i] += slope * m[i]
+		}
+	}
+	mx := float32(math.Inf(-1))
+	for _, v := range w {
+		mx = max(mx, v)
+	}
+	softmaxNorm(w, mx)
+}
+
+// TestSoftmaxRowFirstPasses checks softmaxRow (whose scale, mask and
+// maximum passes run in softmaxScaleMaxAVX2 for rows of a multiple of 8)
+// against softmaxRowRef: identical bits on random rows, rows with edge
+// values (NaN, ±Inf, ±0, subnormals, max), all-masked rows, zero maxima
+// and ALiBi slopes, with and without a mask.
+func TestSoftmaxRowFirstPasses(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 48))
+	negInf := float32(math.Inf(-1))
+	for _, n := range []int{1, 7, 8, 16, 24, 32, 40, 256} {
+		rows := activationCases(r, n)
+		rows = append(rows, make([]float32, n)) // all zero: a zero maximum
+		negz := make([]float32, n)
+		for i := range negz {
+			negz[i] = float32(math.Copysign(0, -1))
+		}
+		rows = append(rows, negz)
+		masks := [][]float32{nil, make([]float32, n), make([]float32, n), make([]float32, n)}
+		for i := range n {
+			if i > n/3 {
+				masks[2][i] = negInf // causal-style
+			}
+			masks[3][i] = negInf // everything masked
+		}
+		masks = append(masks, activationCases(r, n)[3:6]...)
+		for ci, row := range rows {
+			for mi, m := range masks {
+				for _, p := range [][2]float32{{1, 1}, {0.125, 1}, {0.35355339, 0.5}, {-2, 3}} {
+					got := append([]float32(nil), row...)
+					want := append([]float32(nil), row...)
+					softmaxRow(got, m, p[0], p[1])
+					softmaxRowRef(want, m, p[0], p[1])
+					for i := range got {
+						if !sameBits(got[i], want[i]) {
+							t.Fatalf("n %d row %d mask %d scale %g slope %g: [%d] %g (%#x), ref %g (%#x)",
+								n, ci, mi, p[0], p[1], i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+						}
+					}
+				}
 			}
 		}
 	}
