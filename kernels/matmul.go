@@ -783,6 +783,11 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		}
 		for ; j < m.n; j++ {
 			c := m.q8col(base + j)
+			if d := out.col(j, i12, i13); d != nil && nr > 0 {
+				// Decode: the tile's rows in one kernel call, into dst.
+				dotQ8_0Rows(t.raw[0], int(m.a.Nb[1]), nr, c, d[r0:r0+int64(nr)])
+				continue
+			}
 			for r, row := range t.raw[:nr] {
 				out.put(r0+int64(r), j, i12, i13, dotQ8_0Raw(row, c))
 			}

@@ -79,3 +79,6 @@ func dotQ4_0x8iAVX2(p *byte, qs *int8, d *float32, sum *int32, nb int, ng int, o
 
 //go:noescape
 func packQ4_0x8iAVX2(dst *byte, p *byte, nb int)
+
+//go:noescape
+func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32)

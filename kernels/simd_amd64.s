@@ -1443,3 +1443,58 @@ pkiloop:
 pkidone:
 	VZEROUPPER
 	RET
+
+// func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32)
+// out[r] = dotQ8_0RawAVX2 of the Q8_0 row at src + r·stride (r < nr) with
+// one activation row: the same lanes, FMAs and reduction per row, without
+// a call per row, prefetching the stream 2 KiB ahead.
+TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ src+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ nr+40(FP), R9
+	BCAST32($0x00010001, X15, Y15)
+	MOVQ out+48(FP), R10
+	TESTQ R9, R9
+	JZ    q8rdone
+
+q8rrow:
+	MOVQ SI, R11
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	TESTQ CX, CX
+	JZ    q8rstore
+
+q8rloop:
+	PREFETCHT0 2048(SI)
+	MOVWLZX (SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS  (DX), X1, X1 // d_x * d_y
+	VBROADCASTSS X1, Y1
+	VMOVDQU 2(SI), Y2    // x (weights)
+	VMOVDQU (DI), Y3     // y (activations)
+	VPSIGNB Y2, Y2, Y4   // |x|
+	VPSIGNB Y2, Y3, Y5   // sign(y, x)
+	VPMADDUBSW Y5, Y4, Y4
+	VPMADDWD   Y15, Y4, Y4
+	VCVTDQ2PS  Y4, Y4
+	VFMADD231PS Y4, Y1, Y0
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q8rloop
+
+q8rstore:
+	HSUM8(Y0, X0, X1)
+	VMOVSS X0, (R10)
+	ADDQ $4, R10
+	LEAQ (R11)(R8*1), SI
+	DECQ R9
+	JNZ  q8rrow
+
+q8rdone:
+	VZEROUPPER
+	RET

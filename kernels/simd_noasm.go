@@ -51,3 +51,6 @@ func dotQ4_0x8iAVX2(p *byte, qs *int8, d *float32, sum *int32, nb int, ng int, o
 	panic("kernels: no SIMD")
 }
 func packQ4_0x8iAVX2(dst *byte, p *byte, nb int) { panic("kernels: no SIMD") }
+func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32) {
+	panic("kernels: no SIMD")
+}

@@ -194,6 +194,42 @@ func TestSIMDDotQ8_0(t *testing.T) {
 	}
 }
 
+// TestSIMDDotQ8_0Rows checks the many-rows Q8_0 kernel (decode tiles)
+// against the twin row by row, rows at a stride with gaps, odd addresses.
+func TestSIMDDotQ8_0Rows(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, nb := range []int{1, 3, 28} {
+		cols := quantCases(r, nb)
+		for _, nr := range []int{1, 5, 64} {
+			for _, edge := range []bool{false, true} {
+				stride := nb*34 + 7
+				rows := make([]byte, nr*stride+1)[1:]
+				for j := range nr {
+					copy(rows[j*stride:], randQ8Weights(r, nb, edge))
+				}
+				for ci, c := range cols {
+					got := offsetF32(make([]float32, nr))
+					if useAVX2 && !c.neg {
+						dotQ8_0RowsAVX2(&rows[0], stride, &c.qs[0], &c.d[0], nb, nr, &got[0])
+						for j := range nr {
+							if want := dotQ8_0RawGo(rows[j*stride:], c.qs, c.d, c.neg); !sameBits(got[j], want) {
+								t.Errorf("asm nb %d nr %d edge %v col %d row %d: %g, Go %g", nb, nr, edge, ci, j, got[j], want)
+							}
+						}
+					}
+					clear(got)
+					dotQ8_0Rows(rows, stride, nr, c, got)
+					for j := range nr {
+						if want := dotQ8_0RawGo(rows[j*stride:], c.qs, c.d, c.neg); !sameBits(got[j], want) {
+							t.Errorf("dispatch nb %d nr %d col %d row %d: %g, Go %g", nb, nr, ci, j, got[j], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // unpackQ8 returns the unpacked-row dot (the tile path) of Q8_0 weights.
 func unpackQ8(w []byte, nb int) func(c q8Row) float32 {
 	q, d := make([]int8, nb*32), make([]float32, nb)
