@@ -264,10 +264,11 @@ func (s *searcher) seed(seeds []seed) {
 // portfolio of `workers` concurrent searches when workers > 1 (not with
 // MaxNodes, whose node counts must not depend on scheduling). With a
 // portfolio the first worker (preorders TWA, TAW) stays on the lower bound
-// for the whole budget, since most instances that reach it need only that,
-// while the others descend from the incumbent with short restarts (see
-// descend), which is what instances whose bound is out of reach need. On one
-// core the bound gets 60% of the time and the descent the rest.
+// (up to lbNodes nodes, then it descends as well), since most instances that
+// reach it need only that, while the others descend from the incumbent with
+// short restarts (see descend), which is what instances whose bound is out
+// of reach need. On one core the bound gets 60% of the time and the descent
+// the rest.
 func (s *searcher) ladder(workers int) {
 	if s.opts.MaxNodes > 0 {
 		s.ladderSequential()
@@ -297,7 +298,7 @@ func (s *searcher) ladder(workers int) {
 	work[0] = func() {
 		d := pf.ws[0]
 		d.heur = lbHeuristics
-		d.ctx, d.deadline, d.nodes, d.stopped, d.maxNodes, d.halt = s.ctx, s.deadline, 0, false, 0, &stop0
+		d.ctx, d.deadline, d.nodes, d.stopped, d.maxNodes, d.halt = s.ctx, s.deadline, 0, false, lbNodes, &stop0
 		st := d.feasible(lb, out)
 		switch st {
 		case dfsFound:
@@ -305,6 +306,12 @@ func (s *searcher) ladder(workers int) {
 			stopRest.Store(true)
 		case dfsInfeasible:
 			s.inc.raise(lb + s.grain())
+		default:
+			if d.nodes >= lbNodes && !stop0.Load() {
+				// The bound looks out of reach: descend too, the bound
+				// included among the capacities.
+				s.descend(d, lb, 0, nil, func() {})
+			}
 		}
 	}
 	for w := 1; w < len(pf.ws); w++ {
@@ -367,6 +374,12 @@ func alongside(bg, fg func()) {
 // lbHeuristics are the preorders of the worker that stays on the lower
 // bound (round-robin): TWA proves A, E, F and G, TAW proves B.
 var lbHeuristics = []string{"TWA", "TAW"}
+
+// lbNodes is the node count after which the worker on the lower bound
+// joins the descent: A-G's proofs take at most 45k nodes with one
+// preorder, about 200k with the round-robin; under load the deadline comes
+// first, so the proofs keep the whole budget there.
+const lbNodes = 600_000
 
 // descendHeuristics are the preorders descend cycles through; 'R' breaks
 // the remaining ties at random, with a new seed on every attempt. On
