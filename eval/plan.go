@@ -13,11 +13,24 @@ import (
 // threads are started once; between kernels they spin briefly and then
 // park, as ggml's CPU thread pool does. Running a plan on them creates no
 // goroutine, sends on no channel and allocates nothing.
-type Workers struct{ pool *threadpool.Pool }
+//
+// The plans run on the same Workers also share the weights that their
+// matmuls read from a copy repacked once for the SIMD kernels (Packs).
+type Workers struct {
+	pool  *threadpool.Pool
+	packs *kernels.WeightPacks
+}
 
 // NewWorkers starts threads worker threads (the goroutine that runs a plan
 // is one of them); threads <= 0 means DefaultThreads().
-func NewWorkers(threads int) *Workers { return &Workers{pool: threadpool.New(threads)} }
+func NewWorkers(threads int) *Workers {
+	return &Workers{pool: threadpool.New(threads), packs: kernels.NewWeightPacks()}
+}
+
+// Packs holds the repacked weight copies of the plans run on w (used
+// when their ExecOptions.Kernels.Packs is nil): made when a plan is
+// compiled, once per weight matrix, and kept as long as w.
+func (w *Workers) Packs() *kernels.WeightPacks { return w.packs }
 
 // DefaultThreads is the number of physical cores (llama.cpp's default
 // thread count), at most GOMAXPROCS.
@@ -179,6 +192,9 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		}
 	}
 	o := p.ex.opts.Kernels
+	if o.Packs == nil {
+		o.Packs = p.workers.packs
+	}
 	switch n.Op {
 	case ir.OpMulMat:
 		return o.MulMatJob(dst, a[0], a[1], nil, threads)

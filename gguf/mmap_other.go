@@ -8,3 +8,6 @@ import "os"
 func mapFile(fh *os.File) ([]byte, func() error, error) {
 	return readAll(fh)
 }
+
+// ReleasePages does nothing on this platform (no file is memory-mapped).
+func ReleasePages(b []byte) {}

@@ -6,7 +6,11 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"sync"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // mapFile maps fh read-only into memory. It falls back to reading the file
@@ -27,5 +31,48 @@ func mapFile(fh *os.File) ([]byte, func() error, error) {
 	if err != nil {
 		return readAll(fh)
 	}
-	return data, func() error { return syscall.Munmap(data) }, nil
+	start := uintptr(unsafe.Pointer(&data[0]))
+	mappings.Lock()
+	mappings.live[start] = start + uintptr(len(data))
+	mappings.Unlock()
+	return data, func() error {
+		mappings.Lock()
+		defer mappings.Unlock()
+		delete(mappings.live, start)
+		return syscall.Munmap(data)
+	}, nil
+}
+
+// mappings are the live read-only file mappings made by mapFile (start ->
+// end address), for ReleasePages.
+var mappings = struct {
+	sync.Mutex
+	live map[uintptr]uintptr
+}{live: map[uintptr]uintptr{}}
+
+// ReleasePages tells the kernel that the whole memory pages inside b, a
+// slice of a file this package has memory-mapped (File.TensorData), are
+// not needed for now (madvise MADV_DONTNEED): they leave the process's
+// resident set and are read again from the file if touched. It does
+// nothing for memory it did not map (a file read into memory), and it
+// never changes what b reads.
+func ReleasePages(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	lo := uintptr(unsafe.Pointer(&b[0]))
+	hi := lo + uintptr(len(b))
+	mappings.Lock()
+	defer mappings.Unlock()
+	for start, end := range mappings.live {
+		if lo < start || hi > end {
+			continue
+		}
+		page := uintptr(os.Getpagesize())
+		plo, phi := (lo+page-1)&^(page-1), hi&^(page-1)
+		if phi > plo {
+			_ = unix.Madvise(b[plo-lo:phi-lo], unix.MADV_DONTNEED)
+		}
+		return
+	}
 }

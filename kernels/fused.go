@@ -145,6 +145,14 @@ type attn struct {
 	out          dstWriter
 	kqDots       func(s, a, q []float32)
 	vDot         func(a, b []float32) float32
+	// vMat: every vDot is dotVec(·, ·, false)'s value (F32 v, or F16 v
+	// whose n_kv is whole blocks of 32: no float64 leftovers), so the dv
+	// products of a query run as one matVecF32.
+	vMat bool
+	// rkF16, rvF16: q (the probabilities) are rounded to F16 row-wise.
+	rkF16, rvF16 bool
+	// outDense: dst is written row by row into its float32 view.
+	outDense     bool
 	HKV, r2, T   int64
 	d, nkv, dv   int
 	tChunks      int
@@ -179,6 +187,11 @@ func newAttn(dst, q, k, v Tensor, mask *Tensor, scale, maxBias float32, w int) *
 	// multiple of 8 sends it to ggml_vec_dot_f16/f32.
 	at.kqDots = dotRowsFor(k.Type, T < 2 || d%8 != 0)
 	at.vDot = dotFor(v.Type, T < 2 || nkv%8 != 0)
+	if T < 2 || nkv%8 != 0 {
+		at.vMat = v.Type == gguf.TypeF32 || v.Type == gguf.TypeF16 && nkv%32 == 0 && nkv > 0
+	}
+	at.rkF16, at.rvF16 = k.Type == gguf.TypeF16, v.Type == gguf.TypeF16
+	at.outDense = at.out.view != nil && dst.Nb[0] == 4
 	// One task is one KV head of one dim-3 batch and a range of tokens:
 	// its K and V rows are decoded once and serve the r2 query heads that
 	// share them (GQA). Tokens are split only when there are too few KV
@@ -194,7 +207,7 @@ func newAttn(dst, q, k, v Tensor, mask *Tensor, scale, maxBias float32, w int) *
 	work := (int(at.r2*at.tLen) + 1) * nkv * (d + dv)
 	at.grain = max(1, (1<<15)/max(work, 1))
 	at.tasks = groups * at.tChunks
-	at.scratch = nkv*d + dv*nkv + d + 2*nkv + 2*dv
+	at.scratch = nkv*d + dv*nkv + d + 2*nkv + dv + vtmpRows(nkv)*dv
 	return at
 }
 
@@ -208,7 +221,7 @@ func (at *attn) run(buf []float32, lo, hi int) {
 		buf = buf[n:]
 		return s
 	}
-	kr, vr, qc, s, mrow, res, vtmp := take(nkv*d), take(dv*nkv), take(d), take(nkv), take(nkv), take(dv), take(dv)
+	kr, vr, qc, s, mrow, res, vtmp := take(nkv*d), take(dv*nkv), take(d), take(nkv), take(nkv), take(dv), take(vtmpRows(nkv)*dv)
 	for task := lo; task < hi; task++ {
 		g, tc := int64(task/at.tChunks), int64(task%at.tChunks)
 		hk, i3 := g%HKV, g/HKV
@@ -227,7 +240,9 @@ func (at *attn) run(buf []float32, lo, hi int) {
 				if err := loadRowInto(q, q.rowOff(t, h, i3), qc); err != nil {
 					panic(err)
 				}
-				if at.rk != nil {
+				if at.rkF16 {
+					roundF16Row(qc)
+				} else if at.rk != nil {
 					for i, x := range qc {
 						qc[i] = at.rk(x)
 					}
@@ -238,15 +253,24 @@ func (at *attn) run(buf []float32, lo, hi int) {
 					m = srcRow(*mask, mask.rowOff(t, h%mask.Ne[2], i3%mask.Ne[3]), nkv, mrow)
 				}
 				softmaxRow(s, m, at.scale, at.al.slope(h))
-				if at.rv != nil {
+				if at.rvF16 {
+					roundF16Row(s)
+				} else if at.rv != nil {
 					for i, x := range s {
 						s[i] = at.rv(x)
 					}
 				}
-				for c := range dv {
-					res[c] = at.vDot(vr[c*nkv:(c+1)*nkv], s)
+				if at.vMat {
+					matVecF32(vr, nkv, s, res)
+				} else {
+					for c := range dv {
+						res[c] = at.vDot(vr[c*nkv:(c+1)*nkv], s)
+					}
 				}
-				if at.out.view != nil {
+				if at.outDense {
+					off := (t*dst.Nb[1] + h*dst.Nb[2] + i3*dst.Nb[3]) / 4
+					copy(at.out.view[off:off+int64(dv)], res)
+				} else if at.out.view != nil {
 					for c, x := range res {
 						at.out.put(int64(c), t, h, i3, x)
 					}
@@ -258,27 +282,36 @@ func (at *attn) run(buf []float32, lo, hi int) {
 	}
 }
 
+// vtmpRows is the rows of V that attention widens at a time before it
+// transposes them (its vtmp scratch holds that many rows).
+func vtmpRows(nkv int) int { return max(1, min(nkv, 32)) }
+
 // loadRows decodes rows i1 = 0, 1, … of n values each (n = t.Ne[0]) of
 // batch (i2, i3) of t into dst. With tr nil, row i1 goes to dst[i1*n:]
-// (dst holds len(dst)/n rows). With tr (scratch for one row) it is stored
-// transposed: value i0 of row i1 goes to dst[i0*rows+i1], rows =
-// len(dst)/n. Dense F16 rows are widened through the table without a call
-// per row; all conversions are exact.
+// (dst holds len(dst)/n rows). With tr (scratch for at least one row) it
+// is stored transposed: value i0 of row i1 goes to dst[i0*rows+i1], rows =
+// len(dst)/n. Dense F16 rows are widened by f16Rows, as many rows per call
+// as dst (tr) holds; all conversions are exact.
 func loadRows(t Tensor, i2, i3 int64, dst []float32, n int, tr []float32) {
 	rows := len(dst) / n
 	if t.Type == gguf.TypeF16 && (t.Nb[0] == 2 || n == 1) {
-		tab := f16tab()
-		for i1 := range rows {
-			b := t.Data[t.rowOff(int64(i1), i2, i3):][: 2*n : 2*n]
-			if tr == nil {
-				row := dst[i1*n : (i1+1)*n : (i1+1)*n]
-				for i := range row {
-					row[i] = tab[uint16(b[2*i])|uint16(b[2*i+1])<<8]
+		if rows == 0 {
+			return
+		}
+		src, stride := t.Data[t.rowOff(0, i2, i3):], int(t.Nb[1])
+		if tr == nil {
+			f16Rows(dst[:rows*n], src, stride, rows, n)
+			return
+		}
+		blk := max(1, len(tr)/n)
+		for r0 := 0; r0 < rows; r0 += blk {
+			nr := min(blk, rows-r0)
+			f16Rows(tr[:nr*n], src[r0*stride:], stride, nr, n)
+			for j := range nr {
+				row := tr[j*n : (j+1)*n : (j+1)*n]
+				for i, x := range row {
+					dst[i*rows+r0+j] = x
 				}
-				continue
-			}
-			for i := range n {
-				dst[i*rows+i1] = tab[uint16(b[2*i])|uint16(b[2*i+1])<<8]
 			}
 		}
 		return
@@ -325,6 +358,8 @@ func dotRowsFor(t gguf.GGMLType, vec bool) func(s, a, q []float32) {
 		switch {
 		case d == 8 && !(vec && (t == gguf.TypeF16 || t == gguf.TypeF32)):
 			dotRows8(s, a, q)
+		case d == 8 && vec && t == gguf.TypeF16:
+			dotRows8F16(s, a, q)
 		case d < 32 && vec && t == gguf.TypeF16:
 			// ggml_vec_dot_f16 without a full block: the rounded
 			// products summed in float64 from +0 (dotVec's leftovers).
@@ -342,6 +377,33 @@ func dotRowsFor(t gguf.GGMLType, vec bool) func(s, a, q []float32) {
 				s[j] = dot(a[j*d:(j+1)*d], q)
 			}
 		}
+	}
+}
+
+// dotRows8F16 is dotRowsFor's ggml_vec_dot_f16 of head_dim 8 (all
+// leftovers: the rounded products added in order in float64 from +0),
+// unrolled; four rows at a time in assembly (dotRows8F16AVX2) when the
+// SIMD kernels are in use.
+func dotRows8F16(s, a, q []float32) {
+	y := q[:8:8]
+	j0 := 0
+	if g := len(s) / 4; useAVX2 && g > 0 {
+		_ = a[32*g-1]
+		dotRows8F16AVX2(&s[0], &a[0], &y[0], g)
+		j0 = 4 * g
+	}
+	for j := j0; j < len(s); j++ {
+		x := a[j*8 : j*8+8 : j*8+8]
+		var sum float64
+		sum += float64(x[0] * y[0])
+		sum += float64(x[1] * y[1])
+		sum += float64(x[2] * y[2])
+		sum += float64(x[3] * y[3])
+		sum += float64(x[4] * y[4])
+		sum += float64(x[5] * y[5])
+		sum += float64(x[6] * y[6])
+		sum += float64(x[7] * y[7])
+		s[j] = float32(sum)
 	}
 }
 

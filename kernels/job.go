@@ -66,6 +66,9 @@ func (o Options) MulMatJob(dst, a, b Tensor, bias *Tensor, workers int) (j Job, 
 		mj.rows = newScratchRows(workers, int(dst.Ne[0]))
 	}
 	mj.m = newMatmul(o, a, b)
+	if o.Packs != nil && mj.m.repack && useAVX2 {
+		mj.m.pk = o.Packs.q4x8i(a)
+	}
 	mj.grain = mj.m.schedule(max(workers, 1))
 	if dst.NElements() == 0 {
 		mj.m.tasks = 0

@@ -60,6 +60,11 @@ type Options struct {
 	// by default llama.cpp 3f545bec; LlamaC392e50 for runs of older
 	// builds.
 	LlamaBuild LlamaBuild
+	// Packs, when set, holds the weights that the prepared matmul jobs
+	// (MulMatJob) read from a copy repacked once for the SIMD kernels
+	// (Q4_0 in an interleaved layout of eight rows); the results are the
+	// same bits. Nil: every job reads the weights in place.
+	Packs *WeightPacks
 }
 
 // matmul kinds.
@@ -88,6 +93,9 @@ type matmul struct {
 	// packed: repack rows are also laid out by packQ4_0x8 once per tile
 	// (assembly, at least four columns) for gemmQ4_0x8Packed.
 	packed bool
+	// pk: a repack matrix's interleaved copy (WeightPacks.q4x8i), read
+	// instead of its rows when not nil.
+	pk []byte
 	// dotK: the K-quant dot product of the build (qkDot): dotQK, or
 	// dotQ4Kx8 for a Q4_K matrix llama.cpp repacks to q4_K_8x8.
 	dotK func(*qkRow, q8Row) float32
@@ -100,6 +108,10 @@ type matmul struct {
 	// inner dimension that is not a multiple of 8.
 	vec    bool
 	vecF16 bool // vec with F16 weights (ggml_vec_dot_f16)
+	// av: vec with dense F32 weights readable in place (every stride a
+	// multiple of 4, dim 0 dense): all of a's data as float32, so that
+	// runs of rows go to matVecF32 without per-row loads (decode steps).
+	av []float32
 	// fma: F32 or dequantised weights, whose products are inexact:
 	// tinyBLAS's lanes are fused (dotF32FMA, dotF32x4FMA).
 	fma    bool
@@ -237,6 +249,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		bf16 := a.Type == gguf.TypeBF16
 		if !bf16 && (m.n < 2 || m.k%8 != 0) {
 			m.vec, m.vecF16 = true, a.Type == gguf.TypeF16
+			if a.Type == gguf.TypeF32 && a.Nb[0] == 4 && a.Nb[1]%4 == 0 && a.Nb[2]%4 == 0 && a.Nb[3]%4 == 0 && m.aView {
+				m.av = f32view(a.Data, len(a.Data)/4)
+			}
 		}
 		m.fma = a.Type != gguf.TypeF16 && !bf16
 	}
@@ -486,6 +501,10 @@ func (m *matmul) run(o Options, dst Tensor) {
 
 // runTasks computes tasks [lo, hi) of the schedule with one tile.
 func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
+	if m.av != nil && out.view != nil && out.t.Nb[0] == 4 {
+		m.runVecTasks(out, lo, hi)
+		return
+	}
 	a := m.a
 	M, rt := a.Ne[1], m.rt
 	for t := lo; t < hi; t++ {
@@ -503,10 +522,38 @@ func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
 	}
 }
 
+// runVecTasks is runTasks for F32 weights read in place (m.av) whose
+// products are dotVec's (m.vec) into a dst dense along dim 0: the tasks'
+// rows of one weight batch form one run, multiplied with each activation
+// column by one matVecF32 call that writes the dst column directly. Every
+// element is dotVec(row, column, false), as tile.mul computes it.
+func (m *matmul) runVecTasks(out *dstWriter, lo, hi int) {
+	a := m.a
+	M, rt, tpb := a.Ne[1], m.rt, m.tilesPerBatch
+	stride := int(a.Nb[1] / 4)
+	for t := int64(lo); t < int64(hi); {
+		ab := t / tpb
+		end := min(int64(hi), (ab+1)*tpb)
+		r0, r1 := (t%tpb)*rt, min(M, ((end-1)%tpb+1)*rt)
+		t = end
+		i02, i03 := ab%a.Ne[2], ab/a.Ne[2]
+		rows := m.av[a.rowOff(r0, i02, i03)/4:]
+		for i13 := i03 * m.r3; i13 < (i03+1)*m.r3; i13++ {
+			for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
+				base := m.n * (i12 + m.b.Ne[2]*i13)
+				for j := range m.n {
+					matVecF32(rows, stride, m.col(base+j), out.col(j, i12, i13)[r0:r1])
+				}
+			}
+		}
+	}
+}
+
 // tile holds decoded weight rows for one task.
 type tile struct {
 	raw  [][]byte    // undecoded rows (matmul.raw)
 	pack []byte      // rows repacked by packQ4_0x8 (matmul.packed)
+	out  []float32   // matmul.pk: one column of results for a strided dst
 	rows [][]float32 // float kind
 	buf  *[]float32
 	q    []int8 // mmQ8_0
@@ -521,6 +568,9 @@ func newTile(m *matmul, rt int) *tile {
 		t.raw = make([][]byte, rt)
 		if m.packed {
 			t.pack = make([]byte, (rt/8)*(k/32)*packedQ4Block)
+		}
+		if m.pk != nil {
+			t.out = make([]float32, rt)
 		}
 		return t
 	}
@@ -552,6 +602,18 @@ func (t *tile) release() {
 // load decodes weight rows [r0, r1) of batch (i02, i03).
 func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
 	a, k := m.a, m.k
+	if m.pk != nil {
+		// The interleaved copy is read in place; the GEMM of four or more
+		// columns expands its nibbles once per tile.
+		if m.packed {
+			nb := k / 32
+			for g := range int(r1-r0) / 8 {
+				src := m.pk[(int(r0)/8+g)*nb*q4x8iBlock:]
+				packQ4_0x8i(t.pack[g*nb*packedQ4Block:(g+1)*nb*packedQ4Block], src, nb)
+			}
+		}
+		return
+	}
 	for r := r0; r < r1; r++ {
 		off := a.rowOff(r, i02, i03)
 		j := int(r - r0)
@@ -671,6 +733,9 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 // mulRaw is mul for weight rows read straight from their bytes.
 func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) {
 	switch {
+	case m.pk != nil:
+		t.mulPk(m, out, r0, nr, base, i12, i13)
+		return
 	case m.repack:
 		stride := int(m.a.Nb[1])
 		for r := 0; r < nr; r += 8 {
@@ -718,6 +783,11 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		}
 		for ; j < m.n; j++ {
 			c := m.q8col(base + j)
+			if d := out.col(j, i12, i13); d != nil && nr > 0 {
+				// Decode: the tile's rows in one kernel call, into dst.
+				dotQ8_0Rows(t.raw[0], int(m.a.Nb[1]), nr, c, d[r0:r0+int64(nr)])
+				continue
+			}
 			for r, row := range t.raw[:nr] {
 				out.put(r0+int64(r), j, i12, i13, dotQ8_0Raw(row, c))
 			}
@@ -762,6 +832,53 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				v = dotQ5_1Raw(row, m.q8col(base+j))
 			}
 			out.put(r0+int64(r), j, i12, i13, v)
+		}
+	}
+}
+
+// mulPk is mulRaw for a repack matrix read from its interleaved copy: the
+// decode path runs every group of the tile in one kernel call, straight
+// into dst's column when it is dense.
+func (t *tile) mulPk(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) {
+	nb, ng := m.k/32, nr/8
+	p := m.pk[int(r0)/8*nb*q4x8iBlock : (int(r0)/8+ng)*nb*q4x8iBlock]
+	var j int64
+	if m.packed {
+		for ; j+4 <= m.n; j += 4 {
+			cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
+			neg := cols[0].neg || cols[1].neg || cols[2].neg || cols[3].neg
+			d := out.cols4(j, i12, i13)
+			for g := range ng {
+				var o [4][8]float32
+				if !neg {
+					gemmQ4_0x8Packed(t.pack[g*nb*packedQ4Block:(g+1)*nb*packedQ4Block], &cols, &o)
+				} else {
+					for c := range cols {
+						dotQ4_0x8i(p[g*nb*q4x8iBlock:], 1, cols[c], o[c][:])
+					}
+				}
+				i := r0 + int64(8*g)
+				for c := range o {
+					if d[c] != nil {
+						copy(d[c][i:i+8], o[c][:])
+						continue
+					}
+					for e, v := range o[c] {
+						out.put(i+int64(e), j+int64(c), i12, i13, v)
+					}
+				}
+			}
+		}
+	}
+	for ; j < m.n; j++ {
+		c := m.q8col(base + j)
+		if d := out.col(j, i12, i13); d != nil {
+			dotQ4_0x8i(p, ng, c, d[r0:r0+int64(nr)])
+			continue
+		}
+		dotQ4_0x8i(p, ng, c, t.out[:nr])
+		for e, v := range t.out[:nr] {
+			out.put(r0+int64(e), j, i12, i13, v)
 		}
 	}
 }

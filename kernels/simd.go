@@ -24,6 +24,20 @@ func dotQ8_0Raw(src []byte, c q8Row) float32 {
 	return dotQ8_0RawGo(src, c.qs, c.d, c.neg)
 }
 
+// dotQ8_0Rows sets out[r] = dotQ8_0Raw(src[r·stride:], c) for r < nr (the
+// rows of a decode tile, one kernel call).
+func dotQ8_0Rows(src []byte, stride, nr int, c q8Row, out []float32) {
+	nb := len(c.d)
+	if useAVX2 && !c.neg && nb > 0 && nr > 0 {
+		_, _, _ = src[(nr-1)*stride+nb*34-1], c.qs[nb*32-1], out[nr-1]
+		dotQ8_0RowsAVX2(&src[0], stride, &c.qs[0], &c.d[0], nb, nr, &out[0])
+		return
+	}
+	for r := range nr {
+		out[r] = dotQ8_0RawGo(src[r*stride:], c.qs, c.d, c.neg)
+	}
+}
+
 // dotQ4_0Raw is the dot product of a Q4_0 weight row (raw blocks) with a
 // Q8_0 activation row (ggml_vec_dot_q4_0_q8_0).
 func dotQ4_0Raw(src []byte, c q8Row) float32 {

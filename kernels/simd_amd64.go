@@ -73,3 +73,12 @@ func f32ToF16AVX2(dst *byte, src *float32, n int)
 
 //go:noescape
 func qkLanesAVX2(q *int8, y *int8, sc *int32, nsb int, signed bool, lanes *int32)
+
+//go:noescape
+func dotQ4_0x8iAVX2(p *byte, qs *int8, d *float32, sum *int32, nb int, ng int, out *float32)
+
+//go:noescape
+func packQ4_0x8iAVX2(dst *byte, p *byte, nb int)
+
+//go:noescape
+func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32)

@@ -1317,3 +1317,184 @@ qkunsigned:
 qkdone:
 	VZEROUPPER
 	RET
+
+// Q4I4 adds the products of two interleaved nibble vectors (at V0 and V1
+// of SI, values 4h.. of the eight rows in their low nibbles, 16+4h.. in
+// their high ones) with the broadcast activation bytes at offsets A0, A1
+// (low) and A0+16, A1+16 (high) of DI to the int16 sums ACC. Y0..Y7 are
+// clobbered; Y14 = 0x0f bytes.
+#define Q4I4(V0, V1, A0, A1, ACC) \
+	VMOVDQU V0(SI), Y0             \
+	VMOVDQU V1(SI), Y1             \
+	VPSRLW $4, Y0, Y2              \
+	VPSRLW $4, Y1, Y3              \
+	VPAND Y14, Y0, Y0              \
+	VPAND Y14, Y1, Y1              \
+	VPAND Y14, Y2, Y2              \
+	VPAND Y14, Y3, Y3              \
+	VPBROADCASTD A0(DI), Y4        \
+	VPBROADCASTD A1(DI), Y5        \
+	VPBROADCASTD (A0+16)(DI), Y6   \
+	VPBROADCASTD (A1+16)(DI), Y7   \
+	VPMADDUBSW Y4, Y0, Y0          \
+	VPMADDUBSW Y5, Y1, Y1          \
+	VPMADDUBSW Y6, Y2, Y2          \
+	VPMADDUBSW Y7, Y3, Y3          \
+	VPADDW Y1, Y0, Y0              \
+	VPADDW Y3, Y2, Y2              \
+	VPADDW Y2, Y0, ACC
+
+// func dotQ4_0x8iAVX2(p *byte, qs *int8, d *float32, sum *int32, nb int, ng int, out *float32)
+// ng groups of eight Q4_0 rows in the interleaved layout (q4x8i.go), 144
+// bytes per block, times one Q8_0 activation row: dotQ4_0x8AVX2's
+// arithmetic (exact integer block sums, nibble·y − 8·sum(y), then
+// acc = fma(float(sum), d_w·d_y, acc) per row), out[8g+j].
+TEXT ·dotQ4_0x8iAVX2(SB), NOSPLIT, $0-56
+	MOVQ p+0(FP), SI
+	MOVQ ng+40(FP), R9
+	BCAST32($0x00010001, X15, Y15)
+	BCAST32($0x0f0f0f0f, X14, Y14)
+	MOVQ out+48(FP), AX
+	TESTQ R9, R9
+	JZ    q4idone
+
+q4igroup:
+	MOVQ qs+8(FP), DI
+	MOVQ d+16(FP), DX
+	MOVQ sum+24(FP), BX
+	MOVQ nb+32(FP), CX
+	VXORPS Y13, Y13, Y13
+	TESTQ CX, CX
+	JZ    q4istore
+
+q4iloop:
+	// The stream of a group is contiguous: fetch the block 1 KiB ahead
+	// (measured on the 76 MB output projection, one thread: -20% time).
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	Q4I4(16, 48, 0, 4, Y8)
+	Q4I4(80, 112, 8, 12, Y9)
+	VPADDW Y9, Y8, Y8
+	VPMADDWD Y15, Y8, Y8
+
+	// sum(x·y) = sum(nibble·y) - 8·sum(y)
+	VPBROADCASTD (BX), Y10
+	VPSLLD $3, Y10, Y10
+	VPSUBD Y10, Y8, Y8
+	VCVTDQ2PS Y8, Y8
+
+	// the eight row scales, times the activation scale
+	VCVTPH2PS (SI), Y9
+	VBROADCASTSS (DX), Y10
+	VMULPS Y10, Y9, Y9
+	VFMADD231PS Y9, Y8, Y13
+
+	ADDQ $144, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ  q4iloop
+
+q4istore:
+	VMOVUPS Y13, (AX)
+	ADDQ $32, AX
+	DECQ R9
+	JNZ  q4igroup
+
+q4idone:
+	VZEROUPPER
+	RET
+
+// PKI expands interleaved vector V of SI into the packed groups at byte
+// offsets L (low nibbles) and H (high nibbles) of DI.
+#define PKI(V, L, H) \
+	VMOVDQU V(SI), Y0   \
+	VPSRLW $4, Y0, Y1   \
+	VPAND Y14, Y0, Y0   \
+	VPAND Y14, Y1, Y1   \
+	VMOVDQU Y0, L(DI)   \
+	VMOVDQU Y1, H(DI)
+
+// func packQ4_0x8iAVX2(dst *byte, p *byte, nb int)
+// packQ4_0x8AVX2's output (288 bytes per block) from one group of eight
+// rows in the interleaved layout.
+TEXT ·packQ4_0x8iAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ p+8(FP), SI
+	MOVQ nb+16(FP), CX
+	BCAST32($0x0f0f0f0f, X14, Y14)
+	TESTQ CX, CX
+	JZ    pkidone
+
+pkiloop:
+	PKI(16, 0, 128)
+	PKI(48, 32, 160)
+	PKI(80, 64, 192)
+	PKI(112, 96, 224)
+	VCVTPH2PS (SI), Y0
+	VMOVUPS Y0, 256(DI)
+	ADDQ $144, SI
+	ADDQ $288, DI
+	DECQ CX
+	JNZ  pkiloop
+
+pkidone:
+	VZEROUPPER
+	RET
+
+// func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32)
+// out[r] = dotQ8_0RawAVX2 of the Q8_0 row at src + r·stride (r < nr) with
+// one activation row: the same lanes, FMAs and reduction per row, without
+// a call per row, prefetching the stream 2 KiB ahead.
+TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ src+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ nr+40(FP), R9
+	BCAST32($0x00010001, X15, Y15)
+	MOVQ out+48(FP), R10
+	TESTQ R9, R9
+	JZ    q8rdone
+
+q8rrow:
+	MOVQ SI, R11
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	TESTQ CX, CX
+	JZ    q8rstore
+
+q8rloop:
+	PREFETCHT0 2048(SI)
+	MOVWLZX (SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS  (DX), X1, X1 // d_x * d_y
+	VBROADCASTSS X1, Y1
+	VMOVDQU 2(SI), Y2    // x (weights)
+	VMOVDQU (DI), Y3     // y (activations)
+	VPSIGNB Y2, Y2, Y4   // |x|
+	VPSIGNB Y2, Y3, Y5   // sign(y, x)
+	VPMADDUBSW Y5, Y4, Y4
+	VPMADDWD   Y15, Y4, Y4
+	VCVTDQ2PS  Y4, Y4
+	VFMADD231PS Y4, Y1, Y0
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q8rloop
+
+q8rstore:
+	HSUM8(Y0, X0, X1)
+	VMOVSS X0, (R10)
+	ADDQ $4, R10
+	LEAQ (R11)(R8*1), SI
+	DECQ R9
+	JNZ  q8rrow
+
+q8rdone:
+	VZEROUPPER
+	RET

@@ -99,6 +99,17 @@ func BenchmarkSIMD(b *testing.B) {
 		}
 		sink += o[0]
 	})
+	q4i := make([]byte, m/8*nb*q4x8iBlock)
+	repackQ4_0x8i(q4i, q4w, nb*18, m, nb)
+	q4iOut := make([]float32, m)
+	run("Q4_0x8i/asm", func() {
+		dotQ4_0x8i(q4i, m/8, cols[0], q4iOut)
+		sink += q4iOut[0]
+	})
+	run("Q4_0x8i/go", func() {
+		dotQ4_0x8iGo(q4i, m/8, cols[0].qs, cols[0].d, false, q4iOut)
+		sink += q4iOut[0]
+	})
 	packed := make([]byte, m/8*nb*packedQ4Block)
 	run("Q4_0pack/asm", func() {
 		for i := 0; i < m; i += 8 {

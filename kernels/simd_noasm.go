@@ -47,3 +47,10 @@ func f32ToF16AVX2(dst *byte, src *float32, n int)          { panic("kernels: no 
 func qkLanesAVX2(q *int8, y *int8, sc *int32, nsb int, signed bool, lanes *int32) {
 	panic("kernels: no SIMD")
 }
+func dotQ4_0x8iAVX2(p *byte, qs *int8, d *float32, sum *int32, nb int, ng int, out *float32) {
+	panic("kernels: no SIMD")
+}
+func packQ4_0x8iAVX2(dst *byte, p *byte, nb int) { panic("kernels: no SIMD") }
+func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32) {
+	panic("kernels: no SIMD")
+}

@@ -194,6 +194,42 @@ func TestSIMDDotQ8_0(t *testing.T) {
 	}
 }
 
+// TestSIMDDotQ8_0Rows checks the many-rows Q8_0 kernel (decode tiles)
+// against the twin row by row, rows at a stride with gaps, odd addresses.
+func TestSIMDDotQ8_0Rows(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	for _, nb := range []int{1, 3, 28} {
+		cols := quantCases(r, nb)
+		for _, nr := range []int{1, 5, 64} {
+			for _, edge := range []bool{false, true} {
+				stride := nb*34 + 7
+				rows := make([]byte, nr*stride+1)[1:]
+				for j := range nr {
+					copy(rows[j*stride:], randQ8Weights(r, nb, edge))
+				}
+				for ci, c := range cols {
+					got := offsetF32(make([]float32, nr))
+					if useAVX2 && !c.neg {
+						dotQ8_0RowsAVX2(&rows[0], stride, &c.qs[0], &c.d[0], nb, nr, &got[0])
+						for j := range nr {
+							if want := dotQ8_0RawGo(rows[j*stride:], c.qs, c.d, c.neg); !sameBits(got[j], want) {
+								t.Errorf("asm nb %d nr %d edge %v col %d row %d: %g, Go %g", nb, nr, edge, ci, j, got[j], want)
+							}
+						}
+					}
+					clear(got)
+					dotQ8_0Rows(rows, stride, nr, c, got)
+					for j := range nr {
+						if want := dotQ8_0RawGo(rows[j*stride:], c.qs, c.d, c.neg); !sameBits(got[j], want) {
+							t.Errorf("dispatch nb %d nr %d col %d row %d: %g, Go %g", nb, nr, ci, j, got[j], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // unpackQ8 returns the unpacked-row dot (the tile path) of Q8_0 weights.
 func unpackQ8(w []byte, nb int) func(c q8Row) float32 {
 	q, d := make([]int8, nb*32), make([]float32, nb)
@@ -619,6 +655,76 @@ func TestSIMDDotF32FMA(t *testing.T) {
 			for i, p := range [][2]float32{{g0, w0}, {g1, w1}, {g2, w2}, {g3, w3}} {
 				if !sameBits(p[0], p[1]) {
 					t.Errorf("x4 n %d case %d col %d: %g, Go %g", n, ci, i, p[0], p[1])
+				}
+			}
+		}
+	}
+}
+
+// TestSIMDDotQ4_0x8i checks the interleaved Q4_0 layout: the repacked
+// rows' Go twin against dotQ4_0x8Go on the original rows, the assembly
+// against the twin (several groups, odd addresses), and the prefill
+// packing from the interleaved copy against packQ4_0x8 from the rows.
+func TestSIMDDotQ4_0x8i(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, nb := range []int{1, 2, 5, 28} {
+		cols := quantCases(r, nb)
+		for _, ng := range []int{1, 3} {
+			for _, edge := range []bool{false, true} {
+				stride := nb*18 + 3
+				rows := make([]byte, 8*ng*stride+1)[1:]
+				for j := range 8 * ng {
+					copy(rows[j*stride:], randQ4Weights(r, nb, edge))
+				}
+				pk := make([]byte, ng*nb*q4x8iBlock+1)[1:]
+				repackQ4_0x8i(pk, rows, stride, 8*ng, nb)
+				for ci, c := range cols {
+					want := make([]float32, 8*ng)
+					for g := range ng {
+						var o [8]float32
+						dotQ4_0x8Go(rows[8*g*stride:], stride, c.qs, c.d, c.neg, &o)
+						copy(want[8*g:], o[:])
+					}
+					got := offsetF32(make([]float32, 8*ng))
+					dotQ4_0x8iGo(pk, ng, c.qs, c.d, c.neg, got)
+					for i := range got {
+						if !sameBits(got[i], want[i]) {
+							t.Fatalf("Go nb %d ng %d edge %v col %d row %d: %g, raw rows %g", nb, ng, edge, ci, i, got[i], want[i])
+						}
+					}
+					if !useAVX2 {
+						continue
+					}
+					if !c.neg {
+						clear(got)
+						dotQ4_0x8iAVX2(&pk[0], &c.qs[0], &c.d[0], &c.sum[0], nb, ng, &got[0])
+						for i := range got {
+							if !sameBits(got[i], want[i]) {
+								t.Errorf("asm nb %d ng %d edge %v col %d row %d: %g, Go %g", nb, ng, edge, ci, i, got[i], want[i])
+							}
+						}
+					}
+					clear(got)
+					dotQ4_0x8i(pk, ng, c, got)
+					for i := range got {
+						if !sameBits(got[i], want[i]) {
+							t.Errorf("dispatch nb %d ng %d col %d row %d: %g, Go %g", nb, ng, ci, i, got[i], want[i])
+						}
+					}
+				}
+				if !useAVX2 {
+					continue
+				}
+				for g := range ng {
+					p1 := make([]byte, nb*packedQ4Block+1)[1:]
+					p2 := make([]byte, nb*packedQ4Block)
+					packQ4_0x8(p1, rows[8*g*stride:], stride, nb)
+					packQ4_0x8i(p2, pk[g*nb*q4x8iBlock:], nb)
+					for i := range p1 {
+						if p1[i] != p2[i] {
+							t.Fatalf("pack nb %d group %d: byte %d = %#x, from rows %#x", nb, g, i, p2[i], p1[i])
+						}
+					}
 				}
 			}
 		}

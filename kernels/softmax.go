@@ -63,8 +63,26 @@ func checkMask(op string, mask *Tensor, src Tensor) error {
 
 // softmaxRow computes ggml's soft_max of one row in place in w:
 // w = w*scale + slope*mask, then exp(w - max) normalised by the float64 sum.
-// m is the mask row (nil for none).
+// m is the mask row (nil for none). With the SIMD kernels, rows of a
+// multiple of 8 take their first passes in softmaxScaleMaxAVX2 (same
+// roundings; the maximum is recomputed in order when it is NaN or zero,
+// the cases where the lane-wise maximum could differ from Go's).
 func softmaxRow(w, m []float32, scale, slope float32) {
+	if n := len(w); useAVX2 && n > 0 && n%8 == 0 {
+		var mp *float32
+		if m != nil {
+			mp = &m[:n][0]
+		}
+		mx, nan := softmaxScaleMaxAVX2(&w[0], mp, n, scale, slope)
+		if nan || mx == 0 {
+			mx = float32(math.Inf(-1))
+			for _, v := range w {
+				mx = max(mx, v)
+			}
+		}
+		softmaxNorm(w, mx)
+		return
+	}
 	for i := range w {
 		w[i] *= scale
 	}
@@ -78,6 +96,12 @@ func softmaxRow(w, m []float32, scale, slope float32) {
 	for _, v := range w {
 		mx = max(mx, v)
 	}
+	softmaxNorm(w, mx)
+}
+
+// softmaxNorm is the rest of softmaxRow once w holds the scaled, masked
+// row and mx its maximum: w = exp(w - mx) / the float64 sum.
+func softmaxNorm(w []float32, mx float32) {
 	sum := softmaxExpSum(w, mx)
 	inv := float32(1 / sum)
 	for i := range w {

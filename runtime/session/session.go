@@ -58,6 +58,15 @@ const planBudget = 100 * time.Millisecond
 // compiled so far (one per step shape: prefill length, n_kv bucket).
 func (s *Session) ArenaBytes() int64 { return s.arenaBytes }
 
+// PackedBytes is the memory of the weight copies that the compiled plans
+// repacked for the SIMD kernels (eval.Workers.Packs; 0 with Reference).
+func (s *Session) PackedBytes() int64 {
+	if s.workers == nil {
+		return 0
+	}
+	return s.workers.Packs().Bytes()
+}
+
 // KVBytes is the size of the KV cache.
 func (s *Session) KVBytes() int64 {
 	var n int64

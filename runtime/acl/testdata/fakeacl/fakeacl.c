@@ -1002,7 +1002,9 @@ aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
 		set_err("aclCreateScalar: null value or bad type");
 	}
 	tr_begin("aclCreateScalar");
-	tr(",\"dtype\":%d,\"value\":%.17g", (int)dataType, s ? s->v : 0.0);
+	/* JSON has no infinities or NaN: those values are traced as strings */
+	if (!s || isfinite(s->v)) tr(",\"dtype\":%d,\"value\":%.17g", (int)dataType, s ? s->v : 0.0);
+	else tr(",\"dtype\":%d,\"value\":\"%g\"", (int)dataType, s->v);
 	tr_end(s ? 0 : ACLNN_ERR_PARAM_INVALID);
 	UNLOCK();
 	return s;

@@ -1,0 +1,47 @@
+package kernels
+
+// matVecF32 sets out[r] = dotVec(a[r*stride:r*stride+len(b)], b, false)
+// for every r < len(out): the F32 matrix-vector product of a decode step
+// (ggml_vec_dot_f32 per row), bit for bit the row-by-row dotVec, in one
+// assembly call when the SIMD kernels are in use.
+func matVecF32(a []float32, stride int, b, out []float32) {
+	rows, n := len(out), len(b)
+	if rows == 0 {
+		return
+	}
+	if n == 0 {
+		clear(out)
+		return
+	}
+	_ = a[(rows-1)*stride+n-1]
+	if useAVX2 {
+		matVecF32AVX2(&a[0], stride, rows, &b[0], n, &out[0])
+		return
+	}
+	for r := range out {
+		out[r] = dotVecGo(a[r*stride:r*stride+n], b, false)
+	}
+}
+
+// f16Rows widens rows rows of n little-endian halves, row r starting at
+// src[r*stride:], into dst[r*n:(r+1)*n] (exact: vcvtph2ps when the SIMD
+// kernels are in use and n is a multiple of 8, else the F16 table).
+func f16Rows(dst []float32, src []byte, stride, rows, n int) {
+	if rows == 0 || n == 0 {
+		return
+	}
+	_ = src[(rows-1)*stride+2*n-1]
+	_ = dst[rows*n-1]
+	if useAVX2 && n%8 == 0 {
+		f16RowsAVX2(&dst[0], &src[0], stride, rows, n)
+		return
+	}
+	tab := f16tab()
+	for r := range rows {
+		b := src[r*stride:][: 2*n : 2*n]
+		row := dst[r*n : (r+1)*n : (r+1)*n]
+		for i := range row {
+			row[i] = tab[uint16(b[2*i])|uint16(b[2*i+1])<<8]
+		}
+	}
+}

@@ -1,0 +1,15 @@
+//go:build amd64 && !purego
+
+package kernels
+
+//go:noescape
+func matVecF32AVX2(a *float32, stride int, rows int, b *float32, n int, out *float32)
+
+//go:noescape
+func f16RowsAVX2(dst *float32, src *byte, stride int, rows int, n int)
+
+//go:noescape
+func dotRows8F16AVX2(s *float32, a *float32, q *float32, groups int)
+
+//go:noescape
+func softmaxScaleMaxAVX2(w *float32, m *float32, n int, scale, slope float32) (mx float32, nan bool)

@@ -1,0 +1,162 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"sync"
+	"unsafe"
+
+	"github.com/irtool/irtool/gguf"
+)
+
+// Q4_0 weights repacked once into an interleaved layout of eight rows, the
+// idea of llama.cpp's q4_0_8x8 (ggml-cpu/repack.cpp): a decode step then
+// streams each group of eight rows contiguously, loads the eight block
+// scales with one 16-byte load and multiplies 32-byte vectors of nibbles
+// that hold all eight rows, instead of gathering eight rows at a stride.
+//
+// Layout (q4x8iBlock = 144 bytes per block of eight rows): group g holds
+// rows 8g..8g+7, its blocks one after the other; a block is
+//
+//	bytes   0..15   the eight rows' F16 scales d_0..d_7
+//	bytes  16..143  four 32-byte vectors V_0..V_3: bytes 4j..4j+3 of V_h
+//	                are bytes 4h..4h+3 of row j's 16 nibble bytes
+//
+// so V_h & 0x0f holds values 4h..4h+3 of each row (32-bit lane j = row j)
+// and V_h >> 4 values 16+4h..16+4h+3 (a Q4_0 byte i holds value i in its
+// low nibble and value i+16 in its high one). The copy has the size of
+// the original. The products are those of dotQ4_0x8 bit for bit: exact
+// integer block sums, then acc = fma(float(sum), d_w·d_a, acc) per row.
+
+// q4x8iBlock is the size of one interleaved block of eight Q4_0 rows.
+const q4x8iBlock = 144
+
+// repackQ4_0x8i writes rows (a multiple of 8) Q4_0 rows of nb blocks,
+// row r at src[r·stride:], into dst (rows/8·nb·q4x8iBlock bytes) in the
+// interleaved layout.
+func repackQ4_0x8i(dst, src []byte, stride, rows, nb int) {
+	le := binary.LittleEndian
+	for g := range rows / 8 {
+		for b := range nb {
+			o := dst[(g*nb+b)*q4x8iBlock:][:q4x8iBlock:q4x8iBlock]
+			for j := range 8 {
+				s := src[(8*g+j)*stride+b*18:][:18:18]
+				o[2*j], o[2*j+1] = s[0], s[1]
+				le.PutUint32(o[16+4*j:], le.Uint32(s[2:]))
+				le.PutUint32(o[48+4*j:], le.Uint32(s[6:]))
+				le.PutUint32(o[80+4*j:], le.Uint32(s[10:]))
+				le.PutUint32(o[112+4*j:], le.Uint32(s[14:]))
+			}
+		}
+	}
+}
+
+// dotQ4_0x8iGo sets out[8g+j] (g < ng, j < 8) to the dot product of row j
+// of group g of the interleaved rows p with one Q8_0 activation row, in
+// dotQ4_0x8Go's order (the pure-Go twin of dotQ4_0x8iAVX2; neg emulates
+// ggml's sign trick, see mulQuirk).
+func dotQ4_0x8iGo(p []byte, ng int, bq []int8, bd []float32, neg bool, out []float32) {
+	tab := f16tab()
+	nb := len(bd)
+	for g := range ng {
+		for j := range 8 {
+			var acc float32
+			for blk, db := range bd {
+				o := p[(g*nb+blk)*q4x8iBlock:][:q4x8iBlock:q4x8iBlock]
+				dw := tab[uint16(o[2*j])|uint16(o[2*j+1])<<8]
+				y := bq[blk*32 : blk*32+32 : blk*32+32]
+				var s int32
+				for h := range 4 {
+					for i := range 4 {
+						v := o[16+32*h+4*j+i]
+						lo, hi := int32(v&0x0f)-8, int32(v>>4)-8
+						ya, yb := int32(y[4*h+i]), int32(y[16+4*h+i])
+						if neg {
+							s += mulQuirk(lo, ya) + mulQuirk(hi, yb)
+						} else {
+							s += lo*ya + hi*yb
+						}
+					}
+				}
+				acc = fmaQ(float64(dw*db)*float64(s), float64(acc))
+			}
+			out[8*g+j] = acc
+		}
+	}
+}
+
+// dotQ4_0x8i is dotQ4_0x8 on ng groups of interleaved rows p (8·ng
+// results in out).
+func dotQ4_0x8i(p []byte, ng int, c q8Row, out []float32) {
+	nb := len(c.d)
+	if useAVX2 && !c.neg && nb > 0 && ng > 0 {
+		_, _, _, _ = p[ng*nb*q4x8iBlock-1], c.qs[nb*32-1], c.sum[nb-1], out[8*ng-1]
+		dotQ4_0x8iAVX2(&p[0], &c.qs[0], &c.d[0], &c.sum[0], nb, ng, &out[0])
+		return
+	}
+	dotQ4_0x8iGo(p, ng, c.qs, c.d, c.neg, out[:8*ng])
+}
+
+// packQ4_0x8i is packQ4_0x8 from one group of interleaved rows p (nb
+// blocks): the same bytes. Assembly only.
+func packQ4_0x8i(dst, p []byte, nb int) {
+	_, _ = dst[nb*packedQ4Block-1], p[nb*q4x8iBlock-1]
+	packQ4_0x8iAVX2(&dst[0], &p[0], nb)
+}
+
+// WeightPacks holds weight matrices repacked once into the layouts of the
+// SIMD kernels, shared by every matmul job prepared with it
+// (Options.Packs): a Q4_0 matrix that llama.cpp repacks to q4_0_8x8 (a 2-D
+// matrix with a multiple of 8 rows) is kept with the blocks of each eight
+// rows interleaved, which the decode kernel streams contiguously. Without
+// AVX2 (other architectures, -tags purego) nothing is repacked and the
+// jobs read the weights in place; results are the same bits either way.
+// The weights must not change while a WeightPacks holds a copy of them.
+// Safe for concurrent use.
+type WeightPacks struct {
+	mu    sync.Mutex
+	m     map[packKey][]byte
+	bytes int64
+}
+
+type packKey struct {
+	data     unsafe.Pointer
+	ne0, ne1 int64
+	nb1      int64
+}
+
+// NewWeightPacks returns an empty WeightPacks.
+func NewWeightPacks() *WeightPacks { return &WeightPacks{m: map[packKey][]byte{}} }
+
+// Bytes is the memory held by the repacked copies.
+func (w *WeightPacks) Bytes() int64 {
+	if w == nil {
+		return 0
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bytes
+}
+
+// q4x8i returns the interleaved copy of Q4_0 matrix a (m.repack's
+// conditions hold), repacking it on first use.
+func (w *WeightPacks) q4x8i(a Tensor) []byte {
+	rows, nb := int(a.Ne[1]), int(a.Ne[0])/32
+	if rows == 0 || nb == 0 {
+		return nil
+	}
+	k := packKey{unsafe.Pointer(&a.Data[0]), a.Ne[0], a.Ne[1], a.Nb[1]}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p, ok := w.m[k]; ok {
+		return p
+	}
+	p := make([]byte, rows/8*nb*q4x8iBlock)
+	repackQ4_0x8i(p, a.Data, int(a.Nb[1]), rows, nb)
+	w.m[k] = p
+	w.bytes += int64(len(p))
+	// The jobs no longer read the original: when it is a memory-mapped
+	// file, its pages leave the resident set (they are read again if
+	// another kernel touches them), so the copy does not double the RSS.
+	gguf.ReleasePages(a.Data[:int64(rows-1)*a.Nb[1]+int64(nb*18)])
+	return p
+}
