@@ -24,11 +24,10 @@ const (
 // lower bound (or a proven bound) or the context's deadline:
 //
 //  1. the greedy orders (size, lifetime, breadth, area) give an incumbent;
-//  2. the exact search (dfs.go) asks "does everything fit below C?" on a
-//     ladder of capacities: first C = lower bound with most of the time, then
-//     bisection between the highest capacity that timed out or was refuted
-//     and the incumbent; a refuted capacity raises the proven bound. It runs
-//     as a portfolio, one search per core with different preorders;
+//  2. the exact search (dfs.go) asks "does everything fit below C?": one
+//     core on C = lower bound, the others descending from the incumbent
+//     with short randomised restarts (see ladder and descend); a refuted
+//     capacity raises the proven bound;
 //  3. whatever time is left goes to a perturbation search over placement
 //     orders (moving a buffer that touches the arena's top earlier and
 //     re-decoding with best fit, keeping changes that do not grow the arena)
@@ -389,7 +388,8 @@ const lbNodes = 600_000
 // while TWR restarts of 3,000 nodes reach 1,025,024.
 var descendHeuristics = []string{"TWA", "TWR", "WAT", "TWR", "TAW", "TWR"}
 
-// descendBase is the node limit of descend's shortest attempt, and
+// descendBase is the node limit of descend's shortest attempt (at least
+// twice the number of buffers, a search's depth), and
 // 1<<(descendSpan-1) the most grains a random capacity lies below the
 // incumbent.
 var (
@@ -400,9 +400,9 @@ var (
 // descend runs short exact searches on capacities below the incumbent
 // until the deadline, stop, or the incumbent meets the proven bound: the
 // capacity is the largest multiple of the grain below the incumbent, or on
-// every other attempt one a random number of grains lower (the search trees
-// of nearby capacities differ, and a packing found at a lower capacity is
-// found no later); the node limits follow the Luby sequence (1, 1, 2, 1, 1,
+// a coin flip one a random number of grains lower (log-uniform up to
+// 1<<(descendSpan-1)): the search trees of nearby capacities differ
+// wildly, and a lower capacity's tree can be the easier one; the node limits follow the Luby sequence (1, 1, 2, 1, 1,
 // 2, 4, ...) times descendBase, so that restarts stay short while long runs
 // still happen; the preorders cycle through descendHeuristics. A capacity
 // whose tree is exhausted raises the proven bound. Capacities below floor
@@ -425,7 +425,7 @@ func (s *searcher) descend(d *dfs, floor int64, seed uint64, stop *atomic.Bool, 
 		}
 		d.rseed = rng.Uint64()
 		h := descendHeuristics[(i-1)%len(descendHeuristics)]
-		st := d.solve(c, h, luby(i)*descendBase)
+		st := d.solve(c, h, luby(i)*max(descendBase, 2*int64(d.m)))
 		d.nodes = 0 // (descend never runs with MaxNodes, which counts s.work)
 		switch st {
 		case dfsFound:
