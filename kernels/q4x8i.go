@@ -127,9 +127,14 @@ const hugePage = 2 << 20
 
 // alloc returns n bytes for a copy: carved from 2 MiB-aligned chunks of
 // packChunk bytes given to the kernel's huge pages (adviseHuge), so that
-// the small matrices share them too; a copy larger than a chunk gets its
-// own. Each copy starts on a 64-byte boundary.
+// matrices smaller than a huge page share them too; a copy of half a
+// chunk or more gets its own, and one below 256 KiB (small models, whose
+// weights fit in the caches) a plain allocation. Each carved copy starts
+// on a 64-byte boundary.
 func (w *WeightPacks) alloc(n int) []byte {
+	if n < 256<<10 {
+		return make([]byte, n)
+	}
 	if n >= packChunk/2 {
 		return hugeAlloc(n)
 	}
