@@ -20,11 +20,15 @@ import (
 //     offset), ties broken by a static preorder, so each packing is explored
 //     once.
 //   - Cross sections: the maximal sets of simultaneously live buffers. Each
-//     keeps a floor (the top of its placed buffers), the smallest minimum
-//     offset of its unplaced buffers and their total size; a partial
-//     solution is pruned as soon as some section's max(floor, that minimum,
-//     current offset) + unplaced total exceeds C. The minima are kept
-//     lazily: a placement only marks the sections it touched stale.
+//     keeps a floor (the top of its placed buffers), the total size of its
+//     unplaced buffers and the smallest minimum offset among them; a
+//     partial solution is pruned as soon as some section's max(floor, that
+//     minimum, current offset) + unplaced total exceeds C. Only whether the
+//     minimum exceeds C - total matters, so instead of the minimum each
+//     section remembers a witness, an unplaced member whose minimum offset
+//     is at most C - total; it is checked in O(1) and searched for again
+//     only when it no longer qualifies (witnesses are hints and need no
+//     undo).
 //   - Dominance: a buffer is not placed at or above the height where some
 //     other unplaced buffer would already fit completely below it.
 //   - Dynamic decomposition: once no unplaced buffer spans the boundary
@@ -57,18 +61,8 @@ type floorChange struct {
 	old int64
 }
 
-type minChange struct {
-	s   int32
-	min int64
-}
-
-// noMin is the section minimum of a section without unplaced buffers (and
-// the minimum offset of a placed buffer); staleMin marks a minimum that must
-// be recomputed.
-const (
-	noMin    = int64(1) << 62
-	staleMin = int64(-1)
-)
+// noMin is the minimum offset of a placed buffer (above every threshold).
+const noMin = int64(1) << 62
 
 type dfsCand struct {
 	off int64
@@ -90,21 +84,19 @@ type dfs struct {
 	cuts0  []int32   // buffers spanning the boundary between sections i and i+1
 	parts0 []dfsPart // connected components
 
-	c        int64
-	off      []int64 // -1 when unplaced
-	minOff   []int64
-	floor    []int64
-	total    []int64
-	cuts     []int32
-	pre      []int32
-	sol      []int64
-	secMin   []int64 // smallest minimum offset of a section's unplaced buffers
-	cover    []int32 // scratch difference array over sections
+	c      int64
+	off    []int64 // -1 when unplaced
+	minOff []int64
+	floor  []int64
+	total  []int64
+	cuts   []int32
+	pre    []int32
+	sol    []int64
+	// wit is the position in secs[s] of the last member found unplaced
+	// with a minimum offset at most c - total (a hint, see check).
+	wit      []int32
 	offLog   []offChange
 	floorLog []floorChange
-	minLog   []minChange
-	minStamp []int64 // tryID of the section's last minLog entry
-	tryID    int64
 	cands    []dfsCand
 
 	heuristic string
@@ -117,6 +109,15 @@ type dfs struct {
 	halt      *atomic.Bool // set by another worker of a portfolio
 	halt2     *atomic.Bool // set by a worker outside the portfolio
 	heur      []string     // the preorders this worker tries (dfsHeuristics)
+	rseed     uint64       // seed of the random preorder key 'R'
+}
+
+// splitmix is the SplitMix64 finaliser (a bijective 64-bit mix).
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // newDFS builds the sections, overlaps and partitions of tl's live buffers.
@@ -220,9 +221,7 @@ func newDFS(tl *timeline, maxPairs int) *dfs {
 	d.floor = make([]int64, ns)
 	d.total = make([]int64, ns)
 	d.cuts = make([]int32, len(d.cuts0))
-	d.secMin = make([]int64, ns)
-	d.cover = make([]int32, ns+1)
-	d.minStamp = make([]int64, ns)
+	d.wit = make([]int32, ns)
 	return d
 }
 
@@ -270,13 +269,12 @@ func (d *dfs) solve(c int64, heuristic string, nodeLimit int64) dfsStatus {
 		for _, b := range mem {
 			d.total[s] += d.size[b]
 		}
-		d.secMin[s] = 0
 		if d.total[s] > c {
 			return dfsInfeasible
 		}
 	}
 	copy(d.cuts, d.cuts0)
-	d.offLog, d.floorLog, d.minLog = d.offLog[:0], d.floorLog[:0], d.minLog[:0]
+	d.offLog, d.floorLog = d.offLog[:0], d.floorLog[:0]
 	for _, p := range d.parts0 {
 		if st := d.subSolve(p); st != dfsFound {
 			return st
@@ -300,6 +298,8 @@ func (d *dfs) subSolve(p dfsPart) dfsStatus {
 			return d.width[b] * d.size[b]
 		case 'Z':
 			return d.size[b]
+		case 'R':
+			return int64(splitmix(uint64(b)^d.rseed) >> 2)
 		}
 		var t int64
 		for s := d.secLo[b]; s < d.secHi[b]; s++ {
@@ -393,8 +393,19 @@ func (d *dfs) search(p dfsPart, lastOff int64, lastPre int32) dfsStatus {
 		}
 		return int(x.pre - y.pre)
 	})
+	// A candidate at offset o fails the check when some section of p has
+	// o + total > c: outside the candidate's sections o exceeds c - total,
+	// inside them its top exceeds c - (total - size). Offsets only grow
+	// along cands, so the first such candidate ends the loop.
+	var most int64
+	for s := p.lo; s < p.hi; s++ {
+		most = max(most, d.total[s])
+	}
 	for k := range cands {
 		c := d.cands[base+k] // d.cands may have grown; index afresh
+		if c.off+most > d.c {
+			break
+		}
 		st := d.try(p, c)
 		if st != dfsInfeasible {
 			d.cands = d.cands[:base]
@@ -409,16 +420,11 @@ func (d *dfs) search(p dfsPart, lastOff int64, lastPre int32) dfsStatus {
 func (d *dfs) try(p dfsPart, c dfsCand) dfsStatus {
 	b, o := c.b, c.off
 	top := o + d.size[b]
-	d.tryID++
 	d.off[b] = o
 	d.sol[b] = o
-	d.minOff[b] = noMin // placed buffers never hold a section minimum
-	mOff, mFloor, mMin := len(d.offLog), len(d.floorLog), len(d.minLog)
-	// The sections of b and of every raised neighbour may have a new
-	// minimum: mark their union stale (a difference array over sections).
+	d.minOff[b] = noMin // placed buffers are never witnesses
+	mOff, mFloor := len(d.offLog), len(d.floorLog)
 	lo, hi := d.secLo[b], d.secHi[b]
-	d.cover[lo]++
-	d.cover[hi]--
 	for s := lo; s < hi; s++ {
 		d.floorLog = append(d.floorLog, floorChange{s, d.floor[s]})
 		d.floor[s] = top
@@ -431,34 +437,16 @@ func (d *dfs) try(p dfsPart, c dfsCand) dfsStatus {
 		}
 		d.offLog = append(d.offLog, offChange{x, old})
 		d.minOff[x] = top
-		d.cover[d.secLo[x]]++
-		d.cover[d.secHi[x]]--
-		lo, hi = min(lo, d.secLo[x]), max(hi, d.secHi[x])
 	}
-	run := int32(0)
-	for s := lo; s < hi; s++ {
-		run += d.cover[s]
-		d.cover[s] = 0
-		if run > 0 && d.secMin[s] != staleMin {
-			d.logMin(s)
-			d.secMin[s] = staleMin
-		}
-	}
-	d.cover[hi] = 0
 	status := dfsInfeasible
 	if d.check(p, o) {
 		status = d.decompose(p, b, o)
 	}
-	for i := len(d.minLog) - 1; i >= mMin; i-- {
-		r := d.minLog[i]
-		d.secMin[r.s] = r.min
-	}
-	d.minLog = d.minLog[:mMin]
 	for i := len(d.floorLog) - 1; i >= mFloor; i-- {
 		d.floor[d.floorLog[i].s] = d.floorLog[i].old
 	}
 	d.floorLog = d.floorLog[:mFloor]
-	for s := d.secLo[b]; s < d.secHi[b]; s++ {
+	for s := lo; s < hi; s++ {
 		d.total[s] += d.size[b]
 	}
 	for i := len(d.offLog) - 1; i >= mOff; i-- {
@@ -470,54 +458,52 @@ func (d *dfs) try(p dfsPart, c dfsCand) dfsStatus {
 	return status
 }
 
-// logMin saves section s's minimum once per placement, for undo.
-func (d *dfs) logMin(s int32) {
-	if d.minStamp[s] != d.tryID {
-		d.minStamp[s] = d.tryID
-		d.minLog = append(d.minLog, minChange{s, d.secMin[s]})
-	}
-}
-
-// rescan recomputes a stale section minimum.
-func (d *dfs) rescan(s int32) {
-	d.logMin(s)
-	lowest := int64(noMin)
-	for _, y := range d.secs[s] {
-		lowest = min(lowest, d.minOff[y]) // noMin for placed buffers
-	}
-	d.secMin[s] = lowest
-}
-
 // check applies cross-section inference to the sections of p: every
 // unplaced buffer of a section lies above the section's floor (the top of
-// its placed buffers), above the smallest minimum offset of its unplaced
-// buffers, and above the current offset o (placements are monotone), so all
-// of them must fit above the highest of the three. Stale minima are only
-// recomputed when the cheaper bounds do not already prune.
+// its placed buffers), above its own minimum offset, and above the current
+// offset o (placements are monotone), so all of them must fit above the
+// highest of the floor, o and the smallest minimum offset of the section:
+// with thr = c - total, the section fails when the floor or o exceeds thr,
+// or when no unplaced buffer has a minimum offset at most thr. The cheap
+// tests run on every section first; the witness search only after them.
 func (d *dfs) check(p dfsPart, o int64) bool {
-	stale := false
 	for s := p.lo; s < p.hi; s++ {
 		if d.total[s] == 0 {
 			continue
 		}
-		if max(o, d.floor[s], d.secMin[s])+d.total[s] > d.c {
+		if thr := d.c - d.total[s]; o > thr || d.floor[s] > thr {
 			return false
 		}
-		stale = stale || d.secMin[s] == staleMin
-	}
-	if !stale {
-		return true
 	}
 	for s := p.lo; s < p.hi; s++ {
-		if d.total[s] == 0 || d.secMin[s] != staleMin {
-			continue
-		}
-		d.rescan(s)
-		if max(o, d.floor[s], d.secMin[s])+d.total[s] > d.c {
+		if d.total[s] != 0 && !d.witness(s, d.c-d.total[s]) {
 			return false
 		}
 	}
 	return true
+}
+
+// witness reports whether some unplaced member of section s has a minimum
+// offset at most thr, starting from the last witness found.
+func (d *dfs) witness(s int32, thr int64) bool {
+	mem := d.secs[s]
+	w := d.wit[s]
+	if d.minOff[mem[w]] <= thr { // noMin for placed buffers
+		return true
+	}
+	for i := w + 1; i < int32(len(mem)); i++ {
+		if d.minOff[mem[i]] <= thr {
+			d.wit[s] = i
+			return true
+		}
+	}
+	for i := int32(0); i < w; i++ {
+		if d.minOff[mem[i]] <= thr {
+			d.wit[s] = i
+			return true
+		}
+	}
+	return false
 }
 
 // decompose continues the search after placing b at o, splitting p where no

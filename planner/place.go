@@ -38,6 +38,22 @@ func newTimeline(p *Problem) *timeline {
 	return tl
 }
 
+// grain returns the greatest common divisor of the live buffers' aligned
+// sizes (1 when there are none).
+func (tl *timeline) grain() int64 {
+	var g int64
+	for i, sz := range tl.size {
+		if tl.live[i] && sz > 0 {
+			a, b := g, sz
+			for b != 0 {
+				a, b = b, a%b
+			}
+			g = a
+		}
+	}
+	return max(g, 1)
+}
+
 // span is an occupied address range [off, top).
 type span struct{ off, top int64 }
 

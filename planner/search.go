@@ -24,11 +24,10 @@ const (
 // lower bound (or a proven bound) or the context's deadline:
 //
 //  1. the greedy orders (size, lifetime, breadth, area) give an incumbent;
-//  2. the exact search (dfs.go) asks "does everything fit below C?" on a
-//     ladder of capacities: first C = lower bound with most of the time, then
-//     bisection between the highest capacity that timed out or was refuted
-//     and the incumbent; a refuted capacity raises the proven bound. It runs
-//     as a portfolio, one search per core with different preorders;
+//  2. the exact search (dfs.go) asks "does everything fit below C?": one
+//     core on C = lower bound, the others descending from the incumbent
+//     with short randomised restarts (see ladder and descend); a refuted
+//     capacity raises the proven bound;
 //  3. whatever time is left goes to a perturbation search over placement
 //     orders (moving a buffer that touches the arena's top earlier and
 //     re-decoding with best fit, keeping changes that do not grow the arena)
@@ -215,6 +214,7 @@ type searcher struct {
 	orders    [][]int32     // the greedy orders, for restarts of the order search
 	decodeDur time.Duration // time of one full greedy decode
 	work      int64         // nodes + iterations spent, for Options.MaxNodes
+	g         int64         // grain (see grain), 0 until computed
 }
 
 func (s *searcher) expired() bool {
@@ -259,13 +259,15 @@ func (s *searcher) seed(seeds []seed) {
 	}
 }
 
-// ladder runs the exact search on decreasing capacities, with a portfolio
-// of `workers` concurrent searches when workers > 1 (not with MaxNodes,
-// whose node counts must not depend on scheduling). With a portfolio the
-// first worker (preorders TWA, TAW) stays on the lower bound for the whole
-// budget, since most instances that reach it need only that, while the
-// others bisect between the bound and the incumbent from the start (with
-// WAT first), which is what instances whose bound is out of reach need.
+// ladder runs the exact search on capacities below the incumbent, with a
+// portfolio of `workers` concurrent searches when workers > 1 (not with
+// MaxNodes, whose node counts must not depend on scheduling). With a
+// portfolio the first worker (preorders TWA, TAW) stays on the lower bound
+// (up to lbNodes nodes, then it descends as well), since most instances that
+// reach it need only that, while the others descend from the incumbent with
+// short restarts (see descend), which is what instances whose bound is out
+// of reach need. On one core the bound gets 60% of the time and the descent
+// the rest.
 func (s *searcher) ladder(workers int) {
 	if s.opts.MaxNodes > 0 {
 		s.ladderSequential()
@@ -275,37 +277,74 @@ func (s *searcher) ladder(workers int) {
 	if pf == nil {
 		return
 	}
+	lb := s.inc.lo.Load()
+	out := make([]int64, s.tl.n)
+	s.grain() // computed before the workers share s
 	if len(pf.ws) == 1 {
-		s.ladderOn(pf, 0.6, nil, func() {})
+		d := pf.ws[0]
+		d.heur = lbHeuristics
+		left := time.Until(s.deadline)
+		st, nodes := pf.feasible(s.ctx, lb, time.Now().Add(time.Duration(float64(left)*0.6)), out)
+		s.work += nodes
+		s.settle(st, lb, lb, out)
+		if !s.expired() {
+			s.descend(d, lb+1, 1, nil, func() {})
+		}
 		return
 	}
 	var stop0, stopRest atomic.Bool
-	lb := s.inc.lo.Load()
-	alongside(func() {
+	work := make([]func(), len(pf.ws))
+	work[0] = func() {
 		d := pf.ws[0]
 		d.heur = lbHeuristics
-		d.ctx, d.deadline, d.nodes, d.stopped, d.maxNodes, d.halt = s.ctx, s.deadline, 0, false, 0, &stop0
-		out := make([]int64, s.tl.n)
+		d.ctx, d.deadline, d.nodes, d.stopped, d.maxNodes, d.halt = s.ctx, s.deadline, 0, false, lbNodes, &stop0
 		st := d.feasible(lb, out)
 		switch st {
 		case dfsFound:
 			s.offer(&Assignment{Offsets: out, Arena: arenaOf(s.tl, out)}, nil, StrategyExact)
 			stopRest.Store(true)
 		case dfsInfeasible:
-			s.inc.raise(lb + 1)
-		}
-	}, func() {
-		rest := &portfolio{ws: pf.ws[1:]}
-		for _, d := range rest.ws {
-			d.halt2 = &stopRest
-		}
-		s.ladderOn(rest, 0, bisectHeuristics, func() {
-			if s.inc.lo.Load() > lb || s.done() {
-				stop0.Store(true)
+			s.inc.raise(lb + s.grain())
+		default:
+			if d.nodes >= lbNodes && !stop0.Load() {
+				// The bound looks out of reach: descend too, the bound
+				// included among the capacities.
+				s.descend(d, lb, 0, nil, func() {})
 			}
-		})
-		stop0.Store(true)
-	})
+		}
+	}
+	for w := 1; w < len(pf.ws); w++ {
+		work[w] = func() {
+			// The bound is the first worker's: descend above it.
+			s.descend(pf.ws[w], lb+1, uint64(w), &stopRest, func() {
+				if s.inc.lo.Load() > lb || s.done() {
+					stop0.Store(true)
+				}
+			})
+		}
+	}
+	var wg sync.WaitGroup
+	var panicked atomic.Value
+	for w := 1; w < len(work); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					panicked.Store(fmt.Sprint(r))
+					stop0.Store(true)
+				}
+			}()
+			work[w]()
+		}()
+	}
+	// The first worker runs on this goroutine until the deadline, or until
+	// a descending worker refutes the bound or meets it (see after).
+	work[0]()
+	wg.Wait()
+	if r := panicked.Load(); r != nil {
+		panic(r)
+	}
 }
 
 // alongside runs bg on a goroutine of its own while fg runs on the caller's,
@@ -331,61 +370,117 @@ func alongside(bg, fg func()) {
 	}
 }
 
-// With a portfolio, the worker that stays on the lower bound runs
-// lbHeuristics round-robin (TWA proves A, E, F and G, TAW proves B) and the
-// others bisect above the bound at once with bisectHeuristics, WAT first:
-// on D, whose bound is neither reached nor refuted, that gives 1.057-1.058
-// in 10 s against 1.073-1.102 when the second worker first spent 60% of the
-// budget on the bound with TAW and WAT (b247500's single search, which
-// bisected with WAT first after 6 s on the bound, reached 1.053).
+// lbHeuristics are the preorders of the worker that stays on the lower
+// bound (round-robin): TWA proves A, E, F and G, TAW proves B.
+var lbHeuristics = []string{"TWA", "TAW"}
+
+// lbNodes is the node count after which the worker on the lower bound
+// joins the descent: A-G's proofs take at most 45k nodes with one
+// preorder, about 200k with the round-robin; under load the deadline comes
+// first, so the proofs keep the whole budget there.
+const lbNodes = 600_000
+
+// descendHeuristics are the preorders descend cycles through; 'R' breaks
+// the remaining ties at random, with a new seed on every attempt. On
+// MiniMalloc's D (bound 986,112 neither reached nor refuted) the
+// deterministic preorders find packings only at scattered capacities
+// (1,031,168 with TWA in 900 nodes, but none at 1,037,312 within 359k),
+// while TWR restarts of 3,000 nodes reach 1,025,024.
+var descendHeuristics = []string{"TWA", "TWR", "WAT", "TWR", "TAW", "TWR"}
+
+// descendBase is the node limit of descend's shortest attempt (at least
+// twice the number of buffers, a search's depth), and
+// 1<<(descendSpan-1) the most grains a random capacity lies below the
+// incumbent.
 var (
-	lbHeuristics     = []string{"TWA", "TAW"}
-	bisectHeuristics = []string{"WAT", "TAW", "TWA"}
+	descendBase int64 = 1000
+	descendSpan       = 8
 )
 
-// ladderOn climbs the capacity ladder with portfolio pf: the lower bound
-// with lbShare of the time left (skipped when lbShare is 0), then
-// bisection; after each rung it calls after. With bisect set, the workers
-// use those preorders on the bisection rungs.
-func (s *searcher) ladderOn(pf *portfolio, lbShare float64, bisect []string, after func()) {
-	soft := s.inc.lo.Load() // capacities below soft were refuted or timed out
+// descend runs short exact searches on capacities below the incumbent
+// until the deadline, stop, or the incumbent meets the proven bound: the
+// capacity is the largest multiple of the grain below the incumbent, or on
+// a coin flip one a random number of grains lower (log-uniform up to
+// 1<<(descendSpan-1)): the search trees of nearby capacities differ
+// wildly, and a lower capacity's tree can be the easier one; the node limits follow the Luby sequence (1, 1, 2, 1, 1,
+// 2, 4, ...) times descendBase, so that restarts stay short while long runs
+// still happen; the preorders cycle through descendHeuristics. A capacity
+// whose tree is exhausted raises the proven bound. Capacities below floor
+// are not tried; after runs after every attempt.
+func (s *searcher) descend(d *dfs, floor int64, seed uint64, stop *atomic.Bool, after func()) {
+	g := s.grain()
 	out := make([]int64, s.tl.n)
-	first := true
-	if lbShare == 0 {
-		first = false
-		soft++ // another worker is on the bound
-	}
-	for !s.expired() {
-		hi := s.bestArena() // feasible
-		soft = max(soft, s.inc.lo.Load())
-		if soft >= hi {
-			break
+	rng := rand.New(rand.NewPCG(uint64(s.opts.Seed)^seed, 0xd1b54a32d192ed03))
+	d.ctx, d.deadline, d.nodes, d.stopped, d.maxNodes, d.halt = s.ctx, s.deadline, 0, false, 0, stop
+	for i := 1; !s.expired() && (stop == nil || !stop.Load()); i++ {
+		lo := roundUp(max(floor, s.inc.lo.Load()), g)
+		top := (s.bestArena() - 1) / g * g
+		if top < lo {
+			return
 		}
-		c, share := s.rung(first, soft, hi)
-		if first {
-			share = lbShare
-		} else if bisect != nil {
-			for _, d := range pf.ws {
-				d.heur = bisect
+		c := top
+		if rng.IntN(2) == 0 && top > lo {
+			span := min((top-lo)/g+1, int64(1)<<rng.IntN(descendSpan))
+			c = top - rng.Int64N(span)*g
+		}
+		d.rseed = rng.Uint64()
+		h := descendHeuristics[(i-1)%len(descendHeuristics)]
+		st := d.solve(c, h, luby(i)*max(descendBase, 2*int64(d.m)))
+		d.nodes = 0 // (descend never runs with MaxNodes, which counts s.work)
+		switch st {
+		case dfsFound:
+			for b, x := range d.idx {
+				out[x] = d.sol[b]
 			}
+			s.offer(&Assignment{Offsets: slices.Clone(out), Arena: arenaOf(s.tl, out)}, nil, StrategyExact)
+		case dfsInfeasible:
+			s.inc.raise(c + g)
+		case dfsTimeout:
+			return
 		}
-		first = false
-		left := time.Until(s.deadline)
-		st, nodes := pf.feasible(s.ctx, c, time.Now().Add(time.Duration(float64(left)*share)), out)
-		s.work += nodes
-		soft = s.settle(st, c, soft, out)
 		after()
 	}
 }
 
+// luby returns the i-th term (from 1) of the Luby sequence 1, 1, 2, 1, 1,
+// 2, 4, 1, 1, 2, 1, 1, 2, 4, 8, ...
+func luby(i int) int64 {
+	for k := 1; ; k++ {
+		if i == 1<<k-1 {
+			return 1 << (k - 1)
+		}
+		if i < 1<<k-1 {
+			return luby(i - (1<<(k-1) - 1))
+		}
+	}
+}
+
+// roundUp returns the smallest multiple of g at least v (g > 0, v >= 0).
+func roundUp(v, g int64) int64 {
+	return (v + g - 1) / g * g
+}
+
+// grain returns the greatest common divisor of the live buffers' sizes:
+// every offset of a canonical solution is a sum of sizes, and every
+// packing can be made canonical without growing, so the optimum is a
+// multiple of it and a refuted capacity c proves the next multiple above.
+func (s *searcher) grain() int64 {
+	if s.g == 0 {
+		s.g = s.tl.grain()
+	}
+	return s.g
+}
+
 // rung returns the next capacity to try and the share of the time left it
 // gets: first the lower bound with most of the time, then bisection of
-// [soft, hi-1] with a third of what is left each.
+// [soft, hi-1] in multiples of the grain with a third of what is left each.
 func (s *searcher) rung(first bool, soft, hi int64) (int64, float64) {
 	if first {
 		return s.inc.lo.Load(), 0.6
 	}
-	return soft + (hi-1-soft)/2, 1.0 / 3
+	g := s.grain()
+	lo := roundUp(soft, g)
+	return lo + ((hi-1-lo)/g/2)*g, 1.0 / 3
 }
 
 // settle records the outcome of capacity c and returns the new soft floor.
@@ -394,7 +489,7 @@ func (s *searcher) settle(st dfsStatus, c, soft int64, out []int64) int64 {
 	case dfsFound:
 		s.offer(&Assignment{Offsets: slices.Clone(out), Arena: arenaOf(s.tl, out)}, nil, StrategyExact)
 	case dfsInfeasible:
-		s.inc.raise(c + 1)
+		s.inc.raise(c/s.grain()*s.grain() + s.grain())
 		soft = max(soft, c+1)
 	default:
 		soft = max(soft, c+1)
@@ -415,7 +510,7 @@ func (s *searcher) ladderSequential() {
 	first := true
 	for !s.expired() {
 		hi := s.bestArena()
-		if soft >= hi {
+		if roundUp(soft, s.grain()) >= hi {
 			break
 		}
 		c, share := s.rung(first, soft, hi)
