@@ -669,7 +669,7 @@ func TestSIMDDotQ4_0x8i(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, nb := range []int{1, 2, 5, 28} {
 		cols := quantCases(r, nb)
-		for _, ng := range []int{1, 3} {
+		for _, ng := range []int{1, 2, 3, 4} {
 			for _, edge := range []bool{false, true} {
 				stride := nb*18 + 3
 				rows := make([]byte, 8*ng*stride+1)[1:]
