@@ -390,3 +390,27 @@ func f16Rounding(g *ir.Graph) string {
 	}
 	return ""
 }
+
+// TestRopeApplyOnAHostTable: with an f32 KV cache the partition leaves
+// synth-llama256-Q2_K's rope_cache on the CPU (cheaper than its copies)
+// while rope_apply_set_rows stays on the NPU, so the device rotates with a
+// table the CPU made; the binding spreads it into its full-width tables
+// itself. The run must hold to the departure rule of
+// TestQuantisedDeparturesAreRoundingFlips.
+func TestRopeApplyOnAHostTable(t *testing.T) {
+	name, ref, f, m, ok := openReference(t, testref.Testdata("synth-llama256-Q2_K.gguf"))
+	if !ok {
+		t.Skip("no llama.cpp run")
+	}
+	o := m.Options
+	o.KVType = models.KVF32
+	m, err := models.Build(f, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	departure(t, name+" (f32 KV cache)", m, f, ref)
+	calls := trace(t)
+	if n, r := count(calls, "aclnnCosGetWorkspaceSize"), count(calls, "aclnnRotaryPositionEmbeddingGetWorkspaceSize"); n != 0 || r == 0 {
+		t.Errorf("%d aclnnCos and %d aclnnRotaryPositionEmbedding calls: the test wants rope_cache on the CPU and the rotation on the NPU", n, r)
+	}
+}

@@ -593,13 +593,54 @@ func (b *builder) ropeInputs(x, cache device.TensorDesc) (ropeTables, int64, err
 	_, ok := b.n.tables[ropeKey(cache)]
 	b.n.cmu.Unlock()
 	if !ok {
-		return ropeTables{}, 0, b.fail(device.ACLErrParamInvalid, "the RoPE table at %#x was not made by a rope_cache launch on this device", uint64(cache.Addr))
+		// The table was made elsewhere (a rope_cache the partition left
+		// on the CPU, copied in): spread it into full-width tables of
+		// this kernel's own, every launch.
+		rt, err := b.spreadTable(cache, mode)
+		if err != nil {
+			return ropeTables{}, 0, err
+		}
+		return rt, aclRopeMode(mode), nil
 	}
 	rt, err := b.ropeTables(cache)
 	if err != nil {
 		return ropeTables{}, 0, err
 	}
 	return rt, aclRopeMode(mode), nil
+}
+
+// spreadTable copies the IR's RoPE table cache ([D, T] f32, pair i of
+// position t = (cos, sin) at rows 2i, 2i+1) into full-width cos and sin
+// tables in scratch of its own (two aclnnInplaceCopy broadcasting each
+// value over its pair's two columns): irTable's inverse, for a table no
+// rope_cache launch on this device made.
+func (b *builder) spreadTable(cache device.TensorDesc, mode int64) (ropeTables, error) {
+	T, D := cache.Ne[1], cache.Ne[0]
+	if cache.DType != ir.F32 || cache.Nb[0] != 4 || cache.Nb[1] != 4*D || D%2 != 0 {
+		return ropeTables{}, b.unsupported("a RoPE table %s %v with strides %v: dense f32 [D, T]", cache.DType, cache.Ne, cache.Nb)
+	}
+	p, err := b.buffer(fmt.Sprintf("rope_tables_from_ir[%d,%d]", D, T), 4*2*T*D)
+	if err != nil {
+		return ropeTables{}, err
+	}
+	rt := ropeTables{T: T, D: D, cos: p, sin: p + device.Ptr(4*T*D)}
+	shape, strides, _ := pairShape(T, D, mode)
+	src, sstr := []int64{T, D / 2, 1}, []int64{D, 2, 1}
+	if mode == 2 {
+		src, sstr = []int64{T, 1, D / 2}, []int64{D, 1, 2}
+	}
+	for k, dst := range []device.Ptr{rt.cos, rt.sin} {
+		dt, err := b.tensor(C.ACL_FLOAT, shape, strides, 0, dst)
+		if err != nil {
+			return ropeTables{}, err
+		}
+		st, err := b.tensor(C.ACL_FLOAT, src, sstr, int64(k), cache.Addr)
+		if err != nil {
+			return ropeTables{}, err
+		}
+		b.call(C.IRT_INPLACECOPY, tensors(dt, st))
+	}
+	return rt, nil
 }
 
 // rope calls aclnnRotaryPositionEmbedding on x [D, H, T, 1] (BSND in ACL

@@ -116,3 +116,69 @@ func TestRopeCacheAnglesAreGgml(t *testing.T) {
 		})
 	}
 }
+
+// TestRopeApplySpreadsAHostTable launches rope_apply with a RoPE table no
+// rope_cache launch on the device made (the CPU kernel's, uploaded), in
+// ggml's normal and neox modes, and compares with the CPU kernel: the
+// binding spreads the table into its full-width cos/sin tables, and the
+// rotation differs from ggml-cpu's only by the FMA ggml's compiler
+// contracts (within 1e-6 of max|x|).
+func TestRopeApplySpreadsAHostTable(t *testing.T) {
+	const D, H, T = 32, 3, 5
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, mode := range []int64{0, 2} {
+		t.Run(fmt.Sprintf("mode%d", mode), func(t *testing.T) {
+			attrs := ir.Attrs{"n_dims": int64(D), "mode": mode, "freq_base": 10000.0, "freq_scale": 1.0,
+				"ext_factor": 0.0, "attn_factor": 1.0, "beta_fast": 32.0, "beta_slow": 1.0, "n_ctx_orig": int64(4096)}
+			p := eval.RopeParams(&ir.Node{Op: ir.OpRopeApply, Attrs: attrs})
+			posT, _ := kernels.NewTensor(gguf.TypeI32, T)
+			for i := range T {
+				binary.LittleEndian.PutUint32(posT.Data[4*i:], uint32(rng.IntN(2000)))
+			}
+			cache, _ := kernels.NewTensor(gguf.TypeF32, D, T)
+			if err := kernels.RopeCache(cache, posT, p); err != nil {
+				t.Fatal(err)
+			}
+			xs := make([]float32, D*H*T)
+			for i := range xs {
+				xs[i] = float32(rng.NormFloat64())
+			}
+			x, _ := kernels.FromF32(xs, D, H, T)
+			want, _ := kernels.NewTensor(gguf.TypeF32, D, H, T)
+			if err := kernels.RopeApply(want, x, cache, p); err != nil {
+				t.Fatal(err)
+			}
+			d := newDevice(t, Options{WorkspaceReserve: 1 << 20})
+			buf := malloc(t, d, 1<<16)
+			if err := d.MemcpyH2D(buf, x.Data); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.MemcpyH2D(buf+8192, cache.Data); err != nil {
+				t.Fatal(err)
+			}
+			k := &device.KernelLaunch{Name: "rope_apply", Op: ir.OpRopeApply, Node: 2, Attrs: attrs,
+				Inputs: []device.TensorDesc{f32(buf, D, H, T), f32(buf+8192, D, T)}, Output: f32(buf+16384, D, H, T),
+				Workspace: buf + 32768, WorkspaceBytes: 16384}
+			if err := d.Launch(device.DefaultStream, k); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.SynchronizeStream(device.DefaultStream); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]byte, 4*D*H*T)
+			if err := d.MemcpyD2H(got, buf+16384); err != nil {
+				t.Fatal(err)
+			}
+			g, w := make([]float32, D*H*T), make([]float32, D*H*T)
+			for i := range g {
+				g[i] = math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:]))
+				w[i] = math.Float32frombits(binary.LittleEndian.Uint32(want.Data[4*i:]))
+			}
+			if e := testmodel.RelErr(g, w); e > 1e-6 {
+				t.Errorf("max|Δ|/max|x| = %.3g against the CPU kernel, want ≤ 1e-6", e)
+			} else {
+				t.Logf("max|Δ|/max|x| = %.3g against the CPU kernel", e)
+			}
+		})
+	}
+}
