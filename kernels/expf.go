@@ -161,7 +161,23 @@ var (
 func softmaxExpSum(w []float32, mx float32) float64 {
 	n := len(w) &^ 7
 	if useAVX2 && n > 0 {
-		sum := softmaxExpAVX2(&w[0], n, mx)
+		// Trailing blocks of 8 masked entries (a causal mask's future
+		// cells): each value is vexpf(-Inf) = +0, and adding +0 to the
+		// sum (never -0: it starts at +0 and adds values >= +0 or NaN)
+		// leaves it unchanged, so they are stored, not evaluated.
+		m := n
+		if mx == mx && mx != negInf32 {
+			for m > 0 && allNegInf8(w[m-8:m]) {
+				m -= 8
+			}
+			for i := m; i < n; i++ {
+				w[i] = vexpfNegInf
+			}
+		}
+		var sum float64
+		if m > 0 {
+			sum = softmaxExpAVX2(&w[0], m, mx)
+		}
 		for i := n; i < len(w); i++ {
 			e := expf(w[i] - mx)
 			sum += float64(e)
@@ -170,6 +186,13 @@ func softmaxExpSum(w []float32, mx float32) float64 {
 		return sum
 	}
 	return softmaxExpSumGo(w, mx)
+}
+
+// allNegInf8 reports whether the 8 values of v are all -Inf.
+func allNegInf8(v []float32) bool {
+	v = v[:8:8]
+	return v[0] == negInf32 && v[1] == negInf32 && v[2] == negInf32 && v[3] == negInf32 &&
+		v[4] == negInf32 && v[5] == negInf32 && v[6] == negInf32 && v[7] == negInf32
 }
 
 // softmaxExpSumGo is the pure-Go twin of softmaxExpAVX2 (softmaxExpSum).

@@ -290,8 +290,8 @@ func vtmpRows(nkv int) int { return max(1, min(nkv, 32)) }
 // batch (i2, i3) of t into dst. With tr nil, row i1 goes to dst[i1*n:]
 // (dst holds len(dst)/n rows). With tr (scratch for at least one row) it
 // is stored transposed: value i0 of row i1 goes to dst[i0*rows+i1], rows =
-// len(dst)/n. Dense F16 rows are widened by f16Rows, as many rows per call
-// as dst (tr) holds; all conversions are exact.
+// len(dst)/n. Dense F16 rows are widened by f16Rows (f16RowsT), many rows
+// per call; all conversions are exact.
 func loadRows(t Tensor, i2, i3 int64, dst []float32, n int, tr []float32) {
 	rows := len(dst) / n
 	if t.Type == gguf.TypeF16 && (t.Nb[0] == 2 || n == 1) {
@@ -303,17 +303,7 @@ func loadRows(t Tensor, i2, i3 int64, dst []float32, n int, tr []float32) {
 			f16Rows(dst[:rows*n], src, stride, rows, n)
 			return
 		}
-		blk := max(1, len(tr)/n)
-		for r0 := 0; r0 < rows; r0 += blk {
-			nr := min(blk, rows-r0)
-			f16Rows(tr[:nr*n], src[r0*stride:], stride, nr, n)
-			for j := range nr {
-				row := tr[j*n : (j+1)*n : (j+1)*n]
-				for i, x := range row {
-					dst[i*rows+r0+j] = x
-				}
-			}
-		}
+		f16RowsT(dst[:rows*n], src, stride, rows, n, tr)
 		return
 	}
 	for i1 := range rows {

@@ -45,3 +45,33 @@ func f16Rows(dst []float32, src []byte, stride, rows, n int) {
 		}
 	}
 }
+
+// f16RowsT widens rows rows of n halves (row j starting at
+// src[j*stride:]) into dst transposed: value i of row j goes to
+// dst[i*rows+j]. tr is scratch for at least n values. Exact, like
+// f16Rows; with the SIMD kernels, groups of 8 rows are widened and
+// transposed in registers (f16T8AVX2) when n is a multiple of 8.
+func f16RowsT(dst []float32, src []byte, stride, rows, n int, tr []float32) {
+	if rows == 0 || n == 0 {
+		return
+	}
+	_ = src[(rows-1)*stride+2*n-1]
+	_ = dst[rows*n-1]
+	r0 := 0
+	if useAVX2 && n%8 == 0 {
+		for ; r0+8 <= rows; r0 += 8 {
+			f16T8AVX2(&dst[r0], rows, &src[r0*stride], stride, n)
+		}
+	}
+	blk := max(1, len(tr)/n)
+	for ; r0 < rows; r0 += blk {
+		nr := min(blk, rows-r0)
+		f16Rows(tr[:nr*n], src[r0*stride:], stride, nr, n)
+		for j := range nr {
+			row := tr[j*n : (j+1)*n : (j+1)*n]
+			for i, x := range row {
+				dst[i*rows+r0+j] = x
+			}
+		}
+	}
+}

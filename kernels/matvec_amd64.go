@@ -13,3 +13,6 @@ func dotRows8F16AVX2(s *float32, a *float32, q *float32, groups int)
 
 //go:noescape
 func softmaxScaleMaxAVX2(w *float32, m *float32, n int, scale, slope float32) (mx float32, nan bool)
+
+//go:noescape
+func f16T8AVX2(dst *float32, dstStride int, src *byte, stride int, n int)

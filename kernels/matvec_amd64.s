@@ -314,3 +314,78 @@ smreduce:
 	SETNE        nan+36(FP)
 	VZEROUPPER
 	RET
+
+// func f16T8AVX2(dst *float32, dstStride int, src *byte, stride int, n int)
+// Widens 8 rows of n halves (row j at src + j*stride bytes) and stores
+// them transposed: value i of row j goes to dst[i*dstStride + j]
+// (vcvtph2ps, then an 8x8 transpose per block of 8 values: data
+// movement only). n is a positive multiple of 8.
+TEXT ·f16T8AVX2(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ dstStride+8(FP), R8
+	SHLQ $2, R8
+	MOVQ src+16(FP), SI
+	MOVQ stride+24(FP), DX
+	MOVQ n+32(FP), CX
+	LEAQ (DX)(DX*2), R9
+
+f16t8loop:
+	LEAQ      (SI)(DX*4), R10
+	VCVTPH2PS (SI), Y0
+	VCVTPH2PS (SI)(DX*1), Y1
+	VCVTPH2PS (SI)(DX*2), Y2
+	VCVTPH2PS (SI)(R9*1), Y3
+	VCVTPH2PS (R10), Y4
+	VCVTPH2PS (R10)(DX*1), Y5
+	VCVTPH2PS (R10)(DX*2), Y6
+	VCVTPH2PS (R10)(R9*1), Y7
+
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xee, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xee, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xee, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xee, Y15, Y13, Y7
+
+	MOVQ       DI, R11
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VMOVUPS    Y8, (R11)
+	ADDQ       R8, R11
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VMOVUPS    Y9, (R11)
+	ADDQ       R8, R11
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VMOVUPS    Y10, (R11)
+	ADDQ       R8, R11
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VMOVUPS    Y11, (R11)
+	ADDQ       R8, R11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VMOVUPS    Y12, (R11)
+	ADDQ       R8, R11
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VMOVUPS    Y13, (R11)
+	ADDQ       R8, R11
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VMOVUPS    Y14, (R11)
+	ADDQ       R8, R11
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS    Y15, (R11)
+
+	ADDQ $16, SI
+	LEAQ (DI)(R8*8), DI
+	SUBQ $8, CX
+	JNZ  f16t8loop
+	VZEROUPPER
+	RET

@@ -15,3 +15,5 @@ func dotRows8F16AVX2(s *float32, a *float32, q *float32, groups int) { panic("ke
 func softmaxScaleMaxAVX2(w *float32, m *float32, n int, scale, slope float32) (mx float32, nan bool) {
 	panic("kernels: no SIMD")
 }
+
+func f16T8AVX2(dst *float32, dstStride int, src *byte, stride int, n int) { panic("kernels: no SIMD") }

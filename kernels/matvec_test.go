@@ -209,3 +209,68 @@ func TestSoftmaxRowFirstPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestF16RowsT checks the transposed widening (8x8 register transposes
+// for groups of 8 rows) against the F16 table, for row counts with and
+// without a multiple of 8, strided unaligned rows and every kind of half.
+func TestF16RowsT(t *testing.T) {
+	r := rand.New(rand.NewPCG(49, 50))
+	tab := f16tab()
+	for _, n := range []int{1, 7, 8, 16, 64} {
+		for _, rows := range []int{1, 5, 8, 13, 32, 40} {
+			stride := 2*n + 2*r.IntN(3) + 1
+			src := make([]byte, 1+rows*stride)[1:]
+			for i := range src {
+				src[i] = byte(r.Uint32())
+			}
+			for i, h := range edgeF16 {
+				o := (i % rows) * stride
+				k := 2 * (i % n)
+				src[o+k], src[o+k+1] = byte(h), byte(h>>8)
+			}
+			for _, trLen := range []int{n, 3 * n} {
+				dst := make([]float32, rows*n)
+				f16RowsT(dst, src, stride, rows, n, make([]float32, trLen))
+				for j := range rows {
+					for i := range n {
+						h := uint16(src[j*stride+2*i]) | uint16(src[j*stride+2*i+1])<<8
+						if got, want := dst[i*rows+j], tab[h]; !sameBits(got, want) {
+							t.Fatalf("n %d rows %d tr %d: value %d of row %d (%#04x): %g, table %g", n, rows, trLen, i, j, h, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSoftmaxExpMaskedTail checks softmaxExpSum, which stores rather than
+// evaluates trailing blocks of 8 masked (-Inf) entries, against its Go
+// twin on causal-mask rows (every prefix length), fully masked rows and
+// maxima that are finite, ±Inf or NaN: identical sums and values.
+func TestSoftmaxExpMaskedTail(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	for _, n := range []int{8, 16, 32, 40, 64, 257} {
+		for p := 0; p <= n; p += 1 + n/16 {
+			x := randF32(r, n, 3)
+			for i := p; i < n; i++ {
+				x[i] = negInf32
+			}
+			if p > 2 {
+				x[p/2] = negInf32 // a masked entry inside
+			}
+			for _, mx := range []float32{0, 3.5, -2, float32(math.Inf(1)), negInf32, float32(math.NaN())} {
+				a, b := append([]float32(nil), x...), append([]float32(nil), x...)
+				sa, sb := softmaxExpSum(a, mx), softmaxExpSumGo(b, mx)
+				if math.Float64bits(sa) != math.Float64bits(sb) && !(sa != sa && sb != sb) {
+					t.Fatalf("n %d prefix %d mx %g: sum %g, Go %g", n, p, mx, sa, sb)
+				}
+				for i := range a {
+					if !sameBits(a[i], b[i]) {
+						t.Fatalf("n %d prefix %d mx %g: [%d] %g, Go %g", n, p, mx, i, a[i], b[i])
+					}
+				}
+			}
+		}
+	}
+}

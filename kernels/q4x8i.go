@@ -116,6 +116,47 @@ type WeightPacks struct {
 	mu    sync.Mutex
 	m     map[packKey][]byte
 	bytes int64
+	cur   []byte // the unused rest of the current chunk (alloc)
+}
+
+// packChunk is the size of the blocks that the copies are carved from.
+const packChunk = 32 << 20
+
+// hugePage is the size of a transparent huge page on x86-64 Linux.
+const hugePage = 2 << 20
+
+// alloc returns n bytes for a copy: carved from 2 MiB-aligned chunks of
+// packChunk bytes given to the kernel's huge pages (adviseHuge), so that
+// matrices smaller than a huge page share them too; a copy of half a
+// chunk or more gets its own, and one below 256 KiB (small models, whose
+// weights fit in the caches) a plain allocation. Each carved copy starts
+// on a 64-byte boundary.
+func (w *WeightPacks) alloc(n int) []byte {
+	if n < 256<<10 {
+		return make([]byte, n)
+	}
+	if n >= packChunk/2 {
+		return hugeAlloc(n)
+	}
+	n64 := (n + 63) &^ 63
+	if n64 > len(w.cur) {
+		w.cur = hugeAlloc(packChunk)
+	}
+	b := w.cur[:n:n]
+	w.cur = w.cur[n64:]
+	return b
+}
+
+// hugeAlloc allocates n bytes starting on a huge-page boundary and advises
+// huge pages for the whole huge pages inside.
+func hugeAlloc(n int) []byte {
+	buf := make([]byte, n+hugePage)
+	off := (hugePage - int(uintptr(unsafe.Pointer(&buf[0]))%hugePage)) % hugePage
+	b := buf[off : off+n : off+n]
+	if h := n &^ (hugePage - 1); h > 0 {
+		adviseHuge(b[:h])
+	}
+	return b
 }
 
 type packKey struct {
@@ -150,7 +191,7 @@ func (w *WeightPacks) q4x8i(a Tensor) []byte {
 	if p, ok := w.m[k]; ok {
 		return p
 	}
-	p := make([]byte, rows/8*nb*q4x8iBlock)
+	p := w.alloc(rows / 8 * nb * q4x8iBlock)
 	repackQ4_0x8i(p, a.Data, int(a.Nb[1]), rows, nb)
 	w.m[k] = p
 	w.bytes += int64(len(p))

@@ -88,14 +88,21 @@ func FillInput(name string, dst []byte, tokens []int32, pos, nKV, nOut int64) bo
 	case InputMask:
 		rows := (n + MaskPad - 1) / MaskPad * MaskPad
 		negInf := math.Float32bits(float32(math.Inf(-1)))
-		for r := int64(0); r < rows; r++ {
+		for r := int64(0); r < n; r++ {
 			for c := int64(0); c < nKV; c++ {
 				v := negInf
 				// Cell c holds position c; token r sits at position pos+r.
-				if r < n && c <= pos+r {
+				if c <= pos+r {
 					v = 0
 				}
 				binary.LittleEndian.PutUint32(dst[4*(r*nKV+c):], v)
+			}
+		}
+		// The padding rows are all -Inf: one value, then doubling copies.
+		if pad := dst[4*n*nKV : 4*rows*nKV]; len(pad) > 0 {
+			binary.LittleEndian.PutUint32(pad, negInf)
+			for k := 4; k < len(pad); k *= 2 {
+				copy(pad[k:], pad[:k])
 			}
 		}
 	case InputOutIDs:

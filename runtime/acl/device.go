@@ -47,9 +47,17 @@ type Options struct {
 	FlashAttention bool
 	// QuantMatmul chooses the arithmetic of q4_0/q8_0 matmuls:
 	// QuantMatmulWQBMM ("wqbmm", the default when empty) or
-	// QuantMatmulGGML ("ggml", ggml-cpu's q8_0 activations, within
-	// 1e-3 of llama.cpp's logits; docs/LOWERING.md).
+	// QuantMatmulGGML ("ggml", ggml-cpu's q8_0 activations: each matmul
+	// within the f32 summation order of ggml's; docs/LOWERING.md).
 	QuantMatmul string
+	// TableRoPEAngles makes the RoPE angles of rope_cache one aclnnMul of
+	// the positions by a table of freq_scale·base^(-2i/D), instead of
+	// ggml's chain (the position times theta_scale once per pair, one
+	// aclnnMuls per pair): D/2-1 fewer launches per table and step, but
+	// angles that differ from ggml's in their last bits, which the f16 KV
+	// cache and q8 activations can turn into whole rounding steps
+	// (docs/LOWERING.md).
+	TableRoPEAngles bool
 }
 
 // Device implements device.Device on CANN. It is safe for concurrent use;

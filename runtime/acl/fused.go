@@ -221,7 +221,7 @@ func (b *builder) ropeCheck(head int64) (mode int64, err error) {
 // ropeTheta returns the device table of the full-width rotary frequencies
 // freq_scale · base^(-2i/D), where i is the pair index of column j
 // (adjacent pairs for ggml's normal mode, halves for neox), shared by every
-// kernel with the same parameters.
+// kernel with the same parameters (Options.TableRoPEAngles).
 func (b *builder) ropeTheta(D, mode int64) (device.Ptr, error) {
 	base, fscale := b.attrF("freq_base", 10000), b.attrF("freq_scale", 1)
 	theta := make([]byte, 4*D)
@@ -236,16 +236,22 @@ func (b *builder) ropeTheta(D, mode int64) (device.Ptr, error) {
 	return b.table(fmt.Sprintf("rope_theta[%d,mode %d,base %g,scale %g]", D, mode, base, fscale), theta)
 }
 
-// angles emits the calls that fill rt from positions pos (i32 [T]): the
-// positions as f32, angle[t, j] = pos[t] · theta[j] (the full-width theta
-// table of ropeTheta), divided by the frequency factor of column j's pair
-// when ff (f32, one value per pair) is given, then cos and sin.
+// ropeThetaScale is ggml's theta_scale, powf(freq_base, -2/n_dims) in
+// float32 (ggml_rope_cache_init multiplies the angle by it once per pair).
+func ropeThetaScale(base float64, D int64) float32 {
+	return float32(math.Pow(float64(float32(base)), float64(-2/float32(D))))
+}
+
+// angles emits the calls that fill rt from positions pos (i32 [T]) as
+// ggml_rope_cache_init computes the angles: the positions as f32 in pair
+// 0, then pair i = pair i-1 · theta_scale (one aclnnMuls per pair, each a
+// single f32 rounding, so the chain is ggml's to the bit; a table of
+// pos · base^(-2i/D) would differ from it in the last bits), each pair's
+// two columns alike; divided by the frequency factor of the pair when ff
+// (f32, one value per pair) is given, times freq_scale when it is not 1,
+// then cos and sin.
 func (b *builder) angles(pos device.TensorDesc, ff *device.TensorDesc, rt ropeTables, mode int64) error {
 	T, D := rt.T, rt.D
-	th, err := b.ropeTheta(D, mode)
-	if err != nil {
-		return err
-	}
 	pt, err := b.desc("positions", pos, 1)
 	if err != nil {
 		return err
@@ -257,7 +263,72 @@ func (b *builder) angles(pos device.TensorDesc, ff *device.TensorDesc, rt ropeTa
 	c := tensors(pt, pf)
 	c.i[0] = C.ACL_FLOAT
 	b.call(C.IRT_CAST, c)
+	// pairView is pair i's two columns of the full-width table [T, D]:
+	// 2i and 2i+1 (normal), i and i+D/2 (neox).
+	pairView := func(i int64) (C.uintptr_t, error) {
+		if mode == 2 {
+			return b.tensor(C.ACL_FLOAT, []int64{T, 2}, []int64{D, D / 2}, i, rt.ang)
+		}
+		return b.tensor(C.ACL_FLOAT, []int64{T, 2}, []int64{D, 1}, 2*i, rt.ang)
+	}
 	pcol, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, rt.pos)
+	if err != nil {
+		return err
+	}
+	if b.d.opts.TableRoPEAngles {
+		return b.tableAngles(pcol, ff, rt, mode)
+	}
+	first, err := pairView(0)
+	if err != nil {
+		return err
+	}
+	b.call(C.IRT_INPLACECOPY, tensors(first, pcol))
+	ts := ropeThetaScale(b.attrF("freq_base", 10000), D)
+	for i := int64(1); i < D/2; i++ {
+		prev, err := pairView(i - 1)
+		if err != nil {
+			return err
+		}
+		cur, err := pairView(i)
+		if err != nil {
+			return err
+		}
+		m := tensors(prev, cur)
+		if m.s, err = b.scalarF32(ts); err != nil {
+			return err
+		}
+		b.call(C.IRT_MULS, m)
+	}
+	if ff != nil {
+		if err := b.divideByFactors(*ff, rt.ang, T, D, mode); err != nil {
+			return err
+		}
+	}
+	if fs := b.attrF("freq_scale", 1); fs != 1 {
+		in, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
+		if err != nil {
+			return err
+		}
+		out, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
+		if err != nil {
+			return err
+		}
+		m := tensors(in, out)
+		if m.s, err = b.scalarF32(float32(fs)); err != nil {
+			return err
+		}
+		b.call(C.IRT_MULS, m)
+	}
+	return b.cosSin(rt)
+}
+
+// tableAngles is angles with Options.TableRoPEAngles: angle[t, j] =
+// pos[t] · theta[j] (the table of ropeTheta, freq_scale folded in),
+// divided by the pair's frequency factor when ff is given, then cos and
+// sin.
+func (b *builder) tableAngles(pcol C.uintptr_t, ff *device.TensorDesc, rt ropeTables, mode int64) error {
+	T, D := rt.T, rt.D
+	th, err := b.ropeTheta(D, mode)
 	if err != nil {
 		return err
 	}
@@ -275,6 +346,12 @@ func (b *builder) angles(pos device.TensorDesc, ff *device.TensorDesc, rt ropeTa
 			return err
 		}
 	}
+	return b.cosSin(rt)
+}
+
+// cosSin fills rt's cos and sin tables from its angles.
+func (b *builder) cosSin(rt ropeTables) error {
+	T, D := rt.T, rt.D
 	for _, f := range []struct {
 		op  C.int
 		dst device.Ptr
@@ -516,13 +593,54 @@ func (b *builder) ropeInputs(x, cache device.TensorDesc) (ropeTables, int64, err
 	_, ok := b.n.tables[ropeKey(cache)]
 	b.n.cmu.Unlock()
 	if !ok {
-		return ropeTables{}, 0, b.fail(device.ACLErrParamInvalid, "the RoPE table at %#x was not made by a rope_cache launch on this device", uint64(cache.Addr))
+		// The table was made elsewhere (a rope_cache the partition left
+		// on the CPU, copied in): spread it into full-width tables of
+		// this kernel's own, every launch.
+		rt, err := b.spreadTable(cache, mode)
+		if err != nil {
+			return ropeTables{}, 0, err
+		}
+		return rt, aclRopeMode(mode), nil
 	}
 	rt, err := b.ropeTables(cache)
 	if err != nil {
 		return ropeTables{}, 0, err
 	}
 	return rt, aclRopeMode(mode), nil
+}
+
+// spreadTable copies the IR's RoPE table cache ([D, T] f32, pair i of
+// position t = (cos, sin) at rows 2i, 2i+1) into full-width cos and sin
+// tables in scratch of its own (two aclnnInplaceCopy broadcasting each
+// value over its pair's two columns): irTable's inverse, for a table no
+// rope_cache launch on this device made.
+func (b *builder) spreadTable(cache device.TensorDesc, mode int64) (ropeTables, error) {
+	T, D := cache.Ne[1], cache.Ne[0]
+	if cache.DType != ir.F32 || cache.Nb[0] != 4 || cache.Nb[1] != 4*D || D%2 != 0 {
+		return ropeTables{}, b.unsupported("a RoPE table %s %v with strides %v: dense f32 [D, T]", cache.DType, cache.Ne, cache.Nb)
+	}
+	p, err := b.buffer(fmt.Sprintf("rope_tables_from_ir[%d,%d]", D, T), 4*2*T*D)
+	if err != nil {
+		return ropeTables{}, err
+	}
+	rt := ropeTables{T: T, D: D, cos: p, sin: p + device.Ptr(4*T*D)}
+	shape, strides, _ := pairShape(T, D, mode)
+	src, sstr := []int64{T, D / 2, 1}, []int64{D, 2, 1}
+	if mode == 2 {
+		src, sstr = []int64{T, 1, D / 2}, []int64{D, 1, 2}
+	}
+	for k, dst := range []device.Ptr{rt.cos, rt.sin} {
+		dt, err := b.tensor(C.ACL_FLOAT, shape, strides, 0, dst)
+		if err != nil {
+			return ropeTables{}, err
+		}
+		st, err := b.tensor(C.ACL_FLOAT, src, sstr, int64(k), cache.Addr)
+		if err != nil {
+			return ropeTables{}, err
+		}
+		b.call(C.IRT_INPLACECOPY, tensors(dt, st))
+	}
+	return rt, nil
 }
 
 // rope calls aclnnRotaryPositionEmbedding on x [D, H, T, 1] (BSND in ACL
