@@ -61,14 +61,22 @@ type Plan struct {
 }
 
 type planStep struct {
-	node  *ir.Node
-	tasks []phaseTask // one per phase of a prepared kernel; nil: fallback
+	node     *ir.Node
+	prepared bool        // the node has a prepared kernel (else: fallback)
+	tasks    []phaseTask // its phases with work, in order
 }
 
-// phaseTask runs one phase of a job as a thread pool task.
+// phaseTask runs one phase of a job as a thread pool task. Its size and
+// chunking are fixed when the plan is compiled (a prepared kernel's
+// operands, hence its sizes, do not change).
 type phaseTask struct {
-	job   kernels.Job
-	phase int
+	job      kernels.Job
+	phase    int
+	n, chunk int
+	// alone: the phase runs on the calling goroutine in one call (one
+	// thread, or all its work fits in one chunk): no hand-off to the
+	// workers and no barrier.
+	alone bool
 }
 
 func (t *phaseTask) Run(worker, lo, hi int) { t.job.Run(t.phase, worker, lo, hi) }
@@ -137,7 +145,7 @@ func (p *Plan) OutputView(i int) ([]float32, [4]int64, error) {
 // many through the kernel table (after the first Run).
 func (p *Plan) Prepared() (prepared, fallback int) {
 	for _, s := range p.steps {
-		if s.tasks != nil {
+		if s.prepared {
 			prepared++
 		} else {
 			fallback++
@@ -163,11 +171,18 @@ func (p *Plan) compile() error {
 		if err != nil {
 			return fmt.Errorf("eval: %s (%s %q): %w", n, n.Op, n.Name, err)
 		}
-		st := planStep{node: n}
+		st := planStep{node: n, prepared: job != nil}
 		if job != nil {
-			st.tasks = make([]phaseTask, job.Phases())
-			for ph := range st.tasks {
-				st.tasks[ph] = phaseTask{job: job, phase: ph}
+			for ph := range job.Phases() {
+				n, grain := job.Size(ph)
+				if n <= 0 {
+					continue // e.g. a matmul's conversion of columns read in place
+				}
+				// A few chunks per thread balance uneven progress (the
+				// machine may be shared) without many claims.
+				chunk := max(grain, (n+8*threads-1)/(8*threads), 1)
+				st.tasks = append(st.tasks, phaseTask{job: job, phase: ph, n: n, chunk: chunk,
+					alone: threads == 1 || n <= chunk})
 			}
 		}
 		p.steps = append(p.steps, st)
@@ -264,34 +279,52 @@ var preparedOps = map[ir.Op]bool{
 func PreparedOp(op ir.Op) bool { return preparedOps[op] }
 
 // Run executes the plan: each step's phases in order, each phase split
-// into chunks across the workers.
+// into chunks across the workers, except phases whose work fits in one
+// chunk (decided when the plan is compiled, from the kernel's size),
+// which run on the calling goroutine alone.
 func (p *Plan) Run() error {
 	if !p.ready {
 		if err := p.compile(); err != nil {
 			return err
 		}
 	}
+	cur := -1
+	err := p.runSteps(&cur)
+	if err != nil && cur >= 0 {
+		n := p.steps[cur].node
+		return fmt.Errorf("eval: %s (%s %q): %w", n, n.Op, n.Name, err)
+	}
+	return err
+}
+
+// runSteps runs the steps, keeping the index of the current one in *cur;
+// a panic of a kernel running on the calling goroutine (an index out of
+// range in the data) becomes an error, once for the whole run rather than
+// per step.
+func (p *Plan) runSteps(cur *int) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kernel panicked: %v", r)
+		}
+	}()
 	pool := p.workers.pool
-	threads := pool.Threads()
 	for i := range p.steps {
+		*cur = i
 		st := &p.steps[i]
-		if st.tasks == nil {
+		if !st.prepared {
 			if err := p.ex.runNode(st.node); err != nil {
-				return fmt.Errorf("eval: %s (%s %q): %w", st.node, st.node.Op, st.node.Name, err)
+				return err
 			}
 			continue
 		}
 		for ph := range st.tasks {
 			t := &st.tasks[ph]
-			n, grain := t.job.Size(ph)
-			if n == 0 {
+			if t.alone {
+				t.job.Run(t.phase, 0, 0, t.n)
 				continue
 			}
-			// A few chunks per thread balance uneven progress (the
-			// machine may be shared) without many claims.
-			chunk := max(grain, (n+8*threads-1)/(8*threads))
-			if err := pool.Run(t, n, chunk); err != nil {
-				return fmt.Errorf("eval: %s (%s %q): %w", st.node, st.node.Op, st.node.Name, err)
+			if err := pool.Run(t, t.n, t.chunk); err != nil {
+				return err
 			}
 		}
 	}

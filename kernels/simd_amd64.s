@@ -1444,11 +1444,27 @@ pkidone:
 	VZEROUPPER
 	RET
 
+// Q8RB adds block b of a Q8_0 row (weights at XO of SI, activations at
+// YO of DI, d_x·d_y at SO of SP) to the eight float lanes Y0: one
+// iteration of dotQ8_0RawAVX2.
+#define Q8RB(XO, YO, SO) \
+	VBROADCASTSS SO(SP), Y1 \
+	VMOVDQU XO(SI), Y2      \
+	VMOVDQU YO(DI), Y3      \
+	VPSIGNB Y2, Y2, Y4      \
+	VPSIGNB Y2, Y3, Y5      \
+	VPMADDUBSW Y5, Y4, Y4   \
+	VPMADDWD Y15, Y4, Y4    \
+	VCVTDQ2PS Y4, Y4        \
+	VFMADD231PS Y4, Y1, Y0
+
 // func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32)
 // out[r] = dotQ8_0RawAVX2 of the Q8_0 row at src + r·stride (r < nr) with
 // one activation row: the same lanes, FMAs and reduction per row, without
-// a call per row, prefetching the stream 2 KiB ahead.
-TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $0-56
+// a call per row, prefetching the stream 2 KiB ahead. The scales
+// d_x·d_y of eight blocks at a time are one vector product (the same
+// roundings as the scalar ones) kept on the stack.
+TEXT ·dotQ8_0RowsAVX2(SB), NOSPLIT, $32-56
 	MOVQ src+0(FP), SI
 	MOVQ stride+8(FP), R8
 	MOVQ nr+40(FP), R9
@@ -1463,6 +1479,42 @@ q8rrow:
 	MOVQ d+24(FP), DX
 	MOVQ nb+32(FP), CX
 	VXORPS Y0, Y0, Y0
+
+q8r8:
+	CMPQ CX, $8
+	JLT  q8rtail
+	PREFETCHT0 2048(SI)
+	PREFETCHT0 2112(SI)
+	PREFETCHT0 2176(SI)
+	PREFETCHT0 2240(SI)
+	PREFETCHT0 2304(SI)
+	MOVWLZX (SI), AX
+	VMOVD AX, X6
+	VPINSRW $1, 34(SI), X6, X6
+	VPINSRW $2, 68(SI), X6, X6
+	VPINSRW $3, 102(SI), X6, X6
+	VPINSRW $4, 136(SI), X6, X6
+	VPINSRW $5, 170(SI), X6, X6
+	VPINSRW $6, 204(SI), X6, X6
+	VPINSRW $7, 238(SI), X6, X6
+	VCVTPH2PS X6, Y6
+	VMULPS (DX), Y6, Y6
+	VMOVUPS Y6, 0(SP)
+	Q8RB(2, 0, 0)
+	Q8RB(36, 32, 4)
+	Q8RB(70, 64, 8)
+	Q8RB(104, 96, 12)
+	Q8RB(138, 128, 16)
+	Q8RB(172, 160, 20)
+	Q8RB(206, 192, 24)
+	Q8RB(240, 224, 28)
+	ADDQ $272, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP  q8r8
+
+q8rtail:
 	TESTQ CX, CX
 	JZ    q8rstore
 
@@ -1496,5 +1548,66 @@ q8rstore:
 	JNZ  q8rrow
 
 q8rdone:
+	VZEROUPPER
+	RET
+
+// func repackQ4_0x8iAVX2(dst *byte, src *byte, stride int, nb int)
+// repackQ4_0x8i for one group of eight rows (src + j·stride): per block
+// the 4×8 transpose of the rows' nibble words into V_0..V_3 (rows 0–3 in
+// the low 128-bit lane, 4–7 in the high one), and the eight scales.
+TEXT ·repackQ4_0x8iAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), R8
+	LEAQ (R8)(R8*2), R9  // 3·stride
+	LEAQ (R8)(R8*4), R10 // 5·stride
+	LEAQ (R9)(R8*4), R11 // 7·stride
+	MOVQ nb+24(FP), CX
+	TESTQ CX, CX
+	JZ    rpdone
+
+rploop:
+	VMOVDQU 2(SI), X0
+	VMOVDQU 2(SI)(R8*1), X1
+	VMOVDQU 2(SI)(R8*2), X2
+	VMOVDQU 2(SI)(R9*1), X3
+	VINSERTI128 $1, 2(SI)(R8*4), Y0, Y0
+	VINSERTI128 $1, 2(SI)(R10*1), Y1, Y1
+	VINSERTI128 $1, 2(SI)(R9*2), Y2, Y2
+	VINSERTI128 $1, 2(SI)(R11*1), Y3, Y3
+	VPUNPCKLDQ Y1, Y0, Y4
+	VPUNPCKHDQ Y1, Y0, Y5
+	VPUNPCKLDQ Y3, Y2, Y6
+	VPUNPCKHDQ Y3, Y2, Y7
+	VPUNPCKLQDQ Y6, Y4, Y0
+	VPUNPCKHQDQ Y6, Y4, Y1
+	VPUNPCKLQDQ Y7, Y5, Y2
+	VPUNPCKHQDQ Y7, Y5, Y3
+	VMOVDQU Y0, 16(DI)
+	VMOVDQU Y1, 48(DI)
+	VMOVDQU Y2, 80(DI)
+	VMOVDQU Y3, 112(DI)
+	MOVWLZX (SI), AX
+	MOVW    AX, 0(DI)
+	MOVWLZX (SI)(R8*1), AX
+	MOVW    AX, 2(DI)
+	MOVWLZX (SI)(R8*2), AX
+	MOVW    AX, 4(DI)
+	MOVWLZX (SI)(R9*1), AX
+	MOVW    AX, 6(DI)
+	MOVWLZX (SI)(R8*4), AX
+	MOVW    AX, 8(DI)
+	MOVWLZX (SI)(R10*1), AX
+	MOVW    AX, 10(DI)
+	MOVWLZX (SI)(R9*2), AX
+	MOVW    AX, 12(DI)
+	MOVWLZX (SI)(R11*1), AX
+	MOVW    AX, 14(DI)
+	ADDQ $18, SI
+	ADDQ $144, DI
+	DECQ CX
+	JNZ  rploop
+
+rpdone:
 	VZEROUPPER
 	RET

@@ -198,7 +198,7 @@ func TestSIMDDotQ8_0(t *testing.T) {
 // against the twin row by row, rows at a stride with gaps, odd addresses.
 func TestSIMDDotQ8_0Rows(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 26))
-	for _, nb := range []int{1, 3, 28} {
+	for _, nb := range []int{1, 3, 8, 28} {
 		cols := quantCases(r, nb)
 		for _, nr := range []int{1, 5, 64} {
 			for _, edge := range []bool{false, true} {
@@ -669,7 +669,7 @@ func TestSIMDDotQ4_0x8i(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, nb := range []int{1, 2, 5, 28} {
 		cols := quantCases(r, nb)
-		for _, ng := range []int{1, 3} {
+		for _, ng := range []int{1, 2, 3, 4} {
 			for _, edge := range []bool{false, true} {
 				stride := nb*18 + 3
 				rows := make([]byte, 8*ng*stride+1)[1:]
@@ -678,6 +678,13 @@ func TestSIMDDotQ4_0x8i(t *testing.T) {
 				}
 				pk := make([]byte, ng*nb*q4x8iBlock+1)[1:]
 				repackQ4_0x8i(pk, rows, stride, 8*ng, nb)
+				pkFast := make([]byte, ng*nb*q4x8iBlock)
+				repackQ4_0x8iFast(pkFast, rows, stride, 8*ng, nb)
+				for i := range pk {
+					if pk[i] != pkFast[i] {
+						t.Fatalf("repack nb %d ng %d: byte %d = %#x, Go %#x", nb, ng, i, pkFast[i], pk[i])
+					}
+				}
 				for ci, c := range cols {
 					want := make([]float32, 8*ng)
 					for g := range ng {
