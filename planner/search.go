@@ -375,9 +375,9 @@ func alongside(bg, fg func()) {
 var lbHeuristics = []string{"TWA", "TAW"}
 
 // lbNodes is the node count after which the worker on the lower bound
-// joins the descent: A-G's proofs take at most 45k nodes with one
-// preorder, about 200k with the round-robin; under load the deadline comes
-// first, so the proofs keep the whole budget there.
+// joins the descent: alone, the TWA, TAW round-robin proves A, B, C, E, F
+// and G at their bound in 14k, 81k, 0.6k, 72k, 25k and 2.4k nodes; under
+// load the deadline comes first, so a proof keeps the whole budget there.
 const lbNodes = 600_000
 
 // descendHeuristics are the preorders descend cycles through; 'R' breaks
@@ -385,7 +385,10 @@ const lbNodes = 600_000
 // MiniMalloc's D (bound 986,112 neither reached nor refuted) the
 // deterministic preorders find packings only at scattered capacities
 // (1,031,168 with TWA in 900 nodes, but none at 1,037,312 within 359k),
-// while TWR restarts of 3,000 nodes reach 1,025,024.
+// which the random capacities of descend hit now and then; TWR alone was
+// no better: `best` on D in 10 s with Options.Seed 0-4 (load 6-8) ended at
+// 1006-1015 KiB, mean 1011.6, with TWR alone and mean 1011.2 with this
+// cycle (1007 KiB with seed 0, the default).
 var descendHeuristics = []string{"TWA", "TWR", "WAT", "TWR", "TAW", "TWR"}
 
 // descendBase is the node limit of descend's shortest attempt (at least
