@@ -37,16 +37,31 @@ func repackQ4_0x8i(dst, src []byte, stride, rows, nb int) {
 	le := binary.LittleEndian
 	for g := range rows / 8 {
 		for b := range nb {
-			o := dst[(g*nb+b)*q4x8iBlock:][:q4x8iBlock:q4x8iBlock]
+			o := (*[q4x8iBlock]byte)(dst[(g*nb+b)*q4x8iBlock:])
+			base := 8*g*stride + b*18
 			for j := range 8 {
-				s := src[(8*g+j)*stride+b*18:][:18:18]
+				s := (*[18]byte)(src[base+j*stride:])
 				o[2*j], o[2*j+1] = s[0], s[1]
-				le.PutUint32(o[16+4*j:], le.Uint32(s[2:]))
-				le.PutUint32(o[48+4*j:], le.Uint32(s[6:]))
-				le.PutUint32(o[80+4*j:], le.Uint32(s[10:]))
-				le.PutUint32(o[112+4*j:], le.Uint32(s[14:]))
+				w := o[16+4*j:]
+				le.PutUint32(w[0:4], le.Uint32(s[2:6]))
+				le.PutUint32(w[32:36], le.Uint32(s[6:10]))
+				le.PutUint32(w[64:68], le.Uint32(s[10:14]))
+				le.PutUint32(w[96:100], le.Uint32(s[14:18]))
 			}
 		}
+	}
+}
+
+// repackQ4_0x8iFast is repackQ4_0x8i, group by group in assembly where
+// there is one (the same bytes).
+func repackQ4_0x8iFast(dst, src []byte, stride, rows, nb int) {
+	if !useAVX2 || nb == 0 {
+		repackQ4_0x8i(dst, src, stride, rows, nb)
+		return
+	}
+	for g := range rows / 8 {
+		_, _ = dst[(g+1)*nb*q4x8iBlock-1], src[(8*g+7)*stride+nb*18-1]
+		repackQ4_0x8iAVX2(&dst[g*nb*q4x8iBlock], &src[8*g*stride], stride, nb)
 	}
 }
 
@@ -192,7 +207,7 @@ func (w *WeightPacks) q4x8i(a Tensor) []byte {
 		return p
 	}
 	p := w.alloc(rows / 8 * nb * q4x8iBlock)
-	repackQ4_0x8i(p, a.Data, int(a.Nb[1]), rows, nb)
+	repackQ4_0x8iFast(p, a.Data, int(a.Nb[1]), rows, nb)
 	w.m[k] = p
 	w.bytes += int64(len(p))
 	// The jobs no longer read the original: when it is a memory-mapped

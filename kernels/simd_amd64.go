@@ -82,3 +82,6 @@ func packQ4_0x8iAVX2(dst *byte, p *byte, nb int)
 
 //go:noescape
 func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32)
+
+//go:noescape
+func repackQ4_0x8iAVX2(dst *byte, src *byte, stride int, nb int)

@@ -1550,3 +1550,64 @@ q8rstore:
 q8rdone:
 	VZEROUPPER
 	RET
+
+// func repackQ4_0x8iAVX2(dst *byte, src *byte, stride int, nb int)
+// repackQ4_0x8i for one group of eight rows (src + j·stride): per block
+// the 4×8 transpose of the rows' nibble words into V_0..V_3 (rows 0–3 in
+// the low 128-bit lane, 4–7 in the high one), and the eight scales.
+TEXT ·repackQ4_0x8iAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ stride+16(FP), R8
+	LEAQ (R8)(R8*2), R9  // 3·stride
+	LEAQ (R8)(R8*4), R10 // 5·stride
+	LEAQ (R9)(R8*4), R11 // 7·stride
+	MOVQ nb+24(FP), CX
+	TESTQ CX, CX
+	JZ    rpdone
+
+rploop:
+	VMOVDQU 2(SI), X0
+	VMOVDQU 2(SI)(R8*1), X1
+	VMOVDQU 2(SI)(R8*2), X2
+	VMOVDQU 2(SI)(R9*1), X3
+	VINSERTI128 $1, 2(SI)(R8*4), Y0, Y0
+	VINSERTI128 $1, 2(SI)(R10*1), Y1, Y1
+	VINSERTI128 $1, 2(SI)(R9*2), Y2, Y2
+	VINSERTI128 $1, 2(SI)(R11*1), Y3, Y3
+	VPUNPCKLDQ Y1, Y0, Y4
+	VPUNPCKHDQ Y1, Y0, Y5
+	VPUNPCKLDQ Y3, Y2, Y6
+	VPUNPCKHDQ Y3, Y2, Y7
+	VPUNPCKLQDQ Y6, Y4, Y0
+	VPUNPCKHQDQ Y6, Y4, Y1
+	VPUNPCKLQDQ Y7, Y5, Y2
+	VPUNPCKHQDQ Y7, Y5, Y3
+	VMOVDQU Y0, 16(DI)
+	VMOVDQU Y1, 48(DI)
+	VMOVDQU Y2, 80(DI)
+	VMOVDQU Y3, 112(DI)
+	MOVWLZX (SI), AX
+	MOVW    AX, 0(DI)
+	MOVWLZX (SI)(R8*1), AX
+	MOVW    AX, 2(DI)
+	MOVWLZX (SI)(R8*2), AX
+	MOVW    AX, 4(DI)
+	MOVWLZX (SI)(R9*1), AX
+	MOVW    AX, 6(DI)
+	MOVWLZX (SI)(R8*4), AX
+	MOVW    AX, 8(DI)
+	MOVWLZX (SI)(R10*1), AX
+	MOVW    AX, 10(DI)
+	MOVWLZX (SI)(R9*2), AX
+	MOVW    AX, 12(DI)
+	MOVWLZX (SI)(R11*1), AX
+	MOVW    AX, 14(DI)
+	ADDQ $18, SI
+	ADDQ $144, DI
+	DECQ CX
+	JNZ  rploop
+
+rpdone:
+	VZEROUPPER
+	RET

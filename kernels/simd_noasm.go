@@ -54,3 +54,4 @@ func packQ4_0x8iAVX2(dst *byte, p *byte, nb int) { panic("kernels: no SIMD") }
 func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32) {
 	panic("kernels: no SIMD")
 }
+func repackQ4_0x8iAVX2(dst *byte, src *byte, stride int, nb int) { panic("kernels: no SIMD") }

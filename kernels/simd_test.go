@@ -678,6 +678,13 @@ func TestSIMDDotQ4_0x8i(t *testing.T) {
 				}
 				pk := make([]byte, ng*nb*q4x8iBlock+1)[1:]
 				repackQ4_0x8i(pk, rows, stride, 8*ng, nb)
+				pkFast := make([]byte, ng*nb*q4x8iBlock)
+				repackQ4_0x8iFast(pkFast, rows, stride, 8*ng, nb)
+				for i := range pk {
+					if pk[i] != pkFast[i] {
+						t.Fatalf("repack nb %d ng %d: byte %d = %#x, Go %#x", nb, ng, i, pkFast[i], pk[i])
+					}
+				}
 				for ci, c := range cols {
 					want := make([]float32, 8*ng)
 					for g := range ng {

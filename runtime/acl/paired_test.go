@@ -5,6 +5,7 @@ package acl
 import (
 	"testing"
 
+	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/program"
@@ -12,7 +13,9 @@ import (
 )
 
 // pairedSessions opens a program session of m on d and the CPU reference
-// session of the same model; both are closed when the test ends.
+// session of the same model, with the program's CPU kernel options
+// (opts.Kernels: the llama.cpp build whose arithmetic they reproduce);
+// both are closed when the test ends.
 func pairedSessions(t *testing.T, m *models.Model, f *gguf.File, d *Device, opts program.Options) (*program.Session, *session.Session) {
 	t.Helper()
 	s, err := program.NewSession(m, f, d, opts)
@@ -20,7 +23,7 @@ func pairedSessions(t *testing.T, m *models.Model, f *gguf.File, d *Device, opts
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	ref, err := session.NewSession(m, f, session.SessionOptions{})
+	ref, err := session.NewSession(m, f, session.SessionOptions{Exec: eval.ExecOptions{Kernels: opts.Kernels}})
 	if err != nil {
 		t.Fatal(err)
 	}
