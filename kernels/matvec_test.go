@@ -274,3 +274,44 @@ func TestSoftmaxExpMaskedTail(t *testing.T) {
 		}
 	}
 }
+
+// TestMulMatVecPathStrided runs F32 matmuls that take the many-row
+// matVecF32 path (one activation column per batch, or an inner dimension
+// that is not a multiple of 8) on strided views with broadcast batches
+// (r2 = 2, r3 = 1) and checks every element against dotVecGo of its row
+// and column: the path reads rows in place at their strides and writes
+// each dst column directly.
+func TestMulMatVecPathStrided(t *testing.T) {
+	r := rand.New(rand.NewPCG(53, 54))
+	for _, c := range []struct{ k, m, n int64 }{{64, 8, 1}, {172, 13, 1}, {12, 9, 3}, {33, 40, 2}} {
+		// a: [k, m, 2, 3] inside a larger buffer: row stride k+5 floats.
+		rs := c.k + 5
+		buf := randF32(r, int(rs*c.m*2*3+7), 1)
+		base := f32t(t, buf, int64(len(buf)))
+		a, err := base.View([MaxDims]int64{c.k, c.m, 2, 3}, [MaxDims]int64{4, 4 * rs, 4 * rs * c.m, 4 * rs * c.m * 2}, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := f32t(t, randF32(r, int(c.k*c.n*4*3), 1), c.k, c.n, 4, 3)
+		dst := f32t(t, make([]float32, c.m*c.n*4*3), c.m, c.n, 4, 3)
+		if err := MulMat(dst, a, b); err != nil {
+			t.Fatal(err)
+		}
+		got := vals(t, dst)
+		av, bv := vals(t, clone(t, a)), vals(t, b)
+		for i3 := range int64(3) {
+			for i2 := range int64(4) {
+				for j := range c.n {
+					col := bv[((i3*4+i2)*c.n+j)*c.k:][:c.k]
+					for i := range c.m {
+						row := av[((i3*2+i2/2)*c.m+i)*c.k:][:c.k]
+						want := dotVecGo(row, col, false)
+						if g := got[((i3*4+i2)*c.n+j)*c.m+i]; !sameBits(g, want) {
+							t.Fatalf("k %d m %d n %d: dst[%d,%d,%d,%d] = %g, dotVecGo %g", c.k, c.m, c.n, i, j, i2, i3, g, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

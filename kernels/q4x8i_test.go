@@ -26,7 +26,7 @@ func runJobSerial(j Job) {
 func TestMulMatJobPacks(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	packs := NewWeightPacks()
-	for _, sh := range [][3]int64{{64, 16, 1}, {96, 24, 3}, {256, 40, 4}, {64, 64, 9}} {
+	for _, sh := range [][3]int64{{64, 16, 1}, {96, 24, 3}, {256, 40, 4}, {64, 64, 9}, {64, 1048, 2}} {
 		k, m, n := sh[0], sh[1], sh[2]
 		for _, nan := range []bool{false, true} {
 			for _, strided := range []bool{false, true} {
