@@ -602,6 +602,12 @@ func (t *tile) release() {
 // load decodes weight rows [r0, r1) of batch (i02, i03).
 func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
 	a, k := m.a, m.k
+	if m.raw && a.Type == gguf.TypeQ8_0 && m.n < 4 {
+		// Decode: mulRaw reads the tile's rows at their stride from the
+		// first one.
+		t.raw[0] = a.Data[a.rowOff(r0, i02, i03):]
+		return
+	}
 	if m.pk != nil {
 		// The interleaved copy is read in place; the GEMM of four or more
 		// columns expands its nibbles once per tile.
@@ -783,13 +789,14 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		}
 		for ; j < m.n; j++ {
 			c := m.q8col(base + j)
+			stride := int(m.a.Nb[1])
 			if d := out.col(j, i12, i13); d != nil && nr > 0 {
 				// Decode: the tile's rows in one kernel call, into dst.
-				dotQ8_0Rows(t.raw[0], int(m.a.Nb[1]), nr, c, d[r0:r0+int64(nr)])
+				dotQ8_0Rows(t.raw[0], stride, nr, c, d[r0:r0+int64(nr)])
 				continue
 			}
-			for r, row := range t.raw[:nr] {
-				out.put(r0+int64(r), j, i12, i13, dotQ8_0Raw(row, c))
+			for r := range nr {
+				out.put(r0+int64(r), j, i12, i13, dotQ8_0Raw(t.raw[0][r*stride:], c))
 			}
 		}
 		return

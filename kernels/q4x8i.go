@@ -207,12 +207,19 @@ func (w *WeightPacks) q4x8i(a Tensor) []byte {
 		return p
 	}
 	p := w.alloc(rows / 8 * nb * q4x8iBlock)
-	repackQ4_0x8iFast(p, a.Data, int(a.Nb[1]), rows, nb)
+	// The jobs no longer read the original: when it is a memory-mapped
+	// file, its pages leave the resident set as soon as they are copied
+	// (they are read again if another kernel touches them), so the copy
+	// does not double the RSS, not even while it is made.
+	stride := int(a.Nb[1])
+	const slab = 512 // rows copied between releases
+	for r := 0; r < rows; r += slab {
+		n := min(slab, rows-r)
+		src := a.Data[r*stride : (r+n-1)*stride+nb*18]
+		repackQ4_0x8iFast(p[r/8*nb*q4x8iBlock:], src, stride, n, nb)
+		gguf.ReleasePages(src)
+	}
 	w.m[k] = p
 	w.bytes += int64(len(p))
-	// The jobs no longer read the original: when it is a memory-mapped
-	// file, its pages leave the resident set (they are read again if
-	// another kernel touches them), so the copy does not double the RSS.
-	gguf.ReleasePages(a.Data[:int64(rows-1)*a.Nb[1]+int64(nb*18)])
 	return p
 }

@@ -430,6 +430,9 @@ func (d *dfs) try(p dfsPart, c dfsCand) dfsStatus {
 		d.floor[s] = top
 		d.total[s] -= d.size[b]
 	}
+	// wlo, whi: the sections whose witness may have changed (b's, and
+	// those of every raised neighbour).
+	wlo, whi := lo, hi
 	for _, x := range d.adj[b] {
 		old := d.minOff[x]
 		if old >= top { // placed (noMin) or already high enough
@@ -437,9 +440,10 @@ func (d *dfs) try(p dfsPart, c dfsCand) dfsStatus {
 		}
 		d.offLog = append(d.offLog, offChange{x, old})
 		d.minOff[x] = top
+		wlo, whi = min(wlo, d.secLo[x]), max(whi, d.secHi[x])
 	}
 	status := dfsInfeasible
-	if d.check(p, o) {
+	if d.check(max(wlo, p.lo), min(whi, p.hi)) {
 		status = d.decompose(p, b, o)
 	}
 	for i := len(d.floorLog) - 1; i >= mFloor; i-- {
@@ -458,24 +462,21 @@ func (d *dfs) try(p dfsPart, c dfsCand) dfsStatus {
 	return status
 }
 
-// check applies cross-section inference to the sections of p: every
-// unplaced buffer of a section lies above the section's floor (the top of
-// its placed buffers), above its own minimum offset, and above the current
-// offset o (placements are monotone), so all of them must fit above the
-// highest of the floor, o and the smallest minimum offset of the section:
-// with thr = c - total, the section fails when the floor or o exceeds thr,
-// or when no unplaced buffer has a minimum offset at most thr. The cheap
-// tests run on every section first; the witness search only after them.
-func (d *dfs) check(p dfsPart, o int64) bool {
-	for s := p.lo; s < p.hi; s++ {
-		if d.total[s] == 0 {
-			continue
-		}
-		if thr := d.c - d.total[s]; o > thr || d.floor[s] > thr {
-			return false
-		}
-	}
-	for s := p.lo; s < p.hi; s++ {
+// check applies cross-section inference after a placement at offset o:
+// every unplaced buffer of a section lies above the section's floor (the
+// top of its placed buffers), above its own minimum offset, and above o
+// (placements are monotone), so all of them must fit above the highest of
+// the floor, o and the smallest minimum offset of the section; with
+// thr = c - total, the section fails when the floor or o exceeds thr, or
+// when no unplaced buffer has a minimum offset at most thr. The first two
+// need no test here: search's cut-off already ensured o + total <= c in
+// every section of the partition before the placement, which covers o, and
+// the placed buffer's own sections (its top is o + its size, their total
+// fell by its size), while elsewhere floor and total are as the parent node
+// checked them. Likewise a witness can only have been lost in the sections
+// of the placed buffer and of the neighbours it raised, [lo, hi).
+func (d *dfs) check(lo, hi int32) bool {
+	for s := lo; s < hi; s++ {
 		if d.total[s] != 0 && !d.witness(s, d.c-d.total[s]) {
 			return false
 		}
