@@ -210,6 +210,12 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 	if o.Packs == nil {
 		o.Packs = p.workers.packs
 	}
+	if (n.Op == ir.OpMulMat || n.Op == ir.OpMulMatAdd) && !isWeightData(n.Args[0]) {
+		// Only a model weight may be repacked once: a computed matrix (a
+		// concat of weights made by merge-qkv, an activation) changes
+		// between steps and is not even written when the plan is compiled.
+		o.Packs = nil
+	}
 	switch n.Op {
 	case ir.OpMulMat:
 		return o.MulMatJob(dst, a[0], a[1], nil, threads)
@@ -329,4 +335,17 @@ func (p *Plan) runSteps(cur *int) (err error) {
 		}
 	}
 	return nil
+}
+
+// isWeightData reports whether n's data is (a view of) a model weight:
+// constant for the life of the plan, so a copy of it made once stays true.
+func isWeightData(n *ir.Node) bool {
+	for n != nil {
+		info, ok := n.Info()
+		if !ok || info.Kind != ir.KindView || info.AliasArg >= len(n.Args) {
+			break
+		}
+		n = n.Args[info.AliasArg]
+	}
+	return n != nil && n.Op == ir.OpWeight
 }
