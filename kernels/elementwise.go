@@ -72,7 +72,7 @@ func eachRow(ne [MaxDims]int64, threads int, fn func(i1, i2, i3 int64, s1, s2 []
 		return
 	}
 	grain := max(1, int(elemGrain/max(ne[0], 1)))
-	parallelFor(threads, int(nr), grain, func(lo, hi int) {
+	parallelFor(nil, threads, int(nr), grain, func(lo, hi int) {
 		p1, p2 := getF32(int(ne[0])), getF32(int(ne[0]))
 		defer putF32(p1)
 		defer putF32(p2)

@@ -90,7 +90,7 @@ func (o Options) Attention(dst, q, k, v Tensor, mask *Tensor, scale, maxBias flo
 		return nil
 	}
 	at := newAttn(dst, q, k, v, mask, scale, maxBias, workers(o.Threads, 1<<30))
-	parallelFor(o.Threads, at.tasks, at.grain, func(lo, hi int) {
+	parallelFor(o.Pool, o.Threads, at.tasks, at.grain, func(lo, hi int) {
 		bufs := getF32(at.scratch)
 		defer putF32(bufs)
 		at.run(*bufs, lo, hi)

@@ -535,7 +535,7 @@ func eachRows(ne [MaxDims]int64, fn func(lo, hi int, s1, s2 []float32)) {
 	if nr == 0 || ne[0] == 0 {
 		return
 	}
-	parallelFor(0, int(nr), rowChunk(ne[0]), func(lo, hi int) {
+	parallelFor(nil, 0, int(nr), rowChunk(ne[0]), func(lo, hi int) {
 		p1, p2 := getF32(int(ne[0])), getF32(int(ne[0]))
 		defer putF32(p1)
 		defer putF32(p2)

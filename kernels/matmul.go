@@ -65,6 +65,11 @@ type Options struct {
 	// (Q4_0 in an interleaved layout of eight rows); the results are the
 	// same bits. Nil: every job reads the weights in place.
 	Packs *WeightPacks
+	// Pool, when set, runs the parallel parts of the kernels that take
+	// Options (MulMat, MulMatAdd, MulMatID, Attention) on its persistent
+	// workers instead of starting goroutines for each call; the results
+	// are the same bits. Nil: each call starts its own goroutines.
+	Pool *Pool
 }
 
 // matmul kinds.
@@ -225,7 +230,7 @@ func vecDotRound(t gguf.GGMLType) func(float32) float32 {
 func prepareMatmul(o Options, a, b Tensor) *matmul {
 	m := newMatmul(o, a, b)
 	grain := max(1, (1<<15)/max(m.k, 1))
-	parallelFor(o.Threads, m.cols, grain, m.convert)
+	parallelFor(o.Pool, o.Threads, m.cols, grain, m.convert)
 	return m
 }
 
@@ -492,7 +497,7 @@ func (m *matmul) run(o Options, dst Tensor) {
 		return
 	}
 	out := newDstWriter(dst)
-	parallelFor(o.Threads, m.tasks, grain, func(lo, hi int) {
+	parallelFor(o.Pool, o.Threads, m.tasks, grain, func(lo, hi int) {
 		tile := newTile(m, int(m.rt))
 		m.runTasks(tile, &out, lo, hi)
 		tile.release()

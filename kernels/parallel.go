@@ -16,12 +16,14 @@ func workers(threads, n int) int {
 }
 
 // parallelFor runs fn over [0, n) split into chunks of at least grain
-// items, on up to threads goroutines (0 = GOMAXPROCS). Chunks are handed out
-// dynamically, but each index is processed by exactly one call, so results
-// that depend only on the index are deterministic. A panic in any worker is
-// re-raised in the caller's goroutine, where the kernel's guard turns it
-// into an error.
-func parallelFor(threads, n, grain int, fn func(lo, hi int)) {
+// items, on up to threads goroutines (0 = GOMAXPROCS): on pool's workers
+// when pool is set and free, else on goroutines started for this call.
+// Chunks are handed out dynamically, but each index is processed by exactly
+// one call, and the chunk bounds do not depend on which goroutines run
+// them, so results that depend only on the index are deterministic. A panic
+// in any worker is re-raised in the caller's goroutine, where the kernel's
+// guard turns it into an error.
+func parallelFor(pool *Pool, threads, n, grain int, fn func(lo, hi int)) {
 	if n <= 0 {
 		return
 	}
@@ -34,6 +36,9 @@ func parallelFor(threads, n, grain int, fn func(lo, hi int)) {
 	}
 	// Aim for a few chunks per worker so uneven chunks balance out.
 	chunk := max(grain, (n+4*w-1)/(4*w))
+	if pool != nil && pool.run(fn, n, chunk) {
+		return
+	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var panicked atomic.Value

@@ -64,7 +64,11 @@ type SimOptions struct {
 	// limit; CANN docs, aclrtMalloc).
 	MaxStreams int
 	// Kernels selects the numeric options of the kernels; keep it equal
-	// to the CPU executor's to get bit-identical results.
+	// to the CPU executor's to get bit-identical results. When its Pool is
+	// nil, each stream runs its kernels on a persistent pool of its own
+	// (Threads goroutines, 0 = GOMAXPROCS), started by the stream's first
+	// synchronisation and closed by DestroyStream, so a kernel launch
+	// starts no goroutine.
 	Kernels kernels.Options
 	// KernelSet holds the CPU kernels that stand in for the aclnn calls
 	// of each op; nil means eval.DefaultKernels(). A custom op (see
@@ -100,6 +104,10 @@ type simStream struct {
 	isDefault bool
 
 	execMu sync.Mutex // serialises execution of the queue
+	// pool runs the parallel parts of the stream's kernels (guarded by
+	// execMu): started by the first drain with work to do, closed when
+	// the stream is destroyed.
+	pool *kernels.Pool
 
 	mu        sync.Mutex // guards queue, capture, destroyed
 	queue     []simTask
@@ -297,6 +305,9 @@ func (d *SimDevice) DestroyStream(s Stream) error {
 	st.mu.Lock()
 	st.destroyed = true
 	st.mu.Unlock()
+	st.execMu.Lock()
+	st.pool.Close()
+	st.execMu.Unlock()
 	return err
 }
 
@@ -805,11 +816,19 @@ func (d *SimDevice) drain(st *simStream) error {
 	st.mu.Lock()
 	q := st.queue
 	st.queue = nil
+	destroyed := st.destroyed
 	st.mu.Unlock()
+	o := d.opts.Kernels
+	if o.Pool == nil && len(q) > 0 {
+		if st.pool == nil && !destroyed {
+			st.pool = kernels.NewPool(o.Threads)
+		}
+		o.Pool = st.pool
+	}
 	var err error
 	for i, t := range q {
 		if err == nil {
-			err = d.run(t)
+			err = d.run(t, o)
 		}
 		if t.kind == taskGraph {
 			t.g.pending.Add(-1)
@@ -822,10 +841,12 @@ func (d *SimDevice) drain(st *simStream) error {
 	return nil
 }
 
-func (d *SimDevice) run(t simTask) error {
+// run runs one task with the kernel options o (the device's, with the
+// stream's pool).
+func (d *SimDevice) run(t simTask, o kernels.Options) error {
 	switch t.kind {
 	case taskKernel:
-		return d.runKernel(t.k)
+		return d.runKernel(t.k, o)
 	case taskH2D:
 		copy(t.dev, t.host)
 		d.bytesH2D.Add(int64(len(t.host)))
@@ -834,7 +855,7 @@ func (d *SimDevice) run(t simTask) error {
 		d.bytesD2H.Add(int64(len(t.host)))
 	case taskGraph:
 		for _, gt := range t.g.tasks {
-			if err := d.run(gt); err != nil {
+			if err := d.run(gt, o); err != nil {
 				return fmt.Errorf("graph %#x: %w", uint64(t.g.h), err)
 			}
 		}
@@ -842,7 +863,7 @@ func (d *SimDevice) run(t simTask) error {
 	return nil
 }
 
-func (d *SimDevice) runKernel(k *simKernel) (err error) {
+func (d *SimDevice) runKernel(k *simKernel, o kernels.Options) (err error) {
 	d.executed.Add(1)
 	if k.fault != "" {
 		return aclErr(k.name, ACLErrAICoreException, "node %d (%s): %s", k.node.ID, k.node.Op, k.fault)
@@ -852,7 +873,7 @@ func (d *SimDevice) runKernel(k *simKernel) (err error) {
 			err = aclErr(k.name, ACLErrAICoreException, "node %d (%s): kernel panic: %v", k.node.ID, k.node.Op, r)
 		}
 	}()
-	if err := k.fn(k.node, k.dst, k.args, d.opts.Kernels); err != nil {
+	if err := k.fn(k.node, k.dst, k.args, o); err != nil {
 		return aclErr(k.name, ACLErrAICoreException, "node %d (%s): %v", k.node.ID, k.node.Op, err)
 	}
 	return nil

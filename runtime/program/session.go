@@ -134,6 +134,9 @@ type Session struct {
 	policy  device.GraphPolicy
 	stream  device.Stream
 	cache   *device.GraphCache
+	// hostPool runs the CPU segments' kernels (nil until the first one;
+	// unused when opts.Kernels.Pool is set).
+	hostPool *kernels.Pool
 
 	regions map[string]*region
 	gen     int
@@ -759,8 +762,18 @@ func (s *Session) runHost(ls *loadedSeg) error {
 	if err := s.dev.SynchronizeStream(s.stream); err != nil {
 		return err
 	}
+	o := s.opts.Kernels
+	if o.Pool == nil {
+		// The CPU segments' kernels run on a persistent pool of the
+		// session's, started by the first CPU segment and closed by Close,
+		// so a step starts no goroutine for them.
+		if s.hostPool == nil {
+			s.hostPool = kernels.NewPool(o.Threads)
+		}
+		o.Pool = s.hostPool
+	}
 	for _, k := range ls.host {
-		if err := runHostKernel(k, s.opts.Kernels); err != nil {
+		if err := runHostKernel(k, o); err != nil {
 			return fmt.Errorf("segment %d: %s (node %d): %w", ls.seg.ID, k.name, k.node.ID, err)
 		}
 	}
@@ -904,6 +917,7 @@ func (s *Session) Close() error {
 	}
 	s.stage, s.down = nil, nil
 	keep(s.dev.DestroyStream(s.stream))
+	s.hostPool.Close()
 	if first != nil {
 		return fmt.Errorf("program: close: %w", first)
 	}

@@ -1,0 +1,195 @@
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/irtool/irtool/gguf"
+)
+
+// goroutinesCreated is the process's count of goroutines created so far.
+// It runs a garbage collection first: the first one starts the collector's
+// workers, which must not be counted against the code measured.
+func goroutinesCreated(t testing.TB) uint64 {
+	t.Helper()
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		t.Skip("runtime/metrics has no /sched/goroutines-created")
+	}
+	return s[0].Value.Uint64()
+}
+
+// poolCase is one kernel call that splits its work over several chunks.
+type poolCase struct {
+	name string
+	run  func(o Options, dst Tensor) error
+	dst  func() Tensor
+}
+
+func poolCases(t *testing.T) []poolCase {
+	r := rand.New(rand.NewPCG(21, 22))
+	const k, m, n = 256, 512, 3
+	wv := randF32(r, k*m, 0.5)
+	q8, err := gguf.QuantizeQ8_0(wv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wq, err := FromBytes(gguf.TypeQ8_0, q8, k, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := f16t(t, wv, k, m)
+	x := f32t(t, randF32(r, k*n, 1), k, n)
+	bias := f32t(t, randF32(r, m, 1), m)
+	const hd, nt, nh, nhkv, nkv = 64, 16, 8, 2, 96
+	q := f32t(t, randF32(r, hd*nt*nh, 1), hd, nt, nh)
+	kk := f32t(t, randF32(r, hd*nkv*nhkv, 1), hd, nkv, nhkv)
+	v := f32t(t, randF32(r, nkv*hd*nhkv, 1), nkv, hd, nhkv)
+	mm := func() Tensor { return newT(t, gguf.TypeF32, m, n) }
+	return []poolCase{
+		{"mul_mat Q8_0", func(o Options, d Tensor) error { return o.MulMat(d, wq, x) }, mm},
+		{"mul_mat F16", func(o Options, d Tensor) error { return o.MulMat(d, wf, x) }, mm},
+		{"mul_mat_add Q8_0", func(o Options, d Tensor) error { return o.MulMatAdd(d, wq, x, bias) }, mm},
+		{"attention", func(o Options, d Tensor) error { return o.Attention(d, q, kk, v, nil, 0.125, 0) },
+			func() Tensor { return newT(t, gguf.TypeF32, hd, nt, nh) }},
+	}
+}
+
+// A kernel run on a Pool gives the same bits as with goroutines of its own
+// and as on one goroutine, and creates no goroutine; without a Pool the
+// same calls do create goroutines (so the count can fail).
+func TestPoolSameBitsNoGoroutines(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	for _, c := range poolCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			for _, quant := range []QuantMode{QuantGGML, QuantDequant} {
+				one, own, pooled := c.dst(), c.dst(), c.dst()
+				for _, run := range []struct {
+					o   Options
+					dst Tensor
+				}{{Options{Quant: quant, Threads: 1}, one}, {Options{Quant: quant, Threads: 4}, own}, {Options{Quant: quant, Threads: 4, Pool: p}, pooled}} {
+					if err := c.run(run.o, run.dst); err != nil {
+						t.Fatal(err)
+					}
+				}
+				same(t, fmt.Sprintf("%s pool vs one goroutine", quant), vals(t, pooled), vals(t, one))
+				same(t, fmt.Sprintf("%s pool vs own goroutines", quant), vals(t, pooled), vals(t, own))
+
+				for _, tc := range []struct {
+					o    Options
+					want string
+				}{{Options{Quant: quant, Threads: 4, Pool: p}, "none"}, {Options{Quant: quant, Threads: 4}, "some"}} {
+					g0 := goroutinesCreated(t)
+					for range 20 {
+						if err := c.run(tc.o, c.dst()); err != nil {
+							t.Fatal(err)
+						}
+					}
+					got := goroutinesCreated(t) - g0
+					if (tc.want == "none") != (got == 0) {
+						t.Errorf("%s pool=%v: 20 calls created %d goroutines, want %s", quant, tc.o.Pool != nil, got, tc.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Nested use (a chunk that starts a parallel loop on the same pool) and
+// concurrent use fall back to goroutines: no deadlock, every index once.
+func TestPoolNestedAndConcurrent(t *testing.T) {
+	p := NewPool(3)
+	defer p.Close()
+	const n, inner = 64, 100
+	var hits [n * inner]atomic.Int32
+	parallelFor(p, 3, n, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			parallelFor(p, 3, inner, 1, func(l, h int) {
+				for j := l; j < h; j++ {
+					hits[i*inner+j].Add(1)
+				}
+			})
+		}
+	})
+	for i := range hits {
+		if h := hits[i].Load(); h != 1 {
+			t.Fatalf("nested: index %d visited %d times", i, h)
+		}
+	}
+
+	var wg sync.WaitGroup
+	var total atomic.Int64
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				parallelFor(p, 3, 1000, 7, func(lo, hi int) { total.Add(int64(hi - lo)) })
+			}
+		}()
+	}
+	wg.Wait()
+	if got := total.Load(); got != 4*50*1000 {
+		t.Fatalf("concurrent: %d indexes visited, want %d", got, 4*50*1000)
+	}
+}
+
+// A panic in a chunk on the pool reaches the kernel's caller as an error,
+// and the pool keeps working; a closed pool falls back to goroutines.
+func TestPoolPanicAndClose(t *testing.T) {
+	p := NewPool(2)
+	err := func() (err error) {
+		defer guard("test_op", &err)
+		parallelFor(p, 2, 100, 1, func(lo, hi int) {
+			if lo <= 57 && 57 < hi {
+				panic("boom")
+			}
+		})
+		return nil
+	}()
+	if err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("panic on the pool: err = %v, want one naming the panic", err)
+	}
+	for _, closed := range []bool{false, true} {
+		if closed {
+			p.Close()
+			p.Close()
+		}
+		var sum atomic.Int64
+		parallelFor(p, 2, 100, 1, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				sum.Add(int64(i))
+			}
+		})
+		if got := sum.Load(); got != 4950 {
+			t.Fatalf("closed=%v: sum %d, want 4950", closed, got)
+		}
+	}
+}
+
+// A Pool dropped without Close stops its workers once collected.
+func TestPoolCollected(t *testing.T) {
+	before := runtime.NumGoroutine()
+	func() {
+		p := NewPool(4)
+		parallelFor(p, 4, 100, 1, func(lo, hi int) {})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > before {
+		t.Errorf("%d goroutines after the pool was dropped, %d before", g, before)
+	}
+}

@@ -1,0 +1,74 @@
+package program
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"testing"
+
+	"github.com/irtool/irtool/kernels"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime/device"
+)
+
+// goroutinesCreated is the process's count of goroutines created so far.
+// It runs a garbage collection first: the first one starts the collector's
+// workers, which must not be counted against the code measured.
+func goroutinesCreated(t testing.TB) uint64 {
+	t.Helper()
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		t.Skip("runtime/metrics has no /sched/goroutines-created")
+	}
+	return s[0].Value.Uint64()
+}
+
+// The kernels of a session on the simulated device run on persistent
+// pools (the device stream's, and the session's for its CPU segments):
+// once the first generation started them, prefill and decode steps create
+// no goroutine, and the tokens are the same as with goroutines started per
+// kernel (a closed pool, which the kernels bypass; that run does create
+// goroutines, so the count can fail). synth-llama256-Q4_K: big enough for
+// its matmuls to be split over several goroutines.
+func TestSimSessionNoGoroutinePerKernel(t *testing.T) {
+	f, m := openModel(t, "synth-llama256-Q4_K.gguf", models.Options{NCtx: 64})
+	closed := kernels.NewPool(4)
+	closed.Close()
+	var tokens [2][]int32
+	for i, pool := range []*kernels.Pool{nil, closed} {
+		ko := kernels.Options{Quant: kernels.QuantGGML, Threads: 4, Pool: pool}
+		dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20, Kernels: ko})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewSession(m, f, dev, Options{Policy: policy(true), Kernels: ko})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Generate(prompt, 2, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Rewind(0); err != nil {
+			t.Fatal(err)
+		}
+		g0 := goroutinesCreated(t)
+		r, err := s.Generate(prompt, 8, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		created := goroutinesCreated(t) - g0
+		tokens[i] = r.Tokens
+		t.Logf("own pool=%v: %d goroutines created over a prefill and 8 decode steps", pool == nil, created)
+		if (pool == nil) != (created == 0) {
+			t.Errorf("own pool=%v: %d goroutines created", pool == nil, created)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(tokens[0], tokens[1]) {
+		t.Errorf("tokens on the stream pool %v, with goroutines per kernel %v", tokens[0], tokens[1])
+	}
+}
