@@ -21,8 +21,9 @@ import (
 )
 
 // TestRecipeCallsMatchTarget runs decode steps of reference models
-// eagerly on the emulator (default Options: Options.QuantMatmul "ggml",
-// FlashAttention and TableRoPEAngles change some recipes' calls), reads
+// eagerly on the emulator with the default Options (the non-default
+// QuantMatmul "ggml", FlashAttention and TableRoPEAngles change some
+// recipes' calls, and target describes the defaults), reads
 // the aclnn calls each kernel launch made from the emulator's trace (the
 // phase-1 GetWorkspaceSize calls between launches) and compares them with
 // the Calls the lowered program (that is, target.Support, what the cost

@@ -54,11 +54,13 @@ type Options struct {
 	QuantMatmul string
 	// TableRoPEAngles makes the RoPE angles of rope_cache one aclnnMul of
 	// the positions by a table of freq_scale·base^(-2i/D), instead of
-	// ggml's chain (the position times theta_scale once per pair, one
-	// aclnnMuls per pair): D/2-1 fewer launches per table and step, but
-	// angles that differ from ggml's in their last bits, which the f16 KV
-	// cache and q8 activations can turn into whole rounding steps
-	// (docs/LOWERING.md).
+	// ggml's chain (the position times theta_scale once per pair: gathered
+	// from a table of the chain precomputed for every position when the
+	// kernel carries n_pos, as lowered programs do, else one aclnnMuls per
+	// pair on the device). Its angles differ from ggml's in their last
+	// bits, which the f16 KV cache and q8 activations can turn into whole
+	// rounding steps (docs/LOWERING.md); it needs no n_pos and no table
+	// of n_pos rows.
 	TableRoPEAngles bool
 }
 

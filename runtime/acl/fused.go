@@ -23,9 +23,11 @@ import (
 //	rms_norm_mul        aclnnRmsNorm(x, gamma = w, eps, y, rstd in the workspace)
 //	add_rms_norm_mul    aclnnAddRmsNorm(a, b, w, eps, y = slot 0, rstd, x = slot 1)
 //	swiglu              aclnnSilu(gate → out) aclnnInplaceMul(out, up)
-//	rope_cache          aclnnCast(pos) aclnnMul(pos, theta) aclnnCos aclnnSin
-//	                    into full-width tables, then two aclnnInplaceCopy
+//	rope_cache          aclnnGatherV2(angle table, pos) [aclnnDiv factors]
+//	                    [aclnnMuls freq_scale] aclnnCos aclnnSin into
+//	                    full-width tables, then two aclnnInplaceCopy
 //	                    writing the IR table [c0 s0 c1 s1 …] per position
+//	                    (angles: see builder.angles)
 //	rope_apply          aclnnRotaryPositionEmbedding on the full-width tables
 //	rope_apply_set_rows aclnnRotaryPositionEmbedding [aclnnCast → f16]
 //	                    aclnnInplaceIndexCopy, staging in the workspace

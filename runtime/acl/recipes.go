@@ -39,8 +39,8 @@ import (
 //	get_rows   aclnnGatherV2(dim 0) [+ aclnnCast from f16 | aclnnMul to
 //	           dequantise q8_0 rows], staging in the workspace
 //	set_rows   [aclnnCast rows → f16] aclnnInplaceIndexCopy(dim 0)
-//	rope       aclnnCast(pos) aclnnMul(pos, theta) aclnnCos aclnnSin
-//	           aclnnRotaryPositionEmbedding
+//	rope       the angles as rope_cache makes them (aclnnGatherV2 …),
+//	           aclnnCos aclnnSin, aclnnRotaryPositionEmbedding
 //
 // Descriptors (aclTensor, aclScalar) are made once per distinct launch and
 // cached; only the two-phase calls are repeated by an eager relaunch.
@@ -1101,7 +1101,8 @@ func setRows(b *builder) error {
 // rope: aclnnRotaryPositionEmbedding takes full-width cos and sin tables;
 // like ggml-cann the binding computes them on the device from the
 // positions (so a captured graph recomputes them from each step's
-// positions): angle[t, j] = pos[t] · theta[j] [/ freq_factor of j's pair].
+// positions) with rope_cache's angles (builder.angles) [/ freq_factor of
+// j's pair] [· freq_scale].
 func rope(b *builder) error {
 	if err := b.inputs(2); err != nil {
 		return err
