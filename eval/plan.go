@@ -255,6 +255,36 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		return kernels.RopeApplyJob(dst, a[0], a[1], nil, nil, RopeParams(n), threads)
 	case ir.OpRopeApplySetRows:
 		return kernels.RopeApplyJob(kernels.Tensor{}, a[1], a[2], &dst, &a[3], RopeParams(n), threads)
+	case ir.OpDiv:
+		return kernels.DivJob(dst, a[0], a[1], threads)
+	case ir.OpRMSNorm:
+		return kernels.RMSNormJob(dst, a[0], f32Attr(n, "eps", 0), threads)
+	case ir.OpScale:
+		return kernels.ScaleJob(dst, a[0], f32Attr(n, "scale", 1), threads)
+	case ir.OpSilu:
+		return kernels.SiluJob(dst, a[0], threads)
+	case ir.OpGelu:
+		return kernels.GeluJob(dst, a[0], threads)
+	case ir.OpSoftMax:
+		var mask *kernels.Tensor
+		if len(a) > 1 {
+			mask = &a[1]
+		}
+		return kernels.SoftMaxJob(dst, a[0], mask, f32Attr(n, "scale", 1), f32Attr(n, "max_bias", 0), threads)
+	case ir.OpRope:
+		var ff *kernels.Tensor
+		if len(a) > 2 {
+			if !isWeightData(n.Args[2]) {
+				return nil, nil // factors computed by the graph: read at each run by the kernel table
+			}
+			ff = &a[2]
+		}
+		return kernels.RopeJob(dst, a[0], a[1], ff, RopeParams(n), threads)
+	case ir.OpSWAMask:
+		w, _ := n.Attrs.Int("window")
+		return kernels.SWAMaskJob(dst, a[0], a[1], w, threads)
+	case ir.OpCont, ir.OpCast, ir.OpCpy:
+		return kernels.CpyJob(dst, a[0], threads)
 	case ir.OpAttention:
 		q, v := a[0], a[2]
 		dv, t, h, b := v.Ne[1], q.Ne[1], q.Ne[2], q.Ne[3]
@@ -278,6 +308,10 @@ var preparedOps = map[ir.Op]bool{
 	ir.OpRMSNormMul: true, ir.OpAddRMSNormMul: true, ir.OpSwiGLU: true,
 	ir.OpGetRows: true, ir.OpSetRows: true, ir.OpRopeCache: true,
 	ir.OpRopeApply: true, ir.OpRopeApplySetRows: true, ir.OpAttention: true,
+	// the ops of the unfused graph (--passes none)
+	ir.OpDiv: true, ir.OpRMSNorm: true, ir.OpScale: true, ir.OpSilu: true,
+	ir.OpGelu: true, ir.OpSoftMax: true, ir.OpRope: true, ir.OpCont: true,
+	ir.OpCast: true, ir.OpCpy: true, ir.OpSWAMask: true,
 }
 
 // PreparedOp reports whether a Plan runs op as a prepared kernel split
