@@ -48,9 +48,10 @@ func (w *Workers) Close() { w.pool.Close() }
 // is lowered to a prepared kernel (kernels.Job) bound to those slices, so
 // that a step is a loop over a flat list of kernel calls. Each kernel's
 // phases are split by rows into chunks across the Workers. Running a plan
-// whose ops all have prepared kernels allocates nothing; the ops without
-// one (rare in the default pass pipeline's graphs: see PreparedOps) run
-// through the kernel table on the calling goroutine.
+// whose ops all have prepared kernels allocates nothing (the default pass
+// pipeline's graphs and the unfused ones of dense models: see PreparedOp);
+// the ops without one (MoE routing, for instance) run through the kernel
+// table on the calling goroutine.
 //
 // Results are bit for bit those of the Executor on the same graph.
 type Plan struct {
