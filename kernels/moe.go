@@ -85,8 +85,11 @@ func SumRows(dst, src Tensor) (err error) {
 }
 
 // Div computes dst = a / b with b broadcast over a (ggml_div).
-func Div(dst, a, b Tensor) error {
-	return binaryOp("div", dst, a, b, binDiv)
+func Div(dst, a, b Tensor) error { return Options{}.Div(dst, a, b) }
+
+// Div is the package's Div with o's pool and threads.
+func (o Options) Div(dst, a, b Tensor) error {
+	return o.binaryOp("div", dst, a, b, binDiv)
 }
 
 // MulMatID is ggml_mul_mat_id: for every token t and slot e,

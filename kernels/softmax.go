@@ -114,7 +114,12 @@ func softmaxNorm(w []float32, mx float32) {
 // ne0 = src.ne0 and at least src.ne1 rows; row i1 of src uses mask row i1
 // (broadcast over dims 2 and 3, as ggml does). slope is 1 unless maxBias >
 // 0, when it is the ALiBi slope of head i2. dst may alias src.
-func SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) (err error) {
+func SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) error {
+	return Options{}.SoftMax(dst, src, mask, scale, maxBias)
+}
+
+// SoftMax is the package's SoftMax with o's pool and threads.
+func (o Options) SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) (err error) {
 	const op = "soft_max"
 	defer guard(op, &err)
 	if err := checkFloat(op, "dst", dst); err != nil {
@@ -131,7 +136,7 @@ func SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) (err error) 
 	}
 	al := newAlibi(maxBias, src.Ne[2])
 	ne0 := int(src.Ne[0])
-	eachRow(src.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
+	eachRow(o, src.Ne, func(i1, i2, i3 int64, s1, s2 []float32) {
 		x := srcRow(src, src.rowOff(i1, i2, i3), ne0, s1)
 		if &x[0] != &s1[0] {
 			copy(s1, x)
