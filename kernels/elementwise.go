@@ -135,16 +135,24 @@ func (o Options) unary(op string, dst, src Tensor, f func(out, x []float32)) (er
 	if dst.Ne != src.Ne {
 		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
+	o.eachRows(src.Ne, func(lo, hi int, s1, _ []float32) {
+		unaryRows(dst, src, f, lo, hi, s1)
+	})
+	return nil
+}
+
+// unaryRows is unary for the flat rows [lo, hi) of src.
+func unaryRows(dst, src Tensor, f func(out, x []float32), lo, hi int, s1 []float32) {
 	ne0 := int(src.Ne[0])
-	eachRow(o, src.Ne, func(i1, i2, i3 int64, s1, _ []float32) {
+	for r := lo; r < hi; r++ {
+		i1, i2, i3 := rowIndex(int64(r), src.Ne)
 		x := srcRow(src, src.rowOff(i1, i2, i3), ne0, s1)
 		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
 		f(out[:len(x)], x)
 		if !direct {
 			storeRow(dst, dst.rowOff(i1, i2, i3), out)
 		}
-	})
-	return nil
+	}
 }
 
 // Scale computes dst = src * s (ggml_scale).
@@ -152,11 +160,16 @@ func Scale(dst, src Tensor, s float32) error { return Options{}.Scale(dst, src, 
 
 // Scale is the package's Scale with o's pool and threads.
 func (o Options) Scale(dst, src Tensor, s float32) error {
-	return o.unary("scale", dst, src, func(out, x []float32) {
+	return o.unary("scale", dst, src, scaleBy(s))
+}
+
+// scaleBy is Scale's row function.
+func scaleBy(s float32) func(out, x []float32) {
+	return func(out, x []float32) {
 		for i, v := range x {
 			out[i] = v * s
 		}
-	})
+	}
 }
 
 // Silu computes dst = src / (1 + exp(-src)) (ggml_silu), row by row with

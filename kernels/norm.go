@@ -37,8 +37,17 @@ func (o Options) RMSNorm(dst, src Tensor, eps float32) (err error) {
 	if dst.Ne != src.Ne {
 		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
+	o.eachRows(src.Ne, func(lo, hi int, s1, _ []float32) {
+		rmsNormRows(dst, src, eps, lo, hi, s1)
+	})
+	return nil
+}
+
+// rmsNormRows is RMSNorm for the flat rows [lo, hi) of src.
+func rmsNormRows(dst, src Tensor, eps float32, lo, hi int, s1 []float32) {
 	ne0 := int(src.Ne[0])
-	eachRow(o, src.Ne, func(i1, i2, i3 int64, s1, _ []float32) {
+	for r := lo; r < hi; r++ {
+		i1, i2, i3 := rowIndex(int64(r), src.Ne)
 		x := srcRow(src, src.rowOff(i1, i2, i3), ne0, s1)
 		scale := rmsScale(x, eps)
 		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
@@ -49,8 +58,7 @@ func (o Options) RMSNorm(dst, src Tensor, eps float32) (err error) {
 		if !direct {
 			storeRow(dst, dst.rowOff(i1, i2, i3), out)
 		}
-	})
-	return nil
+	}
 }
 
 // RMSNormMul computes dst = rms_norm(x, eps) * w, with w broadcast over the

@@ -135,8 +135,17 @@ func (o Options) SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) 
 		return err
 	}
 	al := newAlibi(maxBias, src.Ne[2])
+	o.eachRows(src.Ne, func(lo, hi int, s1, s2 []float32) {
+		softmaxRows(dst, src, mask, scale, al, lo, hi, s1, s2)
+	})
+	return nil
+}
+
+// softmaxRows is SoftMax for the flat rows [lo, hi) of src.
+func softmaxRows(dst, src Tensor, mask *Tensor, scale float32, al alibi, lo, hi int, s1, s2 []float32) {
 	ne0 := int(src.Ne[0])
-	eachRow(o, src.Ne, func(i1, i2, i3 int64, s1, s2 []float32) {
+	for r := lo; r < hi; r++ {
+		i1, i2, i3 := rowIndex(int64(r), src.Ne)
 		x := srcRow(src, src.rowOff(i1, i2, i3), ne0, s1)
 		if &x[0] != &s1[0] {
 			copy(s1, x)
@@ -147,6 +156,5 @@ func (o Options) SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) 
 		}
 		softmaxRow(s1[:ne0], m, scale, al.slope(i2))
 		storeRow(dst, dst.rowOff(i1, i2, i3), s1[:ne0])
-	})
-	return nil
+	}
 }
