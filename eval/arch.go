@@ -7,11 +7,11 @@ import (
 
 // Kernels of the ops of the newer architectures (ir/op_arch.go).
 func init() {
-	mustKernel(ir.OpGelu, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.Gelu(dst, a[0])
+	mustKernel(ir.OpGelu, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.Gelu(dst, a[0])
 	})
-	mustKernel(ir.OpDiv, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.Div(dst, a[0], a[1])
+	mustKernel(ir.OpDiv, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.Div(dst, a[0], a[1])
 	})
 	mustKernel(ir.OpSumRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 		return kernels.SumRows(dst, a[0])

@@ -13,10 +13,10 @@ import (
 // unfused chain it replaces; the arithmetic itself lives in package kernels
 // (docs/KERNELS.md).
 func init() {
-	mustKernel(ir.OpRMSNormMul, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.RMSNormMul(dst, a[0], a[1], f32Attr(n, "eps", 0))
+	mustKernel(ir.OpRMSNormMul, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.RMSNormMul(dst, a[0], a[1], f32Attr(n, "eps", 0))
 	})
-	mustKernel(ir.OpAddRMSNormMul, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
+	mustKernel(ir.OpAddRMSNormMul, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		ne := dst.Ne
 		ne[3] = 1
 		norm, err := dst.View(ne, dst.Nb, 0)
@@ -27,10 +27,10 @@ func init() {
 		if err != nil {
 			return err
 		}
-		return kernels.AddRMSNormMul(norm, sum, a[0], a[1], a[2], f32Attr(n, "eps", 0))
+		return o.AddRMSNormMul(norm, sum, a[0], a[1], a[2], f32Attr(n, "eps", 0))
 	})
-	mustKernel(ir.OpSwiGLU, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.SwiGLU(dst, a[0], a[1])
+	mustKernel(ir.OpSwiGLU, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.SwiGLU(dst, a[0], a[1])
 	})
 	mustKernel(ir.OpMulMatAdd, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return o.MulMatAdd(dst, a[0], a[1], a[2])
@@ -41,8 +41,8 @@ func init() {
 		}
 		return kernels.RopeCache(dst, a[0], RopeParams(n))
 	})
-	mustKernel(ir.OpRopeApply, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.RopeApply(dst, a[0], a[1], RopeParams(n))
+	mustKernel(ir.OpRopeApply, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.RopeApply(dst, a[0], a[1], RopeParams(n))
 	})
 	mustKernel(ir.OpRopeSetRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 		return kernels.RopeSetRows(dst, a[1], a[2], a[3], RopeParams(n))
@@ -71,13 +71,13 @@ func init() {
 // ropeApplySetRowsKernel is rope_apply into a contiguous f32 scratch tensor,
 // a reshape to rows and set_rows: exactly the unfused chain, so the result
 // is bit for bit the same. A device kernel does it in one pass.
-func ropeApplySetRowsKernel(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
+func ropeApplySetRowsKernel(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 	x := a[1]
 	tmp, err := kernels.NewTensor(gguf.TypeF32, x.Ne[:]...)
 	if err != nil {
 		return err
 	}
-	if err := kernels.RopeApply(tmp, x, a[2], RopeParams(n)); err != nil {
+	if err := o.RopeApply(tmp, x, a[2], RopeParams(n)); err != nil {
 		return err
 	}
 	rows, err := tmp.Reshape(x.Ne[0]*x.Ne[1], x.Ne[2], x.Ne[3])

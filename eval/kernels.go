@@ -139,41 +139,41 @@ func init() {
 	mustKernel(ir.OpCont, copyKernel)
 	mustKernel(ir.OpCast, copyKernel)
 	mustKernel(ir.OpCpy, copyKernel) // dst is the view of operand 1 the result aliases
-	mustKernel(ir.OpGetRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.GetRows(dst, a[0], a[1])
+	mustKernel(ir.OpGetRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.GetRows(dst, a[0], a[1])
 	})
-	mustKernel(ir.OpSetRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
+	mustKernel(ir.OpSetRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return kernels.SetRows(dst, a[1], a[2])
 	})
-	mustKernel(ir.OpRMSNorm, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.RMSNorm(dst, a[0], f32Attr(n, "eps", 0))
+	mustKernel(ir.OpRMSNorm, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.RMSNorm(dst, a[0], f32Attr(n, "eps", 0))
 	})
-	mustKernel(ir.OpMul, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.Mul(dst, a[0], a[1])
+	mustKernel(ir.OpMul, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.Mul(dst, a[0], a[1])
 	})
-	mustKernel(ir.OpAdd, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.Add(dst, a[0], a[1])
+	mustKernel(ir.OpAdd, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.Add(dst, a[0], a[1])
 	})
-	mustKernel(ir.OpScale, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.Scale(dst, a[0], f32Attr(n, "scale", 1))
+	mustKernel(ir.OpScale, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.Scale(dst, a[0], f32Attr(n, "scale", 1))
 	})
-	mustKernel(ir.OpSilu, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.Silu(dst, a[0])
+	mustKernel(ir.OpSilu, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
+		return o.Silu(dst, a[0])
 	})
 	mustKernel(ir.OpMulMat, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return o.MulMat(dst, a[0], a[1])
 	})
-	mustKernel(ir.OpSoftMax, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
+	mustKernel(ir.OpSoftMax, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		var mask *kernels.Tensor
 		if len(a) > 1 {
 			mask = &a[1]
 		}
-		return kernels.SoftMax(dst, a[0], mask, f32Attr(n, "scale", 1), f32Attr(n, "max_bias", 0))
+		return o.SoftMax(dst, a[0], mask, f32Attr(n, "scale", 1), f32Attr(n, "max_bias", 0))
 	})
-	mustKernel(ir.OpRope, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
+	mustKernel(ir.OpRope, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		if len(a) > 2 {
-			return kernels.RopeWithFactors(dst, a[0], a[1], a[2], RopeParams(n))
+			return o.RopeWithFactors(dst, a[0], a[1], a[2], RopeParams(n))
 		}
-		return kernels.Rope(dst, a[0], a[1], RopeParams(n))
+		return o.Rope(dst, a[0], a[1], RopeParams(n))
 	})
 }

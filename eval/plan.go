@@ -48,9 +48,10 @@ func (w *Workers) Close() { w.pool.Close() }
 // is lowered to a prepared kernel (kernels.Job) bound to those slices, so
 // that a step is a loop over a flat list of kernel calls. Each kernel's
 // phases are split by rows into chunks across the Workers. Running a plan
-// whose ops all have prepared kernels allocates nothing; the ops without
-// one (rare in the default pass pipeline's graphs: see PreparedOps) run
-// through the kernel table on the calling goroutine.
+// whose ops all have prepared kernels allocates nothing (the default pass
+// pipeline's graphs and the unfused ones of dense models: see PreparedOp);
+// the ops without one (MoE routing, for instance) run through the kernel
+// table on the calling goroutine.
 //
 // Results are bit for bit those of the Executor on the same graph.
 type Plan struct {
@@ -255,6 +256,36 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		return kernels.RopeApplyJob(dst, a[0], a[1], nil, nil, RopeParams(n), threads)
 	case ir.OpRopeApplySetRows:
 		return kernels.RopeApplyJob(kernels.Tensor{}, a[1], a[2], &dst, &a[3], RopeParams(n), threads)
+	case ir.OpDiv:
+		return kernels.DivJob(dst, a[0], a[1], threads)
+	case ir.OpRMSNorm:
+		return kernels.RMSNormJob(dst, a[0], f32Attr(n, "eps", 0), threads)
+	case ir.OpScale:
+		return kernels.ScaleJob(dst, a[0], f32Attr(n, "scale", 1), threads)
+	case ir.OpSilu:
+		return kernels.SiluJob(dst, a[0], threads)
+	case ir.OpGelu:
+		return kernels.GeluJob(dst, a[0], threads)
+	case ir.OpSoftMax:
+		var mask *kernels.Tensor
+		if len(a) > 1 {
+			mask = &a[1]
+		}
+		return kernels.SoftMaxJob(dst, a[0], mask, f32Attr(n, "scale", 1), f32Attr(n, "max_bias", 0), threads)
+	case ir.OpRope:
+		var ff *kernels.Tensor
+		if len(a) > 2 {
+			if !isWeightData(n.Args[2]) {
+				return nil, nil // factors computed by the graph: read at each run by the kernel table
+			}
+			ff = &a[2]
+		}
+		return kernels.RopeJob(dst, a[0], a[1], ff, RopeParams(n), threads)
+	case ir.OpSWAMask:
+		w, _ := n.Attrs.Int("window")
+		return kernels.SWAMaskJob(dst, a[0], a[1], w, threads)
+	case ir.OpCont, ir.OpCast, ir.OpCpy:
+		return kernels.CpyJob(dst, a[0], threads)
 	case ir.OpAttention:
 		q, v := a[0], a[2]
 		dv, t, h, b := v.Ne[1], q.Ne[1], q.Ne[2], q.Ne[3]
@@ -278,6 +309,10 @@ var preparedOps = map[ir.Op]bool{
 	ir.OpRMSNormMul: true, ir.OpAddRMSNormMul: true, ir.OpSwiGLU: true,
 	ir.OpGetRows: true, ir.OpSetRows: true, ir.OpRopeCache: true,
 	ir.OpRopeApply: true, ir.OpRopeApplySetRows: true, ir.OpAttention: true,
+	// the ops of the unfused graph (--passes none)
+	ir.OpDiv: true, ir.OpRMSNorm: true, ir.OpScale: true, ir.OpSilu: true,
+	ir.OpGelu: true, ir.OpSoftMax: true, ir.OpRope: true, ir.OpCont: true,
+	ir.OpCast: true, ir.OpCpy: true, ir.OpSWAMask: true,
 }
 
 // PreparedOp reports whether a Plan runs op as a prepared kernel split

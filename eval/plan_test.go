@@ -84,7 +84,8 @@ func runWith(t *testing.T, r runner, g *ir.Graph, in map[string][]byte, states [
 // threads and on the reference executor: logits and the KV cache they
 // write must agree bit for bit.
 func TestPlanMatchesExecutor(t *testing.T) {
-	for _, name := range []string{"stories260K", "synth-llama-F16", "synth-llama-Q8_0", "synth-llama-Q4_0", "synth-llama256-Q2_K", "synth-qwen2-tied-Q4_0"} {
+	for _, name := range []string{"stories260K", "synth-llama-F16", "synth-llama-Q8_0", "synth-llama-Q4_0", "synth-llama256-Q2_K", "synth-qwen2-tied-Q4_0",
+		"synth-gemma3-Q4_0", "synth-llama3rope-Q4_0", "synth-phi3-Q4_0", "synth-qwen3-Q4_0"} {
 		for _, pipe := range []string{"default", "none"} {
 			for _, shape := range []struct{ tokens, pos int64 }{{7, 0}, {1, 40}} {
 				t.Run(fmt.Sprintf("%s/%s/%dx%d", name, pipe, shape.tokens, shape.pos), func(t *testing.T) {
@@ -112,10 +113,8 @@ func TestPlanMatchesExecutor(t *testing.T) {
 								t.Fatalf("threads %d: state %q differs", threads, name)
 							}
 						}
-						if pipe == "default" {
-							if prep, fb := p.Prepared(); fb != 0 {
-								t.Errorf("threads %d: %d prepared kernels, %d through the kernel table", threads, prep, fb)
-							}
+						if prep, fb := p.Prepared(); fb != 0 {
+							t.Errorf("threads %d: %d prepared kernels, %d through the kernel table", threads, prep, fb)
 						}
 					}
 				})
@@ -128,8 +127,13 @@ func TestPlanMatchesExecutor(t *testing.T) {
 // model name at position pos to a Plan on 2 workers (closed when the test
 // ends) and runs it once.
 func ranDecodePlan(t *testing.T, name string, pos int64) *eval.Plan {
+	return ranDecodePlanPipe(t, name, "default", pos)
+}
+
+// ranDecodePlanPipe is ranDecodePlan with the pass pipeline pipe.
+func ranDecodePlanPipe(t *testing.T, name, pipe string, pos int64) *eval.Plan {
 	t.Helper()
-	g, w, in, states := stepGraph(t, name, "default", 1, pos)
+	g, w, in, states := stepGraph(t, name, pipe, 1, pos)
 	workers := eval.NewWorkers(2)
 	t.Cleanup(workers.Close)
 	p, err := eval.NewPlan(g, w, eval.ExecOptions{}, workers)
@@ -141,17 +145,20 @@ func ranDecodePlan(t *testing.T, name string, pos int64) *eval.Plan {
 }
 
 // TestPlanDecodeAllocatesNothing: after the first run, running a decode
-// step of the default pipeline's graph allocates nothing.
+// step allocates nothing, with the default pipeline's graph and with the
+// unfused one (no fusion passes).
 func TestPlanDecodeAllocatesNothing(t *testing.T) {
-	for _, name := range []string{"stories260K", "synth-llama-Q4_0", "synth-llama-F16", "synth-qwen2-tied-Q4_0"} {
-		p := ranDecodePlan(t, name, 9)
-		allocs := testing.AllocsPerRun(20, func() {
-			if err := p.Run(); err != nil {
-				t.Fatal(err)
+	for _, name := range []string{"stories260K", "synth-llama-Q4_0", "synth-llama-F16", "synth-qwen2-tied-Q4_0", "synth-gemma3-Q4_0"} {
+		for _, pipe := range []string{"default", "none"} {
+			p := ranDecodePlanPipe(t, name, pipe, 9)
+			allocs := testing.AllocsPerRun(20, func() {
+				if err := p.Run(); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%s %s: %.1f allocations per decode step, want 0", name, pipe, allocs)
 			}
-		})
-		if allocs != 0 {
-			t.Errorf("%s: %.1f allocations per decode step, want 0", name, allocs)
 		}
 	}
 }

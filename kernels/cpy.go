@@ -16,40 +16,65 @@ import (
 func Cpy(dst, src Tensor) (err error) {
 	const op = "cpy"
 	defer guard(op, &err)
+	how, err := checkCpy(op, dst, src)
+	if err != nil {
+		return err
+	}
+	switch how {
+	case cpyQuantRows:
+		return copyQuantRows(dst, src)
+	case cpyRaw:
+		copyRaw(dst, src)
+	case cpyConvert:
+		copyConvert(dst, src)
+	}
+	return nil
+}
+
+// How Cpy copies.
+type cpyKind int
+
+const (
+	cpyNone      cpyKind = iota // nothing to copy
+	cpyQuantRows                // same quantised type: whole rows
+	cpyRaw                      // same type: bytes
+	cpyConvert                  // through float32
+)
+
+// checkCpy checks Cpy's operands and returns how it copies.
+func checkCpy(op string, dst, src Tensor) (cpyKind, error) {
 	if err := dst.Validate(); err != nil {
-		return fmt.Errorf("kernels: %s: dst: %w", op, err)
+		return 0, fmt.Errorf("kernels: %s: dst: %w", op, err)
 	}
 	if err := src.Validate(); err != nil {
-		return fmt.Errorf("kernels: %s: src: %w", op, err)
+		return 0, fmt.Errorf("kernels: %s: src: %w", op, err)
 	}
 	if dst.NElements() != src.NElements() {
-		return fmt.Errorf("kernels: %s: dst %s and src %s differ in element count", op, dst, src)
+		return 0, fmt.Errorf("kernels: %s: dst %s and src %s differ in element count", op, dst, src)
 	}
 	if dst.NElements() == 0 {
-		return nil
+		return cpyNone, nil
 	}
 	dq, sq := dst.Type.BlockSize() > 1, src.Type.BlockSize() > 1
 	if dst.Type == src.Type {
 		if dq {
 			if dst.Ne[0] != src.Ne[0] {
-				return fmt.Errorf("kernels: %s: quantised copy %s -> %s needs equal rows", op, src, dst)
+				return 0, fmt.Errorf("kernels: %s: quantised copy %s -> %s needs equal rows", op, src, dst)
 			}
-			return copyQuantRows(dst, src)
+			return cpyQuantRows, nil
 		}
-		copyRaw(dst, src)
-		return nil
+		return cpyRaw, nil
 	}
 	if !canLoad(src.Type) {
-		return fmt.Errorf("kernels: %s: cannot read %s", op, src.Type)
+		return 0, fmt.Errorf("kernels: %s: cannot read %s", op, src.Type)
 	}
 	if !canStore(dst.Type) {
-		return fmt.Errorf("kernels: %s: cannot write %s", op, dst.Type)
+		return 0, fmt.Errorf("kernels: %s: cannot write %s", op, dst.Type)
 	}
 	if (dq || sq) && dst.Ne[0] != src.Ne[0] {
-		return fmt.Errorf("kernels: %s: %s -> %s with a quantised side needs equal row lengths", op, src, dst)
+		return 0, fmt.Errorf("kernels: %s: %s -> %s with a quantised side needs equal row lengths", op, src, dst)
 	}
-	copyConvert(dst, src)
-	return nil
+	return cpyConvert, nil
 }
 
 func copyQuantRows(dst, src Tensor) error {
@@ -126,10 +151,13 @@ func copyRaw(dst, src Tensor) {
 
 // copyConvert copies with a type conversion through float32.
 func copyConvert(dst, src Tensor) {
-	ne0 := int(src.Ne[0])
-	p := getF32(ne0)
+	p := getF32(int(src.Ne[0]))
 	defer putF32(p)
-	buf := *p
+	copyConvertBuf(dst, src, *p)
+}
+
+// copyConvertBuf is copyConvert with buf (src.Ne[0] floats) as scratch.
+func copyConvertBuf(dst, src Tensor, buf []float32) {
 	lastRow := int64(-1)
 	walkRuns(dst, src, func(so, s0, do, d0, n int64) {
 		if so != lastRow || s0 == 0 {

@@ -64,6 +64,9 @@ func geluRow(out, x []float32) {
 // indexed by src rounded to a half (see geluRow). GEGLU (gemma's FFN,
 // ggml_geglu_split) is Gelu of the gate followed by Mul with the up
 // projection, bit for bit.
-func Gelu(dst, src Tensor) error {
-	return unary("gelu", dst, src, geluRow)
+func Gelu(dst, src Tensor) error { return Options{}.Gelu(dst, src) }
+
+// Gelu is the package's Gelu with o's pool and threads.
+func (o Options) Gelu(dst, src Tensor) error {
+	return o.unary("gelu", dst, src, geluRow)
 }

@@ -528,14 +528,15 @@ func (t Tensor) F32() ([]float32, bool) {
 }
 
 // eachRows runs fn over the flat rows of shape ne in chunks (in parallel
-// when the tensor is large), with two scratch rows of ne[0] floats: the
-// plain kernels' loop around the row functions their Jobs share.
-func eachRows(ne [MaxDims]int64, fn func(lo, hi int, s1, s2 []float32)) {
+// when the tensor is large: on o.Pool when set, up to o.Threads goroutines
+// otherwise), with two scratch rows of ne[0] floats: the plain kernels'
+// loop around the row functions their Jobs share.
+func (o Options) eachRows(ne [MaxDims]int64, fn func(lo, hi int, s1, s2 []float32)) {
 	nr := ne[1] * ne[2] * ne[3]
 	if nr == 0 || ne[0] == 0 {
 		return
 	}
-	parallelFor(nil, 0, int(nr), rowChunk(ne[0]), func(lo, hi int) {
+	parallelFor(o.Pool, o.Threads, int(nr), rowChunk(ne[0]), func(lo, hi int) {
 		p1, p2 := getF32(int(ne[0])), getF32(int(ne[0]))
 		defer putF32(p1)
 		defer putF32(p2)

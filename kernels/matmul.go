@@ -52,8 +52,8 @@ func ParseQuantMode(s string) (QuantMode, error) {
 type Options struct {
 	// Quant selects the arithmetic of matmuls with quantised weights.
 	Quant QuantMode
-	// Threads bounds the goroutines of one matmul (0 = GOMAXPROCS). The
-	// results do not depend on it.
+	// Threads bounds the goroutines of one kernel call (0 = GOMAXPROCS).
+	// The results do not depend on it.
 	Threads int
 	// LlamaBuild selects the llama.cpp build whose summation order the
 	// QuantGGML matmuls follow where builds differ (repacked Q4_K, Q6_K):
@@ -65,10 +65,12 @@ type Options struct {
 	// (Q4_0 in an interleaved layout of eight rows); the results are the
 	// same bits. Nil: every job reads the weights in place.
 	Packs *WeightPacks
-	// Pool, when set, runs the parallel parts of the kernels that take
-	// Options (MulMat, MulMatAdd, MulMatID, Attention) on its persistent
+	// Pool, when set, runs the parallel parts of the kernels called as
+	// Options methods (the matmuls, Attention and the row kernels: Add,
+	// Mul, RMSNorm, SoftMax, Rope, SwiGLU, GetRows, ...) on its persistent
 	// workers instead of starting goroutines for each call; the results
-	// are the same bits. Nil: each call starts its own goroutines.
+	// are the same bits. Nil: each call starts its own goroutines (only
+	// when its tensor is large enough to split).
 	Pool *Pool
 }
 
@@ -212,7 +214,7 @@ func (o Options) MulMatAdd(dst, a, b, bias Tensor) (err error) {
 	}
 	m := prepareMatmul(o, a, b)
 	m.run(o, dst)
-	return Add(dst, dst, bias)
+	return o.Add(dst, dst, bias)
 }
 
 // vecDotRound returns how b's values are rounded for weights of type t in

@@ -85,8 +85,11 @@ func SumRows(dst, src Tensor) (err error) {
 }
 
 // Div computes dst = a / b with b broadcast over a (ggml_div).
-func Div(dst, a, b Tensor) error {
-	return binaryOp("div", dst, a, b, binDiv)
+func Div(dst, a, b Tensor) error { return Options{}.Div(dst, a, b) }
+
+// Div is the package's Div with o's pool and threads.
+func (o Options) Div(dst, a, b Tensor) error {
+	return o.binaryOp("div", dst, a, b, binDiv)
 }
 
 // MulMatID is ggml_mul_mat_id: for every token t and slot e,
@@ -164,28 +167,70 @@ func SWAMask(dst, mask, pos Tensor, nSWA int64) (err error) {
 	if nSWA < 1 {
 		return fmt.Errorf("kernels: %s: window %d must be positive", op, nSWA)
 	}
-	ps, err := readPositions(op, pos, pos.Ne[0])
-	if err != nil {
+	if err := checkSWAPositions(op, mask, pos); err != nil {
 		return err
 	}
-	if int64(len(ps)) > mask.Ne[1] {
-		return fmt.Errorf("kernels: %s: %d positions for %d mask rows", op, len(ps), mask.Ne[1])
-	}
 	n := int(mask.Ne[0])
-	row := make([]float32, n)
-	out := make([]float32, n)
+	swaMaskRows(dst, mask, pos, nSWA, 0, int(mask.Ne[1]), make([]float32, n), make([]float32, n))
+	return nil
+}
+
+// checkSWAPositions checks SWAMask's positions: I32, at most one per mask
+// row.
+func checkSWAPositions(op string, mask, pos Tensor) error {
+	if err := pos.Validate(); err != nil {
+		return fmt.Errorf("kernels: %s: pos: %w", op, err)
+	}
+	if pos.Type != gguf.TypeI32 {
+		return fmt.Errorf("kernels: %s: positions %s must be i32", op, pos)
+	}
+	if pos.Ne[0] > mask.Ne[1] {
+		return fmt.Errorf("kernels: %s: %d positions for %d mask rows", op, pos.Ne[0], mask.Ne[1])
+	}
+	return nil
+}
+
+// swaMaskRows is SWAMask for the mask rows [lo, hi), with scratch rows
+// row and out of n_kv floats.
+func swaMaskRows(dst, mask, pos Tensor, nSWA int64, lo, hi int, row, out []float32) {
+	n := int(mask.Ne[0])
+	out = out[:n]
 	negInf := float32(math.Inf(-1))
-	for r := range mask.Ne[1] {
+	for r := int64(lo); r < int64(hi); r++ {
 		x := srcRow(mask, mask.rowOff(r, 0, 0), n, row)
 		copy(out, x)
-		if r < int64(len(ps)) {
+		if r < pos.Ne[0] {
+			p := int64(int32(readIndex(pos, r, 0, 0)))
 			for c := range out {
-				if int64(ps[r])-int64(c) >= nSWA {
+				if p-int64(c) >= nSWA {
 					out[c] = negInf
 				}
 			}
 		}
 		storeRow(dst, dst.rowOff(r, 0, 0), out)
 	}
-	return nil
+}
+
+// SWAMaskJob prepares SWAMask as a Job over the rows of mask (the
+// positions are read when it runs).
+func SWAMaskJob(dst, mask, pos Tensor, nSWA int64, workers int) (j Job, err error) {
+	const op = "swa_mask"
+	defer guard(op, &err)
+	if err := checkFloats(op, []string{"dst", "mask"}, dst, mask); err != nil {
+		return nil, err
+	}
+	if dst.Ne != mask.Ne || mask.Ne[2] != 1 || mask.Ne[3] != 1 {
+		return nil, fmt.Errorf("kernels: %s: dst %s and mask %s must be the same 2-D shape", op, dst, mask)
+	}
+	if nSWA < 1 {
+		return nil, fmt.Errorf("kernels: %s: window %d must be positive", op, nSWA)
+	}
+	if err := checkSWAPositions(op, mask, pos); err != nil {
+		return nil, err
+	}
+	rj := newRowJob(mask.Ne[1], mask.Ne[0], int(mask.Ne[0]), workers, func(j *rowJob, wk, lo, hi int) {
+		swaMaskRows(j.dst, j.a, j.b, nSWA, lo, hi, j.rows.s1[wk], j.rows.s2[wk])
+	})
+	rj.dst, rj.a, rj.b = dst, mask, pos
+	return rj, nil
 }

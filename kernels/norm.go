@@ -22,7 +22,10 @@ func rmsScale(x []float32, eps float32) float32 {
 
 // RMSNorm computes dst = src / sqrt(mean(src²) + eps) over dim 0 of every
 // row (ggml_rms_norm). dst and src have the same shape; dst may alias src.
-func RMSNorm(dst, src Tensor, eps float32) (err error) {
+func RMSNorm(dst, src Tensor, eps float32) error { return Options{}.RMSNorm(dst, src, eps) }
+
+// RMSNorm is the package's RMSNorm with o's pool and threads.
+func (o Options) RMSNorm(dst, src Tensor, eps float32) (err error) {
 	const op = "rms_norm"
 	defer guard(op, &err)
 	if err := checkFloat(op, "dst", dst); err != nil {
@@ -34,8 +37,17 @@ func RMSNorm(dst, src Tensor, eps float32) (err error) {
 	if dst.Ne != src.Ne {
 		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
+	o.eachRows(src.Ne, func(lo, hi int, s1, _ []float32) {
+		rmsNormRows(dst, src, eps, lo, hi, s1)
+	})
+	return nil
+}
+
+// rmsNormRows is RMSNorm for the flat rows [lo, hi) of src.
+func rmsNormRows(dst, src Tensor, eps float32, lo, hi int, s1 []float32) {
 	ne0 := int(src.Ne[0])
-	eachRow(src.Ne, 0, func(i1, i2, i3 int64, s1, _ []float32) {
+	for r := lo; r < hi; r++ {
+		i1, i2, i3 := rowIndex(int64(r), src.Ne)
 		x := srcRow(src, src.rowOff(i1, i2, i3), ne0, s1)
 		scale := rmsScale(x, eps)
 		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s1)
@@ -46,14 +58,18 @@ func RMSNorm(dst, src Tensor, eps float32) (err error) {
 		if !direct {
 			storeRow(dst, dst.rowOff(i1, i2, i3), out)
 		}
-	})
-	return nil
+	}
 }
 
 // RMSNormMul computes dst = rms_norm(x, eps) * w, with w broadcast over the
 // rows of x as Mul does; bit for bit the same as RMSNorm followed by Mul
 // (the normalised value is rounded to float32 before the product).
-func RMSNormMul(dst, x, w Tensor, eps float32) (err error) {
+func RMSNormMul(dst, x, w Tensor, eps float32) error {
+	return Options{}.RMSNormMul(dst, x, w, eps)
+}
+
+// RMSNormMul is the package's RMSNormMul with o's pool and threads.
+func (o Options) RMSNormMul(dst, x, w Tensor, eps float32) (err error) {
 	const op = "rms_norm_mul"
 	defer guard(op, &err)
 	if err := checkFloats(op, []string{"dst", "x", "w"}, dst, x, w); err != nil {
@@ -65,7 +81,7 @@ func RMSNormMul(dst, x, w Tensor, eps float32) (err error) {
 	if !canRepeat(w, x) {
 		return fmt.Errorf("kernels: %s: weight %s cannot be broadcast over %s", op, w, x)
 	}
-	eachRows(x.Ne, func(lo, hi int, s1, s2 []float32) {
+	o.eachRows(x.Ne, func(lo, hi int, s1, s2 []float32) {
 		rmsNormMulRows(dst, x, w, eps, lo, hi, s1, s2)
 	})
 	return nil
@@ -99,7 +115,12 @@ func normMulRow(dst Tensor, off int64, x, w []float32, eps float32, scratch []fl
 // dst = rms_norm(sum, eps) * w (as RMSNormMul): the residual add and the
 // following norm in one pass. The norm reads sum as stored, so the result is
 // bit for bit that of Add, RMSNorm, Mul in sequence.
-func AddRMSNormMul(dst, sum, a, b, w Tensor, eps float32) (err error) {
+func AddRMSNormMul(dst, sum, a, b, w Tensor, eps float32) error {
+	return Options{}.AddRMSNormMul(dst, sum, a, b, w, eps)
+}
+
+// AddRMSNormMul is the package's AddRMSNormMul with o's pool and threads.
+func (o Options) AddRMSNormMul(dst, sum, a, b, w Tensor, eps float32) (err error) {
 	const op = "add_rms_norm_mul"
 	defer guard(op, &err)
 	if err := checkFloats(op, []string{"dst", "sum", "a", "b", "w"}, dst, sum, a, b, w); err != nil {
@@ -114,7 +135,7 @@ func AddRMSNormMul(dst, sum, a, b, w Tensor, eps float32) (err error) {
 	if !canRepeat(w, a) {
 		return fmt.Errorf("kernels: %s: weight %s cannot be broadcast over %s", op, w, a)
 	}
-	eachRows(a.Ne, func(lo, hi int, s1, s2 []float32) {
+	o.eachRows(a.Ne, func(lo, hi int, s1, s2 []float32) {
 		addRMSNormMulRows(dst, sum, a, b, w, eps, lo, hi, s1, s2)
 	})
 	return nil

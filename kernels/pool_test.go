@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
@@ -64,13 +65,80 @@ func poolCases(t *testing.T) []poolCase {
 	}
 }
 
+// elementwisePoolCases are the row kernels at a prefill-like size (8 chunks
+// of elemGrain elements): their chunks run on the pool too.
+func elementwisePoolCases(t *testing.T) []poolCase {
+	r := rand.New(rand.NewPCG(23, 24))
+	const ne0, nh, nt = 64, 8, 256 // [head_dim, n_head, n_tokens]: 131072 values
+	x := f32t(t, randF32(r, ne0*nh*nt, 2), ne0, nh, nt)
+	y := f32t(t, randF32(r, ne0*nh*nt, 2), ne0, nh, nt)
+	w := f32t(t, randF32(r, ne0, 1), ne0)
+	pos := make([]int32, nt)
+	for i := range pos {
+		pos[i] = int32(3 * i)
+	}
+	pt := i32t(t, pos, nt)
+	rp := RopeParams{NDims: ne0, Mode: RopeNeox, NCtxOrig: 4096, FreqBase: 10000, FreqScale: 1, AttnFactor: 1, BetaFast: 32, BetaSlow: 1}
+	cache := newT(t, gguf.TypeF32, ne0, nt)
+	if err := RopeCache(cache, pt, rp); err != nil {
+		t.Fatal(err)
+	}
+	const nkv, nq = 512, 256 // soft_max rows [n_kv, n_q]
+	kq := f32t(t, randF32(r, nkv*nq, 4), nkv, nq)
+	mask := make([]float32, nkv*nq)
+	for i := range nq {
+		for j := range nkv {
+			if j > 256+i {
+				mask[i*nkv+j] = float32(math.Inf(-1))
+			}
+		}
+	}
+	mt := f16t(t, mask, nkv, nq)
+	const vocab = 1024
+	emb, err := gguf.QuantizeQ8_0(randF32(r, ne0*4*vocab, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	et, err := FromBytes(gguf.TypeQ8_0, emb, ne0*4, vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int32, 512)
+	for i := range ids {
+		ids[i] = int32(r.IntN(vocab))
+	}
+	it := i32t(t, ids, int64(len(ids)))
+	like := func() Tensor { return newT(t, gguf.TypeF32, ne0, nh, nt) }
+	likeF16 := func() Tensor { return newT(t, gguf.TypeF16, ne0, nh, nt) }
+	return []poolCase{
+		{"add", func(o Options, d Tensor) error { return o.Add(d, x, w) }, like},
+		{"mul", func(o Options, d Tensor) error { return o.Mul(d, x, y) }, like},
+		{"div", func(o Options, d Tensor) error { return o.Div(d, x, w) }, like},
+		{"scale", func(o Options, d Tensor) error { return o.Scale(d, x, 0.3) }, like},
+		{"silu f16 dst", func(o Options, d Tensor) error { return o.Silu(d, x) }, likeF16},
+		{"gelu", func(o Options, d Tensor) error { return o.Gelu(d, x) }, like},
+		{"swiglu", func(o Options, d Tensor) error { return o.SwiGLU(d, x, y) }, like},
+		{"rms_norm", func(o Options, d Tensor) error { return o.RMSNorm(d, x, 1e-5) }, like},
+		{"rms_norm_mul", func(o Options, d Tensor) error { return o.RMSNormMul(d, x, w, 1e-5) }, like},
+		{"add_rms_norm_mul", func(o Options, d Tensor) error {
+			return o.AddRMSNormMul(d, newT(t, gguf.TypeF32, ne0, nh, nt), x, y, w, 1e-5)
+		}, like},
+		{"rope", func(o Options, d Tensor) error { return o.Rope(d, x, pt, rp) }, like},
+		{"rope_apply", func(o Options, d Tensor) error { return o.RopeApply(d, x, cache, rp) }, like},
+		{"soft_max", func(o Options, d Tensor) error { return o.SoftMax(d, kq, &mt, 0.125, 0) },
+			func() Tensor { return newT(t, gguf.TypeF32, nkv, nq) }},
+		{"get_rows Q8_0", func(o Options, d Tensor) error { return o.GetRows(d, et, it) },
+			func() Tensor { return newT(t, gguf.TypeF32, ne0*4, int64(len(ids))) }},
+	}
+}
+
 // A kernel run on a Pool gives the same bits as with goroutines of its own
 // and as on one goroutine, and creates no goroutine; without a Pool the
 // same calls do create goroutines (so the count can fail).
 func TestPoolSameBitsNoGoroutines(t *testing.T) {
 	p := NewPool(4)
 	defer p.Close()
-	for _, c := range poolCases(t) {
+	for _, c := range append(poolCases(t), elementwisePoolCases(t)...) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, quant := range []QuantMode{QuantGGML, QuantDequant} {
 				one, own, pooled := c.dst(), c.dst(), c.dst()

@@ -173,17 +173,26 @@ func buildRopeCache(pos []int32, p RopeParams, ff []float32) []float32 {
 // theta_scale = powf(freq_base, -2/n_dims), YaRN ramp when ext_factor != 0,
 // cos/sin scaled by attn_factor. Dims at and beyond n_dims are copied.
 // dst has src's shape and may alias it.
-func Rope(dst, src, pos Tensor, p RopeParams) error {
-	return rope("rope", dst, src, pos, nil, p)
+func Rope(dst, src, pos Tensor, p RopeParams) error { return Options{}.Rope(dst, src, pos, p) }
+
+// Rope is the package's Rope with o's pool and threads.
+func (o Options) Rope(dst, src, pos Tensor, p RopeParams) error {
+	return o.rope("rope", dst, src, pos, nil, p)
 }
 
 // RopeWithFactors is Rope with per-pair frequency divisors (ggml_rope_ext's
 // third operand, an F32 vector of n_dims/2 values).
 func RopeWithFactors(dst, src, pos, factors Tensor, p RopeParams) error {
-	return rope("rope", dst, src, pos, &factors, p)
+	return Options{}.RopeWithFactors(dst, src, pos, factors, p)
 }
 
-func rope(op string, dst, src, pos Tensor, factors *Tensor, p RopeParams) (err error) {
+// RopeWithFactors is the package's RopeWithFactors with o's pool and
+// threads.
+func (o Options) RopeWithFactors(dst, src, pos, factors Tensor, p RopeParams) error {
+	return o.rope("rope", dst, src, pos, &factors, p)
+}
+
+func (o Options) rope(op string, dst, src, pos Tensor, factors *Tensor, p RopeParams) (err error) {
 	defer guard(op, &err)
 	if err := checkFloat(op, "dst", dst); err != nil {
 		return err
@@ -206,16 +215,16 @@ func rope(op string, dst, src, pos Tensor, factors *Tensor, p RopeParams) (err e
 		return err
 	}
 	cache := buildRopeCache(ps, p, ff)
-	applyRope(dst, src, cache, p)
+	o.applyRope(dst, src, cache, p)
 	return nil
 }
 
 // applyRope rotates every row of src into dst with the table cache (NDims
 // floats per i2).
-func applyRope(dst, src Tensor, cache []float32, p RopeParams) {
+func (o Options) applyRope(dst, src Tensor, cache []float32, p RopeParams) {
 	ne0 := int(src.Ne[0])
 	neox := p.Mode == RopeNeox
-	eachRow(src.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
+	eachRow(o, src.Ne, func(i1, i2, i3 int64, s1, s2 []float32) {
 		x := srcRow(src, src.rowOff(i1, i2, i3), ne0, s1)
 		out, direct := dstRow(dst, dst.rowOff(i1, i2, i3), ne0, s2)
 		c := cache[int(i2)*p.NDims : int(i2+1)*p.NDims]
@@ -289,7 +298,12 @@ func readRopeCache(op string, cache Tensor, p RopeParams, n int64) ([]float32, e
 // RopeApply rotates src with a table from RopeCache (column i2 for token
 // i2); p.NDims and p.Mode select the rotation, the angle parameters are not
 // used. The result is bit for bit Rope's.
-func RopeApply(dst, src, cache Tensor, p RopeParams) (err error) {
+func RopeApply(dst, src, cache Tensor, p RopeParams) error {
+	return Options{}.RopeApply(dst, src, cache, p)
+}
+
+// RopeApply is the package's RopeApply with o's pool and threads.
+func (o Options) RopeApply(dst, src, cache Tensor, p RopeParams) (err error) {
 	const op = "rope_apply"
 	defer guard(op, &err)
 	if err := checkFloat(op, "dst", dst); err != nil {
@@ -310,6 +324,6 @@ func RopeApply(dst, src, cache Tensor, p RopeParams) (err error) {
 	if err != nil {
 		return err
 	}
-	applyRope(dst, src, c, p)
+	o.applyRope(dst, src, c, p)
 	return nil
 }

@@ -24,7 +24,10 @@ func checkIndexTensor(op string, idx Tensor) error {
 // halves exactly as ggml's to_float does. src is [ne0, n_rows, ne11, ne12];
 // idx (I32 or I64) is [n, ne11, ne12]; dst (F32, F16 or BF16) is
 // [ne0, n, ne11, ne12]. An index outside [0, n_rows) is an error.
-func GetRows(dst, src, idx Tensor) (err error) {
+func GetRows(dst, src, idx Tensor) error { return Options{}.GetRows(dst, src, idx) }
+
+// GetRows is the package's GetRows with o's pool and threads.
+func (o Options) GetRows(dst, src, idx Tensor) (err error) {
 	const op = "get_rows"
 	defer guard(op, &err)
 	if err := src.Validate(); err != nil {
@@ -56,7 +59,7 @@ func GetRows(dst, src, idx Tensor) (err error) {
 			}
 		}
 	}
-	eachRows(dst.Ne, func(lo, hi int, s1, _ []float32) {
+	o.eachRows(dst.Ne, func(lo, hi int, s1, _ []float32) {
 		getRowsRows(dst, src, idx, lo, hi, s1)
 	})
 	return nil
@@ -75,7 +78,7 @@ func SetRows(dst, src, idx Tensor) (err error) {
 		return err
 	}
 	ne0 := int(src.Ne[0])
-	eachRow(src.Ne, 1, func(i, i02, i03 int64, s1, _ []float32) {
+	eachRow(Options{Threads: 1}, src.Ne, func(i, i02, i03 int64, s1, _ []float32) {
 		r := readIndex(idx, i, i02%idx.Ne[1], i03%idx.Ne[2])
 		x := srcRow(src, src.rowOff(i, i02, i03), ne0, s1)
 		storeRow(dst, dst.rowOff(r, i02, i03), x)

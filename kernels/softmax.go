@@ -114,7 +114,12 @@ func softmaxNorm(w []float32, mx float32) {
 // ne0 = src.ne0 and at least src.ne1 rows; row i1 of src uses mask row i1
 // (broadcast over dims 2 and 3, as ggml does). slope is 1 unless maxBias >
 // 0, when it is the ALiBi slope of head i2. dst may alias src.
-func SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) (err error) {
+func SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) error {
+	return Options{}.SoftMax(dst, src, mask, scale, maxBias)
+}
+
+// SoftMax is the package's SoftMax with o's pool and threads.
+func (o Options) SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) (err error) {
 	const op = "soft_max"
 	defer guard(op, &err)
 	if err := checkFloat(op, "dst", dst); err != nil {
@@ -130,8 +135,17 @@ func SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) (err error) 
 		return err
 	}
 	al := newAlibi(maxBias, src.Ne[2])
+	o.eachRows(src.Ne, func(lo, hi int, s1, s2 []float32) {
+		softmaxRows(dst, src, mask, scale, al, lo, hi, s1, s2)
+	})
+	return nil
+}
+
+// softmaxRows is SoftMax for the flat rows [lo, hi) of src.
+func softmaxRows(dst, src Tensor, mask *Tensor, scale float32, al alibi, lo, hi int, s1, s2 []float32) {
 	ne0 := int(src.Ne[0])
-	eachRow(src.Ne, 0, func(i1, i2, i3 int64, s1, s2 []float32) {
+	for r := lo; r < hi; r++ {
+		i1, i2, i3 := rowIndex(int64(r), src.Ne)
 		x := srcRow(src, src.rowOff(i1, i2, i3), ne0, s1)
 		if &x[0] != &s1[0] {
 			copy(s1, x)
@@ -142,6 +156,5 @@ func SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) (err error) 
 		}
 		softmaxRow(s1[:ne0], m, scale, al.slope(i2))
 		storeRow(dst, dst.rowOff(i1, i2, i3), s1[:ne0])
-	})
-	return nil
+	}
 }

@@ -72,3 +72,61 @@ func TestSimSessionNoGoroutinePerKernel(t *testing.T) {
 		t.Errorf("tokens on the stream pool %v, with goroutines per kernel %v", tokens[0], tokens[1])
 	}
 }
+
+// The same at prefill size, where the row kernels (add, rms_norm,
+// soft_max, rope, swiglu, get_rows, ...) split their rows too: a
+// 160-token prompt of synth-llama256-Q4_K (n_embd 256: three chunks per
+// row kernel), with the default pipeline's fused graph and the unfused one
+// of "none". On the pools neither the prefill nor the decode steps create a
+// goroutine; with a closed pool they do, and the tokens are the same.
+func TestSimSessionPrefillNoGoroutinePerKernel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("prefill of 160 tokens, twice per pipeline")
+	}
+	f, m := openModel(t, "synth-llama256-Q4_K.gguf", models.Options{NCtx: 192})
+	long := make([]int32, 160)
+	for i := range long {
+		long[i] = int32(3 + i*7%500)
+	}
+	closed := kernels.NewPool(4)
+	closed.Close()
+	for _, pipe := range []string{"default", "none"} {
+		t.Run(pipe, func(t *testing.T) {
+			var tokens [2][]int32
+			for i, pool := range []*kernels.Pool{nil, closed} {
+				ko := kernels.Options{Quant: kernels.QuantGGML, Threads: 4, Pool: pool}
+				dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 256 << 20, Kernels: ko})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := NewSession(m, f, dev, Options{Policy: policy(true), Kernels: ko, Compile: CompileOptions{Passes: pipe}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Generate(long, 1, false, nil); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Rewind(0); err != nil {
+					t.Fatal(err)
+				}
+				g0 := goroutinesCreated(t)
+				r, err := s.Generate(long, 3, false, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				created := goroutinesCreated(t) - g0
+				tokens[i] = r.Tokens
+				t.Logf("own pool=%v: %d goroutines created over a %d-token prefill and 2 decode steps", pool == nil, created, len(long))
+				if (pool == nil) != (created == 0) {
+					t.Errorf("own pool=%v: %d goroutines created", pool == nil, created)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(tokens[0], tokens[1]) {
+				t.Errorf("tokens on the stream pool %v, with goroutines per kernel %v", tokens[0], tokens[1])
+			}
+		})
+	}
+}
