@@ -62,7 +62,13 @@ func mulMat(n *ir.Node) Support {
 	a, b := n.Args[0], n.Args[1]
 	switch dt := a.Type.DType; dt {
 	case ir.F32, ir.F16:
-		return yes(MatmulKernel(a.Type.Shape, b.Type.Shape))
+		k := MatmulKernel(a.Type.Shape, b.Type.Shape)
+		if dt == ir.F16 && b.Type.DType == ir.F32 {
+			// The activations cast to f16 first, as ggml-cpu converts them
+			// to its vec_dot_type (runtime/acl's mul_mat recipe).
+			return yes(k, "aclnnCast", k)
+		}
+		return yes(k)
 	case ir.Q4_0, ir.Q8_0:
 		if !Contiguous(a) || !Contiguous(b) {
 			return no("quantised matmul needs contiguous operands (ggml-cann's supports_op and compute_forward)")
@@ -225,7 +231,7 @@ func ropeAttrs(n *ir.Node, x ir.Type) (Support, bool) {
 
 // ropeWrite lowers rope + set_rows into the K cache: the rotation, then the
 // row scatter (after a cast to an f16 cache).
-func ropeWrite(rope string) rule {
+func ropeWrite(rope string, angles bool) rule {
 	return func(n *ir.Node) Support {
 		if s, ok := ropeHead(n.Args[1].Type); !ok {
 			return s
@@ -233,11 +239,16 @@ func ropeWrite(rope string) rule {
 		if s, ok := ropeAttrs(n, n.Args[1].Type); !ok {
 			return s
 		}
+		var calls []string
+		if angles {
+			// rope_set_rows makes its cos and sin tables from the positions.
+			calls = ropeAngleCalls(n, false)
+		}
 		switch dt := n.Args[0].Type.DType; dt {
 		case ir.F32:
-			return yes("aclnnInplaceIndexCopy", rope, "aclnnInplaceIndexCopy")
+			return yes("aclnnInplaceIndexCopy", append(calls, rope, "aclnnInplaceIndexCopy")...)
 		case ir.F16:
-			return yes("aclnnInplaceIndexCopy", rope, "aclnnCast", "aclnnInplaceIndexCopy")
+			return yes("aclnnInplaceIndexCopy", append(calls, rope, "aclnnCast", "aclnnInplaceIndexCopy")...)
 		default:
 			return no("KV write into %s: f32 and f16 only", dt)
 		}
@@ -345,7 +356,8 @@ func npuRope(n *ir.Node) Support {
 	default:
 		return no("rope mode %d is not lowered", m)
 	}
-	return yes("aclnnRotaryPositionEmbedding")
+	// The cos and sin tables from the positions, then the rotation.
+	return yes("aclnnRotaryPositionEmbedding", append(ropeAngleCalls(n, len(n.Args) > 2), "aclnnRotaryPositionEmbedding")...)
 }
 
 // aclnnRmsNorm with the weight as gamma.
@@ -381,7 +393,8 @@ func npuSwiGLU(n *ir.Node) Support {
 	return yes("aclnnSilu", "aclnnSilu", "aclnnInplaceMul")
 }
 
-// The matmul ggml-cann would pick, then the bias add.
+// The matmul ggml-cann would pick, then the bias added in place into its
+// output (aclnnInplaceAdd, as runtime/acl's recipe does).
 func npuMulMatAdd(n *ir.Node) Support {
 	s := mulMat(n)
 	if !s.OK {
@@ -390,17 +403,38 @@ func npuMulMatAdd(n *ir.Node) Support {
 	if len(s.Calls) == 0 {
 		s.Calls = []string{s.Kernel}
 	}
-	s.Calls = append(append([]string(nil), s.Calls...), "aclnnAdd")
+	s.Calls = append(append([]string(nil), s.Calls...), "aclnnInplaceAdd")
 	return s
 }
 
+// ropeAngleCalls are the aclnn calls runtime/acl makes for the RoPE angles
+// of a step from its positions, as ggml_rope_cache_init computes them:
+// ggml's angle chain is precomputed on the host for every position below
+// n_ctx as a constant table (lower/cann passes n_ctx to the kernel) and the
+// step's rows are gathered (aclnnGatherV2, the i32 positions as its
+// index), divided by the frequency factors [aclnnDiv], scaled by
+// freq_scale when it is not 1 [aclnnMuls], then cos and sin.
+func ropeAngleCalls(n *ir.Node, factors bool) []string {
+	calls := []string{"aclnnGatherV2"}
+	if factors {
+		calls = append(calls, "aclnnDiv")
+	}
+	if fs, ok := n.Attrs.Float("freq_scale"); ok && fs != 1 {
+		calls = append(calls, "aclnnMuls")
+	}
+	return append(calls, "aclnnCos", "aclnnSin")
+}
+
 // The RoPE cache built on the device from the positions (llama.cpp
-// PRs #15912, #20747): angles = positions × inverse frequencies, then cos and sin.
+// PRs #15912, #20747): the angle calls of ropeAngleCalls, then cos and sin
+// copied into the IR table (two aclnnInplaceCopy). These are the calls the
+// recipe launches, in order (runtime/acl's TestRecipeCallsMatchTarget
+// checks them, and those of every other op it sees).
 func npuRopeCache(n *ir.Node) Support {
 	if s, ok := ropeAttrs(n, n.Type); !ok {
 		return s
 	}
-	return yes("aclnnSin", "aclnnCast", "aclnnMul", "aclnnCos", "aclnnSin")
+	return yes("aclnnSin", append(ropeAngleCalls(n, len(n.Args) > 1), "aclnnInplaceCopy", "aclnnInplaceCopy")...)
 }
 
 // ggml-cann's formulation: angles from positions and a table of

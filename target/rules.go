@@ -157,8 +157,8 @@ func builtinRules() map[ir.Op]OpRule {
 		ir.OpRopeTheta: {CPUOnly: "rope_theta is computed on the host, as ggml-cann does (llama.cpp PRs #15912, #20747); the fold pass makes it a constant",
 			Traffic: streamTraffic(1)},
 		ir.OpRopeApply:        {NPU: npuRopeApply, Traffic: streamTraffic(6), Workspace: NoWorkspace},
-		ir.OpRopeSetRows:      {NPU: ropeWrite("aclnnRotaryPositionEmbedding"), Traffic: writeTraffic(6), Workspace: ropeWriteWorkspace},
-		ir.OpRopeApplySetRows: {NPU: ropeWrite("aclnnRotaryPositionEmbedding"), Traffic: writeTraffic(6), Workspace: ropeWriteWorkspace},
+		ir.OpRopeSetRows:      {NPU: ropeWrite("aclnnRotaryPositionEmbedding", true), Traffic: writeTraffic(6), Workspace: ropeWriteWorkspace},
+		ir.OpRopeApplySetRows: {NPU: ropeWrite("aclnnRotaryPositionEmbedding", false), Traffic: writeTraffic(6), Workspace: ropeWriteWorkspace},
 		ir.OpAttention:        {NPU: npuAttention, Traffic: attentionTraffic, Workspace: attentionWorkspace},
 		ir.OpConcat:           {NPU: npuConcat, Traffic: streamTraffic(1), Workspace: NoWorkspace},
 	}

@@ -89,13 +89,13 @@ func TestSupports(t *testing.T) {
 		kernel       string // or a fragment of the reason
 		calls        int
 	}{
-		{"ascend910b", "mm_f16", true, "aclnnMm", 1},
+		{"ascend910b", "mm_f16", true, "aclnnMm", 2}, // the activations cast to f16, the product
 		{"ascend910b", "mm_q4", true, "aclnnWeightQuantBatchMatmulV2", 3},
 		{"ascend910b", "mm_q4k", false, "only q4_0 and q8_0", 0},
 		{"ascend910b", "rows_q4", false, "f32, f16 and q8_0", 0},
 		{"ascend910b", "rows_f16", true, "aclnnGatherV2", 2},
 		{"ascend910b", "norm", true, "aclnnRmsNorm", 1},
-		{"ascend910b", "rope", true, "aclnnRotaryPositionEmbedding", 1},
+		{"ascend910b", "rope", true, "aclnnRotaryPositionEmbedding", 4}, // gather the angles, cos, sin, rotate
 		{"ascend910b", "sm_plain", true, "aclnnSoftmax", 1},
 		{"ascend910b", "sm_mask", true, "aclnnSoftmax", 3},
 		{"ascend910b", "write", true, "aclnnInplaceIndexCopy", 2},
@@ -106,7 +106,7 @@ func TestSupports(t *testing.T) {
 		{"ascend910b", "t", true, "", 0}, // nor does a view
 		{"ascend310b", "rope", false, "aclnnRotaryPositionEmbedding", 0},
 		{"ascend310b", "mm_q4", false, "aclnnWeightQuantBatchMatmulV2", 0},
-		{"ascend310b", "mm_f16", true, "aclnnMm", 1},
+		{"ascend310b", "mm_f16", true, "aclnnMm", 2},
 		{"ascend310b", "norm", true, "aclnnRmsNorm", 1},
 		{"ascend310b-strict", "mm_f16", false, "aclnnMm", 0},
 		{"ascend310b-strict", "norm", false, "aclnnRmsNorm", 0},
@@ -205,7 +205,8 @@ func TestEstimate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Calls != 1 || e.LaunchUS != p.Overheads.LaunchUS || e.DeviceUS < p.Overheads.TaskUS {
+	// Two launches: the f32 activations cast to f16, then the product.
+	if e.Calls != 2 || e.LaunchUS != 2*p.Overheads.LaunchUS || e.DeviceUS < p.Overheads.TaskUS {
 		t.Errorf("npu %+v", e)
 	}
 	c, err := p.Estimate(mm, target.CPU, nil)

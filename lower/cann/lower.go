@@ -3,6 +3,7 @@ package cann
 import (
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/partition"
@@ -48,6 +49,13 @@ func Plan(g *ir.Graph, prof *target.Profile, opts planner.GraphOptions) (*planne
 	}
 	return p, nil
 }
+
+// RopePositionsAttr is the kernel attribute Lower adds to the NPU kernels
+// of rope, rope_cache and rope_set_rows: the number of positions (the
+// graph's n_ctx meta value) below which every position of a step lies, so
+// that runtime/acl can precompute the angles of positions 0..n_pos-1 as a
+// constant table and gather the step's rows (docs/RUNTIME.md).
+const RopePositionsAttr = "n_pos"
 
 type lowerer struct {
 	g     *ir.Graph
@@ -472,6 +480,16 @@ func (l *lowerer) kernel(n *ir.Node, d target.Device) (Kernel, error) {
 		k.Workspace = Addr{Region: RegionArena, Offset: ws.Offset}
 	}
 	switch n.Op {
+	case ir.OpRopeCache, ir.OpRope, ir.OpRopeSetRows:
+		// The positions a session passes are below n_ctx (the KV cache's
+		// cells): runtime/acl precomputes the RoPE angles of positions
+		// 0..n_ctx-1 once and gathers the step's rows.
+		if nctx, err := strconv.ParseInt(l.g.Meta["n_ctx"], 10, 64); err == nil && nctx > 0 {
+			if k.Attrs == nil {
+				k.Attrs = ir.Attrs{}
+			}
+			k.Attrs[RopePositionsAttr] = nctx
+		}
 	case ir.OpRMSNorm, ir.OpRMSNormMul, ir.OpAddRMSNormMul:
 		// aclnnRmsNorm(x, gamma, eps, y, rstd) and aclnnAddRmsNorm: the
 		// fused forms take the weight as gamma; plain rms_norm gets a table

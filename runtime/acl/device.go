@@ -35,7 +35,9 @@ type Options struct {
 	WorkspaceReserve int64
 	// ConstBytes is the pinned host staging kept per device for tables the
 	// binding uploads while a kernel is first prepared (RoPE angles), and
-	// the device bytes for them (default 1 MiB).
+	// the device bytes for them (default 1 MiB). A table larger than a
+	// quarter of it that does not fit gets its own pinned buffer (the
+	// RoPE angle table of rope_cache, P positions × head dim floats).
 	ConstBytes int64
 	// MaxKernels bounds the cache of prepared kernels (descriptors) per
 	// device (default 4096); the least recently used are destroyed.
@@ -52,11 +54,13 @@ type Options struct {
 	QuantMatmul string
 	// TableRoPEAngles makes the RoPE angles of rope_cache one aclnnMul of
 	// the positions by a table of freq_scale·base^(-2i/D), instead of
-	// ggml's chain (the position times theta_scale once per pair, one
-	// aclnnMuls per pair): D/2-1 fewer launches per table and step, but
-	// angles that differ from ggml's in their last bits, which the f16 KV
-	// cache and q8 activations can turn into whole rounding steps
-	// (docs/LOWERING.md).
+	// ggml's chain (the position times theta_scale once per pair: gathered
+	// from a table of the chain precomputed for every position when the
+	// kernel carries n_pos, as lowered programs do, else one aclnnMuls per
+	// pair on the device). Its angles differ from ggml's in their last
+	// bits, which the f16 KV cache and q8 activations can turn into whole
+	// rounding steps (docs/LOWERING.md); it needs no n_pos and no table
+	// of n_pos rows.
 	TableRoPEAngles bool
 }
 
@@ -103,15 +107,16 @@ type npu struct {
 	stage     unsafe.Pointer // pinned host staging for uploaded tables
 	stageSize int64
 	stageUsed int64
+	ownStages []unsafe.Pointer      // pinned buffers of tables larger than the staging
 	consts    map[string]*table     // uploaded tables by content key
 	tables    map[string]device.Ptr // binding scratch and repacked weights by key
 }
 
 // table is a constant the binding uploaded from the pinned staging.
 type table struct {
-	dev      device.Ptr
-	stageOff int64
-	size     int64
+	dev  device.Ptr
+	host unsafe.Pointer // its pinned source: in the staging, or its own (npu.ownStages)
+	size int64
 	// resident: an upload ran outside any capture. An upload recorded in a
 	// capture runs only when the graph does, so it is repeated by the next
 	// preparation outside a capture.
@@ -889,6 +894,11 @@ func (d *Device) Close() error {
 		}
 		if n.stage != nil {
 			if rc := C.irt_aclrtFreeHost(n.stage); rc != 0 {
+				keep(newError("aclrtFreeHost", "", int32(rc)))
+			}
+		}
+		for _, h := range n.ownStages {
+			if rc := C.irt_aclrtFreeHost(h); rc != 0 {
 				keep(newError("aclrtFreeHost", "", int32(rc)))
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"math"
 
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/runtime/device"
 )
 
@@ -22,9 +23,11 @@ import (
 //	rms_norm_mul        aclnnRmsNorm(x, gamma = w, eps, y, rstd in the workspace)
 //	add_rms_norm_mul    aclnnAddRmsNorm(a, b, w, eps, y = slot 0, rstd, x = slot 1)
 //	swiglu              aclnnSilu(gate → out) aclnnInplaceMul(out, up)
-//	rope_cache          aclnnCast(pos) aclnnMul(pos, theta) aclnnCos aclnnSin
-//	                    into full-width tables, then two aclnnInplaceCopy
+//	rope_cache          aclnnGatherV2(angle table, pos) [aclnnDiv factors]
+//	                    [aclnnMuls freq_scale] aclnnCos aclnnSin into
+//	                    full-width tables, then two aclnnInplaceCopy
 //	                    writing the IR table [c0 s0 c1 s1 …] per position
+//	                    (angles: see builder.angles)
 //	rope_apply          aclnnRotaryPositionEmbedding on the full-width tables
 //	rope_apply_set_rows aclnnRotaryPositionEmbedding [aclnnCast → f16]
 //	                    aclnnInplaceIndexCopy, staging in the workspace
@@ -250,11 +253,36 @@ func ropeThetaScale(base float64, D int64) float32 {
 // two columns alike; divided by the frequency factor of the pair when ff
 // (f32, one value per pair) is given, times freq_scale when it is not 1,
 // then cos and sin.
+//
+// When the kernel carries n_pos (the lowering sets it to the program's
+// n_ctx, which bounds every position a session passes), the chain is
+// run once on the host for positions 0..n_pos-1 into a constant table
+// (ropeAngleTable) and the step's rows are gathered from it with one
+// aclnnGatherV2 instead: the same values, D/2-1 launches fewer than the
+// chain. A position outside the table is aclnnGatherV2's error.
 func (b *builder) angles(pos device.TensorDesc, ff *device.TensorDesc, rt ropeTables, mode int64) error {
 	T, D := rt.T, rt.D
 	pt, err := b.desc("positions", pos, 1)
 	if err != nil {
 		return err
+	}
+	if np := b.attrI(ropePositionsAttr, 0); np > 0 && !b.d.opts.TableRoPEAngles {
+		tab, err := b.ropeAngleTable(np, D, mode)
+		if err != nil {
+			return err
+		}
+		self, err := b.tensor(C.ACL_FLOAT, []int64{np, D}, []int64{D, 1}, 0, tab)
+		if err != nil {
+			return err
+		}
+		out, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
+		if err != nil {
+			return err
+		}
+		g := tensors(self, pt, out)
+		g.i[0] = 0
+		b.call(C.IRT_GATHERV2, g)
+		return b.scaleAngles(ff, rt, mode)
 	}
 	pf, err := b.tensor(C.ACL_FLOAT, []int64{T}, []int64{1}, 0, rt.pos)
 	if err != nil {
@@ -299,6 +327,49 @@ func (b *builder) angles(pos device.TensorDesc, ff *device.TensorDesc, rt ropeTa
 		}
 		b.call(C.IRT_MULS, m)
 	}
+	return b.scaleAngles(ff, rt, mode)
+}
+
+// ropePositionsAttr is the kernel attribute giving the number of
+// positions the RoPE angle table covers (lower/cann sets it to n_ctx).
+const ropePositionsAttr = cann.RopePositionsAttr
+
+// ropeAngleTable returns the constant device table [P, D] of ggml's
+// angle chain for positions 0..P-1 before frequency factors and
+// freq_scale: column pair i of row p is float32(p) multiplied i times by
+// theta_scale, one f32 rounding per step as ggml_rope_cache_init (and the
+// aclnnMuls chain) computes it; pair i sits at columns 2i, 2i+1 (normal)
+// or i, i+D/2 (neox).
+func (b *builder) ropeAngleTable(P, D, mode int64) (device.Ptr, error) {
+	base := b.attrF("freq_base", 10000)
+	if P*D*4 > 1<<31 {
+		return 0, b.unsupported("RoPE angle table of %d positions × %d: more than 2 GiB", P, D)
+	}
+	ts := ropeThetaScale(base, D)
+	data := make([]byte, 4*P*D)
+	for p := int64(0); p < P; p++ {
+		th := float32(p)
+		row := data[4*p*D:]
+		for i := int64(0); i < D/2; i++ {
+			if i > 0 {
+				th *= ts
+			}
+			a, c := 2*i, 2*i+1
+			if mode == 2 {
+				a, c = i, i+D/2
+			}
+			binary.LittleEndian.PutUint32(row[4*a:], math.Float32bits(th))
+			binary.LittleEndian.PutUint32(row[4*c:], math.Float32bits(th))
+		}
+	}
+	return b.table(fmt.Sprintf("rope_angles[%d positions,%d,mode %d,base %g]", P, D, mode, base), data)
+}
+
+// scaleAngles divides the angles of rt by the frequency factors when ff
+// is given and multiplies them by freq_scale when it is not 1, then fills
+// the cos and sin tables.
+func (b *builder) scaleAngles(ff *device.TensorDesc, rt ropeTables, mode int64) error {
+	T, D := rt.T, rt.D
 	if ff != nil {
 		if err := b.divideByFactors(*ff, rt.ang, T, D, mode); err != nil {
 			return err

@@ -39,8 +39,8 @@ import (
 //	get_rows   aclnnGatherV2(dim 0) [+ aclnnCast from f16 | aclnnMul to
 //	           dequantise q8_0 rows], staging in the workspace
 //	set_rows   [aclnnCast rows → f16] aclnnInplaceIndexCopy(dim 0)
-//	rope       aclnnCast(pos) aclnnMul(pos, theta) aclnnCos aclnnSin
-//	           aclnnRotaryPositionEmbedding
+//	rope       the angles as rope_cache makes them (aclnnGatherV2 …),
+//	           aclnnCos aclnnSin, aclnnRotaryPositionEmbedding
 //
 // Descriptors (aclTensor, aclScalar) are made once per distinct launch and
 // cached; only the two-phase calls are repeated by an eager relaunch.
@@ -438,19 +438,33 @@ func (b *builder) table(key string, data []byte) (device.Ptr, error) {
 	}
 	if !ok {
 		size := int64(len(data))
-		if n.stage == nil || n.stageUsed+size > n.stageSize {
+		var host unsafe.Pointer
+		switch {
+		case n.stage != nil && n.stageUsed+size <= n.stageSize:
+			host = unsafe.Add(n.stage, n.stageUsed)
+			n.stageUsed += (size + 63) / 64 * 64
+		case size > n.stageSize/4:
+			// A table too large for the shared staging (the RoPE angles
+			// of every position, P×D floats) gets its own pinned buffer,
+			// kept like the staging until Close.
+			var rc C.aclError
+			host = C.irt_aclrtMallocHost(C.size_t(size), &rc)
+			if rc != 0 {
+				return 0, newError("aclrtMallocHost", b.p.label, int32(rc))
+			}
+			n.ownStages = append(n.ownStages, host)
+		default:
 			return 0, b.fail(device.ACLErrMemoryAllocation, "table %s (%d B) does not fit the %d B of pinned staging left (Options.ConstBytes)", key, size, n.stageSize-n.stageUsed)
 		}
 		off, _, err := n.pool.Alloc(size)
 		if err != nil {
 			return 0, fmt.Errorf("acl: %s: table %s: %w", b.p.label, key, err)
 		}
-		t = &table{dev: n.base + device.Ptr(off), stageOff: n.stageUsed, size: size}
-		n.stageUsed += (size + 63) / 64 * 64
-		copy(unsafe.Slice((*byte)(unsafe.Add(n.stage, t.stageOff)), size), data)
+		t = &table{dev: n.base + device.Ptr(off), host: host, size: size}
+		copy(unsafe.Slice((*byte)(host), size), data)
 		n.consts[key] = t
 	}
-	src := unsafe.Add(n.stage, t.stageOff)
+	src := t.host
 	if rc := C.irt_h2d_async(C.uintptr_t(t.dev), src, C.size_t(t.size), C.uintptr_t(b.st.h)); rc != 0 {
 		return 0, newError("aclrtMemcpyAsync", b.p.label, int32(rc))
 	}
@@ -1087,7 +1101,8 @@ func setRows(b *builder) error {
 // rope: aclnnRotaryPositionEmbedding takes full-width cos and sin tables;
 // like ggml-cann the binding computes them on the device from the
 // positions (so a captured graph recomputes them from each step's
-// positions): angle[t, j] = pos[t] · theta[j] [/ freq_factor of j's pair].
+// positions) with rope_cache's angles (builder.angles) [/ freq_factor of
+// j's pair] [· freq_scale].
 func rope(b *builder) error {
 	if err := b.inputs(2); err != nil {
 		return err

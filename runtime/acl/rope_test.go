@@ -38,17 +38,24 @@ func TestRopeCacheAnglesAreGgml(t *testing.T) {
 		factors   bool
 		table     bool
 		wantExact bool
+		nPos      int64 // the n_pos kernel attribute: gather from the precomputed chain
 	}{
-		{0, 10000, 1, false, false, true},
-		{2, 1e6, 1, false, false, true},
-		{0, 500000, 0.25, true, false, true},
-		{0, 10000, 1, false, true, false},
-		{2, 1e6, 1, false, true, false},
+		{0, 10000, 1, false, false, true, 0},
+		{2, 1e6, 1, false, false, true, 0},
+		{0, 500000, 0.25, true, false, true, 0},
+		{0, 10000, 1, false, true, false, 0},
+		{2, 1e6, 1, false, true, false, 0},
+		{0, 10000, 1, false, false, true, 4096},
+		{2, 1e6, 1, false, false, true, 4096},
+		{0, 500000, 0.25, true, false, true, 4096},
 	} {
-		name := fmt.Sprintf("mode%d/base%g/scale%g/factors%v/table%v", c.mode, c.base, c.fs, c.factors, c.table)
+		name := fmt.Sprintf("mode%d/base%g/scale%g/factors%v/table%v/npos%d", c.mode, c.base, c.fs, c.factors, c.table, c.nPos)
 		t.Run(name, func(t *testing.T) {
 			attrs := ir.Attrs{"n_dims": int64(D), "mode": c.mode, "freq_base": c.base, "freq_scale": c.fs,
 				"ext_factor": 0.0, "attn_factor": 1.0, "beta_fast": 32.0, "beta_slow": 1.0, "n_ctx_orig": int64(4096)}
+			if c.nPos > 0 {
+				attrs[ropePositionsAttr] = c.nPos
+			}
 			d := newDevice(t, Options{WorkspaceReserve: 1 << 20, TableRoPEAngles: c.table})
 			buf := malloc(t, d, 1<<16)
 			pb := make([]byte, 4*T)
