@@ -447,7 +447,12 @@ func npuRopeCacheTable(n *ir.Node) Support {
 	if len(n.Args) > 2 {
 		calls = append(calls, "aclnnDiv")
 	}
-	return yes("aclnnSin", append(calls, "aclnnCos", "aclnnSin")...)
+	if fs, ok := n.Attrs.Float("freq_scale"); ok && fs != 1 {
+		calls = append(calls, "aclnnMuls")
+	}
+	// The half-width angles spread over each pair's two columns, cos and
+	// sin, then the IR table (runtime/acl's recipe).
+	return yes("aclnnSin", append(calls, "aclnnInplaceCopy", "aclnnCos", "aclnnSin", "aclnnInplaceCopy", "aclnnInplaceCopy")...)
 }
 
 // aclnnRotaryPositionEmbedding(x, cos, sin, mode) is this op.
