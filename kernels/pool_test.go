@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,21 +12,8 @@ import (
 	"time"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/gocount"
 )
-
-// goroutinesCreated is the process's count of goroutines created so far.
-// It runs a garbage collection first: the first one starts the collector's
-// workers, which must not be counted against the code measured.
-func goroutinesCreated(t testing.TB) uint64 {
-	t.Helper()
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		t.Skip("runtime/metrics has no /sched/goroutines-created")
-	}
-	return s[0].Value.Uint64()
-}
 
 // poolCase is one kernel call that splits its work over several chunks.
 type poolCase struct {
@@ -157,13 +143,13 @@ func TestPoolSameBitsNoGoroutines(t *testing.T) {
 					o    Options
 					want string
 				}{{Options{Quant: quant, Threads: 4, Pool: p}, "none"}, {Options{Quant: quant, Threads: 4}, "some"}} {
-					g0 := goroutinesCreated(t)
+					g0 := gocount.Created(t)
 					for range 20 {
 						if err := c.run(tc.o, c.dst()); err != nil {
 							t.Fatal(err)
 						}
 					}
-					got := goroutinesCreated(t) - g0
+					got := gocount.Created(t) - g0
 					if (tc.want == "none") != (got == 0) {
 						t.Errorf("%s pool=%v: 20 calls created %d goroutines, want %s", quant, tc.o.Pool != nil, got, tc.want)
 					}

@@ -4,27 +4,13 @@ import (
 	"bytes"
 	"math/rand"
 	"runtime"
-	"runtime/metrics"
 	"testing"
 	"time"
 
+	"github.com/irtool/irtool/internal/gocount"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 )
-
-// goroutinesCreated is the process's count of goroutines created so far.
-// It runs a garbage collection first: the first one starts the collector's
-// workers, which must not be counted against the code measured.
-func goroutinesCreated(t testing.TB) uint64 {
-	t.Helper()
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		t.Skip("runtime/metrics has no /sched/goroutines-created")
-	}
-	return s[0].Value.Uint64()
-}
 
 // A stream of the sim device runs its kernels on a persistent pool: after
 // the first synchronisation started it, eager launches and graph replays
@@ -111,7 +97,7 @@ func TestSimStreamPoolNoGoroutinePerKernel(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			g0 := goroutinesCreated(t)
+			g0 := gocount.Created(t)
 			for range 10 {
 				step()
 				if err := d.ExecuteAsync(g, st); err != nil {
@@ -121,7 +107,7 @@ func TestSimStreamPoolNoGoroutinePerKernel(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			created := goroutinesCreated(t) - g0
+			created := gocount.Created(t) - g0
 			if tc.none != (created == 0) {
 				t.Errorf("50 kernels (10 steps of 2 launches and a 3-kernel graph) created %d goroutines", created)
 			}

@@ -1,29 +1,14 @@
 package program
 
 import (
-	"runtime"
-	"runtime/metrics"
 	"slices"
 	"testing"
 
+	"github.com/irtool/irtool/internal/gocount"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/device"
 )
-
-// goroutinesCreated is the process's count of goroutines created so far.
-// It runs a garbage collection first: the first one starts the collector's
-// workers, which must not be counted against the code measured.
-func goroutinesCreated(t testing.TB) uint64 {
-	t.Helper()
-	runtime.GC()
-	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		t.Skip("runtime/metrics has no /sched/goroutines-created")
-	}
-	return s[0].Value.Uint64()
-}
 
 // The kernels of a session on the simulated device run on persistent
 // pools (the device stream's, and the session's for its CPU segments):
@@ -53,12 +38,12 @@ func TestSimSessionNoGoroutinePerKernel(t *testing.T) {
 		if err := s.Rewind(0); err != nil {
 			t.Fatal(err)
 		}
-		g0 := goroutinesCreated(t)
+		g0 := gocount.Created(t)
 		r, err := s.Generate(prompt, 8, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		created := goroutinesCreated(t) - g0
+		created := gocount.Created(t) - g0
 		tokens[i] = r.Tokens
 		t.Logf("own pool=%v: %d goroutines created over a prefill and 8 decode steps", pool == nil, created)
 		if (pool == nil) != (created == 0) {
@@ -109,12 +94,12 @@ func TestSimSessionPrefillNoGoroutinePerKernel(t *testing.T) {
 				if err := s.Rewind(0); err != nil {
 					t.Fatal(err)
 				}
-				g0 := goroutinesCreated(t)
+				g0 := gocount.Created(t)
 				r, err := s.Generate(long, 3, false, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				created := goroutinesCreated(t) - g0
+				created := gocount.Created(t) - g0
 				tokens[i] = r.Tokens
 				t.Logf("own pool=%v: %d goroutines created over a %d-token prefill and 2 decode steps", pool == nil, created, len(long))
 				if (pool == nil) != (created == 0) {
