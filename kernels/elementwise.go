@@ -26,7 +26,6 @@ func checkFloat(op, what string, t Tensor) error {
 	return nil
 }
 
-// canRepeat reports whether b can be broadcast over a (ggml_can_repeat):
 // checkFloats runs checkFloat on each operand of an op; names[i] names
 // ts[i] in the error.
 func checkFloats(op string, names []string, ts ...Tensor) error {
@@ -38,6 +37,19 @@ func checkFloats(op string, names []string, ts ...Tensor) error {
 	return nil
 }
 
+// checkSameFloat checks the operands of a row-wise op: dst and src float
+// tensors (checkFloat) of the same shape.
+func checkSameFloat(op string, dst, src Tensor) error {
+	if err := checkFloats(op, []string{"dst", "src"}, dst, src); err != nil {
+		return err
+	}
+	if dst.Ne != src.Ne {
+		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
+	}
+	return nil
+}
+
+// canRepeat reports whether b can be broadcast over a (ggml_can_repeat):
 // every dim of a is a multiple of b's.
 func canRepeat(b, a Tensor) bool {
 	for i := range MaxDims {
@@ -126,14 +138,8 @@ func (o Options) Mul(dst, a, b Tensor) error {
 // alias x.
 func (o Options) unary(op string, dst, src Tensor, f func(out, x []float32)) (err error) {
 	defer guard(op, &err)
-	if err := checkFloat(op, "dst", dst); err != nil {
+	if err := checkSameFloat(op, dst, src); err != nil {
 		return err
-	}
-	if err := checkFloat(op, "src", src); err != nil {
-		return err
-	}
-	if dst.Ne != src.Ne {
-		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
 	o.eachRows(src.Ne, func(lo, hi int, s1, _ []float32) {
 		unaryRows(dst, src, f, lo, hi, s1)

@@ -15,11 +15,8 @@ import (
 func RMSNormJob(dst, src Tensor, eps float32, workers int) (j Job, err error) {
 	const op = "rms_norm"
 	defer guard(op, &err)
-	if err := checkFloats(op, []string{"dst", "src"}, dst, src); err != nil {
+	if err := checkSameFloat(op, dst, src); err != nil {
 		return nil, err
-	}
-	if dst.Ne != src.Ne {
-		return nil, fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
 	rj := newRowJob(src.NRows(), src.Ne[0], int(src.Ne[0]), workers, func(j *rowJob, wk, lo, hi int) {
 		rmsNormRows(j.dst, j.a, j.eps, lo, hi, j.rows.s1[wk])
@@ -32,11 +29,8 @@ func RMSNormJob(dst, src Tensor, eps float32, workers int) (j Job, err error) {
 func SoftMaxJob(dst, src Tensor, mask *Tensor, scale, maxBias float32, workers int) (j Job, err error) {
 	const op = "soft_max"
 	defer guard(op, &err)
-	if err := checkFloats(op, []string{"dst", "src"}, dst, src); err != nil {
+	if err := checkSameFloat(op, dst, src); err != nil {
 		return nil, err
-	}
-	if dst.Ne != src.Ne {
-		return nil, fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
 	if err := checkMask(op, mask, src); err != nil {
 		return nil, err
@@ -76,11 +70,8 @@ func DivJob(dst, a, b Tensor, workers int) (Job, error) {
 
 func unaryJob(op string, dst, src Tensor, f func(out, x []float32), workers int) (j Job, err error) {
 	defer guard(op, &err)
-	if err := checkFloats(op, []string{"dst", "src"}, dst, src); err != nil {
+	if err := checkSameFloat(op, dst, src); err != nil {
 		return nil, err
-	}
-	if dst.Ne != src.Ne {
-		return nil, fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
 	rj := newRowJob(src.NRows(), src.Ne[0], int(src.Ne[0]), workers, func(j *rowJob, wk, lo, hi int) {
 		unaryRows(j.dst, j.a, f, lo, hi, j.rows.s1[wk])
@@ -98,11 +89,8 @@ func unaryJob(op string, dst, src Tensor, f func(out, x []float32), workers int)
 func RopeJob(dst, src, pos Tensor, factors *Tensor, p RopeParams, workers int) (j Job, err error) {
 	const op = "rope"
 	defer guard(op, &err)
-	if err := checkFloats(op, []string{"dst", "src"}, dst, src); err != nil {
+	if err := checkSameFloat(op, dst, src); err != nil {
 		return nil, err
-	}
-	if dst.Ne != src.Ne {
-		return nil, fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
 	if err := checkRopeParams(op, p, src); err != nil {
 		return nil, err

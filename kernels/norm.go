@@ -28,14 +28,8 @@ func RMSNorm(dst, src Tensor, eps float32) error { return Options{}.RMSNorm(dst,
 func (o Options) RMSNorm(dst, src Tensor, eps float32) (err error) {
 	const op = "rms_norm"
 	defer guard(op, &err)
-	if err := checkFloat(op, "dst", dst); err != nil {
+	if err := checkSameFloat(op, dst, src); err != nil {
 		return err
-	}
-	if err := checkFloat(op, "src", src); err != nil {
-		return err
-	}
-	if dst.Ne != src.Ne {
-		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
 	o.eachRows(src.Ne, func(lo, hi int, s1, _ []float32) {
 		rmsNormRows(dst, src, eps, lo, hi, s1)

@@ -194,14 +194,8 @@ func (o Options) RopeWithFactors(dst, src, pos, factors Tensor, p RopeParams) er
 
 func (o Options) rope(op string, dst, src, pos Tensor, factors *Tensor, p RopeParams) (err error) {
 	defer guard(op, &err)
-	if err := checkFloat(op, "dst", dst); err != nil {
+	if err := checkSameFloat(op, dst, src); err != nil {
 		return err
-	}
-	if err := checkFloat(op, "src", src); err != nil {
-		return err
-	}
-	if dst.Ne != src.Ne {
-		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
 	if err := checkRopeParams(op, p, src); err != nil {
 		return err
@@ -306,14 +300,8 @@ func RopeApply(dst, src, cache Tensor, p RopeParams) error {
 func (o Options) RopeApply(dst, src, cache Tensor, p RopeParams) (err error) {
 	const op = "rope_apply"
 	defer guard(op, &err)
-	if err := checkFloat(op, "dst", dst); err != nil {
+	if err := checkSameFloat(op, dst, src); err != nil {
 		return err
-	}
-	if err := checkFloat(op, "src", src); err != nil {
-		return err
-	}
-	if dst.Ne != src.Ne {
-		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
 	pp := p
 	pp.FreqBase = 1 // unused here

@@ -122,14 +122,8 @@ func SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) error {
 func (o Options) SoftMax(dst, src Tensor, mask *Tensor, scale, maxBias float32) (err error) {
 	const op = "soft_max"
 	defer guard(op, &err)
-	if err := checkFloat(op, "dst", dst); err != nil {
+	if err := checkSameFloat(op, dst, src); err != nil {
 		return err
-	}
-	if err := checkFloat(op, "src", src); err != nil {
-		return err
-	}
-	if dst.Ne != src.Ne {
-		return fmt.Errorf("kernels: %s: dst %s and src %s differ in shape", op, dst, src)
 	}
 	if err := checkMask(op, mask, src); err != nil {
 		return err
