@@ -49,9 +49,9 @@ func (w *Workers) Close() { w.pool.Close() }
 // that a step is a loop over a flat list of kernel calls. Each kernel's
 // phases are split by rows into chunks across the Workers. Running a plan
 // whose ops all have prepared kernels allocates nothing (the default pass
-// pipeline's graphs and the unfused ones of dense models: see PreparedOp);
-// the ops without one (MoE routing, for instance) run through the kernel
-// table on the calling goroutine.
+// pipeline's graphs and the unfused ones, MoE included: see PreparedOp);
+// the ops without one (a rope whose factors the graph computes, for
+// instance) run through the kernel table on the calling goroutine.
 //
 // Results are bit for bit those of the Executor on the same graph.
 type Plan struct {
@@ -286,6 +286,12 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		return kernels.SWAMaskJob(dst, a[0], a[1], w, threads)
 	case ir.OpCont, ir.OpCast, ir.OpCpy:
 		return kernels.CpyJob(dst, a[0], threads)
+	case ir.OpTopK:
+		return kernels.TopKJob(dst, a[0], intAttr(n, "k", 0), threads)
+	case ir.OpSumRows:
+		return kernels.SumRowsJob(dst, a[0], threads)
+	case ir.OpMulMatID:
+		return o.MulMatIDJob(dst, a[0], a[1], a[2], threads)
 	case ir.OpAttention:
 		q, v := a[0], a[2]
 		dv, t, h, b := v.Ne[1], q.Ne[1], q.Ne[2], q.Ne[3]
@@ -313,6 +319,8 @@ var preparedOps = map[ir.Op]bool{
 	ir.OpDiv: true, ir.OpRMSNorm: true, ir.OpScale: true, ir.OpSilu: true,
 	ir.OpGelu: true, ir.OpSoftMax: true, ir.OpRope: true, ir.OpCont: true,
 	ir.OpCast: true, ir.OpCpy: true, ir.OpSWAMask: true,
+	// MoE routing and experts
+	ir.OpTopK: true, ir.OpSumRows: true, ir.OpMulMatID: true,
 }
 
 // PreparedOp reports whether a Plan runs op as a prepared kernel split

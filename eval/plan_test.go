@@ -85,7 +85,7 @@ func runWith(t *testing.T, r runner, g *ir.Graph, in map[string][]byte, states [
 // write must agree bit for bit.
 func TestPlanMatchesExecutor(t *testing.T) {
 	for _, name := range []string{"stories260K", "synth-llama-F16", "synth-llama-Q8_0", "synth-llama-Q4_0", "synth-llama256-Q2_K", "synth-qwen2-tied-Q4_0",
-		"synth-gemma3-Q4_0", "synth-llama3rope-Q4_0", "synth-phi3-Q4_0", "synth-qwen3-Q4_0"} {
+		"synth-gemma3-Q4_0", "synth-llama3rope-Q4_0", "synth-phi3-Q4_0", "synth-qwen3-Q4_0", "synth-qwen3moe-Q4_0", "synth-llamamoe-Q4_0"} {
 		for _, pipe := range []string{"default", "none"} {
 			for _, shape := range []struct{ tokens, pos int64 }{{7, 0}, {1, 40}} {
 				t.Run(fmt.Sprintf("%s/%s/%dx%d", name, pipe, shape.tokens, shape.pos), func(t *testing.T) {
@@ -148,7 +148,8 @@ func ranDecodePlanPipe(t *testing.T, name, pipe string, pos int64) *eval.Plan {
 // step allocates nothing, with the default pipeline's graph and with the
 // unfused one (no fusion passes).
 func TestPlanDecodeAllocatesNothing(t *testing.T) {
-	for _, name := range []string{"stories260K", "synth-llama-Q4_0", "synth-llama-F16", "synth-qwen2-tied-Q4_0", "synth-gemma3-Q4_0"} {
+	for _, name := range []string{"stories260K", "synth-llama-Q4_0", "synth-llama-F16", "synth-qwen2-tied-Q4_0", "synth-gemma3-Q4_0",
+		"synth-qwen3moe-Q4_0", "synth-llamamoe-Q4_0"} {
 		for _, pipe := range []string{"default", "none"} {
 			p := ranDecodePlanPipe(t, name, pipe, 9)
 			allocs := testing.AllocsPerRun(20, func() {

@@ -312,6 +312,17 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	return m
 }
 
+// setAData points the product at other weight bytes of a's type and
+// layout (another expert of MulMatID's stack), as newMatmul would have
+// for them.
+func (m *matmul) setAData(d []byte) {
+	m.a.Data = d
+	if m.av != nil {
+		// Same base alignment and strides: f32view succeeds as it did.
+		m.av = f32view(d, len(d)/4)
+	}
+}
+
 // convert converts activation columns [lo, hi) of b, as they are now, into
 // the matmul's columns (a no-op when they are read in place).
 func (m *matmul) convert(lo, hi int) {

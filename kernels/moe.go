@@ -15,6 +15,15 @@ import (
 func TopK(dst, src Tensor, k int) (err error) {
 	const op = "top_k"
 	defer guard(op, &err)
+	if err := checkTopK(op, dst, src, k); err != nil {
+		return err
+	}
+	topKRows(dst, src, k, 0, int(src.NRows()), newTopKSort(int(src.Ne[0])))
+	return nil
+}
+
+// checkTopK checks TopK's operands.
+func checkTopK(op string, dst, src Tensor, k int) error {
 	if err := checkFloat(op, "src", src); err != nil {
 		return err
 	}
@@ -30,25 +39,42 @@ func TopK(dst, src Tensor, k int) (err error) {
 	if dst.Ne != [MaxDims]int64{int64(k), src.Ne[1], src.Ne[2], src.Ne[3]} {
 		return fmt.Errorf("kernels: %s: dst %s, want [%d, %d, %d, %d]", op, dst, k, src.Ne[1], src.Ne[2], src.Ne[3])
 	}
+	return nil
+}
+
+// topKSort is TopK's scratch for one row: the index permutation, sorted
+// by sort.Stable (the algorithm of sort.SliceStable, without its
+// per-call allocations) in descending order of the row's values.
+type topKSort struct {
+	idx []int32
+	row []float32 // scratch for a row that is not F32 in place
+	x   []float32 // the row being sorted
+}
+
+func newTopKSort(n int) *topKSort {
+	return &topKSort{idx: make([]int32, n), row: make([]float32, n)}
+}
+
+func (s *topKSort) Len() int           { return len(s.idx) }
+func (s *topKSort) Less(a, b int) bool { return s.x[s.idx[a]] > s.x[s.idx[b]] }
+func (s *topKSort) Swap(a, b int)      { s.idx[a], s.idx[b] = s.idx[b], s.idx[a] }
+
+// topKRows is TopK for the flat rows [lo, hi) of src.
+func topKRows(dst, src Tensor, k, lo, hi int, s *topKSort) {
 	n := int(src.Ne[0])
-	idx := make([]int32, n)
-	row := make([]float32, n)
-	for i3 := range src.Ne[3] {
-		for i2 := range src.Ne[2] {
-			for i1 := range src.Ne[1] {
-				x := srcRow(src, src.rowOff(i1, i2, i3), n, row)
-				for i := range idx {
-					idx[i] = int32(i)
-				}
-				sort.SliceStable(idx, func(a, b int) bool { return x[idx[a]] > x[idx[b]] })
-				off := dst.rowOff(i1, i2, i3)
-				for j := range k {
-					putI32(dst.Data[off+int64(j)*dst.Nb[0]:], idx[j])
-				}
-			}
+	for r := int64(lo); r < int64(hi); r++ {
+		i1, i2, i3 := rowIndex(r, src.Ne)
+		s.x = srcRow(src, src.rowOff(i1, i2, i3), n, s.row)
+		for i := range s.idx {
+			s.idx[i] = int32(i)
+		}
+		sort.Stable(s)
+		off := dst.rowOff(i1, i2, i3)
+		for j := range k {
+			putI32(dst.Data[off+int64(j)*dst.Nb[0]:], s.idx[j])
 		}
 	}
-	return nil
+	s.x = nil
 }
 
 func putI32(b []byte, v int32) {
@@ -61,27 +87,39 @@ func putI32(b []byte, v int32) {
 func SumRows(dst, src Tensor) (err error) {
 	const op = "sum_rows"
 	defer guard(op, &err)
+	if err := checkSumRows(op, dst, src); err != nil {
+		return err
+	}
+	sumRowsRows(dst, src, 0, int(src.NRows()), make([]float32, src.Ne[0]), make([]float32, 1))
+	return nil
+}
+
+// checkSumRows checks SumRows's operands.
+func checkSumRows(op string, dst, src Tensor) error {
 	if err := checkFloats(op, []string{"dst", "src"}, dst, src); err != nil {
 		return err
 	}
 	if dst.Ne != [MaxDims]int64{1, src.Ne[1], src.Ne[2], src.Ne[3]} {
 		return fmt.Errorf("kernels: %s: dst %s, want [1, %d, %d, %d]", op, dst, src.Ne[1], src.Ne[2], src.Ne[3])
 	}
-	n := int(src.Ne[0])
-	row := make([]float32, n)
-	for i3 := range src.Ne[3] {
-		for i2 := range src.Ne[2] {
-			for i1 := range src.Ne[1] {
-				x := srcRow(src, src.rowOff(i1, i2, i3), n, row)
-				var s float64
-				for _, v := range x {
-					s += float64(v)
-				}
-				storeRow(dst, dst.rowOff(i1, i2, i3), []float32{float32(s)})
-			}
-		}
-	}
 	return nil
+}
+
+// sumRowsRows is SumRows for the flat rows [lo, hi) of src, with scratch
+// rows row (n values) and out (one value).
+func sumRowsRows(dst, src Tensor, lo, hi int, row, out []float32) {
+	n := int(src.Ne[0])
+	out = out[:1]
+	for r := int64(lo); r < int64(hi); r++ {
+		i1, i2, i3 := rowIndex(r, src.Ne)
+		x := srcRow(src, src.rowOff(i1, i2, i3), n, row)
+		var s float64
+		for _, v := range x {
+			s += float64(v)
+		}
+		out[0] = float32(s)
+		storeRow(dst, dst.rowOff(i1, i2, i3), out)
+	}
 }
 
 // Div computes dst = a / b with b broadcast over a (ggml_div).
@@ -104,6 +142,47 @@ func (o Options) Div(dst, a, b Tensor) error {
 func (o Options) MulMatID(dst, as, b, ids Tensor) (err error) {
 	const op = "mul_mat_id"
 	defer guard(op, &err)
+	if err := checkMulMatID(op, dst, as, b, ids); err != nil {
+		return err
+	}
+	nUsed, nTok := ids.Ne[0], ids.Ne[1]
+	for t := range nTok {
+		for e := range nUsed {
+			x := readIndex(ids, e, t, 0)
+			if x < 0 || x >= as.Ne[2] {
+				return fmt.Errorf("kernels: %s: ids[%d,%d] = %d outside the %d experts", op, e, t, x, as.Ne[2])
+			}
+		}
+	}
+	for t := range nTok {
+		for e := range nUsed {
+			x := readIndex(ids, e, t, 0)
+			a, col, out := mulMatIDSlot(dst, as, b, x, e, t)
+			if err := o.MulMat(out, a, col); err != nil {
+				return fmt.Errorf("kernels: %s: expert %d: %w", op, x, err)
+			}
+		}
+	}
+	return nil
+}
+
+// mulMatIDSlot returns the operands of MulMatID's product for slot e of
+// token t with expert x: the expert's matrix, the activation column and
+// the dst column.
+func mulMatIDSlot(dst, as, b Tensor, x, e, t int64) (a, col, out Tensor) {
+	a = as
+	a.Ne[2], a.Data = 1, as.Data[x*as.Nb[2]:]
+	col = b
+	col.Ne[1], col.Ne[2] = 1, 1
+	col.Data = b.Data[(e%b.Ne[1])*b.Nb[1]+t*b.Nb[2]:]
+	out = dst
+	out.Ne[1], out.Ne[2] = 1, 1
+	out.Data = dst.Data[e*dst.Nb[1]+t*dst.Nb[2]:]
+	return a, col, out
+}
+
+// checkMulMatID checks MulMatID's operands (not the values of ids).
+func checkMulMatID(op string, dst, as, b, ids Tensor) error {
 	if err := as.Validate(); err != nil {
 		return fmt.Errorf("kernels: %s: as: %w", op, err)
 	}
@@ -122,30 +201,6 @@ func (o Options) MulMatID(dst, as, b, ids Tensor) (err error) {
 	}
 	if dst.Ne != [MaxDims]int64{as.Ne[1], nUsed, nTok, 1} || dst.Type != gguf.TypeF32 {
 		return fmt.Errorf("kernels: %s: dst %s, want f32[%d, %d, %d]", op, dst, as.Ne[1], nUsed, nTok)
-	}
-	for t := range nTok {
-		for e := range nUsed {
-			x := readIndex(ids, e, t, 0)
-			if x < 0 || x >= as.Ne[2] {
-				return fmt.Errorf("kernels: %s: ids[%d,%d] = %d outside the %d experts", op, e, t, x, as.Ne[2])
-			}
-		}
-	}
-	for t := range nTok {
-		for e := range nUsed {
-			x := readIndex(ids, e, t, 0)
-			a := as
-			a.Ne[2], a.Data = 1, as.Data[x*as.Nb[2]:]
-			col := b
-			col.Ne[1], col.Ne[2] = 1, 1
-			col.Data = b.Data[(e%b.Ne[1])*b.Nb[1]+t*b.Nb[2]:]
-			out := dst
-			out.Ne[1], out.Ne[2] = 1, 1
-			out.Data = dst.Data[e*dst.Nb[1]+t*dst.Nb[2]:]
-			if err := o.MulMat(out, a, col); err != nil {
-				return fmt.Errorf("kernels: %s: expert %d: %w", op, x, err)
-			}
-		}
 	}
 	return nil
 }

@@ -19,43 +19,13 @@ import (
 // its matmuls to be split over several goroutines.
 func TestSimSessionNoGoroutinePerKernel(t *testing.T) {
 	f, m := openModel(t, "synth-llama256-Q4_K.gguf", models.Options{NCtx: 64})
-	closed := kernels.NewPool(4)
-	closed.Close()
-	var tokens [2][]int32
-	for i, pool := range []*kernels.Pool{nil, closed} {
-		ko := kernels.Options{Quant: kernels.QuantGGML, Threads: 4, Pool: pool}
+	compareOwnPool(t, prompt, 7, func(ko kernels.Options) (*Session, error) {
 		dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20, Kernels: ko})
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		s, err := NewSession(m, f, dev, Options{Policy: policy(true), Kernels: ko})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Generate(prompt, 2, false, nil); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Rewind(0); err != nil {
-			t.Fatal(err)
-		}
-		g0 := gocount.Created(t)
-		r, err := s.Generate(prompt, 8, false, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		created := gocount.Created(t) - g0
-		tokens[i] = r.Tokens
-		t.Logf("own pool=%v: %d goroutines created over a prefill and 8 decode steps", pool == nil, created)
-		if (pool == nil) != (created == 0) {
-			t.Errorf("own pool=%v: %d goroutines created", pool == nil, created)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !slices.Equal(tokens[0], tokens[1]) {
-		t.Errorf("tokens on the stream pool %v, with goroutines per kernel %v", tokens[0], tokens[1])
-	}
+		return NewSession(m, f, dev, Options{Policy: policy(true), Kernels: ko})
+	})
 }
 
 // The same at prefill size, where the row kernels (add, rms_norm,
@@ -73,45 +43,57 @@ func TestSimSessionPrefillNoGoroutinePerKernel(t *testing.T) {
 	for i := range long {
 		long[i] = int32(3 + i*7%500)
 	}
-	closed := kernels.NewPool(4)
-	closed.Close()
 	for _, pipe := range []string{"default", "none"} {
 		t.Run(pipe, func(t *testing.T) {
-			var tokens [2][]int32
-			for i, pool := range []*kernels.Pool{nil, closed} {
-				ko := kernels.Options{Quant: kernels.QuantGGML, Threads: 4, Pool: pool}
+			compareOwnPool(t, long, 2, func(ko kernels.Options) (*Session, error) {
 				dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 256 << 20, Kernels: ko})
 				if err != nil {
-					t.Fatal(err)
+					return nil, err
 				}
-				s, err := NewSession(m, f, dev, Options{Policy: policy(true), Kernels: ko, Compile: CompileOptions{Passes: pipe}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := s.Generate(long, 1, false, nil); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.Rewind(0); err != nil {
-					t.Fatal(err)
-				}
-				g0 := gocount.Created(t)
-				r, err := s.Generate(long, 3, false, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				created := gocount.Created(t) - g0
-				tokens[i] = r.Tokens
-				t.Logf("own pool=%v: %d goroutines created over a %d-token prefill and 2 decode steps", pool == nil, created, len(long))
-				if (pool == nil) != (created == 0) {
-					t.Errorf("own pool=%v: %d goroutines created", pool == nil, created)
-				}
-				if err := s.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !slices.Equal(tokens[0], tokens[1]) {
-				t.Errorf("tokens on the stream pool %v, with goroutines per kernel %v", tokens[0], tokens[1])
-			}
+				return NewSession(m, f, dev, Options{Policy: policy(true), Kernels: ko, Compile: CompileOptions{Passes: pipe}})
+			})
 		})
+	}
+}
+
+// compareOwnPool runs a prefill of prompt and decode steps twice on
+// sessions made by open: with the device's and the session's own pools
+// (Options.Pool nil) and with a closed pool that the kernels bypass by
+// starting goroutines. After a first generation has started the pools, the
+// first run must create no goroutine and the second must create some (so
+// the count can fail); both give the same tokens.
+func compareOwnPool(t *testing.T, prompt []int32, steps int, open func(kernels.Options) (*Session, error)) {
+	t.Helper()
+	closed := kernels.NewPool(4)
+	closed.Close()
+	var tokens [2][]int32
+	for i, pool := range []*kernels.Pool{nil, closed} {
+		s, err := open(kernels.Options{Quant: kernels.QuantGGML, Threads: 4, Pool: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Generate(prompt, 2, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Rewind(0); err != nil {
+			t.Fatal(err)
+		}
+		g0 := gocount.Created(t)
+		r, err := s.Generate(prompt, steps+1, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		created := gocount.Created(t) - g0
+		tokens[i] = r.Tokens
+		t.Logf("own pool=%v: %d goroutines created over a %d-token prefill and %d decode steps", pool == nil, created, len(prompt), steps)
+		if (pool == nil) != (created == 0) {
+			t.Errorf("own pool=%v: %d goroutines created", pool == nil, created)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(tokens[0], tokens[1]) {
+		t.Errorf("tokens on the stream pool %v, with goroutines per kernel %v", tokens[0], tokens[1])
 	}
 }

@@ -15,7 +15,8 @@ import (
 
 // BenchmarkDecodeStep measures one decode step of the compiled plan after
 // the default pass pipeline (and, as MODEL-none, of the unfused graph of
-// the required passes only: --passes none), at a fixed position (the session rewinds one
+// the required passes only: --passes none; synth-qwen3moe-Q4_0 runs the
+// MoE ops mul_mat_id, top_k and sum_rows), at a fixed position (the session rewinds one
 // token after each step, so every step has the same shape and n_kv), with
 // StepLogits (no copies): the steady state of greedy decode. It reports
 // allocations: the step allocates nothing. IRTOOL_BENCH_MODELS (paths,
@@ -24,7 +25,7 @@ import (
 //
 //	go test ./runtime/session -run '^$' -bench DecodeStep -benchtime 200x
 func BenchmarkDecodeStep(b *testing.B) {
-	paths := []string{testref.Testdata("stories260K.gguf"), testref.Testdata("synth-llama-Q4_0.gguf")}
+	paths := []string{testref.Testdata("stories260K.gguf"), testref.Testdata("synth-llama-Q4_0.gguf"), testref.Testdata("synth-qwen3moe-Q4_0.gguf")}
 	if env := os.Getenv("IRTOOL_BENCH_MODELS"); env != "" {
 		paths = append(paths, strings.Split(env, ":")...)
 	}

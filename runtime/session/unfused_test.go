@@ -19,7 +19,7 @@ import (
 // replace, and the unfused graph's ops run as prepared jobs too.
 func TestUnfusedMatchesFused(t *testing.T) {
 	prompt := []int32{1, 403, 407, 261, 378, 9, 60, 301}
-	for _, name := range []string{"stories260K", "synth-llama-Q4_0", "synth-gemma3-Q4_0", "synth-qwen2-tied-Q4_0"} {
+	for _, name := range []string{"stories260K", "synth-llama-Q4_0", "synth-gemma3-Q4_0", "synth-qwen2-tied-Q4_0", "synth-qwen3moe-Q4_0", "synth-llamamoe-Q4_0"} {
 		for _, threads := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s/t%d", name, threads), func(t *testing.T) {
 				f, m := testmodel.Build(t, testref.Testdata(name+".gguf"), models.Options{NCtx: 64})
