@@ -2,9 +2,11 @@ package eval
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/sysmem"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 )
@@ -132,6 +134,9 @@ func NewExecutor(g *ir.Graph, w WeightSource, opts ExecOptions) (*Executor, erro
 	}
 	e := &Executor{g: g, layouts: layouts, bufs: make([][]byte, len(g.Nodes)), opts: opts,
 		inputs: map[string]*ir.Node{}, state: map[string]*ir.Node{}}
+	if err := checkMemory(g, layouts, opts); err != nil {
+		return nil, err
+	}
 	if opts.Offsets != nil {
 		e.arena = make([]byte, opts.ArenaSize)
 	}
@@ -337,4 +342,43 @@ func (e *Executor) runNode(n *ir.Node) (err error) {
 		return fmt.Errorf("no CPU kernel for op %q", n.Op)
 	}
 	return k(n, dst, args, e.opts.Kernels)
+}
+
+// checkMemory refuses a graph whose arena and own buffers together need
+// more bytes than the machine has, naming the largest buffer, before any
+// is allocated (a failed huge allocation is fatal to the process).
+func checkMemory(g *ir.Graph, layouts []ir.Layout, opts ExecOptions) error {
+	var need int64
+	var big *ir.Node
+	var bigSize int64
+	if opts.Offsets != nil {
+		need = opts.ArenaSize
+	}
+	for _, n := range g.Nodes {
+		if layouts[n.ID].Root != n {
+			continue
+		}
+		switch n.Op {
+		case ir.OpWeight, ir.OpConst, ir.OpState:
+			continue
+		}
+		size, err := n.Type.Bytes()
+		if err != nil {
+			return fmt.Errorf("eval: %s (%s %q): %w", n, n.Op, n.Name, err)
+		}
+		if size > bigSize {
+			big, bigSize = n, size
+		}
+		if _, planned := opts.Offsets[n.ID]; planned && opts.Offsets != nil {
+			continue
+		}
+		if need += size; need < 0 {
+			need = math.MaxInt64
+		}
+	}
+	what := fmt.Sprintf("eval: graph %q (arena %d bytes", g.Name, max(opts.ArenaSize, 0))
+	if big != nil {
+		what += fmt.Sprintf(", largest buffer %s %s %q of %d bytes", big, big.Op, big.Name, bigSize)
+	}
+	return sysmem.Check(what+")", need)
 }

@@ -322,3 +322,30 @@ func TestHostileIRText(t *testing.T) {
 		}
 	}
 }
+
+// An IR file that declares an input far larger than the machine's memory
+// (a hostile-IR case that once ended the process with "fatal error:
+// runtime: out of memory") is refused with an error naming the buffer.
+func TestRunRefusesMoreMemoryThanTheMachine(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.ir")
+	if code, _, stderr := runCLI(t, "ir", "-o", good); code != 0 {
+		t.Fatalf("ir -o: %s", stderr)
+	}
+	b, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mask := regexp.MustCompile(`(input\(\) : f32\[n_kv,)[^\]]*(\] "KQ_mask")`)
+	if !mask.Match(b) {
+		t.Fatalf("no KQ_mask input in:\n%s", b)
+	}
+	bad := filepath.Join(dir, "bad.ir")
+	if err := os.WriteFile(bad, mask.ReplaceAll(b, []byte("${1}2147483648${2}")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "run", bad, "--tokens", "1,2", "-n", "2")
+	if code != 1 || !strings.Contains(stderr, `"KQ_mask"`) || !strings.Contains(stderr, "more than this machine's") {
+		t.Errorf("exit %d, stderr %q; want a refusal naming KQ_mask", code, stderr)
+	}
+}

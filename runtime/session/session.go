@@ -2,10 +2,12 @@ package session
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"time"
 
 	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/internal/sysmem"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/planner"
@@ -93,12 +95,26 @@ type stepRunner interface {
 // NewSession allocates the KV cache (zeroed) for a built model.
 func NewSession(m *models.Model, w eval.WeightSource, opts SessionOptions) (*Session, error) {
 	s := &Session{model: m, weights: w, opts: opts, state: map[string][]byte{}, steps: map[stepKey]stepRunner{}}
-	for _, n := range m.Graph.Leaves(ir.OpState) {
+	states := m.Graph.Leaves(ir.OpState)
+	sizes := make([]int64, len(states))
+	var total int64
+	for i, n := range states {
 		size, err := n.Type.Bytes()
 		if err != nil {
 			return nil, fmt.Errorf("session: state %q: %w", n.Name, err)
 		}
-		s.state[n.Name] = make([]byte, size)
+		sizes[i] = size
+		if total += size; total < 0 {
+			total = math.MaxInt64
+		}
+	}
+	if len(states) > 0 {
+		if err := sysmem.Check(fmt.Sprintf("session: the KV cache (%d state tensors, the first %q %s)", len(states), states[0].Name, states[0].Type), total); err != nil {
+			return nil, err
+		}
+	}
+	for i, n := range states {
+		s.state[n.Name] = make([]byte, sizes[i])
 	}
 	if opts.Threads < 0 {
 		return nil, fmt.Errorf("session: %d threads", opts.Threads)
