@@ -157,17 +157,7 @@ func dotVecGo(a, b []float32, f16 bool) float32 {
 		}
 		red = reduce32(&g)
 	}
-	if f16 {
-		sum := float64(red)
-		for i := np; i < n; i++ {
-			sum += float64(a[i] * b[i])
-		}
-		return float32(sum)
-	}
-	for i := np; i < n; i++ {
-		red += float32(a[i] * b[i])
-	}
-	return red
+	return dotVecTail(red, a, b, np, f16)
 }
 
 // reduce32 is GGML_F32_VEC_REDUCE on AVX: the four 8-lane accumulators
@@ -287,4 +277,23 @@ func dotF32x4FMAGo(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 		r3 = fma32(x, b3[i], r3)
 	}
 	return
+}
+
+// dotVecTail adds the leftover products a[i]·b[i], i in [np, len(a)), to
+// red, the reduction of the first np, as ggml_vec_dot_f16 (f16: each
+// product rounded to float32, summed in float64 from red) or
+// ggml_vec_dot_f32 (in float32) does after its SIMD loop.
+func dotVecTail(red float32, a, b []float32, np int, f16 bool) float32 {
+	n := len(a)
+	if f16 {
+		sum := float64(red)
+		for i := np; i < n; i++ {
+			sum += float64(a[i] * b[i])
+		}
+		return float32(sum)
+	}
+	for i := np; i < n; i++ {
+		red += float32(a[i] * b[i])
+	}
+	return red
 }

@@ -120,17 +120,7 @@ func dotVec(a, b []float32, f16 bool) float32 {
 	}
 	b = b[:n]
 	red := dotVecF32AVX2(&a[0], &b[0], np)
-	if f16 {
-		sum := float64(red)
-		for i := np; i < n; i++ {
-			sum += float64(a[i] * b[i])
-		}
-		return float32(sum)
-	}
-	for i := np; i < n; i++ {
-		red += float32(a[i] * b[i])
-	}
-	return red
+	return dotVecTail(red, a, b, np, f16)
 }
 
 // dotF32FMA is tinyBLAS's F32 lanes with fused multiply-adds (dotF32FMAGo's

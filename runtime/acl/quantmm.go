@@ -324,16 +324,5 @@ func mulMatIDGGML(b *builder, as, x, ids, out device.TensorDesc, xs int64) error
 	if err != nil {
 		return err
 	}
-	mat, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, K, N}, []int64{nUsed * N * K, N * K, 1, K}, 0, g)
-	if err != nil {
-		return err
-	}
-	ot, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, 1, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, N, 1}, 0, out.Addr)
-	if err != nil {
-		return err
-	}
-	a := tensors(self, mat, ot)
-	a.i[0] = b.d.cubeMathType()
-	b.call(C.IRT_MATMUL, a)
-	return nil
+	return b.expertMatmul(self, g, out, T, nUsed, K, N)
 }

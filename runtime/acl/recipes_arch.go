@@ -301,18 +301,7 @@ func mulMatID(b *builder) error {
 		if err != nil {
 			return err
 		}
-		mat, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, K, N}, []int64{nUsed * N * K, N * K, 1, K}, 0, g)
-		if err != nil {
-			return err
-		}
-		ot, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, 1, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, N, 1}, 0, out.Addr)
-		if err != nil {
-			return err
-		}
-		a := tensors(self, mat, ot)
-		a.i[0] = b.d.cubeMathType()
-		b.call(C.IRT_MATMUL, a)
-		return nil
+		return b.expertMatmul(self, g, out, T, nUsed, K, N)
 	case ir.Q8_0, ir.Q4_0:
 		if b.d.quantMode() == QuantMatmulGGML {
 			return mulMatIDGGML(b, as, x, ids, out, xs)
@@ -500,5 +489,24 @@ func swaMask(b *builder) error {
 		return err
 	}
 	b.call(C.IRT_MASKEDFILL, fill)
+	return nil
+}
+
+// expertMatmul multiplies the activation view self [T, ne11, 1, K] by the
+// gathered f32 experts g [T, nUsed, K, N] (one matrix per token and slot,
+// read transposed) into out's [T, nUsed, 1, N] rows: one aclnnMatmul,
+// broadcasting self's ne11 over the slots.
+func (b *builder) expertMatmul(self C.uintptr_t, g device.Ptr, out device.TensorDesc, T, nUsed, K, N int64) error {
+	mat, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, K, N}, []int64{nUsed * N * K, N * K, 1, K}, 0, g)
+	if err != nil {
+		return err
+	}
+	ot, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, 1, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, N, 1}, 0, out.Addr)
+	if err != nil {
+		return err
+	}
+	a := tensors(self, mat, ot)
+	a.i[0] = b.d.cubeMathType()
+	b.call(C.IRT_MATMUL, a)
 	return nil
 }
