@@ -130,14 +130,9 @@ func dotQ4Kx8(a *qkRow, b q8Row) float32 {
 		// Eight sub-blocks of 32 values; unpackQK repeats each sub-block's
 		// scale and min in both of its 16-value groups.
 		for sub := range 8 {
-			x := q[sub*32 : sub*32+32 : sub*32+32]
-			yy := y[sub*32 : sub*32+32 : sub*32+32]
-			var p int32
-			for i := range x {
-				p += int32(x[i]) * int32(yy[i])
-			}
-			isum += sc[2*sub] * p
-			imin += mn[2*sub] * (bs[2*sub] + bs[2*sub+1])
+			is, im := q4KSubBlock(q, y, sc, mn, bs, sub)
+			isum += is
+			imin += im
 		}
 		dy := b.d[s]
 		acc = fma32(float32(isum), dw*dy, acc)
@@ -167,18 +162,28 @@ func dotQ4Kx8Gemm(a *qkRow, b q8Row) float32 {
 		for pair := range 4 {
 			var isum, imin int32
 			for sub := 2 * pair; sub < 2*pair+2; sub++ {
-				x := q[sub*32 : sub*32+32 : sub*32+32]
-				yy := y[sub*32 : sub*32+32 : sub*32+32]
-				var p int32
-				for i := range x {
-					p += int32(x[i]) * int32(yy[i])
-				}
-				isum += sc[2*sub] * p
-				imin += mn[2*sub] * (bs[2*sub] + bs[2*sub+1])
+				is, im := q4KSubBlock(q, y, sc, mn, bs, sub)
+				isum += is
+				imin += im
 			}
 			acc = fma32(float32(isum), d, acc)
 			accMin = fma32(float32(imin), dmin, accMin)
 		}
 	}
 	return acc - accMin
+}
+
+// q4KSubBlock is sub-block sub (32 values) of a Q4_K super-block against
+// the Q8_K activation: its scaled integer product sc·Σ x·y and its min
+// term m·(the two 16-value activation sums); unpackQK repeats each
+// sub-block's scale and min in both of its 16-value groups. Exact
+// integers, so the callers' groupings give the same sums.
+func q4KSubBlock(q, y []int8, sc, mn, bs []int32, sub int) (isum, imin int32) {
+	x := q[sub*32 : sub*32+32 : sub*32+32]
+	yy := y[sub*32 : sub*32+32 : sub*32+32]
+	var p int32
+	for i := range x {
+		p += int32(x[i]) * int32(yy[i])
+	}
+	return sc[2*sub] * p, mn[2*sub] * (bs[2*sub] + bs[2*sub+1])
 }
