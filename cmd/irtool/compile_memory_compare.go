@@ -53,7 +53,7 @@ func compareMemory(g *ir.Graph, p *planner.GraphPlan, opts planner.GraphOptions)
 	target.Layout = fmt.Sprintf("intermediates and workspaces in the arena, %s in-place rule, %d-B alignment", p.Policy, p.Align)
 	out.Target = target
 
-	ggmlOpts := planner.GraphOptions{Align: planner.DefaultAlign, Strategy: p.Strategy, Budget: opts.Budget,
+	ggmlOpts := planner.GraphOptions{Align: planner.DefaultAlign, Strategy: opts.Strategy, Budget: opts.Budget,
 		Policy: planner.CPUPolicy(), ArenaIO: true, Reorder: opts.Reorder}
 	ours, err := planner.PlanGraph(g, ggmlOpts)
 	if err != nil {
