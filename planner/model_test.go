@@ -90,11 +90,11 @@ func TestGallocrReproducesLlamaCpp(t *testing.T) {
 	}
 }
 
-// TestGraphPlanMatchesNotes checks the liveness model against the figures
-// measured with an independent scratch simulation in
-// an independent scratch simulation of gallocr (ggml layout: inputs and outputs in the
-// arena, 32-byte alignment, cpy KV writes, f16 cache).
-func TestGraphPlanMatchesNotes(t *testing.T) {
+// TestGraphPlanMatchesSimulation checks the liveness model against the
+// figures of an independent scratch simulation of gallocr (ggml layout:
+// inputs and outputs in the arena, 32-byte alignment, cpy KV writes, f16
+// cache).
+func TestGraphPlanMatchesSimulation(t *testing.T) {
 	for _, c := range []struct {
 		model                 string
 		nTokens, nKV, nOut    int64
@@ -121,11 +121,11 @@ func TestGraphPlanMatchesNotes(t *testing.T) {
 		opts.Strategy = planner.StrategyGreedySize
 		gs := plan(t, g, opts)
 		if ga.ArenaBytes != c.gallocr || ga.LowerBound != c.lb || gs.ArenaBytes != c.lb {
-			t.Errorf("%s T=%d kv=%d in-place %v: gallocr %d, LB %d, greedy-size %d; notes %d, %d, %d",
+			t.Errorf("%s T=%d kv=%d in-place %v: gallocr %d, LB %d, greedy-size %d; want %d, %d, %d",
 				c.model, c.nTokens, c.nKV, c.inplace, ga.ArenaBytes, ga.LowerBound, gs.ArenaBytes, c.gallocr, c.lb, c.lb)
 		}
 		if c.buffers > 0 && (len(ga.Problem.Buffers) != c.buffers || ga.NaiveBytes != int64(c.naive)) {
-			t.Errorf("%s T=%d: %d buffers, Σ %d; notes %d, %d", c.model, c.nTokens, len(ga.Problem.Buffers), ga.NaiveBytes, c.buffers, c.naive)
+			t.Errorf("%s T=%d: %d buffers, Σ %d; want %d, %d", c.model, c.nTokens, len(ga.Problem.Buffers), ga.NaiveBytes, c.buffers, c.naive)
 		}
 		if c.merge > 0 && ga.InPlace != c.merge {
 			t.Errorf("%s: %d in-place merges, want %d", c.model, ga.InPlace, c.merge)
