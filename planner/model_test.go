@@ -2,7 +2,6 @@ package planner_test
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/floatbits"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
@@ -202,7 +202,7 @@ func sameBits(a, b [][]float32) (int, int, bool) {
 			return r, -1, false
 		}
 		for i := range a[r] {
-			if math.Float32bits(a[r][i]) != math.Float32bits(b[r][i]) {
+			if !floatbits.Equal(a[r][i], b[r][i]) {
 				return r, i, false
 			}
 		}
