@@ -13,7 +13,7 @@ import (
 )
 
 // documentedPackages are the library packages whose whole exported API must
-// carry doc comments and which must show an Example (issue 9).
+// carry doc comments and which must show an Example.
 var documentedPackages = []string{
 	".", "gguf", "ir", "ir/irgonum", "models", "kernels", "tokenizer", "passes", "planner",
 	"target", "partition", "lower/cann", "eval", "runtime/device", "runtime/session",

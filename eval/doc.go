@@ -1,16 +1,27 @@
-// Package eval is the reference evaluator: the table of CPU kernels, one
-// per op (core ops, the fused ops of ir/fused.go and the partition's
-// transfer), and the Executor that runs any static ir.Graph with them, with
-// its own buffers or at the offsets of a memory plan inside one arena.
+// Package eval runs static graphs on the CPU. It holds three things:
+//
+//   - the kernel table (KernelSet, DefaultKernels, LookupKernel): one CPU
+//     kernel per op (core ops, the fused ops of ir/fused.go and the
+//     partition's transfer), which every CPU path calls, so each op is
+//     computed by one piece of code;
+//   - the compiled plan (Plan, run on Workers), the fast path and the one
+//     sessions run by default: a static graph's storage is resolved once
+//     (the memory planner's offsets inside one arena when the options carry
+//     them), every compute node is lowered to a prepared kernels.Job, and a
+//     step is a loop over those jobs, their row chunks split across
+//     persistent worker threads (allocating nothing when every op has a
+//     prepared kernel: PreparedOp);
+//   - the reference executor (Executor), which interprets any static graph
+//     node by node through the kernel table, with its own buffers or at a
+//     memory plan's offsets.
 //
 // It sits just above ir, kernels and gguf and below passes: constant
-// folding evaluates subgraphs with it, the memory planner's tests run
-// planned graphs with it, and the simulated Ascend device and the CPU
-// segments of lowered programs call the same kernels (LookupKernel), so
-// every backend computes each op with one piece of code.
+// folding evaluates subgraphs with the Executor, and the simulated Ascend
+// device and the CPU segments of lowered programs call the same kernel
+// table (LookupKernel).
 //
-// The executor is the oracle of the compiler: every pass is checked by
-// running the graph before and after it, and the memory planner is checked
-// by running with every intermediate at its planned offset and comparing
-// the logits bit for bit.
+// The Executor is the oracle of the compiler: every pass is checked by
+// running the graph before and after it, the memory planner by running with
+// every intermediate at its planned offset, and the Plan by comparing its
+// results with the Executor's bit for bit (TestPlanMatchesExecutor).
 package eval

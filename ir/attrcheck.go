@@ -5,7 +5,7 @@ import (
 	"math"
 )
 
-// Attribute range checks (issue 18): Verify refuses attribute values no
+// Attribute range checks: Verify refuses attribute values no
 // kernel can run, so that a hand-written or hostile graph fails at
 // verification with the node named rather than later in a kernel (or with
 // a silent NaN). CheckNode applies checkAttrValues to every node; the ops

@@ -9,7 +9,7 @@ import (
 
 // TestHostileAttributes edits the golden attention graph's text with
 // attribute values no kernel can run; each must be refused, naming the node
-// and the attribute (issue 18, point 7).
+// and the attribute.
 func TestHostileAttributes(t *testing.T) {
 	b, err := os.ReadFile("testdata/attention.ir")
 	if err != nil {

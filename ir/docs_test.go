@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/irtool/irtool/internal/golden"
 )
 
 const (
@@ -71,13 +73,13 @@ func TestDocsOpTable(t *testing.T) {
 	if doc[start:j] == want {
 		return
 	}
-	if *update {
+	if golden.Update() {
 		if err := os.WriteFile(path, []byte(doc[:start]+want+doc[j:]), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Errorf("the op table in %s is out of date (go test ./ir -run TestDocsOpTable -update)\n%s", path, firstDiff(doc[start:j], want))
+	t.Errorf("the op table in %s is out of date (go test ./ir -run TestDocsOpTable -update)\n%s", path, golden.FirstDiff(doc[start:j], want))
 }
 
 // TestDocsMentionEveryOp checks the prose too: every builtin op is named in

@@ -3,67 +3,29 @@ package ir
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/irtool/irtool/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, or rewrites it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run go test -update if the change is intended)\n%s", path, firstDiff(string(got), string(want)))
-	}
-}
-
-// firstDiff shows the first differing line.
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var a, b string
-		if i < len(g) {
-			a = g[i]
-		}
-		if i < len(w) {
-			b = w[i]
-		}
-		if a != b {
-			return "line " + strconv.Itoa(i+1) + ":\n got: " + a + "\nwant: " + b
-		}
-	}
-	return "(no line differs)"
-}
 
 func TestGoldenAttention(t *testing.T) {
 	g := attentionGraph(t)
-	golden(t, "attention.ir", []byte(g.String()))
+	golden.Check(t, filepath.Join("testdata", "attention.ir"), []byte(g.String()))
 	s, err := g.Specialize(attentionBindings)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Meta["bindings"] = attentionBindings.String()
-	golden(t, "attention_static.ir", []byte(s.String()))
+	golden.Check(t, filepath.Join("testdata", "attention_static.ir"), []byte(s.String()))
 	var tab bytes.Buffer
 	if err := PrintTable(&tab, g); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "attention.table", tab.Bytes())
+	golden.Check(t, filepath.Join("testdata", "attention.table"), tab.Bytes())
 }
 
 // TestGoldenFilesRoundTrip parses every testdata/*.ir and prints it back
@@ -84,7 +46,7 @@ func TestGoldenFilesRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := g.String(); got != string(text) {
-				t.Errorf("print(parse(text)) != text\n%s", firstDiff(got, string(text)))
+				t.Errorf("print(parse(text)) != text\n%s", golden.FirstDiff(got, string(text)))
 			}
 			if err := Verify(g); err != nil {
 				t.Error(err)
@@ -326,7 +288,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("printed graph does not parse: %v\n%s", err, text)
 		}
 		if text2 := g2.String(); text2 != text {
-			t.Fatalf("print(parse(print(parse(x)))) != print(parse(x))\n%s", firstDiff(text2, text))
+			t.Fatalf("print(parse(print(parse(x)))) != print(parse(x))\n%s", golden.FirstDiff(text2, text))
 		}
 		if err := Verify(g2); err != nil {
 			t.Fatalf("parsed graph fails Verify: %v", err)
@@ -390,7 +352,7 @@ func TestVerifiedGraphsRoundTrip(t *testing.T) {
 				// A const with nil Data prints no data= and reads back with
 				// an empty slice, which prints as "data=": one step to the
 				// fixed point.
-				t.Fatalf("round trip differs\n%s", firstDiff(again, text))
+				t.Fatalf("round trip differs\n%s", golden.FirstDiff(again, text))
 			}
 			if p2, err := ParseString(again); err != nil || p2.String() != again {
 				t.Fatalf("not a fixed point: %v", err)

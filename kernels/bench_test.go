@@ -9,14 +9,6 @@ import (
 	"github.com/irtool/irtool/gguf"
 )
 
-func randF32(r *rand.Rand, n int, scale float32) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(r.NormFloat64()) * scale
-	}
-	return v
-}
-
 func benchMatMul(b *testing.B, ty gguf.GGMLType, k, m, n int64, opts Options) {
 	r := rand.New(rand.NewPCG(1, 2))
 	wv := randF32(r, int(k*m), 0.1)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/floatbits"
 )
 
 // Each assembly kernel against its pure-Go twin: identical bits on random
@@ -23,9 +24,13 @@ func needSIMD(t *testing.T) {
 	}
 }
 
-func sameBits(a, b float32) bool {
-	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
-}
+// randF32 and sameBits are the shared helpers under the names this
+// package's tests use: n normal values times a scale, and equal bits or
+// both NaN.
+var (
+	randF32  = floatbits.Rand
+	sameBits = floatbits.Same
+)
 
 // edgeF32 are the special values mixed into the activation tests.
 var edgeF32 = []float32{

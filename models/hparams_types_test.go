@@ -46,7 +46,7 @@ func withKV(t *testing.T, key string, v *gguf.Value) *gguf.File {
 
 // TestHParamKeyTypes: a hyper-parameter key stored with the wrong type is
 // reported as such, naming the key and the type, not as missing or
-// silently replaced by a default (issue 18, point 8).
+// silently replaced by a default.
 func TestHParamKeyTypes(t *testing.T) {
 	val := func(v gguf.Value) *gguf.Value { return &v }
 	for _, c := range []struct {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/internal/floatbits"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
@@ -410,11 +411,11 @@ func TestConvert(t *testing.T) {
 	for i := range vals {
 		vals[i] = float32(i%7) - 3.25
 	}
-	f32, err := Convert(f32Bytes(vals), ir.F32, ir.F32)
-	if err != nil || string(f32) != string(f32Bytes(vals)) {
+	f32, err := Convert(floatbits.Bytes(vals...), ir.F32, ir.F32)
+	if err != nil || string(f32) != string(floatbits.Bytes(vals...)) {
 		t.Fatalf("f32 -> f32: %v", err)
 	}
-	q, err := Convert(f32Bytes(vals), ir.F32, ir.Q8_0)
+	q, err := Convert(floatbits.Bytes(vals...), ir.F32, ir.Q8_0)
 	if err != nil || len(q) != 2*34 {
 		t.Fatalf("q8_0: %d bytes, %v", len(q), err)
 	}
@@ -431,13 +432,4 @@ func TestConvert(t *testing.T) {
 	if _, err := Convert([]byte{1, 2, 3}, ir.F32, ir.Q8_0); err == nil {
 		t.Error("ragged data accepted")
 	}
-}
-
-func f32Bytes(v []float32) []byte {
-	out := make([]byte, 4*len(v))
-	for i, x := range v {
-		u := math.Float32bits(x)
-		out[4*i], out[4*i+1], out[4*i+2], out[4*i+3] = byte(u), byte(u>>8), byte(u>>16), byte(u>>24)
-	}
-	return out
 }

@@ -24,8 +24,8 @@ func BenchmarkDefaultPipeline(b *testing.B) {
 	}
 }
 
-// BenchmarkDecode is one greedy decode step on the reference executor with
-// the graph as built (none) and after the default pipeline: the fused
+// BenchmarkDecode is one greedy decode step of a session (its compiled
+// plan) with the graph as built (none) and after the default pipeline: the fused
 // graph runs fewer, larger kernels and computes the RoPE table once.
 func BenchmarkDecode(b *testing.B) {
 	for _, model := range []string{"stories260K", "synth-llama-Q4_0"} {

@@ -3,12 +3,12 @@ package passes_test
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/floatbits"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 )
@@ -158,10 +158,8 @@ func sameBits(a, b *execResult) error {
 		if len(x) != len(y) {
 			return fmt.Errorf("output %d: %d values, want %d", i, len(y), len(x))
 		}
-		for j := range x {
-			if math.Float32bits(x[j]) != math.Float32bits(y[j]) && !(x[j] != x[j] && y[j] != y[j]) {
-				return fmt.Errorf("output %d[%d] = %v, want %v", i, j, y[j], x[j])
-			}
+		if j := floatbits.Mismatch(x, y); j >= 0 {
+			return fmt.Errorf("output %d[%d] = %v, want %v", i, j, y[j], x[j])
 		}
 	}
 	keys := make([]string, 0, len(a.state))

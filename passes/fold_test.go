@@ -1,20 +1,15 @@
 package passes_test
 
 import (
-	"encoding/binary"
-	"math"
 	"testing"
 
+	"github.com/irtool/irtool/internal/floatbits"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/passes"
 )
 
 func constF32(g *ir.Graph, name string, vals []float32) *ir.Node {
-	data := make([]byte, 4*len(vals))
-	for i, v := range vals {
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
-	}
-	n := &ir.Node{ID: len(g.Nodes), Op: ir.OpConst, Type: ir.T(ir.F32, len(vals)), Data: data, Name: name, Layer: -1}
+	n := &ir.Node{ID: len(g.Nodes), Op: ir.OpConst, Type: ir.T(ir.F32, len(vals)), Data: floatbits.Bytes(vals...), Name: name, Layer: -1}
 	g.Nodes = append(g.Nodes, n)
 	return n
 }

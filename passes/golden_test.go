@@ -1,17 +1,15 @@
 package passes_test
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/passes"
 )
-
-var update = flag.Bool("update", false, "rewrite the expected IR of the golden tests")
 
 // TestGolden runs each case of testdata/golden/<pass>/<case>.ir through
 // that one pass and compares the printed result with <case>.out.ir
@@ -81,20 +79,9 @@ func TestGolden(t *testing.T) {
 			}
 			got := "// " + pass + " of " + filepath.Base(path) + "\n" + out.String()
 			want := strings.TrimSuffix(path, ".ir") + ".out.ir"
-			if *update {
-				if err := os.WriteFile(want, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			exp, err := os.ReadFile(want)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if string(exp) != got {
-				t.Errorf("IR after %s differs from %s:\n%s", pass, want, got)
-			}
+			golden.Check(t, want, []byte(got))
 			// The expected text must itself be a valid graph.
-			if _, err := ir.ParseString(string(exp)); err != nil {
+			if _, err := ir.ParseString(got); err != nil {
 				t.Errorf("%s: %v", want, err)
 			}
 			run := func(g *ir.Graph) *execResult {

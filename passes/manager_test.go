@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
@@ -100,19 +101,7 @@ func TestDefaultPipelineGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := g.String()
-	path := filepath.Join("testdata", "stories260K.default.ir")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if string(want) != got {
-		t.Errorf("default pipeline output differs from %s (run with -update and review the diff)", path)
-	}
+	golden.Check(t, filepath.Join("testdata", "stories260K.default.ir"), []byte(got))
 	if len(res.Passes) != len(passes.Default()) {
 		t.Errorf("%d pass stats for %d passes", len(res.Passes), len(passes.Default()))
 	}

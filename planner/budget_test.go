@@ -54,8 +54,9 @@ func TestSolveRespectsBudget(t *testing.T) {
 	}
 }
 
-// TestHugeCSV is issue 18's check: `irtool plan` on a 1e6-row CSV with a
-// 2 s budget returns within 3 s (reading included). Run with -planner.huge.
+// TestHugeCSV checks the planner's time budget: `irtool plan` on a 1e6-row
+// CSV with a 2 s budget returns within 3 s (reading included). Run with
+// -planner.huge.
 func TestHugeCSV(t *testing.T) {
 	if !*huge {
 		t.Skip("1e6-buffer measurement; run with -planner.huge")

@@ -1,14 +1,13 @@
 package planner_test
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/internal/floatbits"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/planner"
 )
@@ -21,14 +20,6 @@ func (w weightMap) TensorData(name string) ([]byte, error) {
 		return b, nil
 	}
 	return nil, fmt.Errorf("no weight %q", name)
-}
-
-func randF32(rng *rand.Rand, n int64) []byte {
-	out := make([]byte, 4*n)
-	for i := int64(0); i < n; i++ {
-		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(float32(rng.NormFloat64())))
-	}
-	return out
 }
 
 // randomGraph builds a random static DAG of f32 tensors from the ops the
@@ -53,7 +44,7 @@ func randomGraph(rng *rand.Rand, nOps int) (*ir.Graph, weightMap, map[string][]b
 		}
 		n.Name = name
 		ne, _ := n.Type.Shape.Ne()
-		data := randF32(rng, ne[0]*ne[1]*ne[2]*ne[3])
+		data := floatbits.Bytes(floatbits.Rand(rng, int(ne[0]*ne[1]*ne[2]*ne[3]), 1)...)
 		if op == ir.OpWeight {
 			w[name] = data
 		} else {

@@ -2,7 +2,6 @@ package planner_test
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/floatbits"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
@@ -90,11 +90,11 @@ func TestGallocrReproducesLlamaCpp(t *testing.T) {
 	}
 }
 
-// TestGraphPlanMatchesNotes checks the liveness model against the figures
-// measured with an independent scratch simulation in
-// an independent scratch simulation of gallocr (ggml layout: inputs and outputs in the
-// arena, 32-byte alignment, cpy KV writes, f16 cache).
-func TestGraphPlanMatchesNotes(t *testing.T) {
+// TestGraphPlanMatchesSimulation checks the liveness model against the
+// figures of an independent scratch simulation of gallocr (ggml layout:
+// inputs and outputs in the arena, 32-byte alignment, cpy KV writes, f16
+// cache).
+func TestGraphPlanMatchesSimulation(t *testing.T) {
 	for _, c := range []struct {
 		model                 string
 		nTokens, nKV, nOut    int64
@@ -121,11 +121,11 @@ func TestGraphPlanMatchesNotes(t *testing.T) {
 		opts.Strategy = planner.StrategyGreedySize
 		gs := plan(t, g, opts)
 		if ga.ArenaBytes != c.gallocr || ga.LowerBound != c.lb || gs.ArenaBytes != c.lb {
-			t.Errorf("%s T=%d kv=%d in-place %v: gallocr %d, LB %d, greedy-size %d; notes %d, %d, %d",
+			t.Errorf("%s T=%d kv=%d in-place %v: gallocr %d, LB %d, greedy-size %d; want %d, %d, %d",
 				c.model, c.nTokens, c.nKV, c.inplace, ga.ArenaBytes, ga.LowerBound, gs.ArenaBytes, c.gallocr, c.lb, c.lb)
 		}
 		if c.buffers > 0 && (len(ga.Problem.Buffers) != c.buffers || ga.NaiveBytes != int64(c.naive)) {
-			t.Errorf("%s T=%d: %d buffers, Σ %d; notes %d, %d", c.model, c.nTokens, len(ga.Problem.Buffers), ga.NaiveBytes, c.buffers, c.naive)
+			t.Errorf("%s T=%d: %d buffers, Σ %d; want %d, %d", c.model, c.nTokens, len(ga.Problem.Buffers), ga.NaiveBytes, c.buffers, c.naive)
 		}
 		if c.merge > 0 && ga.InPlace != c.merge {
 			t.Errorf("%s: %d in-place merges, want %d", c.model, ga.InPlace, c.merge)
@@ -202,7 +202,7 @@ func sameBits(a, b [][]float32) (int, int, bool) {
 			return r, -1, false
 		}
 		for i := range a[r] {
-			if math.Float32bits(a[r][i]) != math.Float32bits(b[r][i]) {
+			if !floatbits.Equal(a[r][i], b[r][i]) {
 				return r, i, false
 			}
 		}

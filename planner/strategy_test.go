@@ -112,7 +112,7 @@ func TestBestRealTraces(t *testing.T) {
 }
 
 // TestSearchReachesBoundOnC: MiniMalloc's instance C is packed at its lower
-// bound (the notes record 1.000 in min-capacity mode); the exact search finds
+// bound (MiniMalloc reports 1.000 in min-capacity mode); the exact search finds
 // it within a fixed node budget, so the test does not depend on speed.
 func TestSearchReachesBoundOnC(t *testing.T) {
 	p := readBench(t, "minimalloc/C.1048576.csv")

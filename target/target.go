@@ -116,7 +116,7 @@ type Support struct {
 	// is one of them. Captured segments replay them as device tasks.
 	Calls []string
 	// HostSync marks kernels that synchronise with the host internally;
-	// a segment holding one cannot be captured (llama.cpp issue #16586).
+	// a segment holding one cannot be captured (github.com/ggml-org/llama.cpp/issues/16586).
 	HostSync bool
 	// Reason says why the NPU does not run the node, or notes a limit.
 	Reason string

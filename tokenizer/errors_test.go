@@ -68,7 +68,7 @@ func TestBadInput(t *testing.T) {
 }
 
 // TestSpecialIDWarnings: a special token id outside the vocabulary falls
-// back to the default as in llama.cpp, but is reported (issue 18, point 8).
+// back to the default as in llama.cpp, but is reported.
 func TestSpecialIDWarnings(t *testing.T) {
 	bos, eos := int32(900), int32(2)
 	tk, err := New(&Vocab{Model: "llama", Tokens: []string{"<unk>", "<s>", "</s>", "a"}, BOS: &bos, EOS: &eos})

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/viz"
@@ -46,7 +48,7 @@ func TestGraphDOTGolden(t *testing.T) {
 			if again.String() != out {
 				t.Fatal("two drawings of the same graph differ")
 			}
-			golden(t, tc.name, []byte(out))
+			golden.Check(t, filepath.Join("testdata", tc.name), []byte(out))
 			render(t, out)
 		})
 	}

@@ -6,11 +6,13 @@ import (
 	"encoding/xml"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/planner"
@@ -49,7 +51,7 @@ func TestLivenessSVGGolden(t *testing.T) {
 	if err := c.WriteSVG(&buf); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "liveness_small.svg", buf.Bytes())
+	golden.Check(t, filepath.Join("testdata", "liveness_small.svg"), buf.Bytes())
 	checkSVG(t, buf.Bytes())
 	out := buf.String()
 	if got := strings.Count(out, "<rect x=") - 2; got != 5 { // minus background and frame
@@ -113,7 +115,7 @@ func TestInterferenceDOT(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := d.String()
-	golden(t, "interference_small.dot", []byte(out))
+	golden.Check(t, filepath.Join("testdata", "interference_small.dot"), []byte(out))
 	render(t, out)
 	// Lifetimes [0,2) [1,4) [2,3) [3,6) [4,6): edges 0-1, 1-2, 1-3, 3-4.
 	if got := strings.Count(out, " -- b"); got != 4 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/viz"
@@ -114,7 +115,7 @@ func TestReportGolden(t *testing.T) {
 	if !bytes.Equal(buf.Bytes(), again.Bytes()) {
 		t.Fatal("two reports of the same compile differ")
 	}
-	golden(t, "report.html", buf.Bytes())
+	golden.Check(t, filepath.Join("testdata", "report.html"), buf.Bytes())
 }
 
 // TestReportKeys checks that a value keeps its key through the fusion's

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/ir"
 )
@@ -36,12 +37,10 @@ func qwen25Graph(t *testing.T) *ir.Graph {
 // bands in the liveness chart, --layer zooms, the buffer table.
 func TestQwenShapesIR(t *testing.T) {
 	text := qwen25Graph(t).String()
-	if *update {
-		require.NoError(t, os.WriteFile(qwenShapesIR, []byte(text), 0o644))
+	golden.Check(t, qwenShapesIR, []byte(text))
+	if t.Failed() {
+		t.FailNow()
 	}
-	golden, err := os.ReadFile(qwenShapesIR)
-	require.NoError(t, err)
-	require.True(t, string(golden) == text, "%s is stale: go test ./cmd/irtool -run TestQwenShapesIR -update", qwenShapesIR)
 	if testing.Short() {
 		t.Skip("plans a 24-layer graph")
 	}

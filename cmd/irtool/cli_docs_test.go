@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
@@ -55,7 +56,7 @@ func TestCLIDocFlags(t *testing.T) {
 	if len(stale) == 0 && out == doc {
 		return
 	}
-	if *update {
+	if golden.Update() {
 		require.NoError(t, os.WriteFile(path, []byte(out), 0o644))
 		return
 	}

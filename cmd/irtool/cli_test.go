@@ -9,9 +9,6 @@ import (
 	"testing"
 )
 
-// update rewrites golden files in testdata/ (shared by every command's tests).
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
 func TestParseArgs(t *testing.T) {
 	for _, c := range []struct {
 		args []string

@@ -19,7 +19,7 @@ import (
 	"github.com/irtool/irtool/gguf"
 )
 
-// The hostile-corpus generator (issue 18, point 7): fresh malformed models
+// The hostile-corpus generator: fresh malformed models
 // made from the embedded stories260K by the gguf writer (metadata of the
 // wrong type or out of range, tensors with other shapes, types or
 // non-finite data, missing keys and tensors) and by byte damage to the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/internal/testref"
 )
 
@@ -238,20 +239,7 @@ func TestInspectGolden(t *testing.T) {
 			t.Fatalf("%v: exit %d: %s", c.args, code, errs)
 		}
 		out = strings.ReplaceAll(out, testref.Testdata("")+string(os.PathSeparator), "testdata/")
-		path := filepath.Join("testdata", c.golden)
-		if *update {
-			if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run go test -update to create it)", err)
-		}
-		if d := cmp.Diff(string(want), out); d != "" {
-			t.Errorf("%v (-golden +got):\n%s", c.args, d)
-		}
+		golden.Check(t, filepath.Join("testdata", c.golden), []byte(out))
 	}
 }
 

@@ -61,7 +61,7 @@ func nanModel(t *testing.T) string {
 // TestRunNaNModel: non-finite logits fail the run, naming the first op
 // whose output is not finite (found by a checked re-run, or directly with
 // --check-numerics), and --json still prints one valid JSON document with
-// an error field (issue 18, point 5).
+// an error field.
 func TestRunNaNModel(t *testing.T) {
 	p := nanModel(t)
 	for _, c := range []struct {
@@ -120,7 +120,7 @@ func TestJSONNonFinite(t *testing.T) {
 
 // TestRunChunkedPrefill: a prompt prefilled in small ubatch steps gives the
 // tokens and logits of a single prefill step, on the reference executor
-// and on the simulated device (issue 18, point 2).
+// and on the simulated device.
 func TestRunChunkedPrefill(t *testing.T) {
 	prompt := "Once upon a time, there was a little girl named Lily. She loved to play outside."
 	for _, backend := range []string{"cpu", "sim"} {

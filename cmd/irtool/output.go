@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// This file holds the output helpers every command shares (issue 18):
+// This file holds the output helpers every command shares:
 // stdout goes through a checkedWriter so that a failed write (stdout on a
 // full disk, "> /dev/full", a closed pipe) turns into exit status 1 even
 // where a command ignores fmt.Fprintf's error; files are written with

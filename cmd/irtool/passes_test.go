@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/passes"
 )
@@ -19,19 +20,7 @@ func TestPassesCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	golden := filepath.Join("testdata", "passes.txt")
-	if *update {
-		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if string(want) != out {
-		t.Errorf("irtool passes differs from %s:\n%s", golden, out)
-	}
+	golden.Check(t, filepath.Join("testdata", "passes.txt"), []byte(out))
 	code, out, errs = runCLI(t, "passes", "--json")
 	if code != 0 {
 		t.Fatalf("--json: exit %d: %s", code, errs)

@@ -25,7 +25,7 @@ const hangGuard = 20 * time.Second
 func (fullWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
 
 // TestStdoutWriteFailure: a command whose output cannot be written exits
-// non-zero and says why (issue 18, point 4).
+// non-zero and says why.
 func TestStdoutWriteFailure(t *testing.T) {
 	csv := filepath.Join(t.TempDir(), "p.csv")
 	if err := os.WriteFile(csv, []byte("id,lower,upper,size\n0,0,2,8\n1,1,3,8\n"), 0o644); err != nil {
@@ -48,7 +48,7 @@ func TestStdoutWriteFailure(t *testing.T) {
 
 // TestHostileInputPaths: devices, FIFOs without a writer and directories
 // given where a file is expected fail fast with a message naming the path
-// (issue 18, point 1), instead of reading forever or hanging.
+// instead of reading forever or hanging.
 func TestHostileInputPaths(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")

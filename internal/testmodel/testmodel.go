@@ -123,7 +123,7 @@ func (r *LlamaRun) Kernels(t testing.TB) kernels.Options {
 	return o
 }
 
-// Tolerance is the foundation issue's bound on max|Δlogit| / max|logit|
+// Tolerance is the accepted bound on max|Δlogit| / max|logit|
 // against llama.cpp for a model file: 1e-3 for F32 and F16 weights, 2e-2
 // for quantised ones.
 func Tolerance(name string) float64 {

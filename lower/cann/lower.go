@@ -441,7 +441,7 @@ func (l *lowerer) capturable(s *Segment) (bool, string) {
 	}
 	for _, k := range s.Kernels {
 		if k.HostSync {
-			return false, fmt.Sprintf("%s (node %d) synchronises with the host (llama.cpp issue #16586)", k.Name, k.Node)
+			return false, fmt.Sprintf("%s (node %d) synchronises with the host (github.com/ggml-org/llama.cpp/issues/16586)", k.Name, k.Node)
 		}
 	}
 	if nt, ok := l.opts.Bindings["n_tokens"]; ok && nt > 1 && !l.opts.PrefillGraph {

@@ -5,6 +5,8 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+
+	"github.com/irtool/irtool/internal/floatbits"
 )
 
 // Several users share one device, each with its own stream, buffers and
@@ -59,13 +61,13 @@ func concurrentUser(t *testing.T, d *SimDevice, u, steps int) error {
 	out, _ := d.MallocHost(4 * seqRow * seqRows)
 	lock.RUnlock()
 	r := rand.New(rand.NewSource(int64(u)))
-	w, b := randF32(r, seqRow), randF32(r, seqRow*seqRows)
+	w, b := floatbits.Rand(r, seqRow, 1), floatbits.Rand(r, seqRow*seqRows, 1)
 	// Weights go up with async copies on the user's own stream: safe
 	// while another user captures.
-	if err := d.MemcpyH2DAsync(s.w, f32Bytes(w), st); err != nil {
+	if err := d.MemcpyH2DAsync(s.w, floatbits.Bytes(w...), st); err != nil {
 		return err
 	}
-	if err := d.MemcpyH2DAsync(s.b, f32Bytes(b), st); err != nil {
+	if err := d.MemcpyH2DAsync(s.b, floatbits.Bytes(b...), st); err != nil {
 		return err
 	}
 	c, err := NewGraphCache(d, CacheOptions{})
@@ -74,8 +76,8 @@ func concurrentUser(t *testing.T, d *SimDevice, u, steps int) error {
 	}
 	props := NewGraphProps(s.launches)
 	for i := 0; i < steps; i++ {
-		x := randF32(r, seqRow*seqRows)
-		copy(in, f32Bytes(x))
+		x := floatbits.Rand(r, seqRow*seqRows, 1)
+		copy(in, floatbits.Bytes(x...))
 		if err := d.MemcpyH2DAsync(s.x, in, st); err != nil {
 			return err
 		}

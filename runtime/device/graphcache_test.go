@@ -422,7 +422,7 @@ func BenchmarkNewGraphProps(b *testing.B) {
 }
 
 // TestDeviceLockRegistry: the registry holds a device only while it has
-// registered users (issue 18, point 6).
+// registered users, so a closed device can be garbage-collected.
 func TestDeviceLockRegistry(t *testing.T) {
 	dev, err := NewSimDevice(SimOptions{MemoryBytes: 1 << 20})
 	if err != nil {

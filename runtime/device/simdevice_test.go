@@ -2,12 +2,11 @@ package device
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math"
 	"math/rand"
 	"sync"
 	"testing"
 
+	"github.com/irtool/irtool/internal/floatbits"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 )
@@ -195,22 +194,6 @@ func (s *testSeq) capture(t testing.TB, d Device, st Stream) GraphHandle {
 	return g
 }
 
-func f32Bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func randF32(r *rand.Rand, n int) []float32 {
-	v := make([]float32, n)
-	for i := range v {
-		v[i] = float32(r.NormFloat64())
-	}
-	return v
-}
-
 // reference computes the sequence on the host with the kernels package.
 func seqReference(t testing.TB, x, w, b []float32) []byte {
 	t.Helper()
@@ -249,7 +232,7 @@ func newTestDevice(t testing.TB) *SimDevice {
 
 func upload(t testing.TB, d Device, p Ptr, v []float32) {
 	t.Helper()
-	if err := d.MemcpyH2D(p, f32Bytes(v)); err != nil {
+	if err := d.MemcpyH2D(p, floatbits.Bytes(v...)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -271,7 +254,7 @@ func TestSimEagerAndReplayMatchHost(t *testing.T) {
 	}
 	s := newTestSeq(t, d)
 	r := rand.New(rand.NewSource(1))
-	x, w, b := randF32(r, seqRow*seqRows), randF32(r, seqRow), randF32(r, seqRow*seqRows)
+	x, w, b := floatbits.Rand(r, seqRow*seqRows, 1), floatbits.Rand(r, seqRow, 1), floatbits.Rand(r, seqRow*seqRows, 1)
 	upload(t, d, s.x, x)
 	upload(t, d, s.w, w)
 	upload(t, d, s.b, b)
@@ -305,7 +288,7 @@ func TestSimEagerAndReplayMatchHost(t *testing.T) {
 		t.Fatal("captured kernels ran during capture")
 	}
 	// New input values at the same addresses: the replay sees them.
-	x2 := randF32(r, seqRow*seqRows)
+	x2 := floatbits.Rand(r, seqRow*seqRows, 1)
 	upload(t, d, s.x, x2)
 	want2 := seqReference(t, x2, w, b)
 	for i := 0; i < 3; i++ {
@@ -341,7 +324,7 @@ func TestReplayAfterBuffersMoved(t *testing.T) {
 	st, _ := d.CreateStream()
 	s := newTestSeq(t, d)
 	r := rand.New(rand.NewSource(2))
-	x, w, b := randF32(r, seqRow*seqRows), randF32(r, seqRow), randF32(r, seqRow*seqRows)
+	x, w, b := floatbits.Rand(r, seqRow*seqRows, 1), floatbits.Rand(r, seqRow, 1), floatbits.Rand(r, seqRow*seqRows, 1)
 	upload(t, d, s.x, x)
 	upload(t, d, s.w, w)
 	upload(t, d, s.b, b)
@@ -356,7 +339,7 @@ func TestReplayAfterBuffersMoved(t *testing.T) {
 	if s.out, err = d.Malloc(4 * seqRow * seqRows); err != nil {
 		t.Fatal(err)
 	}
-	x2 := randF32(r, seqRow*seqRows)
+	x2 := floatbits.Rand(r, seqRow*seqRows, 1)
 	upload(t, d, s.x, x2)
 	if err := d.ExecuteAsync(g, st); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/irtool/irtool/internal/floatbits"
 	"github.com/irtool/irtool/internal/gocount"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
@@ -22,7 +23,7 @@ import (
 func TestSimStreamPoolNoGoroutinePerKernel(t *testing.T) {
 	const k, m, n, threads = 256, 512, 2, 4
 	r := rand.New(rand.NewSource(7))
-	w, x := randF32(r, k*m), randF32(r, k*n)
+	w, x := floatbits.Rand(r, k*m, 1), floatbits.Rand(r, k*n, 1)
 	W, err := kernels.FromF32(w, k, m)
 	if err != nil {
 		t.Fatal(err)

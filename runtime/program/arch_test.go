@@ -19,7 +19,8 @@ import (
 var archModels = []string{"synth-qwen3-Q4_0", "synth-qwen3moe-Q4_0", "synth-gemma3-Q4_0", "synth-phi3-Q4_0", "synth-llama3rope-Q4_0", "synth-llamamoe-Q4_0",
 	"synth-llama256-Q4_K"}
 
-// archBound is issue 16's bound on max|Δlogit| / max|logit|.
+// archBound is the accepted bound on max|Δlogit| / max|logit| against
+// llama.cpp's logits for the models of archModels.
 const archBound = 1e-6
 
 // TestNewArchitecturesMatchLlamaCpp feeds llama.cpp's tokens through the

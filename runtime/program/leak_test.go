@@ -10,8 +10,8 @@ import (
 
 // TestDevicesReleased: a session on a fresh simulated device, run and
 // closed, leaves nothing behind; after ten such cycles the live heap is
-// back at its baseline, well under one device's memory (issue 18, point 6:
-// the device-lock registry used to keep every device alive).
+// back at its baseline, well under one device's memory (the device-lock
+// registry must not keep a closed device alive).
 func TestDevicesReleased(t *testing.T) {
 	f, m := openModel(t, "stories260K.gguf", models.Options{NCtx: 64})
 	const devBytes = 32 << 20

@@ -11,10 +11,12 @@ import (
 	"github.com/irtool/irtool/runtime/session"
 )
 
-// BenchmarkDecode measures greedy decode on the reference executor: one op
-// is one decode step (one token) after a 5-token prefill, with the KV cache
-// growing from position 5; tokens/s is reported as a metric.
-// Run: go test ./runtime -run '^$' -bench Decode -benchtime 200x
+// BenchmarkDecode measures greedy decode on the compiled plan (the
+// session's default) of the graph as built: one op is one decode step (one
+// token) after a 5-token prefill, with the KV cache growing from position
+// 5; tokens/s is reported as a metric. The QuantDequant case is the
+// baseline for the quantised path.
+// Run: go test ./runtime/session -run '^$' -bench 'Decode$' -benchtime 200x
 func BenchmarkDecode(b *testing.B) {
 	cases := []struct {
 		name string

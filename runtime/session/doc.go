@@ -1,6 +1,10 @@
-// Package session runs a built model step by step on the CPU reference
-// executor (package eval): a Session holds the persistent KV cache and
-// drives prefill then greedy decode, as llama.cpp's llama_decode does for
-// one sequence. Generate and Stepper are shared with the device sessions of
+// Package session runs a built model step by step on the CPU: a Session
+// holds the persistent KV cache and drives prefill then greedy decode, as
+// llama.cpp's llama_decode does for one sequence. Each step shape (prompt
+// length, n_kv bucket) is specialised, given a memory plan
+// (planner.PlanGraph, CPU policy) and compiled once into an eval.Plan run
+// on the session's worker threads; SessionOptions.Reference runs the steps
+// on the reference executor (eval.Executor) instead, with the same
+// results. Generate and Stepper are shared with the device sessions of
 // package runtime/program, so every backend generates the same way.
 package session

@@ -9,7 +9,7 @@ import (
 	"github.com/irtool/irtool/runtime/session"
 )
 
-// A session runs the model on the CPU reference executor: prefill on the
+// A session runs the model on the CPU (its compiled plan): prefill on the
 // prompt, then greedy decode over its KV cache.
 func ExampleNewSession() {
 	f, err := gguf.Open(testref.Testdata("stories260K.gguf"))

@@ -28,7 +28,8 @@ func maxAbs(v []float32) float64 {
 // references print nine significant digits).
 const exactBound = 1e-7
 
-// stepBound is issue 16's bound on every step's logits (llama-ref runs).
+// stepBound is the accepted bound on every step's logits against llama.cpp's
+// (llama-ref runs).
 const stepBound = 1e-6
 
 // knownDifferences are reference runs the session does not match yet, with
@@ -136,7 +137,7 @@ func TestMatchesLlamaCpp(t *testing.T) {
 			t.Logf("%s: worst max|Δ|/max|logit| %.2e over prefill, decode and %d steps (tolerance %.0e); %d argmax differences at near-ties",
 				name, worst, len(gen), tol, mismatches)
 			// The kernels follow ggml's summation order and FMA contractions,
-			// so beyond the issue's tolerance the logits agree with the nine
+			// so beyond the tolerance the logits agree with the nine
 			// digits llama.cpp printed; hold that, so a regression in the
 			// arithmetic shows here and not only as a tolerance breach.
 			if stepWorst > stepBound {
