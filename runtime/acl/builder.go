@@ -228,11 +228,15 @@ func (d *Device) prepare(n *npu, st *stream, k *device.KernelLaunch) (*prepared,
 	p := &prepared{key: key, launch: *k, attrs: attrs, label: label(k), wsPlanned: k.WorkspaceBytes}
 	p.launch.Inputs = append([]device.TensorDesc(nil), k.Inputs...)
 	b := &builder{d: d, n: n, st: st, k: &p.launch, p: p}
-	recipe, ok := recipes[k.Op]
+	r, ok := recipes[k.Op]
 	if !ok {
 		return nil, b.fail(device.ACLErrFeatureNotSupport, "the binding has no aclnn recipe for op %q", k.Op)
 	}
-	if err := recipe(b); err != nil {
+	if err := b.inputs(r.operands); err != nil {
+		p.destroy()
+		return nil, err
+	}
+	if err := r.build(b); err != nil {
 		p.destroy()
 		return nil, err
 	}
@@ -248,7 +252,13 @@ func (d *Device) prepare(n *npu, st *stream, k *device.KernelLaunch) (*prepared,
 	return p, nil
 }
 
-// builder collects the calls of one launch.
+// builder collects the calls of one launch. Like a bufio.Writer it keeps
+// the first error: every method that can fail (a descriptor, a scalar,
+// staging, a table, a call) records its error and returns a zero value,
+// and once an error is recorded every later method does nothing. A recipe
+// is therefore the list of its aclnn calls followed by one `return b.err`;
+// it returns early only to refuse an operand it cannot compute
+// (b.unsupported, b.fail), which records that error too.
 type builder struct {
 	d    *Device
 	n    *npu
@@ -256,10 +266,20 @@ type builder struct {
 	k    *device.KernelLaunch
 	p    *prepared
 	used int64 // bytes of the planned workspace used for staging
+	err  error // the first error, sticky
+}
+
+// setErr records err unless an error is recorded already, and returns the
+// recorded one.
+func (b *builder) setErr(err error) error {
+	if b.err == nil {
+		b.err = err
+	}
+	return b.err
 }
 
 func (b *builder) fail(code device.ACLCode, format string, args ...any) error {
-	return bindingError(b.k.Name, b.p.label, code, format, args...)
+	return b.setErr(bindingError(b.k.Name, b.p.label, code, format, args...))
 }
 
 func (b *builder) unsupported(format string, args ...any) error {
@@ -286,14 +306,19 @@ func (b *builder) attrI(key string, def int64) int64 {
 // tensor makes an aclTensor: ACL-order shape and strides in elements, a
 // storage offset in elements from addr, ND format and a 1-D storage shape
 // covering the view (CANN docs, aclCreateTensor and the two-phase aclnn calls).
-func (b *builder) tensor(dt C.int, shape, strides []int64, offset int64, addr device.Ptr) (C.uintptr_t, error) {
+func (b *builder) tensor(dt C.int, shape, strides []int64, offset int64, addr device.Ptr) C.uintptr_t {
+	if b.err != nil {
+		return 0
+	}
 	if len(shape) != len(strides) || len(shape) == 0 || len(shape) > 8 {
-		return 0, b.fail(device.ACLErrParamInvalid, "descriptor with shape %v strides %v", shape, strides)
+		b.fail(device.ACLErrParamInvalid, "descriptor with shape %v strides %v", shape, strides)
+		return 0
 	}
 	storage := offset + 1
 	for i := range shape {
 		if shape[i] < 0 || strides[i] < 0 {
-			return 0, b.fail(device.ACLErrParamInvalid, "negative shape or stride: %v / %v", shape, strides)
+			b.fail(device.ACLErrParamInvalid, "negative shape or stride: %v / %v", shape, strides)
+			return 0
 		}
 		if shape[i] == 0 {
 			storage = 0
@@ -307,10 +332,11 @@ func (b *builder) tensor(dt C.int, shape, strides []int64, offset int64, addr de
 		(*C.int64_t)(unsafe.Pointer(&st[0])), 1, C.uintptr_t(addr))
 	b.d.descriptorsMade.Add(1)
 	if t == 0 {
-		return 0, newError("aclCreateTensor", b.p.label, C.ACLNN_ERR_PARAM_INVALID)
+		b.setErr(newError("aclCreateTensor", b.p.label, C.ACLNN_ERR_PARAM_INVALID))
+		return 0
 	}
 	b.p.tensors = append(b.p.tensors, t)
-	return t, nil
+	return t
 }
 
 // aclOrder is a ggml descriptor in ACL order: dims and strides reversed,
@@ -332,15 +358,20 @@ func aclOrder(t device.TensorDesc) (shape, strides []int64, ok bool) {
 
 // desc makes the 4-D aclTensor of a ggml descriptor; trim drops leading
 // (outer) dims so that the result has rank dims.
-func (b *builder) desc(role string, t device.TensorDesc, dims int) (C.uintptr_t, error) {
+func (b *builder) desc(role string, t device.TensorDesc, dims int) C.uintptr_t {
+	if b.err != nil {
+		return 0
+	}
 	shape, strides, ok := aclOrder(t)
 	dt, known := aclDType(t.DType)
 	if !ok || !known {
-		return 0, b.unsupported("%s: a %s tensor with strides %v has no aclTensor form", role, t.DType, t.Nb)
+		b.unsupported("%s: a %s tensor with strides %v has no aclTensor form", role, t.DType, t.Nb)
+		return 0
 	}
 	for len(shape) > dims {
 		if shape[0] != 1 {
-			return 0, b.fail(device.ACLErrParamInvalid, "%s: dims %v do not fit %d ACL dims", role, t.Ne, dims)
+			b.fail(device.ACLErrParamInvalid, "%s: dims %v do not fit %d ACL dims", role, t.Ne, dims)
+			return 0
 		}
 		shape, strides = shape[1:], strides[1:]
 	}
@@ -349,25 +380,37 @@ func (b *builder) desc(role string, t device.TensorDesc, dims int) (C.uintptr_t,
 
 // temp carves n bytes of staging from the planned workspace, aligned to
 // align bytes.
-func (b *builder) temp(role string, n, align int64) (device.Ptr, error) {
+func (b *builder) temp(role string, n, align int64) device.Ptr {
+	if b.err != nil {
+		return 0
+	}
 	off := (b.used + align - 1) / align * align
 	if off+n > b.k.WorkspaceBytes {
-		return 0, b.fail(device.ACLErrMemoryAllocation, "%s staging needs %d B at offset %d of the workspace; the plan has %d B", role, n, off, b.k.WorkspaceBytes)
+		b.fail(device.ACLErrMemoryAllocation, "%s staging needs %d B at offset %d of the workspace; the plan has %d B", role, n, off, b.k.WorkspaceBytes)
+		return 0
 	}
 	b.used = off + n
-	return b.k.Workspace + device.Ptr(off), nil
+	return b.k.Workspace + device.Ptr(off)
 }
 
-func (b *builder) scalarF32(v float32) (C.uintptr_t, error) {
+func (b *builder) scalarF32(v float32) C.uintptr_t {
+	if b.err != nil {
+		return 0
+	}
 	s := C.irt_aclCreateScalarF32(C.float(v))
 	if s == 0 {
-		return 0, newError("aclCreateScalar", b.p.label, C.ACLNN_ERR_PARAM_INVALID)
+		b.setErr(newError("aclCreateScalar", b.p.label, C.ACLNN_ERR_PARAM_INVALID))
+		return 0
 	}
 	b.p.scalars = append(b.p.scalars, s)
-	return s, nil
+	return s
 }
 
+// call adds one aclnn call with its arguments (nothing after an error).
 func (b *builder) call(op C.int, args C.irt_args) {
+	if b.err != nil {
+		return
+	}
 	a := (*C.irt_args)(C.calloc(1, C.size_t(unsafe.Sizeof(args))))
 	*a = args
 	b.p.steps = append(b.p.steps, step{op: op, name: opName(op), args: a})
@@ -402,7 +445,16 @@ func prod(v []int64) int64 {
 // table returns the device address of a constant table, uploading it
 // with an async copy from the pinned staging on the launch stream: legal in
 // a capture (pinned memory) and ordered before the kernels that read it.
-func (b *builder) table(key string, data []byte) (device.Ptr, error) {
+func (b *builder) table(key string, data []byte) device.Ptr {
+	if b.err != nil {
+		return 0
+	}
+	p, err := b.upload(key, data)
+	b.setErr(err)
+	return p
+}
+
+func (b *builder) upload(key string, data []byte) (device.Ptr, error) {
 	n := b.n
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
@@ -452,20 +504,24 @@ func (b *builder) table(key string, data []byte) (device.Ptr, error) {
 // buffer returns device scratch shared by every kernel asking for the same
 // key, allocated from the pool once. Kernels that share it run in stream
 // order and each writes it before reading it.
-func (b *builder) buffer(key string, size int64) (device.Ptr, error) {
+func (b *builder) buffer(key string, size int64) device.Ptr {
+	if b.err != nil {
+		return 0
+	}
 	n := b.n
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
 	if p, ok := n.tables[key]; ok {
-		return p, nil
+		return p
 	}
 	off, _, err := n.pool.Alloc(size)
 	if err != nil {
-		return 0, fmt.Errorf("acl: %s: scratch %s: %w", b.p.label, key, err)
+		b.setErr(fmt.Errorf("acl: %s: scratch %s: %w", b.p.label, key, err))
+		return 0
 	}
 	p := n.base + device.Ptr(off)
 	n.tables[key] = p
-	return p, nil
+	return p
 }
 
 func onesF32(n int64) []byte {
@@ -508,16 +564,25 @@ func dense(t device.TensorDesc) bool {
 func rows2D(t device.TensorDesc) bool { return t.Ne[2] == 1 && t.Ne[3] == 1 }
 
 // vector1D is a weight [n, 1, 1, 1] as a 1-D aclTensor.
-func (b *builder) vector1D(role string, t device.TensorDesc) (C.uintptr_t, error) {
+func (b *builder) vector1D(role string, t device.TensorDesc) C.uintptr_t {
 	if t.Ne[1] != 1 || t.Ne[2] != 1 || t.Ne[3] != 1 {
-		return 0, b.unsupported("%s %v: a vector is expected", role, t.Ne)
+		b.unsupported("%s %v: a vector is expected", role, t.Ne)
+		return 0
 	}
 	return b.desc(role, t, 1)
 }
 
-// adopt moves tensors ts into list l's ownership: destroying the list
-// destroys them.
-func (b *builder) adopt(l C.uintptr_t, ts ...C.uintptr_t) {
+// tensorList makes an aclTensorList of ts, which it then owns: destroying
+// the list destroys them.
+func (b *builder) tensorList(ts ...C.uintptr_t) C.uintptr_t {
+	if b.err != nil {
+		return 0
+	}
+	l := C.irt_aclCreateTensorList(&ts[0], C.uint64_t(len(ts)))
+	if l == 0 {
+		b.setErr(newError("aclCreateTensorList", b.p.label, C.ACLNN_ERR_PARAM_INVALID))
+		return 0
+	}
 	b.p.lists = append(b.p.lists, l)
 	for _, t := range ts {
 		for i, x := range b.p.tensors {
@@ -527,16 +592,21 @@ func (b *builder) adopt(l C.uintptr_t, ts ...C.uintptr_t) {
 			}
 		}
 	}
+	return l
 }
 
 // intArray makes an aclIntArray owned by the prepared kernel.
-func (b *builder) intArray(v ...int64) (C.uintptr_t, error) {
+func (b *builder) intArray(v ...int64) C.uintptr_t {
+	if b.err != nil {
+		return 0
+	}
 	a := C.irt_aclCreateIntArray((*C.int64_t)(unsafe.Pointer(&v[0])), C.uint64_t(len(v)))
 	if a == 0 {
-		return 0, newError("aclCreateIntArray", b.p.label, C.ACLNN_ERR_PARAM_INVALID)
+		b.setErr(newError("aclCreateIntArray", b.p.label, C.ACLNN_ERR_PARAM_INVALID))
+		return 0
 	}
 	b.p.arrays = append(b.p.arrays, a)
-	return a, nil
+	return a
 }
 
 // cast adds aclnnCast(src → dst), dst's dtype being to.
@@ -552,4 +622,83 @@ func f32Bytes(vs ...float32) []byte {
 		binary.LittleEndian.PutUint32(out[4*i:], math.Float32bits(v))
 	}
 	return out
+}
+
+// The aclnn calls by name, for the operators whose arguments are more
+// than tensors (the others are b.op(C.IRT_..., tensors...)). Each makes
+// its scalar after the tensors it is given, as the calls' argument order
+// has it.
+
+// op adds an operator call whose arguments are tensors only.
+func (b *builder) op(op C.int, ts ...C.uintptr_t) { b.call(op, tensors(ts...)) }
+
+// muls adds aclnnMuls(self, v, out).
+func (b *builder) muls(self, out C.uintptr_t, v float32) {
+	a := tensors(self, out)
+	a.s = b.scalarF32(v)
+	b.call(C.IRT_MULS, a)
+}
+
+// add adds aclnnAdd(self, other, alpha, out): out = self + alpha·other.
+func (b *builder) add(self, other, out C.uintptr_t, alpha float32) {
+	a := tensors(self, other, out)
+	a.s = b.scalarF32(alpha)
+	b.call(C.IRT_ADD, a)
+}
+
+// inplaceAdd adds aclnnInplaceAdd(selfRef, other, alpha).
+func (b *builder) inplaceAdd(self, other C.uintptr_t, alpha float32) {
+	a := tensors(self, other)
+	a.s = b.scalarF32(alpha)
+	b.call(C.IRT_INPLACEADD, a)
+}
+
+// geScalar adds aclnnGeScalar(self, v, out): out = self ≥ v.
+func (b *builder) geScalar(self, out C.uintptr_t, v float32) {
+	a := tensors(self, out)
+	a.s = b.scalarF32(v)
+	b.call(C.IRT_GESCALAR, a)
+}
+
+// maskedFill adds aclnnInplaceMaskedFillScalar(selfRef, mask, v).
+func (b *builder) maskedFill(self, mask C.uintptr_t, v float32) {
+	a := tensors(self, mask)
+	a.s = b.scalarF32(v)
+	b.call(C.IRT_MASKEDFILL, a)
+}
+
+// matmul adds aclnnMatmul, aclnnMm or aclnnBatchMatMul (op) with the
+// device's cubeMathType.
+func (b *builder) matmul(op C.int, self, mat2, out C.uintptr_t) {
+	a := tensors(self, mat2, out)
+	a.i[0] = b.d.cubeMathType()
+	b.call(op, a)
+}
+
+// wqbmm adds aclnnWeightQuantBatchMatmulV2(x, weight, antiquantScale, y)
+// with ggml's block of 32 as the antiquant group.
+func (b *builder) wqbmm(x, w, scale, y C.uintptr_t) {
+	a := tensors(x, w, scale, y)
+	a.i[0] = 32
+	b.call(C.IRT_WQBMM, a)
+}
+
+// withDim adds an operator call whose one integer argument is a dim
+// (aclnnSoftmax, aclnnGatherV2, aclnnInplaceIndexCopy, aclnnSwiGlu).
+func (b *builder) withDim(op C.int, dim int64, ts ...C.uintptr_t) {
+	a := tensors(ts...)
+	a.i[0] = C.int64_t(dim)
+	b.call(op, a)
+}
+
+// gather adds aclnnGatherV2(self, dim 0, index, out): out row i = self row
+// index[i].
+func (b *builder) gather(self, index, out C.uintptr_t) {
+	b.withDim(C.IRT_GATHERV2, 0, self, index, out)
+}
+
+// indexCopy adds aclnnInplaceIndexCopy(selfRef, dim 0, index, source):
+// selfRef row index[i] = source row i.
+func (b *builder) indexCopy(self, index, source C.uintptr_t) {
+	b.withDim(C.IRT_INDEXCOPY, 0, self, index, source)
 }

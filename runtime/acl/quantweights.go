@@ -47,7 +47,16 @@ func DequantizeRows(t ir.DType, blocks []byte, K, N int64) ([]float32, error) {
 // dequantised returns the f32 copy of quantised weight a (N rows of K),
 // made on the host from the blocks read back and uploaded once per weight,
 // as the repacked shadow of aclnnWeightQuantBatchMatmulV2 is.
-func (b *builder) dequantised(a device.TensorDesc) (device.Ptr, error) {
+func (b *builder) dequantised(a device.TensorDesc) device.Ptr {
+	if b.err != nil {
+		return 0
+	}
+	p, err := b.dequantise(a)
+	b.setErr(err)
+	return p
+}
+
+func (b *builder) dequantise(a device.TensorDesc) (device.Ptr, error) {
 	K, N := a.Ne[0], a.Ne[1]
 	if K%32 != 0 {
 		return 0, b.unsupported("%s weight with %d columns (not a multiple of 32)", a.DType, K)
@@ -102,7 +111,16 @@ type shadowWeight struct {
 	quants, scales device.Ptr
 }
 
-func (b *builder) shadow(a device.TensorDesc) (shadowWeight, error) {
+func (b *builder) shadow(a device.TensorDesc) shadowWeight {
+	if b.err != nil {
+		return shadowWeight{}
+	}
+	w, err := b.repack(a)
+	b.setErr(err)
+	return w
+}
+
+func (b *builder) repack(a device.TensorDesc) (shadowWeight, error) {
 	K, N := a.Ne[0], a.Ne[1]
 	if K%32 != 0 {
 		return shadowWeight{}, b.unsupported("%s weight with %d columns (not a multiple of 32)", a.DType, K)

@@ -117,43 +117,50 @@ import "github.com/irtool/irtool/ir"
 // Descriptors (aclTensor, aclScalar) are made once per distinct launch and
 // cached (builder.go); only the two-phase calls are repeated by an eager
 // relaunch.
-var recipes = map[ir.Op]func(*builder) error{
+// recipe is the builder of one IR op's calls and the number of operands
+// it needs at least (fewer is an error before it runs).
+type recipe struct {
+	operands int
+	build    func(*builder) error
+}
+
+var recipes = map[ir.Op]recipe{
 	// norm
-	ir.OpRMSNorm:       rmsNorm,
-	ir.OpRMSNormMul:    rmsNormMul,
-	ir.OpAddRMSNormMul: addRMSNormMul,
+	ir.OpRMSNorm:       {1, rmsNorm},
+	ir.OpRMSNormMul:    {2, rmsNormMul},
+	ir.OpAddRMSNormMul: {3, addRMSNormMul},
 	// elementwise
-	ir.OpAdd:    func(b *builder) error { return binaryOp(b, C.IRT_ADD) },
-	ir.OpMul:    func(b *builder) error { return binaryOp(b, C.IRT_MUL) },
-	ir.OpDiv:    func(b *builder) error { return binaryOp(b, C.IRT_DIV) },
-	ir.OpScale:  scaleOp,
-	ir.OpSilu:   func(b *builder) error { return unaryOp(b, C.IRT_SILU) },
-	ir.OpGelu:   geluOp,
-	ir.OpSwiGLU: swiGLU,
-	ir.OpCont:   copyOp,
-	ir.OpCpy:    copyOp,
-	ir.OpCast:   copyOp,
-	ir.OpConcat: concat,
+	ir.OpAdd:    {2, func(b *builder) error { return binaryOp(b, C.IRT_ADD) }},
+	ir.OpMul:    {2, func(b *builder) error { return binaryOp(b, C.IRT_MUL) }},
+	ir.OpDiv:    {2, func(b *builder) error { return binaryOp(b, C.IRT_DIV) }},
+	ir.OpScale:  {1, scaleOp},
+	ir.OpSilu:   {1, func(b *builder) error { return unaryOp(b, C.IRT_SILU) }},
+	ir.OpGelu:   {1, geluOp},
+	ir.OpSwiGLU: {2, swiGLU},
+	ir.OpCont:   {1, copyOp},
+	ir.OpCpy:    {1, copyOp},
+	ir.OpCast:   {1, copyOp},
+	ir.OpConcat: {1, concat},
 	// reduce
-	ir.OpSoftMax: softMax,
-	ir.OpSumRows: sumRows,
-	ir.OpTopK:    topK,
+	ir.OpSoftMax: {1, softMax},
+	ir.OpSumRows: {1, sumRows},
+	ir.OpTopK:    {1, topK},
 	// rows
-	ir.OpGetRows: getRowsBatched,
-	ir.OpSetRows: setRows,
+	ir.OpGetRows: {2, getRowsBatched},
+	ir.OpSetRows: {3, setRows},
 	// matmul
-	ir.OpMulMat:    mulMat,
-	ir.OpMulMatAdd: mulMatAdd,
+	ir.OpMulMat:    {2, mulMat},
+	ir.OpMulMatAdd: {3, mulMatAdd},
 	// moe
-	ir.OpMulMatID: mulMatID,
+	ir.OpMulMatID: {3, mulMatID},
 	// rope
-	ir.OpRope:             rope,
-	ir.OpRopeCache:        ropeCache,
-	ir.OpRopeCacheTable:   ropeCacheTable,
-	ir.OpRopeApply:        ropeApply,
-	ir.OpRopeApplySetRows: ropeApplySetRows,
-	ir.OpRopeSetRows:      ropeSetRows,
+	ir.OpRope:             {2, rope},
+	ir.OpRopeCache:        {1, ropeCache},
+	ir.OpRopeCacheTable:   {2, ropeCacheTable},
+	ir.OpRopeApply:        {2, ropeApply},
+	ir.OpRopeApplySetRows: {4, ropeApplySetRows},
+	ir.OpRopeSetRows:      {4, ropeSetRows},
 	// attention
-	ir.OpAttention: attention,
-	ir.OpSWAMask:   swaMask,
+	ir.OpAttention: {3, attention},
+	ir.OpSWAMask:   {2, swaMask},
 }

@@ -16,6 +16,9 @@ import (
 	"github.com/irtool/irtool/runtime/device"
 )
 
+// The attention family: attention (by matmuls and softmax, or fused) and
+// swa_mask (the table of recipes.go lists their calls).
+
 // bsnd is a ggml view whose dims 0..2 are (D, S, N) in some order as a
 // BSND aclTensor: perm gives, for S, N and D, the ggml dim holding it.
 func bsnd(t device.TensorDesc, s, n, d int) ([]int64, []int64, bool) {
@@ -52,9 +55,6 @@ func attention(b *builder) error {
 }
 
 func matmulAttention(b *builder) error {
-	if err := b.inputs(3); err != nil {
-		return err
-	}
 	q, k, v, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
 	if mb := b.attrF("max_bias", 0); mb != 0 {
 		return b.unsupported("attention with ALiBi (max_bias %g) is not bound", mb)
@@ -75,140 +75,44 @@ func matmulAttention(b *builder) error {
 	r := H / Hkv
 	e := func(t device.TensorDesc, i int) int64 { return t.Nb[i] / t.DType.TypeSize() }
 	// q → f16 [Hkv, r, T, D], contiguous, in the planned workspace.
-	q16, err := b.temp("f16 query", 2*H*T*D, 32)
-	if err != nil {
-		return err
-	}
-	qin, err := b.tensor(C.ACL_FLOAT, []int64{H, T, D}, []int64{e(q, 2), e(q, 1), e(q, 0)}, 0, q.Addr)
-	if err != nil {
-		return err
-	}
-	qout, err := b.tensor(C.ACL_FLOAT16, []int64{H, T, D}, []int64{T * D, D, 1}, 0, q16)
-	if err != nil {
-		return err
-	}
-	c := tensors(qin, qout)
-	c.i[0] = C.ACL_FLOAT16
-	b.call(C.IRT_CAST, c)
+	q16 := b.temp("f16 query", 2*H*T*D, 32)
+	qin := b.tensor(C.ACL_FLOAT, []int64{H, T, D}, []int64{e(q, 2), e(q, 1), e(q, 0)}, 0, q.Addr)
+	b.cast(qin, b.tensor(C.ACL_FLOAT16, []int64{H, T, D}, []int64{T * D, D, 1}, 0, q16), C.ACL_FLOAT16)
 
 	// Scores and probabilities in device scratch shared by the attention
 	// kernels of this shape (each writes it before reading it).
 	n := H * T * KV
-	scratch, err := b.buffer(fmt.Sprintf("attention scores[%d,%d,%d]", H, T, KV), 4*n+4*n+2*n)
-	if err != nil {
-		return err
-	}
+	scratch := b.buffer(fmt.Sprintf("attention scores[%d,%d,%d]", H, T, KV), 4*n+4*n+2*n)
 	s1, s2, p16 := scratch, scratch+device.Ptr(4*n), scratch+device.Ptr(8*n)
 	sShape := []int64{Hkv, r, T, KV}
 	sStrides := contiguous(sShape)
-	view := func(dt C.int, p device.Ptr) (C.uintptr_t, error) { return b.tensor(dt, sShape, sStrides, 0, p) }
-	cube := b.d.cubeMathType()
+	view := func(dt C.int, p device.Ptr) C.uintptr_t { return b.tensor(dt, sShape, sStrides, 0, p) }
 
-	qt, err := b.tensor(C.ACL_FLOAT16, []int64{Hkv, r, T, D}, []int64{r * T * D, T * D, D, 1}, 0, q16)
-	if err != nil {
-		return err
-	}
-	kt, err := b.tensor(C.ACL_FLOAT16, []int64{Hkv, 1, D, KV}, []int64{e(k, 2), 0, e(k, 0), e(k, 1)}, 0, k.Addr)
-	if err != nil {
-		return err
-	}
-	st, err := view(C.ACL_FLOAT, s1)
-	if err != nil {
-		return err
-	}
-	mm := tensors(qt, kt, st)
-	mm.i[0] = cube
-	b.call(C.IRT_MATMUL, mm)
-
-	in, err := view(C.ACL_FLOAT, s1)
-	if err != nil {
-		return err
-	}
-	sc, err := view(C.ACL_FLOAT, s2)
-	if err != nil {
-		return err
-	}
-	ms := tensors(in, sc)
-	if ms.s, err = b.scalarF32(float32(b.attrF("scale", 1))); err != nil {
-		return err
-	}
-	b.call(C.IRT_MULS, ms)
-	cur := s2
+	qt := b.tensor(C.ACL_FLOAT16, []int64{Hkv, r, T, D}, []int64{r * T * D, T * D, D, 1}, 0, q16)
+	kt := b.tensor(C.ACL_FLOAT16, []int64{Hkv, 1, D, KV}, []int64{e(k, 2), 0, e(k, 0), e(k, 1)}, 0, k.Addr)
+	b.matmul(C.IRT_MATMUL, qt, kt, view(C.ACL_FLOAT, s1))
+	b.muls(view(C.ACL_FLOAT, s1), view(C.ACL_FLOAT, s2), float32(b.attrF("scale", 1)))
+	cur, free := s2, s1
 	if len(b.k.Inputs) > 3 {
 		m := b.k.Inputs[3]
 		if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) || (m.DType != ir.F32 && m.DType != ir.F16) {
 			return b.fail(device.ACLErrParamInvalid, "mask %s %v does not cover %d rows of %d keys", m.DType, m.Ne, T, KV)
 		}
 		md, _ := aclDType(m.DType)
-		mt, err := b.tensor(md, []int64{1, 1, T, KV}, []int64{0, 0, e(m, 1), e(m, 0)}, 0, m.Addr)
-		if err != nil {
-			return err
-		}
-		a, err := view(C.ACL_FLOAT, s2)
-		if err != nil {
-			return err
-		}
-		o, err := view(C.ACL_FLOAT, s1)
-		if err != nil {
-			return err
-		}
-		add := tensors(a, mt, o)
-		if add.s, err = b.scalarF32(1); err != nil {
-			return err
-		}
-		b.call(C.IRT_ADD, add)
-		cur = s1
+		mt := b.tensor(md, []int64{1, 1, T, KV}, []int64{0, 0, e(m, 1), e(m, 0)}, 0, m.Addr)
+		b.add(view(C.ACL_FLOAT, s2), mt, view(C.ACL_FLOAT, s1), 1)
+		cur, free = s1, s2
 	}
-	smIn, err := view(C.ACL_FLOAT, cur)
-	if err != nil {
-		return err
-	}
-	smOut := s1
-	if cur == s1 {
-		smOut = s2
-	}
-	so, err := view(C.ACL_FLOAT, smOut)
-	if err != nil {
-		return err
-	}
-	sm := tensors(smIn, so)
-	sm.i[0] = 3
-	b.call(C.IRT_SOFTMAX, sm)
-	pin, err := view(C.ACL_FLOAT, smOut)
-	if err != nil {
-		return err
-	}
-	pout, err := view(C.ACL_FLOAT16, p16)
-	if err != nil {
-		return err
-	}
-	pc := tensors(pin, pout)
-	pc.i[0] = C.ACL_FLOAT16
-	b.call(C.IRT_CAST, pc)
-
-	pt, err := view(C.ACL_FLOAT16, p16)
-	if err != nil {
-		return err
-	}
-	vt, err := b.tensor(C.ACL_FLOAT16, []int64{Hkv, 1, KV, Dv}, []int64{e(v, 2), 0, e(v, 0), e(v, 1)}, 0, v.Addr)
-	if err != nil {
-		return err
-	}
-	ot, err := b.tensor(C.ACL_FLOAT, []int64{Hkv, r, T, Dv}, []int64{r * Dv, Dv, out.Nb[1] / 4, 1}, 0, out.Addr)
-	if err != nil {
-		return err
-	}
-	pv := tensors(pt, vt, ot)
-	pv.i[0] = cube
-	b.call(C.IRT_MATMUL, pv)
-	return nil
+	b.withDim(C.IRT_SOFTMAX, 3, view(C.ACL_FLOAT, cur), view(C.ACL_FLOAT, free))
+	b.cast(view(C.ACL_FLOAT, free), view(C.ACL_FLOAT16, p16), C.ACL_FLOAT16)
+	pt := view(C.ACL_FLOAT16, p16)
+	vt := b.tensor(C.ACL_FLOAT16, []int64{Hkv, 1, KV, Dv}, []int64{e(v, 2), 0, e(v, 0), e(v, 1)}, 0, v.Addr)
+	b.matmul(C.IRT_MATMUL, pt, vt, b.tensor(C.ACL_FLOAT, []int64{Hkv, r, T, Dv}, []int64{r * Dv, Dv, out.Nb[1] / 4, 1}, 0, out.Addr))
+	return b.err
 }
 
 // fusedAttention is attention through aclnnFusedInferAttentionScoreV2.
 func fusedAttention(b *builder) error {
-	if err := b.inputs(3); err != nil {
-		return err
-	}
 	q, k, v, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
 	if mb := b.attrF("max_bias", 0); mb != 0 {
 		return b.unsupported("attention with ALiBi (max_bias %g) is not bound", mb)
@@ -226,92 +130,29 @@ func fusedAttention(b *builder) error {
 	if !ok || q.DType != ir.F32 {
 		return b.unsupported("query %s %v", q.DType, q.Nb)
 	}
-	qin, err := b.tensor(C.ACL_FLOAT, qs, qst, 0, q.Addr)
-	if err != nil {
-		return err
-	}
-	q16, err := b.temp("f16 query", 2*T*H*D, 32)
-	if err != nil {
-		return err
-	}
-	o16, err := b.temp("f16 output", 2*T*H*D, 32)
-	if err != nil {
-		return err
-	}
+	qin := b.tensor(C.ACL_FLOAT, qs, qst, 0, q.Addr)
+	q16 := b.temp("f16 query", 2*T*H*D, 32)
+	o16 := b.temp("f16 output", 2*T*H*D, 32)
 	qshape := []int64{1, T, H, D}
-	q16t, err := b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, q16)
-	if err != nil {
-		return err
-	}
-	c := tensors(qin, q16t)
-	c.i[0] = C.ACL_FLOAT16
-	b.call(C.IRT_CAST, c)
+	bsnd16 := func(p device.Ptr) C.uintptr_t { return b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, p) }
+	b.cast(qin, bsnd16(q16), C.ACL_FLOAT16)
 
 	ks, kst, ok1 := bsnd(k, 1, 2, 0)
 	vs, vst, ok2 := bsnd(v, 0, 2, 1)
 	if !ok1 || !ok2 {
 		return b.unsupported("K/V views with strides %v / %v", k.Nb, v.Nb)
 	}
-	kt, err := b.tensor(C.ACL_FLOAT16, ks, kst, 0, k.Addr)
-	if err != nil {
-		return err
-	}
-	vt, err := b.tensor(C.ACL_FLOAT16, vs, vst, 0, v.Addr)
-	if err != nil {
-		return err
-	}
+	kt := b.tensor(C.ACL_FLOAT16, ks, kst, 0, k.Addr)
+	vt := b.tensor(C.ACL_FLOAT16, vs, vst, 0, v.Addr)
 	var pse C.uintptr_t
 	if len(b.k.Inputs) > 3 {
-		m := b.k.Inputs[3]
-		if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) {
-			return b.fail(device.ACLErrParamInvalid, "mask %v does not cover %d rows of %d keys", m.Ne, T, KV)
-		}
-		// The mask goes in as the position shift, one row per query, the
-		// same for every head (head stride 0), as ggml-cann passes it.
-		maddr, rowStride := m.Addr, m.Nb[1]/2
-		if m.DType == ir.F32 {
-			scratch, err := b.buffer(fmt.Sprintf("mask_f16@%#x[%d,%d]", uint64(m.Addr), KV, T), 2*KV*T)
-			if err != nil {
-				return err
-			}
-			min, err := b.tensor(C.ACL_FLOAT, []int64{T, KV}, []int64{m.Nb[1] / 4, 1}, 0, m.Addr)
-			if err != nil {
-				return err
-			}
-			mout, err := b.tensor(C.ACL_FLOAT16, []int64{T, KV}, []int64{KV, 1}, 0, scratch)
-			if err != nil {
-				return err
-			}
-			mc := tensors(min, mout)
-			mc.i[0] = C.ACL_FLOAT16
-			b.call(C.IRT_CAST, mc)
-			maddr, rowStride = scratch, KV
-		} else if m.DType != ir.F16 {
-			return b.unsupported("a %s mask", m.DType)
-		}
-		if pse, err = b.tensor(C.ACL_FLOAT16, []int64{1, H, T, KV}, []int64{0, 0, rowStride, 1}, 0, maddr); err != nil {
-			return err
+		if pse = b.pseShift(b.k.Inputs[3], H, T, KV); pse == 0 {
+			return b.err
 		}
 	}
-	kl := C.irt_aclCreateTensorList(&kt, 1)
-	if kl == 0 {
-		return newError("aclCreateTensorList", b.p.label, C.ACLNN_ERR_PARAM_INVALID)
-	}
-	b.adopt(kl, kt)
-	vl := C.irt_aclCreateTensorList(&vt, 1)
-	if vl == 0 {
-		return newError("aclCreateTensorList", b.p.label, C.ACLNN_ERR_PARAM_INVALID)
-	}
-	b.adopt(vl, vt)
-	o16t, err := b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, o16)
-	if err != nil {
-		return err
-	}
-	q16in, err := b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, q16)
-	if err != nil {
-		return err
-	}
-	a := tensors(q16in, pse, 0, o16t)
+	kl, vl := b.tensorList(kt), b.tensorList(vt)
+	o16t := bsnd16(o16)
+	a := tensors(bsnd16(q16), pse, 0, o16t)
 	a.l[0], a.l[1] = kl, vl
 	a.f[0] = C.double(b.attrF("scale", 1))
 	a.i[0] = C.int64_t(H)
@@ -325,19 +166,30 @@ func fusedAttention(b *builder) error {
 		a.layout[i] = C.char(ch)
 	}
 	b.call(C.IRT_FIA, a)
+	o16in := bsnd16(o16)
+	b.cast(o16in, b.tensor(C.ACL_FLOAT, qshape, []int64{T * out.Nb[1] / 4, out.Nb[1] / 4, D, 1}, 0, out.Addr), C.ACL_FLOAT)
+	return b.err
+}
 
-	o16in, err := b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, o16)
-	if err != nil {
-		return err
+// pseShift is the mask m of a fused attention as its pse shift: one row
+// per query, the same for every head (head stride 0), as ggml-cann passes
+// it; an f32 mask is cast to f16 into scratch first. 0 after an error.
+func (b *builder) pseShift(m device.TensorDesc, H, T, KV int64) C.uintptr_t {
+	if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) {
+		b.fail(device.ACLErrParamInvalid, "mask %v does not cover %d rows of %d keys", m.Ne, T, KV)
+		return 0
 	}
-	ot, err := b.tensor(C.ACL_FLOAT, qshape, []int64{T * out.Nb[1] / 4, out.Nb[1] / 4, D, 1}, 0, out.Addr)
-	if err != nil {
-		return err
+	maddr, rowStride := m.Addr, m.Nb[1]/2
+	if m.DType == ir.F32 {
+		scratch := b.buffer(fmt.Sprintf("mask_f16@%#x[%d,%d]", uint64(m.Addr), KV, T), 2*KV*T)
+		min := b.tensor(C.ACL_FLOAT, []int64{T, KV}, []int64{m.Nb[1] / 4, 1}, 0, m.Addr)
+		b.cast(min, b.tensor(C.ACL_FLOAT16, []int64{T, KV}, []int64{KV, 1}, 0, scratch), C.ACL_FLOAT16)
+		maddr, rowStride = scratch, KV
+	} else if m.DType != ir.F16 {
+		b.unsupported("a %s mask", m.DType)
+		return 0
 	}
-	back := tensors(o16in, ot)
-	back.i[0] = C.ACL_FLOAT
-	b.call(C.IRT_CAST, back)
-	return nil
+	return b.tensor(C.ACL_FLOAT16, []int64{1, H, T, KV}, []int64{0, 0, rowStride, 1}, 0, maddr)
 }
 
 // swaMask: out = mask, with −inf where token r (at position pos[r]) and KV
@@ -345,9 +197,6 @@ func fusedAttention(b *builder) error {
 // apart: pos[r] − (c + window) ≥ 0. Rows past the tokens (the mask's
 // padding) are copied unchanged, as the CPU kernel does.
 func swaMask(b *builder) error {
-	if err := b.inputs(2); err != nil {
-		return err
-	}
 	mask, pos, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	w := b.attrI("window", 0)
 	nKV, R, T := mask.Ne[0], mask.Ne[1], pos.Ne[0]
@@ -364,84 +213,22 @@ func swaMask(b *builder) error {
 	for c := range nKV {
 		binary.LittleEndian.PutUint32(cells[4*c:], math.Float32bits(float32(c+w)))
 	}
-	tab, err := b.table(fmt.Sprintf("swa cell+window f32[%d]+%d", nKV, w), cells)
-	if err != nil {
-		return err
-	}
-	pf, err := b.temp("f32 positions", 4*T, 32)
-	if err != nil {
-		return err
-	}
-	dist, err := b.temp("position distances", 4*T*nKV, 32)
-	if err != nil {
-		return err
-	}
-	far, err := b.temp("outside the window", T*nKV, 32)
-	if err != nil {
-		return err
-	}
-	pt, err := b.tensor(C.ACL_INT32, []int64{T, 1}, []int64{1, 1}, 0, pos.Addr)
-	if err != nil {
-		return err
-	}
-	pft, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, pf)
-	if err != nil {
-		return err
-	}
-	b.cast(pt, pft, C.ACL_FLOAT)
-	pin, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, pf)
-	if err != nil {
-		return err
-	}
-	ct, err := b.tensor(C.ACL_FLOAT, []int64{1, nKV}, []int64{nKV, 1}, 0, tab)
-	if err != nil {
-		return err
-	}
-	dt, err := b.tensor(C.ACL_FLOAT, []int64{T, nKV}, []int64{nKV, 1}, 0, dist)
-	if err != nil {
-		return err
-	}
-	add := tensors(pin, ct, dt)
-	if add.s, err = b.scalarF32(-1); err != nil {
-		return err
-	}
-	b.call(C.IRT_ADD, add)
-	din, err := b.tensor(C.ACL_FLOAT, []int64{T, nKV}, []int64{nKV, 1}, 0, dist)
-	if err != nil {
-		return err
-	}
-	ft, err := b.tensor(C.ACL_BOOL, []int64{T, nKV}, []int64{nKV, 1}, 0, far)
-	if err != nil {
-		return err
-	}
-	ge := tensors(din, ft)
-	if ge.s, err = b.scalarF32(0); err != nil {
-		return err
-	}
-	b.call(C.IRT_GESCALAR, ge)
+	tab := b.table(fmt.Sprintf("swa cell+window f32[%d]+%d", nKV, w), cells)
+	pf := b.temp("f32 positions", 4*T, 32)
+	dist := b.temp("position distances", 4*T*nKV, 32)
+	far := b.temp("outside the window", T*nKV, 32)
+	column := func(dt C.int, p device.Ptr) C.uintptr_t { return b.tensor(dt, []int64{T, 1}, []int64{1, 1}, 0, p) }
+	grid := func(dt C.int, p device.Ptr) C.uintptr_t { return b.tensor(dt, []int64{T, nKV}, []int64{nKV, 1}, 0, p) }
+	b.cast(column(C.ACL_INT32, pos.Addr), column(C.ACL_FLOAT, pf), C.ACL_FLOAT)
+	pin := column(C.ACL_FLOAT, pf)
+	ct := b.tensor(C.ACL_FLOAT, []int64{1, nKV}, []int64{nKV, 1}, 0, tab)
+	b.add(pin, ct, grid(C.ACL_FLOAT, dist), -1)
+	b.geScalar(grid(C.ACL_FLOAT, dist), grid(C.ACL_BOOL, far), 0)
 	if out.Addr != mask.Addr || out.Nb != mask.Nb {
-		ot, err := b.tensor(C.ACL_FLOAT, []int64{R, nKV}, []int64{out.Nb[1] / 4, 1}, 0, out.Addr)
-		if err != nil {
-			return err
-		}
-		mt, err := b.tensor(C.ACL_FLOAT, []int64{R, nKV}, []int64{mask.Nb[1] / 4, 1}, 0, mask.Addr)
-		if err != nil {
-			return err
-		}
-		b.call(C.IRT_INPLACECOPY, tensors(ot, mt))
+		ot := b.tensor(C.ACL_FLOAT, []int64{R, nKV}, []int64{out.Nb[1] / 4, 1}, 0, out.Addr)
+		b.op(C.IRT_INPLACECOPY, ot, b.tensor(C.ACL_FLOAT, []int64{R, nKV}, []int64{mask.Nb[1] / 4, 1}, 0, mask.Addr))
 	}
-	orows, err := b.tensor(C.ACL_FLOAT, []int64{T, nKV}, []int64{out.Nb[1] / 4, 1}, 0, out.Addr)
-	if err != nil {
-		return err
-	}
-	fin, err := b.tensor(C.ACL_BOOL, []int64{T, nKV}, []int64{nKV, 1}, 0, far)
-	if err != nil {
-		return err
-	}
-	fill := tensors(orows, fin)
-	if fill.s, err = b.scalarF32(float32(math.Inf(-1))); err != nil {
-		return err
-	}
-	b.call(C.IRT_MASKEDFILL, fill)
-	return nil
+	orows := b.tensor(C.ACL_FLOAT, []int64{T, nKV}, []int64{out.Nb[1] / 4, 1}, 0, out.Addr)
+	b.maskedFill(orows, grid(C.ACL_BOOL, far), float32(math.Inf(-1)))
+	return b.err
 }

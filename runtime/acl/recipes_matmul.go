@@ -15,14 +15,15 @@ import (
 	"github.com/irtool/irtool/runtime/device"
 )
 
+// The matmul family: mul_mat (f32, f16, and q8_0/q4_0 by either
+// arithmetic of Options.QuantMatmul) and mul_mat_add (the table of
+// recipes.go lists their calls).
+
 // mulMat: ggml's mul_mat(a, b) is out[n, m] = Σ_k a[k, n]·b[k, m] per
 // batch, with a's batches broadcast over b's by repetition (GQA: b batch i
 // reads a batch i / r). In ACL order that is out = b @ aᵀ, aᵀ being a
 // strided view of a.
 func mulMat(b *builder) error {
-	if err := b.inputs(2); err != nil {
-		return err
-	}
 	a, x, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	if !rows2D(a) && a.DType.Quantized() {
 		return b.unsupported("%s mul_mat with a batched weight %v", a.DType, a.Ne)
@@ -52,22 +53,9 @@ func mulMat(b *builder) error {
 	xAddr := x.Addr
 	if a.DType == ir.F16 && x.DType == ir.F32 {
 		n := prod(xs)
-		scratch, err := b.buffer(fmt.Sprintf("f16 activations[%d]", n), 2*n)
-		if err != nil {
-			return err
-		}
-		in, err := b.tensor(C.ACL_FLOAT, xs, xst, 0, x.Addr)
-		if err != nil {
-			return err
-		}
+		scratch := b.buffer(fmt.Sprintf("f16 activations[%d]", n), 2*n)
 		st := contiguous(xs)
-		out16, err := b.tensor(C.ACL_FLOAT16, xs, st, 0, scratch)
-		if err != nil {
-			return err
-		}
-		c := tensors(in, out16)
-		c.i[0] = C.ACL_FLOAT16
-		b.call(C.IRT_CAST, c)
+		b.cast(b.tensor(C.ACL_FLOAT, xs, xst, 0, x.Addr), b.tensor(C.ACL_FLOAT16, xs, st, 0, scratch), C.ACL_FLOAT16)
 		xst, xd, xAddr = st, C.ACL_FLOAT16, scratch
 	}
 	// Transposed weight: [.., N, K] -> [.., K, N].
@@ -77,7 +65,6 @@ func mulMat(b *builder) error {
 	if B3a == 0 || B2a == 0 || B3%B3a != 0 || B2%B2a != 0 {
 		return b.fail(device.ACLErrParamInvalid, "batches of a %v do not divide those of b %v", a.Ne, x.Ne)
 	}
-	cube := b.d.cubeMathType()
 	op := C.int(C.IRT_MATMUL)
 	var selfS, selfT, matS, matT, outS, outT []int64
 	switch {
@@ -107,22 +94,8 @@ func mulMat(b *builder) error {
 		outS = []int64{os[0], B2a, r, os[2], os[3]}
 		outT = []int64{ost[0], r * ost[1], ost[1], ost[2], ost[3]}
 	}
-	st, err := b.tensor(xd, selfS, selfT, 0, xAddr)
-	if err != nil {
-		return err
-	}
-	mt, err := b.tensor(ad, matS, matT, 0, a.Addr)
-	if err != nil {
-		return err
-	}
-	ot, err := b.tensor(od, outS, outT, 0, out.Addr)
-	if err != nil {
-		return err
-	}
-	args := tensors(st, mt, ot)
-	args.i[0] = cube
-	b.call(op, args)
-	return nil
+	b.matmul(op, b.tensor(xd, selfS, selfT, 0, xAddr), b.tensor(ad, matS, matT, 0, a.Addr), b.tensor(od, outS, outT, 0, out.Addr))
+	return b.err
 }
 
 // quantMulMat is ggml-cann's weight-quant path: b cast to f16, a matmul
@@ -133,79 +106,28 @@ func quantMulMat(b *builder, a, x, out device.TensorDesc) error {
 	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
 		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
 	}
-	w, err := b.shadow(a)
-	if err != nil {
-		return err
-	}
+	w := b.shadow(a)
 	xs, xst, ok := aclOrder(x)
 	if !ok {
 		return b.unsupported("activations %v", x.Nb)
 	}
-	xt, err := b.tensor(C.ACL_FLOAT, xs[2:], xst[2:], 0, x.Addr)
-	if err != nil {
-		return err
-	}
-	x16, err := b.temp("f16 input", 2*M*K, 32)
-	if err != nil {
-		return err
-	}
-	y16, err := b.temp("f16 output", 2*M*N, 32)
-	if err != nil {
-		return err
-	}
-	x16t, err := b.tensor(C.ACL_FLOAT16, []int64{M, K}, []int64{K, 1}, 0, x16)
-	if err != nil {
-		return err
-	}
-	cast := tensors(xt, x16t)
-	cast.i[0] = C.ACL_FLOAT16
-	b.call(C.IRT_CAST, cast)
-
-	wd := C.int(C.ACL_INT8)
-	if a.DType == ir.Q4_0 {
-		wd = C.ACL_INT4
-	}
-	x16in, err := b.tensor(C.ACL_FLOAT16, []int64{M, K}, []int64{K, 1}, 0, x16)
-	if err != nil {
-		return err
-	}
-	wt, err := b.tensor(wd, []int64{K, N}, []int64{1, K}, 0, w.quants)
-	if err != nil {
-		return err
-	}
-	st, err := b.tensor(C.ACL_FLOAT16, []int64{K / 32, N}, []int64{1, K / 32}, 0, w.scales)
-	if err != nil {
-		return err
-	}
-	y16t, err := b.tensor(C.ACL_FLOAT16, []int64{M, N}, []int64{N, 1}, 0, y16)
-	if err != nil {
-		return err
-	}
-	mm := tensors(x16in, wt, st, y16t)
-	mm.i[0] = 32
-	b.call(C.IRT_WQBMM, mm)
-
-	y16in, err := b.tensor(C.ACL_FLOAT16, []int64{M, N}, []int64{N, 1}, 0, y16)
-	if err != nil {
-		return err
-	}
+	xt := b.tensor(C.ACL_FLOAT, xs[2:], xst[2:], 0, x.Addr)
+	x16 := b.temp("f16 input", 2*M*K, 32)
+	y16 := b.temp("f16 output", 2*M*N, 32)
+	x16t := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT16, []int64{M, K}, []int64{K, 1}, 0, x16) }
+	y16t := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT16, []int64{M, N}, []int64{N, 1}, 0, y16) }
+	b.cast(xt, x16t(), C.ACL_FLOAT16)
+	b.wqbmm(x16t(), b.tensor(quantDType(a.DType), []int64{K, N}, []int64{1, K}, 0, w.quants),
+		b.tensor(C.ACL_FLOAT16, []int64{K / 32, N}, []int64{1, K / 32}, 0, w.scales), y16t())
+	in := y16t()
 	os, ost, _ := aclOrder(out)
-	ot, err := b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr)
-	if err != nil {
-		return err
-	}
-	back := tensors(y16in, ot)
-	back.i[0] = C.ACL_FLOAT
-	b.call(C.IRT_CAST, back)
-	return nil
+	b.cast(in, b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr), C.ACL_FLOAT)
+	return b.err
 }
 
 // mulMatAdd: the mul_mat recipe into the output, then the bias added in
 // place (aclnnInplaceAdd, alpha 1), broadcast over the product.
 func mulMatAdd(b *builder) error {
-	if err := b.inputs(3); err != nil {
-		return err
-	}
 	bias, out := b.k.Inputs[2], b.k.Output
 	if !broadcastable(out, bias) {
 		return b.unsupported("bias %v broadcasts over %v only by repetition", bias.Ne, out.Ne)
@@ -213,20 +135,8 @@ func mulMatAdd(b *builder) error {
 	if err := mulMat(b); err != nil {
 		return err
 	}
-	ot, err := b.desc("selfRef", out, 4)
-	if err != nil {
-		return err
-	}
-	bt, err := b.desc("other", bias, 4)
-	if err != nil {
-		return err
-	}
-	a := tensors(ot, bt)
-	if a.s, err = b.scalarF32(1); err != nil {
-		return err
-	}
-	b.call(C.IRT_INPLACEADD, a)
-	return nil
+	b.inplaceAdd(b.desc("selfRef", out, 4), b.desc("other", bias, 4), 1)
+	return b.err
 }
 
 // The two arithmetics of a q4_0/q8_0 matmul (Options.QuantMatmul).
@@ -286,35 +196,17 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 		return b.unsupported("%s weight with %d columns (not a multiple of 32)", a.DType, K)
 	}
 
-	w, err := b.dequantised(a)
-	if err != nil {
-		return err
-	}
+	w := b.dequantised(a)
 	_, xst, ok := aclOrder(x)
 	if !ok {
 		return b.unsupported("activations %v", x.Nb)
 	}
-	xq, err := b.q8Activations([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr)
-	if err != nil {
-		return err
-	}
-	xt, err := b.tensor(C.ACL_FLOAT, []int64{M, K}, []int64{K, 1}, 0, xq)
-	if err != nil {
-		return err
-	}
-	wt, err := b.tensor(C.ACL_FLOAT, []int64{K, N}, []int64{1, K}, 0, w)
-	if err != nil {
-		return err
-	}
+	xq := b.q8Activations([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr)
+	xt := b.tensor(C.ACL_FLOAT, []int64{M, K}, []int64{K, 1}, 0, xq)
+	wt := b.tensor(C.ACL_FLOAT, []int64{K, N}, []int64{1, K}, 0, w)
 	os, ost, _ := aclOrder(out)
-	ot, err := b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr)
-	if err != nil {
-		return err
-	}
-	mm := tensors(xt, wt, ot)
-	mm.i[0] = b.d.cubeMathType()
-	b.call(C.IRT_MM, mm)
-	return nil
+	b.matmul(C.IRT_MM, xt, wt, b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr))
+	return b.err
 }
 
 // q8Activations adds the calls that replace f32 activations by their q8_0
@@ -322,7 +214,7 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 // holding them as a contiguous f32 [rows…, K] matrix. lead and leadSt are
 // the shape and strides (elements) of the row dims of x at addr, inner
 // the stride of its K values.
-func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr) (device.Ptr, error) {
+func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr) device.Ptr {
 	M := prod(lead)
 	nb := K / 32
 	L := len(lead)
@@ -338,14 +230,8 @@ func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr devic
 	offD16 := offD + align(4*M*nb)
 	offMask := offD16 + align(2*M*nb)
 	size := offMask + align(M*nb)
-	buf, err := b.buffer(fmt.Sprintf("q8_0 activations %v×%d", lead, K), size)
-	if err != nil {
-		return 0, err
-	}
-	c127, err := b.table("f32 127", f32Bytes(127))
-	if err != nil {
-		return 0, err
-	}
+	buf := b.buffer(fmt.Sprintf("q8_0 activations %v×%d", lead, K), size)
+	c127 := b.table("f32 127", f32Bytes(127))
 	var ts [8]C.uintptr_t
 	specs := []struct {
 		dt        C.int
@@ -362,34 +248,29 @@ func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr devic
 		{C.ACL_FLOAT16, per, perSt, buf + device.Ptr(offD16)},       // 7 d16
 	}
 	for i, s := range specs {
-		if ts[i], err = b.tensor(s.dt, s.shape, s.st, 0, s.addr); err != nil {
-			return 0, err
-		}
+		ts[i] = b.tensor(s.dt, s.shape, s.st, 0, s.addr)
 	}
-	b.call(C.IRT_ABS, tensors(ts[0], ts[1]))
-	dims, err := b.intArray(int64(L + 1))
-	if err != nil {
-		return 0, err
-	}
+	b.op(C.IRT_ABS, ts[0], ts[1])
 	am := tensors(ts[1], ts[2])
-	am.s, am.i[0] = dims, 1
+	am.s, am.i[0] = b.intArray(int64(L+1)), 1
 	b.call(C.IRT_AMAX, am)
-	b.call(C.IRT_DIV, tensors(ts[3], ts[2], ts[4]))
-	ge := tensors(ts[4], ts[5])
-	if ge.s, err = b.scalarF32(float32(math.Inf(1))); err != nil {
-		return 0, err
-	}
-	b.call(C.IRT_GESCALAR, ge)
-	fill := tensors(ts[4], ts[5])
-	if fill.s, err = b.scalarF32(0); err != nil {
-		return 0, err
-	}
-	b.call(C.IRT_MASKEDFILL, fill)
-	b.call(C.IRT_DIV, tensors(ts[2], ts[3], ts[6]))
+	b.op(C.IRT_DIV, ts[3], ts[2], ts[4])
+	b.geScalar(ts[4], ts[5], float32(math.Inf(1)))
+	b.maskedFill(ts[4], ts[5], 0)
+	b.op(C.IRT_DIV, ts[2], ts[3], ts[6])
 	b.cast(ts[6], ts[7], C.ACL_FLOAT16)
 	b.cast(ts[7], ts[6], C.ACL_FLOAT)
-	b.call(C.IRT_MUL, tensors(ts[0], ts[4], ts[1]))
-	b.call(C.IRT_ROUND, tensors(ts[1], ts[1]))
-	b.call(C.IRT_INPLACEMUL, tensors(ts[1], ts[6]))
-	return buf + device.Ptr(offT), nil
+	b.op(C.IRT_MUL, ts[0], ts[4], ts[1])
+	b.op(C.IRT_ROUND, ts[1], ts[1])
+	b.op(C.IRT_INPLACEMUL, ts[1], ts[6])
+	return buf + device.Ptr(offT)
+}
+
+// quantDType is the aclDataType of a repacked q8_0 (INT8) or q4_0 (INT4)
+// weight.
+func quantDType(t ir.DType) C.int {
+	if t == ir.Q4_0 {
+		return C.ACL_INT4
+	}
+	return C.ACL_INT8
 }

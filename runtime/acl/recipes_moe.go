@@ -14,13 +14,13 @@ import (
 	"github.com/irtool/irtool/runtime/device"
 )
 
+// The mixture-of-experts family: mul_mat_id over f32, q8_0 and q4_0
+// experts (the table of recipes.go lists its calls).
+
 // mulMatID: out[:, s, t] = as[:, :, ids[s, t]] · b[:, s % b.ne1, t].
 // The P = n_used·T chosen experts are gathered, in (t, s) order, from the
 // stacked experts by the ids as the device holds them.
 func mulMatID(b *builder) error {
-	if err := b.inputs(3); err != nil {
-		return err
-	}
 	as, x, ids, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
 	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
 	nUsed, T, ne11 := ids.Ne[0], ids.Ne[1], x.Ne[1]
@@ -33,32 +33,7 @@ func mulMatID(b *builder) error {
 	case out.Ne[0] != N || out.Ne[1] != nUsed || out.Ne[2] != T:
 		return b.fail(device.ACLErrParamInvalid, "mul_mat_id output %v, want [%d %d %d]", out.Ne, N, nUsed, T)
 	}
-	idt, err := b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr)
-	if err != nil {
-		return err
-	}
-	gather := func(dt C.int, rows, width int64, src device.Ptr, role string, es int64) (device.Ptr, error) {
-		g, err := b.temp(role, P*width*es, 32)
-		if err != nil {
-			return 0, err
-		}
-		st, err := b.tensor(dt, []int64{rows, width}, []int64{width, 1}, 0, src)
-		if err != nil {
-			return 0, err
-		}
-		gt, err := b.tensor(dt, []int64{P, width}, []int64{width, 1}, 0, g)
-		if err != nil {
-			return 0, err
-		}
-		idx := idt
-		if len(b.p.steps) > 0 {
-			if idx, err = b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr); err != nil {
-				return 0, err
-			}
-		}
-		b.call(C.IRT_GATHERV2, tensors(st, idx, gt))
-		return g, nil
-	}
+	e := experts{ids: ids, P: P, first: b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr)}
 	xs := x.Nb[1] / 4
 	if ne11 == 1 {
 		xs = K
@@ -68,22 +43,49 @@ func mulMatID(b *builder) error {
 		if !dense(as) {
 			return b.unsupported("mul_mat_id over non-contiguous experts (nb %v)", as.Nb)
 		}
-		g, err := gather(C.ACL_FLOAT, E, N*K, as.Addr, "gathered experts", 4)
-		if err != nil {
-			return err
-		}
-		self, err := b.tensor(C.ACL_FLOAT, []int64{T, ne11, 1, K}, []int64{x.Nb[2] / 4, xs, K, 1}, 0, x.Addr)
-		if err != nil {
-			return err
-		}
-		return b.expertMatmul(self, g, out, T, nUsed, K, N)
+		g := b.gatherExperts(e, C.ACL_FLOAT, E, N*K, as.Addr, "gathered experts", 4)
+		self := b.tensor(C.ACL_FLOAT, []int64{T, ne11, 1, K}, []int64{x.Nb[2] / 4, xs, K, 1}, 0, x.Addr)
+		b.expertMatmul(self, g, out, T, nUsed, K, N)
+		return b.err
 	case ir.Q8_0, ir.Q4_0:
 		if b.d.quantMode() == QuantMatmulGGML {
 			return mulMatIDGGML(b, as, x, ids, out, xs)
 		}
-	default:
-		return b.unsupported("mul_mat_id with %s experts: f32, q8_0 and q4_0 only", as.DType)
+		return mulMatIDWQBMM(b, as, x, out, e, xs)
 	}
+	return b.unsupported("mul_mat_id with %s experts: f32, q8_0 and q4_0 only", as.DType)
+}
+
+// experts are the ids of a mul_mat_id: P of them, first their descriptor
+// for the first gather.
+type experts struct {
+	ids   device.TensorDesc
+	P     int64
+	first C.uintptr_t
+}
+
+// gatherExperts gathers the rows (width elements of dtype dt, es bytes
+// each) of the P chosen experts from the rows stacked at src into staging
+// in the workspace, and returns the staging.
+func (b *builder) gatherExperts(e experts, dt C.int, rows, width int64, src device.Ptr, role string, es int64) device.Ptr {
+	g := b.temp(role, e.P*width*es, 32)
+	st := b.tensor(dt, []int64{rows, width}, []int64{width, 1}, 0, src)
+	gt := b.tensor(dt, []int64{e.P, width}, []int64{width, 1}, 0, g)
+	idx := e.first
+	if len(b.p.steps) > 0 {
+		idx = b.tensor(C.ACL_INT32, []int64{e.P}, []int64{1}, 0, e.ids.Addr)
+	}
+	b.gather(st, idx, gt)
+	return g
+}
+
+// mulMatIDWQBMM is mul_mat_id over q4_0/q8_0 experts with
+// QuantMatmulWQBMM: the chosen experts' repacked quants and scales
+// gathered, the activations cast to f16, one
+// aclnnWeightQuantBatchMatmulV2 per (token, slot), the result cast to f32.
+func mulMatIDWQBMM(b *builder, as, x, out device.TensorDesc, e experts, xs int64) error {
+	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
+	nUsed, T, ne11 := e.ids.Ne[0], e.ids.Ne[1], x.Ne[1]
 	// The experts as one 2-D weight of N·E rows: the shadow holds expert
 	// e's quants and scales as contiguous blocks.
 	flat := as
@@ -92,92 +94,36 @@ func mulMatID(b *builder) error {
 	if as.Nb[2] != as.Nb[1]*N {
 		return b.unsupported("mul_mat_id over non-contiguous %s experts (nb %v)", as.DType, as.Nb)
 	}
-	w, err := b.shadow(flat)
-	if err != nil {
-		return err
-	}
+	w := b.shadow(flat)
 	qb, sw := quantBytes(as.DType, K*N), K*N/32
-	gq, err := gather(C.ACL_INT8, E, qb, w.quants, "gathered quants", 1)
-	if err != nil {
-		return err
-	}
-	gs, err := gather(C.ACL_FLOAT16, E, sw, w.scales, "gathered scales", 2)
-	if err != nil {
-		return err
-	}
-	x16, err := b.temp("f16 input", 2*T*ne11*K, 32)
-	if err != nil {
-		return err
-	}
-	y16, err := b.temp("f16 output", 2*P*N, 32)
-	if err != nil {
-		return err
-	}
-	xt, err := b.tensor(C.ACL_FLOAT, []int64{T, ne11, K}, []int64{x.Nb[2] / 4, xs, 1}, 0, x.Addr)
-	if err != nil {
-		return err
-	}
-	x16t, err := b.tensor(C.ACL_FLOAT16, []int64{T, ne11, K}, []int64{ne11 * K, K, 1}, 0, x16)
-	if err != nil {
-		return err
-	}
-	b.cast(xt, x16t, C.ACL_FLOAT16)
-	wd := C.int(C.ACL_INT8)
-	if as.DType == ir.Q4_0 {
-		wd = C.ACL_INT4
-	}
-	for p := int64(0); p < P; p++ {
+	gq := b.gatherExperts(e, C.ACL_INT8, E, qb, w.quants, "gathered quants", 1)
+	gs := b.gatherExperts(e, C.ACL_FLOAT16, E, sw, w.scales, "gathered scales", 2)
+	x16 := b.temp("f16 input", 2*T*ne11*K, 32)
+	y16 := b.temp("f16 output", 2*e.P*N, 32)
+	xt := b.tensor(C.ACL_FLOAT, []int64{T, ne11, K}, []int64{x.Nb[2] / 4, xs, 1}, 0, x.Addr)
+	b.cast(xt, b.tensor(C.ACL_FLOAT16, []int64{T, ne11, K}, []int64{ne11 * K, K, 1}, 0, x16), C.ACL_FLOAT16)
+	wd := quantDType(as.DType)
+	for p := int64(0); p < e.P; p++ {
 		t, s := p/nUsed, p%nUsed
 		row := t*ne11 + s%ne11
-		xin, err := b.tensor(C.ACL_FLOAT16, []int64{1, K}, []int64{K, 1}, 0, x16+device.Ptr(2*row*K))
-		if err != nil {
-			return err
-		}
-		wt, err := b.tensor(wd, []int64{K, N}, []int64{1, K}, 0, gq+device.Ptr(p*qb))
-		if err != nil {
-			return err
-		}
-		sc, err := b.tensor(C.ACL_FLOAT16, []int64{K / 32, N}, []int64{1, K / 32}, 0, gs+device.Ptr(2*p*sw))
-		if err != nil {
-			return err
-		}
-		yt, err := b.tensor(C.ACL_FLOAT16, []int64{1, N}, []int64{N, 1}, 0, y16+device.Ptr(2*p*N))
-		if err != nil {
-			return err
-		}
-		mm := tensors(xin, wt, sc, yt)
-		mm.i[0] = 32
-		b.call(C.IRT_WQBMM, mm)
+		b.wqbmm(b.tensor(C.ACL_FLOAT16, []int64{1, K}, []int64{K, 1}, 0, x16+device.Ptr(2*row*K)),
+			b.tensor(wd, []int64{K, N}, []int64{1, K}, 0, gq+device.Ptr(p*qb)),
+			b.tensor(C.ACL_FLOAT16, []int64{K / 32, N}, []int64{1, K / 32}, 0, gs+device.Ptr(2*p*sw)),
+			b.tensor(C.ACL_FLOAT16, []int64{1, N}, []int64{N, 1}, 0, y16+device.Ptr(2*p*N)))
 	}
-	yin, err := b.tensor(C.ACL_FLOAT16, []int64{T, nUsed, N}, []int64{nUsed * N, N, 1}, 0, y16)
-	if err != nil {
-		return err
-	}
-	ot, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, 1}, 0, out.Addr)
-	if err != nil {
-		return err
-	}
-	b.cast(yin, ot, C.ACL_FLOAT)
-	return nil
+	yin := b.tensor(C.ACL_FLOAT16, []int64{T, nUsed, N}, []int64{nUsed * N, N, 1}, 0, y16)
+	b.cast(yin, b.tensor(C.ACL_FLOAT, []int64{T, nUsed, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, 1}, 0, out.Addr), C.ACL_FLOAT)
+	return b.err
 }
 
 // expertMatmul multiplies the activation view self [T, ne11, 1, K] by the
 // gathered f32 experts g [T, nUsed, K, N] (one matrix per token and slot,
 // read transposed) into out's [T, nUsed, 1, N] rows: one aclnnMatmul,
 // broadcasting self's ne11 over the slots.
-func (b *builder) expertMatmul(self C.uintptr_t, g device.Ptr, out device.TensorDesc, T, nUsed, K, N int64) error {
-	mat, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, K, N}, []int64{nUsed * N * K, N * K, 1, K}, 0, g)
-	if err != nil {
-		return err
-	}
-	ot, err := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, 1, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, N, 1}, 0, out.Addr)
-	if err != nil {
-		return err
-	}
-	a := tensors(self, mat, ot)
-	a.i[0] = b.d.cubeMathType()
-	b.call(C.IRT_MATMUL, a)
-	return nil
+func (b *builder) expertMatmul(self C.uintptr_t, g device.Ptr, out device.TensorDesc, T, nUsed, K, N int64) {
+	mat := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, K, N}, []int64{nUsed * N * K, N * K, 1, K}, 0, g)
+	ot := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, 1, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, N, 1}, 0, out.Addr)
+	b.matmul(C.IRT_MATMUL, self, mat, ot)
 }
 
 // mulMatIDGGML is mul_mat_id over q4_0/q8_0 experts with QuantMatmulGGML:
@@ -197,34 +143,12 @@ func mulMatIDGGML(b *builder, as, x, ids, out device.TensorDesc, xs int64) error
 	flat := as
 	flat.Ne = [4]int64{K, N * E, 1, 1}
 	flat.Nb[2], flat.Nb[3] = flat.Nb[1]*N*E, flat.Nb[1]*N*E
-	w, err := b.dequantised(flat)
-	if err != nil {
-		return err
-	}
-	xq, err := b.q8Activations([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr)
-	if err != nil {
-		return err
-	}
-	g, err := b.buffer(fmt.Sprintf("gathered f32 experts [%d,%d]", P, N*K), 4*P*N*K)
-	if err != nil {
-		return err
-	}
-	idt, err := b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr)
-	if err != nil {
-		return err
-	}
-	st, err := b.tensor(C.ACL_FLOAT, []int64{E, N * K}, []int64{N * K, 1}, 0, w)
-	if err != nil {
-		return err
-	}
-	gt, err := b.tensor(C.ACL_FLOAT, []int64{P, N * K}, []int64{N * K, 1}, 0, g)
-	if err != nil {
-		return err
-	}
-	b.call(C.IRT_GATHERV2, tensors(st, idt, gt))
-	self, err := b.tensor(C.ACL_FLOAT, []int64{T, ne11, 1, K}, []int64{ne11 * K, K, K, 1}, 0, xq)
-	if err != nil {
-		return err
-	}
-	return b.expertMatmul(self, g, out, T, nUsed, K, N)
+	w := b.dequantised(flat)
+	xq := b.q8Activations([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr)
+	g := b.buffer(fmt.Sprintf("gathered f32 experts [%d,%d]", P, N*K), 4*P*N*K)
+	idt := b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr)
+	st := b.tensor(C.ACL_FLOAT, []int64{E, N * K}, []int64{N * K, 1}, 0, w)
+	b.gather(st, idt, b.tensor(C.ACL_FLOAT, []int64{P, N * K}, []int64{N * K, 1}, 0, g))
+	b.expertMatmul(b.tensor(C.ACL_FLOAT, []int64{T, ne11, 1, K}, []int64{ne11 * K, K, K, 1}, 0, xq), g, out, T, nUsed, K, N)
+	return b.err
 }

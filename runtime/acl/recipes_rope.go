@@ -17,15 +17,16 @@ import (
 	"github.com/irtool/irtool/runtime/device"
 )
 
+// The RoPE family: rope, rope_cache, rope_cache_table, rope_apply,
+// rope_apply_set_rows and rope_set_rows (the table of recipes.go lists
+// their calls), and the angle and cos/sin tables they share.
+
 // rope: aclnnRotaryPositionEmbedding takes full-width cos and sin tables;
 // like ggml-cann the binding computes them on the device from the
 // positions (so a captured graph recomputes them from each step's
 // positions) with rope_cache's angles (builder.angles) [/ freq_factor of
 // j's pair] [· freq_scale].
 func rope(b *builder) error {
-	if err := b.inputs(2); err != nil {
-		return err
-	}
 	x, pos, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	D, T := x.Ne[0], x.Ne[2]
 	var ff *device.TensorDesc
@@ -42,23 +43,12 @@ func rope(b *builder) error {
 	case x.DType != ir.F32 || out.DType != ir.F32:
 		return b.unsupported("rope of %s: the cos/sin tables are f32", x.DType)
 	}
-	rt, err := b.scratchTables(T, D)
-	if err != nil {
-		return err
-	}
-	if err := b.angles(pos, ff, rt, mode); err != nil {
-		return err
-	}
+	rt := b.scratchTables(T, D)
+	b.angles(pos, ff, rt, mode)
 	// x [D, H, T, 1] in ggml order is BSND = [1, T, H, D] in ACL order.
-	xt, err := b.desc("x", x, 4)
-	if err != nil {
-		return err
-	}
-	ot, err := b.desc("out", out, 4)
-	if err != nil {
-		return err
-	}
-	return b.rope(x, xt, rt, aclRopeMode(mode), ot)
+	xt := b.desc("x", x, 4)
+	b.rope(xt, rt, aclRopeMode(mode), b.desc("out", out, 4))
+	return b.err
 }
 
 // ropeTables is the device scratch of one rope_cache: the positions as
@@ -72,13 +62,15 @@ func ropeKey(cache device.TensorDesc) string {
 	return fmt.Sprintf("rope_tables@%#x[%d,%d]", uint64(cache.Addr), cache.Ne[0], cache.Ne[1])
 }
 
-func (b *builder) ropeTables(cache device.TensorDesc) (ropeTables, error) {
+func (b *builder) ropeTables(cache device.TensorDesc) ropeTables {
 	T, D := cache.Ne[1], cache.Ne[0]
-	p, err := b.buffer(ropeKey(cache), 4*(T+3*T*D))
-	if err != nil {
-		return ropeTables{}, err
-	}
-	return ropeTables{T: T, D: D, pos: p, ang: p + device.Ptr(4*T), cos: p + device.Ptr(4*(T+T*D)), sin: p + device.Ptr(4*(T+2*T*D))}, nil
+	return tablesAt(b.buffer(ropeKey(cache), 4*(T+3*T*D)), T, D)
+}
+
+// tablesAt lays out the tables of a [T, D] rope at p: positions, angles,
+// cos, sin.
+func tablesAt(p device.Ptr, T, D int64) ropeTables {
+	return ropeTables{T: T, D: D, pos: p, ang: p + device.Ptr(4*T), cos: p + device.Ptr(4*(T+T*D)), sin: p + device.Ptr(4*(T+2*T*D))}
 }
 
 // ropeCheck accepts the RoPE variants the binding computes.
@@ -102,7 +94,7 @@ func (b *builder) ropeCheck(head int64) (mode int64, err error) {
 // freq_scale · base^(-2i/D), where i is the pair index of column j
 // (adjacent pairs for ggml's normal mode, halves for neox), shared by every
 // kernel with the same parameters (Options.TableRoPEAngles).
-func (b *builder) ropeTheta(D, mode int64) (device.Ptr, error) {
+func (b *builder) ropeTheta(D, mode int64) device.Ptr {
 	base, fscale := b.attrF("freq_base", 10000), b.attrF("freq_scale", 1)
 	theta := make([]byte, 4*D)
 	for j := int64(0); j < D; j++ {
@@ -137,74 +129,36 @@ func ropeThetaScale(base float64, D int64) float32 {
 // (ropeAngleTable) and the step's rows are gathered from it with one
 // aclnnGatherV2 instead: the same values, D/2-1 launches fewer than the
 // chain. A position outside the table is aclnnGatherV2's error.
-func (b *builder) angles(pos device.TensorDesc, ff *device.TensorDesc, rt ropeTables, mode int64) error {
+func (b *builder) angles(pos device.TensorDesc, ff *device.TensorDesc, rt ropeTables, mode int64) {
 	T, D := rt.T, rt.D
-	pt, err := b.desc("positions", pos, 1)
-	if err != nil {
-		return err
-	}
+	pt := b.desc("positions", pos, 1)
 	if np := b.attrI(ropePositionsAttr, 0); np > 0 && !b.d.opts.TableRoPEAngles {
-		tab, err := b.ropeAngleTable(np, D, mode)
-		if err != nil {
-			return err
-		}
-		self, err := b.tensor(C.ACL_FLOAT, []int64{np, D}, []int64{D, 1}, 0, tab)
-		if err != nil {
-			return err
-		}
-		out, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
-		if err != nil {
-			return err
-		}
-		g := tensors(self, pt, out)
-		g.i[0] = 0
-		b.call(C.IRT_GATHERV2, g)
-		return b.scaleAngles(ff, rt, mode)
+		tab := b.ropeAngleTable(np, D, mode)
+		b.gather(b.tensor(C.ACL_FLOAT, []int64{np, D}, []int64{D, 1}, 0, tab), pt,
+			b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang))
+		b.scaleAngles(ff, rt, mode)
+		return
 	}
-	pf, err := b.tensor(C.ACL_FLOAT, []int64{T}, []int64{1}, 0, rt.pos)
-	if err != nil {
-		return err
-	}
-	c := tensors(pt, pf)
-	c.i[0] = C.ACL_FLOAT
-	b.call(C.IRT_CAST, c)
+	b.cast(pt, b.tensor(C.ACL_FLOAT, []int64{T}, []int64{1}, 0, rt.pos), C.ACL_FLOAT)
 	// pairView is pair i's two columns of the full-width table [T, D]:
 	// 2i and 2i+1 (normal), i and i+D/2 (neox).
-	pairView := func(i int64) (C.uintptr_t, error) {
+	pairView := func(i int64) C.uintptr_t {
 		if mode == 2 {
 			return b.tensor(C.ACL_FLOAT, []int64{T, 2}, []int64{D, D / 2}, i, rt.ang)
 		}
 		return b.tensor(C.ACL_FLOAT, []int64{T, 2}, []int64{D, 1}, 2*i, rt.ang)
 	}
-	pcol, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, rt.pos)
-	if err != nil {
-		return err
-	}
+	pcol := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, rt.pos)
 	if b.d.opts.TableRoPEAngles {
-		return b.tableAngles(pcol, ff, rt, mode)
+		b.tableAngles(pcol, ff, rt, mode)
+		return
 	}
-	first, err := pairView(0)
-	if err != nil {
-		return err
-	}
-	b.call(C.IRT_INPLACECOPY, tensors(first, pcol))
+	b.op(C.IRT_INPLACECOPY, pairView(0), pcol)
 	ts := ropeThetaScale(b.attrF("freq_base", 10000), D)
 	for i := int64(1); i < D/2; i++ {
-		prev, err := pairView(i - 1)
-		if err != nil {
-			return err
-		}
-		cur, err := pairView(i)
-		if err != nil {
-			return err
-		}
-		m := tensors(prev, cur)
-		if m.s, err = b.scalarF32(ts); err != nil {
-			return err
-		}
-		b.call(C.IRT_MULS, m)
+		b.muls(pairView(i-1), pairView(i), ts)
 	}
-	return b.scaleAngles(ff, rt, mode)
+	b.scaleAngles(ff, rt, mode)
 }
 
 // ropePositionsAttr is the kernel attribute giving the number of
@@ -217,10 +171,11 @@ const ropePositionsAttr = cann.RopePositionsAttr
 // theta_scale, one f32 rounding per step as ggml_rope_cache_init (and the
 // aclnnMuls chain) computes it; pair i sits at columns 2i, 2i+1 (normal)
 // or i, i+D/2 (neox).
-func (b *builder) ropeAngleTable(P, D, mode int64) (device.Ptr, error) {
+func (b *builder) ropeAngleTable(P, D, mode int64) device.Ptr {
 	base := b.attrF("freq_base", 10000)
 	if P*D*4 > 1<<31 {
-		return 0, b.unsupported("RoPE angle table of %d positions × %d: more than 2 GiB", P, D)
+		b.unsupported("RoPE angle table of %d positions × %d: more than 2 GiB", P, D)
+		return 0
 	}
 	ts := ropeThetaScale(base, D)
 	data := make([]byte, 4*P*D)
@@ -245,76 +200,40 @@ func (b *builder) ropeAngleTable(P, D, mode int64) (device.Ptr, error) {
 // scaleAngles divides the angles of rt by the frequency factors when ff
 // is given and multiplies them by freq_scale when it is not 1, then fills
 // the cos and sin tables.
-func (b *builder) scaleAngles(ff *device.TensorDesc, rt ropeTables, mode int64) error {
+func (b *builder) scaleAngles(ff *device.TensorDesc, rt ropeTables, mode int64) {
 	T, D := rt.T, rt.D
 	if ff != nil {
-		if err := b.divideByFactors(*ff, rt.ang, T, D, mode); err != nil {
-			return err
-		}
+		b.divideByFactors(*ff, rt.ang, T, D, mode)
 	}
 	if fs := b.attrF("freq_scale", 1); fs != 1 {
-		in, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
-		if err != nil {
-			return err
-		}
-		out, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
-		if err != nil {
-			return err
-		}
-		m := tensors(in, out)
-		if m.s, err = b.scalarF32(float32(fs)); err != nil {
-			return err
-		}
-		b.call(C.IRT_MULS, m)
+		ang := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang) }
+		b.muls(ang(), ang(), float32(fs))
 	}
-	return b.cosSin(rt)
+	b.cosSin(rt)
 }
 
 // tableAngles is angles with Options.TableRoPEAngles: angle[t, j] =
 // pos[t] · theta[j] (the table of ropeTheta, freq_scale folded in),
 // divided by the pair's frequency factor when ff is given, then cos and
 // sin.
-func (b *builder) tableAngles(pcol C.uintptr_t, ff *device.TensorDesc, rt ropeTables, mode int64) error {
+func (b *builder) tableAngles(pcol C.uintptr_t, ff *device.TensorDesc, rt ropeTables, mode int64) {
 	T, D := rt.T, rt.D
-	th, err := b.ropeTheta(D, mode)
-	if err != nil {
-		return err
-	}
-	trow, err := b.tensor(C.ACL_FLOAT, []int64{1, D}, []int64{D, 1}, 0, th)
-	if err != nil {
-		return err
-	}
-	at, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
-	if err != nil {
-		return err
-	}
-	b.call(C.IRT_MUL, tensors(pcol, trow, at))
+	th := b.ropeTheta(D, mode)
+	b.op(C.IRT_MUL, pcol, b.tensor(C.ACL_FLOAT, []int64{1, D}, []int64{D, 1}, 0, th),
+		b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang))
 	if ff != nil {
-		if err := b.divideByFactors(*ff, rt.ang, T, D, mode); err != nil {
-			return err
-		}
+		b.divideByFactors(*ff, rt.ang, T, D, mode)
 	}
-	return b.cosSin(rt)
+	b.cosSin(rt)
 }
 
 // cosSin fills rt's cos and sin tables from its angles.
-func (b *builder) cosSin(rt ropeTables) error {
-	T, D := rt.T, rt.D
-	for _, f := range []struct {
-		op  C.int
-		dst device.Ptr
-	}{{C.IRT_COS, rt.cos}, {C.IRT_SIN, rt.sin}} {
-		in, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
-		if err != nil {
-			return err
-		}
-		o, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, f.dst)
-		if err != nil {
-			return err
-		}
-		b.call(f.op, tensors(in, o))
+func (b *builder) cosSin(rt ropeTables) {
+	full := func(p device.Ptr) C.uintptr_t {
+		return b.tensor(C.ACL_FLOAT, []int64{rt.T, rt.D}, []int64{rt.D, 1}, 0, p)
 	}
-	return nil
+	b.op(C.IRT_COS, full(rt.ang), full(rt.cos))
+	b.op(C.IRT_SIN, full(rt.ang), full(rt.sin))
 }
 
 // pairShape views the full-width angle table [T, D] so that the pair
@@ -331,48 +250,39 @@ func pairShape(T, D, mode int64) (shape, strides, pair []int64) {
 // divideByFactors divides the angles at ang in place by the per-pair
 // frequency factors ff (llama 3's rope_freqs), as ggml's rope does (theta
 // / freq_factor) with aclnnDiv.
-func (b *builder) divideByFactors(ff device.TensorDesc, ang device.Ptr, T, D, mode int64) error {
-	if ff.DType != ir.F32 || ff.Ne[0] < D/2 || ff.Nb[0] != 4 {
-		return b.unsupported("frequency factors %s %v: f32, one per rotated pair", ff.DType, ff.Ne)
+func (b *builder) divideByFactors(ff device.TensorDesc, ang device.Ptr, T, D, mode int64) {
+	if !b.factorsOK(ff, D) {
+		return
 	}
 	shape, strides, pair := pairShape(T, D, mode)
-	ft, err := b.tensor(C.ACL_FLOAT, pair, contiguous(pair), 0, ff.Addr)
-	if err != nil {
-		return err
+	ft := b.tensor(C.ACL_FLOAT, pair, contiguous(pair), 0, ff.Addr)
+	in := b.tensor(C.ACL_FLOAT, shape, strides, 0, ang)
+	b.op(C.IRT_DIV, in, ft, b.tensor(C.ACL_FLOAT, shape, strides, 0, ang))
+}
+
+// factorsOK accepts per-pair frequency factors (or inverse frequencies)
+// of a head of D: f32, at least one per rotated pair.
+func (b *builder) factorsOK(ff device.TensorDesc, D int64) bool {
+	if ff.DType != ir.F32 || ff.Ne[0] < D/2 || ff.Nb[0] != 4 {
+		b.unsupported("frequency factors %s %v: f32, one per rotated pair", ff.DType, ff.Ne)
+		return false
 	}
-	in, err := b.tensor(C.ACL_FLOAT, shape, strides, 0, ang)
-	if err != nil {
-		return err
-	}
-	out, err := b.tensor(C.ACL_FLOAT, shape, strides, 0, ang)
-	if err != nil {
-		return err
-	}
-	b.call(C.IRT_DIV, tensors(in, ft, out))
-	return nil
+	return true
 }
 
 // irTable writes the IR's RoPE table [D, T] (pair i of position t is
 // (cos, sin) of angle i at rows 2i, 2i+1) from the full-width tables, where
 // angle i sits at column 2i (normal) or i (neox).
-func (b *builder) irTable(rt ropeTables, cache device.TensorDesc, mode int64) error {
+func (b *builder) irTable(rt ropeTables, cache device.TensorDesc, mode int64) {
 	T, D := rt.T, rt.D
 	step := int64(2)
 	if mode == 2 {
 		step = 1
 	}
 	for k, src := range []device.Ptr{rt.cos, rt.sin} {
-		dst, err := b.tensor(C.ACL_FLOAT, []int64{T, D / 2}, []int64{D, 2}, int64(k), cache.Addr)
-		if err != nil {
-			return err
-		}
-		s, err := b.tensor(C.ACL_FLOAT, []int64{T, D / 2}, []int64{D, step}, 0, src)
-		if err != nil {
-			return err
-		}
-		b.call(C.IRT_INPLACECOPY, tensors(dst, s))
+		dst := b.tensor(C.ACL_FLOAT, []int64{T, D / 2}, []int64{D, 2}, int64(k), cache.Addr)
+		b.op(C.IRT_INPLACECOPY, dst, b.tensor(C.ACL_FLOAT, []int64{T, D / 2}, []int64{D, step}, 0, src))
 	}
-	return nil
 }
 
 // checkCache accepts the IR RoPE table f32 [D, T] a rope_cache writes.
@@ -385,9 +295,6 @@ func (b *builder) checkCache(pos, cache device.TensorDesc) error {
 }
 
 func ropeCache(b *builder) error {
-	if err := b.inputs(1); err != nil {
-		return err
-	}
 	pos, cache := b.k.Inputs[0], b.k.Output
 	var ff *device.TensorDesc
 	if len(b.k.Inputs) > 1 {
@@ -400,14 +307,10 @@ func ropeCache(b *builder) error {
 	if err := b.checkCache(pos, cache); err != nil {
 		return err
 	}
-	rt, err := b.ropeTables(cache)
-	if err != nil {
-		return err
-	}
-	if err := b.angles(pos, ff, rt, mode); err != nil {
-		return err
-	}
-	return b.irTable(rt, cache, mode)
+	rt := b.ropeTables(cache)
+	b.angles(pos, ff, rt, mode)
+	b.irTable(rt, cache, mode)
+	return b.err
 }
 
 // ropeCacheTable is rope_cache_table(pos, inv_freq, ff?){freq_scale}: the
@@ -416,9 +319,6 @@ func ropeCache(b *builder) error {
 // aclnnRotaryPositionEmbedding (aclnnInplaceCopy, broadcasting each angle
 // over its pair's two columns), cos and sin, and the IR table.
 func ropeCacheTable(b *builder) error {
-	if err := b.inputs(2); err != nil {
-		return err
-	}
 	pos, inv, cache := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	D, T := cache.Ne[0], cache.Ne[1]
 	mode, err := b.ropeCheck(D)
@@ -431,100 +331,33 @@ func ropeCacheTable(b *builder) error {
 	if inv.DType != ir.F32 || inv.Ne[0] < D/2 || inv.Nb[0] != 4 {
 		return b.unsupported("inverse frequencies %s %v: f32, one per rotated pair", inv.DType, inv.Ne)
 	}
-	rt, err := b.ropeTables(cache)
-	if err != nil {
-		return err
-	}
-	half, err := b.buffer(fmt.Sprintf("rope_half[%d,%d]", T, D), 4*T*D/2)
-	if err != nil {
-		return err
-	}
-	pt, err := b.desc("positions", pos, 1)
-	if err != nil {
-		return err
-	}
-	pf, err := b.tensor(C.ACL_FLOAT, []int64{T}, []int64{1}, 0, rt.pos)
-	if err != nil {
-		return err
-	}
-	c := tensors(pt, pf)
-	c.i[0] = C.ACL_FLOAT
-	b.call(C.IRT_CAST, c)
+	rt := b.ropeTables(cache)
+	half := b.buffer(fmt.Sprintf("rope_half[%d,%d]", T, D), 4*T*D/2)
+	b.cast(b.desc("positions", pos, 1), b.tensor(C.ACL_FLOAT, []int64{T}, []int64{1}, 0, rt.pos), C.ACL_FLOAT)
 	hs := []int64{T, D / 2}
-	view := func(p device.Ptr) (C.uintptr_t, error) { return b.tensor(C.ACL_FLOAT, hs, contiguous(hs), 0, p) }
-	pcol, err := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, rt.pos)
-	if err != nil {
-		return err
-	}
-	irow, err := b.tensor(C.ACL_FLOAT, []int64{1, D / 2}, []int64{D / 2, 1}, 0, inv.Addr)
-	if err != nil {
-		return err
-	}
-	ht, err := view(half)
-	if err != nil {
-		return err
-	}
-	b.call(C.IRT_MUL, tensors(pcol, irow, ht))
+	view := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT, hs, contiguous(hs), 0, half) }
+	pcol := b.tensor(C.ACL_FLOAT, []int64{T, 1}, []int64{1, 1}, 0, rt.pos)
+	irow := b.tensor(C.ACL_FLOAT, []int64{1, D / 2}, []int64{D / 2, 1}, 0, inv.Addr)
+	b.op(C.IRT_MUL, pcol, irow, view())
 	if len(b.k.Inputs) > 2 {
 		ff := b.k.Inputs[2]
-		if ff.DType != ir.F32 || ff.Ne[0] < D/2 || ff.Nb[0] != 4 {
-			return b.unsupported("frequency factors %s %v: f32, one per rotated pair", ff.DType, ff.Ne)
+		if !b.factorsOK(ff, D) {
+			return b.err
 		}
-		frow, err := b.tensor(C.ACL_FLOAT, []int64{1, D / 2}, []int64{D / 2, 1}, 0, ff.Addr)
-		if err != nil {
-			return err
-		}
-		in, err := view(half)
-		if err != nil {
-			return err
-		}
-		out, err := view(half)
-		if err != nil {
-			return err
-		}
-		b.call(C.IRT_DIV, tensors(in, frow, out))
+		frow := b.tensor(C.ACL_FLOAT, []int64{1, D / 2}, []int64{D / 2, 1}, 0, ff.Addr)
+		in := view()
+		b.op(C.IRT_DIV, in, frow, view())
 	}
 	if fs := b.attrF("freq_scale", 1); fs != 1 {
-		in, err := view(half)
-		if err != nil {
-			return err
-		}
-		out, err := view(half)
-		if err != nil {
-			return err
-		}
-		a := tensors(in, out)
-		if a.s, err = b.scalarF32(float32(fs)); err != nil {
-			return err
-		}
-		b.call(C.IRT_MULS, a)
+		b.muls(view(), view(), float32(fs))
 	}
 	shape, strides, pair := pairShape(T, D, mode)
 	pair[0] = T
-	src, err := b.tensor(C.ACL_FLOAT, pair, contiguous(pair), 0, half)
-	if err != nil {
-		return err
-	}
-	full, err := b.tensor(C.ACL_FLOAT, shape, strides, 0, rt.ang)
-	if err != nil {
-		return err
-	}
-	b.call(C.IRT_INPLACECOPY, tensors(full, src))
-	for _, f := range []struct {
-		op  C.int
-		dst device.Ptr
-	}{{C.IRT_COS, rt.cos}, {C.IRT_SIN, rt.sin}} {
-		in, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang)
-		if err != nil {
-			return err
-		}
-		o, err := b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, f.dst)
-		if err != nil {
-			return err
-		}
-		b.call(f.op, tensors(in, o))
-	}
-	return b.irTable(rt, cache, mode)
+	src := b.tensor(C.ACL_FLOAT, pair, contiguous(pair), 0, half)
+	b.op(C.IRT_INPLACECOPY, b.tensor(C.ACL_FLOAT, shape, strides, 0, rt.ang), src)
+	b.cosSin(rt)
+	b.irTable(rt, cache, mode)
+	return b.err
 }
 
 // ropeInputs resolves x and the full-width tables of its cache operand.
@@ -544,17 +377,11 @@ func (b *builder) ropeInputs(x, cache device.TensorDesc) (ropeTables, int64, err
 		// The table was made elsewhere (a rope_cache the partition left
 		// on the CPU, copied in): spread it into full-width tables of
 		// this kernel's own, every launch.
-		rt, err := b.spreadTable(cache, mode)
-		if err != nil {
-			return ropeTables{}, 0, err
-		}
-		return rt, aclRopeMode(mode), nil
+		rt := b.spreadTable(cache, mode)
+		return rt, aclRopeMode(mode), b.err
 	}
-	rt, err := b.ropeTables(cache)
-	if err != nil {
-		return ropeTables{}, 0, err
-	}
-	return rt, aclRopeMode(mode), nil
+	rt := b.ropeTables(cache)
+	return rt, aclRopeMode(mode), b.err
 }
 
 // spreadTable copies the IR's RoPE table cache ([D, T] f32, pair i of
@@ -562,15 +389,13 @@ func (b *builder) ropeInputs(x, cache device.TensorDesc) (ropeTables, int64, err
 // tables in scratch of its own (two aclnnInplaceCopy broadcasting each
 // value over its pair's two columns): irTable's inverse, for a table no
 // rope_cache launch on this device made.
-func (b *builder) spreadTable(cache device.TensorDesc, mode int64) (ropeTables, error) {
+func (b *builder) spreadTable(cache device.TensorDesc, mode int64) ropeTables {
 	T, D := cache.Ne[1], cache.Ne[0]
 	if cache.DType != ir.F32 || cache.Nb[0] != 4 || cache.Nb[1] != 4*D || D%2 != 0 {
-		return ropeTables{}, b.unsupported("a RoPE table %s %v with strides %v: dense f32 [D, T]", cache.DType, cache.Ne, cache.Nb)
+		b.unsupported("a RoPE table %s %v with strides %v: dense f32 [D, T]", cache.DType, cache.Ne, cache.Nb)
+		return ropeTables{}
 	}
-	p, err := b.buffer(fmt.Sprintf("rope_tables_from_ir[%d,%d]", D, T), 4*2*T*D)
-	if err != nil {
-		return ropeTables{}, err
-	}
+	p := b.buffer(fmt.Sprintf("rope_tables_from_ir[%d,%d]", D, T), 4*2*T*D)
 	rt := ropeTables{T: T, D: D, cos: p, sin: p + device.Ptr(4*T*D)}
 	shape, strides, _ := pairShape(T, D, mode)
 	src, sstr := []int64{T, D / 2, 1}, []int64{D, 2, 1}
@@ -578,62 +403,37 @@ func (b *builder) spreadTable(cache device.TensorDesc, mode int64) (ropeTables, 
 		src, sstr = []int64{T, 1, D / 2}, []int64{D, 1, 2}
 	}
 	for k, dst := range []device.Ptr{rt.cos, rt.sin} {
-		dt, err := b.tensor(C.ACL_FLOAT, shape, strides, 0, dst)
-		if err != nil {
-			return ropeTables{}, err
-		}
-		st, err := b.tensor(C.ACL_FLOAT, src, sstr, int64(k), cache.Addr)
-		if err != nil {
-			return ropeTables{}, err
-		}
-		b.call(C.IRT_INPLACECOPY, tensors(dt, st))
+		dt := b.tensor(C.ACL_FLOAT, shape, strides, 0, dst)
+		b.op(C.IRT_INPLACECOPY, dt, b.tensor(C.ACL_FLOAT, src, sstr, int64(k), cache.Addr))
 	}
-	return rt, nil
+	return rt
 }
 
 // rope calls aclnnRotaryPositionEmbedding on x [D, H, T, 1] (BSND in ACL
 // order) into out.
-func (b *builder) rope(x device.TensorDesc, xt C.uintptr_t, rt ropeTables, mode int64, out C.uintptr_t) error {
-	ct, err := b.tensor(C.ACL_FLOAT, []int64{1, rt.T, 1, rt.D}, []int64{rt.T * rt.D, rt.D, rt.D, 1}, 0, rt.cos)
-	if err != nil {
-		return err
+func (b *builder) rope(xt C.uintptr_t, rt ropeTables, mode int64, out C.uintptr_t) {
+	table := func(p device.Ptr) C.uintptr_t {
+		return b.tensor(C.ACL_FLOAT, []int64{1, rt.T, 1, rt.D}, []int64{rt.T * rt.D, rt.D, rt.D, 1}, 0, p)
 	}
-	st, err := b.tensor(C.ACL_FLOAT, []int64{1, rt.T, 1, rt.D}, []int64{rt.T * rt.D, rt.D, rt.D, 1}, 0, rt.sin)
-	if err != nil {
-		return err
-	}
-	a := tensors(xt, ct, st, out)
+	a := tensors(xt, table(rt.cos), table(rt.sin), out)
 	a.i[0] = C.int64_t(mode)
 	b.call(C.IRT_ROPE, a)
-	return nil
 }
 
 func ropeApply(b *builder) error {
-	if err := b.inputs(2); err != nil {
-		return err
-	}
 	x, cache, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	rt, mode, err := b.ropeInputs(x, cache)
 	if err != nil {
 		return err
 	}
-	xt, err := b.desc("x", x, 4)
-	if err != nil {
-		return err
-	}
-	ot, err := b.desc("out", out, 4)
-	if err != nil {
-		return err
-	}
-	return b.rope(x, xt, rt, mode, ot)
+	xt := b.desc("x", x, 4)
+	b.rope(xt, rt, mode, b.desc("out", out, 4))
+	return b.err
 }
 
 // ropeApplySetRows writes rope(x) of token t into row idx[t] of dst, the
 // heads of a token laid end to end (the K-cache write).
 func ropeApplySetRows(b *builder) error {
-	if err := b.inputs(4); err != nil {
-		return err
-	}
 	dst, x, cache, idx := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Inputs[3]
 	if err := b.checkRowWrite(dst, x, idx); err != nil {
 		return err
@@ -642,16 +442,14 @@ func ropeApplySetRows(b *builder) error {
 	if err != nil {
 		return err
 	}
-	return b.ropeRows(dst, x, idx, rt, mode)
+	b.ropeRows(dst, x, idx, rt, mode)
+	return b.err
 }
 
 // ropeSetRows is rope_set_rows(dst, x, pos, idx): the tables from the
 // positions as the rope recipe makes them, then the rotation and the row
 // scatter of rope_apply_set_rows.
 func ropeSetRows(b *builder) error {
-	if err := b.inputs(4); err != nil {
-		return err
-	}
 	dst, x, pos, idx := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Inputs[3]
 	if err := b.checkRowWrite(dst, x, idx); err != nil {
 		return err
@@ -664,14 +462,10 @@ func ropeSetRows(b *builder) error {
 	if x.DType != ir.F32 || x.Ne[3] != 1 || pos.DType != ir.I32 || pos.Ne[0] != T || !rows2D(pos) || pos.Ne[1] != 1 {
 		return b.unsupported("rope_set_rows of %s %v at positions %s %v", x.DType, x.Ne, pos.DType, pos.Ne)
 	}
-	rt, err := b.scratchTables(T, D)
-	if err != nil {
-		return err
-	}
-	if err := b.angles(pos, nil, rt, mode); err != nil {
-		return err
-	}
-	return b.ropeRows(dst, x, idx, rt, aclRopeMode(mode))
+	rt := b.scratchTables(T, D)
+	b.angles(pos, nil, rt, mode)
+	b.ropeRows(dst, x, idx, rt, aclRopeMode(mode))
+	return b.err
 }
 
 // aclRopeMode is aclnnRotaryPositionEmbedding's mode for a ggml rope mode:
@@ -687,12 +481,8 @@ func aclRopeMode(mode int64) int64 {
 // scratchTables is device scratch for the tables of a rope that makes its
 // own from positions, shared by every such kernel of shape [T, D] (each
 // writes it before reading it, in stream order).
-func (b *builder) scratchTables(T, D int64) (ropeTables, error) {
-	p, err := b.buffer(fmt.Sprintf("rope_scratch[%d,%d]", T, D), 4*(T+3*T*D))
-	if err != nil {
-		return ropeTables{}, err
-	}
-	return ropeTables{T: T, D: D, pos: p, ang: p + device.Ptr(4*T), cos: p + device.Ptr(4*(T+T*D)), sin: p + device.Ptr(4*(T+2*T*D))}, nil
+func (b *builder) scratchTables(T, D int64) ropeTables {
+	return tablesAt(b.buffer(fmt.Sprintf("rope_scratch[%d,%d]", T, D), 4*(T+3*T*D)), T, D)
 }
 
 func (b *builder) checkRowWrite(dst, x, idx device.TensorDesc) error {
@@ -706,61 +496,25 @@ func (b *builder) checkRowWrite(dst, x, idx device.TensorDesc) error {
 // ropeRows rotates x [D, H, T] into f32 rows staged in the workspace,
 // casts them to dst's type when it differs and scatters row t to row idx[t]
 // of dst (aclnnInplaceIndexCopy along dim 0).
-func (b *builder) ropeRows(dst, x, idx device.TensorDesc, rt ropeTables, mode int64) error {
+func (b *builder) ropeRows(dst, x, idx device.TensorDesc, rt ropeTables, mode int64) {
 	D, H, T := x.Ne[0], x.Ne[1], x.Ne[2]
-	xt, err := b.desc("x", x, 4)
-	if err != nil {
-		return err
-	}
-	rows, err := b.temp("roped rows", 4*T*H*D, 32)
-	if err != nil {
-		return err
-	}
+	xt := b.desc("x", x, 4)
+	rows := b.temp("roped rows", 4*T*H*D, 32)
 	shape := []int64{1, T, H, D}
-	rot, err := b.tensor(C.ACL_FLOAT, shape, contiguous(shape), 0, rows)
-	if err != nil {
-		return err
-	}
-	if err := b.rope(x, xt, rt, mode, rot); err != nil {
-		return err
-	}
+	b.rope(xt, rt, mode, b.tensor(C.ACL_FLOAT, shape, contiguous(shape), 0, rows))
 	src, srcType := rows, C.int(C.ACL_FLOAT)
 	if dst.DType != ir.F32 {
 		dd, ok := aclDType(dst.DType)
 		if !ok {
-			return b.unsupported("rows into %s", dst.DType)
+			b.unsupported("rows into %s", dst.DType)
+			return
 		}
-		cast, err := b.temp("cast rows", dst.DType.TypeSize()*T*H*D, 32)
-		if err != nil {
-			return err
-		}
-		in, err := b.tensor(C.ACL_FLOAT, []int64{T, H * D}, []int64{H * D, 1}, 0, rows)
-		if err != nil {
-			return err
-		}
-		ct, err := b.tensor(dd, []int64{T, H * D}, []int64{H * D, 1}, 0, cast)
-		if err != nil {
-			return err
-		}
-		c := tensors(in, ct)
-		c.i[0] = C.int64_t(dd)
-		b.call(C.IRT_CAST, c)
+		cast := b.temp("cast rows", dst.DType.TypeSize()*T*H*D, 32)
+		in := b.tensor(C.ACL_FLOAT, []int64{T, H * D}, []int64{H * D, 1}, 0, rows)
+		b.cast(in, b.tensor(dd, []int64{T, H * D}, []int64{H * D, 1}, 0, cast), dd)
 		src, srcType = cast, dd
 	}
-	dt, err := b.desc("selfRef", dst, 2)
-	if err != nil {
-		return err
-	}
-	it, err := b.desc("index", idx, 1)
-	if err != nil {
-		return err
-	}
-	st, err := b.tensor(srcType, []int64{T, H * D}, []int64{H * D, 1}, 0, src)
-	if err != nil {
-		return err
-	}
-	a := tensors(dt, it, st)
-	a.i[0] = 0
-	b.call(C.IRT_INDEXCOPY, a)
-	return nil
+	dt := b.desc("selfRef", dst, 2)
+	it := b.desc("index", idx, 1)
+	b.indexCopy(dt, it, b.tensor(srcType, []int64{T, H * D}, []int64{H * D, 1}, 0, src))
 }

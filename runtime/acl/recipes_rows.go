@@ -13,54 +13,26 @@ import (
 	"github.com/irtool/irtool/ir"
 )
 
+// The rows family: get_rows and set_rows (the table of recipes.go lists
+// their calls).
+
 func getRows(b *builder) error {
-	if err := b.inputs(2); err != nil {
-		return err
-	}
 	table, ids, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	if !rows2D(table) || !rows2D(ids) || ids.Ne[1] != 1 || !rows2D(out) || out.DType != ir.F32 {
 		return b.unsupported("get_rows of %v by %v: one table and one id vector only", table.Ne, ids.Ne)
 	}
 	n, ne0 := ids.Ne[0], table.Ne[0]
-	idt, err := b.desc("index", ids, 1)
-	if err != nil {
-		return err
-	}
-	ot, err := b.desc("out", out, 2)
-	if err != nil {
-		return err
-	}
+	idt := b.desc("index", ids, 1)
+	ot := b.desc("out", out, 2)
 	switch table.DType {
 	case ir.F32:
-		tt, err := b.desc("self", table, 2)
-		if err != nil {
-			return err
-		}
-		a := tensors(tt, idt, ot)
-		b.call(C.IRT_GATHERV2, a)
-		return nil
+		b.gather(b.desc("self", table, 2), idt, ot)
 	case ir.F16:
-		tt, err := b.desc("self", table, 2)
-		if err != nil {
-			return err
-		}
-		tmp, err := b.temp("f16 rows", 2*n*ne0, 32)
-		if err != nil {
-			return err
-		}
-		gt, err := b.tensor(C.ACL_FLOAT16, []int64{n, ne0}, []int64{ne0, 1}, 0, tmp)
-		if err != nil {
-			return err
-		}
-		b.call(C.IRT_GATHERV2, tensors(tt, idt, gt))
-		gin, err := b.tensor(C.ACL_FLOAT16, []int64{n, ne0}, []int64{ne0, 1}, 0, tmp)
-		if err != nil {
-			return err
-		}
-		c := tensors(gin, ot)
-		c.i[0] = C.ACL_FLOAT
-		b.call(C.IRT_CAST, c)
-		return nil
+		tt := b.desc("self", table, 2)
+		tmp := b.temp("f16 rows", 2*n*ne0, 32)
+		rows := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT16, []int64{n, ne0}, []int64{ne0, 1}, 0, tmp) }
+		b.gather(tt, idt, rows())
+		b.cast(rows(), ot, C.ACL_FLOAT)
 	case ir.Q8_0:
 		// Gather the rows' bytes, then dequantise them: int8 quants at byte
 		// 2 of every 34-byte block times the f16 scale at byte 0.
@@ -68,107 +40,55 @@ func getRows(b *builder) error {
 		if table.Nb[0] != 34 || rowBytes != blocks*34 {
 			return b.unsupported("q8_0 table with strides %v", table.Nb)
 		}
-		tt, err := b.tensor(C.ACL_INT8, []int64{table.Ne[1], rowBytes}, []int64{rowBytes, 1}, 0, table.Addr)
-		if err != nil {
-			return err
-		}
-		tmp, err := b.temp("q8_0 rows", n*rowBytes, 32)
-		if err != nil {
-			return err
-		}
-		gt, err := b.tensor(C.ACL_INT8, []int64{n, rowBytes}, []int64{rowBytes, 1}, 0, tmp)
-		if err != nil {
-			return err
-		}
-		b.call(C.IRT_GATHERV2, tensors(tt, idt, gt))
-		q, err := b.tensor(C.ACL_INT8, []int64{n, blocks, 32}, []int64{rowBytes, 34, 1}, 2, tmp)
-		if err != nil {
-			return err
-		}
-		s, err := b.tensor(C.ACL_FLOAT16, []int64{n, blocks, 1}, []int64{rowBytes / 2, 17, 1}, 0, tmp)
-		if err != nil {
-			return err
-		}
+		tt := b.tensor(C.ACL_INT8, []int64{table.Ne[1], rowBytes}, []int64{rowBytes, 1}, 0, table.Addr)
+		tmp := b.temp("q8_0 rows", n*rowBytes, 32)
+		b.gather(tt, idt, b.tensor(C.ACL_INT8, []int64{n, rowBytes}, []int64{rowBytes, 1}, 0, tmp))
+		q := b.tensor(C.ACL_INT8, []int64{n, blocks, 32}, []int64{rowBytes, 34, 1}, 2, tmp)
+		s := b.tensor(C.ACL_FLOAT16, []int64{n, blocks, 1}, []int64{rowBytes / 2, 17, 1}, 0, tmp)
 		_, ost, _ := aclOrder(out)
-		o3, err := b.tensor(C.ACL_FLOAT, []int64{n, blocks, 32}, []int64{ost[2], 32 * ost[3], ost[3]}, 0, out.Addr)
-		if err != nil {
-			return err
-		}
+		o3 := b.tensor(C.ACL_FLOAT, []int64{n, blocks, 32}, []int64{ost[2], 32 * ost[3], ost[3]}, 0, out.Addr)
 		if b.d.quantMode() == QuantMatmulGGML {
 			// ggml dequantises in f32 (d·q exact); int8 × f16 would
 			// compute, and round, in f16. Widen the scales first.
-			s32p, err := b.buffer(fmt.Sprintf("q8_0 row scales f32[%d]", n*blocks), 4*n*blocks)
-			if err != nil {
-				return err
-			}
-			s32, err := b.tensor(C.ACL_FLOAT, []int64{n, blocks, 1}, []int64{blocks, 1, 1}, 0, s32p)
-			if err != nil {
-				return err
-			}
+			s32p := b.buffer(fmt.Sprintf("q8_0 row scales f32[%d]", n*blocks), 4*n*blocks)
+			s32 := b.tensor(C.ACL_FLOAT, []int64{n, blocks, 1}, []int64{blocks, 1, 1}, 0, s32p)
 			b.cast(s, s32, C.ACL_FLOAT)
 			s = s32
 		}
-		b.call(C.IRT_MUL, tensors(q, s, o3))
-		return nil
+		b.op(C.IRT_MUL, q, s, o3)
+	default:
+		return b.unsupported("get_rows from a %s table", table.DType)
 	}
-	return b.unsupported("get_rows from a %s table", table.DType)
+	return b.err
 }
 
 func setRows(b *builder) error {
-	if err := b.inputs(3); err != nil {
-		return err
-	}
 	dst, src, idx := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2]
 	if !rows2D(dst) || !rows2D(src) || !rows2D(idx) || idx.Ne[1] != 1 || idx.Ne[0] != src.Ne[1] || src.Ne[0] != dst.Ne[0] {
 		return b.unsupported("set_rows of %v into %v by %v: one matrix and one index vector only", src.Ne, dst.Ne, idx.Ne)
 	}
 	n, ne0 := src.Ne[1], src.Ne[0]
-	dt, err := b.desc("selfRef", dst, 2)
-	if err != nil {
-		return err
-	}
-	it, err := b.desc("index", idx, 1)
-	if err != nil {
-		return err
-	}
-	st, err := b.desc("source", src, 2)
-	if err != nil {
-		return err
-	}
+	dt := b.desc("selfRef", dst, 2)
+	it := b.desc("index", idx, 1)
+	st := b.desc("source", src, 2)
 	if src.DType != dst.DType {
 		dd, ok := aclDType(dst.DType)
 		if !ok {
 			return b.unsupported("set_rows into %s", dst.DType)
 		}
-		es := dst.DType.TypeSize()
-		tmp, err := b.temp("cast rows", es*n*ne0, 32)
-		if err != nil {
-			return err
-		}
-		ct, err := b.tensor(dd, []int64{n, ne0}, []int64{ne0, 1}, 0, tmp)
-		if err != nil {
-			return err
-		}
-		c := tensors(st, ct)
-		c.i[0] = C.int64_t(dd)
-		b.call(C.IRT_CAST, c)
-		if st, err = b.tensor(dd, []int64{n, ne0}, []int64{ne0, 1}, 0, tmp); err != nil {
-			return err
-		}
+		tmp := b.temp("cast rows", dst.DType.TypeSize()*n*ne0, 32)
+		rows := func() C.uintptr_t { return b.tensor(dd, []int64{n, ne0}, []int64{ne0, 1}, 0, tmp) }
+		b.cast(st, rows(), dd)
+		st = rows()
 	}
-	a := tensors(dt, it, st)
-	a.i[0] = 0
-	b.call(C.IRT_INDEXCOPY, a)
-	return nil
+	b.indexCopy(dt, it, st)
+	return b.err
 }
 
 // getRowsBatched is get_rows; an f32 table batched over dim 2 with one id
 // column per batch (ggml's get_rows of [ne0, rows, T] by [n, T]) gathers
 // each batch on its own.
 func getRowsBatched(b *builder) error {
-	if err := b.inputs(2); err != nil {
-		return err
-	}
 	table, ids, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	if rows2D(table) || table.DType != ir.F32 || out.DType != ir.F32 || ids.DType != ir.I32 {
 		return getRows(b)
@@ -180,19 +100,9 @@ func getRowsBatched(b *builder) error {
 	}
 	n, ne0 := ids.Ne[0], table.Ne[0]
 	for t := int64(0); t < T; t++ {
-		tt, err := b.tensor(C.ACL_FLOAT, []int64{table.Ne[1], ne0}, []int64{table.Nb[1] / 4, 1}, t*table.Nb[2]/4, table.Addr)
-		if err != nil {
-			return err
-		}
-		it, err := b.tensor(C.ACL_INT32, []int64{n}, []int64{1}, t*ids.Nb[1]/4, ids.Addr)
-		if err != nil {
-			return err
-		}
-		ot, err := b.tensor(C.ACL_FLOAT, []int64{n, ne0}, []int64{out.Nb[1] / 4, 1}, t*out.Nb[2]/4, out.Addr)
-		if err != nil {
-			return err
-		}
-		b.call(C.IRT_GATHERV2, tensors(tt, it, ot))
+		b.gather(b.tensor(C.ACL_FLOAT, []int64{table.Ne[1], ne0}, []int64{table.Nb[1] / 4, 1}, t*table.Nb[2]/4, table.Addr),
+			b.tensor(C.ACL_INT32, []int64{n}, []int64{1}, t*ids.Nb[1]/4, ids.Addr),
+			b.tensor(C.ACL_FLOAT, []int64{n, ne0}, []int64{out.Nb[1] / 4, 1}, t*out.Nb[2]/4, out.Addr))
 	}
-	return nil
+	return b.err
 }
