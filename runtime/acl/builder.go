@@ -19,31 +19,22 @@ import (
 	"github.com/irtool/irtool/runtime/device"
 )
 
-// opTable names the operators the binding dispatches.
-var opTable = []struct {
-	id   C.int
-	name string
-}{
-	{C.IRT_RMSNORM, "aclnnRmsNorm"}, {C.IRT_ADDRMSNORM, "aclnnAddRmsNorm"}, {C.IRT_MUL, "aclnnMul"}, {C.IRT_INPLACEMUL, "aclnnInplaceMul"},
-	{C.IRT_MULS, "aclnnMuls"}, {C.IRT_ADD, "aclnnAdd"}, {C.IRT_MATMUL, "aclnnMatmul"}, {C.IRT_MM, "aclnnMm"},
-	{C.IRT_BMM, "aclnnBatchMatMul"}, {C.IRT_WQBMM, "aclnnWeightQuantBatchMatmulV2"},
-	{C.IRT_ROPE, "aclnnRotaryPositionEmbedding"}, {C.IRT_SOFTMAX, "aclnnSoftmax"}, {C.IRT_SILU, "aclnnSilu"},
-	{C.IRT_COS, "aclnnCos"}, {C.IRT_SIN, "aclnnSin"}, {C.IRT_SWIGLU, "aclnnSwiGlu"}, {C.IRT_CAST, "aclnnCast"},
-	{C.IRT_INPLACECOPY, "aclnnInplaceCopy"}, {C.IRT_INDEXCOPY, "aclnnInplaceIndexCopy"},
-	{C.IRT_GATHERV2, "aclnnGatherV2"}, {C.IRT_FIA, "aclnnFusedInferAttentionScoreV2"},
-	{C.IRT_INPLACEADD, "aclnnInplaceAdd"}, {C.IRT_DIV, "aclnnDiv"}, {C.IRT_CAT, "aclnnCat"},
-	{C.IRT_GELU, "aclnnGelu"}, {C.IRT_REDUCESUM, "aclnnReduceSum"}, {C.IRT_TOPK, "aclnnTopk"},
-	{C.IRT_GESCALAR, "aclnnGeScalar"}, {C.IRT_MASKEDFILL, "aclnnInplaceMaskedFillScalar"},
-	{C.IRT_ABS, "aclnnAbs"}, {C.IRT_AMAX, "aclnnAmax"}, {C.IRT_ROUND, "aclnnRound"},
-}
-
+// opName is the name of operator op of IRT_ACLNN_OPS
+// (include/irtool_acl.h), the one list of the operators the binding calls.
 func opName(op C.int) string {
-	for _, o := range opTable {
-		if o.id == op {
-			return o.name
-		}
+	if n := C.irt_op_name(op); n != nil {
+		return C.GoString(n)
 	}
 	return fmt.Sprintf("op%d", int(op))
+}
+
+// opNames are the names of every operator of IRT_ACLNN_OPS, in its order.
+func opNames() []string {
+	names := make([]string, C.IRT_NOPS)
+	for i := range names {
+		names[i] = opName(C.int(i))
+	}
+	return names
 }
 
 // aclDType is the aclDataType of an IR dtype (CANN docs, aclCreateTensor and the two-phase aclnn calls).
