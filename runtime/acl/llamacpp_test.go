@@ -23,7 +23,7 @@ import (
 // The numbers of the CANN path: every reference model whose architecture
 // irtool builds runs through the whole pipeline (default passes, partition
 // for ascend910b, lowering, program session) on this binding, the binding
-// on the emulated libascendcl of testdata/fakeacl, whose aclnn kernels
+// on the emulated libascendcl of fakeacl/, whose aclnn kernels
 // compute on the host with the device's arithmetic. llama.cpp's recorded
 // run is replayed token by token (its prompt, then its greedy tokens) and
 // compared:
