@@ -2,7 +2,9 @@
 
 /*
  * binding.h: the C half of package acl. The CANN libraries are opened with
- * dlopen and every function of IRT_ACL_FUNCS is resolved into irt_fns; the
+ * dlopen and every function of IRT_ACL_FUNCS and both phases of every
+ * operator of IRT_ACLNN_OPS (include/irtool_acl.h) are resolved into a
+ * table (binding.c); the
  * irt_* wrappers below are what Go calls (cgo cannot call through a function
  * pointer). Device addresses and handles cross the boundary as uintptr_t so
  * that Go never holds them as pointers.

@@ -159,8 +159,8 @@ func runOnEmulatorWithin(t *testing.T, m *models.Model, f *gguf.File, ref *testm
 
 // referenceModels lists the reference models: those of the external
 // reference data directory when present, and the copies in testdata/
-// (some of which, Q4_0 variants of the newer architectures, exist only
-// there), each name once.
+// (some of which, Q4_0 variants of the gemma3, phi3, qwen3, llama 3 rope
+// and mixture-of-experts models, exist only there), each name once.
 func referenceModels(t *testing.T) []string {
 	t.Helper()
 	seen := map[string]bool{}
