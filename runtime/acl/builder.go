@@ -227,7 +227,11 @@ func (d *Device) prepare(n *npu, st *stream, k *device.KernelLaunch) (*prepared,
 		p.destroy()
 		return nil, err
 	}
-	if err := r.build(b); err != nil {
+	err := r.build(b)
+	if err == nil {
+		err = b.err // a recipe's result is its first error
+	}
+	if err != nil {
 		p.destroy()
 		return nil, err
 	}
