@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/fakeacl.sh DIR: builds irtool's emulated CANN runtime into DIR.
 #
-# The emulator (runtime/acl/testdata/fakeacl) implements the part of
+# The emulator (runtime/acl/fakeacl, see its README.md) implements the part of
 # libascendcl, libnnopbase and libopapi that irtool calls, on the host:
 # device memory is host memory, every aclnn operator the CANN lowering uses
 # computes its documented result (docs/RUNTIME.md, "Trying the CANN path
@@ -28,9 +28,14 @@ mkdir -p "$dir"
 # the comment of kernels.c says.
 flags=(-shared -fPIC -O2 -ffp-contract=off -Wall -Werror -Wno-unused-parameter)
 "$cc" "${flags[@]}" -I "$root/runtime/acl/include" -o "$dir/libascendcl.so" \
-  "$root"/runtime/acl/testdata/fakeacl/*.c -lpthread -lm
+  "$root"/runtime/acl/fakeacl/*.c -lpthread -lm
 for lib in nnopbase opapi; do
   printf '/* the emulator is libascendcl.so */\n' | "$cc" -shared -fPIC -x c - -o "$dir/lib$lib.so" \
     -L "$dir" -Wl,--no-as-needed -lascendcl -Wl,-rpath,'$ORIGIN'
 done
-echo "$dir: libascendcl.so libnnopbase.so libopapi.so (irtool's CANN emulator)"
+# The emulator's self-test (runtime/acl/fakeacl/selftest/selftest.c) checks
+# its operators against their documented formulas through the C API alone;
+# DIR/fakeacl-selftest prints one line per check and exits 1 on a failure.
+"$cc" -O1 -Wall -Werror -I "$root/runtime/acl/include" -o "$dir/fakeacl-selftest" \
+  "$root/runtime/acl/fakeacl/selftest/selftest.c" "$dir/libascendcl.so" -Wl,-rpath,'$ORIGIN' -lm
+echo "$dir: libascendcl.so libnnopbase.so libopapi.so (irtool's CANN emulator), fakeacl-selftest"

@@ -2,7 +2,9 @@
 
 /*
  * binding.h: the C half of package acl. The CANN libraries are opened with
- * dlopen and every function of IRT_ACL_FUNCS is resolved into irt_fns; the
+ * dlopen and every function of IRT_ACL_FUNCS and both phases of every
+ * operator of IRT_ACLNN_OPS (include/irtool_acl.h) are resolved into a
+ * table (binding.c); the
  * irt_* wrappers below are what Go calls (cgo cannot call through a function
  * pointer). Device addresses and handles cross the boundary as uintptr_t so
  * that Go never holds them as pointers.
@@ -63,41 +65,13 @@ aclnnStatus irt_aclDestroyTensorList(uintptr_t l);
 uintptr_t irt_aclCreateIntArray(const int64_t *v, uint64_t n);
 aclnnStatus irt_aclDestroyIntArray(uintptr_t a);
 
-/* aclnn operators: one argument block, one dispatcher per phase. The roles
- * of t[], f[] and i[] per operator are listed in binding.c. */
+/* aclnn operators: one argument block, one dispatcher per phase. The ids
+ * are IRT_<ID> of each entry of IRT_ACLNN_OPS (include/irtool_acl.h), which
+ * also says which fields of irt_args each operator reads. */
 enum irt_op {
-	IRT_RMSNORM,
-	IRT_ADDRMSNORM,
-	IRT_MUL,
-	IRT_INPLACEMUL,
-	IRT_MULS,
-	IRT_ADD,
-	IRT_MATMUL,
-	IRT_MM,
-	IRT_BMM,
-	IRT_WQBMM,
-	IRT_ROPE,
-	IRT_SOFTMAX,
-	IRT_SILU,
-	IRT_COS,
-	IRT_SIN,
-	IRT_SWIGLU,
-	IRT_CAST,
-	IRT_INPLACECOPY,
-	IRT_INDEXCOPY,
-	IRT_GATHERV2,
-	IRT_FIA,
-	IRT_INPLACEADD,
-	IRT_DIV,
-	IRT_CAT,
-	IRT_GELU,
-	IRT_REDUCESUM,
-	IRT_TOPK,
-	IRT_GESCALAR,
-	IRT_MASKEDFILL,
-	IRT_ABS,
-	IRT_AMAX,
-	IRT_ROUND,
+#define IRT_OP_ID(id, name, params, args) IRT_##id,
+	IRT_ACLNN_OPS(IRT_OP_ID)
+#undef IRT_OP_ID
 	IRT_NOPS
 };
 
@@ -111,6 +85,7 @@ typedef struct {
 } irt_args;
 
 int irt_op_available(int op);
+const char *irt_op_name(int op); /* "aclnnXxx", or NULL for an unknown id */
 aclnnStatus irt_workspace(int op, const irt_args *a, uint64_t *ws, uintptr_t *exec);
 aclnnStatus irt_run(int op, uintptr_t ws, uint64_t wsSize, uintptr_t exec, uintptr_t stream);
 

@@ -41,7 +41,7 @@
 //   - Errors: every non-zero status becomes an *Error carrying the call,
 //     the code, aclGetRecentErrMsg() and the kernel; nothing aborts.
 //
-// The tests run against testdata/fakeacl, irtool's emulator of the three
+// The tests run against fakeacl/, irtool's emulator of the three
 // libraries, built by scripts/fakeacl.sh (which users run to try the CANN
 // path without an NPU: IRTOOL_ACL_LIBS=DIR). It records every call,
 // refuses what CANN refuses during capture, and computes: each aclnn

@@ -20,7 +20,7 @@ import (
 	"github.com/irtool/irtool/runtime/session"
 )
 
-// TestEmulatorOperators builds testdata/fakeacl_selftest against the
+// TestEmulatorOperators builds the emulator's self-test (fakeacl/selftest) against the
 // emulator and runs it: operator results checked against the formulas of
 // the aclnn reference pages through the C API alone (WQBMM with
 // antiquantScale and antiquantOffset, RoPE modes, cubeMathType, SwiGlu,
@@ -34,7 +34,7 @@ func TestEmulatorOperators(t *testing.T) {
 	if cc == "" {
 		cc = "gcc"
 	}
-	args := []string{"-O1", "-Wall", "-Werror", "-I", "include", "-o", bin, filepath.Join("testdata", "fakeacl_selftest", "selftest.c"),
+	args := []string{"-O1", "-Wall", "-Werror", "-I", "include", "-o", bin, filepath.Join("fakeacl", "selftest", "selftest.c"),
 		fakePath, "-Wl,-rpath," + filepath.Dir(fakePath), "-lm"}
 	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, out)

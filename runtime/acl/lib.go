@@ -227,9 +227,9 @@ func Probe(libs []string, id int) (Info, error) {
 		return info, err
 	}
 	info.Devices = n
-	for _, op := range opTable {
-		if C.irt_op_available(op.id) == 0 {
-			info.Missing = append(info.Missing, op.name)
+	for op := C.int(0); op < C.IRT_NOPS; op++ {
+		if C.irt_op_available(op) == 0 {
+			info.Missing = append(info.Missing, opName(op))
 		}
 	}
 	if id < 0 || id >= n {

@@ -23,7 +23,7 @@ import (
 // The numbers of the CANN path: every reference model whose architecture
 // irtool builds runs through the whole pipeline (default passes, partition
 // for ascend910b, lowering, program session) on this binding, the binding
-// on the emulated libascendcl of testdata/fakeacl, whose aclnn kernels
+// on the emulated libascendcl of fakeacl/, whose aclnn kernels
 // compute on the host with the device's arithmetic. llama.cpp's recorded
 // run is replayed token by token (its prompt, then its greedy tokens) and
 // compared:
@@ -159,8 +159,8 @@ func runOnEmulatorWithin(t *testing.T, m *models.Model, f *gguf.File, ref *testm
 
 // referenceModels lists the reference models: those of the external
 // reference data directory when present, and the copies in testdata/
-// (some of which, Q4_0 variants of the newer architectures, exist only
-// there), each name once.
+// (some of which, Q4_0 variants of the gemma3, phi3, qwen3, llama 3 rope
+// and mixture-of-experts models, exist only there), each name once.
 func referenceModels(t *testing.T) []string {
 	t.Helper()
 	seen := map[string]bool{}

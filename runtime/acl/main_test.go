@@ -14,7 +14,7 @@ import (
 )
 
 // fake is the test double every test of the package runs against: built
-// from testdata/fakeacl with gcc by TestMain and loaded in place of CANN.
+// from fakeacl/ with gcc by TestMain and loaded in place of CANN.
 var (
 	fake     *fakectl.Lib
 	fakePath string   // libascendcl.so of the double

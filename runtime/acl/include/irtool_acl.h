@@ -7,11 +7,11 @@
  * It replaces acl/acl.h and the aclnn headers so that the package compiles on a
  * machine without the CANN toolkit. Nothing here links against CANN: the
  * binding loads libascendcl.so, libnnopbase.so and libopapi.so with dlopen
- * at run time and resolves every function named in IRT_ACL_FUNCS below;
- * irt_acl_fns holds the resolved pointers, typed from these prototypes, so a
+ * at run time and resolves every function named in IRT_ACL_FUNCS and
+ * IRT_ACLNN_OPS below into a table typed from these prototypes, so a
  * prototype that disagreed with a call would not compile.
  *
- * The test double (testdata/fakeacl/fakeacl.c) includes this header and
+ * irtool's emulator of CANN (runtime/acl/fakeacl) includes this header and
  * defines the same functions over host memory, so it is checked against the
  * same declarations.
  *
@@ -195,170 +195,121 @@ aclnnStatus aclDestroyTensorList(const aclTensorList *array);
 /* ---- libopapi: two-phase aclnn operators [DOC aclnnXxx pages] ----
  * Phase 1 (GetWorkspaceSize) checks the arguments and returns the workspace
  * size and a single-use executor; phase 2 enqueues the kernel on a stream.
- * Every phase 2 has the same shape, declared by IRT_ACLNN_RUN. */
+ *
+ * IRT_ACLNN_OPS is the one list of the operators irtool calls. An entry
+ *
+ *   X(ID, name, (parameters), (arguments))
+ *
+ * gives the binding's id (IRT_ID in enum irt_op, C.IRT_ID in Go), the
+ * operator's name, the parameters of its phase 1 before workspaceSize and
+ * executor (CANN's documented signature), and how binding.c fills them from
+ * an irt_args *a: T(k) tensor k, L(k) tensor list k, SCALAR and INTARRAY
+ * the object in a->s, DBL(k), INT(k) and BOOL(k) a->f[k], a->i[k] and
+ * a->i[k] != 0, LAYOUT the layout string. From it come the prototypes
+ * below, the function table the libraries are resolved into, the binding's
+ * dispatch (binding.c) and the operator names Go reports; the emulator
+ * (fakeacl/) defines each operator against these prototypes. Every phase 2
+ * has the same shape, declared by IRT_ACLNN_RUN. */
+
+#define IRT_ACLNN_OPS(X)                                                                                              \
+	X(RMSNORM, aclnnRmsNorm,                                                                                      \
+	  (const aclTensor *x, const aclTensor *gamma, double epsilon, const aclTensor *yOut,                         \
+	   const aclTensor *rstdOut),                                                                                 \
+	  (T(0), T(1), DBL(0), T(2), T(3)))                                                                           \
+	X(ADDRMSNORM, aclnnAddRmsNorm,                                                                                \
+	  (const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma, double epsilon, const aclTensor *yOut,   \
+	   const aclTensor *rstdOut, const aclTensor *xOut),                                                          \
+	  (T(0), T(1), T(2), DBL(0), T(3), T(4), T(5)))                                                               \
+	X(MUL, aclnnMul, (const aclTensor *self, const aclTensor *other, aclTensor *out), (T(0), T(1), T(2)))        \
+	X(INPLACEMUL, aclnnInplaceMul, (aclTensor *selfRef, const aclTensor *other), (T(0), T(1)))                   \
+	X(MULS, aclnnMuls, (const aclTensor *self, const aclScalar *other, aclTensor *out), (T(0), SCALAR, T(1)))    \
+	X(ADD, aclnnAdd, (const aclTensor *self, const aclTensor *other, const aclScalar *alpha, aclTensor *out),    \
+	  (T(0), T(1), SCALAR, T(2)))                                                                                 \
+	X(MATMUL, aclnnMatmul, (const aclTensor *self, const aclTensor *mat2, aclTensor *out, int8_t cubeMathType),  \
+	  (T(0), T(1), T(2), (int8_t)INT(0)))                                                                         \
+	X(MM, aclnnMm, (const aclTensor *self, const aclTensor *mat2, aclTensor *out, int8_t cubeMathType),          \
+	  (T(0), T(1), T(2), (int8_t)INT(0)))                                                                         \
+	X(BMM, aclnnBatchMatMul,                                                                                      \
+	  (const aclTensor *self, const aclTensor *mat2, aclTensor *out, int8_t cubeMathType),                        \
+	  (T(0), T(1), T(2), (int8_t)INT(0)))                                                                         \
+	X(WQBMM, aclnnWeightQuantBatchMatmulV2,                                                                       \
+	  (const aclTensor *x, const aclTensor *weight, const aclTensor *antiquantScale,                              \
+	   const aclTensor *antiquantOffsetOptional, const aclTensor *quantScaleOptional,                             \
+	   const aclTensor *quantOffsetOptional, const aclTensor *biasOptional, int antiquantGroupSize,               \
+	   const aclTensor *y),                                                                                       \
+	  (T(0), T(1), T(2), NULL, NULL, NULL, NULL, (int)INT(0), T(3)))                                              \
+	X(ROPE, aclnnRotaryPositionEmbedding,                                                                         \
+	  (const aclTensor *x, const aclTensor *cos, const aclTensor *sin, int64_t mode, aclTensor *out),             \
+	  (T(0), T(1), T(2), INT(0), T(3)))                                                                           \
+	X(SOFTMAX, aclnnSoftmax, (const aclTensor *self, int64_t dim, aclTensor *out), (T(0), INT(0), T(1)))         \
+	X(SILU, aclnnSilu, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                    \
+	X(COS, aclnnCos, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                      \
+	X(SIN, aclnnSin, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                      \
+	X(SWIGLU, aclnnSwiGlu, (const aclTensor *x, int64_t dim, const aclTensor *out), (T(0), INT(0), T(1)))        \
+	X(CAST, aclnnCast, (const aclTensor *self, const aclDataType dtype, aclTensor *out),                         \
+	  (T(0), (aclDataType)INT(0), T(1)))                                                                          \
+	X(INPLACECOPY, aclnnInplaceCopy, (aclTensor *selfRef, const aclTensor *src), (T(0), T(1)))                   \
+	X(INDEXCOPY, aclnnInplaceIndexCopy,                                                                           \
+	  (aclTensor *selfRef, int64_t dim, const aclTensor *index, const aclTensor *source),                         \
+	  (T(0), INT(0), T(1), T(2)))                                                                                 \
+	X(GATHERV2, aclnnGatherV2, (const aclTensor *self, int64_t dim, const aclTensor *index, aclTensor *out),     \
+	  (T(0), INT(0), T(1), T(2)))                                                                                 \
+	X(FIA, aclnnFusedInferAttentionScoreV2,                                                                       \
+	  (const aclTensor *query, const aclTensorList *key, const aclTensorList *value,                              \
+	   const aclTensor *pseShiftOptional, const aclTensor *attenMaskOptional,                                     \
+	   const aclIntArray *actualSeqLengthsOptional, const aclIntArray *actualSeqLengthsKvOptional,                \
+	   const aclTensor *deqScale1Optional, const aclTensor *quantScale1Optional,                                  \
+	   const aclTensor *deqScale2Optional, const aclTensor *quantScale2Optional,                                  \
+	   const aclTensor *quantOffset2Optional, const aclTensor *antiquantScaleOptional,                            \
+	   const aclTensor *antiquantOffsetOptional, const aclTensor *blockTableOptional,                             \
+	   const aclTensor *queryPaddingSizeOptional, const aclTensor *kvPaddingSizeOptional,                         \
+	   const aclTensor *keyAntiquantScaleOptional, const aclTensor *keyAntiquantOffsetOptional,                   \
+	   const aclTensor *valueAntiquantScaleOptional, const aclTensor *valueAntiquantOffsetOptional,               \
+	   const aclTensor *keySharedPrefixOptional, const aclTensor *valueSharedPrefixOptional,                      \
+	   const aclIntArray *actualSharedPrefixLenOptional, int64_t numHeads, double scaleValue, int64_t preTokens,  \
+	   int64_t nextTokens, char *inputLayout, int64_t numKeyValueHeads, int64_t sparseMode,                       \
+	   int64_t innerPrecise, int64_t blockSize, int64_t antiquantMode, bool softmaxLseFlag,                       \
+	   int64_t keyAntiquantMode, int64_t valueAntiquantMode, const aclTensor *attentionOut,                       \
+	   const aclTensor *softmaxLse),                                                                              \
+	  (T(0), L(0), L(1), T(1), T(2), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,     \
+	   NULL, NULL, NULL, NULL, NULL, NULL, NULL, INT(0), DBL(0), INT(1), INT(2), LAYOUT, INT(3), INT(4), INT(5),  \
+	   0, 0, false, 0, 0, T(3), NULL))                                                                            \
+	X(INPLACEADD, aclnnInplaceAdd, (aclTensor *selfRef, const aclTensor *other, const aclScalar *alpha),         \
+	  (T(0), T(1), SCALAR))                                                                                       \
+	X(DIV, aclnnDiv, (const aclTensor *self, const aclTensor *other, aclTensor *out), (T(0), T(1), T(2)))        \
+	X(CAT, aclnnCat, (const aclTensorList *tensors, int64_t dim, aclTensor *out), (L(0), INT(0), T(0)))          \
+	X(GELU, aclnnGelu, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                    \
+	X(REDUCESUM, aclnnReduceSum,                                                                                  \
+	  (const aclTensor *self, const aclIntArray *dims, bool keepDims, aclDataType dtype, aclTensor *out),         \
+	  (T(0), INTARRAY, BOOL(0), (aclDataType)INT(1), T(1)))                                                       \
+	X(TOPK, aclnnTopk,                                                                                            \
+	  (const aclTensor *self, int64_t k, int64_t dim, bool largest, bool sorted, aclTensor *valuesOut,            \
+	   aclTensor *indicesOut),                                                                                    \
+	  (T(0), INT(0), INT(1), BOOL(2), BOOL(3), T(1), T(2)))                                                       \
+	X(GESCALAR, aclnnGeScalar, (const aclTensor *self, const aclScalar *other, aclTensor *out),                  \
+	  (T(0), SCALAR, T(1)))                                                                                       \
+	X(MASKEDFILL, aclnnInplaceMaskedFillScalar,                                                                   \
+	  (aclTensor *selfRef, const aclTensor *mask, const aclScalar *value), (T(0), T(1), SCALAR))                 \
+	X(ABS, aclnnAbs, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                      \
+	X(AMAX, aclnnAmax, (const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out),            \
+	  (T(0), INTARRAY, BOOL(0), T(1)))                                                                            \
+	X(ROUND, aclnnRound, (const aclTensor *self, aclTensor *out), (T(0), T(1)))
 
 #define IRT_ACLNN_RUN(name) \
 	aclnnStatus name(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream)
 
-aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma, double epsilon,
-                                         const aclTensor *yOut, const aclTensor *rstdOut, uint64_t *workspaceSize,
-                                         aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnRmsNorm);
-
-aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma,
-                                            double epsilon, const aclTensor *yOut, const aclTensor *rstdOut,
-                                            const aclTensor *xOut, uint64_t *workspaceSize,
-                                            aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnAddRmsNorm);
-
-aclnnStatus aclnnMulGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
-                                     uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnMul);
-
-aclnnStatus aclnnInplaceMulGetWorkspaceSize(aclTensor *selfRef, const aclTensor *other, uint64_t *workspaceSize,
-                                            aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnInplaceMul);
-
-aclnnStatus aclnnMulsGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
-                                      uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnMuls);
-
-aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *other, const aclScalar *alpha,
-                                     aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnAdd);
-
-aclnnStatus aclnnMatmulGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2, aclTensor *out,
-                                        int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnMatmul);
-
-aclnnStatus aclnnMmGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2, aclTensor *out, int8_t cubeMathType,
-                                    uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnMm);
-
-aclnnStatus aclnnBatchMatMulGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2, aclTensor *out,
-                                             int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnBatchMatMul);
-
-aclnnStatus aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(
-    const aclTensor *x, const aclTensor *weight, const aclTensor *antiquantScale,
-    const aclTensor *antiquantOffsetOptional, const aclTensor *quantScaleOptional,
-    const aclTensor *quantOffsetOptional, const aclTensor *biasOptional, int antiquantGroupSize, const aclTensor *y,
-    uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnWeightQuantBatchMatmulV2);
-
-aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor *x, const aclTensor *cos,
-                                                         const aclTensor *sin, int64_t mode, aclTensor *out,
-                                                         uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnRotaryPositionEmbedding);
-
-aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim, aclTensor *out,
-                                         uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnSoftmax);
-
-aclnnStatus aclnnSiluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                      aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnSilu);
-
-aclnnStatus aclnnCosGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                     aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnCos);
-
-aclnnStatus aclnnSinGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                     aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnSin);
-
-aclnnStatus aclnnSwiGluGetWorkspaceSize(const aclTensor *x, int64_t dim, const aclTensor *out,
-                                        uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnSwiGlu);
-
-aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self, const aclDataType dtype, aclTensor *out,
-                                      uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnCast);
-
-aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor *selfRef, const aclTensor *src, uint64_t *workspaceSize,
-                                             aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnInplaceCopy);
-
-aclnnStatus aclnnInplaceIndexCopyGetWorkspaceSize(aclTensor *selfRef, int64_t dim, const aclTensor *index,
-                                                  const aclTensor *source, uint64_t *workspaceSize,
-                                                  aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnInplaceIndexCopy);
-
-aclnnStatus aclnnGatherV2GetWorkspaceSize(const aclTensor *self, int64_t dim, const aclTensor *index,
-                                          aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnGatherV2);
-
-aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
-    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pseShiftOptional,
-    const aclTensor *attenMaskOptional, const aclIntArray *actualSeqLengthsOptional,
-    const aclIntArray *actualSeqLengthsKvOptional, const aclTensor *deqScale1Optional,
-    const aclTensor *quantScale1Optional, const aclTensor *deqScale2Optional, const aclTensor *quantScale2Optional,
-    const aclTensor *quantOffset2Optional, const aclTensor *antiquantScaleOptional,
-    const aclTensor *antiquantOffsetOptional, const aclTensor *blockTableOptional,
-    const aclTensor *queryPaddingSizeOptional, const aclTensor *kvPaddingSizeOptional,
-    const aclTensor *keyAntiquantScaleOptional, const aclTensor *keyAntiquantOffsetOptional,
-    const aclTensor *valueAntiquantScaleOptional, const aclTensor *valueAntiquantOffsetOptional,
-    const aclTensor *keySharedPrefixOptional, const aclTensor *valueSharedPrefixOptional,
-    const aclIntArray *actualSharedPrefixLenOptional, int64_t numHeads, double scaleValue, int64_t preTokens,
-    int64_t nextTokens, char *inputLayout, int64_t numKeyValueHeads, int64_t sparseMode, int64_t innerPrecise,
-    int64_t blockSize, int64_t antiquantMode, bool softmaxLseFlag, int64_t keyAntiquantMode,
-    int64_t valueAntiquantMode, const aclTensor *attentionOut, const aclTensor *softmaxLse,
-    uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnFusedInferAttentionScoreV2);
-
-aclnnStatus aclnnInplaceAddGetWorkspaceSize(aclTensor *selfRef, const aclTensor *other, const aclScalar *alpha,
-                                            uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnInplaceAdd);
-
-aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
-                                     uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnDiv);
-
-aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out,
-                                     uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnCat);
-
-/* The operators of the newer architectures' ops (runtime/acl/recipes_arch.go). */
-aclnnStatus aclnnGeluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                      aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnGelu);
-
-aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims,
-                                           aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
-                                           aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnReduceSum);
-
-aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
-                                      aclTensor *valuesOut, aclTensor *indicesOut, uint64_t *workspaceSize,
-                                      aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnTopk);
-
-aclnnStatus aclnnGeScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
-                                          uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnGeScalar);
-
-aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclTensor *mask,
-                                                         const aclScalar *value, uint64_t *workspaceSize,
-                                                         aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnInplaceMaskedFillScalar);
-
-/* The operators of the q8_0 activation quantisation (Options.QuantMatmul "ggml"). */
-aclnnStatus aclnnAbsGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                     aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnAbs);
-
-aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out,
-                                      uint64_t *workspaceSize, aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnAmax);
-
-aclnnStatus aclnnRoundGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                       aclOpExecutor **executor);
-IRT_ACLNN_RUN(aclnnRound);
+#define IRT_UNPAREN(...) __VA_ARGS__
+#define IRT_ACLNN_DECLARE(id, name, params, args)                                                          \
+	aclnnStatus name##GetWorkspaceSize(IRT_UNPAREN params, uint64_t *workspaceSize, aclOpExecutor **executor); \
+	IRT_ACLNN_RUN(name);
+IRT_ACLNN_OPS(IRT_ACLNN_DECLARE)
+#undef IRT_ACLNN_DECLARE
 
 /* ---- the resolved function table ----
  * X(name, required): required functions must resolve when the libraries are
- * loaded; kernels may be missing from an older toolkit and fail only when a
- * program uses them. */
+ * loaded. The two phases of every operator of IRT_ACLNN_OPS are resolved
+ * too, as optional: kernels may be missing from an older toolkit and fail
+ * only when a program uses them. */
 #define IRT_ACL_FUNCS(X)                              \
 	X(aclInit, 1)                                 \
 	X(aclFinalize, 1)                             \
@@ -390,71 +341,7 @@ IRT_ACLNN_RUN(aclnnRound);
 	X(aclCreateIntArray, 1)                       \
 	X(aclDestroyIntArray, 1)                      \
 	X(aclCreateTensorList, 1)                     \
-	X(aclDestroyTensorList, 1)                    \
-	X(aclnnRmsNormGetWorkspaceSize, 0)            \
-	X(aclnnRmsNorm, 0)                            \
-	X(aclnnAddRmsNormGetWorkspaceSize, 0)         \
-	X(aclnnAddRmsNorm, 0)                         \
-	X(aclnnMulGetWorkspaceSize, 0)                \
-	X(aclnnMul, 0)                                \
-	X(aclnnInplaceMulGetWorkspaceSize, 0)         \
-	X(aclnnInplaceMul, 0)                         \
-	X(aclnnMulsGetWorkspaceSize, 0)               \
-	X(aclnnMuls, 0)                               \
-	X(aclnnAddGetWorkspaceSize, 0)                \
-	X(aclnnAdd, 0)                                \
-	X(aclnnMatmulGetWorkspaceSize, 0)             \
-	X(aclnnMatmul, 0)                             \
-	X(aclnnMmGetWorkspaceSize, 0)                 \
-	X(aclnnMm, 0)                                 \
-	X(aclnnBatchMatMulGetWorkspaceSize, 0)        \
-	X(aclnnBatchMatMul, 0)                        \
-	X(aclnnWeightQuantBatchMatmulV2GetWorkspaceSize, 0) \
-	X(aclnnWeightQuantBatchMatmulV2, 0)           \
-	X(aclnnRotaryPositionEmbeddingGetWorkspaceSize, 0) \
-	X(aclnnRotaryPositionEmbedding, 0)            \
-	X(aclnnSoftmaxGetWorkspaceSize, 0)            \
-	X(aclnnSoftmax, 0)                            \
-	X(aclnnSiluGetWorkspaceSize, 0)               \
-	X(aclnnSilu, 0)                               \
-	X(aclnnCosGetWorkspaceSize, 0)                \
-	X(aclnnCos, 0)                                \
-	X(aclnnSinGetWorkspaceSize, 0)                \
-	X(aclnnSin, 0)                                \
-	X(aclnnSwiGluGetWorkspaceSize, 0)             \
-	X(aclnnSwiGlu, 0)                             \
-	X(aclnnCastGetWorkspaceSize, 0)               \
-	X(aclnnCast, 0)                               \
-	X(aclnnInplaceCopyGetWorkspaceSize, 0)        \
-	X(aclnnInplaceCopy, 0)                        \
-	X(aclnnInplaceIndexCopyGetWorkspaceSize, 0)   \
-	X(aclnnInplaceIndexCopy, 0)                   \
-	X(aclnnGatherV2GetWorkspaceSize, 0)           \
-	X(aclnnGatherV2, 0)                           \
-	X(aclnnFusedInferAttentionScoreV2GetWorkspaceSize, 0) \
-	X(aclnnFusedInferAttentionScoreV2, 0) \
-	X(aclnnInplaceAddGetWorkspaceSize, 0)         \
-	X(aclnnInplaceAdd, 0)                         \
-	X(aclnnDivGetWorkspaceSize, 0)                \
-	X(aclnnDiv, 0)                                \
-	X(aclnnCatGetWorkspaceSize, 0)                \
-	X(aclnnCat, 0)                                \
-	X(aclnnGeluGetWorkspaceSize, 0)               \
-	X(aclnnGelu, 0)                               \
-	X(aclnnReduceSumGetWorkspaceSize, 0)          \
-	X(aclnnReduceSum, 0)                          \
-	X(aclnnTopkGetWorkspaceSize, 0)               \
-	X(aclnnTopk, 0)                               \
-	X(aclnnGeScalarGetWorkspaceSize, 0)           \
-	X(aclnnGeScalar, 0)                           \
-	X(aclnnInplaceMaskedFillScalarGetWorkspaceSize, 0) \
-	X(aclnnInplaceMaskedFillScalar, 0)                \
-	X(aclnnAbsGetWorkspaceSize, 0)                \
-	X(aclnnAbs, 0)                                \
-	X(aclnnAmaxGetWorkspaceSize, 0)               \
-	X(aclnnAmax, 0)                               \
-	X(aclnnRoundGetWorkspaceSize, 0)              \
-	X(aclnnRound, 0)
+	X(aclDestroyTensorList, 1)
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 //go:build cann
 
 // Package fakectl builds and drives the CANN test double of package acl
-// (runtime/acl/testdata/fakeacl): it compiles the C sources into a shared
+// (runtime/acl/fakeacl): it compiles the C sources into a shared
 // library with the system C compiler and reaches the double's control
 // functions (irtfake_*) through dlopen. dlopen of the path package acl
 // loaded returns the same library, so both see one state.

@@ -1101,7 +1101,7 @@ aclnnStatus aclDestroyTensorList(const aclTensorList *array) {
 	return rc;
 }
 
-/* ---------------- aclnn operators ---------------- */
+/* ---------------- operator helpers ---------------- */
 
 static long long exec_ids, live_execs;
 
@@ -1313,15 +1313,7 @@ static aclnnStatus run(const char *op, void *workspace, uint64_t workspaceSize, 
 #define RUN(name) \
 	IRT_ACLNN_RUN(name) { return run(#name, workspace, workspaceSize, executor, stream); }
 
-static aclnnStatus unary(const char *fn, const char *op, const aclTensor *self, aclTensor *out, uint64_t *ws,
-                         aclOpExecutor **ex) {
-	call c;
-	call_begin(&c, fn);
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	return call_end(&c, op, ws, ex);
-}
+/* ---------------- norm ---------------- */
 
 aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma, double epsilon,
                                          const aclTensor *yOut, const aclTensor *rstdOut, uint64_t *workspaceSize,
@@ -1366,6 +1358,18 @@ aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1, const aclTensor
 	return call_end(&c, "aclnnAddRmsNorm", workspaceSize, executor);
 }
 RUN(aclnnAddRmsNorm)
+
+/* ---------------- elementwise ---------------- */
+
+static aclnnStatus unary(const char *fn, const char *op, const aclTensor *self, aclTensor *out, uint64_t *ws,
+                         aclOpExecutor **ex) {
+	call c;
+	call_begin(&c, fn);
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	check(&c, same_shape(self, out), "out must have the shape of self");
+	return call_end(&c, op, ws, ex);
+}
 
 static aclnnStatus binary(const char *fn, const char *op, const aclTensor *self, const aclTensor *other,
                           const aclScalar *alpha, aclTensor *out, uint64_t *ws, aclOpExecutor **ex) {
@@ -1430,6 +1434,339 @@ aclnnStatus aclnnMulsGetWorkspaceSize(const aclTensor *self, const aclScalar *ot
 	return call_end(&c, "aclnnMuls", workspaceSize, executor);
 }
 RUN(aclnnMuls)
+
+aclnnStatus aclnnSiluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+	LOCK();
+	return unary("aclnnSiluGetWorkspaceSize", "aclnnSilu", self, out, workspaceSize, executor);
+}
+RUN(aclnnSilu)
+
+aclnnStatus aclnnCosGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                     aclOpExecutor **executor) {
+	LOCK();
+	return unary("aclnnCosGetWorkspaceSize", "aclnnCos", self, out, workspaceSize, executor);
+}
+RUN(aclnnCos)
+
+aclnnStatus aclnnSinGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                     aclOpExecutor **executor) {
+	LOCK();
+	return unary("aclnnSinGetWorkspaceSize", "aclnnSin", self, out, workspaceSize, executor);
+}
+RUN(aclnnSin)
+
+aclnnStatus aclnnSwiGluGetWorkspaceSize(const aclTensor *x, int64_t dim, const aclTensor *out,
+                                        uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnSwiGluGetWorkspaceSize");
+	x = arg(&c, "x", x, 1);
+	out = arg(&c, "out", out, 1);
+	tr(",\"dim\":%lld", (long long)dim);
+	c.ex->i[0] = dim;
+	if (!c.rc) {
+		int d = (int)(dim < 0 ? dim + x->ndim : dim);
+		check(&c, d >= 0 && d < x->ndim && x->dims[d] % 2 == 0, "dim %lld must exist and be even", (long long)dim);
+		check(&c, out->ndim == x->ndim && numel(out) * 2 == numel(x), "out must be half of x along dim");
+	}
+	return call_end(&c, "aclnnSwiGlu", workspaceSize, executor);
+}
+RUN(aclnnSwiGlu)
+
+aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self, const aclDataType dtype, aclTensor *out,
+                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnCastGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	tr(",\"dtype\":%d", (int)dtype);
+	c.ex->i[0] = dtype;
+	check(&c, same_shape(self, out), "out must have the shape of self");
+	check(&c, out && out->dtype == dtype, "out's type must be dtype");
+	return call_end(&c, "aclnnCast", workspaceSize, executor);
+}
+RUN(aclnnCast)
+
+aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor *selfRef, const aclTensor *src, uint64_t *workspaceSize,
+                                             aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnInplaceCopyGetWorkspaceSize");
+	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
+	src = arg(&c, "src", src, 1);
+	check(&c, broadcasts(src, selfRef), "src must broadcast to selfRef");
+	return call_end(&c, "aclnnInplaceCopy", workspaceSize, executor);
+}
+RUN(aclnnInplaceCopy)
+
+aclnnStatus aclnnInplaceAddGetWorkspaceSize(aclTensor *selfRef, const aclTensor *other, const aclScalar *alpha,
+                                            uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnInplaceAddGetWorkspaceSize");
+	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
+	other = arg(&c, "other", other, 1);
+	int ok = alpha && alpha->magic == 0x5343414cU;
+	tr(",\"alpha\":%.17g", ok ? alpha->v : 0.0);
+	c.ex->f[0] = ok ? alpha->v : 1;
+	if (!c.rc && !ok) {
+		c.rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("aclnnInplaceAddGetWorkspaceSize: alpha is not a scalar");
+	}
+	check(&c, broadcasts(other, selfRef), "other must broadcast to selfRef");
+	return call_end(&c, "aclnnInplaceAdd", workspaceSize, executor);
+}
+RUN(aclnnInplaceAdd)
+
+aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	return binary("aclnnDivGetWorkspaceSize", "aclnnDiv", self, other, NULL, out, workspaceSize, executor);
+}
+RUN(aclnnDiv)
+
+aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out,
+                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnCatGetWorkspaceSize");
+	list_arg(&c, "tensors", tensors);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	tr(",\"dim\":%lld", (long long)dim);
+	c.ex->i[0] = dim;
+	if (!c.rc) {
+		int nd = out->ndim, d = (int)(dim < 0 ? dim + nd : dim);
+		check(&c, d >= 0 && d < nd, "dim %lld out of range", (long long)dim);
+		int64_t sum = 0;
+		for (uint64_t k = 0; !c.rc && k < tensors->n; k++) {
+			const aclTensor *t = tensors->v[k];
+			check(&c, t->ndim == nd && t->dtype == out->dtype, "tensor %llu must have out's rank and dtype",
+			      (unsigned long long)k);
+			for (int i = 0; !c.rc && i < nd; i++)
+				check(&c, i == d || t->dims[i] == out->dims[i], "tensor %llu differs from out outside dim %d",
+				      (unsigned long long)k, d);
+			if (!c.rc) sum += t->dims[d];
+		}
+		check(&c, sum == out->dims[d], "the tensors' dim %d sums to %lld, out has %lld", d, (long long)sum,
+		      (long long)out->dims[d]);
+	}
+	return call_end(&c, "aclnnCat", workspaceSize, executor);
+}
+RUN(aclnnCat)
+
+aclnnStatus aclnnGeluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnGeluGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	check(&c, same_shape(self, out), "out must have the shape of self");
+	check(&c, self && out && self->dtype == out->dtype, "out must have the dtype of self");
+	check(&c, self && (self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16),
+	      "self must be FLOAT, FLOAT16 or BFLOAT16");
+	return call_end(&c, "aclnnGelu", workspaceSize, executor);
+}
+RUN(aclnnGelu)
+
+/* aclnnAbs: out = |self| */
+aclnnStatus aclnnAbsGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                     aclOpExecutor **executor) {
+	LOCK();
+	return unary("aclnnAbsGetWorkspaceSize", "aclnnAbs", self, out, workspaceSize, executor);
+}
+RUN(aclnnAbs)
+
+/* aclnnRound: self rounded to the nearest integer, ties to even (torch.round) */
+aclnnStatus aclnnRoundGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
+                                       aclOpExecutor **executor) {
+	LOCK();
+	return unary("aclnnRoundGetWorkspaceSize", "aclnnRound", self, out, workspaceSize, executor);
+}
+RUN(aclnnRound)
+
+/* a scalar's value; non-finite values are traced as strings (JSON has no
+ * infinities) */
+static int scalar_arg(call *c, const char *key, const aclScalar *v, double *out) {
+	int ok = v && v->magic == 0x5343414cU;
+	if (ok && isfinite(v->v)) tr(",\"%s\":%.17g", key, v->v);
+	else if (ok) tr(",\"%s\":\"%g\"", key, v->v);
+	*out = ok ? v->v : 0;
+	if (!c->rc && !ok) {
+		c->rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("%s: %s is not a scalar", c->fn, key);
+	}
+	return ok;
+}
+
+aclnnStatus aclnnGeScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
+                                          uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnGeScalarGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	scalar_arg(&c, "other", other, &c.ex->f[0]);
+	check(&c, same_shape(self, out), "out must have the shape of self");
+	check(&c, out && out->dtype == ACL_BOOL, "out must be BOOL");
+	return call_end(&c, "aclnnGeScalar", workspaceSize, executor);
+}
+RUN(aclnnGeScalar)
+
+aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclTensor *mask,
+                                                         const aclScalar *value, uint64_t *workspaceSize,
+                                                         aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnInplaceMaskedFillScalarGetWorkspaceSize");
+	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
+	mask = arg(&c, "mask", mask, 1);
+	scalar_arg(&c, "value", value, &c.ex->f[0]);
+	check(&c, mask && mask->dtype == ACL_BOOL, "mask must be BOOL");
+	check(&c, broadcasts(mask, selfRef), "mask must broadcast to selfRef");
+	return call_end(&c, "aclnnInplaceMaskedFillScalar", workspaceSize, executor);
+}
+RUN(aclnnInplaceMaskedFillScalar)
+
+/* ---------------- reductions ---------------- */
+
+aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim, aclTensor *out,
+                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnSoftmaxGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	tr(",\"dim\":%lld", (long long)dim);
+	c.ex->i[0] = dim;
+	check(&c, same_shape(self, out), "out must have the shape of self");
+	check(&c, self && dim >= -self->ndim && dim < self->ndim, "dim %lld out of range", (long long)dim);
+	return call_end(&c, "aclnnSoftmax", workspaceSize, executor);
+}
+RUN(aclnnSoftmax)
+
+/* the executor keeps the reduced dims as i[0] = count, i[1..8] = dims,
+ * i[9] keepDims, i[10] dtype */
+aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims,
+                                           aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
+                                           aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnReduceSumGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	int ok = dims && dims->magic == 0x494e5441U;
+	tr_i64s("dims", ok ? dims->v : NULL, ok ? dims->n : 0);
+	tr(",\"keepDims\":%s,\"dtype\":%d", keepDims ? "true" : "false", (int)dtype);
+	if (!c.rc && !ok) {
+		c.rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("aclnnReduceSumGetWorkspaceSize: dims is not an int array");
+	}
+	if (!c.rc) {
+		check(&c, dims->n <= 8, "at most 8 dims");
+		c.ex->i[0] = (int64_t)dims->n;
+		for (uint64_t k = 0; !c.rc && k < dims->n; k++) {
+			int64_t d = dims->v[k];
+			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
+			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
+		}
+		c.ex->i[9] = keepDims, c.ex->i[10] = dtype;
+		check(&c, out->dtype == dtype, "out's type must be dtype");
+		/* out's shape is self's with the reduced dims 1 (keepDims) or gone */
+		int64_t want[8];
+		int nw = 0;
+		for (int i = 0; i < self->ndim; i++) {
+			int red = 0;
+			for (uint64_t k = 0; k < dims->n; k++) red |= c.ex->i[1 + k] == i;
+			if (!red) want[nw++] = self->dims[i];
+			else if (keepDims) want[nw++] = 1;
+		}
+		int same = nw == out->ndim;
+		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
+		check(&c, same, "out's shape must be self's reduced over dims");
+	}
+	return call_end(&c, "aclnnReduceSum", workspaceSize, executor);
+}
+RUN(aclnnReduceSum)
+
+/* aclnnAmax: the maximum of self over dim (an aclIntArray), keepDim as
+ * aclnnReduceSum's keepDims; out has self's dtype. The executor keeps the
+ * dims as aclnnReduceSum's does. */
+aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out,
+                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnAmaxGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	int ok = dim && dim->magic == 0x494e5441U;
+	tr_i64s("dim", ok ? dim->v : NULL, ok ? dim->n : 0);
+	tr(",\"keepDim\":%s", keepDim ? "true" : "false");
+	if (!c.rc && !ok) {
+		c.rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("aclnnAmaxGetWorkspaceSize: dim is not an int array");
+	}
+	if (!c.rc) {
+		check(&c, dim->n <= 8, "at most 8 dims");
+		c.ex->i[0] = (int64_t)dim->n;
+		for (uint64_t k = 0; !c.rc && k < dim->n; k++) {
+			int64_t d = dim->v[k];
+			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
+			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
+		}
+		c.ex->i[9] = keepDim, c.ex->i[10] = self->dtype;
+		check(&c, out->dtype == self->dtype, "out must have the dtype of self");
+		check(&c, self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16,
+		      "self must be FLOAT, FLOAT16 or BFLOAT16");
+		int64_t want[8];
+		int nw = 0;
+		for (int i = 0; i < self->ndim; i++) {
+			int red = 0;
+			for (uint64_t k = 0; k < dim->n; k++) red |= c.ex->i[1 + k] == i;
+			if (!red) want[nw++] = self->dims[i];
+			else if (keepDim) want[nw++] = 1;
+		}
+		int same = nw == out->ndim;
+		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
+		check(&c, same, "out's shape must be self's reduced over dim");
+	}
+	return call_end(&c, "aclnnAmax", workspaceSize, executor);
+}
+RUN(aclnnAmax)
+
+aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
+                                      aclTensor *valuesOut, aclTensor *indicesOut, uint64_t *workspaceSize,
+                                      aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnTopkGetWorkspaceSize");
+	self = arg(&c, "self", self, 1);
+	valuesOut = (aclTensor *)arg(&c, "valuesOut", valuesOut, 1);
+	indicesOut = (aclTensor *)arg(&c, "indicesOut", indicesOut, 1);
+	tr(",\"k\":%lld,\"dim\":%lld,\"largest\":%s,\"sorted\":%s", (long long)k, (long long)dim,
+	   largest ? "true" : "false", sorted ? "true" : "false");
+	c.ex->i[0] = k, c.ex->i[2] = largest, c.ex->i[3] = sorted;
+	if (!c.rc) {
+		int d = (int)(dim < 0 ? dim + self->ndim : dim);
+		c.ex->i[1] = d;
+		check(&c, d >= 0 && d < self->ndim, "dim %lld out of range", (long long)dim);
+		check(&c, !c.rc && k >= 0 && k <= self->dims[d], "k %lld outside [0, self.size(dim)]", (long long)k);
+		/* CANN 8.x: "sorted currently supports True only" */
+		check(&c, sorted, "sorted must be true");
+		check(&c, valuesOut->dtype == self->dtype, "valuesOut must have self's dtype");
+		check(&c, indicesOut->dtype == ACL_INT64, "indicesOut must be INT64");
+		int shp = valuesOut->ndim == self->ndim && indicesOut->ndim == self->ndim;
+		for (int i = 0; shp && i < self->ndim; i++)
+			shp = valuesOut->dims[i] == (i == d ? k : self->dims[i]) && indicesOut->dims[i] == valuesOut->dims[i];
+		check(&c, shp, "valuesOut and indicesOut must be self's shape with k along dim");
+	}
+	return call_end(&c, "aclnnTopk", workspaceSize, executor);
+}
+RUN(aclnnTopk)
+
+/* ---------------- matrix products ---------------- */
 
 static aclnnStatus matmul(const char *fn, const char *op, int rank, const aclTensor *self, const aclTensor *mat2,
                           aclTensor *out, int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor) {
@@ -1526,106 +1863,7 @@ aclnnStatus aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(
 }
 RUN(aclnnWeightQuantBatchMatmulV2)
 
-aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor *x, const aclTensor *cos,
-                                                         const aclTensor *sin, int64_t mode, aclTensor *out,
-                                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnRotaryPositionEmbeddingGetWorkspaceSize");
-	x = arg(&c, "x", x, 1);
-	cos = arg(&c, "cos", cos, 1);
-	sin = arg(&c, "sin", sin, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	tr(",\"mode\":%lld", (long long)mode);
-	c.ex->i[0] = mode;
-	check(&c, mode >= 0 && mode <= 3, "mode %lld is not 0..3", (long long)mode);
-	check(&c, same_shape(x, out), "out must have the shape of x");
-	check(&c, same_shape(cos, sin), "cos and sin must have one shape");
-	check(&c, x && x->ndim == 4, "x must be 4-D");
-	return call_end(&c, "aclnnRotaryPositionEmbedding", workspaceSize, executor);
-}
-RUN(aclnnRotaryPositionEmbedding)
-
-aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim, aclTensor *out,
-                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnSoftmaxGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	tr(",\"dim\":%lld", (long long)dim);
-	c.ex->i[0] = dim;
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	check(&c, self && dim >= -self->ndim && dim < self->ndim, "dim %lld out of range", (long long)dim);
-	return call_end(&c, "aclnnSoftmax", workspaceSize, executor);
-}
-RUN(aclnnSoftmax)
-
-aclnnStatus aclnnSiluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                      aclOpExecutor **executor) {
-	LOCK();
-	return unary("aclnnSiluGetWorkspaceSize", "aclnnSilu", self, out, workspaceSize, executor);
-}
-RUN(aclnnSilu)
-
-aclnnStatus aclnnCosGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                     aclOpExecutor **executor) {
-	LOCK();
-	return unary("aclnnCosGetWorkspaceSize", "aclnnCos", self, out, workspaceSize, executor);
-}
-RUN(aclnnCos)
-
-aclnnStatus aclnnSinGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                     aclOpExecutor **executor) {
-	LOCK();
-	return unary("aclnnSinGetWorkspaceSize", "aclnnSin", self, out, workspaceSize, executor);
-}
-RUN(aclnnSin)
-
-aclnnStatus aclnnSwiGluGetWorkspaceSize(const aclTensor *x, int64_t dim, const aclTensor *out,
-                                        uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnSwiGluGetWorkspaceSize");
-	x = arg(&c, "x", x, 1);
-	out = arg(&c, "out", out, 1);
-	tr(",\"dim\":%lld", (long long)dim);
-	c.ex->i[0] = dim;
-	if (!c.rc) {
-		int d = (int)(dim < 0 ? dim + x->ndim : dim);
-		check(&c, d >= 0 && d < x->ndim && x->dims[d] % 2 == 0, "dim %lld must exist and be even", (long long)dim);
-		check(&c, out->ndim == x->ndim && numel(out) * 2 == numel(x), "out must be half of x along dim");
-	}
-	return call_end(&c, "aclnnSwiGlu", workspaceSize, executor);
-}
-RUN(aclnnSwiGlu)
-
-aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self, const aclDataType dtype, aclTensor *out,
-                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnCastGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	tr(",\"dtype\":%d", (int)dtype);
-	c.ex->i[0] = dtype;
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	check(&c, out && out->dtype == dtype, "out's type must be dtype");
-	return call_end(&c, "aclnnCast", workspaceSize, executor);
-}
-RUN(aclnnCast)
-
-aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor *selfRef, const aclTensor *src, uint64_t *workspaceSize,
-                                             aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnInplaceCopyGetWorkspaceSize");
-	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
-	src = arg(&c, "src", src, 1);
-	check(&c, broadcasts(src, selfRef), "src must broadcast to selfRef");
-	return call_end(&c, "aclnnInplaceCopy", workspaceSize, executor);
-}
-RUN(aclnnInplaceCopy)
+/* ---------------- rows: gather and scatter ---------------- */
 
 aclnnStatus aclnnInplaceIndexCopyGetWorkspaceSize(aclTensor *selfRef, int64_t dim, const aclTensor *index,
                                                   const aclTensor *source, uint64_t *workspaceSize,
@@ -1661,6 +1899,30 @@ aclnnStatus aclnnGatherV2GetWorkspaceSize(const aclTensor *self, int64_t dim, co
 	return call_end(&c, "aclnnGatherV2", workspaceSize, executor);
 }
 RUN(aclnnGatherV2)
+
+/* ---------------- rotary position embedding ---------------- */
+
+aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor *x, const aclTensor *cos,
+                                                         const aclTensor *sin, int64_t mode, aclTensor *out,
+                                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnRotaryPositionEmbeddingGetWorkspaceSize");
+	x = arg(&c, "x", x, 1);
+	cos = arg(&c, "cos", cos, 1);
+	sin = arg(&c, "sin", sin, 1);
+	out = (aclTensor *)arg(&c, "out", out, 1);
+	tr(",\"mode\":%lld", (long long)mode);
+	c.ex->i[0] = mode;
+	check(&c, mode >= 0 && mode <= 3, "mode %lld is not 0..3", (long long)mode);
+	check(&c, same_shape(x, out), "out must have the shape of x");
+	check(&c, same_shape(cos, sin), "cos and sin must have one shape");
+	check(&c, x && x->ndim == 4, "x must be 4-D");
+	return call_end(&c, "aclnnRotaryPositionEmbedding", workspaceSize, executor);
+}
+RUN(aclnnRotaryPositionEmbedding)
+
+/* ---------------- attention ---------------- */
 
 aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
     const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pseShiftOptional,
@@ -1721,256 +1983,6 @@ aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
 	return call_end(&c, "aclnnFusedInferAttentionScoreV2", workspaceSize, executor);
 }
 RUN(aclnnFusedInferAttentionScoreV2)
-
-aclnnStatus aclnnInplaceAddGetWorkspaceSize(aclTensor *selfRef, const aclTensor *other, const aclScalar *alpha,
-                                            uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnInplaceAddGetWorkspaceSize");
-	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
-	other = arg(&c, "other", other, 1);
-	int ok = alpha && alpha->magic == 0x5343414cU;
-	tr(",\"alpha\":%.17g", ok ? alpha->v : 0.0);
-	c.ex->f[0] = ok ? alpha->v : 1;
-	if (!c.rc && !ok) {
-		c.rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("aclnnInplaceAddGetWorkspaceSize: alpha is not a scalar");
-	}
-	check(&c, broadcasts(other, selfRef), "other must broadcast to selfRef");
-	return call_end(&c, "aclnnInplaceAdd", workspaceSize, executor);
-}
-RUN(aclnnInplaceAdd)
-
-aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
-                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	return binary("aclnnDivGetWorkspaceSize", "aclnnDiv", self, other, NULL, out, workspaceSize, executor);
-}
-RUN(aclnnDiv)
-
-aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out,
-                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnCatGetWorkspaceSize");
-	list_arg(&c, "tensors", tensors);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	tr(",\"dim\":%lld", (long long)dim);
-	c.ex->i[0] = dim;
-	if (!c.rc) {
-		int nd = out->ndim, d = (int)(dim < 0 ? dim + nd : dim);
-		check(&c, d >= 0 && d < nd, "dim %lld out of range", (long long)dim);
-		int64_t sum = 0;
-		for (uint64_t k = 0; !c.rc && k < tensors->n; k++) {
-			const aclTensor *t = tensors->v[k];
-			check(&c, t->ndim == nd && t->dtype == out->dtype, "tensor %llu must have out's rank and dtype",
-			      (unsigned long long)k);
-			for (int i = 0; !c.rc && i < nd; i++)
-				check(&c, i == d || t->dims[i] == out->dims[i], "tensor %llu differs from out outside dim %d",
-				      (unsigned long long)k, d);
-			if (!c.rc) sum += t->dims[d];
-		}
-		check(&c, sum == out->dims[d], "the tensors' dim %d sums to %lld, out has %lld", d, (long long)sum,
-		      (long long)out->dims[d]);
-	}
-	return call_end(&c, "aclnnCat", workspaceSize, executor);
-}
-RUN(aclnnCat)
-
-/* ---------------- operators of the newer architectures ---------------- */
-
-aclnnStatus aclnnGeluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                      aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnGeluGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	check(&c, self && out && self->dtype == out->dtype, "out must have the dtype of self");
-	check(&c, self && (self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16),
-	      "self must be FLOAT, FLOAT16 or BFLOAT16");
-	return call_end(&c, "aclnnGelu", workspaceSize, executor);
-}
-RUN(aclnnGelu)
-
-/* the executor keeps the reduced dims as i[0] = count, i[1..8] = dims,
- * i[9] keepDims, i[10] dtype */
-aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims,
-                                           aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
-                                           aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnReduceSumGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	int ok = dims && dims->magic == 0x494e5441U;
-	tr_i64s("dims", ok ? dims->v : NULL, ok ? dims->n : 0);
-	tr(",\"keepDims\":%s,\"dtype\":%d", keepDims ? "true" : "false", (int)dtype);
-	if (!c.rc && !ok) {
-		c.rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("aclnnReduceSumGetWorkspaceSize: dims is not an int array");
-	}
-	if (!c.rc) {
-		check(&c, dims->n <= 8, "at most 8 dims");
-		c.ex->i[0] = (int64_t)dims->n;
-		for (uint64_t k = 0; !c.rc && k < dims->n; k++) {
-			int64_t d = dims->v[k];
-			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
-			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
-		}
-		c.ex->i[9] = keepDims, c.ex->i[10] = dtype;
-		check(&c, out->dtype == dtype, "out's type must be dtype");
-		/* out's shape is self's with the reduced dims 1 (keepDims) or gone */
-		int64_t want[8];
-		int nw = 0;
-		for (int i = 0; i < self->ndim; i++) {
-			int red = 0;
-			for (uint64_t k = 0; k < dims->n; k++) red |= c.ex->i[1 + k] == i;
-			if (!red) want[nw++] = self->dims[i];
-			else if (keepDims) want[nw++] = 1;
-		}
-		int same = nw == out->ndim;
-		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
-		check(&c, same, "out's shape must be self's reduced over dims");
-	}
-	return call_end(&c, "aclnnReduceSum", workspaceSize, executor);
-}
-RUN(aclnnReduceSum)
-
-/* aclnnAmax: the maximum of self over dim (an aclIntArray), keepDim as
- * aclnnReduceSum's keepDims; out has self's dtype. The executor keeps the
- * dims as aclnnReduceSum's does. */
-aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out,
-                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnAmaxGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	int ok = dim && dim->magic == 0x494e5441U;
-	tr_i64s("dim", ok ? dim->v : NULL, ok ? dim->n : 0);
-	tr(",\"keepDim\":%s", keepDim ? "true" : "false");
-	if (!c.rc && !ok) {
-		c.rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("aclnnAmaxGetWorkspaceSize: dim is not an int array");
-	}
-	if (!c.rc) {
-		check(&c, dim->n <= 8, "at most 8 dims");
-		c.ex->i[0] = (int64_t)dim->n;
-		for (uint64_t k = 0; !c.rc && k < dim->n; k++) {
-			int64_t d = dim->v[k];
-			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
-			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
-		}
-		c.ex->i[9] = keepDim, c.ex->i[10] = self->dtype;
-		check(&c, out->dtype == self->dtype, "out must have the dtype of self");
-		check(&c, self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16,
-		      "self must be FLOAT, FLOAT16 or BFLOAT16");
-		int64_t want[8];
-		int nw = 0;
-		for (int i = 0; i < self->ndim; i++) {
-			int red = 0;
-			for (uint64_t k = 0; k < dim->n; k++) red |= c.ex->i[1 + k] == i;
-			if (!red) want[nw++] = self->dims[i];
-			else if (keepDim) want[nw++] = 1;
-		}
-		int same = nw == out->ndim;
-		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
-		check(&c, same, "out's shape must be self's reduced over dim");
-	}
-	return call_end(&c, "aclnnAmax", workspaceSize, executor);
-}
-RUN(aclnnAmax)
-
-/* aclnnAbs: out = |self| */
-aclnnStatus aclnnAbsGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                     aclOpExecutor **executor) {
-	LOCK();
-	return unary("aclnnAbsGetWorkspaceSize", "aclnnAbs", self, out, workspaceSize, executor);
-}
-RUN(aclnnAbs)
-
-/* aclnnRound: self rounded to the nearest integer, ties to even (torch.round) */
-aclnnStatus aclnnRoundGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                       aclOpExecutor **executor) {
-	LOCK();
-	return unary("aclnnRoundGetWorkspaceSize", "aclnnRound", self, out, workspaceSize, executor);
-}
-RUN(aclnnRound)
-
-aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
-                                      aclTensor *valuesOut, aclTensor *indicesOut, uint64_t *workspaceSize,
-                                      aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnTopkGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	valuesOut = (aclTensor *)arg(&c, "valuesOut", valuesOut, 1);
-	indicesOut = (aclTensor *)arg(&c, "indicesOut", indicesOut, 1);
-	tr(",\"k\":%lld,\"dim\":%lld,\"largest\":%s,\"sorted\":%s", (long long)k, (long long)dim,
-	   largest ? "true" : "false", sorted ? "true" : "false");
-	c.ex->i[0] = k, c.ex->i[2] = largest, c.ex->i[3] = sorted;
-	if (!c.rc) {
-		int d = (int)(dim < 0 ? dim + self->ndim : dim);
-		c.ex->i[1] = d;
-		check(&c, d >= 0 && d < self->ndim, "dim %lld out of range", (long long)dim);
-		check(&c, !c.rc && k >= 0 && k <= self->dims[d], "k %lld outside [0, self.size(dim)]", (long long)k);
-		/* CANN 8.x: "sorted currently supports True only" */
-		check(&c, sorted, "sorted must be true");
-		check(&c, valuesOut->dtype == self->dtype, "valuesOut must have self's dtype");
-		check(&c, indicesOut->dtype == ACL_INT64, "indicesOut must be INT64");
-		int shp = valuesOut->ndim == self->ndim && indicesOut->ndim == self->ndim;
-		for (int i = 0; shp && i < self->ndim; i++)
-			shp = valuesOut->dims[i] == (i == d ? k : self->dims[i]) && indicesOut->dims[i] == valuesOut->dims[i];
-		check(&c, shp, "valuesOut and indicesOut must be self's shape with k along dim");
-	}
-	return call_end(&c, "aclnnTopk", workspaceSize, executor);
-}
-RUN(aclnnTopk)
-
-/* a scalar's value; non-finite values are traced as strings (JSON has no
- * infinities) */
-static int scalar_arg(call *c, const char *key, const aclScalar *v, double *out) {
-	int ok = v && v->magic == 0x5343414cU;
-	if (ok && isfinite(v->v)) tr(",\"%s\":%.17g", key, v->v);
-	else if (ok) tr(",\"%s\":\"%g\"", key, v->v);
-	*out = ok ? v->v : 0;
-	if (!c->rc && !ok) {
-		c->rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("%s: %s is not a scalar", c->fn, key);
-	}
-	return ok;
-}
-
-aclnnStatus aclnnGeScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
-                                          uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnGeScalarGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	scalar_arg(&c, "other", other, &c.ex->f[0]);
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	check(&c, out && out->dtype == ACL_BOOL, "out must be BOOL");
-	return call_end(&c, "aclnnGeScalar", workspaceSize, executor);
-}
-RUN(aclnnGeScalar)
-
-aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclTensor *mask,
-                                                         const aclScalar *value, uint64_t *workspaceSize,
-                                                         aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnInplaceMaskedFillScalarGetWorkspaceSize");
-	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
-	mask = arg(&c, "mask", mask, 1);
-	scalar_arg(&c, "value", value, &c.ex->f[0]);
-	check(&c, mask && mask->dtype == ACL_BOOL, "mask must be BOOL");
-	check(&c, broadcasts(mask, selfRef), "mask must broadcast to selfRef");
-	return call_end(&c, "aclnnInplaceMaskedFillScalar", workspaceSize, executor);
-}
-RUN(aclnnInplaceMaskedFillScalar)
 
 /* ---------------- control, for tests ---------------- */
 

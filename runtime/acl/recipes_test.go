@@ -156,8 +156,8 @@ func TestSWAMaskRecipe(t *testing.T) {
 	}
 }
 
-// TestArchOpsOnEmulatedCANN runs the newer architectures' ops through their
-// recipes: a prefill and three decode steps of the gemma3 and qwen3moe
+// TestArchOpsOnEmulatedCANN runs the ops of gemma3 (gelu, swa_mask) and of
+// mixture-of-experts routing through their recipes: a prefill and three decode steps of the gemma3 and qwen3moe
 // models on the emulator with graphs on, against the reference executor
 // (ggml's arithmetic), requiring that gelu, or the whole MoE routing (top_k,
 // get_rows of the probabilities, sum_rows, div, mul_mat_id), ran on the NPU

@@ -39,9 +39,9 @@
  * index outside its dimension (GatherV2, InplaceIndexCopy) is reported the
  * same way.
  *
- * Adding an operator: declare it in include/irtool_acl.h, give it a phase 1
- * in fakeacl.c that snapshots its arguments, and one function plus one row
- * of `table` here.
+ * Operators are grouped by family (norm, elementwise, reductions, matrix
+ * products, rows, rotary position embedding, attention), as fakeacl.c's
+ * phase 1 and the binding's recipes are. Adding one: README.md.
  */
 #include "fakeacl.h"
 
@@ -250,6 +250,47 @@ static aclDataType promote(aclDataType a, aclDataType b) {
 	return esize(a) >= esize(b) ? a : b;
 }
 
+/* ---------------- norm ---------------- */
+
+/* rms_norm over the trailing dims gamma covers; x2, when given, is added
+ * first (aclnnAddRmsNorm) and the sum written to xOut */
+static int rms(kctx *c, const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma, const aclTensor *y,
+               const aclTensor *rstd, const aclTensor *xOut, double eps) {
+	int nd = x1->ndim, g = gamma->ndim;
+	int64_t inner = numel(gamma), rows = numel(x1) / (inner ? inner : 1), lead[8], cc[8], gc[8];
+	for (int i = 0; i < nd; i++) lead[i] = i < nd - g ? x1->dims[i] : 1;
+	float *v = malloc(sizeof(float) * (size_t)(inner ? inner : 1));
+	for (int64_t r = 0; r < rows; r++) {
+		coords(r, lead, nd, cc);
+		float ss = 0;
+		for (int64_t j = 0; j < inner; j++) {
+			coords(j, gamma->dims, g, gc);
+			for (int i = 0; i < g; i++) cc[nd - g + i] = gc[i];
+			float a = (float)ld(x1, toff(x1, cc, nd));
+			if (x2) {
+				a = (float)round_to(x1->dtype, a + (float)ld(x2, toff(x2, cc, nd)));
+				st(xOut, toff(xOut, cc, nd), a);
+			}
+			v[j] = a;
+			ss += a * a;
+		}
+		float rs = 1.0f / sqrtf(ss / (float)inner + (float)eps);
+		for (int64_t j = 0; j < inner; j++) {
+			coords(j, gamma->dims, g, gc);
+			for (int i = 0; i < g; i++) cc[nd - g + i] = gc[i];
+			float w = (float)ld(gamma, toff(gamma, gc, g));
+			st(y, toff(y, cc, nd), round_to(y->dtype, v[j] * rs * w));
+		}
+		for (int i = 0; i < g; i++) cc[nd - g + i] = 0;
+		if (rstd->magic) st(rstd, toff(rstd, cc, nd), rs);
+	}
+	free(v);
+	return 0;
+}
+
+static int k_rms_norm(kctx *c) { return rms(c, T(0), NULL, T(1), T(2), T(3), NULL, c->e->f[0]); }
+static int k_add_rms_norm(kctx *c) { return rms(c, T(0), T(1), T(2), T(3), T(4), T(5), c->e->f[0]); }
+
 /* ---------------- elementwise ---------------- */
 
 enum { EW_MUL, EW_ADD, EW_DIV };
@@ -323,6 +364,80 @@ static int k_abs(kctx *c) { return ew_unary(c, T(0), T(1), UN_ABS); }
 static int k_round(kctx *c) { return ew_unary(c, T(0), T(1), UN_ROUND); }
 static int k_inplace_copy(kctx *c) { return ew_unary(c, T(1), T(0), UN_COPY); }
 
+/* aclnnSwiGlu: x split in halves a | b along dim, out = silu(a) * b */
+static int k_swiglu(kctx *c) {
+	const aclTensor *x = T(0), *out = T(1);
+	int nd = x->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]);
+	int64_t h = x->dims[d] / 2, n = numel(out), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, nd, cc);
+		float a = (float)ld(x, toff(x, cc, nd));
+		cc[d] += h;
+		float b = (float)ld(x, toff(x, cc, nd));
+		cc[d] -= h;
+		float s = (float)round_to(x->dtype, a / (1.0f + expf(-a)));
+		st(out, toff(out, cc, nd), round_to(out->dtype, s * b));
+	}
+	return 0;
+}
+
+/* aclnnCat: the list's tensors joined along dim */
+static int k_cat(kctx *c) {
+	const aclTensor *out = T(0);
+	int nd = out->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]);
+	int64_t base = 0, cc[8];
+	for (int k = 0; k < c->e->nl[0]; k++) {
+		const aclTensor *x = &c->e->l[0][k];
+		int64_t n = numel(x);
+		for (int64_t i = 0; i < n; i++) {
+			coords(i, x->dims, nd, cc);
+			double v = ld(x, toff(x, cc, nd));
+			cc[d] += base;
+			st(out, toff(out, cc, nd), v);
+		}
+		base += x->dims[d];
+	}
+	return 0;
+}
+
+/* aclnnGelu: out = 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))) (the CANN
+ * page's formula), computed in float32 and rounded once to out's dtype */
+static int k_gelu(kctx *c) {
+	const aclTensor *a = T(0), *out = T(1);
+	int64_t n = numel(out), cc[8];
+	const float s2pi = 0.79788456080286535588f;
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, out->ndim, cc);
+		float x = (float)ld(a, toff(a, cc, out->ndim));
+		float r = 0.5f * x * (1.0f + tanhf(s2pi * (x + 0.044715f * x * x * x)));
+		st(out, toff(out, cc, out->ndim), round_to(out->dtype, r));
+	}
+	return 0;
+}
+
+/* aclnnGeScalar: out = self >= other, BOOL */
+static int k_ge_scalar(kctx *c) {
+	const aclTensor *a = T(0), *out = T(1);
+	int64_t n = numel(out), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, out->dims, out->ndim, cc);
+		st(out, toff(out, cc, out->ndim), ld(a, toff(a, cc, out->ndim)) >= c->e->f[0]);
+	}
+	return 0;
+}
+
+/* aclnnInplaceMaskedFillScalar: selfRef = value where mask (broadcast) is
+ * true; the value converted to selfRef's dtype */
+static int k_masked_fill(kctx *c) {
+	const aclTensor *self = T(0), *mask = T(1);
+	int64_t n = numel(self), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, self->dims, self->ndim, cc);
+		if (ld(mask, toff(mask, cc, self->ndim)) != 0) st(self, toff(self, cc, self->ndim), c->e->f[0]);
+	}
+	return 0;
+}
+
 /* ---------------- reductions ---------------- */
 
 /* aclnnSoftmax along dim */
@@ -355,44 +470,87 @@ static int k_softmax(kctx *c) {
 	return 0;
 }
 
-/* rms_norm over the trailing dims gamma covers; x2, when given, is added
- * first (aclnnAddRmsNorm) and the sum written to xOut */
-static int rms(kctx *c, const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma, const aclTensor *y,
-               const aclTensor *rstd, const aclTensor *xOut, double eps) {
-	int nd = x1->ndim, g = gamma->ndim;
-	int64_t inner = numel(gamma), rows = numel(x1) / (inner ? inner : 1), lead[8], cc[8], gc[8];
-	for (int i = 0; i < nd; i++) lead[i] = i < nd - g ? x1->dims[i] : 1;
-	float *v = malloc(sizeof(float) * (size_t)(inner ? inner : 1));
-	for (int64_t r = 0; r < rows; r++) {
-		coords(r, lead, nd, cc);
-		float ss = 0;
-		for (int64_t j = 0; j < inner; j++) {
-			coords(j, gamma->dims, g, gc);
-			for (int i = 0; i < g; i++) cc[nd - g + i] = gc[i];
-			float a = (float)ld(x1, toff(x1, cc, nd));
-			if (x2) {
-				a = (float)round_to(x1->dtype, a + (float)ld(x2, toff(x2, cc, nd)));
-				st(xOut, toff(xOut, cc, nd), a);
-			}
-			v[j] = a;
-			ss += a * a;
-		}
-		float rs = 1.0f / sqrtf(ss / (float)inner + (float)eps);
-		for (int64_t j = 0; j < inner; j++) {
-			coords(j, gamma->dims, g, gc);
-			for (int i = 0; i < g; i++) cc[nd - g + i] = gc[i];
-			float w = (float)ld(gamma, toff(gamma, gc, g));
-			st(y, toff(y, cc, nd), round_to(y->dtype, v[j] * rs * w));
-		}
-		for (int i = 0; i < g; i++) cc[nd - g + i] = 0;
-		if (rstd->magic) st(rstd, toff(rstd, cc, nd), rs);
+/* aclnnReduceSum: out = the sum of self over the dims listed in the
+ * executor (i[0] of them in i[1..]), in float32 and index order */
+static int reduce(kctx *c, int isMax) {
+	const aclTensor *x = T(0), *out = T(1);
+	int nd = x->ndim, nred = (int)c->e->i[0];
+	int red[8] = {0};
+	for (int k = 0; k < nred; k++) red[c->e->i[1 + k]] = 1;
+	int64_t kept[8], inner[8], n = 1, m = 1, cc[8], ic[8], oc[8];
+	for (int i = 0; i < nd; i++) {
+		kept[i] = red[i] ? 1 : x->dims[i];
+		inner[i] = red[i] ? x->dims[i] : 1;
+		n *= kept[i];
+		m *= inner[i];
 	}
-	free(v);
+	for (int64_t o = 0; o < n; o++) {
+		coords(o, kept, nd, cc);
+		float acc = isMax ? -INFINITY : 0;
+		for (int64_t j = 0; j < m; j++) {
+			coords(j, inner, nd, ic);
+			int64_t xc[8];
+			for (int i = 0; i < nd; i++) xc[i] = red[i] ? ic[i] : cc[i];
+			float v = (float)ld(x, toff(x, xc, nd));
+			if (!isMax) acc += v;
+			else if (v > acc || isnan(v)) acc = v; /* NaN propagates, as torch.amax */
+		}
+		/* out's coordinates: the kept dims, reduced ones as 0 or gone */
+		int no = 0;
+		for (int i = 0; i < nd; i++) {
+			if (!red[i]) oc[no++] = cc[i];
+			else if (c->e->i[9]) oc[no++] = 0;
+		}
+		st(out, toff(out, oc, out->ndim), round_to(out->dtype, acc));
+	}
 	return 0;
 }
 
-static int k_rms_norm(kctx *c) { return rms(c, T(0), NULL, T(1), T(2), T(3), NULL, c->e->f[0]); }
-static int k_add_rms_norm(kctx *c) { return rms(c, T(0), T(1), T(2), T(3), T(4), T(5), c->e->f[0]); }
+static int k_reduce_sum(kctx *c) { return reduce(c, 0); }
+
+/* aclnnAmax: the maximum over the dims of the executor, NaN propagating */
+static int k_amax(kctx *c) { return reduce(c, 1); }
+
+/* aclnnTopk (largest, sorted): the k largest values along dim in descending
+ * order and their INT64 indices. CANN does not document the order of equal
+ * values; the emulator puts the lower index first. NaN is not ordered here. */
+static int k_topk(kctx *c) {
+	const aclTensor *x = T(0), *vals = T(1), *idx = T(2);
+	int nd = x->ndim, d = (int)c->e->i[1], largest = c->e->i[2] != 0;
+	int64_t k = c->e->i[0], len = x->dims[d], outer[8], cc[8];
+	memcpy(outer, x->dims, sizeof outer);
+	outer[d] = 1;
+	int64_t rows = numel(x) / (len ? len : 1);
+	double *v = malloc(sizeof(double) * (size_t)(len ? len : 1));
+	int64_t *ord = malloc(sizeof(int64_t) * (size_t)(len ? len : 1));
+	for (int64_t r = 0; r < rows; r++) {
+		coords(r, outer, nd, cc);
+		for (int64_t j = 0; j < len; j++) {
+			cc[d] = j;
+			v[j] = ld(x, toff(x, cc, nd));
+			ord[j] = j;
+		}
+		/* selection of the first k, stable */
+		for (int64_t a = 0; a < k; a++) {
+			int64_t best = a;
+			for (int64_t b = a + 1; b < len; b++) {
+				double vb = v[ord[b]], vbest = v[ord[best]];
+				if (largest ? vb > vbest : vb < vbest) best = b;
+			}
+			int64_t t = ord[best];
+			for (int64_t b = best; b > a; b--) ord[b] = ord[b - 1];
+			ord[a] = t;
+		}
+		for (int64_t a = 0; a < k; a++) {
+			cc[d] = a;
+			st(vals, toff(vals, cc, nd), v[ord[a]]);
+			st(idx, toff(idx, cc, nd), (double)ord[a]);
+		}
+	}
+	free(v);
+	free(ord);
+	return 0;
+}
 
 /* ---------------- matrix products ---------------- */
 
@@ -497,40 +655,7 @@ static int k_wqbmm(kctx *c) {
 	return 0;
 }
 
-/* ---------------- position embedding, gather, scatter ---------------- */
-
-/* aclnnRotaryPositionEmbedding: y = x·cos + rotate(x)·sin over the last dim;
- * mode 0 half, 1 interleave, 2 quarter */
-static int k_rope(kctx *c) {
-	const aclTensor *x = T(0), *cs = T(1), *sn = T(2), *out = T(3);
-	int mode = (int)c->e->i[0];
-	if (mode == 3) {
-		fake_set_err("aclnnRotaryPositionEmbedding: mode 3 (interleave-half) is not emulated");
-		return ACLNN_ERR_PARAM_INVALID;
-	}
-	int64_t D = x->dims[3], n = numel(x), cc[8], rc[8];
-	for (int64_t i = 0; i < n; i++) {
-		coords(i, x->dims, 4, cc);
-		int64_t d = cc[3], j;
-		float sign;
-		switch (mode) {
-		case 0: j = d < D / 2 ? d + D / 2 : d - D / 2; sign = d < D / 2 ? -1.0f : 1.0f; break;
-		case 1: j = d ^ 1; sign = (d & 1) ? 1.0f : -1.0f; break;
-		default: {
-			int64_t q = D / 4, blk = d / q;
-			j = (blk & 1) ? d - q : d + q;
-			sign = (blk & 1) ? 1.0f : -1.0f;
-		}
-		}
-		memcpy(rc, cc, sizeof rc);
-		rc[3] = j;
-		float xv = (float)ld(x, toff(x, cc, 4)), rv = sign * (float)ld(x, toff(x, rc, 4));
-		float co = (float)ld(cs, toff(cs, cc, 4)), si = (float)ld(sn, toff(sn, cc, 4));
-		float a = xv * co, b = rv * si;
-		st(out, toff(out, cc, 4), round_to(out->dtype, a + b));
-	}
-	return 0;
-}
+/* ---------------- rows: gather and scatter ---------------- */
 
 static int index_at(kctx *c, const aclTensor *idx, int64_t i, int64_t limit, int64_t *v) {
 	*v = (int64_t)ld(idx, idx->ndim == 0 ? idx->offset : idx->offset + i * idx->strides[0]);
@@ -587,38 +712,37 @@ static int k_gather(kctx *c) {
 	return 0;
 }
 
-/* aclnnSwiGlu: x split in halves a | b along dim, out = silu(a) * b */
-static int k_swiglu(kctx *c) {
-	const aclTensor *x = T(0), *out = T(1);
-	int nd = x->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]);
-	int64_t h = x->dims[d] / 2, n = numel(out), cc[8];
-	for (int64_t i = 0; i < n; i++) {
-		coords(i, out->dims, nd, cc);
-		float a = (float)ld(x, toff(x, cc, nd));
-		cc[d] += h;
-		float b = (float)ld(x, toff(x, cc, nd));
-		cc[d] -= h;
-		float s = (float)round_to(x->dtype, a / (1.0f + expf(-a)));
-		st(out, toff(out, cc, nd), round_to(out->dtype, s * b));
-	}
-	return 0;
-}
+/* ---------------- rotary position embedding ---------------- */
 
-/* aclnnCat: the list's tensors joined along dim */
-static int k_cat(kctx *c) {
-	const aclTensor *out = T(0);
-	int nd = out->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]);
-	int64_t base = 0, cc[8];
-	for (int k = 0; k < c->e->nl[0]; k++) {
-		const aclTensor *x = &c->e->l[0][k];
-		int64_t n = numel(x);
-		for (int64_t i = 0; i < n; i++) {
-			coords(i, x->dims, nd, cc);
-			double v = ld(x, toff(x, cc, nd));
-			cc[d] += base;
-			st(out, toff(out, cc, nd), v);
+/* aclnnRotaryPositionEmbedding: y = x·cos + rotate(x)·sin over the last dim;
+ * mode 0 half, 1 interleave, 2 quarter */
+static int k_rope(kctx *c) {
+	const aclTensor *x = T(0), *cs = T(1), *sn = T(2), *out = T(3);
+	int mode = (int)c->e->i[0];
+	if (mode == 3) {
+		fake_set_err("aclnnRotaryPositionEmbedding: mode 3 (interleave-half) is not emulated");
+		return ACLNN_ERR_PARAM_INVALID;
+	}
+	int64_t D = x->dims[3], n = numel(x), cc[8], rc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, x->dims, 4, cc);
+		int64_t d = cc[3], j;
+		float sign;
+		switch (mode) {
+		case 0: j = d < D / 2 ? d + D / 2 : d - D / 2; sign = d < D / 2 ? -1.0f : 1.0f; break;
+		case 1: j = d ^ 1; sign = (d & 1) ? 1.0f : -1.0f; break;
+		default: {
+			int64_t q = D / 4, blk = d / q;
+			j = (blk & 1) ? d - q : d + q;
+			sign = (blk & 1) ? 1.0f : -1.0f;
 		}
-		base += x->dims[d];
+		}
+		memcpy(rc, cc, sizeof rc);
+		rc[3] = j;
+		float xv = (float)ld(x, toff(x, cc, 4)), rv = sign * (float)ld(x, toff(x, rc, 4));
+		float co = (float)ld(cs, toff(cs, cc, 4)), si = (float)ld(sn, toff(sn, cc, 4));
+		float a = xv * co, b = rv * si;
+		st(out, toff(out, cc, 4), round_to(out->dtype, a + b));
 	}
 	return 0;
 }
@@ -736,166 +860,51 @@ static int k_fia(kctx *c) {
 	return 0;
 }
 
-/* ---------------- operators of the newer architectures ---------------- */
-
-/* aclnnGelu: out = 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))) (the CANN
- * page's formula), computed in float32 and rounded once to out's dtype */
-static int k_gelu(kctx *c) {
-	const aclTensor *a = T(0), *out = T(1);
-	int64_t n = numel(out), cc[8];
-	const float s2pi = 0.79788456080286535588f;
-	for (int64_t i = 0; i < n; i++) {
-		coords(i, out->dims, out->ndim, cc);
-		float x = (float)ld(a, toff(a, cc, out->ndim));
-		float r = 0.5f * x * (1.0f + tanhf(s2pi * (x + 0.044715f * x * x * x)));
-		st(out, toff(out, cc, out->ndim), round_to(out->dtype, r));
-	}
-	return 0;
-}
-
-/* aclnnReduceSum: out = the sum of self over the dims listed in the
- * executor (i[0] of them in i[1..]), in float32 and index order */
-static int reduce(kctx *c, int isMax) {
-	const aclTensor *x = T(0), *out = T(1);
-	int nd = x->ndim, nred = (int)c->e->i[0];
-	int red[8] = {0};
-	for (int k = 0; k < nred; k++) red[c->e->i[1 + k]] = 1;
-	int64_t kept[8], inner[8], n = 1, m = 1, cc[8], ic[8], oc[8];
-	for (int i = 0; i < nd; i++) {
-		kept[i] = red[i] ? 1 : x->dims[i];
-		inner[i] = red[i] ? x->dims[i] : 1;
-		n *= kept[i];
-		m *= inner[i];
-	}
-	for (int64_t o = 0; o < n; o++) {
-		coords(o, kept, nd, cc);
-		float acc = isMax ? -INFINITY : 0;
-		for (int64_t j = 0; j < m; j++) {
-			coords(j, inner, nd, ic);
-			int64_t xc[8];
-			for (int i = 0; i < nd; i++) xc[i] = red[i] ? ic[i] : cc[i];
-			float v = (float)ld(x, toff(x, xc, nd));
-			if (!isMax) acc += v;
-			else if (v > acc || isnan(v)) acc = v; /* NaN propagates, as torch.amax */
-		}
-		/* out's coordinates: the kept dims, reduced ones as 0 or gone */
-		int no = 0;
-		for (int i = 0; i < nd; i++) {
-			if (!red[i]) oc[no++] = cc[i];
-			else if (c->e->i[9]) oc[no++] = 0;
-		}
-		st(out, toff(out, oc, out->ndim), round_to(out->dtype, acc));
-	}
-	return 0;
-}
-
-static int k_reduce_sum(kctx *c) { return reduce(c, 0); }
-
-/* aclnnAmax: the maximum over the dims of the executor, NaN propagating */
-static int k_amax(kctx *c) { return reduce(c, 1); }
-
-/* aclnnTopk (largest, sorted): the k largest values along dim in descending
- * order and their INT64 indices. CANN does not document the order of equal
- * values; the emulator puts the lower index first. NaN is not ordered here. */
-static int k_topk(kctx *c) {
-	const aclTensor *x = T(0), *vals = T(1), *idx = T(2);
-	int nd = x->ndim, d = (int)c->e->i[1], largest = c->e->i[2] != 0;
-	int64_t k = c->e->i[0], len = x->dims[d], outer[8], cc[8];
-	memcpy(outer, x->dims, sizeof outer);
-	outer[d] = 1;
-	int64_t rows = numel(x) / (len ? len : 1);
-	double *v = malloc(sizeof(double) * (size_t)(len ? len : 1));
-	int64_t *ord = malloc(sizeof(int64_t) * (size_t)(len ? len : 1));
-	for (int64_t r = 0; r < rows; r++) {
-		coords(r, outer, nd, cc);
-		for (int64_t j = 0; j < len; j++) {
-			cc[d] = j;
-			v[j] = ld(x, toff(x, cc, nd));
-			ord[j] = j;
-		}
-		/* selection of the first k, stable */
-		for (int64_t a = 0; a < k; a++) {
-			int64_t best = a;
-			for (int64_t b = a + 1; b < len; b++) {
-				double vb = v[ord[b]], vbest = v[ord[best]];
-				if (largest ? vb > vbest : vb < vbest) best = b;
-			}
-			int64_t t = ord[best];
-			for (int64_t b = best; b > a; b--) ord[b] = ord[b - 1];
-			ord[a] = t;
-		}
-		for (int64_t a = 0; a < k; a++) {
-			cc[d] = a;
-			st(vals, toff(vals, cc, nd), v[ord[a]]);
-			st(idx, toff(idx, cc, nd), (double)ord[a]);
-		}
-	}
-	free(v);
-	free(ord);
-	return 0;
-}
-
-/* aclnnGeScalar: out = self >= other, BOOL */
-static int k_ge_scalar(kctx *c) {
-	const aclTensor *a = T(0), *out = T(1);
-	int64_t n = numel(out), cc[8];
-	for (int64_t i = 0; i < n; i++) {
-		coords(i, out->dims, out->ndim, cc);
-		st(out, toff(out, cc, out->ndim), ld(a, toff(a, cc, out->ndim)) >= c->e->f[0]);
-	}
-	return 0;
-}
-
-/* aclnnInplaceMaskedFillScalar: selfRef = value where mask (broadcast) is
- * true; the value converted to selfRef's dtype */
-static int k_masked_fill(kctx *c) {
-	const aclTensor *self = T(0), *mask = T(1);
-	int64_t n = numel(self), cc[8];
-	for (int64_t i = 0; i < n; i++) {
-		coords(i, self->dims, self->ndim, cc);
-		if (ld(mask, toff(mask, cc, self->ndim)) != 0) st(self, toff(self, cc, self->ndim), c->e->f[0]);
-	}
-	return 0;
-}
-
 /* ---------------- the table ---------------- */
 
 static const struct kdef {
 	const char *op;
 	int (*fn)(kctx *);
 } table[] = {
+    /* norm */
     {"aclnnRmsNorm", k_rms_norm},
     {"aclnnAddRmsNorm", k_add_rms_norm},
+    /* elementwise */
     {"aclnnMul", k_mul},
     {"aclnnInplaceMul", k_inplace_mul},
     {"aclnnMuls", k_muls},
     {"aclnnAdd", k_add},
     {"aclnnInplaceAdd", k_inplace_add},
     {"aclnnDiv", k_div},
-    {"aclnnMatmul", k_matmul},
-    {"aclnnMm", k_matmul},
-    {"aclnnBatchMatMul", k_matmul},
-    {"aclnnWeightQuantBatchMatmulV2", k_wqbmm},
-    {"aclnnRotaryPositionEmbedding", k_rope},
-    {"aclnnSoftmax", k_softmax},
     {"aclnnSilu", k_silu},
     {"aclnnCos", k_cos},
     {"aclnnSin", k_sin},
     {"aclnnSwiGlu", k_swiglu},
+    {"aclnnGelu", k_gelu},
+    {"aclnnAbs", k_abs},
+    {"aclnnRound", k_round},
     {"aclnnCast", k_cast},
     {"aclnnInplaceCopy", k_inplace_copy},
-    {"aclnnInplaceIndexCopy", k_index_copy},
-    {"aclnnGatherV2", k_gather},
-    {"aclnnCat", k_cat},
-    {"aclnnFusedInferAttentionScoreV2", k_fia},
-    {"aclnnGelu", k_gelu},
-    {"aclnnReduceSum", k_reduce_sum},
-    {"aclnnTopk", k_topk},
     {"aclnnGeScalar", k_ge_scalar},
     {"aclnnInplaceMaskedFillScalar", k_masked_fill},
-    {"aclnnAbs", k_abs},
+    {"aclnnCat", k_cat},
+    /* reductions */
+    {"aclnnSoftmax", k_softmax},
+    {"aclnnReduceSum", k_reduce_sum},
     {"aclnnAmax", k_amax},
-    {"aclnnRound", k_round},
+    {"aclnnTopk", k_topk},
+    /* matrix products */
+    {"aclnnMatmul", k_matmul},
+    {"aclnnMm", k_matmul},
+    {"aclnnBatchMatMul", k_matmul},
+    {"aclnnWeightQuantBatchMatmulV2", k_wqbmm},
+    /* rows: gather and scatter */
+    {"aclnnGatherV2", k_gather},
+    {"aclnnInplaceIndexCopy", k_index_copy},
+    /* rotary position embedding */
+    {"aclnnRotaryPositionEmbedding", k_rope},
+    /* attention */
+    {"aclnnFusedInferAttentionScoreV2", k_fia},
 };
 
 static const struct kdef *find(const char *op) {

@@ -1,5 +1,5 @@
 /*
- * selftest.c: checks operators of the CANN emulator (testdata/fakeacl)
+ * selftest.c: checks operators of the CANN emulator (runtime/acl/fakeacl)
  * against their documented formulas, through the public C API only, as a
  * CANN application would call them. Built and run by TestEmulatorOperators
  * (runtime/acl/emulator_test.go): `selftest` prints one line per check and

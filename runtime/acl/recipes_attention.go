@@ -1,0 +1,234 @@
+//go:build cann
+
+package acl
+
+/*
+#include "binding.h"
+*/
+import "C"
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/runtime/device"
+)
+
+// The attention family: attention (by matmuls and softmax, or fused) and
+// swa_mask (the table of recipes.go lists their calls).
+
+// bsnd is a ggml view whose dims 0..2 are (D, S, N) in some order as a
+// BSND aclTensor: perm gives, for S, N and D, the ggml dim holding it.
+func bsnd(t device.TensorDesc, s, n, d int) ([]int64, []int64, bool) {
+	es := t.DType.TypeSize()
+	if t.Ne[3] != 1 || es <= 0 {
+		return nil, nil, false
+	}
+	for _, i := range []int{s, n, d} {
+		if t.Nb[i]%es != 0 {
+			return nil, nil, false
+		}
+	}
+	return []int64{1, t.Ne[s], t.Ne[n], t.Ne[d]}, []int64{t.Nb[3] / es, t.Nb[s] / es, t.Nb[n] / es, t.Nb[d] / es}, true
+}
+
+// attention(q, k, v, mask?){scale, max_bias}: q [D, T, H, 1], k [D, KV,
+// Hkv, 1], v [KV, Dv, Hkv, 1] (the transposed V view), mask [KV, T', 1, 1]
+// with T' ≥ T; out f32 [Dv·H, T, 1, 1].
+//
+// By default it runs as ggml-cann runs llama.cpp's attention with flash
+// attention off, which is also the arithmetic of ggml-cpu: q cast to f16,
+// scores = q16 · k16 with f32 results (aclnnMatmul, the KV-head groups
+// broadcast over their query heads), aclnnMuls by the scale, aclnnAdd of
+// the mask, aclnnSoftmax, the probabilities cast to f16, and out = p16 ·
+// v16 with f32 results written straight into the output's
+// [Dv·H, T] layout. Options.FlashAttention selects
+// aclnnFusedInferAttentionScoreV2 instead (ggml-cann's -fa path), whose
+// output is f16 (docs/LOWERING.md says what that costs in precision).
+func attention(b *builder) error {
+	if b.d.opts.FlashAttention {
+		return fusedAttention(b)
+	}
+	return matmulAttention(b)
+}
+
+func matmulAttention(b *builder) error {
+	q, k, v, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
+	if mb := b.attrF("max_bias", 0); mb != 0 {
+		return b.unsupported("attention with ALiBi (max_bias %g) is not bound", mb)
+	}
+	D, T, H := q.Ne[0], q.Ne[1], q.Ne[2]
+	KV, Hkv, Dv := k.Ne[1], k.Ne[2], v.Ne[1]
+	switch {
+	case k.DType != ir.F16 || v.DType != ir.F16 || q.DType != ir.F32 || out.DType != ir.F32:
+		return b.unsupported("attention of %s q over %s/%s K/V: f32 q, f16 K and V", q.DType, k.DType, v.DType)
+	case k.Ne[0] != D || v.Ne[0] != KV || v.Ne[2] != Hkv || Hkv == 0 || H%Hkv != 0 || out.Ne[0] != Dv*H || out.Ne[1] != T || q.Ne[3] != 1 || out.Nb[0] != 4:
+		return b.unsupported("attention of q %v, k %v, v %v into %v", q.Ne, k.Ne, v.Ne, out.Ne)
+	}
+	for _, t := range []device.TensorDesc{q, k, v} {
+		if t.Nb[0]%t.DType.TypeSize() != 0 || t.Nb[1]%t.DType.TypeSize() != 0 || t.Nb[2]%t.DType.TypeSize() != 0 {
+			return b.unsupported("attention operand with strides %v", t.Nb)
+		}
+	}
+	r := H / Hkv
+	e := func(t device.TensorDesc, i int) int64 { return t.Nb[i] / t.DType.TypeSize() }
+	// q → f16 [Hkv, r, T, D], contiguous, in the planned workspace.
+	q16 := b.temp("f16 query", 2*H*T*D, 32)
+	qin := b.tensor(C.ACL_FLOAT, []int64{H, T, D}, []int64{e(q, 2), e(q, 1), e(q, 0)}, 0, q.Addr)
+	b.cast(qin, b.tensor(C.ACL_FLOAT16, []int64{H, T, D}, []int64{T * D, D, 1}, 0, q16), C.ACL_FLOAT16)
+
+	// Scores and probabilities in device scratch shared by the attention
+	// kernels of this shape (each writes it before reading it).
+	n := H * T * KV
+	scratch := b.buffer(fmt.Sprintf("attention scores[%d,%d,%d]", H, T, KV), 4*n+4*n+2*n)
+	s1, s2, p16 := scratch, scratch+device.Ptr(4*n), scratch+device.Ptr(8*n)
+	sShape := []int64{Hkv, r, T, KV}
+	sStrides := contiguous(sShape)
+	view := func(dt C.int, p device.Ptr) C.uintptr_t { return b.tensor(dt, sShape, sStrides, 0, p) }
+
+	qt := b.tensor(C.ACL_FLOAT16, []int64{Hkv, r, T, D}, []int64{r * T * D, T * D, D, 1}, 0, q16)
+	kt := b.tensor(C.ACL_FLOAT16, []int64{Hkv, 1, D, KV}, []int64{e(k, 2), 0, e(k, 0), e(k, 1)}, 0, k.Addr)
+	b.matmul(C.IRT_MATMUL, qt, kt, view(C.ACL_FLOAT, s1))
+	b.muls(view(C.ACL_FLOAT, s1), view(C.ACL_FLOAT, s2), float32(b.attrF("scale", 1)))
+	cur, free := s2, s1
+	if len(b.k.Inputs) > 3 {
+		m := b.k.Inputs[3]
+		if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) || (m.DType != ir.F32 && m.DType != ir.F16) {
+			return b.fail(device.ACLErrParamInvalid, "mask %s %v does not cover %d rows of %d keys", m.DType, m.Ne, T, KV)
+		}
+		md, _ := aclDType(m.DType)
+		mt := b.tensor(md, []int64{1, 1, T, KV}, []int64{0, 0, e(m, 1), e(m, 0)}, 0, m.Addr)
+		b.add(view(C.ACL_FLOAT, s2), mt, view(C.ACL_FLOAT, s1), 1)
+		cur, free = s1, s2
+	}
+	b.withDim(C.IRT_SOFTMAX, 3, view(C.ACL_FLOAT, cur), view(C.ACL_FLOAT, free))
+	b.cast(view(C.ACL_FLOAT, free), view(C.ACL_FLOAT16, p16), C.ACL_FLOAT16)
+	pt := view(C.ACL_FLOAT16, p16)
+	vt := b.tensor(C.ACL_FLOAT16, []int64{Hkv, 1, KV, Dv}, []int64{e(v, 2), 0, e(v, 0), e(v, 1)}, 0, v.Addr)
+	b.matmul(C.IRT_MATMUL, pt, vt, b.tensor(C.ACL_FLOAT, []int64{Hkv, r, T, Dv}, []int64{r * Dv, Dv, out.Nb[1] / 4, 1}, 0, out.Addr))
+	return b.err
+}
+
+// fusedAttention is attention through aclnnFusedInferAttentionScoreV2.
+func fusedAttention(b *builder) error {
+	q, k, v, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
+	if mb := b.attrF("max_bias", 0); mb != 0 {
+		return b.unsupported("attention with ALiBi (max_bias %g) is not bound", mb)
+	}
+	D, T, H := q.Ne[0], q.Ne[1], q.Ne[2]
+	KV, Hkv := k.Ne[1], k.Ne[2]
+	if k.DType != ir.F16 || v.DType != ir.F16 {
+		return b.unsupported("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 reads f16 caches", k.DType, v.DType)
+	}
+	if k.Ne[0] != D || v.Ne[1] != D || v.Ne[0] != KV || v.Ne[2] != Hkv || Hkv == 0 || H%Hkv != 0 || out.Ne[0] != D*H || out.Ne[1] != T {
+		return b.unsupported("attention of q %v, k %v, v %v into %v", q.Ne, k.Ne, v.Ne, out.Ne)
+	}
+	// q → f16, BSND, contiguous (the operator takes no strided query).
+	qs, qst, ok := bsnd(q, 1, 2, 0)
+	if !ok || q.DType != ir.F32 {
+		return b.unsupported("query %s %v", q.DType, q.Nb)
+	}
+	qin := b.tensor(C.ACL_FLOAT, qs, qst, 0, q.Addr)
+	q16 := b.temp("f16 query", 2*T*H*D, 32)
+	o16 := b.temp("f16 output", 2*T*H*D, 32)
+	qshape := []int64{1, T, H, D}
+	bsnd16 := func(p device.Ptr) C.uintptr_t { return b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, p) }
+	b.cast(qin, bsnd16(q16), C.ACL_FLOAT16)
+
+	ks, kst, ok1 := bsnd(k, 1, 2, 0)
+	vs, vst, ok2 := bsnd(v, 0, 2, 1)
+	if !ok1 || !ok2 {
+		return b.unsupported("K/V views with strides %v / %v", k.Nb, v.Nb)
+	}
+	kt := b.tensor(C.ACL_FLOAT16, ks, kst, 0, k.Addr)
+	vt := b.tensor(C.ACL_FLOAT16, vs, vst, 0, v.Addr)
+	var pse C.uintptr_t
+	if len(b.k.Inputs) > 3 {
+		if pse = b.pseShift(b.k.Inputs[3], H, T, KV); pse == 0 {
+			return b.err
+		}
+	}
+	kl, vl := b.tensorList(kt), b.tensorList(vt)
+	o16t := bsnd16(o16)
+	a := tensors(bsnd16(q16), pse, 0, o16t)
+	a.l[0], a.l[1] = kl, vl
+	a.f[0] = C.double(b.attrF("scale", 1))
+	a.i[0] = C.int64_t(H)
+	a.i[1], a.i[2] = 65535, 65535
+	a.i[3] = C.int64_t(Hkv)
+	a.i[4] = 0
+	if T > 1 {
+		a.i[5] = 2 // innerPrecise 2 for S > 1, 0 for S == 1, as ggml-cann
+	}
+	for i, ch := range "BSND" {
+		a.layout[i] = C.char(ch)
+	}
+	b.call(C.IRT_FIA, a)
+	o16in := bsnd16(o16)
+	b.cast(o16in, b.tensor(C.ACL_FLOAT, qshape, []int64{T * out.Nb[1] / 4, out.Nb[1] / 4, D, 1}, 0, out.Addr), C.ACL_FLOAT)
+	return b.err
+}
+
+// pseShift is the mask m of a fused attention as its pse shift: one row
+// per query, the same for every head (head stride 0), as ggml-cann passes
+// it; an f32 mask is cast to f16 into scratch first. 0 after an error.
+func (b *builder) pseShift(m device.TensorDesc, H, T, KV int64) C.uintptr_t {
+	if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) {
+		b.fail(device.ACLErrParamInvalid, "mask %v does not cover %d rows of %d keys", m.Ne, T, KV)
+		return 0
+	}
+	maddr, rowStride := m.Addr, m.Nb[1]/2
+	if m.DType == ir.F32 {
+		scratch := b.buffer(fmt.Sprintf("mask_f16@%#x[%d,%d]", uint64(m.Addr), KV, T), 2*KV*T)
+		min := b.tensor(C.ACL_FLOAT, []int64{T, KV}, []int64{m.Nb[1] / 4, 1}, 0, m.Addr)
+		b.cast(min, b.tensor(C.ACL_FLOAT16, []int64{T, KV}, []int64{KV, 1}, 0, scratch), C.ACL_FLOAT16)
+		maddr, rowStride = scratch, KV
+	} else if m.DType != ir.F16 {
+		b.unsupported("a %s mask", m.DType)
+		return 0
+	}
+	return b.tensor(C.ACL_FLOAT16, []int64{1, H, T, KV}, []int64{0, 0, rowStride, 1}, 0, maddr)
+}
+
+// swaMask: out = mask, with −inf where token r (at position pos[r]) and KV
+// cell c (holding position c, the session's KV layout) are window or more
+// apart: pos[r] − (c + window) ≥ 0. Rows past the tokens (the mask's
+// padding) are copied unchanged, as the CPU kernel does.
+func swaMask(b *builder) error {
+	mask, pos, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
+	w := b.attrI("window", 0)
+	nKV, R, T := mask.Ne[0], mask.Ne[1], pos.Ne[0]
+	switch {
+	case w < 1:
+		return b.fail(device.ACLErrParamInvalid, "swa_mask window %d", w)
+	case mask.DType != ir.F32 || out.DType != ir.F32 || pos.DType != ir.I32 || !rows2D(mask) || out.Ne != mask.Ne ||
+		!rows2D(pos) || pos.Ne[1] != 1 || T > R || mask.Nb[0] != 4 || out.Nb[0] != 4:
+		return b.unsupported("swa_mask of %s %v at %s %v", mask.DType, mask.Ne, pos.DType, pos.Ne)
+	case nKV+w >= 1<<24:
+		return b.unsupported("swa_mask over %d cells with window %d: positions beyond f32's exact integers", nKV, w)
+	}
+	cells := make([]byte, 4*nKV)
+	for c := range nKV {
+		binary.LittleEndian.PutUint32(cells[4*c:], math.Float32bits(float32(c+w)))
+	}
+	tab := b.table(fmt.Sprintf("swa cell+window f32[%d]+%d", nKV, w), cells)
+	pf := b.temp("f32 positions", 4*T, 32)
+	dist := b.temp("position distances", 4*T*nKV, 32)
+	far := b.temp("outside the window", T*nKV, 32)
+	column := func(dt C.int, p device.Ptr) C.uintptr_t { return b.tensor(dt, []int64{T, 1}, []int64{1, 1}, 0, p) }
+	grid := func(dt C.int, p device.Ptr) C.uintptr_t { return b.tensor(dt, []int64{T, nKV}, []int64{nKV, 1}, 0, p) }
+	b.cast(column(C.ACL_INT32, pos.Addr), column(C.ACL_FLOAT, pf), C.ACL_FLOAT)
+	pin := column(C.ACL_FLOAT, pf)
+	ct := b.tensor(C.ACL_FLOAT, []int64{1, nKV}, []int64{nKV, 1}, 0, tab)
+	b.add(pin, ct, grid(C.ACL_FLOAT, dist), -1)
+	b.geScalar(grid(C.ACL_FLOAT, dist), grid(C.ACL_BOOL, far), 0)
+	if out.Addr != mask.Addr || out.Nb != mask.Nb {
+		ot := b.tensor(C.ACL_FLOAT, []int64{R, nKV}, []int64{out.Nb[1] / 4, 1}, 0, out.Addr)
+		b.op(C.IRT_INPLACECOPY, ot, b.tensor(C.ACL_FLOAT, []int64{R, nKV}, []int64{mask.Nb[1] / 4, 1}, 0, mask.Addr))
+	}
+	orows := b.tensor(C.ACL_FLOAT, []int64{T, nKV}, []int64{out.Nb[1] / 4, 1}, 0, out.Addr)
+	b.maskedFill(orows, grid(C.ACL_BOOL, far), float32(math.Inf(-1)))
+	return b.err
+}

@@ -1,0 +1,276 @@
+//go:build cann
+
+package acl
+
+/*
+#include "binding.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/runtime/device"
+)
+
+// The matmul family: mul_mat (f32, f16, and q8_0/q4_0 by either
+// arithmetic of Options.QuantMatmul) and mul_mat_add (the table of
+// recipes.go lists their calls).
+
+// mulMat: ggml's mul_mat(a, b) is out[n, m] = Σ_k a[k, n]·b[k, m] per
+// batch, with a's batches broadcast over b's by repetition (GQA: b batch i
+// reads a batch i / r). In ACL order that is out = b @ aᵀ, aᵀ being a
+// strided view of a.
+func mulMat(b *builder) error {
+	a, x, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
+	if !rows2D(a) && a.DType.Quantized() {
+		return b.unsupported("%s mul_mat with a batched weight %v", a.DType, a.Ne)
+	}
+	if a.DType == ir.Q8_0 || a.DType == ir.Q4_0 {
+		if b.d.quantMode() == QuantMatmulGGML {
+			return quantMulMatGGML(b, a, x, out)
+		}
+		return quantMulMat(b, a, x, out)
+	}
+	as, ast, ok1 := aclOrder(a)
+	xs, xst, ok2 := aclOrder(x)
+	os, ost, ok3 := aclOrder(out)
+	ad, okA := aclDType(a.DType)
+	xd, okX := aclDType(x.DType)
+	od, okO := aclDType(out.DType)
+	if !ok1 || !ok2 || !ok3 || !okA || !okX || !okO {
+		return b.unsupported("mul_mat of %s by %s", a.DType, x.DType)
+	}
+	// ggml multiplies an f16 matrix by f32 activations in f16: the
+	// activations are converted to f16 (ggml-cpu's vec_dot_type of F16) and
+	// the products accumulated in f32. The recipe does the same with
+	// aclnnCast into device scratch and an f16 × f16 product with an f32
+	// result, which aclnnMatmul allows; multiplying the f32 activations
+	// directly would be more precise than the reference and so differ from
+	// it.
+	xAddr := x.Addr
+	if a.DType == ir.F16 && x.DType == ir.F32 {
+		n := prod(xs)
+		scratch := b.buffer(fmt.Sprintf("f16 activations[%d]", n), 2*n)
+		st := contiguous(xs)
+		b.cast(b.tensor(C.ACL_FLOAT, xs, xst, 0, x.Addr), b.tensor(C.ACL_FLOAT16, xs, st, 0, scratch), C.ACL_FLOAT16)
+		xst, xd, xAddr = st, C.ACL_FLOAT16, scratch
+	}
+	// Transposed weight: [.., N, K] -> [.., K, N].
+	ats := []int64{as[0], as[1], as[3], as[2]}
+	atst := []int64{ast[0], ast[1], ast[3], ast[2]}
+	B3, B2, B3a, B2a := xs[0], xs[1], as[0], as[1]
+	if B3a == 0 || B2a == 0 || B3%B3a != 0 || B2%B2a != 0 {
+		return b.fail(device.ACLErrParamInvalid, "batches of a %v do not divide those of b %v", a.Ne, x.Ne)
+	}
+	op := C.int(C.IRT_MATMUL)
+	var selfS, selfT, matS, matT, outS, outT []int64
+	switch {
+	case b.k.Name == "aclnnMm" && B3 == 1 && B2 == 1 && B3a == 1 && B2a == 1:
+		op = C.IRT_MM
+		selfS, selfT = xs[2:], xst[2:]
+		matS, matT = ats[2:], atst[2:]
+		outS, outT = os[2:], ost[2:]
+	case b.k.Name == "aclnnBatchMatMul" && B3 == 1 && B3a == 1 && B2a == B2:
+		op = C.IRT_BMM
+		selfS, selfT = xs[1:], xst[1:]
+		matS, matT = ats[1:], atst[1:]
+		outS, outT = os[1:], ost[1:]
+	case B3a == B3 && B2a == B2, B3a == 1 && B2a == 1, B3a == 1 && B2a == B2, B3a == B3 && B2a == 1:
+		selfS, selfT, matS, matT, outS, outT = xs, xst, ats, atst, os, ost
+	default:
+		// Repetition along dim 2: split b's and out's batch into (B2a, r)
+		// and give a a broadcast dim of 1 (ggml-cann inserts dims so).
+		r := B2 / B2a
+		if B3a != B3 && B3a != 1 {
+			return b.unsupported("mul_mat repeating both batch dims (a %v, b %v)", a.Ne, x.Ne)
+		}
+		selfS = []int64{B3, B2a, r, xs[2], xs[3]}
+		selfT = []int64{xst[0], r * xst[1], xst[1], xst[2], xst[3]}
+		matS = []int64{B3a, B2a, 1, ats[2], ats[3]}
+		matT = []int64{atst[0], atst[1], atst[1], atst[2], atst[3]}
+		outS = []int64{os[0], B2a, r, os[2], os[3]}
+		outT = []int64{ost[0], r * ost[1], ost[1], ost[2], ost[3]}
+	}
+	b.matmul(op, b.tensor(xd, selfS, selfT, 0, xAddr), b.tensor(ad, matS, matT, 0, a.Addr), b.tensor(od, outS, outT, 0, out.Addr))
+	return b.err
+}
+
+// quantMulMat is ggml-cann's weight-quant path: b cast to f16, a matmul
+// against the repacked int8/int4 weight with its f16 scales as the
+// antiquant scale (group 32), and the f16 result cast to f32.
+func quantMulMat(b *builder, a, x, out device.TensorDesc) error {
+	K, N, M := a.Ne[0], a.Ne[1], x.Ne[1]
+	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
+		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
+	}
+	w := b.shadow(a)
+	xs, xst, ok := aclOrder(x)
+	if !ok {
+		return b.unsupported("activations %v", x.Nb)
+	}
+	xt := b.tensor(C.ACL_FLOAT, xs[2:], xst[2:], 0, x.Addr)
+	x16 := b.temp("f16 input", 2*M*K, 32)
+	y16 := b.temp("f16 output", 2*M*N, 32)
+	x16t := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT16, []int64{M, K}, []int64{K, 1}, 0, x16) }
+	y16t := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT16, []int64{M, N}, []int64{N, 1}, 0, y16) }
+	b.cast(xt, x16t(), C.ACL_FLOAT16)
+	b.wqbmm(x16t(), b.tensor(quantDType(a.DType), []int64{K, N}, []int64{1, K}, 0, w.quants),
+		b.tensor(C.ACL_FLOAT16, []int64{K / 32, N}, []int64{1, K / 32}, 0, w.scales), y16t())
+	in := y16t()
+	os, ost, _ := aclOrder(out)
+	b.cast(in, b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr), C.ACL_FLOAT)
+	return b.err
+}
+
+// mulMatAdd: the mul_mat recipe into the output, then the bias added in
+// place (aclnnInplaceAdd, alpha 1), broadcast over the product.
+func mulMatAdd(b *builder) error {
+	bias, out := b.k.Inputs[2], b.k.Output
+	if !broadcastable(out, bias) {
+		return b.unsupported("bias %v broadcasts over %v only by repetition", bias.Ne, out.Ne)
+	}
+	if err := mulMat(b); err != nil {
+		return err
+	}
+	b.inplaceAdd(b.desc("selfRef", out, 4), b.desc("other", bias, 4), 1)
+	return b.err
+}
+
+// The two arithmetics of a q4_0/q8_0 matmul (Options.QuantMatmul).
+const (
+	// QuantMatmulWQBMM runs aclnnWeightQuantBatchMatmulV2 on f16
+	// activations against the int8/int4 weight with its f16 scales as the
+	// antiquant scale (ggml-cann's path). Fast: the weight stays quantised
+	// in HBM. Its logits differ from ggml-cpu's by up to a few 1e-2 of
+	// max|logit| (docs/LOWERING.md).
+	QuantMatmulWQBMM = "wqbmm"
+	// QuantMatmulGGML computes ggml-cpu's arithmetic: the activations are
+	// quantised to q8_0 on the device (per block of 32: d = amax/127 stored
+	// as f16, q = round-half-even(x·127/amax)), replaced by f16(d)·q, and
+	// multiplied in f32 by the weight dequantised once to f32. Both
+	// operands are then exactly ggml's values, and the product differs
+	// from ggml's integer dot only by the f32 summation order. The weight
+	// takes 4 bytes per value in HBM.
+	QuantMatmulGGML = "ggml"
+)
+
+// quantMode is the QuantMatmul in effect ("" means QuantMatmulWQBMM).
+func (d *Device) quantMode() string {
+	if d.opts.QuantMatmul == "" {
+		return QuantMatmulWQBMM
+	}
+	return d.opts.QuantMatmul
+}
+
+func checkQuantMatmul(mode string) error {
+	switch mode {
+	case "", QuantMatmulWQBMM, QuantMatmulGGML:
+		return nil
+	}
+	return fmt.Errorf("acl: Options.QuantMatmul %q: want %q or %q", mode, QuantMatmulWQBMM, QuantMatmulGGML)
+}
+
+// quantMulMatGGML is the QuantMatmulGGML recipe of a q4_0/q8_0 mul_mat:
+// out[M, N] = q8_0(x)[M, K] · W[N, K]ᵀ. With x viewed as [M, K/32, 32]:
+//
+//	aclnnAbs(x) → t;  aclnnAmax(t, dim 2, keepDim) → amax
+//	aclnnDiv(127, amax) → id;  aclnnGeScalar(id, +inf) → m;
+//	aclnnInplaceMaskedFillScalar(id, m, 0)          (id = 0 where amax = 0)
+//	aclnnDiv(amax, 127) → d;  aclnnCast(d → f16 → f32)  (the block's f16 scale)
+//	aclnnMul(x, id) → t;  aclnnRound(t) → t (half to even);  aclnnInplaceMul(t, d)
+//	aclnnMm(t, Wᵀ) → out, W the dequantised f32 weight, cubeMathType KEEP_DTYPE on 910B
+//
+// which is ggml-cpu's quantize_row_q8_0 (x86 AVX2: id = 127/amax, products
+// rounded to nearest even) followed by the exact values of its q·d
+// operands. A block whose 127/amax overflows (amax = 0, or below 127/FLT_MAX)
+// gets id = 0, so q = 0 (ggml: only amax = 0).
+func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
+	K, N, M := a.Ne[0], a.Ne[1], x.Ne[1]
+	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
+		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
+	}
+	if K%32 != 0 {
+		return b.unsupported("%s weight with %d columns (not a multiple of 32)", a.DType, K)
+	}
+
+	w := b.dequantised(a)
+	_, xst, ok := aclOrder(x)
+	if !ok {
+		return b.unsupported("activations %v", x.Nb)
+	}
+	xq := b.q8Activations([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr)
+	xt := b.tensor(C.ACL_FLOAT, []int64{M, K}, []int64{K, 1}, 0, xq)
+	wt := b.tensor(C.ACL_FLOAT, []int64{K, N}, []int64{1, K}, 0, w)
+	os, ost, _ := aclOrder(out)
+	b.matmul(C.IRT_MM, xt, wt, b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr))
+	return b.err
+}
+
+// q8Activations adds the calls that replace f32 activations by their q8_0
+// values (quantMulMatGGML's first ten calls) and returns the device scratch
+// holding them as a contiguous f32 [rows…, K] matrix. lead and leadSt are
+// the shape and strides (elements) of the row dims of x at addr, inner
+// the stride of its K values.
+func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr) device.Ptr {
+	M := prod(lead)
+	nb := K / 32
+	L := len(lead)
+	blk := append(append([]int64{}, lead...), nb, 32)
+	xview := append(append([]int64{}, leadSt...), 32*inner, inner)
+	per := append(append([]int64{}, lead...), nb, 1)
+	perSt := contiguous(per)
+	// Scratch: t f32[M·K], then per block amax, id, d (f32), d16 (f16), m (bool).
+	align := func(v int64) int64 { return (v + 63) / 64 * 64 }
+	offT, offAmax := int64(0), align(4*M*K)
+	offID := offAmax + align(4*M*nb)
+	offD := offID + align(4*M*nb)
+	offD16 := offD + align(4*M*nb)
+	offMask := offD16 + align(2*M*nb)
+	size := offMask + align(M*nb)
+	buf := b.buffer(fmt.Sprintf("q8_0 activations %v×%d", lead, K), size)
+	c127 := b.table("f32 127", f32Bytes(127))
+	var ts [8]C.uintptr_t
+	specs := []struct {
+		dt        C.int
+		shape, st []int64
+		addr      device.Ptr
+	}{
+		{C.ACL_FLOAT, blk, xview, addr},                             // 0 x
+		{C.ACL_FLOAT, blk, contiguous(blk), buf + device.Ptr(offT)}, // 1 t
+		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offAmax)},        // 2 amax
+		{C.ACL_FLOAT, []int64{1}, []int64{1}, c127},                 // 3 127
+		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offID)},          // 4 id
+		{C.ACL_BOOL, per, perSt, buf + device.Ptr(offMask)},         // 5 m
+		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offD)},           // 6 d
+		{C.ACL_FLOAT16, per, perSt, buf + device.Ptr(offD16)},       // 7 d16
+	}
+	for i, s := range specs {
+		ts[i] = b.tensor(s.dt, s.shape, s.st, 0, s.addr)
+	}
+	b.op(C.IRT_ABS, ts[0], ts[1])
+	am := tensors(ts[1], ts[2])
+	am.s, am.i[0] = b.intArray(int64(L+1)), 1
+	b.call(C.IRT_AMAX, am)
+	b.op(C.IRT_DIV, ts[3], ts[2], ts[4])
+	b.geScalar(ts[4], ts[5], float32(math.Inf(1)))
+	b.maskedFill(ts[4], ts[5], 0)
+	b.op(C.IRT_DIV, ts[2], ts[3], ts[6])
+	b.cast(ts[6], ts[7], C.ACL_FLOAT16)
+	b.cast(ts[7], ts[6], C.ACL_FLOAT)
+	b.op(C.IRT_MUL, ts[0], ts[4], ts[1])
+	b.op(C.IRT_ROUND, ts[1], ts[1])
+	b.op(C.IRT_INPLACEMUL, ts[1], ts[6])
+	return buf + device.Ptr(offT)
+}
+
+// quantDType is the aclDataType of a repacked q8_0 (INT8) or q4_0 (INT4)
+// weight.
+func quantDType(t ir.DType) C.int {
+	if t == ir.Q4_0 {
+		return C.ACL_INT4
+	}
+	return C.ACL_INT8
+}

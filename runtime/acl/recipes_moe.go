@@ -1,0 +1,154 @@
+//go:build cann
+
+package acl
+
+/*
+#include "binding.h"
+*/
+import "C"
+
+import (
+	"fmt"
+
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/runtime/device"
+)
+
+// The mixture-of-experts family: mul_mat_id over f32, q8_0 and q4_0
+// experts (the table of recipes.go lists its calls).
+
+// mulMatID: out[:, s, t] = as[:, :, ids[s, t]] · b[:, s % b.ne1, t].
+// The P = n_used·T chosen experts are gathered, in (t, s) order, from the
+// stacked experts by the ids as the device holds them.
+func mulMatID(b *builder) error {
+	as, x, ids, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
+	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
+	nUsed, T, ne11 := ids.Ne[0], ids.Ne[1], x.Ne[1]
+	P := nUsed * T
+	switch {
+	case as.Ne[3] != 1 || x.Ne[0] != K || x.Ne[2] != T || x.Ne[3] != 1 || (ne11 != 1 && ne11 != nUsed):
+		return b.unsupported("mul_mat_id of %v by %v with ids %v", as.Ne, x.Ne, ids.Ne)
+	case x.DType != ir.F32 || out.DType != ir.F32 || ids.DType != ir.I32 || !dense(ids) || !dense(out) || x.Nb[0] != 4:
+		return b.unsupported("mul_mat_id operands %s/%s/%s: f32 activations, dense i32 ids and f32 output", x.DType, ids.DType, out.DType)
+	case out.Ne[0] != N || out.Ne[1] != nUsed || out.Ne[2] != T:
+		return b.fail(device.ACLErrParamInvalid, "mul_mat_id output %v, want [%d %d %d]", out.Ne, N, nUsed, T)
+	}
+	e := experts{ids: ids, P: P, first: b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr)}
+	xs := x.Nb[1] / 4
+	if ne11 == 1 {
+		xs = K
+	}
+	switch as.DType {
+	case ir.F32:
+		if !dense(as) {
+			return b.unsupported("mul_mat_id over non-contiguous experts (nb %v)", as.Nb)
+		}
+		g := b.gatherExperts(e, C.ACL_FLOAT, E, N*K, as.Addr, "gathered experts", 4)
+		self := b.tensor(C.ACL_FLOAT, []int64{T, ne11, 1, K}, []int64{x.Nb[2] / 4, xs, K, 1}, 0, x.Addr)
+		b.expertMatmul(self, g, out, T, nUsed, K, N)
+		return b.err
+	case ir.Q8_0, ir.Q4_0:
+		if b.d.quantMode() == QuantMatmulGGML {
+			return mulMatIDGGML(b, as, x, ids, out, xs)
+		}
+		return mulMatIDWQBMM(b, as, x, out, e, xs)
+	}
+	return b.unsupported("mul_mat_id with %s experts: f32, q8_0 and q4_0 only", as.DType)
+}
+
+// experts are the ids of a mul_mat_id: P of them, first their descriptor
+// for the first gather.
+type experts struct {
+	ids   device.TensorDesc
+	P     int64
+	first C.uintptr_t
+}
+
+// gatherExperts gathers the rows (width elements of dtype dt, es bytes
+// each) of the P chosen experts from the rows stacked at src into staging
+// in the workspace, and returns the staging.
+func (b *builder) gatherExperts(e experts, dt C.int, rows, width int64, src device.Ptr, role string, es int64) device.Ptr {
+	g := b.temp(role, e.P*width*es, 32)
+	st := b.tensor(dt, []int64{rows, width}, []int64{width, 1}, 0, src)
+	gt := b.tensor(dt, []int64{e.P, width}, []int64{width, 1}, 0, g)
+	idx := e.first
+	if len(b.p.steps) > 0 {
+		idx = b.tensor(C.ACL_INT32, []int64{e.P}, []int64{1}, 0, e.ids.Addr)
+	}
+	b.gather(st, idx, gt)
+	return g
+}
+
+// mulMatIDWQBMM is mul_mat_id over q4_0/q8_0 experts with
+// QuantMatmulWQBMM: the chosen experts' repacked quants and scales
+// gathered, the activations cast to f16, one
+// aclnnWeightQuantBatchMatmulV2 per (token, slot), the result cast to f32.
+func mulMatIDWQBMM(b *builder, as, x, out device.TensorDesc, e experts, xs int64) error {
+	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
+	nUsed, T, ne11 := e.ids.Ne[0], e.ids.Ne[1], x.Ne[1]
+	// The experts as one 2-D weight of N·E rows: the shadow holds expert
+	// e's quants and scales as contiguous blocks.
+	flat := as
+	flat.Ne = [4]int64{K, N * E, 1, 1}
+	flat.Nb[2], flat.Nb[3] = flat.Nb[1]*N*E, flat.Nb[1]*N*E
+	if as.Nb[2] != as.Nb[1]*N {
+		return b.unsupported("mul_mat_id over non-contiguous %s experts (nb %v)", as.DType, as.Nb)
+	}
+	w := b.shadow(flat)
+	qb, sw := quantBytes(as.DType, K*N), K*N/32
+	gq := b.gatherExperts(e, C.ACL_INT8, E, qb, w.quants, "gathered quants", 1)
+	gs := b.gatherExperts(e, C.ACL_FLOAT16, E, sw, w.scales, "gathered scales", 2)
+	x16 := b.temp("f16 input", 2*T*ne11*K, 32)
+	y16 := b.temp("f16 output", 2*e.P*N, 32)
+	xt := b.tensor(C.ACL_FLOAT, []int64{T, ne11, K}, []int64{x.Nb[2] / 4, xs, 1}, 0, x.Addr)
+	b.cast(xt, b.tensor(C.ACL_FLOAT16, []int64{T, ne11, K}, []int64{ne11 * K, K, 1}, 0, x16), C.ACL_FLOAT16)
+	wd := quantDType(as.DType)
+	for p := int64(0); p < e.P; p++ {
+		t, s := p/nUsed, p%nUsed
+		row := t*ne11 + s%ne11
+		b.wqbmm(b.tensor(C.ACL_FLOAT16, []int64{1, K}, []int64{K, 1}, 0, x16+device.Ptr(2*row*K)),
+			b.tensor(wd, []int64{K, N}, []int64{1, K}, 0, gq+device.Ptr(p*qb)),
+			b.tensor(C.ACL_FLOAT16, []int64{K / 32, N}, []int64{1, K / 32}, 0, gs+device.Ptr(2*p*sw)),
+			b.tensor(C.ACL_FLOAT16, []int64{1, N}, []int64{N, 1}, 0, y16+device.Ptr(2*p*N)))
+	}
+	yin := b.tensor(C.ACL_FLOAT16, []int64{T, nUsed, N}, []int64{nUsed * N, N, 1}, 0, y16)
+	b.cast(yin, b.tensor(C.ACL_FLOAT, []int64{T, nUsed, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, 1}, 0, out.Addr), C.ACL_FLOAT)
+	return b.err
+}
+
+// expertMatmul multiplies the activation view self [T, ne11, 1, K] by the
+// gathered f32 experts g [T, nUsed, K, N] (one matrix per token and slot,
+// read transposed) into out's [T, nUsed, 1, N] rows: one aclnnMatmul,
+// broadcasting self's ne11 over the slots.
+func (b *builder) expertMatmul(self C.uintptr_t, g device.Ptr, out device.TensorDesc, T, nUsed, K, N int64) {
+	mat := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, K, N}, []int64{nUsed * N * K, N * K, 1, K}, 0, g)
+	ot := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, 1, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, N, 1}, 0, out.Addr)
+	b.matmul(C.IRT_MATMUL, self, mat, ot)
+}
+
+// mulMatIDGGML is mul_mat_id over q4_0/q8_0 experts with QuantMatmulGGML:
+// the activations' q8_0 values (q8Activations), the experts dequantised
+// once to f32 (as one [E·N, K] matrix), the chosen experts gathered
+// (aclnnGatherV2) and one f32 aclnnMatmul, as the f32 experts' recipe.
+func mulMatIDGGML(b *builder, as, x, ids, out device.TensorDesc, xs int64) error {
+	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
+	nUsed, T, ne11 := ids.Ne[0], ids.Ne[1], x.Ne[1]
+	P := nUsed * T
+	if K%32 != 0 {
+		return b.unsupported("%s experts with %d columns (not a multiple of 32)", as.DType, K)
+	}
+	if as.Nb[2] != as.Nb[1]*N {
+		return b.unsupported("mul_mat_id over non-contiguous %s experts (nb %v)", as.DType, as.Nb)
+	}
+	flat := as
+	flat.Ne = [4]int64{K, N * E, 1, 1}
+	flat.Nb[2], flat.Nb[3] = flat.Nb[1]*N*E, flat.Nb[1]*N*E
+	w := b.dequantised(flat)
+	xq := b.q8Activations([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr)
+	g := b.buffer(fmt.Sprintf("gathered f32 experts [%d,%d]", P, N*K), 4*P*N*K)
+	idt := b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr)
+	st := b.tensor(C.ACL_FLOAT, []int64{E, N * K}, []int64{N * K, 1}, 0, w)
+	b.gather(st, idt, b.tensor(C.ACL_FLOAT, []int64{P, N * K}, []int64{N * K, 1}, 0, g))
+	b.expertMatmul(b.tensor(C.ACL_FLOAT, []int64{T, ne11, 1, K}, []int64{ne11 * K, K, K, 1}, 0, xq), g, out, T, nUsed, K, N)
+	return b.err
+}

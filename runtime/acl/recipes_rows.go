@@ -1,0 +1,108 @@
+//go:build cann
+
+package acl
+
+/*
+#include "binding.h"
+*/
+import "C"
+
+import (
+	"fmt"
+
+	"github.com/irtool/irtool/ir"
+)
+
+// The rows family: get_rows and set_rows (the table of recipes.go lists
+// their calls).
+
+func getRows(b *builder) error {
+	table, ids, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
+	if !rows2D(table) || !rows2D(ids) || ids.Ne[1] != 1 || !rows2D(out) || out.DType != ir.F32 {
+		return b.unsupported("get_rows of %v by %v: one table and one id vector only", table.Ne, ids.Ne)
+	}
+	n, ne0 := ids.Ne[0], table.Ne[0]
+	idt := b.desc("index", ids, 1)
+	ot := b.desc("out", out, 2)
+	switch table.DType {
+	case ir.F32:
+		b.gather(b.desc("self", table, 2), idt, ot)
+	case ir.F16:
+		tt := b.desc("self", table, 2)
+		tmp := b.temp("f16 rows", 2*n*ne0, 32)
+		rows := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT16, []int64{n, ne0}, []int64{ne0, 1}, 0, tmp) }
+		b.gather(tt, idt, rows())
+		b.cast(rows(), ot, C.ACL_FLOAT)
+	case ir.Q8_0:
+		// Gather the rows' bytes, then dequantise them: int8 quants at byte
+		// 2 of every 34-byte block times the f16 scale at byte 0.
+		rowBytes, blocks := table.Nb[1], ne0/32
+		if table.Nb[0] != 34 || rowBytes != blocks*34 {
+			return b.unsupported("q8_0 table with strides %v", table.Nb)
+		}
+		tt := b.tensor(C.ACL_INT8, []int64{table.Ne[1], rowBytes}, []int64{rowBytes, 1}, 0, table.Addr)
+		tmp := b.temp("q8_0 rows", n*rowBytes, 32)
+		b.gather(tt, idt, b.tensor(C.ACL_INT8, []int64{n, rowBytes}, []int64{rowBytes, 1}, 0, tmp))
+		q := b.tensor(C.ACL_INT8, []int64{n, blocks, 32}, []int64{rowBytes, 34, 1}, 2, tmp)
+		s := b.tensor(C.ACL_FLOAT16, []int64{n, blocks, 1}, []int64{rowBytes / 2, 17, 1}, 0, tmp)
+		_, ost, _ := aclOrder(out)
+		o3 := b.tensor(C.ACL_FLOAT, []int64{n, blocks, 32}, []int64{ost[2], 32 * ost[3], ost[3]}, 0, out.Addr)
+		if b.d.quantMode() == QuantMatmulGGML {
+			// ggml dequantises in f32 (d·q exact); int8 × f16 would
+			// compute, and round, in f16. Widen the scales first.
+			s32p := b.buffer(fmt.Sprintf("q8_0 row scales f32[%d]", n*blocks), 4*n*blocks)
+			s32 := b.tensor(C.ACL_FLOAT, []int64{n, blocks, 1}, []int64{blocks, 1, 1}, 0, s32p)
+			b.cast(s, s32, C.ACL_FLOAT)
+			s = s32
+		}
+		b.op(C.IRT_MUL, q, s, o3)
+	default:
+		return b.unsupported("get_rows from a %s table", table.DType)
+	}
+	return b.err
+}
+
+func setRows(b *builder) error {
+	dst, src, idx := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2]
+	if !rows2D(dst) || !rows2D(src) || !rows2D(idx) || idx.Ne[1] != 1 || idx.Ne[0] != src.Ne[1] || src.Ne[0] != dst.Ne[0] {
+		return b.unsupported("set_rows of %v into %v by %v: one matrix and one index vector only", src.Ne, dst.Ne, idx.Ne)
+	}
+	n, ne0 := src.Ne[1], src.Ne[0]
+	dt := b.desc("selfRef", dst, 2)
+	it := b.desc("index", idx, 1)
+	st := b.desc("source", src, 2)
+	if src.DType != dst.DType {
+		dd, ok := aclDType(dst.DType)
+		if !ok {
+			return b.unsupported("set_rows into %s", dst.DType)
+		}
+		tmp := b.temp("cast rows", dst.DType.TypeSize()*n*ne0, 32)
+		rows := func() C.uintptr_t { return b.tensor(dd, []int64{n, ne0}, []int64{ne0, 1}, 0, tmp) }
+		b.cast(st, rows(), dd)
+		st = rows()
+	}
+	b.indexCopy(dt, it, st)
+	return b.err
+}
+
+// getRowsBatched is get_rows; an f32 table batched over dim 2 with one id
+// column per batch (ggml's get_rows of [ne0, rows, T] by [n, T]) gathers
+// each batch on its own.
+func getRowsBatched(b *builder) error {
+	table, ids, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
+	if rows2D(table) || table.DType != ir.F32 || out.DType != ir.F32 || ids.DType != ir.I32 {
+		return getRows(b)
+	}
+	T := table.Ne[2]
+	if table.Ne[3] != 1 || ids.Ne[1] != T || ids.Ne[2] != 1 || ids.Ne[3] != 1 || out.Ne[2] != T || out.Ne[3] != 1 ||
+		out.Ne[1] != ids.Ne[0] || out.Ne[0] != table.Ne[0] || table.Nb[0] != 4 || out.Nb[0] != 4 || ids.Nb[0] != 4 {
+		return b.unsupported("get_rows of %v by %v into %v", table.Ne, ids.Ne, out.Ne)
+	}
+	n, ne0 := ids.Ne[0], table.Ne[0]
+	for t := int64(0); t < T; t++ {
+		b.gather(b.tensor(C.ACL_FLOAT, []int64{table.Ne[1], ne0}, []int64{table.Nb[1] / 4, 1}, t*table.Nb[2]/4, table.Addr),
+			b.tensor(C.ACL_INT32, []int64{n}, []int64{1}, t*ids.Nb[1]/4, ids.Addr),
+			b.tensor(C.ACL_FLOAT, []int64{n, ne0}, []int64{out.Nb[1] / 4, 1}, t*out.Nb[2]/4, out.Addr))
+	}
+	return b.err
+}
