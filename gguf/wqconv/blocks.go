@@ -70,24 +70,24 @@ func convQ5_0(b []byte, v []int8, s, _ []uint16) error {
 	return nil
 }
 
-// q4_1 (20 bytes: d, m, qs[16]; y = d·u + m): int4 u − 8 with scale d and
-// offset 8 + m/d (rounded to f16: the only loss).
+// q4_1 (20 bytes: d, m, qs[16]; y = d·u + m): int4 u − c with scale d and
+// offset c + m/d (rounded to f16: the only loss), c centring the group.
 func convQ4_1(b []byte, v []int8, s, o []uint16) error {
 	d, m := gguf.F16ToF32(le16(b)), gguf.F16ToF32(le16(b[2:]))
 	var u [32]int
 	for j := range 16 {
 		u[j], u[j+16] = int(b[4+j]&0x0f), int(b[4+j]>>4)
 	}
-	return affine(u[:], 8, float64(d), -float64(m), le16(b[2:]), 0x3c00, v, &s[0], &o[0])
+	return affine(u[:], 7, float64(d), -float64(m), le16(b[2:]), 0x3c00, v, &s[0], &o[0])
 }
 
-// q5_1 (24 bytes: d, m, qh u32, qs[16]; y = d·u + m): int8 u − 16 with
-// scale d and offset 16 + m/d (rounded to f16).
+// q5_1 (24 bytes: d, m, qh u32, qs[16]; y = d·u + m): int8 u − c with
+// scale d and offset c + m/d (rounded to f16), c centring the group.
 func convQ5_1(b []byte, v []int8, s, o []uint16) error {
 	d, m := gguf.F16ToF32(le16(b)), gguf.F16ToF32(le16(b[2:]))
 	var u [32]int
 	q5u(binary.LittleEndian.Uint32(b[4:]), b[8:24], &u)
-	return affine(u[:], 16, float64(d), -float64(m), le16(b[2:]), 0x3c00, v, &s[0], &o[0])
+	return affine(u[:], 127, float64(d), -float64(m), le16(b[2:]), 0x3c00, v, &s[0], &o[0])
 }
 
 // q3K unpacks the sixteen 6-bit scales of a q3_K block (scales[12]: low
@@ -141,16 +141,16 @@ func scaleMinK4(j int, q []byte) (sc, m int) {
 }
 
 // kAffine maps the eight sub-blocks of 32 of a q4_K/q5_K block (y =
-// d·sc·u − dmin·m) to values u − c with scale d·sc and offset
-// c − dmin·m/(d·sc). A sub-block with d·sc = 0 holds −dmin·m only: values
+// d·sc·u − dmin·m) to values u − c (c centring the sub-block's quants in
+// [−lim−1, lim]) with scale d·sc and offset c − dmin·m/(d·sc). A sub-block with d·sc = 0 holds −dmin·m only: values
 // 0, scale dmin and offset −m, exactly.
-func kAffine(b []byte, u *[256]int, c int, v []int8, s, o []uint16) error {
+func kAffine(b []byte, u *[256]int, lim int, v []int8, s, o []uint16) error {
 	d, dmin := gguf.F16ToF32(le16(b)), gguf.F16ToF32(le16(b[2:]))
 	for g := range 8 {
 		sc, m := scaleMinK4(g, b[4:16])
 		D := float32(d * float32(sc)) // exact: an 11-bit by a 6-bit significand
 		M := float32(dmin * float32(m))
-		if err := affine(u[32*g:32*g+32], c, float64(D), float64(M), le16(b[2:]), gguf.F32ToF16(-float32(m)), v[32*g:32*g+32], &s[g], &o[g]); err != nil {
+		if err := affine(u[32*g:32*g+32], lim, float64(D), float64(M), le16(b[2:]), gguf.F32ToF16(-float32(m)), v[32*g:32*g+32], &s[g], &o[g]); err != nil {
 			return fmt.Errorf("sub-block %d: %w", g, err)
 		}
 	}
@@ -159,7 +159,7 @@ func kAffine(b []byte, u *[256]int, c int, v []int8, s, o []uint16) error {
 
 // q4_K (144 bytes: d, dmin, scales[12], qs[128]; 64-element chunk c holds
 // sub-block 2c in the low nibbles of qs[32c..32c+31] and 2c+1 in the high
-// ones): int4 u − 8, per 32 scale d·sc, offset 8 − dmin·m/(d·sc).
+// ones): int4 u − c, per 32 scale d·sc, offset c − dmin·m/(d·sc).
 func convQ4K(b []byte, v []int8, s, o []uint16) error {
 	var u [256]int
 	qs := b[16:144]
@@ -169,12 +169,12 @@ func convQ4K(b []byte, v []int8, s, o []uint16) error {
 			u[64*c+32+l] = int(qs[32*c+l] >> 4)
 		}
 	}
-	return kAffine(b, &u, 8, v, s, o)
+	return kAffine(b, &u, 7, v, s, o)
 }
 
 // q5_K (176 bytes: d, dmin, scales[12], qh[32], qs[128]; q4_K's nibbles plus
-// a fifth bit, bit 2c (low) or 2c+1 (high) of qh[l]): int8 u − 16, per 32
-// scale d·sc, offset 16 − dmin·m/(d·sc).
+// a fifth bit, bit 2c (low) or 2c+1 (high) of qh[l]): int8 u − c, per 32
+// scale d·sc, offset c − dmin·m/(d·sc).
 func convQ5K(b []byte, v []int8, s, o []uint16) error {
 	var u [256]int
 	qh, qs := b[16:48], b[48:176]
@@ -184,7 +184,7 @@ func convQ5K(b []byte, v []int8, s, o []uint16) error {
 			u[64*c+32+l] = int(qs[32*c+l]>>4) | int(qh[l]>>(2*c+1)&1)<<4
 		}
 	}
-	return kAffine(b, &u, 16, v, s, o)
+	return kAffine(b, &u, 127, v, s, o)
 }
 
 // q6_K (210 bytes: ql[128], qh[64], scales[16] int8, d; y = d·sc·q, q ∈

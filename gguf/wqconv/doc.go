@@ -24,16 +24,17 @@
 //     carry their own scale, as the group must be a multiple of 32, but
 //     their 6-bit scales fit in the values).
 //
-// Four are near-exact, the values stay ggml's quants and only the f16
-// rounding of a scale or offset is lost: q4_1 (int4) and q5_1 (int8), with
-// scale d and offset 8 + m/d (16 + m/d); q4_K (int4) and q5_K (int8), with
-// per-32 scale d·sc and offset 8 − dmin·m/(d·sc) (16 − …). Two need a
-// re-quantisation to int8 per group of 32 because their 16-element
-// sub-blocks have independent scales: q6_K (symmetric, the larger sub-block
-// kept as 4·q where the rounding allows) and q2_K (asymmetric, with an
-// offset). The measured maximum errors are in docs/LOWERING.md,
-// "Quantised weights for aclnnWeightQuantBatchMatmulV2"; the package's
-// tests check them (TestErrorBounds).
+// Four are near-exact: the values stay ggml's quants (shifted by a
+// per-group integer c that centres them on 0) and only the f16 rounding of
+// a scale or offset is lost, at most 2⁻¹⁰ of the group's largest |value|:
+// q4_1 (int4) and q5_1 (int8) with scale d and offset c + m/d; q4_K (int4)
+// and q5_K (int8) with per-32 scale d·sc and offset c − dmin·m/(d·sc). Two
+// need a re-quantisation to int8 per group of 32 because their
+// 16-element sub-blocks have independent scales: q6_K (symmetric, error ≤
+// 1/254 of the group's largest |value|, as q8_0's own) and q2_K
+// (asymmetric, with an offset, ≤ 1/253). The measured errors are in
+// docs/LOWERING.md, "Quantised weights for aclnnWeightQuantBatchMatmulV2";
+// TestErrorBounds checks them.
 //
 // Layout of a converted matrix of n rows (output channels) by k columns
 // (ggml's ne[1] × ne[0]): the values row after row, as ggml stores them, so

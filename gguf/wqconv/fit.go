@@ -44,13 +44,15 @@ func eval(w int, o, s uint16, hasOff bool) float64 {
 
 // affine maps a group whose ggml values are D·u − M (D and M exact float32
 // products of f16 scales and small integers) to values w = u − c, scale
-// f16(D) and the f16 offset that minimises the group's largest error: the
-// error (w + o)·S − (D·(w + c) − M) is linear in w, so the offset that
-// zeroes it at the middle of the group's w range, rounded to f16, and its
-// two f16 neighbours are tried at the range's ends. D = 0: the group is −M;
-// w = 0 with scale zeroS and offset zeroO (which the caller chose so that
-// zeroO·zeroS = −M exactly).
-func affine(u []int, c int, D, M float64, zeroS, zeroO uint16, v []int8, s, o *uint16) error {
+// f16(D) and an f16 offset. c is chosen per group so that w is centred on
+// 0 within [−lim−1, lim] (the offset then carries only the group's centre
+// value, and its f16 rounding costs at most 2⁻¹¹ of the group's largest
+// value); the error (w + o)·S − (D·(u) − M) is linear in w, so the offset
+// that zeroes it at the middle of the group's w range, rounded to f16, and
+// its two f16 neighbours are tried at the range's ends and the best kept.
+// D = 0: the group is −M; w = 0 with scale zeroS and offset zeroO (which
+// the caller chose so that zeroO·zeroS = −M exactly).
+func affine(u []int, lim int, D, M float64, zeroS, zeroO uint16, v []int8, s, o *uint16) error {
 	if !finite(D) || !finite(M) {
 		return fmt.Errorf("non-finite scale %g or min %g", D, M)
 	}
@@ -70,6 +72,8 @@ func affine(u []int, c int, D, M float64, zeroS, zeroO uint16, v []int8, s, o *u
 	for _, x := range u {
 		lo, hi = min(lo, x), max(hi, x)
 	}
+	// Centre: c = round((lo+hi)/2), kept where w fits [−lim−1, lim].
+	c := min(max((lo+hi+1)/2, hi-lim), lo+lim+1)
 	wlo, whi := lo-c, hi-c
 	T := func(w int) float64 { return D*float64(w+c) - M }
 	wc := float64(wlo+whi) / 2
@@ -155,9 +159,9 @@ func symmetric(y []float32, cand uint16, v []int8, s *uint16) error {
 }
 
 // asymmetric re-quantises the values y of one group to int8 w, an f16 scale
-// S and an f16 offset o (y ≈ (w + o)·S): S spans the group's range in 254
-// steps (at least |centre|/1024, so that the offset's f16 rounding moves w
-// by under half a step), o = centre/S; the f16 neighbours of S above it and
+// S and an f16 offset o (y ≈ (w + o)·S): S spans the group's range in 253
+// steps (at least |centre|/1000, so that the offset's f16 rounding moves w
+// by under half a step and w stays within int8), o = centre/S; the f16 neighbours of S above it and
 // of o are tried and the pair with the smallest maximum error is kept.
 func asymmetric(y []float32, v []int8, s, o *uint16) error {
 	lo, hi := math.Inf(1), math.Inf(-1)
@@ -178,7 +182,7 @@ func asymmetric(y []float32, v []int8, s, o *uint16) error {
 		}
 		return nil
 	}
-	S0 := max((hi-lo)/254, math.Abs(c)/1024)
+	S0 := max((hi-lo)/253, math.Abs(c)/1000)
 	S := f16(S0)
 	if f16v(S) < S0 {
 		S++
