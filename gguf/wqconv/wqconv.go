@@ -23,6 +23,7 @@ const (
 	F16
 )
 
+// String returns the ACL name's short form: "int4", "int8" or "f16".
 func (d Dtype) String() string {
 	switch d {
 	case Int4:
@@ -58,6 +59,7 @@ const (
 	Requantised
 )
 
+// String describes the accuracy in a few words.
 func (a Accuracy) String() string {
 	switch a {
 	case Exact:
