@@ -75,13 +75,38 @@ func (s *stats) String() string {
 		s.groups, 100*float64(s.exactGrp)/float64(max(s.groups, 1)), s.maxRel, math.Log2(s.maxRel), math.Sqrt(s.sumErr2/max(s.sumY2, 1e-300)))
 }
 
-func measure(t *testing.T, s *stats, typ gguf.GGMLType, raw []byte, rows, cols int) {
+// kinds of error measured: Dequant's float32 arithmetic, DequantF16's
+// f16 arithmetic, and a matmul x·Wᵀ with the f32 arithmetic (4 rows of
+// Gaussian x, error over the largest |output| of the tensor).
+type measured struct{ f32, f16, mm stats }
+
+func measure(t *testing.T, m *measured, r *rand.Rand, typ gguf.GGMLType, raw []byte, rows, cols int) {
 	t.Helper()
 	w, err := Convert(typ, raw, rows, cols)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.add(ggmlValues(t, typ, raw, rows*cols), Dequant(w), 32)
+	y := ggmlValues(t, typ, raw, rows*cols)
+	got := Dequant(w)
+	m.f32.add(y, got, 32)
+	m.f16.add(y, DequantF16(w), 32)
+	const xr = 4
+	want, have := make([]float32, xr*rows), make([]float32, xr*rows)
+	x := make([]float64, cols)
+	for i := range xr {
+		for k := range x {
+			x[k] = r.NormFloat64()
+		}
+		for n := range rows {
+			var a, b float64
+			for k, xv := range x {
+				a += xv * float64(y[n*cols+k])
+				b += xv * float64(got[n*cols+k])
+			}
+			want[i*rows+n], have[i*rows+n] = float32(a), float32(b)
+		}
+	}
+	m.mm.add(want, have, len(want))
 }
 
 // quantizeAffine is ggml-quants.c's quantize_row_q4_1_ref (levels = 15) and
@@ -166,10 +191,10 @@ func TestErrorBounds(t *testing.T) {
 	for _, typ := range Types() {
 		l, _ := Plan(typ)
 		t.Run(typ.String(), func(t *testing.T) {
-			var rnd, gauss, model stats
+			var rnd, gauss, model measured
 			rows, cols := 64, 1024
 			for range 4 {
-				measure(t, &rnd, typ, randomBlocks(r, typ, rows*cols/typ.BlockSize(), false), rows, cols)
+				measure(t, &rnd, r, typ, randomBlocks(r, typ, rows*cols/typ.BlockSize(), false), rows, cols)
 			}
 			if typ == gguf.TypeQ4_1 || typ == gguf.TypeQ5_1 {
 				var raw []byte
@@ -181,7 +206,7 @@ func TestErrorBounds(t *testing.T) {
 					}
 					raw = append(raw, quantizeAffine(typ, x)...)
 				}
-				measure(t, &gauss, typ, raw, rows, cols)
+				measure(t, &gauss, r, typ, raw, rows, cols)
 			}
 			var names []string
 			tensors := 0
@@ -198,7 +223,7 @@ func TestErrorBounds(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					measure(t, &model, typ, data, int(ti.NElements()/ti.Ne[0]), int(ti.Ne[0]))
+					measure(t, &model, r, typ, data, int(ti.NElements()/ti.Ne[0]), int(ti.Ne[0]))
 					if n := filepath.Base(p); len(names) == 0 || names[len(names)-1] != n {
 						names = append(names, n)
 					}
@@ -208,18 +233,20 @@ func TestErrorBounds(t *testing.T) {
 			}
 			for _, c := range []struct {
 				name string
-				s    *stats
+				m    *measured
 			}{{"random", &rnd}, {"gauss", &gauss}, {"model", &model}} {
-				if c.s.groups == 0 {
+				if c.m.f32.groups == 0 {
 					continue
 				}
-				t.Logf("%s %s (%s, %s): %v", typ, c.name, l.Dtype, l.Accuracy, c.s)
+				t.Logf("%s %s (%s, %s): %v", typ, c.name, l.Dtype, l.Accuracy, &c.m.f32)
+				t.Logf("%s %s f16 arithmetic: %v", typ, c.name, &c.m.f16)
+				t.Logf("%s %s matmul x·Wᵀ: max err/max|out| %.3g (2^%.1f)", typ, c.name, c.m.mm.maxRel, math.Log2(c.m.mm.maxRel))
 				if l.Accuracy == Exact {
-					if c.s.exactGrp != c.s.groups {
-						t.Errorf("%s %s: exact mapping with errors: %v", typ, c.name, c.s)
+					if c.m.f32.exactGrp != c.m.f32.groups {
+						t.Errorf("%s %s: exact mapping with errors: %v", typ, c.name, &c.m.f32)
 					}
-				} else if c.s.maxRel > bounds[typ] {
-					t.Errorf("%s %s: max error %g of the group's largest value, bound %g", typ, c.name, c.s.maxRel, bounds[typ])
+				} else if c.m.f32.maxRel > bounds[typ] {
+					t.Errorf("%s %s: max error %g of the group's largest value, bound %g", typ, c.name, c.m.f32.maxRel, bounds[typ])
 				}
 			}
 			t.Logf("%s: %d model tensors from %s", typ, tensors, strings.Join(names, " "))

@@ -141,11 +141,16 @@ func symmetric(y []float32, cand uint16, v []int8, s *uint16) error {
 			continue
 		}
 		e, ok := 0.0, true
+		svf := float32(sv)
 		for i, x := range y {
 			if w[i], ok = round8(float64(x) / sv); !ok {
 				break
 			}
-			e = max(e, math.Abs(eval(int(w[i]), 0, S, false)-float64(x)))
+			e = max(e, math.Abs(float64(float32(w[i])*svf)-float64(x)))
+			if e >= bestErr {
+				ok = false
+				break
+			}
 		}
 		if ok && e < bestErr {
 			bestErr, *s = e, S
@@ -197,11 +202,17 @@ func asymmetric(y []float32, v []int8, s, o *uint16) error {
 		for _, oc := range neighbours(f16(c / sv)) {
 			ov := f16v(oc)
 			e, ok := 0.0, true
+			svf, ovf := float32(sv), float32(ov)
 			for i, x := range y {
 				if w[i], ok = round8(float64(x)/sv - ov); !ok {
 					break
 				}
-				e = max(e, math.Abs(eval(int(w[i]), oc, sc, true)-float64(x)))
+				// Dequant's arithmetic: the sum exact, the product rounded.
+				e = max(e, math.Abs(float64((float32(w[i])+ovf)*svf)-float64(x)))
+				if e >= bestErr {
+					ok = false
+					break
+				}
 			}
 			if ok && e < bestErr {
 				bestErr, *s, *o = e, sc, oc

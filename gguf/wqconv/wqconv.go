@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/irtool/irtool/gguf"
 )
@@ -276,23 +278,47 @@ func ConvertExperts(t gguf.GGMLType, raw []byte, experts, rows, cols int) (*Weig
 	if l.Offset {
 		w.Offset = make([]uint16, ng)
 	}
-	vals := make([]int8, bs)
-	per := bs / l.Span
-	var off []uint16
+	// Blocks are independent: large weights are converted by GOMAXPROCS
+	// workers over contiguous ranges of blocks; the first failing block (in
+	// block order) is reported.
 	nb := nv / bs
-	for b := range nb {
+	workers := min(runtime.GOMAXPROCS(0), max(1, nv/(1<<16)))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for k := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = w.convertBlocks(conv, raw, k*nb/workers, (k+1)*nb/workers, bs, ts)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// convertBlocks converts blocks [from, to) of raw into w.
+func (w *Weights) convertBlocks(conv converter, raw []byte, from, to, bs, ts int) error {
+	vals := make([]int8, bs)
+	per := bs / w.Span
+	var off []uint16
+	for b := from; b < to; b++ {
 		blk := raw[b*ts : (b+1)*ts]
 		s := w.Scale[b*per : (b+1)*per]
-		if l.Offset {
+		if w.Offset != nil {
 			off = w.Offset[b*per : (b+1)*per]
 		}
 		if err := conv(blk, vals, s, off); err != nil {
-			row := b / (cols / bs)
-			return nil, fmt.Errorf("wqconv: %s [%d×%d×%d]: expert %d row %d block %d: %w",
-				t, experts, rows, cols, row/rows, row%rows, b%(cols/bs), err)
+			row := b / (w.Cols / bs)
+			return fmt.Errorf("wqconv: %s [%d×%d×%d]: expert %d row %d block %d: %w",
+				w.Type, w.Experts, w.Rows, w.Cols, row/w.Rows, row%w.Rows, b%(w.Cols/bs), err)
 		}
 		base := b * bs
-		if l.Dtype == Int4 {
+		if w.Dtype == Int4 {
 			for j := 0; j < bs; j += 2 {
 				w.Data[(base+j)/2] = byte(vals[j])&0x0f | byte(vals[j+1])<<4
 			}
@@ -302,7 +328,7 @@ func ConvertExperts(t gguf.GGMLType, raw []byte, experts, rows, cols int) (*Weig
 			}
 		}
 	}
-	return w, nil
+	return nil
 }
 
 func checkShape(t gguf.GGMLType, raw []byte, experts, rows, cols int) error {
@@ -356,6 +382,28 @@ func Dequant(w *Weights) []float32 {
 	out := make([]float32, w.Experts*w.Rows*w.Cols)
 	for r := range w.Experts * w.Rows {
 		w.dequantRow(r, out[r*w.Cols:(r+1)*w.Cols])
+	}
+	return out
+}
+
+// DequantF16 is the same arithmetic carried in f16, as a kernel that
+// dequantises into the activations' f16 does it (and as the CANN emulator
+// models aclnnWeightQuantBatchMatmulV2): f16(f16(w + offset) · scale), each
+// step computed in float32 and rounded to f16.
+func DequantF16(w *Weights) []float32 {
+	out := Dequant(w)
+	if w.Dtype == F16 {
+		return out
+	}
+	g := w.Cols / w.Span
+	for i := range out {
+		r, c := i/w.Cols, i%w.Cols
+		k := r*g + c/w.Span
+		v := float32(w.Value(0, r, c))
+		if w.Offset != nil {
+			v = gguf.F16ToF32(gguf.F32ToF16(v + gguf.F16ToF32(w.Offset[k])))
+		}
+		out[i] = gguf.F16ToF32(gguf.F32ToF16(v * gguf.F16ToF32(w.Scale[k])))
 	}
 	return out
 }

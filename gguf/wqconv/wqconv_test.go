@@ -365,3 +365,36 @@ func TestInt4Packing(t *testing.T) {
 		}
 	}
 }
+
+// TestParallel: a weight large enough to be converted by several workers
+// gives the bytes of its rows converted one at a time, and of two bad
+// blocks the first is reported.
+func TestParallel(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	typ := gguf.TypeQ4_K
+	rows, cols := 256, 1024
+	rowBytes := cols / 256 * 144
+	raw := randomBlocks(r, typ, rows*cols/256, false)
+	all, err := Convert(typ, raw, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rows {
+		w, err := Convert(typ, raw[i*rowBytes:(i+1)*rowBytes], 1, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(w.Data) != string(all.Data[i*cols/2:(i+1)*cols/2]) || !equal16(w.Scale, all.Scale[i*cols/32:(i+1)*cols/32]) ||
+			!equal16(w.Offset, all.Offset[i*cols/32:(i+1)*cols/32]) {
+			t.Fatalf("row %d differs", i)
+		}
+	}
+	for _, row := range []int{250, 3} {
+		b := raw[row*rowBytes+144:]
+		binary.LittleEndian.PutUint16(b, 0x7e00) // d = NaN in block 1
+		b[4] = 1
+	}
+	if _, err := Convert(typ, raw, rows, cols); err == nil || !strings.Contains(err.Error(), "expert 0 row 3 block 1: sub-block 0: non-finite scale") {
+		t.Errorf("two bad blocks: %v", err)
+	}
+}
