@@ -34,11 +34,8 @@ func neighbours(h uint16) [3]uint16 {
 	return out
 }
 
-// eval is Dequant's arithmetic for one element.
-func eval(w int, o, s uint16, hasOff bool) float64 {
-	if !hasOff {
-		return float64(float32(w) * gguf.F16ToF32(s))
-	}
+// eval is Dequant's arithmetic for one element with an offset.
+func eval(w int, o, s uint16) float64 {
 	return float64(float32(float32(w)+gguf.F16ToF32(o)) * gguf.F16ToF32(s))
 }
 
@@ -92,7 +89,7 @@ func affine(u []int, lim int, D, M float64, zeroS, zeroO uint16, v []int8, s, o 
 	}
 	best, bestErr := uint16(0), math.Inf(1)
 	for _, h := range neighbours(f16(oReal)) {
-		e := max(math.Abs(eval(wlo, h, S, true)-T(wlo)), math.Abs(eval(whi, h, S, true)-T(whi)))
+		e := max(math.Abs(eval(wlo, h, S)-T(wlo)), math.Abs(eval(whi, h, S)-T(whi)))
 		if e < bestErr {
 			best, bestErr = h, e
 		}

@@ -156,6 +156,9 @@ func TestLayouts(t *testing.T) {
 		if err := w.Check(); err != nil {
 			t.Errorf("%s: %v", c.typ, err)
 		}
+		if w.Groups() != cols/c.span || len(w.Scale) != rows*w.Groups() || c.offset != (len(w.Offset) == len(w.Scale)) {
+			t.Errorf("%s: %d groups per row, %d scales, %d offsets", c.typ, w.Groups(), len(w.Scale), len(w.Offset))
+		}
 	}
 }
 
@@ -396,5 +399,89 @@ func TestParallel(t *testing.T) {
 	}
 	if _, err := Convert(typ, raw, rows, cols); err == nil || !strings.Contains(err.Error(), "expert 0 row 3 block 1: sub-block 0: non-finite scale") {
 		t.Errorf("two bad blocks: %v", err)
+	}
+}
+
+// TestEdgeBlocks: blocks at the corners of the lossy mappings. A zero step
+// (q4_1 with d = 0, a q4_K sub-block with sc = 0) is exact; a group whose
+// offset would overflow f16 (a step far below its values' f16 resolution),
+// a constant q2_K group and an all-zero q6_K block stay within the bounds.
+func TestEdgeBlocks(t *testing.T) {
+	h := func(v float32) [2]byte {
+		var b [2]byte
+		binary.LittleEndian.PutUint16(b[:], gguf.F32ToF16(v))
+		return b
+	}
+	q41 := func(d, m float32, qs byte) []byte {
+		b := make([]byte, 20)
+		dd, mm := h(d), h(m)
+		copy(b, dd[:])
+		copy(b[2:], mm[:])
+		for j := range 16 {
+			b[4+j] = qs + byte(j)
+		}
+		return b
+	}
+	q4K := func(d, dmin float32, sc0, m0 byte) []byte {
+		b := make([]byte, 144)
+		dd, mm := h(d), h(dmin)
+		copy(b, dd[:])
+		copy(b[2:], mm[:])
+		for j := range 12 {
+			b[4+j] = 0x55
+		}
+		b[4], b[8] = sc0, m0 // sub-block 0: scale sc0, min m0
+		for j := range 128 {
+			b[16+j] = byte(j * 7)
+		}
+		return b
+	}
+	q2K := func() []byte {
+		b := make([]byte, 84)
+		dd, mm := h(0.01), h(0.02)
+		copy(b[80:], dd[:])
+		copy(b[82:], mm[:])
+		for j := range 16 {
+			b[j] = 0x30 // sc = 0, m = 3: every value −0.06
+		}
+		return b
+	}
+	cases := []struct {
+		name  string
+		typ   gguf.GGMLType
+		raw   []byte
+		exact bool
+	}{
+		{"q4_1 d=0", gguf.TypeQ4_1, q41(0, -3.5, 0x21), true},
+		{"q4_1 d=2^-24 m=60000", gguf.TypeQ4_1, q41(0x1p-24, 60000, 0x31), false},
+		{"q4_1 d=1 m=-65504", gguf.TypeQ4_1, q41(1, -65504, 0x0f), false},
+		{"q4_K sc=0", gguf.TypeQ4_K, q4K(0.5, 0.25, 0, 37), false},
+		{"q4_K d=0", gguf.TypeQ4_K, q4K(0, 0.25, 9, 37), true},
+		{"q2_K constant", gguf.TypeQ2_K, q2K(), false},
+		{"q6_K zero", gguf.TypeQ6_K, make([]byte, 210), true},
+	}
+	for _, c := range cases {
+		w, err := Convert(c.typ, c.raw, 1, c.typ.BlockSize())
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		want := ggmlValues(t, c.typ, c.raw, c.typ.BlockSize())
+		got := Dequant(w)
+		var s stats
+		s.add(want, got, 32)
+		if c.exact && s.exactGrp != s.groups || s.maxRel > bounds[c.typ] {
+			t.Errorf("%s: %v (bound %g, exact %v)", c.name, &s, bounds[c.typ], c.exact)
+		}
+	}
+	// The q4_K sub-block with sc = 0 holds −dmin·m exactly.
+	w, err := Convert(gguf.TypeQ4_K, q4K(0.5, 0.25, 0, 37), 1, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range Dequant(w)[:32] {
+		if v != -0.25*37 {
+			t.Fatalf("sub-block 0 element %d: %g, want %g", i, v, -0.25*37)
+		}
 	}
 }
