@@ -66,7 +66,8 @@ func sameValue(a, b float32) bool {
 }
 
 // TestExact: for q8_0, q4_0, q5_0 and q3_K, Dequant of the converted weight
-// gives ggml's values bit for bit, on random blocks with any finite f16
+// gives ggml's values bit for bit (and DequantF16 ggml's values rounded once
+// to f16), on random blocks with any finite f16
 // scale (subnormal, negative, zero, the largest) and on every tensor of
 // those types in the reference models.
 func TestExact(t *testing.T) {
@@ -99,11 +100,15 @@ func checkExact(t *testing.T, typ gguf.GGMLType, raw []byte, rows, cols int) {
 		t.Fatal(err)
 	}
 	want := ggmlValues(t, typ, raw, rows*cols)
-	got := Dequant(w)
+	got, got16 := Dequant(w), DequantF16(w)
 	for i := range want {
 		if !sameValue(got[i], want[i]) {
 			t.Fatalf("%s [%d×%d] element %d (row %d col %d): Dequant %g (%#x), ggml %g (%#x)",
 				typ, rows, cols, i, i/cols, i%cols, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+		}
+		// In f16 arithmetic the product is ggml's value rounded once.
+		if w16 := gguf.F16ToF32(gguf.F32ToF16(want[i])); !sameValue(got16[i], w16) {
+			t.Fatalf("%s element %d: DequantF16 %g, f16(ggml) %g", typ, i, got16[i], w16)
 		}
 	}
 }
