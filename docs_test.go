@@ -15,7 +15,7 @@ import (
 // documentedPackages are the library packages whose whole exported API must
 // carry doc comments and which must show an Example.
 var documentedPackages = []string{
-	".", "gguf", "ir", "ir/irgonum", "models", "kernels", "tokenizer", "passes", "planner",
+	".", "gguf", "gguf/wqconv", "ir", "ir/irgonum", "models", "kernels", "tokenizer", "passes", "planner",
 	"target", "partition", "lower/cann", "eval", "runtime/device", "runtime/session",
 	"runtime/program", "viz",
 }

@@ -30,3 +30,33 @@ func TestLayering(t *testing.T) {
 		}
 	}
 }
+
+// TestLayeringGGUF checks that gguf and its subpackages (gguf/wqconv, the
+// device layouts of the quantised weights, which target, partition, lower
+// and runtime all read) stay at the bottom: no irtool package outside gguf
+// and internal in their dependencies.
+func TestLayeringGGUF(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go tool not in PATH")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "./gguf/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	const mod = "github.com/irtool/irtool/"
+	seen := false
+	for _, p := range strings.Fields(string(out)) {
+		rel, ok := strings.CutPrefix(p, mod)
+		if !ok {
+			continue
+		}
+		seen = seen || rel == "gguf/wqconv"
+		if rel != "gguf" && !strings.HasPrefix(rel, "gguf/") && !strings.HasPrefix(rel, "internal/") {
+			t.Errorf("gguf depends on %s", p)
+		}
+	}
+	if !seen {
+		t.Fatalf("go list printed no gguf/wqconv:\n%s", out)
+	}
+}
