@@ -51,7 +51,8 @@ type CompileOptions struct {
 	// prefill runs eagerly, as upstream).
 	PrefillGraph bool
 	// Driver, when set, gives the compile driver's options beyond the
-	// ones above (registries, requantisation, merge-qkv); its Target,
+	// ones above (registries, merge-qkv; a session refuses requantised
+	// weights when it loads them); its Target,
 	// Passes and Strategy are those above.
 	Driver compiler.Options
 }
@@ -92,6 +93,9 @@ func NewCompiler(m *models.Model, opts CompileOptions) (*Compiler, error) {
 	d := opts.Driver
 	d.Target, d.Passes, d.Strategy = opts.Target, opts.Passes, opts.Strategy
 	d.NoMemory, d.Until = true, compiler.StagePartition
+	if d.Budget == 0 {
+		d.Budget = planner.DefaultBudget // each bucket's plan, as planner.PlanGraph's default
+	}
 	if d.KVWrite == "" {
 		d.KVWrite = m.Options.KVWrite.String()
 	}
