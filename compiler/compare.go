@@ -57,7 +57,7 @@ func compareLayouts(ctx context.Context, g *ir.Graph, p *planner.GraphPlan, opts
 	out.Target = tgt
 
 	ggmlOpts := planner.GraphOptions{Align: planner.DefaultAlign, Strategy: p.Requested, Budget: opts.Budget,
-		Strategies: opts.Strategies, Policy: planner.CPUPolicy(), ArenaIO: true, Reorder: opts.Reorder}
+		Strategies: opts.Strategies, Workers: opts.Workers, Policy: planner.CPUPolicy(), ArenaIO: true, Reorder: opts.Reorder}
 	ours, err := planner.PlanGraphContext(ctx, g, ggmlOpts)
 	if err != nil {
 		return out, fmt.Errorf("ggml layout: %w", err)

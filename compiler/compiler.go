@@ -96,6 +96,9 @@ type Options struct {
 	// bounds the search of best and search (0: DefaultBudget).
 	Strategy string
 	Budget   time.Duration
+	// Threads bounds the planner's concurrent searches (0: GOMAXPROCS);
+	// the plans do not depend on it where the search reaches the bound.
+	Threads int
 	// NoMemory skips the memory stage (runtime/program plans per bucket).
 	NoMemory bool
 
@@ -232,6 +235,8 @@ func (o Options) withDefaults(g *ir.Graph) (Options, error) {
 	switch {
 	case o.Budget < 0:
 		return o, fmt.Errorf("compiler: budget must be positive, got %v", o.Budget)
+	case o.Threads < 0:
+		return o, fmt.Errorf("compiler: threads %d must not be negative", o.Threads)
 	case o.Ctx < 0 || o.UBatch < 0:
 		return o, fmt.Errorf("compiler: ctx %d and ubatch %d must not be negative", o.Ctx, o.UBatch)
 	case o.Align != 0 && (o.Align < 0 || o.Align > 1<<30 || o.Align&(o.Align-1) != 0):
@@ -395,7 +400,7 @@ func (r *Result) Align() int64 {
 // graphOptions are the planner options of the target layout.
 func (r *Result) graphOptions() planner.GraphOptions {
 	opts := planner.GraphOptions{
-		Align: r.Align(), Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies,
+		Align: r.Align(), Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies, Workers: r.Options.Threads,
 		Policy: planner.PolicyFor(r.Profile.Name), Reorder: true,
 	}
 	if r.Profile.HasNPU() {
@@ -487,7 +492,7 @@ func (r *Result) Lower(b ir.Bindings, lo LowerOptions) (*cann.Program, *planner.
 	if r.Partition == nil || r.Partitioned == nil {
 		return nil, nil, fmt.Errorf("compiler: lower: the partition stage did not run")
 	}
-	popts := planner.GraphOptions{Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies}
+	popts := planner.GraphOptions{Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies, Workers: r.Options.Threads}
 	if lo.Strategy != "" {
 		popts.Strategy = lo.Strategy
 	}

@@ -45,6 +45,9 @@ type GraphOptions struct {
 	// Budget bounds the search of "search" and "best" (0: DefaultBudget).
 	// Both stop as soon as they reach the lower bound.
 	Budget time.Duration
+	// Workers bounds the concurrent searches of the exact search (0:
+	// GOMAXPROCS; Options.Workers).
+	Workers int
 	// Policy names the operands a node may overwrite in place; the zero
 	// value allows none (CPUPolicy, NPUPolicy).
 	Policy InPlacePolicy
@@ -254,7 +257,7 @@ func (p *GraphPlan) solve(ctx context.Context, lv *liveness, opts *GraphOptions)
 		p.ArenaBytes = ga.Arena
 		return nil
 	}
-	a, rep, err := opts.Strategies.Solve(ctx, lv.prob, opts.Strategy, Options{Budget: opts.Budget})
+	a, rep, err := opts.Strategies.Solve(ctx, lv.prob, opts.Strategy, Options{Budget: opts.Budget, Workers: opts.Workers})
 	if err != nil {
 		return err
 	}

@@ -76,7 +76,11 @@ func solveSearch(ctx context.Context, tl *timeline, seeds []seed, opts Options, 
 	// (in repair mode) the neighbourhood repair share the time after it, or
 	// all of it on instances too large for the exact search.
 	if exactOK && s.bestArena() > tl.lb {
-		s.ladder(runtime.GOMAXPROCS(0))
+		workers := opts.Workers
+		if workers <= 0 {
+			workers = runtime.GOMAXPROCS(0)
+		}
+		s.ladder(workers)
 	}
 	switch {
 	case mode == modeExact || s.done() || s.expired():

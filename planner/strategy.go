@@ -27,6 +27,10 @@ type Options struct {
 	// search's iteration count, making "search" deterministic regardless of
 	// machine speed (tests use it).
 	MaxNodes int64
+	// Workers bounds the concurrent searches of the exact search's
+	// portfolio (0: GOMAXPROCS). The result does not depend on it where
+	// the search reaches the lower bound.
+	Workers int
 }
 
 func (o Options) budget() time.Duration {

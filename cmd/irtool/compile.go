@@ -34,7 +34,7 @@ func init() {
 		Summary: "build a model's graph and run the compiler stages on it",
 		Usage: `irtool compile [MODEL.gguf] [--target ascend910b|ascend310b|cpu] [--passes LIST|none]
                [--print-after PASS|all] [--ctx N] [--ubatch N] [--strategy NAME|best]
-               [--out DIR] [--report FILE.html] [--json]
+               [--threads N] [--out DIR] [--report FILE.html] [--json]
 
 Builds the graph of one forward step of MODEL (default: the embedded
 stories260K), then runs the compiler's stages in order: the pass pipeline,
@@ -65,6 +65,7 @@ type compileFlags struct {
 	Report        string
 	MergeQKV      bool
 	Requant       string
+	Threads       int
 
 	ubatchDefault bool // --ubatch was not given: it follows --ctx
 }
@@ -87,6 +88,7 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.Report, "report", "", "write the self-contained HTML report of every stage to `FILE`")
 	fs.BoolVar(&f.MergeQKV, "merge-qkv", false, "merge Q, K and V projections sharing an input into one matmul")
 	fs.StringVar(&f.Requant, "requant", "", "re-quantise the weights the target cannot multiply to `TYPE`: q8_0 or q4_0")
+	fs.IntVar(&f.Threads, "threads", 0, "concurrent searches of the memory planner's exact search (0 = GOMAXPROCS); the output does not depend on it where plans reach their bound")
 }
 
 // compileJSON is the --json output. Each stage fills its own fields with
@@ -138,7 +140,10 @@ func (f compileFlags) options(until compiler.Stage) (compiler.Options, error) {
 		Target: f.Target, Passes: f.Passes, MergeQKV: f.MergeQKV,
 		PassOptions: passes.Options{Snapshots: true, DumpDir: f.DumpDir},
 		Ctx:         f.Ctx, UBatch: f.UBatch, Align: f.Align, Strategy: f.Strategy, Budget: f.Budget,
-		KVWrite: f.KVWrite, Until: until,
+		KVWrite: f.KVWrite, Until: until, Threads: f.Threads,
+	}
+	if f.Threads < 0 {
+		return o, fmt.Errorf("--threads %d: want 0 (GOMAXPROCS) or more", f.Threads)
 	}
 	if o.Budget <= 0 {
 		return o, fmt.Errorf("--budget must be positive, got %v", f.Budget)

@@ -49,11 +49,12 @@ func stripTiming(t *testing.T, raw string) []byte {
 
 // TestCompileJSONDeterministic: compile --json gives the same bytes, timing
 // fields aside, on two runs and whatever the number of threads the
-// planner's search may use (GOMAXPROCS sizes its exact-search portfolio),
-// with the default strategy (best, whose search runs concurrently).
+// planner's search may use (--threads, and GOMAXPROCS, which sizes the
+// exact search's portfolio by default), with the default strategy (best,
+// whose search runs concurrently).
 func TestCompileJSONDeterministic(t *testing.T) {
 	if testing.Short() {
-		t.Skip("compiles a model four times")
+		t.Skip("compiles two models five times each")
 	}
 	for _, c := range []struct {
 		model  string
@@ -67,9 +68,12 @@ func TestCompileJSONDeterministic(t *testing.T) {
 			args = append(args, c.model)
 		}
 		var first []byte
-		for i, procs := range []int{2, 2, 1} {
-			old := runtime.GOMAXPROCS(procs)
-			code, out, stderr := runCLI(t, args...)
+		for i, run := range []struct {
+			procs   int
+			threads string
+		}{{2, "0"}, {2, "0"}, {1, "0"}, {2, "1"}, {2, "2"}} {
+			old := runtime.GOMAXPROCS(run.procs)
+			code, out, stderr := runCLI(t, append(args, "--threads", run.threads)...)
 			runtime.GOMAXPROCS(old)
 			if code != 0 {
 				t.Fatalf("%v: exit %d: %s", args, code, stderr)
@@ -83,7 +87,7 @@ func TestCompileJSONDeterministic(t *testing.T) {
 				continue
 			}
 			if !bytes.Equal(got, first) {
-				t.Errorf("%v, run %d (GOMAXPROCS %d): JSON differs from run 1 beyond timing fields:\n%s", args, i+1, procs, firstDiff(first, got))
+				t.Errorf("%v, run %d (GOMAXPROCS %d, --threads %s): JSON differs from run 1 beyond timing fields:\n%s", args, i+1, run.procs, run.threads, firstDiff(first, got))
 			}
 		}
 	}
