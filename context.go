@@ -1,10 +1,14 @@
 package irtool
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
@@ -84,4 +88,46 @@ func (c *Context) RegisterOp(op Op) error {
 		return err
 	}
 	return c.Rules.Register(name, op.Rule)
+}
+
+// BuildModel builds a model's graph (models.Build) in the context: the
+// graph resolves the context's ops, so rewrites on it may introduce them.
+func (c *Context) BuildModel(f *gguf.File, opts models.Options) (*models.Model, error) {
+	opts.Ops = c.Ops
+	return models.Build(f, opts)
+}
+
+// CompileOptions returns opts with the registries the context holds and
+// opts leaves unset: passes, target rules, planner strategies, and the
+// kernels constant folding evaluates with.
+func (c *Context) CompileOptions(opts compiler.Options) compiler.Options {
+	if opts.PassRegistry == nil {
+		opts.PassRegistry = c.Passes
+	}
+	if opts.Rules == nil {
+		opts.Rules = c.Rules
+	}
+	if opts.Strategies == nil {
+		opts.Strategies = c.Strategies
+	}
+	if opts.PassOptions.Fold.Kernels == nil {
+		opts.PassOptions.Fold.Kernels = c.Kernels
+	}
+	return opts
+}
+
+// Compile runs the compile driver (compiler.Compile) on g with the
+// context's registries.
+func (c *Context) Compile(ctx context.Context, g *ir.Graph, opts compiler.Options) (*compiler.Result, error) {
+	return compiler.Compile(ctx, g, c.CompileOptions(opts))
+}
+
+// PlanGraph plans a static graph (planner.PlanGraph) with the context's
+// strategies: a strategy registered in c.Strategies is a name
+// opts.Strategy may give.
+func (c *Context) PlanGraph(g *ir.Graph, opts planner.GraphOptions) (*planner.GraphPlan, error) {
+	if opts.Strategies == nil {
+		opts.Strategies = c.Strategies
+	}
+	return planner.PlanGraph(g, opts)
 }

@@ -7,26 +7,40 @@ import (
 )
 
 // TestLayering checks that the compiler never reaches into the runtime:
-// the dependencies of ir, passes and planner (go list -deps) hold no
-// package of runtime/ (device, session, program, acl) — docs/ARCHITECTURE.md,
-// "Packages follow the data flow".
+// the dependencies of ir, passes, planner and the compile driver (go list
+// -deps) hold no package of runtime/ (device, session, program, acl) —
+// docs/ARCHITECTURE.md, "Packages follow the data flow". It also checks
+// that the driver sits above every compiler stage: no stage package
+// (ir, models, eval, passes, target, planner, partition, lower) depends on
+// package compiler.
 func TestLayering(t *testing.T) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go tool not in PATH")
 	}
+	const mod = "github.com/irtool/irtool/"
 	for _, tags := range []string{"", "cann"} {
-		out, err := exec.Command(goTool, "list", "-tags", tags, "-deps", "./ir/...", "./passes/...", "./planner/...").CombinedOutput()
+		out, err := exec.Command(goTool, "list", "-tags", tags, "-deps", "./ir/...", "./passes/...", "./planner/...", "./compiler/...").CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list -tags %q: %v\n%s", tags, err, out)
 		}
 		for _, p := range strings.Fields(string(out)) {
-			if strings.HasPrefix(p, "github.com/irtool/irtool/runtime") {
-				t.Errorf("-tags %q: ir, passes or planner depends on %s", tags, p)
+			if strings.HasPrefix(p, mod+"runtime") || strings.HasPrefix(p, mod+"cmd") {
+				t.Errorf("-tags %q: ir, passes, planner or compiler depends on %s", tags, p)
 			}
 		}
-		if !strings.Contains(string(out), "github.com/irtool/irtool/passes") {
+		if !strings.Contains(string(out), mod+"passes") || !strings.Contains(string(out), mod+"lower/cann") {
 			t.Fatalf("go list printed no irtool package:\n%s", out)
+		}
+		stages := []string{"./ir/...", "./models/...", "./eval/...", "./passes/...", "./target/...", "./planner/...", "./partition/...", "./lower/..."}
+		out, err = exec.Command(goTool, append([]string{"list", "-tags", tags, "-deps"}, stages...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -tags %q: %v\n%s", tags, err, out)
+		}
+		for _, p := range strings.Fields(string(out)) {
+			if p == mod+"compiler" {
+				t.Errorf("-tags %q: a compiler stage depends on the compile driver %s", tags, p)
+			}
 		}
 	}
 }

@@ -3,17 +3,23 @@ package models
 import (
 	"bytes"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
-	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
 )
 
 // withKV returns the embedded model with key set to v (nil: removed).
 func withKV(t *testing.T, key string, v *gguf.Value) *gguf.File {
 	t.Helper()
-	f, err := gguf.Parse(irtool.EmbeddedModel, "embedded")
+	// The embedded model's file (the root package, which embeds it, sits
+	// above models: an internal test cannot import it).
+	data, err := os.ReadFile("../testdata/stories260K.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(data, "embedded")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,6 +103,10 @@ type Options struct {
 	NCtx    int64       // KV cache cells (llama.cpp's n_ctx); 0 means 256
 	KVType  KVCacheType // KV cache element type: f16 (the default, as llama.cpp) or f32
 	KVWrite KVWrite
+	// Ops becomes the built graph's OpSet (nil: the default set), so that
+	// rewrites and parsers working on the graph resolve the ops registered
+	// there (irtool.Context.Ops) as well as the built-in ones.
+	Ops *ir.OpSet
 }
 
 // Symbols used by every builder.
@@ -231,6 +235,9 @@ func BuildHParams(hp HParams, lookup WeightLookup, opts Options) (*Model, error)
 		g, err := b.build()
 		if err != nil {
 			return nil, fmt.Errorf("models: %s: %w", hp.Arch, err)
+		}
+		if opts.Ops != nil {
+			g.OpSet = opts.Ops
 		}
 		return &Model{Graph: g, HParams: hp, Options: opts}, nil
 	}

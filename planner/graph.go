@@ -20,9 +20,13 @@ const StrategyGallocr = "gallocr"
 // ggml's TENSOR_ALIGNMENT, the alignment of its CPU buffers.
 const DefaultAlign = 32
 
-// GraphStrategies returns the strategy names PlanGraph accepts, "best" last.
+// GraphStrategies returns the built-in strategy names PlanGraph accepts,
+// "best" last. PlanGraph also takes the strategies registered in
+// GraphOptions.Strategies (StrategySet.GraphNames lists both) and the
+// search phases' names (StrategyOf), so whatever a plan reports as its
+// Strategy plans again.
 func GraphStrategies() []string {
-	return append(slices.Clone(cheapStrategies), StrategyGallocr, StrategySearch, StrategyBest)
+	return append(slices.Clone(cheapStrategies), StrategyGreedyArea, StrategyExact, StrategyGallocr, StrategySearch, StrategyBest)
 }
 
 // GraphOptions configure PlanGraph.
@@ -31,11 +35,19 @@ type GraphOptions struct {
 	// offsets are multiples of it (0 means DefaultAlign; 32 is ggml's CPU
 	// alignment, 64 the NPU default).
 	Align int64
-	// Strategy names the offset strategy (GraphStrategies); "" means best.
+	// Strategy names the offset strategy: one of GraphStrategies, one
+	// registered in Strategies, or what a GraphPlan reported as its
+	// Strategy; "" means best.
 	Strategy string
+	// Strategies holds the registered strategies Strategy may name (nil:
+	// DefaultStrategies); irtool.Context.Strategies is one.
+	Strategies *StrategySet
 	// Budget bounds the search of "search" and "best" (0: DefaultBudget).
 	// Both stop as soon as they reach the lower bound.
 	Budget time.Duration
+	// Workers bounds the concurrent searches of the exact search (0:
+	// GOMAXPROCS; Options.Workers).
+	Workers int
 	// Policy names the operands a node may overwrite in place; the zero
 	// value allows none (CPUPolicy, NPUPolicy).
 	Policy InPlacePolicy
@@ -167,8 +179,13 @@ func PlanGraphContext(ctx context.Context, g *ir.Graph, opts GraphOptions) (plan
 	if opts.Strategy == "" {
 		opts.Strategy = StrategyBest
 	}
-	if !slices.Contains(GraphStrategies(), opts.Strategy) {
-		return nil, fmt.Errorf("planner: graph %q: unknown strategy %q (have %s)", g.Name, opts.Strategy, strings.Join(GraphStrategies(), ", "))
+	if opts.Strategies == nil {
+		opts.Strategies = defaultStrategies
+	}
+	requested := opts.Strategy
+	opts.Strategy = StrategyOf(opts.Strategy)
+	if !opts.Strategies.HasGraph(opts.Strategy) {
+		return nil, fmt.Errorf("planner: graph %q: unknown strategy %q (have %s)", g.Name, requested, strings.Join(opts.Strategies.GraphNames(), ", "))
 	}
 	if !g.IsStatic() {
 		return nil, fmt.Errorf("planner: graph %q is not static (symbols %v); specialise it first", g.Name, g.Symbols())
@@ -205,7 +222,7 @@ func PlanGraphContext(ctx context.Context, g *ir.Graph, opts GraphOptions) (plan
 	plan = &GraphPlan{
 		Graph: g, Order: order, OrderChanged: !slices.Equal(order, orders[0]),
 		Problem: lv.prob, Buffers: lv.bufs, InPlace: lv.inplace, LowerBound: lb,
-		NaiveBytes: NaiveSize(lv.prob), Requested: opts.Strategy, Strategies: map[string]int64{},
+		NaiveBytes: NaiveSize(lv.prob), Requested: requested, Strategies: map[string]int64{},
 		Align: opts.Align, Policy: opts.Policy.Name, ArenaIO: opts.ArenaIO, storage: lv.storage,
 	}
 	if err := plan.solve(ctx, lv, &opts); err != nil {
@@ -240,7 +257,7 @@ func (p *GraphPlan) solve(ctx context.Context, lv *liveness, opts *GraphOptions)
 		p.ArenaBytes = ga.Arena
 		return nil
 	}
-	a, rep, err := Solve(ctx, lv.prob, opts.Strategy, Options{Budget: opts.Budget})
+	a, rep, err := opts.Strategies.Solve(ctx, lv.prob, opts.Strategy, Options{Budget: opts.Budget, Workers: opts.Workers})
 	if err != nil {
 		return err
 	}

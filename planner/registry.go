@@ -45,7 +45,7 @@ func (s *StrategySet) Register(name string, fn StrategyFunc) error {
 	if fn == nil {
 		return fmt.Errorf("planner: register %q: nil strategy", name)
 	}
-	if slices.Contains(Strategies(), name) || slices.Contains(GraphStrategies(), name) {
+	if slices.Contains(Strategies(), name) || slices.Contains(GraphStrategies(), name) || StrategyOf(name) != name {
 		return fmt.Errorf("planner: register: %q is a built-in strategy", name)
 	}
 	if _, dup := s.Lookup(name); dup {
@@ -87,10 +87,29 @@ func (s *StrategySet) Names() []string {
 	return append(Strategies(), custom...)
 }
 
+// GraphNames lists the strategies PlanGraph accepts with s: the built-in
+// graph strategies (GraphStrategies), then the registered ones.
+func (s *StrategySet) GraphNames() []string {
+	names := s.Names()
+	return append(GraphStrategies(), names[len(Strategies()):]...)
+}
+
+// HasGraph reports whether PlanGraph with s accepts the strategy name:
+// a built-in graph strategy, a registered one, or a search phase's name.
+func (s *StrategySet) HasGraph(name string) bool {
+	name = StrategyOf(name)
+	if slices.Contains(GraphStrategies(), name) {
+		return true
+	}
+	_, ok := s.Lookup(name)
+	return ok
+}
+
 // Solve is the package-level Solve with the strategies of s: a built-in
 // name runs the built-in strategy, a registered one runs its function
 // under opts' time budget, and the result is validated and reported alike.
 func (s *StrategySet) Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *Assignment, rep *Report, err error) {
+	strategy = StrategyOf(strategy)
 	if slices.Contains(Strategies(), strategy) {
 		return Solve(ctx, p, strategy, opts)
 	}

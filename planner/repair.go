@@ -216,7 +216,7 @@ func (s *searcher) repair() {
 		if newAt < oldAt && newAt == 0 && len(tops) == oldAt {
 			// No buffer reaches the old arena any more.
 			arena = arenaOf(tl, off)
-			s.offer(&Assignment{Offsets: slices.Clone(off), Arena: arena}, nil, "repair")
+			s.offer(&Assignment{Offsets: slices.Clone(off), Arena: arena}, nil, PhaseRepair)
 		}
 	}
 }

@@ -76,7 +76,11 @@ func solveSearch(ctx context.Context, tl *timeline, seeds []seed, opts Options, 
 	// (in repair mode) the neighbourhood repair share the time after it, or
 	// all of it on instances too large for the exact search.
 	if exactOK && s.bestArena() > tl.lb {
-		s.ladder(runtime.GOMAXPROCS(0))
+		workers := opts.Workers
+		if workers <= 0 {
+			workers = runtime.GOMAXPROCS(0)
+		}
+		s.ladder(workers)
 	}
 	switch {
 	case mode == modeExact || s.done() || s.expired():
@@ -177,8 +181,9 @@ type seed struct {
 	dur   time.Duration
 }
 
-// runGreedy runs one of the cheap strategies ("area" is the largest-area
-// first order, used only as a search seed). The best-fit strategies give up
+// runGreedy runs one of the cheap strategies or greedy-area (the
+// largest-area first order, which "best" does not run on its own but the
+// search uses as a seed). The best-fit strategies give up
 // when st says so, returning a seed without an assignment.
 func runGreedy(tl *timeline, name string, st *stopper) seed {
 	t0 := time.Now()
@@ -196,8 +201,10 @@ func runGreedy(tl *timeline, name string, st *stopper) seed {
 			sd.order = orderByLifetime(tl)
 		case StrategyGreedyBreadth:
 			sd.order = orderByBreadth(tl)
-		default:
+		case StrategyGreedyArea:
 			sd.order = orderByArea(tl)
+		default:
+			panic(fmt.Sprintf("planner: runGreedy: %q is not a constructive strategy", name))
 		}
 		sd.a = solveOrder(tl, sd.order, st)
 	}
@@ -240,11 +247,11 @@ func (s *searcher) seed(seeds []seed) {
 	for _, sd := range seeds {
 		have[sd.name] = true
 	}
-	for _, name := range []string{StrategyGreedySize, StrategyGreedyLifetime, StrategyGreedyBreadth, "area"} {
+	for _, name := range []string{StrategyGreedySize, StrategyGreedyLifetime, StrategyGreedyBreadth, StrategyGreedyArea} {
 		if have[name] || s.done() || (s.inc.best != nil && s.expired()) {
 			continue
 		}
-		if name == "area" && s.decodeDur*50 > time.Until(s.deadline) {
+		if name == StrategyGreedyArea && s.decodeDur*50 > time.Until(s.deadline) {
 			continue
 		}
 		sd := runGreedy(s.tl, name, &stopper{ctx: s.ctx, deadline: s.deadline})
@@ -601,7 +608,7 @@ func (s *searcher) perturb() {
 			if next < bestArena {
 				bestArena = next
 				bestOrder = slices.Clone(order)
-				s.offer(pl.assignment(), bestOrder, "orders")
+				s.offer(pl.assignment(), bestOrder, PhaseOrders)
 				rejects = 0
 			}
 			continue

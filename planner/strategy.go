@@ -27,6 +27,10 @@ type Options struct {
 	// search's iteration count, making "search" deterministic regardless of
 	// machine speed (tests use it).
 	MaxNodes int64
+	// Workers bounds the concurrent searches of the exact search's
+	// portfolio (0: GOMAXPROCS). The result does not depend on it where
+	// the search reaches the lower bound.
+	Workers int
 }
 
 func (o Options) budget() time.Duration {
@@ -42,11 +46,32 @@ const (
 	StrategyGreedySize     = "greedy-size"
 	StrategyGreedyLifetime = "greedy-lifetime"
 	StrategyGreedyBreadth  = "greedy-breadth"
+	StrategyGreedyArea     = "greedy-area"
 	StrategyOnlineBestFit  = "online-bestfit"
 	StrategyExact          = "exact"
 	StrategySearch         = "search"
 	StrategyBest           = "best"
 )
+
+// The phases of "search" (and "best") that are not strategies of their
+// own: a plan whose arena one of them found reports its name as the
+// winner. StrategyOf maps them back to "search", which runs them.
+const (
+	PhaseRepair = "repair" // the neighbourhood repair of the search
+	PhaseOrders = "orders" // the perturbation search over placement orders
+)
+
+// StrategyOf returns the strategy that produces results reported under
+// name (Report.Winner, GraphPlan.Strategy): a strategy name is itself, a
+// search phase (PhaseRepair, PhaseOrders) is "search". Every function that
+// takes a strategy name accepts what a plan or report gives back.
+func StrategyOf(name string) string {
+	switch name {
+	case PhaseRepair, PhaseOrders:
+		return StrategySearch
+	}
+	return name
+}
 
 // cheapStrategies run quickly; "best" runs them first and hands their
 // results to the search. linearStrategies among them are O(n log n) on any
@@ -59,11 +84,12 @@ var (
 	linearStrategies = []string{StrategyNaive, StrategyOnlineBestFit}
 )
 
-// Strategies returns the strategy names Solve accepts, "best" last.
+// Strategies returns the strategy names Solve accepts, "best" last (Solve
+// also takes the search phases' names, see StrategyOf).
 func Strategies() []string {
 	return []string{
 		StrategyNaive, StrategyGreedySize, StrategyGreedyLifetime, StrategyGreedyBreadth,
-		StrategyOnlineBestFit, StrategyExact, StrategySearch, StrategyBest,
+		StrategyGreedyArea, StrategyOnlineBestFit, StrategyExact, StrategySearch, StrategyBest,
 	}
 }
 
@@ -133,6 +159,7 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 	if err := p.Check(); err != nil {
 		return nil, nil, err
 	}
+	strategy = StrategyOf(strategy)
 	if !slices.Contains(Strategies(), strategy) {
 		return defaultStrategies.Solve(ctx, p, strategy, opts) // a registered strategy, or an error listing them
 	}

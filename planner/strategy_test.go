@@ -452,7 +452,7 @@ func TestDegenerateProblems(t *testing.T) {
 
 func TestStrategies(t *testing.T) {
 	got := fmt.Sprint(Strategies())
-	want := "[naive greedy-size greedy-lifetime greedy-breadth online-bestfit exact search best]"
+	want := "[naive greedy-size greedy-lifetime greedy-breadth greedy-area online-bestfit exact search best]"
 	if got != want {
 		t.Errorf("Strategies() = %s, want %s", got, want)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,19 +12,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 )
 
-// The compile command is a fixed spine (load → build → stages → print) with
-// the stages plugged in from their own files: passes, memory planning,
-// partition, lowering and the report each register a compileStage from
-// init. A stage reads what earlier stages left in the compileJob and adds
-// its part of the JSON. This keeps every stage's CLI code beside nothing
-// but its own package.
+// The compile command loads the model, builds its graph, hands it to the
+// compile driver (package compiler, the one pipeline the CLI, runtime and
+// library share) and prints what each stage produced: the human summary,
+// or with --json one object (docs/CLI.md). The printers of each stage's
+// part live beside it: compile_passes.go, compile_memory.go,
+// compile_lower.go and compile_report.go.
 
 func init() {
 	register(&command{
@@ -31,7 +34,7 @@ func init() {
 		Summary: "build a model's graph and run the compiler stages on it",
 		Usage: `irtool compile [MODEL.gguf] [--target ascend910b|ascend310b|cpu] [--passes LIST|none]
                [--print-after PASS|all] [--ctx N] [--ubatch N] [--strategy NAME|best]
-               [--out DIR] [--report FILE.html] [--json]
+               [--threads N] [--out DIR] [--report FILE.html] [--json]
 
 Builds the graph of one forward step of MODEL (default: the embedded
 stories260K), then runs the compiler's stages in order: the pass pipeline,
@@ -62,6 +65,7 @@ type compileFlags struct {
 	Report        string
 	MergeQKV      bool
 	Requant       string
+	Threads       int
 
 	ubatchDefault bool // --ubatch was not given: it follows --ctx
 }
@@ -84,6 +88,7 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.Report, "report", "", "write the self-contained HTML report of every stage to `FILE`")
 	fs.BoolVar(&f.MergeQKV, "merge-qkv", false, "merge Q, K and V projections sharing an input into one matmul")
 	fs.StringVar(&f.Requant, "requant", "", "re-quantise the weights the target cannot multiply to `TYPE`: q8_0 or q4_0")
+	fs.IntVar(&f.Threads, "threads", 0, "concurrent searches of the memory planner's exact search (0 = GOMAXPROCS); the output does not depend on it where plans reach their bound")
 }
 
 // compileJSON is the --json output. Each stage fills its own fields with
@@ -104,7 +109,8 @@ type compileJSON struct {
 	Predicted    any            `json:"predicted,omitempty"`
 }
 
-// compileJob is the state one compile run passes from stage to stage.
+// compileJob is one compile run: the model, the graph as built and, once
+// the driver ran, its Result.
 type compileJob struct {
 	Flags     compileFlags
 	ModelPath string
@@ -112,40 +118,79 @@ type compileJob struct {
 	File      *gguf.File // the weights; nil for IR text that names none
 	Model     *models.Model
 	Input     *ir.Graph // the graph as built, never modified
-	Graph     *ir.Graph // the current graph: stages may replace it
+	R         *compiler.Result
 	Out       compileJSON
 	// Text collects the human summary (printed without --json).
 	Text   io.Writer
 	Stdout io.Writer
 	Stderr io.Writer
-	// Values stages leave for later ones (the pass snapshots, the plans,
-	// the partition, the program), by stage-chosen keys.
-	Values map[string]any
 }
 
-// compileStage is one step of irtool compile.
-type compileStage struct {
-	Name  string
-	Order int // stages run by increasing Order
-	Run   func(j *compileJob) error
+// Graph is the latest graph: the driver's, else the graph as built.
+func (j *compileJob) Graph() *ir.Graph {
+	if j.R != nil {
+		return j.R.Graph()
+	}
+	return j.Input
 }
 
-var compileStages []compileStage
-
-// registerCompileStage adds a stage; stage files call it from init.
-func registerCompileStage(s compileStage) {
-	compileStages = append(compileStages, s)
-	slices.SortStableFunc(compileStages, func(a, b compileStage) int { return a.Order - b.Order })
+// options are the driver options of the flags, up to stage until.
+func (f compileFlags) options(until compiler.Stage) (compiler.Options, error) {
+	o := compiler.Options{
+		Target: f.Target, Passes: f.Passes, MergeQKV: f.MergeQKV,
+		PassOptions: passes.Options{Snapshots: true, DumpDir: f.DumpDir},
+		Ctx:         f.Ctx, UBatch: f.UBatch, Align: f.Align, Strategy: f.Strategy, Budget: f.Budget,
+		KVWrite: f.KVWrite, Until: until, Threads: f.Threads,
+	}
+	if f.Threads < 0 {
+		return o, fmt.Errorf("--threads %d: want 0 (GOMAXPROCS) or more", f.Threads)
+	}
+	if o.Budget <= 0 {
+		return o, fmt.Errorf("--budget must be positive, got %v", f.Budget)
+	}
+	if f.Requant != "" {
+		dt, ok := ir.ParseDType(strings.ToLower(f.Requant))
+		if !ok || dt != ir.Q8_0 && dt != ir.Q4_0 {
+			return o, fmt.Errorf("--requant %q: want q8_0 or q4_0", f.Requant)
+		}
+		o.Requant = dt
+	}
+	return o, nil
 }
 
-// Conventional stage orders.
-const (
-	stagePasses    = 10
-	stageMemory    = 20
-	stagePartition = 30
-	stageLower     = 40
-	stageReport    = 90
-)
+// compile runs the driver on the job's graph up to stage until; text
+// goes where the job's writers say.
+func (j *compileJob) compile(opts compiler.Options) error {
+	if opts.Requant != 0 {
+		if j.File == nil {
+			return &compiler.StageError{Stage: compiler.StagePartition, Err: fmt.Errorf("--requant: %w", errNoWeights)}
+		}
+		opts.Weights = j.File
+	}
+	if pa := strings.TrimSpace(j.Flags.PrintAfter); pa != "" {
+		p, err := opts.Pipeline()
+		if err != nil {
+			return &compiler.StageError{Stage: compiler.StagePasses, Err: err}
+		}
+		for _, name := range strings.Split(pa, ",") {
+			name = strings.TrimSpace(name)
+			if name != "all" && !p.Contains(name) {
+				return &compiler.StageError{Stage: compiler.StagePasses, Err: fmt.Errorf("--print-after %s: the pipeline %s does not run it", name, p)}
+			}
+			opts.PassOptions.PrintAfter = append(opts.PassOptions.PrintAfter, name)
+		}
+		// With --json, stdout holds only the JSON object.
+		opts.PassOptions.Print = j.Stdout
+		if j.Flags.JSON {
+			opts.PassOptions.Print = j.Stderr
+		}
+	}
+	r, err := compiler.Compile(context.Background(), j.Input, opts)
+	if r != nil {
+		j.R = r
+	}
+	return err
+}
 
 // checkShape normalises --ubatch (0 means --ctx) and checks the step
 // shapes and the model flags: an error is a usage error.
@@ -261,7 +306,7 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	if err != nil {
 		return fail(err)
 	}
-	j := &compileJob{Flags: flags, ModelPath: path, Source: src, File: src.File, Values: map[string]any{},
+	j := &compileJob{Flags: flags, ModelPath: path, Source: src, File: src.File,
 		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
 	if j.Model, err = src.build(opts); err != nil {
 		return fail(err)
@@ -279,7 +324,6 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 		j.Model.Graph.Meta[metaWeights] = ref
 	}
 	j.Input = j.Model.Graph
-	j.Graph = j.Model.Graph.Clone()
 	j.Out = compileJSON{Model: modelName(path), Arch: j.Model.HParams.Arch, Target: flags.Target,
 		NodesBefore: j.Input.NumOps(), OpsBefore: opCounts(j.Input), Passes: []any{}}
 	return j, nil
@@ -328,11 +372,15 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	if _, err := target.Get(flags.Target); err != nil {
 		return usageError(stderr, "compile", "--target: %v", err)
 	}
-	if _, err := passesPipeline(flags.Passes, flags.MergeQKV); err != nil {
+	opts, err := flags.options(0)
+	if err != nil {
+		return usageError(stderr, "compile", "%v", err)
+	}
+	if _, err := opts.Pipeline(); err != nil {
 		return usageError(stderr, "compile", "--passes: %v", err)
 	}
-	if flags.Strategy != "" && !slices.Contains(planner.GraphStrategies(), flags.Strategy) {
-		return usageError(stderr, "compile", "unknown --strategy %q (have %s)", flags.Strategy, strings.Join(planner.GraphStrategies(), ", "))
+	if !planner.DefaultStrategies().HasGraph(flags.Strategy) {
+		return usageError(stderr, "compile", "unknown --strategy %q (have %s)", flags.Strategy, strings.Join(planner.DefaultStrategies().GraphNames(), ", "))
 	}
 	if err := flags.checkOutputs(); err != nil {
 		return usageError(stderr, "compile", "%v", err)
@@ -351,15 +399,38 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(j.Text, "%s: %s, %d layers, %d ops as built (ctx %d, ubatch %d)\n",
 		j.Out.Model, j.Out.Arch, j.Model.HParams.NLayer, j.Out.NodesBefore, j.Flags.Ctx, j.Flags.UBatch)
-	for _, s := range compileStages {
-		fmt.Fprintf(stderr, "irtool compile: %s\n", s.Name)
-		if err := s.Run(j); err != nil {
-			fmt.Fprintf(stderr, "irtool compile: %s: %v\n", s.Name, err)
+	opts, _ = j.Flags.options(0) // the shape the model resolved
+	opts.Progress = func(s compiler.Stage) { fmt.Fprintf(stderr, "irtool compile: %s\n", s) }
+	cerr := j.compile(opts)
+	// Every stage that ran prints its part, also when a later one failed.
+	for _, s := range []struct {
+		stage compiler.Stage
+		out   func(*compileJob) error
+	}{
+		{compiler.StagePasses, outPasses},
+		{compiler.StageMemory, outMemory},
+		{compiler.StagePartition, outPartition},
+		{compiler.StageLower, outLower},
+	} {
+		if j.R == nil || !slices.Contains(j.R.Ran, s.stage) {
+			continue
+		}
+		if err := s.out(j); err != nil {
+			fmt.Fprintf(stderr, "irtool compile: %s: %v\n", s.stage, err)
 			return 1
 		}
 	}
-	j.Out.NodesAfter = j.Graph.NumOps()
-	j.Out.OpsAfter = opCounts(j.Graph)
+	if cerr != nil {
+		fmt.Fprintf(stderr, "irtool compile: %v\n", cerr)
+		return 1
+	}
+	fmt.Fprintf(stderr, "irtool compile: report\n")
+	if err := outReport(j); err != nil {
+		fmt.Fprintf(stderr, "irtool compile: report: %v\n", err)
+		return 1
+	}
+	j.Out.NodesAfter = j.Graph().NumOps()
+	j.Out.OpsAfter = opCounts(j.Graph())
 	if j.Flags.JSON {
 		if err := writeJSON(stdout, j.Out); err != nil {
 			fmt.Fprintf(stderr, "irtool compile: %v\n", err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/irtool/irtool/compiler"
 	"os"
 	"testing"
 
@@ -30,15 +31,15 @@ func TestMemoryCompareMatchesLlamaCpp(t *testing.T) {
 	out := runOK(t, "compile", "--kv-write", "cpy", "--passes", "none", "--target", "cpu", "--ctx", "256", "--strategy", "greedy-size", "--json")
 	var j struct {
 		Memory struct {
-			GgmlCPUBytes int64         `json:"ggml_cpu_bytes"`
-			Compare      memoryCompare `json:"compare"`
+			GgmlCPUBytes int64            `json:"ggml_cpu_bytes"`
+			Compare      compiler.Compare `json:"compare"`
 		} `json:"memory"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &j))
 	c := j.Memory.Compare
 	require.Equal(t, run.Context.ComputeBuffer, c.GgmlLayout.GallocrBytes, "gallocr on ggml's layout is llama.cpp's compute buffer")
 	require.Equal(t, run.Context.ComputeBuffer, j.Memory.GgmlCPUBytes)
-	for _, l := range []layoutCompare{c.Target, c.GgmlLayout} {
+	for _, l := range []compiler.LayoutCompare{c.Target, c.GgmlLayout} {
 		require.LessOrEqual(t, l.OursBytes, l.GallocrBytes, l.Layout)
 		require.GreaterOrEqual(t, l.OursBytes, l.OursLowerBound, l.Layout)
 		require.GreaterOrEqual(t, l.GallocrBytes, l.GraphOrderBound, l.Layout)

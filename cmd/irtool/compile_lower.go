@@ -11,27 +11,19 @@ import (
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/lower/cann"
-	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/partition"
-	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 	"github.com/irtool/irtool/viz"
 )
 
-// The partition and lowering stages of irtool compile. The partition stage
-// places every node of the compiled graph for --target (optionally after
-// requantising weights the NPU cannot multiply, --requant) and replaces
-// j.Graph with the partitioned graph, transfers included; the result is
-// j.Values["partition"]. The lowering stage specialises that graph for one
-// decode step (n_tokens = 1 over a full cache of --ctx cells), plans it and
-// lowers it to a cann.Program (j.Values["program"]), then runs the cost
-// model for the eager and graph-replay predictions. --out DIR writes
+// The partition and lowering stages of irtool compile. The driver's
+// partition stage places every node of the compiled graph for --target
+// (optionally after requantising weights the NPU cannot multiply,
+// --requant); its lowering stage specialises that graph for one decode
+// step (n_tokens = 1 over a full cache of --ctx cells), plans it, lowers
+// it to a cann.Program and runs the cost model for the eager and
+// graph-replay predictions. This file prints them; --out DIR writes
 // program.json and DOT drawings of the partition and of the segments.
-
-func init() {
-	registerCompileStage(compileStage{Name: "partition", Order: stagePartition, Run: runPartitionStage})
-	registerCompileStage(compileStage{Name: "lower", Order: stageLower, Run: runLowerStage})
-}
 
 // partitionJSON is the "partition" object of compile --json.
 type partitionJSON struct {
@@ -76,50 +68,16 @@ type predictedJSON struct {
 	CPUUS           float64 `json:"cpu_us"`
 }
 
-// decodeBindings are one decode step over a full cache, as the memory stage
-// plans it.
-func decodeBindings(f compileFlags) ir.Bindings {
-	return ir.Bindings{models.SymTokens: 1, models.SymKV: f.Ctx, models.SymOutputs: 1, models.SymKVHead: 0}
-}
-
-func runPartitionStage(j *compileJob) error {
-	f := j.Flags
-	prof, err := target.Get(f.Target)
-	if err != nil {
-		return err
-	}
-	var rep *partition.RequantReport
-	if f.Requant != "" {
-		dt, ok := ir.ParseDType(strings.ToLower(f.Requant))
-		if !ok || dt != ir.Q8_0 && dt != ir.Q4_0 {
-			return fmt.Errorf("--requant %q: want q8_0 or q4_0", f.Requant)
-		}
-		if j.File == nil {
-			return fmt.Errorf("--requant: %w", errNoWeights)
-		}
-		g, src, r, err := partition.Requant(j.Graph, prof, j.File, dt)
-		if err != nil {
-			return err
-		}
-		j.Graph, rep = g, r
-		j.Values["requant"] = src
+func outPartition(j *compileJob) error {
+	r := j.R
+	if rep := r.Requant; rep != nil {
 		fmt.Fprintf(j.Text, "requant to %s: %d weights, %d -> %d B, worst relative RMS error %.3g\n",
-			r.To, len(r.Tensors), r.BytesBefore, r.BytesAfter, r.WorstRelRMSE)
+			rep.To, len(rep.Tensors), rep.BytesBefore, rep.BytesAfter, rep.WorstRelRMSE)
 	}
-	b := decodeBindings(f)
-	used := ir.Bindings{}
-	for _, s := range j.Graph.Symbols() {
-		used[s] = b[s]
-	}
-	g, res, err := partition.RunOptions(j.Graph, prof, partition.Options{Bindings: used})
-	if err != nil {
-		return err
-	}
-	j.Graph = g
-	j.Values["partition"] = res
+	res, prof, used := r.Partition, r.Profile, r.PartitionBindings
 	j.Out.Partition = partitionJSON{Target: prof.Name, Bindings: used.String(), Segments: len(res.Segments), Copies: len(res.Copies),
 		CopyBytes: res.CopyBytes, CPUNodes: res.CPUNodes, NPUNodes: res.NPUNodes, Moved: res.Moved,
-		PredictedUS: res.PredictedUS, Fallbacks: res.Fallbacks, Requant: rep}
+		PredictedUS: res.PredictedUS, Fallbacks: res.Fallbacks, Requant: r.Requant}
 	fmt.Fprintf(j.Text, "partition (%s, %s): %d nodes on the NPU, %d on the CPU, %d segments, %d copies moving %d B per step\n",
 		prof.Name, used, res.NPUNodes, res.CPUNodes, len(res.Segments), len(res.Copies), res.CopyBytes)
 	for _, line := range summariseFallbacks(res.Fallbacks) {
@@ -147,34 +105,9 @@ func summariseFallbacks(fs []partition.Fallback) []string {
 	return out
 }
 
-func runLowerStage(j *compileJob) error {
+func outLower(j *compileJob) error {
 	f := j.Flags
-	res, ok := j.Values["partition"].(*partition.Result)
-	if !ok || res == nil {
-		return fmt.Errorf("no partition: the partition stage did not run")
-	}
-	prof, err := target.Get(f.Target)
-	if err != nil {
-		return err
-	}
-	if f.Align > 0 {
-		prof.Align = f.Align // --align overrides the target's device alignment
-	}
-	opts := cann.Options{KVWrite: f.KVWrite}
-	if src, ok := j.Values["requant"].(*partition.RequantSource); ok && src != nil {
-		opts.SourceDTypes = src.From
-	}
-	prog, plan, err := cann.Compile(j.Graph, res, prof, decodeBindings(f),
-		planner.GraphOptions{Strategy: f.Strategy, Budget: f.Budget}, opts)
-	if err != nil {
-		return err
-	}
-	j.Values["program"] = prog
-	j.Values["plan_lowered"] = plan
-	pr, err := cann.Predict(prog, prof)
-	if err != nil {
-		return err
-	}
+	res, prog, pr := j.R.Partition, j.R.Program, *j.R.Prediction
 	out := programJSON{Bucket: prog.Bucket, Kernels: prog.Kernels(), Segments: len(prog.Segments),
 		KernelsByName: prog.KernelsByName(), Regions: prog.Regions}
 	blockers := map[string]bool{}
@@ -249,11 +182,11 @@ func writeLowerOut(j *compileJob, res *partition.Result, prog *cann.Program) err
 		return err
 	}
 	files := map[string][]byte{"program.json": append([]byte(nil), buf.Bytes()...)}
-	part, err := partitionPlacement(res, j.Graph, false)
+	part, err := partitionPlacement(res, j.Graph(), false)
 	if err != nil {
 		return err
 	}
-	segs, err := segmentPlacement(res, prog, j.Graph)
+	segs, err := segmentPlacement(res, prog, j.Graph())
 	if err != nil {
 		return err
 	}
@@ -264,7 +197,7 @@ func writeLowerOut(j *compileJob, res *partition.Result, prog *cann.Program) err
 		"partition.dot": {fmt.Sprintf("%s on %s: partition (%d NPU, %d CPU nodes, %d copies)", j.Out.Model, res.Target, res.NPUNodes, res.CPUNodes, len(res.Copies)), part},
 		"segments.dot":  {fmt.Sprintf("%s on %s: segments of %s", j.Out.Model, res.Target, prog.Bucket), segs},
 	} {
-		d, err := viz.GraphDOT(j.Graph, viz.GraphOptions{Title: c.title, Partition: c.p, NoWeights: true})
+		d, err := viz.GraphDOT(j.Graph(), viz.GraphOptions{Title: c.title, Partition: c.p, NoWeights: true})
 		if err != nil {
 			return err
 		}

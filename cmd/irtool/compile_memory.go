@@ -1,31 +1,24 @@
 package main
 
 import (
-	"context"
 	"fmt"
+	"io"
 	"slices"
-	"strings"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/planner"
-	"github.com/irtool/irtool/target"
 )
 
-// The memory stage plans the arena of the compiled graph twice: for the
-// worst case llama.cpp reserves for (n_tokens = --ubatch, n_kv = --ctx,
-// every row producing logits) and for decode (one token over a full
-// cache). Each plan uses the target's in-place policy (planner.CPUPolicy
-// for cpu, planner.NPUPolicy otherwise) and, on NPU targets, reserves each
-// kernel's workspace (target.Profile.Workspace) as a short-lived tensor.
-// Later stages read the plans from j.Values["plan"] and ["plan_decode"];
-// a plan's Graph is the specialised graph its node IDs (Offsets, Order,
-// Workspaces) refer to, and its Order is the execution order to use.
-
-func init() {
-	registerCompileStage(compileStage{Name: "memory", Order: stageMemory, Run: runMemoryStage})
-}
+// The memory stage (package compiler) plans the arena of the compiled graph
+// twice: for the worst case llama.cpp reserves for (n_tokens = --ubatch,
+// n_kv = --ctx, every row producing logits) and for decode (one token over
+// a full cache). Each plan uses the target's in-place policy
+// (planner.CPUPolicy for cpu, planner.NPUPolicy otherwise) and, on NPU
+// targets, reserves each kernel's workspace (target.Profile.Workspace) as a
+// short-lived tensor. This file prints the plans and writes
+// --export-buffers.
 
 // memoryJSON is the "memory" / "memory_decode" object of compile --json.
 type memoryJSON struct {
@@ -44,95 +37,50 @@ type memoryJSON struct {
 	InPlace         int              `json:"inplace"`
 	WorkspaceBytes  int64            `json:"workspace_bytes"`
 	GgmlCPUBytes    int64            `json:"ggml_cpu_bytes"`
-	Compare         memoryCompare    `json:"compare"`
-	MS              float64          `json:"ms"`
+	Compare         compiler.Compare `json:"compare"`
+	MS              float64          `json:"time_ms"`
 }
 
-// memoryAlign returns the arena alignment: --align, else the target
-// profile's (32 B, ggml's CPU alignment, for cpu; 64 B for the Ascend
-// targets), so the memory figures are those of the plan the lowering uses.
-func memoryAlign(f compileFlags) (int64, error) {
-	switch {
-	case f.Align < 0 || f.Align > 1<<30:
-		return 0, fmt.Errorf("--align %d out of range [1, 2^30]", f.Align)
-	case f.Align > 0:
-		return f.Align, nil
-	}
-	prof, err := target.Get(f.Target)
-	if err != nil {
-		return 0, err
-	}
-	return prof.Align, nil
-}
-
-func runMemoryStage(j *compileJob) error {
-	f := j.Flags
-	align, err := memoryAlign(f)
-	if err != nil {
-		return err
-	}
-	strategy := f.Strategy
-	if strategy == "" {
-		strategy = planner.StrategyBest
-	}
-	if !slices.Contains(planner.GraphStrategies(), strategy) {
-		return fmt.Errorf("unknown --strategy %q (have %s)", strategy, strings.Join(planner.GraphStrategies(), ", "))
-	}
-	if f.Budget <= 0 {
-		return fmt.Errorf("--budget must be positive, got %v", f.Budget)
-	}
-	prof, err := target.Get(f.Target)
-	if err != nil {
-		return err
-	}
-	opts := planner.GraphOptions{
-		Align: align, Strategy: strategy, Budget: f.Budget,
-		Policy: planner.PolicyFor(prof.Name), Reorder: true,
-	}
-	if prof.HasNPU() {
-		opts.Workspace = prof.Workspace
-	}
-	cases := []struct {
-		key, what string
-		nTokens   int64
-		out       *any
-	}{
-		{"plan", "worst case", f.UBatch, &j.Out.Memory},
-		{"plan_decode", "decode", 1, &j.Out.MemoryDecode},
-	}
-	for _, c := range cases {
-		b := ir.Bindings{models.SymTokens: c.nTokens, models.SymKV: f.Ctx, models.SymOutputs: c.nTokens, models.SymKVHead: 0}
-		g, err := j.Graph.Specialize(b)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.what, err)
-		}
-		p, err := planner.PlanGraphContext(context.Background(), g, opts)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.what, err)
-		}
-		cmp, err := compareMemory(g, p, opts)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.what, err)
-		}
-		j.Values[c.key] = p
-		out := memoryReport(p, bindingString(b, j.Graph))
-		out.Compare = cmp
-		out.GgmlCPUBytes = cmp.GgmlLayout.GallocrBytes
+// outMemory fills the JSON's memory objects, prints both plans and writes
+// --export-buffers.
+func outMemory(j *compileJob) error {
+	for _, c := range []struct {
+		mp  *compiler.MemoryPlan
+		out *any
+	}{{j.R.Memory, &j.Out.Memory}, {j.R.MemoryDecode, &j.Out.MemoryDecode}} {
+		p := c.mp.Plan
+		out := memoryReport(p, c.mp.Bindings.String())
+		out.Compare = c.mp.Compare
+		out.GgmlCPUBytes = c.mp.Compare.GgmlLayout.GallocrBytes
 		*c.out = out
 		order := "graph order"
 		if p.OrderChanged {
 			order = "reordered"
 		}
 		fmt.Fprintf(j.Text, "memory, %s (%s): arena %d B = %.4f x lower bound %d B (%s, %s), naive %d B, %d in place\n",
-			c.what, out.Bindings, p.ArenaBytes, p.Ratio(), p.LowerBound, p.Strategy, order, p.NaiveBytes, p.InPlace)
-		writeMemoryComparison(j.Text, cmp)
-		if c.key == "plan" && f.ExportBuffers != "" {
-			if err := exportBuffers(f.ExportBuffers, p); err != nil {
+			c.mp.What, out.Bindings, p.ArenaBytes, p.Ratio(), p.LowerBound, p.Strategy, order, p.NaiveBytes, p.InPlace)
+		writeMemoryComparison(j.Text, c.mp.Compare)
+		if c.mp == j.R.Memory && j.Flags.ExportBuffers != "" {
+			if err := exportBuffers(j.Flags.ExportBuffers, p); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// writeMemoryComparison prints the two layouts under a plan's summary line.
+func writeMemoryComparison(w io.Writer, c compiler.Compare) {
+	for _, l := range []struct {
+		name string
+		f    compiler.LayoutCompare
+	}{{"this target's layout", c.Target}, {"ggml's layout (llama.cpp's compute buffer)", c.GgmlLayout}} {
+		bound := fmt.Sprintf("lower bound %d B", l.f.GraphOrderBound)
+		if l.f.OursReordered && l.f.OursLowerBound != l.f.GraphOrderBound {
+			bound = fmt.Sprintf("lower bound %d B in graph order, %d B in ours", l.f.GraphOrderBound, l.f.OursLowerBound)
+		}
+		fmt.Fprintf(w, "  %s: ours %d B, ggml-alloc (gallocr replay) %d B; %s\n", l.name, l.f.OursBytes, l.f.GallocrBytes, bound)
+	}
 }
 
 // bindingString prints the bindings of the symbols g uses, sorted by name.

@@ -2,14 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/planner"
 )
 
 // compileMemory runs compile --json and decodes its memory objects.
@@ -89,36 +84,6 @@ func TestCompileMemoryErrors(t *testing.T) {
 		code, _, stderr := runCLI(t, append([]string{"compile", "--json"}, c.args...)...)
 		if code == 0 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want %q", c.args, code, stderr, c.want)
-		}
-	}
-}
-
-// The stage leaves both plans for later stages, for the graph it was given.
-func TestMemoryStageValues(t *testing.T) {
-	f, err := openModel("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := models.Build(f, models.Options{NCtx: 128})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := &compileJob{Flags: compileFlags{Ctx: 128, UBatch: 32, Target: "ascend910b", Strategy: "best", Budget: time.Second},
-		Model: m, Input: m.Graph, Graph: m.Graph.Clone(), Text: io.Discard, Values: map[string]any{}}
-	if err := runMemoryStage(j); err != nil {
-		t.Fatal(err)
-	}
-	for key, nTokens := range map[string]int64{"plan": 32, "plan_decode": 1} {
-		p, ok := j.Values[key].(*planner.GraphPlan)
-		if !ok {
-			t.Fatalf("Values[%q] = %T", key, j.Values[key])
-		}
-		if got := p.Graph.Find("inp_tokens").Type.Shape[0].Val; got != nTokens {
-			t.Errorf("%s: planned for %d tokens, want %d", key, got, nTokens)
-		}
-		if len(p.Workspaces) == 0 || p.Align != 64 || planner.ValidateGraphPlan(p) != nil {
-			t.Errorf("%s: %d workspaces, align %d", key, len(p.Workspaces), p.Align)
 		}
 	}
 }

@@ -7,23 +7,20 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/passes"
 )
 
-// The passes stage of irtool compile: it runs the pipeline named by
-// --passes (plus merge-qkv with --merge-qkv) on the graph as built, prints
-// or dumps the IR after the passes --print-after and --dump-dir name, and
-// leaves the optimised graph and the per-pass snapshots to later stages.
-
-func init() {
-	registerCompileStage(compileStage{Name: "passes", Order: stagePasses, Run: runPassesStage})
-}
+// The passes stage of irtool compile: the driver runs the pipeline named
+// by --passes (plus merge-qkv with --merge-qkv) on the graph as built,
+// printing or dumping the IR after the passes --print-after and --dump-dir
+// name; this file prints what it did.
 
 // passJSON is one entry of compile --json's "passes" list.
 type passJSON struct {
 	Name       string         `json:"name"`
 	Changed    bool           `json:"changed"`
-	MS         float64        `json:"ms"`
+	MS         float64        `json:"time_ms"`
 	RuleHits   map[string]int `json:"rule_hits"`
 	Stats      map[string]int `json:"stats,omitempty"`
 	NodesAfter int            `json:"nodes_after"`
@@ -31,50 +28,12 @@ type passJSON struct {
 
 // passesPipeline turns the --passes and --merge-qkv flags into a pipeline.
 func passesPipeline(list string, mergeQKV bool) (passes.Pipeline, error) {
-	p, err := passes.Parse(list)
-	if err != nil {
-		return nil, err
-	}
-	if mergeQKV && !p.Contains("merge-qkv") {
-		mq, ok := passes.Lookup("merge-qkv")
-		if !ok {
-			return nil, fmt.Errorf("passes: merge-qkv is not registered")
-		}
-		p = append(p, mq)
-		if err := p.Check(); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
+	return compiler.Options{Passes: list, MergeQKV: mergeQKV}.Pipeline()
 }
 
-func runPassesStage(j *compileJob) error {
-	p, err := passesPipeline(j.Flags.Passes, j.Flags.MergeQKV)
-	if err != nil {
-		return err
-	}
-	opts := passes.Options{Snapshots: true, DumpDir: j.Flags.DumpDir}
-	if pa := strings.TrimSpace(j.Flags.PrintAfter); pa != "" {
-		for _, name := range strings.Split(pa, ",") {
-			name = strings.TrimSpace(name)
-			if name != "all" && !p.Contains(name) {
-				return fmt.Errorf("--print-after %s: the pipeline %s does not run it", name, p)
-			}
-			opts.PrintAfter = append(opts.PrintAfter, name)
-		}
-		// With --json, stdout holds only the JSON object.
-		opts.Print = j.Stdout
-		if j.Flags.JSON {
-			opts.Print = j.Stderr
-		}
-	}
-	g, res, err := passes.Run(j.Graph, p, opts)
-	if err != nil {
-		return err
-	}
-	before := j.Graph
-	j.Graph = g
-	j.Values["snapshots"] = res.Snapshots
+// outPasses fills the JSON's passes and prints the stage's summary.
+func outPasses(j *compileJob) error {
+	res := j.R.PassResult
 	out := make([]passJSON, len(res.Passes))
 	var total float64
 	for i, st := range res.Passes {
@@ -91,7 +50,8 @@ func runPassesStage(j *compileJob) error {
 		out[i] = passJSON{Name: st.Name, Changed: st.Changed, MS: ms, RuleHits: hits, Stats: stats, NodesAfter: st.NodesAfter}
 	}
 	j.Out.Passes = out
-	passesText(j.Text, p, out, total, before.OpCounts(), g.OpCounts(), before.NumOps(), g.NumOps())
+	g := j.R.Optimised
+	passesText(j.Text, j.R.Pipeline, out, total, j.Input.OpCounts(), g.OpCounts(), j.Input.NumOps(), g.NumOps())
 	return nil
 }
 

@@ -14,16 +14,12 @@ import (
 	"github.com/irtool/irtool/viz"
 )
 
-// The report stage runs last: with --report FILE.html it gathers what the
-// earlier stages left in the job (the graph after every pass, the memory
+// The report runs last: with --report FILE.html it gathers what the
+// driver's stages produced (the graph after every pass, the memory
 // plans, the partition, the lowered program) into one self-contained HTML
 // page (viz.Report). Parts whose stage did not run are left out.
 
-func init() {
-	registerCompileStage(compileStage{Name: "report", Order: stageReport, Run: runReportStage})
-}
-
-func runReportStage(j *compileJob) error {
+func outReport(j *compileJob) error {
 	if j.Flags.Report == "" {
 		return nil
 	}
@@ -51,12 +47,19 @@ func buildReport(j *compileJob) (*viz.Report, error) {
 		{"target", j.Flags.Target},
 		{"shapes", fmt.Sprintf("ctx %d, ubatch %d, KV %s written by %s", j.Flags.Ctx, j.Flags.UBatch, j.Flags.KVType, j.Flags.KVWrite)},
 		{"passes", j.Flags.Passes},
-		{"ops", fmt.Sprintf("%d as built, %d after compiling", j.Input.NumOps(), j.Graph.NumOps())},
+		{"ops", fmt.Sprintf("%d as built, %d after compiling", j.Input.NumOps(), j.Graph().NumOps())},
 	}
 	r.Columns = passColumns(j)
-	for _, p := range []struct{ key, what string }{{"plan", "worst case"}, {"plan_decode", "decode"}, {"plan_lowered", "lowered decode step"}} {
-		gp, ok := j.Values[p.key].(*planner.GraphPlan)
-		if !ok || gp == nil {
+	var worst, decode *planner.GraphPlan
+	if j.R.Memory != nil {
+		worst, decode = j.R.Memory.Plan, j.R.MemoryDecode.Plan
+	}
+	for _, p := range []struct {
+		gp   *planner.GraphPlan
+		what string
+	}{{worst, "worst case"}, {decode, "decode"}, {j.R.ProgramPlan, "lowered decode step"}} {
+		gp := p.gp
+		if gp == nil {
 			continue
 		}
 		chart, err := viz.ChartFromPlan(gp)
@@ -68,12 +71,12 @@ func buildReport(j *compileJob) (*viz.Report, error) {
 		r.Charts = append(r.Charts, viz.ReportChart{Chart: chart, Graph: gp.Graph})
 		r.Summary = append(r.Summary, [2]string{"memory (" + p.what + ")", line})
 	}
-	if res, ok := j.Values["partition"].(*partition.Result); ok && res != nil {
-		part, err := partitionPlacement(res, j.Graph, true)
+	if res := j.R.Partition; res != nil {
+		part, err := partitionPlacement(res, j.Graph(), true)
 		if err != nil {
 			return nil, err
 		}
-		r.Partition = &viz.ReportPartition{Graph: j.Graph, Partition: part, Notes: []string{
+		r.Partition = &viz.ReportPartition{Graph: j.Graph(), Partition: part, Notes: []string{
 			fmt.Sprintf("%d nodes on the NPU, %d on the CPU, %d segments, %d copies moving %s per step; predicted step %.1f µs.",
 				res.NPUNodes, res.CPUNodes, len(res.Segments), len(res.Copies), viz.HumanBytes(res.CopyBytes), res.PredictedUS),
 		}}
@@ -81,8 +84,8 @@ func buildReport(j *compileJob) (*viz.Report, error) {
 			r.Partition.Notes = append(r.Partition.Notes, fmt.Sprintf("%%%d %s %q runs on the CPU: %s", f.Node, f.Op, f.Name, f.Reason))
 		}
 	}
-	if prog, ok := j.Values["program"].(*cann.Program); ok && prog != nil {
-		r.Program = programView(prog, j.Graph)
+	if prog := j.R.Program; prog != nil {
+		r.Program = programView(prog, j.Graph())
 	}
 	return r, nil
 }
@@ -128,8 +131,8 @@ func programView(prog *cann.Program, g *ir.Graph) *viz.Program {
 func passColumns(j *compileJob) []viz.Column {
 	cols := snapshotColumns(j)
 	last := cols[len(cols)-1].Graph
-	if j.Graph != nil && j.Graph != last && j.Graph.String() != last.String() {
-		cols = append(cols, viz.Column{Name: "final", Note: opsDelta(last, j.Graph), Graph: j.Graph})
+	if j.Graph() != nil && j.Graph() != last && j.Graph().String() != last.String() {
+		cols = append(cols, viz.Column{Name: "final", Note: opsDelta(last, j.Graph()), Graph: j.Graph()})
 	}
 	return cols
 }
@@ -137,7 +140,10 @@ func passColumns(j *compileJob) []viz.Column {
 // snapshotColumns returns the graph as built and the graph after each pass.
 func snapshotColumns(j *compileJob) []viz.Column {
 	cols := []viz.Column{{Name: "as built", Graph: j.Input}}
-	snaps, _ := j.Values["snapshots"].([]passes.Snapshot)
+	var snaps []passes.Snapshot
+	if j.R != nil && j.R.PassResult != nil {
+		snaps = j.R.PassResult.Snapshots
+	}
 	for _, s := range snaps {
 		if s.Graph == nil {
 			continue
@@ -189,18 +195,18 @@ func partitionPlacement(res *partition.Result, g *ir.Graph, segments bool) (*viz
 // partitionView returns the graph and mapping of the partition or segment
 // view.
 func partitionView(j *compileJob, segments bool) (*ir.Graph, *viz.Partition, error) {
-	res, ok := j.Values["partition"].(*partition.Result)
-	if !ok || res == nil {
+	res := j.R.Partition
+	if res == nil {
 		return nil, nil, fmt.Errorf("the partition views need the partition stage of irtool compile, which did not run (target %q)", j.Flags.Target)
 	}
 	if !segments {
-		p, err := partitionPlacement(res, j.Graph, false)
-		return j.Graph, p, err
+		p, err := partitionPlacement(res, j.Graph(), false)
+		return j.Graph(), p, err
 	}
-	if prog, ok := j.Values["program"].(*cann.Program); ok && prog != nil {
-		p, err := segmentPlacement(res, prog, j.Graph)
-		return j.Graph, p, err
+	if prog := j.R.Program; prog != nil {
+		p, err := segmentPlacement(res, prog, j.Graph())
+		return j.Graph(), p, err
 	}
-	p, err := partitionPlacement(res, j.Graph, true)
-	return j.Graph, p, err
+	p, err := partitionPlacement(res, j.Graph(), true)
+	return j.Graph(), p, err
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/passes"
@@ -156,7 +157,7 @@ func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) 
 	if _, err := passesPipeline(list, false); err != nil {
 		return usageError(stderr, "passes", "--passes: %v", err)
 	}
-	flags := compileFlags{Passes: list, Ctx: 256, UBatch: 256, KVType: "f16", KVWrite: "set_rows", ubatchDefault: true}
+	flags := compileFlags{Passes: list, Ctx: 256, UBatch: 256, KVType: "f16", KVWrite: "set_rows", Budget: compiler.DefaultBudget, ubatchDefault: true}
 	j, err := newCompileJob(path, flags)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
@@ -164,15 +165,22 @@ func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) 
 	}
 	defer j.close()
 	j.Stdout, j.Stderr, j.Text = stderr, stderr, stderr
-	if err := runPassesStage(j); err != nil {
+	opts, err := j.Flags.options(compiler.StagePasses)
+	if err == nil {
+		err = j.compile(opts)
+	}
+	if err == nil {
+		err = outPasses(j)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 		return 1
 	}
 	if asJSON {
 		err = writeJSON(stdout, passesRunJSON{Model: j.Out.Model, Arch: j.Out.Arch, NodesBefore: j.Out.NodesBefore,
-			NodesAfter: j.Graph.NumOps(), OpsBefore: j.Out.OpsBefore, OpsAfter: opCounts(j.Graph), Passes: j.Out.Passes})
+			NodesAfter: j.Graph().NumOps(), OpsBefore: j.Out.OpsBefore, OpsAfter: opCounts(j.Graph()), Passes: j.Out.Passes})
 	} else {
-		g := j.Graph
+		g := j.Graph()
 		if !j.Source.IsIR() {
 			if g.Meta[metaWeights], err = weightsRef(path, out); err != nil {
 				fmt.Fprintf(stderr, "irtool passes: %v\n", err)

@@ -60,7 +60,7 @@ type compileOut struct {
 	Passes      []struct {
 		Name       string          `json:"name"`
 		Changed    *bool           `json:"changed"`
-		MS         *float64        `json:"ms"`
+		MS         *float64        `json:"time_ms"`
 		RuleHits   map[string]int  `json:"rule_hits"`
 		Stats      map[string]int  `json:"stats"`
 		NodesAfter int             `json:"nodes_after"`

@@ -107,8 +107,9 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	}
 	fs.Visit(func(f *flag.Flag) { fl.set[f.Name] = true })
 	// Built-in strategies and those registered in planner.DefaultStrategies
-	// (a file of this command may register one from init).
-	if names := planner.DefaultStrategies().Names(); !slices.Contains(names, *fl.strategy) {
+	// (a file of this command may register one from init), and the name a
+	// plan reports for a search phase (planner.StrategyOf).
+	if names := planner.DefaultStrategies().Names(); !slices.Contains(names, planner.StrategyOf(*fl.strategy)) {
 		return usageError(stderr, "plan", "unknown strategy %q (have %s)", *fl.strategy, strings.Join(names, ", "))
 	}
 	if *fl.budget <= 0 {

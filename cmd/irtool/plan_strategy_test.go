@@ -47,3 +47,23 @@ func TestPlanCustomStrategy(t *testing.T) {
 	require.Equal(t, 2, code)
 	require.Contains(t, stderr, "test-stack", "the error lists registered strategies")
 }
+
+// TestStrategyNamesRoundTrip: the strategy compile --json reports for a
+// plan is a name compile --strategy and plan --strategy take back.
+func TestStrategyNamesRoundTrip(t *testing.T) {
+	for _, tgt := range []string{"ascend910b", "ascend310b-strict", "cpu"} {
+		worst, _ := compileMemory(t, "../../testdata/synth-llama-Q4_0.gguf", "--target", tgt, "--ctx", "64")
+		if code, _, stderr := runCLI(t, "compile", "../../testdata/synth-llama-Q4_0.gguf", "--target", tgt, "--ctx", "64", "--strategy", worst.Strategy); code != 0 {
+			t.Errorf("%s: compile --strategy %s (the reported one): exit %d: %s", tgt, worst.Strategy, code, stderr)
+		}
+	}
+	csv := filepath.Join(t.TempDir(), "p.csv")
+	if err := os.WriteFile(csv, []byte("id,lower,upper,size\n0,0,2,64\n1,1,3,64\n2,2,4,64\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"exact", "greedy-area", "orders", "repair"} {
+		if code, _, stderr := runCLI(t, "plan", csv, "--strategy", name); code != 0 {
+			t.Errorf("plan --strategy %s: exit %d: %s", name, code, stderr)
+		}
+	}
+}

@@ -11,8 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/internal/safeio"
-	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/viz"
 )
@@ -66,13 +67,13 @@ type vizFlags struct {
 }
 
 // vizViews lists --what values with the last compile stage each needs.
-var vizViews = map[string]int{
-	"graph":        stagePasses,
-	"liveness":     stageMemory,
-	"interference": stageMemory,
-	"partition":    stagePartition,
-	"segments":     stageLower,
-	"buffers":      stageMemory,
+var vizViews = map[string]compiler.Stage{
+	"graph":        compiler.StagePasses,
+	"liveness":     compiler.StageMemory,
+	"interference": compiler.StageMemory,
+	"partition":    compiler.StagePartition,
+	"segments":     compiler.StageLower,
+	"buffers":      compiler.StageMemory,
 }
 
 func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
@@ -167,31 +168,30 @@ func vizFormat(out, what string) (string, error) {
 }
 
 // drawViz runs the compile stages the view needs and draws it.
-func drawViz(path string, f *vizFlags, need int, format string) ([]byte, error) {
+func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]byte, error) {
+	opts, err := f.compile.options(need)
+	if err != nil {
+		return nil, err
+	}
+	if f.after != "" {
+		p, err := opts.Pipeline()
+		if err != nil {
+			return nil, err
+		}
+		if err := checkAfter(p, f.after, f.compile.Passes); err != nil {
+			return nil, err
+		}
+		opts.AfterPass = f.after
+	}
 	j, err := newCompileJob(path, f.compile)
 	if err != nil {
 		return nil, err
 	}
 	defer j.close()
-	ran := map[int]bool{}
-	for _, s := range compileStages {
-		if s.Order > need {
-			break
-		}
-		if err := s.Run(j); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.Name, err)
-		}
-		ran[s.Order] = true
-		if s.Order == stagePasses && f.after != "" {
-			g, err := graphAfter(j, f.after)
-			if err != nil {
-				return nil, err
-			}
-			j.Graph = g.Clone()
-		}
-	}
-	if f.after != "" && !ran[stagePasses] {
-		return nil, fmt.Errorf("--after %s: this build has no pass stage", f.after)
+	opts, _ = j.Flags.options(need) // the shape the model resolved
+	opts.AfterPass = f.after
+	if err := j.compile(opts); err != nil {
+		return nil, err
 	}
 	title := fmt.Sprintf("%s (%s)", modelName(path), f.what)
 	if f.after != "" {
@@ -235,10 +235,10 @@ func drawViz(path string, f *vizFlags, need int, format string) ([]byte, error) 
 
 // vizChart returns the liveness chart of the job's worst-case plan.
 func vizChart(j *compileJob, f *vizFlags, path string) (*viz.Chart, *planner.GraphPlan, error) {
-	plan, ok := j.Values["plan"].(*planner.GraphPlan)
-	if !ok || plan == nil {
+	if j.R.Memory == nil {
 		return nil, nil, fmt.Errorf("--what %s needs the memory plan, and this build's compile has no memory planning stage", f.what)
 	}
+	plan := j.R.Memory.Plan
 	chart, err := viz.ChartFromPlan(plan)
 	if err != nil {
 		return nil, nil, err
@@ -290,23 +290,22 @@ func vizDOT(j *compileJob, f *vizFlags, path, title string) (*viz.DOT, error) {
 		}
 		return viz.GraphDOT(g, viz.GraphOptions{Title: title, Partition: part, NoWeights: f.noWeights})
 	}
-	return viz.GraphDOT(j.Graph, viz.GraphOptions{Title: title, NoWeights: f.noWeights})
+	return viz.GraphDOT(j.Graph(), viz.GraphOptions{Title: title, NoWeights: f.noWeights})
 }
 
-// graphAfter returns the graph the pass stage recorded after pass name.
-func graphAfter(j *compileJob, name string) (*ir.Graph, error) {
-	cols := snapshotColumns(j)
+// checkAfter checks that --after names a pass of the pipeline p.
+func checkAfter(p passes.Pipeline, name, list string) error {
 	var names []string
-	for _, c := range cols[1:] {
-		if c.Name == name {
-			return c.Graph, nil
+	for _, n := range p.Names() {
+		if n == name {
+			return nil
 		}
-		if !slices.Contains(names, c.Name) {
-			names = append(names, c.Name)
+		if !slices.Contains(names, n) {
+			names = append(names, n)
 		}
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("--after %s: the pipeline %q ran no passes", name, j.Flags.Passes)
+		return fmt.Errorf("--after %s: the pipeline %q ran no passes", name, list)
 	}
-	return nil, fmt.Errorf("--after %s: no such pass in the pipeline (it ran %s)", name, strings.Join(names, ", "))
+	return fmt.Errorf("--after %s: no such pass in the pipeline (it ran %s)", name, strings.Join(names, ", "))
 }

@@ -14,22 +14,24 @@
 // segment through a device.GraphCache: captured on the first run of its
 // properties, replayed with one ExecuteAsync afterwards.
 //
-// It is the one runtime package that imports the compiler (lower/cann,
-// passes, partition, planner); the device layer (runtime/device,
-// runtime/acl) imports none of it.
+// It is the one runtime package that imports the compiler: the compile
+// driver (package compiler) runs the passes and the partition once and
+// lowers each bucket (compiler.Result.Lower); the device layer
+// (runtime/device, runtime/acl) imports none of it.
 package program
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/partition"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 )
@@ -48,6 +50,11 @@ type CompileOptions struct {
 	// PrefillGraph lowers prefill segments as capturable (by default
 	// prefill runs eagerly, as upstream).
 	PrefillGraph bool
+	// Driver, when set, gives the compile driver's options beyond the
+	// ones above (registries, merge-qkv; a session refuses requantised
+	// weights when it loads them); its Target,
+	// Passes and Strategy are those above.
+	Driver compiler.Options
 }
 
 // DefaultStrategy is the planner strategy of CompileOptions.
@@ -59,8 +66,8 @@ type Compiler struct {
 	model   *models.Model
 	prof    *target.Profile
 	opts    CompileOptions
-	graph   *ir.Graph // after passes and partition, symbolic
-	devices []target.Device
+	res     *compiler.Result // the driver's passes and partition
+	graph   *ir.Graph        // after passes and partition, symbolic
 	symbols []string
 	Part    *partition.Result // the partition of the symbolic graph
 
@@ -83,24 +90,22 @@ func NewCompiler(m *models.Model, opts CompileOptions) (*Compiler, error) {
 	if opts.Strategy == "" {
 		opts.Strategy = DefaultStrategy
 	}
-	prof, err := target.Get(opts.Target)
+	d := opts.Driver
+	d.Target, d.Passes, d.Strategy = opts.Target, opts.Passes, opts.Strategy
+	d.NoMemory, d.Until = true, compiler.StagePartition
+	if d.Budget == 0 {
+		d.Budget = planner.DefaultBudget // each bucket's plan, as planner.PlanGraph's default
+	}
+	if d.KVWrite == "" {
+		d.KVWrite = m.Options.KVWrite.String()
+	}
+	res, err := compiler.Compile(context.Background(), m.Graph, d)
 	if err != nil {
 		return nil, fmt.Errorf("program: %w", err)
 	}
-	pipe, err := passes.Parse(opts.Passes)
-	if err != nil {
-		return nil, fmt.Errorf("program: %w", err)
-	}
-	g, _, err := passes.Run(m.Graph, pipe, passes.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("program: %w", err)
-	}
-	pg, part, err := partition.Run(g, prof, nil)
-	if err != nil {
-		return nil, fmt.Errorf("program: %w", err)
-	}
-	return &Compiler{model: m, prof: prof, opts: opts, graph: pg, devices: part.Device, symbols: pg.Symbols(),
-		Part: part, progs: map[string]*cann.Program{}}, nil
+	pg := res.Partitioned
+	return &Compiler{model: m, prof: res.Profile, opts: opts, res: res, graph: pg, symbols: pg.Symbols(),
+		Part: res.Partition, progs: map[string]*cann.Program{}}, nil
 }
 
 // Profile returns the target profile.
@@ -132,16 +137,7 @@ func (c *Compiler) Program(b ir.Bindings) (*cann.Program, error) {
 		return p, nil
 	}
 	t0 := time.Now()
-	gs, err := c.graph.Specialize(b)
-	if err != nil {
-		return nil, fmt.Errorf("program: bucket %s: %w", key, err)
-	}
-	plan, err := cann.Plan(gs, c.prof, planner.GraphOptions{Strategy: c.opts.Strategy})
-	if err != nil {
-		return nil, fmt.Errorf("program: bucket %s: %w", key, err)
-	}
-	p, err := cann.Lower(gs, plan, c.prof, cann.Options{Devices: c.devices, Bindings: b,
-		KVWrite: c.model.Options.KVWrite.String(), PrefillGraph: c.opts.PrefillGraph})
+	p, _, err := c.res.Lower(b, compiler.LowerOptions{Strategy: c.opts.Strategy, PrefillGraph: c.opts.PrefillGraph})
 	if err != nil {
 		return nil, fmt.Errorf("program: bucket %s: %w", key, err)
 	}

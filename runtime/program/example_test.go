@@ -3,8 +3,8 @@ package program_test
 import (
 	"fmt"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
-	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
@@ -14,7 +14,12 @@ import (
 // generates greedily; decode steps after the first of each shape bucket
 // replay a captured ACL graph.
 func ExampleNewSession() {
-	f, _ := gguf.Open(testref.Testdata("stories260K.gguf"))
+	// The model embedded in the module; gguf.Open("model.gguf") reads a file.
+	f, err := gguf.Parse(irtool.EmbeddedModel, "stories260K.gguf")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer f.Close()
 	m, _ := models.Build(f, models.Options{NCtx: 256})
 	dev, _ := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20})

@@ -3,8 +3,8 @@ package session_test
 import (
 	"fmt"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
-	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/session"
 )
@@ -12,7 +12,8 @@ import (
 // A session runs the model on the CPU (its compiled plan): prefill on the
 // prompt, then greedy decode over its KV cache.
 func ExampleNewSession() {
-	f, err := gguf.Open(testref.Testdata("stories260K.gguf"))
+	// The model embedded in the module; gguf.Open("model.gguf") reads a file.
+	f, err := gguf.Parse(irtool.EmbeddedModel, "stories260K.gguf")
 	if err != nil {
 		fmt.Println(err)
 		return
