@@ -78,8 +78,8 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	g := m.Graph
-	if !src.IsIR() {
-		ref, err := weightsRef(path, *out)
+	if model, ok := src.weightsModel(); ok {
+		ref, err := weightsRef(model, *out)
 		if err != nil {
 			fmt.Fprintf(stderr, "irtool ir: %v\n", err)
 			return 1
@@ -117,28 +117,28 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 }
 
 // weightsRef is the "weights" meta value for a graph built from the GGUF
-// file at model ("" = embedded) and written to out ("" = stdout): the
-// model's path relative to out's directory (to the working directory for
-// stdout), so the IR file and its model can move together.
+// file at model ("" = embedded) and written to out ("" or "-" = stdout):
+// the model's path relative to out's directory, so the IR file and its
+// model can move together; for stdout, where the text's final place is not
+// known, the model's absolute path, so the text reads back from anywhere.
 func weightsRef(model, out string) (string, error) {
 	if model == "" {
 		return embeddedWeights, nil
-	}
-	dir := "."
-	if out != "" && out != "-" {
-		dir = filepath.Dir(out)
 	}
 	absModel, err := filepath.Abs(model)
 	if err != nil {
 		return "", err
 	}
-	absDir, err := filepath.Abs(dir)
+	if out == "" || out == "-" {
+		return filepath.ToSlash(absModel), nil
+	}
+	absDir, err := filepath.Abs(filepath.Dir(out))
 	if err != nil {
 		return "", err
 	}
 	rel, err := filepath.Rel(absDir, absModel)
 	if err != nil {
-		return absModel, nil
+		return filepath.ToSlash(absModel), nil
 	}
 	return filepath.ToSlash(rel), nil
 }

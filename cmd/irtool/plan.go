@@ -108,7 +108,11 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	fs.Visit(func(f *flag.Flag) { fl.set[f.Name] = true })
 	// Built-in strategies and those registered in planner.DefaultStrategies
 	// (a file of this command may register one from init).
-	if names := planner.DefaultStrategies().Names(); !slices.Contains(names, *fl.strategy) {
+	names := planner.DefaultStrategies().Names()
+	if isIRText(pos[0]) {
+		names = planner.GraphStrategies() // a graph's strategies (as for compile)
+	}
+	if !slices.Contains(names, *fl.strategy) {
 		return usageError(stderr, "plan", "unknown strategy %q (have %s)", *fl.strategy, strings.Join(names, ", "))
 	}
 	if *fl.budget <= 0 {

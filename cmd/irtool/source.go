@@ -149,6 +149,23 @@ func (s *modelSource) Close() error {
 	return nil
 }
 
+// weightsModel returns the GGUF file holding the source's weights, as
+// weightsRef takes it ("" for the embedded model), and false for IR text
+// that names no weights file. An IR file's relative "weights" is resolved
+// against its directory, so a graph written elsewhere names it anew.
+func (s *modelSource) weightsModel() (string, bool) {
+	if !s.IsIR() {
+		return s.Path, true
+	}
+	switch s.WeightsPath {
+	case "":
+		return "", false
+	case embeddedWeights:
+		return "", true
+	}
+	return s.WeightsPath, true
+}
+
 // IsIR reports whether the source is IR text.
 func (s *modelSource) IsIR() bool { return s.Graph != nil }
 
