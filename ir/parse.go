@@ -129,7 +129,7 @@ func (s *OpSet) ParseFile(name string, r io.Reader) (*Graph, error) {
 		return fail(lineNo+1, 1, err)
 	}
 	if state != 2 {
-		return fail(lineNo, 1, fmt.Errorf("missing closing brace at the end of the input"))
+		return fail(max(lineNo, 1), 1, fmt.Errorf("missing closing brace at the end of the input"))
 	}
 	// Every node passed CheckNode as it was read; what is left for Verify is
 	// the layout of a static graph, which is checked here to name the line.

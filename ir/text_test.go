@@ -179,7 +179,7 @@ var malformed = []struct {
 	line     int
 	msg      string
 }{
-	{"empty", "", 0, "missing closing brace"},
+	{"empty", "", 1, "missing closing brace"},
 	{"no header", "%0 = input() : f32[4]\n}\n", 1, "want `graph"},
 	{"unquoted name", "graph g {\n}\n", 1, "quoted string"},
 	{"header without brace", "graph \"g\"\n}\n", 1, "want `graph"},
@@ -312,11 +312,21 @@ func FuzzParse(f *testing.F) {
 		f.Add(tc.in)
 	}
 	f.Add("graph \"g\" {\n  %0 = input() : f32[4,n]\n  %1 = scale(%0) {scale=dim(true), s=\"a,b}\", l=f[1.0,-inf], i=[1,2]} : f32[4,n]\n  outputs(%1)\n}\n")
+	f.Add("graph \"g\" {\n  %0 = input() : f32[4,n]\n  %1 = scale(%0) {foo=1, scael=2.0} : f32[4,n-1x]\n  outputs(%1)\n}\n")
+	f.Add("GGUF\x03\x00\x00\x00graph \"g\" {\n}\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		g, err := ParseString(in)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "ir: parse line ") {
 				t.Fatalf("error does not name a line: %v", err)
+			}
+			// The column lies on the line named (or just past its end).
+			var pe *ParseError
+			if errors.As(err, &pe) {
+				lines := strings.Split(in, "\n")
+				if pe.Line < 1 || pe.Col < 1 || pe.Line <= len(lines) && pe.Col > len(lines[pe.Line-1])+1 {
+					t.Fatalf("error at %d:%d is outside the input: %v", pe.Line, pe.Col, err)
+				}
 			}
 			return
 		}
