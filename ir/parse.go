@@ -406,6 +406,11 @@ func (p *parser) node(line string) error {
 	rest, skip = skipSpace(rest[1:])
 	pos += 1 + skip
 	sp := strings.IndexByte(rest, ' ')
+	if lb := strings.IndexByte(rest, '['); lb >= 0 && (sp < 0 || lb < sp) {
+		if rb := closeAt(rest[lb:], '[', ']'); rb >= 0 {
+			sp = lb + rb + 1 // the type ends with its dims, which may hold spaces
+		}
+	}
 	if sp < 0 {
 		sp = len(rest)
 	}
@@ -485,6 +490,17 @@ var attrNamed = regexp.MustCompile(`attribute "?([A-Za-z_][A-Za-z0-9_]*)`)
 func parseTypeAt(s string) (Type, error) {
 	t, err := ParseType(s)
 	if err == nil {
+		// A static size that cannot be stored is refused here, on its
+		// line, not where a later node first computes with it.
+		n := int64(8) // bytes: at most 8 per element of any dtype
+		for _, d := range t.Shape {
+			if d.IsConst() && d.Val > 0 {
+				if n > (1<<62)/d.Val {
+					return Type{}, fmt.Errorf("type %s: the size overflows int64", s)
+				}
+				n *= d.Val
+			}
+		}
 		return t, nil
 	}
 	if i := strings.IndexByte(s, '['); i >= 0 && strings.HasSuffix(s, "]") {

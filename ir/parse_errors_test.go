@@ -30,6 +30,8 @@ func TestParseErrorPositions(t *testing.T) {
 		{"missing attribute", "{scale=2.0}", "", "scale(", `missing attribute "scale"`},
 		{"bad dim", `f32[4,n_tokens] "x"`, `f32[4,n_tok-ens] "x"`, "n_tok-ens", `dim 1: dimension "n_tok-ens"`},
 		{"bad first dim", `f32[4,n_tokens] "x"`, `f32[-4,n_tokens] "x"`, "-4", `dim 0`},
+		{"size overflows on its own line", `f32[4,n_tokens] "x"`, `f32[4611686018427387904,2] "x"`, "f32[46", `the size overflows int64`},
+		{"spaces in the dims", `f32[4,n_tokens] "x"`, `f32[4, n-1] "x"`, "n-1", `dim 1: dimension "n-1"`},
 		{"unknown dtype", `f32[4,n_tokens] "x"`, `q9[4,n_tokens] "x"`, "q9[", `unknown dtype "q9"`},
 		{"misspelt op", "scale(%0)", "scael(%0)", "scael", `unknown op "scael"; did you mean "scale"?`},
 		{"undefined operand", "scale(%0)", "scale(%7)", "%7", `"%7" is not defined`},
