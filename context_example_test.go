@@ -74,6 +74,6 @@ func ExampleNewContext() {
 	// Output:
 	// a runs it: [2 4 6 8]
 	// a's 910B runs it with aclnnMuls
-	// b: ir: parse line 3: unknown op "double"
-	// defaults: ir: parse line 3: unknown op "double"
+	// b: ir: parse line 3 col 8: unknown op "double"
+	// defaults: ir: parse line 3 col 8: unknown op "double"
 }

@@ -74,7 +74,7 @@ func CheckAttrRanges(n *Node, rs ...AttrRange) error {
 			}
 			x = v
 		default:
-			return fmt.Errorf("attribute %s has type %T, want a number", r.Key, raw)
+			return fmt.Errorf("attribute %s = %s is %s, want a number", r.Key, formatAttr(raw), attrKind(raw))
 		}
 		if math.IsNaN(x) || x < r.Min || r.MinOpen && x == r.Min || x > r.Max {
 			lo := "["
@@ -129,4 +129,26 @@ func rowLength(t Type) int64 {
 		return t.Shape[0].Val
 	}
 	return 0
+}
+
+// attrKind names the kind of an attribute value as the IR text spells it,
+// for errors.
+func attrKind(v any) string {
+	switch v.(type) {
+	case int64:
+		return "an integer"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case Dim:
+		return "a shape expression (a symbol or an expression of symbols)"
+	case []int64:
+		return "an integer list"
+	case []float64:
+		return "a float list"
+	}
+	return fmt.Sprintf("of type %T", v)
 }

@@ -34,7 +34,10 @@ func TestHostileAttributes(t *testing.T) {
 		{"rope ext_factor", rope, strings.Replace(rope, "ext_factor=0.0", "ext_factor=7.0", 1), "ext_factor = 7 is outside"},
 		{"soft_max max_bias negative", "{max_bias=0.0, scale=0.5}", "{max_bias=-1.0, scale=0.5}", "max_bias = -1 is outside"},
 		{"rms_norm eps negative", "{eps=1e-05}", "{eps=-1e-05}", "eps = -1e-05 is outside"},
-		{"rms_norm eps a string", "{eps=1e-05}", `{eps="small"}`, "eps has type string"},
+		{"rms_norm eps a string", "{eps=1e-05}", `{eps="small"}`, `eps = "small" is a string, want a number`},
+		{"rms_norm eps a symbol", "{eps=1e-05}", `{eps=abc}`, `eps = abc is a shape expression`},
+		{"rms_norm unknown attribute", "{eps=1e-05}", `{foo=1, eps=1e-05}`, `unknown attribute "foo" of rms_norm (it takes eps)`},
+		{"rms_norm misspelt attribute", "{eps=1e-05}", `{esp=1e-05}`, `unknown attribute "esp" of rms_norm (it takes eps); did you mean "eps"?`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if !strings.Contains(src, c.old) {
@@ -81,18 +84,20 @@ func TestNonFiniteAttributes(t *testing.T) {
 }
 
 // TestAttrValuesOnEveryOp: a non-finite float attribute is refused on any
-// op, even one without its own range checks.
+// op, before the op's own range checks (soft_max's
+// max_bias).
 func TestAttrValuesOnEveryOp(t *testing.T) {
 	g := attentionGraph(t)
 	for _, n := range g.Nodes {
-		if n.Op != OpMulMat {
+		if n.Op != OpSoftMax {
 			continue
 		}
-		n.Attrs = Attrs{"anything": []float64{1, 2, math.NaN()}}
-		if err := Verify(g); err == nil || !strings.Contains(err.Error(), "anything[2] = NaN is not finite") {
+		n.Attrs = n.Attrs.Clone()
+		n.Attrs["max_bias"] = []float64{1, 2, math.NaN()}
+		if err := Verify(g); err == nil || !strings.Contains(err.Error(), "max_bias[2] = NaN is not finite") {
 			t.Fatalf("err %v", err)
 		}
 		return
 	}
-	t.Fatal("no mul_mat in the graph")
+	t.Fatal("no soft_max in the graph")
 }

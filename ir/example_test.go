@@ -91,7 +91,7 @@ func ExampleParse() {
 `)
 	fmt.Println(err)
 	// Output:
-	// ir: parse line 3: "%2" is not defined
+	// ir: parse line 3 col 16: "%2" is not defined
 }
 
 // PrintTable gives an FX-style listing.

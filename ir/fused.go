@@ -145,7 +145,7 @@ const (
 )
 
 func init() {
-	MustRegister(OpInfo{Name: OpRMSNormMul, Fused: true, MinArgs: 2, Inplace: true,
+	MustRegister(OpInfo{Name: OpRMSNormMul, Attrs: []string{"eps"}, Fused: true, MinArgs: 2, Inplace: true,
 		Doc: "rms_norm_mul(x, w){eps}: rms_norm(x) * w, w broadcast over x (fuses rms_norm and mul)",
 		Infer: func(n *Node) (Type, error) {
 			x, w := n.Args[0].Type, n.Args[1].Type
@@ -159,7 +159,7 @@ func init() {
 		},
 		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
 	})
-	MustRegister(OpInfo{Name: OpAddRMSNormMul, Fused: true, MinArgs: 3,
+	MustRegister(OpInfo{Name: OpAddRMSNormMul, Attrs: []string{"eps"}, Fused: true, MinArgs: 3,
 		Doc: "add_rms_norm_mul(a, b, w){eps}: f32[a0,a1,a2,2]; slot 0 of dim 3 is rms_norm(a+b)*w, slot 1 is a+b (fuses the residual add, rms_norm and mul; views pick the slots)",
 		Infer: func(n *Node) (Type, error) {
 			if err := wantF32(n, 0, 1, 2); err != nil {
@@ -176,7 +176,7 @@ func init() {
 		},
 		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
 	})
-	MustRegister(OpInfo{Name: OpSwiGLU, Fused: true, MinArgs: 2, Inplace: true, ElementWise: true,
+	MustRegister(OpInfo{Name: OpSwiGLU, Attrs: noAttrs, Fused: true, MinArgs: 2, Inplace: true, ElementWise: true,
 		Doc: "swiglu(gate, up): silu(gate) * up, equal shapes (fuses silu and mul)",
 		Infer: func(n *Node) (Type, error) {
 			if err := wantF32(n, 0, 1); err != nil {
@@ -188,7 +188,7 @@ func init() {
 			return n.Args[0].Type, nil
 		},
 	})
-	MustRegister(OpInfo{Name: OpMulMatAdd, Fused: true, MinArgs: 3,
+	MustRegister(OpInfo{Name: OpMulMatAdd, Attrs: noAttrs, Fused: true, MinArgs: 3,
 		Doc: "mul_mat_add(a, b, bias): mul_mat(a, b) + bias, bias broadcast over the product (fuses mul_mat and add)",
 		Infer: func(n *Node) (Type, error) {
 			mm, _ := Lookup(OpMulMat)
@@ -206,14 +206,14 @@ func init() {
 			return t, nil
 		},
 	})
-	MustRegister(OpInfo{Name: OpRopeCache, Fused: true, MinArgs: 1, MaxArgs: 2,
+	MustRegister(OpInfo{Name: OpRopeCache, Attrs: ropeAttrNames, Fused: true, MinArgs: 1, MaxArgs: 2,
 		Doc: "rope_cache(pos, freq_factors?){n_dims, mode, freq_base, freq_scale, ...}: f32[n_dims, n_pos], cos and sin of every rotation angle (the RoPE cache: computed once per step, shared by every layer)",
 		Infer: func(n *Node) (Type, error) {
 			return ropeTableType(n, func(_ int, t Type) string { return fmt.Sprintf("freq factors %s", t) })
 		},
 		Check: func(n *Node) error { return ropeCheck(n, ropeAngleAttrs...) },
 	})
-	MustRegister(OpInfo{Name: OpRopeApply, Fused: true, MinArgs: 2, Inplace: true,
+	MustRegister(OpInfo{Name: OpRopeApply, Attrs: ropeAttrNames, Fused: true, MinArgs: 2, Inplace: true,
 		Doc: "rope_apply(x, cache){n_dims, mode}: rope of x with a table from rope_cache (token i2 uses column i2)",
 		Infer: func(n *Node) (Type, error) {
 			if !isFloat(n.Args[0].Type.DType) {
@@ -226,7 +226,7 @@ func init() {
 		},
 		Check: func(n *Node) error { return ropeCheck(n, "n_dims", "mode") },
 	})
-	MustRegister(OpInfo{Name: OpRopeSetRows, Fused: true, Kind: KindView, AliasArg: 0, MinArgs: 4, SideEffect: true,
+	MustRegister(OpInfo{Name: OpRopeSetRows, Attrs: ropeAttrNames, Fused: true, Kind: KindView, AliasArg: 0, MinArgs: 4, SideEffect: true,
 		Doc: "rope_set_rows(dst, x, pos, idx){n_dims, mode, freq_base, ...}: dst row idx[t] = rope(x) of token t, heads laid end to end; the result aliases dst (fuses rope, reshape and set_rows: the K-cache write)",
 		Infer: func(n *Node) (Type, error) {
 			if err := checkRowWrite(n); err != nil {
@@ -240,7 +240,7 @@ func init() {
 		},
 		Check: func(n *Node) error { return ropeCheck(n, ropeAngleAttrs...) },
 	})
-	MustRegister(OpInfo{Name: OpRopeApplySetRows, Fused: true, Kind: KindView, AliasArg: 0, MinArgs: 4, SideEffect: true,
+	MustRegister(OpInfo{Name: OpRopeApplySetRows, Attrs: ropeAttrNames, Fused: true, Kind: KindView, AliasArg: 0, MinArgs: 4, SideEffect: true,
 		Doc: "rope_apply_set_rows(dst, x, cache, idx){n_dims, mode}: dst row idx[t] = rope_apply(x, cache) of token t; the result aliases dst (fuses rope_apply, reshape and set_rows)",
 		Infer: func(n *Node) (Type, error) {
 			if err := checkRowWrite(n); err != nil {
@@ -253,7 +253,7 @@ func init() {
 		},
 		Check: func(n *Node) error { return ropeCheck(n, "n_dims", "mode") },
 	})
-	MustRegister(OpInfo{Name: OpAttention, Fused: true, MinArgs: 3, MaxArgs: 4,
+	MustRegister(OpInfo{Name: OpAttention, Attrs: []string{"scale", "max_bias"}, Fused: true, MinArgs: 3, MaxArgs: 4,
 		Doc: "attention(q, k, v, mask?){scale, max_bias}: f32[hd_v*n_head, n_tokens, ne3]; softmax(k·q*scale + mask)·v per head, permuted and made contiguous (fuses mul_mat, soft_max, mul_mat, permute and cont)",
 		Infer: func(n *Node) (Type, error) {
 			q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
@@ -275,7 +275,7 @@ func init() {
 			return CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32})
 		},
 	})
-	MustRegister(OpInfo{Name: OpConcat, MinArgs: 1, MaxArgs: 64,
+	MustRegister(OpInfo{Name: OpConcat, Attrs: []string{"dim"}, MinArgs: 1, MaxArgs: 64,
 		Doc: "concat(a, b, ...){dim}: the operands joined along dim (same dtype, other dims equal); used to merge weights, whose rows it copies unchanged",
 		Infer: func(n *Node) (Type, error) {
 			d, ok := n.Attrs.Int("dim")
@@ -305,7 +305,7 @@ func init() {
 			return t, nil
 		},
 	})
-	MustRegister(OpInfo{Name: OpRopeTheta, Fused: true,
+	MustRegister(OpInfo{Name: OpRopeTheta, Attrs: []string{"n_dims", "freq_base"}, Fused: true,
 		Doc: "rope_theta(){n_dims, freq_base}: f32[n_dims/2], theta_scale^i with theta_scale = freq_base^(-2/n_dims), each power the float32 product of the previous one and theta_scale (a constant once folded)",
 		Infer: func(n *Node) (Type, error) {
 			nd, ok := n.Attrs.Int("n_dims")
@@ -321,14 +321,14 @@ func init() {
 			return nil
 		},
 	})
-	MustRegister(OpInfo{Name: OpRopeCacheTable, Fused: true, MinArgs: 2, MaxArgs: 3,
+	MustRegister(OpInfo{Name: OpRopeCacheTable, Attrs: ropeAttrNames, Fused: true, MinArgs: 2, MaxArgs: 3,
 		Doc: "rope_cache_table(pos, inv_freq, freq_factors?){n_dims, mode, freq_scale, attn_factor}: the table rope_cache makes, from angles pos*inv_freq[i]/ff[i]*freq_scale (ggml-cann's formulation; ext_factor 0 only)",
 		Infer: func(n *Node) (Type, error) {
 			return ropeTableType(n, func(i int, t Type) string { return fmt.Sprintf("operand %d %s", i, t) })
 		},
 		Check: func(n *Node) error { return ropeCheck(n, "n_dims", "mode") },
 	})
-	MustRegister(OpInfo{Name: OpTransfer, MinArgs: 1,
+	MustRegister(OpInfo{Name: OpTransfer, Attrs: []string{"from", "to"}, MinArgs: 1,
 		Doc:   "transfer(x){from, to}: a contiguous copy of x on device `to` (inserted by the partition pass at device boundaries)",
 		Infer: func(n *Node) (Type, error) { return n.Args[0].Type, nil },
 		Check: func(n *Node) error {

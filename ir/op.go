@@ -3,6 +3,7 @@ package ir
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 )
@@ -60,7 +61,19 @@ type OpInfo struct {
 	Fused bool
 	// Doc is one line for `irtool passes` and docs/IR.md.
 	Doc string
+	// Attrs lists the attribute names the op takes. The IR text parser
+	// refuses any other name, suggesting the closest one for a
+	// misspelling; nil leaves the names unchecked (an op registered
+	// without a list), an empty list allows none.
+	Attrs []string
 }
+
+// noAttrs is the Attrs of an op that takes no attributes.
+var noAttrs = []string{}
+
+// ropeAttrNames are the attributes of the rope family (CheckRopeAttrs).
+var ropeAttrNames = []string{"n_dims", "mode", "freq_base", "freq_scale", "ext_factor",
+	"attn_factor", "beta_fast", "beta_slow", "n_ctx_orig"}
 
 // OpSet is a registry of op definitions. The package's default set
 // (DefaultOps) holds the built-in ops and is what the package-level
@@ -195,6 +208,9 @@ func CheckNode(n *Node) error {
 	for _, k := range n.Attrs.Keys() {
 		if !isIdent(k) {
 			return fmt.Errorf("%s: attribute name %q is not an identifier", n.Op, k)
+		}
+		if info.Attrs != nil && !slices.Contains(info.Attrs, k) {
+			return fmt.Errorf("%s: unknown attribute %q (%s)%s", n.Op, k, attrList(info.Attrs), suggest(k, info.Attrs))
 		}
 		switch v := n.Attrs[k].(type) {
 		case int64, float64, bool, string, []int64, []float64:
@@ -331,9 +347,9 @@ func init() {
 		{OpState, "persistent state carried across steps (the KV cache); written by set_rows or cpy"},
 		{OpConst, "a compile-time constant; its bytes are in the node"},
 	} {
-		MustRegister(OpInfo{Name: leaf.op, Kind: KindLeaf, Check: leafCheck, Doc: leaf.doc})
+		MustRegister(OpInfo{Name: leaf.op, Attrs: noAttrs, Kind: KindLeaf, Check: leafCheck, Doc: leaf.doc})
 	}
-	MustRegister(OpInfo{Name: OpGetRows, MinArgs: 2, Doc: "get_rows(table, idx): rows of table picked by idx (embedding lookup); result f32",
+	MustRegister(OpInfo{Name: OpGetRows, Attrs: noAttrs, MinArgs: 2, Doc: "get_rows(table, idx): rows of table picked by idx (embedding lookup); result f32",
 		Infer: func(n *Node) (Type, error) {
 			src, idx := n.Args[0].Type, n.Args[1].Type
 			if idx.DType != I32 && idx.DType != I64 {
@@ -348,21 +364,21 @@ func init() {
 			}
 			return Type{DType: dt, Shape: Shape{src.Shape[0], idx.Shape[0], idx.Shape[1], idx.Shape[2]}}, nil
 		}})
-	MustRegister(OpInfo{Name: OpRMSNorm, MinArgs: 1, Inplace: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpRMSNorm, Attrs: []string{"eps"}, MinArgs: 1, Inplace: true, Infer: unaryFloat,
 		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
 		Doc:   "rms_norm(x){eps}: x / sqrt(mean(x^2 over dim 0) + eps)"})
-	MustRegister(OpInfo{Name: OpMul, MinArgs: 2, Inplace: true, ElementWise: true, Commutative: false, Infer: elementwiseBinary,
+	MustRegister(OpInfo{Name: OpMul, Attrs: noAttrs, MinArgs: 2, Inplace: true, ElementWise: true, Commutative: false, Infer: elementwiseBinary,
 		Doc: "mul(a, b): a * b, b broadcast over a"})
-	MustRegister(OpInfo{Name: OpAdd, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,
+	MustRegister(OpInfo{Name: OpAdd, Attrs: noAttrs, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,
 		Doc: "add(a, b): a + b, b broadcast over a"})
-	MustRegister(OpInfo{Name: OpScale, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpScale, Attrs: []string{"scale"}, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
 		Check: func(n *Node) error {
 			return CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32})
 		},
 		Doc: "scale(x){scale}: x * scale"})
-	MustRegister(OpInfo{Name: OpSilu, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpSilu, Attrs: noAttrs, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
 		Doc: "silu(x): x * sigmoid(x)"})
-	MustRegister(OpInfo{Name: OpMulMat, MinArgs: 2, Doc: "mul_mat(a, b): out[i1][i0] = dot(a row i0, b row i1), a broadcast over dims 2,3; result f32[a.ne1, b.ne1, b.ne2, b.ne3]",
+	MustRegister(OpInfo{Name: OpMulMat, Attrs: noAttrs, MinArgs: 2, Doc: "mul_mat(a, b): out[i1][i0] = dot(a row i0, b row i1), a broadcast over dims 2,3; result f32[a.ne1, b.ne1, b.ne2, b.ne3]",
 		Infer: func(n *Node) (Type, error) {
 			a, b := n.Args[0].Type, n.Args[1].Type
 			if !a.Shape[0].Equal(b.Shape[0]) {
@@ -378,7 +394,7 @@ func init() {
 			}
 			return Type{DType: F32, Shape: Shape{a.Shape[1], b.Shape[1], b.Shape[2], b.Shape[3]}}, nil
 		}})
-	MustRegister(OpInfo{Name: OpReshape, Kind: KindView, MinArgs: 1, Doc: "reshape(x): the same contiguous data with another shape",
+	MustRegister(OpInfo{Name: OpReshape, Attrs: noAttrs, Kind: KindView, MinArgs: 1, Doc: "reshape(x): the same contiguous data with another shape",
 		Check: func(n *Node) error {
 			x := n.Args[0].Type
 			if x.DType != n.Type.DType {
@@ -389,7 +405,7 @@ func init() {
 			}
 			return nil
 		}})
-	MustRegister(OpInfo{Name: OpView, Kind: KindView, MinArgs: 1, MaxArgs: 2, Doc: "view(x, dep?){offset, nb}: a strided window of x's storage (byte offset, byte strides); an optional second operand is an ordering dependency (the write that must happen first)",
+	MustRegister(OpInfo{Name: OpView, Attrs: []string{"offset", "nb"}, Kind: KindView, MinArgs: 1, MaxArgs: 2, Doc: "view(x, dep?){offset, nb}: a strided window of x's storage (byte offset, byte strides); an optional second operand is an ordering dependency (the write that must happen first)",
 		Check: func(n *Node) error {
 			if n.Args[0].Type.DType != n.Type.DType {
 				return fmt.Errorf("dtype changes from %s to %s", n.Args[0].Type.DType, n.Type.DType)
@@ -408,7 +424,7 @@ func init() {
 			}
 			return nil
 		}})
-	MustRegister(OpInfo{Name: OpPermute, Kind: KindView, MinArgs: 1, Doc: "permute(x){axes}: dim i of x becomes dim axes[i] (ggml_permute)",
+	MustRegister(OpInfo{Name: OpPermute, Attrs: []string{"axes"}, Kind: KindView, MinArgs: 1, Doc: "permute(x){axes}: dim i of x becomes dim axes[i] (ggml_permute)",
 		Infer: func(n *Node) (Type, error) {
 			ax, ok := n.Attrs.Ints("axes")
 			if !ok || len(ax) != MaxDims {
@@ -425,13 +441,13 @@ func init() {
 			}
 			return Type{DType: n.Args[0].Type.DType, Shape: s}, nil
 		}})
-	MustRegister(OpInfo{Name: OpTransp, Kind: KindView, MinArgs: 1, Doc: "transpose(x): swap dims 0 and 1 (a view)",
+	MustRegister(OpInfo{Name: OpTransp, Attrs: noAttrs, Kind: KindView, MinArgs: 1, Doc: "transpose(x): swap dims 0 and 1 (a view)",
 		Infer: func(n *Node) (Type, error) {
 			s := n.Args[0].Type.Shape
 			s[0], s[1] = s[1], s[0]
 			return Type{DType: n.Args[0].Type.DType, Shape: s}, nil
 		}})
-	MustRegister(OpInfo{Name: OpCont, MinArgs: 1, Doc: "cont(x): a contiguous copy of a (possibly strided) view, optionally with a new shape of the same size (ggml_cont_2d)",
+	MustRegister(OpInfo{Name: OpCont, Attrs: noAttrs, MinArgs: 1, Doc: "cont(x): a contiguous copy of a (possibly strided) view, optionally with a new shape of the same size (ggml_cont_2d)",
 		Check: func(n *Node) error {
 			x := n.Args[0].Type
 			if x.DType != n.Type.DType {
@@ -442,14 +458,14 @@ func init() {
 			}
 			return nil
 		}})
-	MustRegister(OpInfo{Name: OpCast, MinArgs: 1, Doc: "cast(x): convert to the declared dtype, same shape",
+	MustRegister(OpInfo{Name: OpCast, Attrs: noAttrs, MinArgs: 1, Doc: "cast(x): convert to the declared dtype, same shape",
 		Check: func(n *Node) error {
 			if !n.Args[0].Type.Shape.Equal(n.Type.Shape) {
 				return fmt.Errorf("shape changes from %s to %s", n.Args[0].Type.Shape, n.Type.Shape)
 			}
 			return nil
 		}})
-	MustRegister(OpInfo{Name: OpCpy, Kind: KindView, AliasArg: 1, MinArgs: 2, SideEffect: true,
+	MustRegister(OpInfo{Name: OpCpy, Attrs: noAttrs, Kind: KindView, AliasArg: 1, MinArgs: 2, SideEffect: true,
 		Doc: "cpy(src, dst): write src into the view dst (converting dtype); the result aliases dst",
 		Infer: func(n *Node) (Type, error) {
 			src, dst := n.Args[0].Type, n.Args[1].Type
@@ -458,7 +474,7 @@ func init() {
 			}
 			return dst, nil
 		}})
-	MustRegister(OpInfo{Name: OpSetRows, Kind: KindView, AliasArg: 0, MinArgs: 3, SideEffect: true,
+	MustRegister(OpInfo{Name: OpSetRows, Attrs: noAttrs, Kind: KindView, AliasArg: 0, MinArgs: 3, SideEffect: true,
 		Doc: "set_rows(dst, src, idx): dst row idx[i] = src row i (converting dtype); the result aliases dst; dst's address never moves",
 		Infer: func(n *Node) (Type, error) {
 			dst, src, idx := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
@@ -473,7 +489,7 @@ func init() {
 			}
 			return dst, nil
 		}})
-	MustRegister(OpInfo{Name: OpRope, MinArgs: 2, MaxArgs: 3, Inplace: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpRope, Attrs: ropeAttrNames, MinArgs: 2, MaxArgs: 3, Inplace: true, Infer: unaryFloat,
 		Doc: "rope(x, pos, freq_factors?){n_dims, mode, freq_base, freq_scale, ...}: rotary position embedding (ggml_rope_ext)",
 		Check: func(n *Node) error {
 			if err := CheckRopeAttrs(n, rowLength(n.Args[0].Type), "n_dims", "mode", "freq_base", "freq_scale"); err != nil {
@@ -488,7 +504,7 @@ func init() {
 			}
 			return nil
 		}})
-	MustRegister(OpInfo{Name: OpSoftMax, MinArgs: 1, MaxArgs: 2, Inplace: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpSoftMax, Attrs: []string{"scale", "max_bias"}, MinArgs: 1, MaxArgs: 2, Inplace: true, Infer: unaryFloat,
 		Doc: "soft_max(x, mask?){scale, max_bias}: softmax over dim 0 of x*scale + mask",
 		Check: func(n *Node) error {
 			if err := CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32},

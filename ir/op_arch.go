@@ -26,11 +26,11 @@ const (
 )
 
 func init() {
-	MustRegister(OpInfo{Name: OpGelu, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpGelu, Attrs: noAttrs, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
 		Doc: "gelu(x): tanh-approximated GELU read from ggml's F16 table (x rounded to f16; x <= -10 gives 0, x >= 10 gives x)"})
-	MustRegister(OpInfo{Name: OpDiv, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,
+	MustRegister(OpInfo{Name: OpDiv, Attrs: noAttrs, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,
 		Doc: "div(a, b): a / b, b broadcast over a"})
-	MustRegister(OpInfo{Name: OpSumRows, MinArgs: 1, Doc: "sum_rows(x): f32[1, x.ne1, x.ne2, x.ne3], the sum of each row (accumulated in double, as ggml)",
+	MustRegister(OpInfo{Name: OpSumRows, Attrs: noAttrs, MinArgs: 1, Doc: "sum_rows(x): f32[1, x.ne1, x.ne2, x.ne3], the sum of each row (accumulated in double, as ggml)",
 		Infer: func(n *Node) (Type, error) {
 			if err := floatArg(n, 0); err != nil {
 				return Type{}, err
@@ -38,7 +38,7 @@ func init() {
 			s := n.Args[0].Type.Shape
 			return Type{DType: F32, Shape: Shape{C(1), s[1], s[2], s[3]}}, nil
 		}})
-	MustRegister(OpInfo{Name: OpTopK, MinArgs: 1, Doc: "top_k(x){k}: i32[k, x.ne1, x.ne2, x.ne3], the indices of the k largest values of each row, largest first (lower index first on ties)",
+	MustRegister(OpInfo{Name: OpTopK, Attrs: []string{"k"}, MinArgs: 1, Doc: "top_k(x){k}: i32[k, x.ne1, x.ne2, x.ne3], the indices of the k largest values of each row, largest first (lower index first on ties)",
 		Infer: func(n *Node) (Type, error) {
 			if err := floatArg(n, 0); err != nil {
 				return Type{}, err
@@ -53,7 +53,7 @@ func init() {
 			}
 			return Type{DType: I32, Shape: Shape{C(k), s[1], s[2], s[3]}}, nil
 		}})
-	MustRegister(OpInfo{Name: OpMulMatID, MinArgs: 3, Doc: "mul_mat_id(as, b, ids): as [k, n, n_expert], b f32[k, 1 or n_used, n_tokens], ids i32[n_used, n_tokens]; out[:, e, t] = as[:, :, ids[e,t]] · b[:, e % b.ne1, t], f32[n, n_used, n_tokens]",
+	MustRegister(OpInfo{Name: OpMulMatID, Attrs: noAttrs, MinArgs: 3, Doc: "mul_mat_id(as, b, ids): as [k, n, n_expert], b f32[k, 1 or n_used, n_tokens], ids i32[n_used, n_tokens]; out[:, e, t] = as[:, :, ids[e,t]] · b[:, e % b.ne1, t], f32[n, n_used, n_tokens]",
 		Infer: func(n *Node) (Type, error) {
 			as, b, ids := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
 			if b.DType != F32 {
@@ -77,7 +77,7 @@ func init() {
 			}
 			return Type{DType: F32, Shape: Shape{as.Shape[1], ids.Shape[0], ids.Shape[1], C(1)}}, nil
 		}})
-	MustRegister(OpInfo{Name: OpSWAMask, MinArgs: 2, Doc: "swa_mask(mask, pos){window}: mask with -inf where token r (at position pos[r]) and KV cell c (holding position c) are window or more apart",
+	MustRegister(OpInfo{Name: OpSWAMask, Attrs: []string{"window"}, MinArgs: 2, Doc: "swa_mask(mask, pos){window}: mask with -inf where token r (at position pos[r]) and KV cell c (holding position c) are window or more apart",
 		Infer: func(n *Node) (Type, error) {
 			m, p := n.Args[0].Type, n.Args[1].Type
 			if m.DType != F32 {

@@ -34,7 +34,7 @@ func ExampleNewOpSet() {
 	fmt.Println(err)
 	// Output:
 	// negate(x): -x
-	// ir: parse line 3: unknown op "negate"
+	// ir: parse line 3 col 8: unknown op "negate"
 }
 
 // A graph holding fused ops parses with package ir alone: their typing is

@@ -2,35 +2,102 @@ package ir
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxLine bounds one line of IR text (constants are base64 on one line).
 const maxLine = 64 << 20
 
 // Parse reads a graph in the text format written by Print and verifies it,
-// resolving ops in the default set. Errors name the line at fault.
+// resolving ops in the default set. Errors are *ParseError, naming the
+// line and column at fault.
 func Parse(r io.Reader) (*Graph, error) { return defaultOps.Parse(r) }
+
+// ParseFile parses as Parse does; name (the file's path) prefixes its
+// errors as NAME:LINE:COL.
+func ParseFile(name string, r io.Reader) (*Graph, error) { return defaultOps.ParseFile(name, r) }
+
+// ParseError is an error in IR text: the line and column (1-based; the
+// column counts bytes) of what is wrong, and the input's name when known.
+type ParseError struct {
+	Name      string // the file's name; "" when unknown
+	Line, Col int
+	Err       error
+}
+
+// Error is "NAME:LINE:COL: what", or "ir: parse line LINE col COL: what"
+// for an input without a name.
+func (e *ParseError) Error() string {
+	if e.Name == "" {
+		return fmt.Sprintf("ir: parse line %d col %d: %v", e.Line, e.Col, e.Err)
+	}
+	return fmt.Sprintf("%s:%d:%d: %v", e.Name, e.Line, e.Col, e.Err)
+}
+
+// Unwrap returns the error without its position.
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// posError is an error at a byte offset of the (trimmed) line being
+// parsed; Parse turns it into a column.
+type posError struct {
+	off int
+	err error
+}
+
+func (e *posError) Error() string { return e.err.Error() }
+func (e *posError) Unwrap() error { return e.err }
+
+// at places err at offset off of the line; an error already placed (by a
+// nested parse of a part starting at off) keeps its place within the part.
+func at(off int, err error) error {
+	var pe *posError
+	if errors.As(err, &pe) {
+		return &posError{off + pe.off, pe.err}
+	}
+	return &posError{off, err}
+}
+
+// atf is at with a formatted error.
+func atf(off int, format string, args ...any) error { return at(off, fmt.Errorf(format, args...)) }
 
 // Parse reads a graph as the package-level Parse does, resolving its ops
 // in s; the graph keeps s as its OpSet.
-func (s *OpSet) Parse(r io.Reader) (*Graph, error) {
-	sc := bufio.NewScanner(r)
+func (s *OpSet) Parse(r io.Reader) (*Graph, error) { return s.ParseFile("", r) }
+
+// ParseFile reads a graph as the package-level ParseFile does, resolving
+// its ops in s.
+func (s *OpSet) ParseFile(name string, r io.Reader) (*Graph, error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if err := checkText(br); err != nil {
+		return nil, &ParseError{Name: name, Line: 1, Col: 1, Err: err}
+	}
+	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	p := &parser{labels: map[string]*Node{}, ops: s}
+	fail := func(line, col int, err error) (*Graph, error) {
+		return nil, &ParseError{Name: name, Line: line, Col: col, Err: err}
+	}
 	lineNo := 0
 	state := 0 // 0: before header, 1: in body, 2: after closing brace
 	for sc.Scan() {
 		lineNo++
 		p.line = lineNo
-		line := strings.TrimSpace(sc.Text())
+		raw := sc.Text()
+		line := strings.TrimSpace(raw)
 		if line == "" || strings.HasPrefix(line, "//") {
 			continue
 		}
+		indent := strings.Index(raw, line)
+		p.indent = indent
 		var err error
 		switch {
 		case state == 0:
@@ -41,7 +108,7 @@ func (s *OpSet) Parse(r io.Reader) (*Graph, error) {
 		case line == "}":
 			state = 2
 		case strings.HasPrefix(line, "meta "):
-			err = p.meta(line[5:])
+			err = p.meta(line)
 		case strings.HasPrefix(line, "outputs("):
 			err = p.outputs(line)
 		case strings.HasPrefix(line, "%"):
@@ -50,26 +117,56 @@ func (s *OpSet) Parse(r io.Reader) (*Graph, error) {
 			err = fmt.Errorf("unexpected %q", clip(line))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("ir: parse line %d: %w", lineNo, err)
+			col := indent + 1
+			var pe *posError
+			if errors.As(err, &pe) {
+				col, err = col+pe.off, pe.err
+			}
+			return fail(lineNo, col, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("ir: parse line %d: %w", lineNo+1, err)
+		return fail(lineNo+1, 1, err)
 	}
 	if state != 2 {
-		return nil, fmt.Errorf("ir: parse line %d: missing closing brace at the end of the input", lineNo)
+		return fail(max(lineNo, 1), 1, fmt.Errorf("missing closing brace at the end of the input"))
 	}
 	// Every node passed CheckNode as it was read; what is left for Verify is
 	// the layout of a static graph, which is checked here to name the line.
 	if p.g.IsStatic() {
 		if _, bad, err := layouts(p.g); err != nil {
-			return nil, fmt.Errorf("ir: parse line %d: %w", p.lines[bad], err)
+			return fail(p.lines[bad], p.cols[bad], err)
 		}
 	}
 	if err := Verify(p.g); err != nil {
+		if name != "" {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
 		return nil, err
 	}
 	return p.g, nil
+}
+
+// checkText refuses input that is not text before it is read line by line:
+// a NUL byte or invalid UTF-8 in its first bytes (a GGUF file, named as
+// such by its magic, or another binary file).
+func checkText(br *bufio.Reader) error {
+	head, _ := br.Peek(512)
+	if bytes.HasPrefix(head, []byte("GGUF")) {
+		return fmt.Errorf("this is a GGUF file (magic \"GGUF\"), not IR text: pass it as MODEL.gguf, or write its IR with irtool ir")
+	}
+	// The last bytes may cut a UTF-8 sequence in two.
+	body := head
+	if len(body) > utf8.UTFMax {
+		body = body[:len(body)-utf8.UTFMax]
+	}
+	if i := bytes.IndexByte(head, 0); i >= 0 {
+		return fmt.Errorf("binary data (a NUL byte at offset %d), not IR text", i)
+	}
+	if !utf8.Valid(body) {
+		return fmt.Errorf("binary data (not UTF-8), not IR text")
+	}
+	return nil
 }
 
 // ParseString parses a graph from a string.
@@ -83,7 +180,9 @@ type parser struct {
 	g      *Graph
 	labels map[string]*Node
 	line   int   // the line being parsed
+	indent int   // its indentation in bytes
 	lines  []int // the line of each node
+	cols   []int // the column of each node's label
 }
 
 func clip(s string) string {
@@ -99,27 +198,34 @@ func (p *parser) header(line string) error {
 	}
 	name, err := strconv.Unquote(strings.TrimSpace(line[6 : len(line)-1]))
 	if err != nil {
-		return fmt.Errorf("graph name must be a quoted string")
+		return atf(6, "graph name must be a quoted string")
 	}
 	p.g = p.ops.New(name)
 	return nil
 }
 
-func (p *parser) meta(s string) error {
+// meta parses `meta key="value"` (the whole line).
+func (p *parser) meta(line string) error {
+	s := line[5:]
 	i := strings.IndexByte(s, '=')
 	if i <= 0 {
-		return fmt.Errorf("meta wants key=\"value\"")
-	}
-	v, err := strconv.Unquote(strings.TrimSpace(s[i+1:]))
-	if err != nil {
-		return fmt.Errorf("meta value must be a quoted string")
+		return atf(5, "meta wants key=\"value\"")
 	}
 	key := strings.TrimSpace(s[:i])
 	if !validMetaKey(key) {
-		return fmt.Errorf("meta wants key=\"value\" with a non-empty key on one line")
+		return atf(5, "meta wants key=\"value\" with a non-empty key on one line")
+	}
+	val := s[i+1:]
+	voff := 5 + i + 1 + len(val) - len(strings.TrimLeft(val, " \t"))
+	v, err := strconv.Unquote(strings.TrimSpace(val))
+	if err != nil {
+		return atf(voff, "meta %s: the value must be a quoted string, got %s", key, clip(strings.TrimSpace(val)))
 	}
 	if p.g.Meta == nil {
 		p.g.Meta = map[string]string{}
+	}
+	if _, dup := p.g.Meta[key]; dup {
+		return atf(5, "meta %s given twice", key)
 	}
 	p.g.Meta[key] = v
 	return nil
@@ -136,12 +242,13 @@ func (p *parser) ref(s string) (*Node, error) {
 
 func (p *parser) outputs(line string) error {
 	if !strings.HasSuffix(line, ")") {
-		return fmt.Errorf("outputs(...) is not closed")
+		return atf(len(line)-1, "outputs(...) is not closed")
 	}
-	for _, s := range splitTop(line[len("outputs(") : len(line)-1]) {
-		n, err := p.ref(s)
+	base := len("outputs(")
+	for _, sp := range spans(line[base : len(line)-1]) {
+		n, err := p.ref(sp.text)
 		if err != nil {
-			return err
+			return at(base+sp.start, err)
 		}
 		p.g.Outputs = append(p.g.Outputs, n)
 	}
@@ -175,9 +282,22 @@ func closeAt(s string, open, close byte) int {
 	return -1
 }
 
-// splitAttrs splits "a=1, b=\"x,y\", c=[1,2]" at top-level commas.
-func splitAttrs(s string) []string {
-	var out []string
+// span is one comma-separated part of a list, without its surrounding
+// space, and where it starts.
+type span struct {
+	text  string
+	start int
+}
+
+// spans splits "a=1, b=\"x,y\", c=[1,2]" at top-level commas (outside
+// quotes, parentheses and brackets); an empty list has no parts.
+func spans(s string) []span {
+	var out []span
+	part := func(from, to int) span {
+		raw := s[from:to]
+		t := strings.TrimLeft(raw, " \t")
+		return span{strings.TrimRight(t, " \t"), from + len(raw) - len(t)}
+	}
 	depth, start := 0, 0
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
@@ -193,15 +313,21 @@ func splitAttrs(s string) []string {
 			depth--
 		case ',':
 			if depth == 0 {
-				out = append(out, strings.TrimSpace(s[start:i]))
+				out = append(out, part(start, i))
 				start = i + 1
 			}
 		}
 	}
-	if t := strings.TrimSpace(s[start:]); t != "" {
-		out = append(out, t)
+	if sp := part(start, len(s)); sp.text != "" || len(out) > 0 {
+		out = append(out, sp)
 	}
 	return out
+}
+
+// skipSpace returns s without leading blanks and how many it dropped.
+func skipSpace(s string) (string, int) {
+	t := strings.TrimLeft(s, " \t")
+	return t, len(s) - len(t)
 }
 
 func (p *parser) node(line string) error {
@@ -213,79 +339,100 @@ func (p *parser) node(line string) error {
 	if _, dup := p.labels[label]; dup {
 		return fmt.Errorf("%s is defined twice", clip(label))
 	}
-	rest := line[eq+3:]
+	opOff := eq + 3
+	rest := line[opOff:]
 	lp := strings.IndexByte(rest, '(')
 	if lp <= 0 {
-		return fmt.Errorf("want op(args)")
+		return atf(opOff, "want op(args)")
 	}
 	n := &Node{Op: Op(rest[:lp]), Layer: -1}
 	if err := p.g.Bind(n); err != nil {
-		return fmt.Errorf("unknown op %q", clip(rest[:lp]))
+		return atf(opOff, "unknown op %q%s", clip(rest[:lp]), suggest(rest[:lp], p.g.opNames()))
 	}
+	info, _ := n.Info()
+	pos := opOff + lp
 	rest = rest[lp:]
 	rp := closeAt(rest, '(', ')')
 	if rp < 0 {
-		return fmt.Errorf("unclosed operand list")
+		return atf(pos, "unclosed operand list")
 	}
-	for _, a := range splitTop(rest[1:rp]) {
-		x, err := p.ref(a)
+	for _, sp := range spans(rest[1:rp]) {
+		x, err := p.ref(sp.text)
 		if err != nil {
-			return err
+			return at(pos+1+sp.start, err)
 		}
 		n.Args = append(n.Args, x)
 	}
-	rest = strings.TrimSpace(rest[rp+1:])
+	rest, skip := skipSpace(rest[rp+1:])
+	pos += rp + 1 + skip
+	attrAt := map[string]int{} // where each attribute's value starts
 	if strings.HasPrefix(rest, "{") {
 		rb := closeAt(rest, '{', '}')
 		if rb < 0 {
-			return fmt.Errorf("unclosed attribute list")
+			return atf(pos, "unclosed attribute list")
 		}
 		n.Attrs = Attrs{}
-		for _, kv := range splitAttrs(rest[1:rb]) {
+		for _, sp := range spans(rest[1:rb]) {
+			kv, kOff := sp.text, pos+1+sp.start
 			i := strings.IndexByte(kv, '=')
 			if i <= 0 {
-				return fmt.Errorf("attribute %q: want key=value", clip(kv))
+				return atf(kOff, "attribute %q: want key=value", clip(kv))
 			}
 			key := strings.TrimSpace(kv[:i])
 			if !isIdent(key) {
-				return fmt.Errorf("attribute name %q", clip(key))
+				return atf(kOff, "attribute name %q", clip(key))
+			}
+			if info.Attrs != nil && !slices.Contains(info.Attrs, key) {
+				return atf(kOff, "unknown attribute %q of %s (%s)%s", key, n.Op, attrList(info.Attrs), suggest(key, info.Attrs))
 			}
 			if _, dup := n.Attrs[key]; dup {
-				return fmt.Errorf("attribute %q given twice", key)
+				return atf(kOff, "attribute %q given twice", key)
 			}
-			v, err := parseAttr(kv[i+1:])
+			val, vskip := skipSpace(kv[i+1:])
+			vOff := kOff + i + 1 + vskip
+			v, err := parseAttr(val)
 			if err != nil {
-				return fmt.Errorf("attribute %q: %w", key, err)
+				return atf(vOff, "attribute %q: %w", key, err)
 			}
 			n.Attrs[key] = v
+			attrAt[key] = vOff
 		}
-		rest = strings.TrimSpace(rest[rb+1:])
+		rest, skip = skipSpace(rest[rb+1:])
+		pos += rb + 1 + skip
 	}
 	if !strings.HasPrefix(rest, ":") {
-		return fmt.Errorf("want `: type` after the operands")
+		return atf(pos, "want `: type` after the operands")
 	}
-	rest = strings.TrimSpace(rest[1:])
+	rest, skip = skipSpace(rest[1:])
+	pos += 1 + skip
 	sp := strings.IndexByte(rest, ' ')
+	if lb := strings.IndexByte(rest, '['); lb >= 0 && (sp < 0 || lb < sp) {
+		if rb := closeAt(rest[lb:], '[', ']'); rb >= 0 {
+			sp = lb + rb + 1 // the type ends with its dims, which may hold spaces
+		}
+	}
 	if sp < 0 {
 		sp = len(rest)
 	}
-	t, err := ParseType(rest[:sp])
+	t, err := parseTypeAt(rest[:sp])
 	if err != nil {
-		return err
+		return at(pos, err)
 	}
 	n.Type = t
-	rest = strings.TrimSpace(rest[sp:])
+	rest, skip = skipSpace(rest[sp:])
+	pos += sp + skip
 	if strings.HasPrefix(rest, "\"") {
 		end := closeQuote(rest)
 		if end < 0 {
-			return fmt.Errorf("unclosed name string")
+			return atf(pos, "unclosed name string")
 		}
 		name, err := strconv.Unquote(rest[:end+1])
 		if err != nil {
-			return fmt.Errorf("bad name string")
+			return atf(pos, "bad name string")
 		}
 		n.Name = name
-		rest = strings.TrimSpace(rest[end+1:])
+		rest, skip = skipSpace(rest[end+1:])
+		pos += end + 1 + skip
 	}
 	for rest != "" {
 		sp := strings.IndexByte(rest, ' ')
@@ -293,37 +440,140 @@ func (p *parser) node(line string) error {
 			sp = len(rest)
 		}
 		field := rest[:sp]
-		rest = strings.TrimSpace(rest[sp:])
 		switch {
 		case strings.HasPrefix(field, "layer="):
 			v, err := strconv.Atoi(field[6:])
 			if err != nil || v < 0 {
-				return fmt.Errorf("bad layer %q", clip(field))
+				return atf(pos, "bad layer %q", clip(field))
 			}
 			n.Layer = v
 		case strings.HasPrefix(field, "data="):
 			b, err := base64.StdEncoding.DecodeString(field[5:])
 			if err != nil {
-				return fmt.Errorf("bad constant data: %v", err)
+				return atf(pos, "bad constant data: %v", err)
 			}
 			n.Data = b
 		default:
-			return fmt.Errorf("unexpected %q after the type", clip(field))
+			return atf(pos, "unexpected %q after the type", clip(field))
 		}
+		rest, skip = skipSpace(rest[sp:])
+		pos += sp + skip
 	}
 	if n.Op == OpConst && n.Data == nil {
 		n.Data = []byte{}
 	}
 	if n.Op != OpConst && n.Data != nil {
-		return fmt.Errorf("%s node with data= (only const nodes hold data)", n.Op)
+		return atf(opOff, "%s node with data= (only const nodes hold data)", n.Op)
 	}
 	if err := CheckNode(n); err != nil {
-		return err
+		// Point at the attribute the error names, else at the op.
+		off := opOff
+		if m := attrNamed.FindStringSubmatch(err.Error()); m != nil {
+			if o, ok := attrAt[m[1]]; ok {
+				off = o
+			}
+		}
+		return at(off, err)
 	}
 	p.labels[label] = n
 	p.g.append(n)
 	p.lines = append(p.lines, p.line)
+	p.cols = append(p.cols, p.indent+1)
 	return nil
+}
+
+// attrNamed finds the attribute an error names.
+var attrNamed = regexp.MustCompile(`attribute "?([A-Za-z_][A-Za-z0-9_]*)`)
+
+// parseTypeAt is ParseType, with the error placed at the dim (or dtype)
+// at fault.
+func parseTypeAt(s string) (Type, error) {
+	t, err := ParseType(s)
+	if err == nil {
+		// A static size that cannot be stored is refused here, on its
+		// line, not where a later node first computes with it.
+		n := int64(8) // bytes: at most 8 per element of any dtype
+		for _, d := range t.Shape {
+			if d.IsConst() && d.Val > 0 {
+				if n > (1<<62)/d.Val {
+					return Type{}, fmt.Errorf("type %s: the size overflows int64", s)
+				}
+				n *= d.Val
+			}
+		}
+		return t, nil
+	}
+	if i := strings.IndexByte(s, '['); i >= 0 && strings.HasSuffix(s, "]") {
+		if _, ok := ParseDType(s[:i]); ok {
+			for _, sp := range spans(s[i+1 : len(s)-1]) {
+				if _, derr := ParseDim(sp.text); derr != nil {
+					return Type{}, atf(i+1+sp.start, "type %s: dim %d: %w", s, spanIndex(s[i+1:len(s)-1], sp), derr)
+				}
+			}
+		}
+	}
+	return Type{}, err
+}
+
+// spanIndex is the position of sp in the list s.
+func spanIndex(s string, sp span) int {
+	for i, x := range spans(s) {
+		if x.start == sp.start {
+			return i
+		}
+	}
+	return -1
+}
+
+// attrList lists an op's attribute names for an error.
+func attrList(names []string) string {
+	if len(names) == 0 {
+		return "it takes none"
+	}
+	return "it takes " + strings.Join(names, ", ")
+}
+
+// suggest returns `; did you mean "x"?` for the name in names closest to
+// s, when it is a likely misspelling (at most 2 edits, fewer than half of
+// s's letters), or "".
+func suggest(s string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(s, n); d < bestD && 2*d < max(len(s), len(n)) {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf("; did you mean %q?", best)
+}
+
+// editDistance is the Damerau-Levenshtein distance (optimal string
+// alignment: insertions, deletions, substitutions and transpositions of
+// adjacent bytes).
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 func closeQuote(s string) int {
@@ -336,4 +586,17 @@ func closeQuote(s string) int {
 		}
 	}
 	return -1
+}
+
+// opNames lists the names of the ops the graph resolves.
+func (g *Graph) opNames() []string {
+	set := g.OpSet
+	if set == nil {
+		set = defaultOps
+	}
+	var out []string
+	for _, info := range set.Ops() {
+		out = append(out, string(info.Name))
+	}
+	return out
 }

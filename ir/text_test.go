@@ -141,7 +141,7 @@ var malformed = []struct {
 	line     int
 	msg      string
 }{
-	{"empty", "", 0, "missing closing brace"},
+	{"empty", "", 1, "missing closing brace"},
 	{"no header", "%0 = input() : f32[4]\n}\n", 1, "want `graph"},
 	{"unquoted name", "graph g {\n}\n", 1, "quoted string"},
 	{"header without brace", "graph \"g\"\n}\n", 1, "want `graph"},
@@ -184,7 +184,7 @@ var malformed = []struct {
 	{"huge product overflows", "graph \"g\" {\n  %0 = input() : f32[1099511627776,1099511627776,1,1]\n}\n", 2, "overflows"},
 	{"view out of bounds", "graph \"g\" {\n  %0 = input() : f32[4]\n  %1 = view(%0) {nb=[4,16,16,16], offset=dim(4)} : f32[4]\n  outputs(%1)\n}\n", 3, "fall outside"},
 	{"reshape of transposed", "graph \"g\" {\n  %0 = input() : f32[4,3]\n  %1 = transpose(%0) : f32[3,4]\n  %2 = reshape(%1) : f32[12]\n}\n", 4, "not contiguous"},
-	{"meta without quotes", "graph \"g\" {\n  meta a=1\n}\n", 2, "meta value must be a quoted string"},
+	{"meta without quotes", "graph \"g\" {\n  meta a=1\n}\n", 2, "meta a: the value must be a quoted string, got 1"},
 	{"meta without key", "graph \"g\" {\n  meta =\"1\"\n}\n", 2, "meta wants key"},
 	{"meta with blank key", "graph \"g\" {\n  meta  =\"1\"\n}\n", 2, "meta wants key"},
 	{"outputs unclosed", "graph \"g\" {\n  %0 = input() : f32[4]\n  outputs(%0\n}\n", 3, "not closed"},
@@ -203,7 +203,7 @@ func TestParseMalformed(t *testing.T) {
 			if err == nil {
 				t.Fatalf("parsed:\n%s", g)
 			}
-			if want := "ir: parse line " + strconv.Itoa(tc.line) + ":"; !strings.HasPrefix(err.Error(), want) {
+			if want := "ir: parse line " + strconv.Itoa(tc.line) + " col "; !strings.HasPrefix(err.Error(), want) {
 				t.Errorf("error %q does not start with %q", err, want)
 			}
 			if !strings.Contains(err.Error(), tc.msg) {
@@ -274,11 +274,21 @@ func FuzzParse(f *testing.F) {
 		f.Add(tc.in)
 	}
 	f.Add("graph \"g\" {\n  %0 = input() : f32[4,n]\n  %1 = scale(%0) {scale=dim(true), s=\"a,b}\", l=f[1.0,-inf], i=[1,2]} : f32[4,n]\n  outputs(%1)\n}\n")
+	f.Add("graph \"g\" {\n  %0 = input() : f32[4,n]\n  %1 = scale(%0) {foo=1, scael=2.0} : f32[4,n-1x]\n  outputs(%1)\n}\n")
+	f.Add("GGUF\x03\x00\x00\x00graph \"g\" {\n}\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		g, err := ParseString(in)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "ir: parse line ") {
 				t.Fatalf("error does not name a line: %v", err)
+			}
+			// The column lies on the line named (or just past its end).
+			var pe *ParseError
+			if errors.As(err, &pe) {
+				lines := strings.Split(in, "\n")
+				if pe.Line < 1 || pe.Col < 1 || pe.Line <= len(lines) && pe.Col > len(lines[pe.Line-1])+1 {
+					t.Fatalf("error at %d:%d is outside the input: %v", pe.Line, pe.Col, err)
+				}
 			}
 			return
 		}
@@ -300,9 +310,15 @@ func FuzzParse(f *testing.F) {
 // parses back to the same text, and graphs whose text could not be read back
 // are rejected by Verify (so the text format never loses a verified graph).
 func TestVerifiedGraphsRoundTrip(t *testing.T) {
+	// The attribute cases use an op registered without a list of
+	// attribute names (OpInfo.Attrs), which takes any.
+	ops := NewOpSet()
+	if err := ops.Register(OpInfo{Name: "tagged", Kind: KindLeaf, Check: func(*Node) error { return nil }}); err != nil {
+		t.Fatal(err)
+	}
 	base := func(mod func(g *Graph, x *Node)) *Graph {
-		g := New("g")
-		x, err := g.AddTyped(OpInput, nil, nil, T(F32, 4, "n"))
+		g := ops.New("g")
+		x, err := g.AddTyped("tagged", nil, nil, T(F32, 4, "n"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +359,7 @@ func TestVerifiedGraphsRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			text := g.String()
-			p, err := ParseString(text)
+			p, err := ops.ParseString(text)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, text)
 			}
@@ -354,7 +370,7 @@ func TestVerifiedGraphsRoundTrip(t *testing.T) {
 				// fixed point.
 				t.Fatalf("round trip differs\n%s", golden.FirstDiff(again, text))
 			}
-			if p2, err := ParseString(again); err != nil || p2.String() != again {
+			if p2, err := ops.ParseString(again); err != nil || p2.String() != again {
 				t.Fatalf("not a fixed point: %v", err)
 			}
 		})

@@ -21,7 +21,7 @@ func init() {
 	register(&command{
 		Name:    "bench",
 		Summary: "measure prefill and decode tokens/s on the CPU (like llama-bench)",
-		Usage: `irtool bench [MODEL.gguf] [-p N] [-n N] [-t N] [-r N] [--passes LIST|none] [--reference] [--json]
+		Usage: `irtool bench [MODEL.gguf|FILE.ir] [-p N] [-n N] [-t N] [-r N] [--passes LIST|none] [--reference] [--json]
 
 Measures the CPU executor as llama.cpp's llama-bench measures llama.cpp:
 prefill ("ppN") decodes -p random token ids (BOS first when the vocabulary
@@ -102,14 +102,30 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 1 {
 		modelPath = pos[0]
 	}
-	f, err := openModel(modelPath)
+	src, err := openSource(modelPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
 		return 1
 	}
-	defer f.Close()
+	defer src.Close()
+	if src.File == nil {
+		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), errNoWeights)
+		return 1
+	}
+	f := src.File
 	need := int64(max(*nPrompt, *nGen))
-	m, err := models.Build(f, models.Options{NCtx: max(256, (need+255)/256*256)})
+	opts := models.Options{NCtx: max(256, (need+255)/256*256)}
+	if src.IsIR() {
+		// The IR fixes its cache (meta n_ctx): the tests must fit in it.
+		if opts, err = src.options(models.Options{}, models.Options{}); err != nil {
+			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
+			return 1
+		}
+		if opts.NCtx > 0 && need > opts.NCtx {
+			return usageError(stderr, "bench", "-p %d / -n %d need %d KV cells, more than the IR's cache, n_ctx=%d (write the IR again with irtool ir --ctx)", *nPrompt, *nGen, need, opts.NCtx)
+		}
+	}
+	m, err := src.build(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), err)
 		return 1

@@ -131,13 +131,74 @@ func cmdHelp(args []string, stdout, stderr io.Writer) int {
 // returns the positionals in order. Everything after "--" is positional.
 // With -h or --help it prints the command's help to fs.Output() and returns
 // flag.ErrHelp.
+//
+// It also declares llama.cpp's spellings where the meaning is the same:
+// -m/--model for the MODEL argument of the commands that take one (given,
+// it comes before the positionals), -c/--ctx-size for --ctx and -t for
+// --threads.
+//
+// A flag error prints one line and the hint "irtool help CMD", not the
+// whole help; -h prints the help.
 func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	model := declareCommonFlags(fs)
 	if probed(fs, args) {
 		return nil, errProbe
 	}
-	if c, ok := commands[fs.Name()]; ok {
-		fs.Usage = func() { printCommandHelp(fs.Output(), c, fs) }
+	out := fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard) // the error is printed below, in one line
+	defer fs.SetOutput(out)
+	pos, err := parseAll(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		if c, ok := commands[fs.Name()]; ok {
+			printCommandHelp(out, c, fs)
+		}
+		return nil, err
+	case err != nil:
+		fmt.Fprintf(out, "irtool %s: %v\nrun \"irtool help %s\" for the flags\n", fs.Name(), err, fs.Name())
+		return nil, err
 	}
+	if model != nil && *model != "" {
+		pos = append([]string{*model}, pos...)
+	}
+	return pos, nil
+}
+
+// modelCommands are the commands whose first positional argument is a
+// model file: -m/--model gives it too.
+var modelCommands = []string{"inspect", "tokenize", "ir", "compile", "run", "bench", "viz", "passes", "plan"}
+
+// defaultCtx is the KV cache size (--ctx) of every command that builds a
+// model's graph: run, compile, viz and ir (docs/CLI.md says why).
+const defaultCtx = 256
+
+// declareCommonFlags adds llama.cpp's spellings to fs (see parseArgs) and
+// returns --model's value, or nil for a command without a model argument.
+func declareCommonFlags(fs *flag.FlagSet) *string {
+	alias := func(name string, alts ...string) {
+		f := fs.Lookup(name)
+		if f == nil {
+			return
+		}
+		for _, a := range alts {
+			if fs.Lookup(a) == nil {
+				fs.Var(f.Value, a, "the same as --"+name)
+			}
+		}
+	}
+	alias("ctx", "ctx-size", "c")
+	alias("threads", "t")
+	if !slices.Contains(modelCommands, fs.Name()) || fs.Lookup("model") != nil {
+		return nil
+	}
+	model := fs.String("model", "", "the model `FILE` (GGUF or IR text), as the positional MODEL")
+	alias("model", "m")
+	return model
+}
+
+// parseAll parses flags and positionals in any order (see parseArgs).
+func parseAll(fs *flag.FlagSet, args []string) ([]string, error) {
 	pos := []string{}
 	for {
 		if err := fs.Parse(args); err != nil {

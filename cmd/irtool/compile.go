@@ -75,7 +75,7 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.PrintAfter, "print-after", "", "print the IR after `PASS` (comma-separated), or after every pass with all")
 	fs.StringVar(&f.DumpDir, "dump-dir", "", "write the IR after every pass into `DIR` as NN-pass.ir (00-input.ir first)")
 	fs.BoolVar(&f.JSON, "json", false, "print one JSON object (docs/CLI.md)")
-	fs.Int64Var(&f.Ctx, "ctx", 256, "KV cache cells (n_ctx); 0: the model's context_length")
+	fs.Int64Var(&f.Ctx, "ctx", defaultCtx, "KV cache cells (n_ctx); 0: the model's context_length")
 	fs.Int64Var(&f.UBatch, "ubatch", 0, "tokens per step in the planned worst case (n_ubatch), 1 ≤ N ≤ ctx (default: ctx)")
 	fs.StringVar(&f.KVType, "kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
 	fs.StringVar(&f.KVWrite, "kv-write", "set_rows", "how new K/V rows reach the cache (`MODE`): set_rows (scatter by index into the whole cache; addresses never move) or cpy (llama.cpp c392e50's copy into a view at kv_head)")

@@ -34,7 +34,7 @@ FX-style table instead.`,
 func cmdIR(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ir", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ctx := fs.Int64("ctx", 256, "KV cache cells (n_ctx)")
+	ctx := fs.Int64("ctx", defaultCtx, "KV cache cells (n_ctx); 0: the model's context_length")
 	kvType := fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
 	kvWrite := fs.String("kv-write", "set_rows", "how new K/V rows reach the cache (`MODE`): set_rows (scatter by index into the whole cache; addresses never move) or cpy (llama.cpp c392e50's copy into a view at kv_head)")
 	bind := fs.String("bind", "", "bind shape symbols (n_tokens, n_kv, n_outputs, kv_head) to values, e.g. `n_tokens=1,n_kv=32`, and print the static graph")
@@ -68,7 +68,7 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer src.Close()
-	def, _ := modelOptions(256, "f16", "set_rows")
+	def, _ := modelOptions(defaultCtx, "f16", "set_rows")
 	if opts, err = src.options(opts, def); err != nil {
 		return usageError(stderr, "ir", "%v", err)
 	}
@@ -78,8 +78,8 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	g := m.Graph
-	if !src.IsIR() {
-		ref, err := weightsRef(path, *out)
+	if model, ok := src.weightsModel(); ok {
+		ref, err := weightsRef(model, *out)
 		if err != nil {
 			fmt.Fprintf(stderr, "irtool ir: %v\n", err)
 			return 1
@@ -117,28 +117,28 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 }
 
 // weightsRef is the "weights" meta value for a graph built from the GGUF
-// file at model ("" = embedded) and written to out ("" = stdout): the
-// model's path relative to out's directory (to the working directory for
-// stdout), so the IR file and its model can move together.
+// file at model ("" = embedded) and written to out ("" or "-" = stdout):
+// the model's path relative to out's directory, so the IR file and its
+// model can move together; for stdout, where the text's final place is not
+// known, the model's absolute path, so the text reads back from anywhere.
 func weightsRef(model, out string) (string, error) {
 	if model == "" {
 		return embeddedWeights, nil
-	}
-	dir := "."
-	if out != "" && out != "-" {
-		dir = filepath.Dir(out)
 	}
 	absModel, err := filepath.Abs(model)
 	if err != nil {
 		return "", err
 	}
-	absDir, err := filepath.Abs(dir)
+	if out == "" || out == "-" {
+		return filepath.ToSlash(absModel), nil
+	}
+	absDir, err := filepath.Abs(filepath.Dir(out))
 	if err != nil {
 		return "", err
 	}
 	rel, err := filepath.Rel(absDir, absModel)
 	if err != nil {
-		return absModel, nil
+		return filepath.ToSlash(absModel), nil
 	}
 	return filepath.ToSlash(rel), nil
 }

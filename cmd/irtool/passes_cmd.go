@@ -181,8 +181,8 @@ func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) 
 			NodesAfter: j.Graph().NumOps(), OpsBefore: j.Out.OpsBefore, OpsAfter: opCounts(j.Graph()), Passes: j.Out.Passes})
 	} else {
 		g := j.Graph()
-		if !j.Source.IsIR() {
-			if g.Meta[metaWeights], err = weightsRef(path, out); err != nil {
+		if model, ok := j.Source.weightsModel(); ok {
+			if g.Meta[metaWeights], err = weightsRef(model, out); err != nil {
 				fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 				return 1
 			}

@@ -109,7 +109,11 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	// Built-in strategies and those registered in planner.DefaultStrategies
 	// (a file of this command may register one from init), and the name a
 	// plan reports for a search phase (planner.StrategyOf).
-	if names := planner.DefaultStrategies().Names(); !slices.Contains(names, planner.StrategyOf(*fl.strategy)) {
+	names := planner.DefaultStrategies().Names()
+	if isIRText(pos[0]) {
+		names = planner.GraphStrategies() // a graph's strategies (as for compile)
+	}
+	if !slices.Contains(names, planner.StrategyOf(*fl.strategy)) {
 		return usageError(stderr, "plan", "unknown strategy %q (have %s)", *fl.strategy, strings.Join(names, ", "))
 	}
 	if *fl.budget <= 0 {

@@ -56,6 +56,14 @@ func planIR(path string, fl planFlags, stdout, stderr io.Writer) int {
 	rep := &planner.Report{Buffers: len(gp.Problem.Buffers), LowerBound: gp.LowerBound, Arena: gp.ArenaBytes,
 		Ratio: gp.Ratio(), Naive: gp.NaiveBytes, Strategy: gp.Requested, Winner: gp.Strategy, MS: gp.MS,
 		Strategies: gp.Strategies, StrategyMS: map[string]float64{}}
+	// The proof, as for an instance: the lower bound (the largest total
+	// size live at one step) is a proven bound on any arena, so a plan that
+	// reaches it is optimal.
+	rep.Bound = gp.LowerBound
+	rep.Optimal = gp.ArenaBytes == gp.LowerBound
+	if !rep.Optimal && rep.Bound > 0 {
+		rep.Gap = float64(gp.ArenaBytes-rep.Bound) / float64(rep.Bound)
+	}
 	if *fl.asJSON {
 		err = writeJSON(stdout, rep)
 	} else {

@@ -25,7 +25,7 @@ func init() {
 	register(&command{
 		Name:    "run",
 		Summary: "generate tokens greedily with a model",
-		Usage: `irtool run [MODEL.gguf] (-p TEXT | --tokens IDS) [-n N] [--backend cpu|sim|cann]
+		Usage: `irtool run [MODEL.gguf|FILE.ir] [-p TEXT | --tokens IDS] [-n N] [--backend cpu|sim|cann]
            [--device N] [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
            [--graph on|off] [--prefill-graph] [--graph-cache N] [--target T]
            [--threads N] [--llama-build COMMIT] [--json] [--logits]
@@ -34,7 +34,9 @@ Runs prefill on the prompt, then greedy decode (argmax, lowest id on ties) for
 N tokens on the CPU (the compiled plan, on --threads worker threads: default
 the number of physical cores). -p tokenises TEXT with the model's own
 tokenizer (adding BOS as llama.cpp does) and streams the generated text to
-stdout; --tokens takes comma-separated ids. --json prints one object with
+stdout; --tokens takes comma-separated ids; with neither, the prompt is BOS
+alone. llama.cpp's spellings work: -m/--model, --prompt, --n-predict,
+-c/--ctx-size, -t. --json prints one object with
 "prompt_tokens", "tokens", "text", "timing" and, with --logits, "logits" (one
 array of n_vocab floats per generated token: the distribution it was chosen
 from). The graph is optimised by the default pass pipeline first (see irtool
@@ -112,7 +114,7 @@ func runContext(ctxFlag int64, hp models.HParams, nPrompt, n int, what string) (
 		limit, what = hp.NCtxTrain, "the model's context_length"
 	}
 	if need > limit {
-		return 0, fmt.Errorf("the prompt (%d tokens) and -n %d need %d KV cells, more than %s=%d; shorten the prompt, lower -n or raise --ctx",
+		return 0, fmt.Errorf("the prompt (%d tokens) and -n %d need %d KV cells, more than %s=%d; shorten the prompt, lower -n or raise --ctx (-c; 0: the model's context_length)",
 			nPrompt, n, need, what, limit)
 	}
 	if ctxFlag > 0 {
@@ -121,325 +123,423 @@ func runContext(ctxFlag int64, hp models.HParams, nPrompt, n int, what string) (
 	return min(limit, max(256, (need+255)/256*256)), nil
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	prompt := fs.String("p", "", "the prompt `TEXT`, tokenised with the model's tokenizer, BOS added (exactly one of -p and --tokens)")
-	tokens := fs.String("tokens", "", "prompt token `IDS`, comma- or space-separated")
-	n := fs.Int("n", 32, "tokens to generate")
-	backend := fs.String("backend", "cpu", "execution `BACKEND`: cpu (the compiled CPU plan), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
-	nctx := fs.Int64("ctx", 0, "context size in tokens (KV cache cells); 0: the model's context_length, of which prompt + n rounded up to 256 is allocated; a prompt and -n that do not fit are refused")
-	ubatch := fs.Int("ubatch", defaultUBatch, "prefill the prompt in chunks of at most `N` tokens (llama.cpp's n_ubatch)")
-	kvType := fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
-	kvWrite := fs.String("kv-write", "set_rows", "KV cache write `MODE`: set_rows or cpy (see irtool ir)")
-	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
-	withLogits := fs.Bool("logits", false, "with --json, include every generated token's logits")
-	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
-	checkNumerics := fs.Bool("check-numerics", false, "check every op's output for NaN and infinities and name the first that has one (cpu backend; slower)")
-	threads := threadsFlag(fs)
-	llamaBuild := fs.String("llama-build", kernels.LlamaCurrent.String(), "reproduce the quantised-matmul summation order of llama.cpp `COMMIT` (3f545bec: Q4_K repacked to q4_K_8x8 as Q4_0 is; c392e50: older builds, Q4_K and Q6_K in their vec_dot orders)")
-	var sim simFlags
-	sim.declare(fs)
-	var cannF cannFlags
-	cannF.declare(fs)
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return 2
+// runFlags are run's flags, parsed and checked.
+type runFlags struct {
+	fs                        *flag.FlagSet
+	prompt, tokens            *string
+	n, ubatch, threads        *int
+	backend, kvType, kvWrite  *string
+	passList, llamaBuild      *string
+	nctx                      *int64
+	asJSON, withLogits, check *bool
+	sim                       simFlags
+	cann                      cannFlags
+	// Set by checkRunFlags:
+	kvT       models.KVCacheType
+	kvW       models.KVWrite
+	pipeline  passes.Pipeline
+	tokenList []int32
+	modelPath string
+}
+
+// declareRunFlags declares run's flags on fs, with llama.cpp's spellings
+// (-p/--prompt, -n/--n-predict; parseArgs adds -m/--model, -c/--ctx-size
+// and -t).
+func declareRunFlags(fs *flag.FlagSet) *runFlags {
+	f := &runFlags{fs: fs}
+	f.prompt = fs.String("p", "", "the prompt `TEXT`, tokenised with the model's tokenizer, BOS added (at most one of -p and --tokens; neither: BOS alone)")
+	fs.Var(fs.Lookup("p").Value, "prompt", "the same as -p")
+	f.tokens = fs.String("tokens", "", "prompt token `IDS`, comma- or space-separated")
+	f.n = fs.Int("n", 32, "tokens to generate")
+	fs.Var(fs.Lookup("n").Value, "n-predict", "the same as -n")
+	f.backend = fs.String("backend", "cpu", "execution `BACKEND`: cpu (the compiled CPU plan), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
+	f.nctx = fs.Int64("ctx", defaultCtx, "context size in tokens (KV cache cells); 0: the model's context_length, of which prompt + n rounded up to 256 is allocated; a prompt and -n that do not fit are refused")
+	f.ubatch = fs.Int("ubatch", defaultUBatch, "prefill the prompt in chunks of at most `N` tokens (llama.cpp's n_ubatch)")
+	f.kvType = fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
+	f.kvWrite = fs.String("kv-write", "set_rows", "KV cache write `MODE`: set_rows or cpy (see irtool ir)")
+	f.asJSON = fs.Bool("json", false, "print one JSON object instead of text")
+	f.withLogits = fs.Bool("logits", false, "with --json, include every generated token's logits")
+	f.passList = fs.String("passes", "default", "the pass pipeline `LIST` applied before running, as for compile; none runs the graph as built")
+	f.check = fs.Bool("check-numerics", false, "check every op's output for NaN and infinities and name the first that has one (cpu backend; slower)")
+	f.threads = threadsFlag(fs)
+	f.llamaBuild = fs.String("llama-build", kernels.LlamaCurrent.String(), "reproduce the quantised-matmul summation order of llama.cpp `COMMIT` (3f545bec: Q4_K repacked to q4_K_8x8 as Q4_0 is; c392e50: older builds, Q4_K and Q6_K in their vec_dot orders)")
+	f.sim.declare(fs)
+	f.cann.declare(fs)
+	return f
+}
+
+// checkRunFlags checks the flags and positionals before anything is read;
+// a non-zero result is the exit status.
+func checkRunFlags(f *runFlags, pos []string, stderr io.Writer) int {
+	fs, backend := f.fs, *f.backend
+	bad := func(format string, args ...any) int { return usageError(stderr, "run", format, args...) }
+	switch {
+	case len(pos) > 1:
+		return bad("want at most one model path, got %q", pos)
+	case backend != "cpu" && backend != "sim" && backend != "cann":
+		return bad("backend %q is not available (cpu, sim or cann)", backend)
+	case *f.prompt != "" && *f.tokens != "":
+		return bad("give at most one of -p TEXT and --tokens IDS")
+	case *f.n < 0:
+		return bad("-n must be >= 0")
+	case *f.nctx < 0 || *f.nctx > maxCtx:
+		return bad("--ctx %d: want 0 (the model's context_length) or 1..%d", *f.nctx, maxCtx)
+	case *f.threads < 0 || *f.threads > maxThreads:
+		return bad("--threads %d: want 0 (the physical cores) or 1..%d", *f.threads, maxThreads)
+	case *f.ubatch < 1:
+		return bad("--ubatch %d: want a positive number of tokens", *f.ubatch)
+	case *f.check && backend != "cpu":
+		return bad("--check-numerics applies to --backend cpu (other backends' non-finite logits are traced on the CPU reference automatically)")
+	case *f.withLogits && !*f.asJSON:
+		return bad("--logits needs --json")
 	}
-	if len(pos) > 1 {
-		fmt.Fprintf(stderr, "irtool run: want at most one model path, got %q\n", pos)
-		return 2
+	if err := f.cann.check(fs, backend); err != nil {
+		return bad("%v", err)
 	}
-	if *backend != "cpu" && *backend != "sim" && *backend != "cann" {
-		fmt.Fprintf(stderr, "irtool run: backend %q is not available (cpu, sim or cann)\n", *backend)
-		return 2
+	if err := checkSimFlags(fs, backend); err != nil {
+		return bad("%v", err)
 	}
-	if err := cannF.check(fs, *backend); err != nil {
-		fmt.Fprintf(stderr, "irtool run: %v\n", err)
-		return 2
-	}
-	if err := checkSimFlags(fs, *backend); err != nil {
-		fmt.Fprintf(stderr, "irtool run: %v\n", err)
-		return 2
-	}
-	if (*prompt == "") == (*tokens == "") {
-		fmt.Fprintln(stderr, "irtool run: give exactly one of -p TEXT or --tokens IDS")
-		return 2
-	}
-	if *n < 0 {
-		fmt.Fprintln(stderr, "irtool run: -n must be >= 0")
-		return 2
-	}
-	if *nctx < 0 || *nctx > maxCtx {
-		return usageError(stderr, "run", "--ctx %d: want 0 (the model's context_length) or 1..%d", *nctx, maxCtx)
-	}
-	if *threads < 0 || *threads > maxThreads {
-		return usageError(stderr, "run", "--threads %d: want 0 (the physical cores) or 1..%d", *threads, maxThreads)
-	}
-	if *backend != "cpu" {
-		var set string
+	if backend != "cpu" {
+		set := ""
 		fs.Visit(func(fl *flag.Flag) {
 			if fl.Name == "threads" || fl.Name == "t" {
 				set = fl.Name
 			}
 		})
 		if set != "" {
-			return usageError(stderr, "run", "--%s applies to --backend cpu only", set)
+			return bad("--%s applies to --backend cpu only", set)
 		}
 	}
-	if *ubatch < 1 {
-		return usageError(stderr, "run", "--ubatch %d: want a positive number of tokens", *ubatch)
+	var err error
+	if f.kvT, err = models.ParseKVCacheType(*f.kvType); err != nil {
+		return bad("--kv-type: %v", err)
 	}
-	if *checkNumerics && *backend != "cpu" {
-		return usageError(stderr, "run", "--check-numerics applies to --backend cpu (other backends' non-finite logits are traced on the CPU reference automatically)")
+	if f.sim.Kernels.LlamaBuild, err = kernels.ParseLlamaBuild(*f.llamaBuild); err != nil {
+		return bad("--llama-build: %v", err)
 	}
-	if *withLogits && !*asJSON {
-		return usageError(stderr, "run", "--logits needs --json")
+	if f.kvW, err = models.ParseKVWrite(*f.kvWrite); err != nil {
+		return bad("--kv-write: %v", err)
 	}
-	kvT, err := models.ParseKVCacheType(*kvType)
+	if f.pipeline, err = passes.Parse(*f.passList); err != nil {
+		return bad("--passes: %v", err)
+	}
+	if *f.tokens != "" {
+		if f.tokenList, err = parseTokenList(*f.tokens); err != nil {
+			return bad("%v", err)
+		}
+	}
+	if backend == "sim" || backend == "cann" {
+		if _, err := f.sim.policy(fs); err != nil {
+			return bad("%v", err)
+		}
+		if _, err := target.Get(f.sim.Target); err != nil {
+			return bad("--target: %v", err)
+		}
+	}
+	if len(pos) == 1 {
+		f.modelPath = pos[0]
+	}
+	return 0
+}
+
+// runJob is one run: the model, its prompt and the backend's session.
+type runJob struct {
+	f      *runFlags
+	name   string // the model's name in messages
+	src    *modelSource
+	tok    *tokenizer.Tokenizer // nil without one
+	ids    []int32              // the prompt's tokens
+	m      *models.Model
+	sess   session.Stepper
+	cpu    *session.Session
+	sim    *simBackend
+	cann   *cannBackend
+	loadMS float64
+}
+
+// Close releases the session and the model file.
+func (j *runJob) Close() {
+	if j.cpu != nil {
+		j.cpu.Close()
+	}
+	if j.sim != nil {
+		j.sim.Close()
+	}
+	if j.cann != nil {
+		j.cann.Close()
+	}
+	if j.src != nil {
+		j.src.Close()
+	}
+}
+
+// prepareRun opens the model, tokenises the prompt, builds and optimises
+// the graph and starts the backend. A non-zero status means it failed (the
+// error is printed); j is to be closed either way.
+func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
+	t0 := time.Now()
+	j = &runJob{f: f, name: modelName(f.modelPath)}
+	src, err := openSource(f.modelPath)
 	if err != nil {
-		return usageError(stderr, "run", "--kv-type: %v", err)
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return j, 1
 	}
-	if sim.Kernels.LlamaBuild, err = kernels.ParseLlamaBuild(*llamaBuild); err != nil {
-		return usageError(stderr, "run", "--llama-build: %v", err)
+	j.src = src
+	// Errors past parsing name the model: the file is valid, its content
+	// is at fault.
+	fail := func(err error) (*runJob, int) {
+		fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, err)
+		return j, 1
 	}
-	kvW, err := models.ParseKVWrite(*kvWrite)
+	if src.File == nil {
+		return fail(errNoWeights)
+	}
+	hp, err := models.ReadHParams(src.File)
 	if err != nil {
-		return usageError(stderr, "run", "--kv-write: %v", err)
+		return fail(err)
 	}
-	pipeline, err := passes.Parse(*passList)
+	if code := j.tokenise(hp, stderr); code != 0 {
+		return j, code
+	}
+	opts := models.Options{NCtx: *f.nctx, KVType: f.kvT, KVWrite: f.kvW}
+	ctxName := "--ctx"
+	if src.IsIR() {
+		ctxName = "the IR's cache, n_ctx"
+		// The IR fixes its cache size (meta n_ctx): that is the limit.
+		def := models.Options{NCtx: defaultCtx, KVType: models.KVF16, KVWrite: models.KVSetRows}
+		if opts, err = src.options(opts, def); err != nil {
+			return j, usageError(stderr, "run", "%v", err)
+		}
+	}
+	if opts.NCtx, err = runContext(opts.NCtx, hp, len(j.ids), *f.n, ctxName); err != nil {
+		fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, err)
+		return j, 2 // refused before any work, as a usage error
+	}
+	if j.m, err = src.build(opts); err != nil {
+		return fail(err)
+	}
+	if len(f.pipeline) > 0 {
+		// The passes work on the symbolic graph; the session specialises
+		// the optimised graph for each step's shapes.
+		g, _, err := passes.Run(j.m.Graph, f.pipeline, passes.Options{})
+		if err != nil {
+			return fail(err)
+		}
+		optimised := *j.m
+		optimised.Graph = g
+		j.m = &optimised
+	}
+	if err := j.startBackend(); err != nil {
+		return fail(err)
+	}
+	j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
+	return j, 0
+}
+
+// tokenise sets the prompt's tokens: -p TEXT (or, with neither -p nor
+// --tokens, the empty text: BOS alone) through the model's tokenizer, or
+// --tokens, checked against the vocabulary.
+func (j *runJob) tokenise(hp models.HParams, stderr io.Writer) int {
+	f, file := j.f, j.src.File
+	j.ids = f.tokenList
+	tok, terr := tokenizer.FromGGUF(file)
+	if terr == nil {
+		j.tok = tok
+		for _, w := range tok.Warnings() {
+			fmt.Fprintf(stderr, "irtool run: %s: warning: %s\n", j.name, w)
+		}
+	}
+	if *f.tokens == "" {
+		if terr != nil {
+			fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, terr)
+			return 1
+		}
+		var err error
+		if j.ids, err = tok.Encode(*f.prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}); err != nil {
+			fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, err)
+			return 1
+		}
+	}
+	for _, id := range j.ids {
+		if int64(id) >= hp.NVocab {
+			return usageError(stderr, "run", "--tokens: id %d is outside the vocabulary of %s (%d tokens)", id, j.name, hp.NVocab)
+		}
+	}
+	if len(j.ids) == 0 {
+		fmt.Fprintf(stderr, "irtool run: %s: the prompt has no tokens (the model adds no BOS): give -p TEXT or --tokens IDS\n", j.name)
+		return 1
+	}
+	return 0
+}
+
+// startBackend makes the session of --backend.
+func (j *runJob) startBackend() error {
+	f, file := j.f, j.src.File
+	var err error
+	switch *f.backend {
+	case "sim":
+		j.sim, err = newSimBackend(j.m, file, &f.sim, f.fs)
+		j.sess = j.sim
+	case "cann":
+		j.cann, err = newCannBackend(j.m, file, &f.sim, &f.cann, f.fs)
+		j.sess = j.cann
+	default:
+		j.cpu, err = newCPUSession(j.m, file, *f.check, *f.threads, f.sim.Kernels)
+		j.sess = j.cpu
+	}
 	if err != nil {
-		return usageError(stderr, "run", "--passes: %v", err)
+		j.cpu, j.sim, j.cann = nil, nil, nil
 	}
-	var tokenList []int32
-	if *tokens != "" {
-		if tokenList, err = parseTokenList(*tokens); err != nil {
-			return usageError(stderr, "run", "%v", err)
-		}
+	return err
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := declareRunFlags(fs)
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagError(err)
 	}
-	if *backend == "sim" || *backend == "cann" {
-		if _, err := sim.policy(fs); err != nil {
-			return usageError(stderr, "run", "%v", err)
-		}
-		if _, err := target.Get(sim.Target); err != nil {
-			return usageError(stderr, "run", "--target: %v", err)
-		}
+	if code := checkRunFlags(f, pos, stderr); code != 0 {
+		return code
 	}
-	if *backend == "cann" {
+	if *f.backend == "cann" {
 		if err := cannUnavailable(); err != nil {
 			fmt.Fprintf(stderr, "irtool run: %v\n", err)
 			return 1
 		}
 	}
-	modelPath := ""
-	if len(pos) == 1 {
-		modelPath = pos[0]
+	j, code := prepareRun(f, stderr)
+	defer j.Close()
+	if code != 0 {
+		return code
 	}
-	t0 := time.Now()
-	src, err := openSource(modelPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "irtool run: %v\n", err)
-		return 1
-	}
-	defer src.Close()
-	// Errors past parsing name the model: the file is valid, its content
-	// is at fault.
-	name := modelName(modelPath)
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "irtool run: %s: %v\n", name, err)
-		return 1
-	}
-	if src.File == nil {
-		return fail(errNoWeights)
-	}
-	f := src.File
-	hp, err := models.ReadHParams(f)
-	if err != nil {
-		return fail(err)
-	}
-	var tok *tokenizer.Tokenizer
-	ids := tokenList
-	if *prompt != "" {
-		if tok, err = tokenizer.FromGGUF(f); err != nil {
-			return fail(err)
-		}
-		if ids, err = tok.Encode(*prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true}); err != nil {
-			return fail(err)
-		}
-	} else if t, err := tokenizer.FromGGUF(f); err == nil {
-		tok = t
-	}
-	if tok != nil {
-		for _, w := range tok.Warnings() {
-			fmt.Fprintf(stderr, "irtool run: %s: warning: %s\n", name, w)
-		}
-	}
-	for _, id := range ids {
-		if int64(id) >= hp.NVocab {
-			return usageError(stderr, "run", "--tokens: id %d is outside the vocabulary of %s (%d tokens)", id, name, hp.NVocab)
-		}
-	}
-	if len(ids) == 0 {
-		return fail(fmt.Errorf("the prompt has no tokens"))
-	}
-	opts := models.Options{NCtx: *nctx, KVType: kvT, KVWrite: kvW}
-	ctxName := "--ctx"
-	if src.IsIR() {
-		ctxName = "the IR's cache, n_ctx"
-		// The IR fixes its cache size (meta n_ctx): that is the limit.
-		if opts, err = src.options(opts, models.Options{KVType: models.KVF16, KVWrite: models.KVSetRows}); err != nil {
-			fmt.Fprintf(stderr, "irtool run: %v\n", err)
-			return 2
-		}
-	}
-	if opts.NCtx, err = runContext(opts.NCtx, hp, len(ids), *n, ctxName); err != nil {
-		fmt.Fprintf(stderr, "irtool run: %s: %v\n", name, err)
-		return 2 // refused before any work, as a usage error
-	}
-	m, err := src.build(opts)
-	if err != nil {
-		return fail(err)
-	}
-	if len(pipeline) > 0 {
-		// The passes work on the symbolic graph; the session specialises
-		// the optimised graph for each step's shapes.
-		g, _, err := passes.Run(m.Graph, pipeline, passes.Options{})
-		if err != nil {
-			return fail(err)
-		}
-		optimised := *m
-		optimised.Graph = g
-		m = &optimised
-	}
-	var sess session.Stepper
-	var cpu *session.Session
-	var simRun *simBackend
-	var cannRun *cannBackend
-	if *backend == "sim" {
-		simRun, err = newSimBackend(m, f, &sim, fs)
-		sess = simRun
-	} else if *backend == "cann" {
-		cannRun, err = newCannBackend(m, f, &sim, &cannF, fs)
-		sess = cannRun
-	} else {
-		if cpu, err = newCPUSession(m, f, *checkNumerics, *threads, sim.Kernels); err == nil {
-			defer cpu.Close()
-		}
-		sess = cpu
-	}
-	if err != nil {
-		return fail(err)
-	}
-	if simRun != nil {
-		defer simRun.Close()
-	}
-	if cannRun != nil {
-		defer cannRun.Close()
-	}
-	loadMS := float64(time.Since(t0).Microseconds()) / 1000
 	// Return the loader's garbage (token tables, graphs of the passes) to
 	// the OS before the first step pages in the memory-mapped weights, so
 	// that the process's peak RSS is the weights plus what stays live.
 	debug.FreeOSMemory()
+	return j.generate(stdout, stderr)
+}
 
+// generate runs prefill and greedy decode, streaming the text (unless
+// --json), and reports.
+func (j *runJob) generate(stdout, stderr io.Writer) int {
+	f := j.f
 	var dec *tokenizer.StreamDecoder
 	var text strings.Builder
-	if tok != nil {
-		dec = tok.NewStreamDecoder()
+	if j.tok != nil {
+		dec = j.tok.NewStreamDecoder()
+	}
+	emit := func(piece []byte) {
+		text.Write(piece)
+		if !*f.asJSON {
+			stdout.Write(piece)
+		}
 	}
 	onToken := func(id int32) {
-		if dec == nil {
-			return
-		}
-		piece := dec.Push(id)
-		text.Write(piece)
-		if !*asJSON {
-			stdout.Write(piece)
+		if dec != nil {
+			emit(dec.Push(id))
 		}
 	}
 	// Progress on stderr before the long part (prefill of a large model
 	// takes seconds on the CPU executor).
 	fmt.Fprintf(stderr, "irtool run: %s: %s, %d layers, %d ops; prefill of %d tokens, then %d greedy steps on %s\n",
-		modelName(modelPath), m.HParams.Arch, m.HParams.NLayer, m.Graph.NumOps(), len(ids), max(*n-1, 0), *backend)
-	if !*asJSON && *prompt != "" {
-		fmt.Fprint(stdout, *prompt)
+		j.name, j.m.HParams.Arch, j.m.HParams.NLayer, j.m.Graph.NumOps(), len(j.ids), max(*f.n-1, 0), *f.backend)
+	if !*f.asJSON && *f.prompt != "" {
+		fmt.Fprint(stdout, *f.prompt)
 	}
-	res, err := session.GenerateWith(sess, ids, *n, session.GenerateOptions{
-		UBatch: *ubatch, KeepLogits: *withLogits, OnToken: onToken, CheckFinite: true})
+	res, err := session.GenerateWith(j.sess, j.ids, *f.n, session.GenerateOptions{
+		UBatch: *f.ubatch, KeepLogits: *f.withLogits, OnToken: onToken, CheckFinite: true})
 	if err != nil {
-		var nf *session.NonFiniteError
-		if errors.As(err, &nf) && !*checkNumerics {
-			// Find the op: replay the same tokens on the CPU reference
-			// executor, checking every op's output.
-			err = fmt.Errorf("%w; %v", err, locateNonFinite(m, f, nf.Tokens, len(ids), *ubatch, sim.Kernels))
-		}
-		if !*asJSON {
-			fmt.Fprintln(stdout)
-		}
-		fmt.Fprintf(stderr, "irtool run: %s: %v\n", name, err)
-		if *asJSON {
-			// Still one valid JSON document, saying what went wrong.
-			_ = writeJSON(stdout, runJSON{Model: name, Backend: *backend, PromptTokens: ids, Tokens: []int32{}, Error: err.Error()})
-		}
-		return 1
+		return j.generateFailed(err, stdout, stderr)
 	}
 	if dec != nil {
-		rest := dec.Flush()
-		text.Write(rest)
-		if !*asJSON {
-			stdout.Write(rest)
-		}
+		emit(dec.Flush())
 	}
 	tps := 0.0
 	if len(res.Tokens) > 1 && res.DecodeMS > 0 {
 		tps = float64(len(res.Tokens)-1) / (res.DecodeMS / 1000)
 	}
-	if !*asJSON {
-		if dec == nil {
-			fmt.Fprintln(stdout, formatIDs(res.Tokens))
-		} else {
-			fmt.Fprintln(stdout)
+	if *f.asJSON {
+		var s *string
+		if dec != nil {
+			t := text.String()
+			s = &t
 		}
-		fmt.Fprintf(stderr, "irtool run: %d prompt tokens, %d generated; load %.1f ms, prefill %.1f ms, decode %.1f tok/s\n",
-			len(ids), len(res.Tokens), loadMS, res.PrefillMS, tps)
-		if cpu != nil {
-			fmt.Fprintf(stderr, "irtool run: cpu: %d threads; memory-mapped weights %.1f MiB, KV cache %.1f MiB, compute arenas %.1f MiB",
-				cpu.Threads(), float64(weightBytes(f))/(1<<20), float64(cpu.KVBytes())/(1<<20), float64(cpu.ArenaBytes())/(1<<20))
-			if pb := cpu.PackedBytes(); pb > 0 {
-				// Their mapped originals' pages were released.
-				fmt.Fprintf(stderr, ", repacked weights %.1f MiB", float64(pb)/(1<<20))
-			}
-			fmt.Fprintln(stderr)
-		}
-		if simRun != nil {
-			simRun.summary(stderr)
-		}
-		if cannRun != nil {
-			cannRun.summary(stderr)
-		}
-		return 0
+		return j.reportJSON(res, s, tps, stdout, stderr)
 	}
-	out := runJSON{Model: modelName(modelPath), Backend: *backend, PromptTokens: ids, Tokens: res.Tokens,
-		Timing: runTiming{LoadMS: round3(loadMS), PrefillMS: round3(res.PrefillMS), DecodeTokensPerS: round3(tps)}}
+	if dec == nil {
+		fmt.Fprintln(stdout, formatIDs(res.Tokens))
+	} else {
+		fmt.Fprintln(stdout)
+	}
+	j.reportText(res, tps, stderr)
+	return 0
+}
+
+// generateFailed reports a failed generation; a non-finite result is
+// traced to its op on the CPU reference executor.
+func (j *runJob) generateFailed(err error, stdout, stderr io.Writer) int {
+	f := j.f
+	var nf *session.NonFiniteError
+	if errors.As(err, &nf) && !*f.check {
+		// Find the op: replay the same tokens on the CPU reference
+		// executor, checking every op's output.
+		err = fmt.Errorf("%w; %v", err, locateNonFinite(j.m, j.src.File, nf.Tokens, len(j.ids), *f.ubatch, f.sim.Kernels))
+	}
+	if !*f.asJSON {
+		fmt.Fprintln(stdout)
+	}
+	fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, err)
+	if *f.asJSON {
+		// Still one valid JSON document, saying what went wrong.
+		_ = writeJSON(stdout, runJSON{Model: j.name, Backend: *f.backend, PromptTokens: j.ids, Tokens: []int32{}, Error: err.Error()})
+	}
+	return 1
+}
+
+// reportText writes the timing and memory lines of a text run to stderr.
+func (j *runJob) reportText(res *session.GenerateResult, tps float64, stderr io.Writer) {
+	fmt.Fprintf(stderr, "irtool run: %d prompt tokens, %d generated; load %.1f ms, prefill %.1f ms, decode %.1f tok/s\n",
+		len(j.ids), len(res.Tokens), j.loadMS, res.PrefillMS, tps)
+	if cpu := j.cpu; cpu != nil {
+		fmt.Fprintf(stderr, "irtool run: cpu: %d threads; memory-mapped weights %.1f MiB, KV cache %.1f MiB, compute arenas %.1f MiB",
+			cpu.Threads(), float64(weightBytes(j.src.File))/(1<<20), float64(cpu.KVBytes())/(1<<20), float64(cpu.ArenaBytes())/(1<<20))
+		if pb := cpu.PackedBytes(); pb > 0 {
+			// Their mapped originals' pages were released.
+			fmt.Fprintf(stderr, ", repacked weights %.1f MiB", float64(pb)/(1<<20))
+		}
+		fmt.Fprintln(stderr)
+	}
+	if j.sim != nil {
+		j.sim.summary(stderr)
+	}
+	if j.cann != nil {
+		j.cann.summary(stderr)
+	}
+}
+
+// reportJSON writes run's --json document.
+func (j *runJob) reportJSON(res *session.GenerateResult, text *string, tps float64, stdout, stderr io.Writer) int {
+	f := j.f
+	out := runJSON{Model: j.name, Backend: *f.backend, PromptTokens: j.ids, Tokens: res.Tokens, Text: text,
+		Timing: runTiming{LoadMS: round3(j.loadMS), PrefillMS: round3(res.PrefillMS), DecodeTokensPerS: round3(tps)}}
 	if out.Tokens == nil {
 		out.Tokens = []int32{}
 	}
-	if dec != nil {
-		s := text.String()
-		out.Text = &s
-	}
-	if *withLogits {
+	if *f.withLogits {
 		var nonFinite bool
 		out.Logits, nonFinite = jsonFloats(res.Logits)
 		if nonFinite {
 			out.Error = "logits hold NaN or infinite values (written as null)"
 		}
 	}
-	if simRun != nil {
-		out.Stats = simRun.stats()
+	if j.sim != nil {
+		out.Stats = j.sim.stats()
 	}
-	if cannRun != nil {
-		out.Stats = cannRun.stats()
+	if j.cann != nil {
+		out.Stats = j.cann.stats()
 	}
 	if err := writeJSON(stdout, out); err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)

@@ -127,7 +127,7 @@ func TestRunErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"-n", "4"}, 2, "exactly one of -p"},
+		{[]string{"-p", "x", "--tokens", "1", "-n", "4"}, 2, "at most one of -p"},
 		{[]string{"--tokens", "1,x"}, 2, "not a token id"},
 		{[]string{"--tokens", "1,99999", "-n", "2"}, 2, "id 99999 is outside the vocabulary"},
 		{[]string{"--tokens", "1,,2"}, 2, "id 2 is empty"},
@@ -140,7 +140,9 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"--tokens", "1", "--logits"}, 2, "--logits needs --json"},
 		{[]string{"--tokens", "1", "--kv-type", "q8"}, 2, "--kv-type"},
 		{[]string{"--tokens", "1", "--passes", "no-such-pass"}, 2, "--passes"},
-		{[]string{"--tokens", "1", "-n", "3000"}, 2, "need 3000 KV cells, more than the model's context_length=2048"},
+		{[]string{"--tokens", "1", "-n", "3000"}, 2, "need 3000 KV cells, more than --ctx=256"},
+		{[]string{"--tokens", "1", "-n", "3000", "-c", "0"}, 2, "need 3000 KV cells, more than the model's context_length=2048"},
+		{[]string{"-m"}, 2, `flag needs an argument: -m` + "\nrun \"irtool help run\" for the flags\n"},
 		{[]string{"--tokens", "1", "--backend", "gpu"}, 2, "backend"},
 		{[]string{"--tokens", "1", "--kv-write", "bogus"}, 2, "bogus"},
 		{[]string{"--tokens", "1", "-n", "600", "--ctx", "256"}, 2, "need 600 KV cells, more than --ctx=256"},

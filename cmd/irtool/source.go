@@ -31,6 +31,7 @@ const (
 	metaKVWrite = "kv_write"
 	metaArch    = "arch"
 	metaNLayer  = "n_layer"
+	metaNVocab  = "n_vocab"
 )
 
 // embeddedWeights is the "weights" meta value naming the embedded model.
@@ -88,9 +89,12 @@ func openSource(path string) (*modelSource, error) {
 		return nil, err
 	}
 	defer text.Close()
-	g, err := ir.Parse(text)
+	g, err := ir.ParseFile(path, text)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err // NAME:LINE:COL: ...
+	}
+	if err := checkMeta(path, g); err != nil {
+		return nil, err
 	}
 	s := &modelSource{Path: path, Graph: g}
 	w := g.Meta[metaWeights]
@@ -115,6 +119,49 @@ func openSource(path string) (*modelSource, error) {
 		return nil, fmt.Errorf("%s: weights %s: %w", path, s.WeightsPath, err)
 	}
 	return s, nil
+}
+
+// checkMeta checks the values of the meta keys a model file's IR gives
+// meaning to (the ir package leaves meta values free-form): an ill-typed
+// value is an error naming its line, never ignored.
+func checkMeta(path string, g *ir.Graph) error {
+	for _, key := range []string{metaNCtx, metaNLayer, metaNVocab, metaKVType, metaKVWrite} {
+		v, ok := g.Meta[key]
+		if !ok {
+			continue
+		}
+		var err error
+		switch key {
+		case metaKVType:
+			_, err = models.ParseKVCacheType(v)
+		case metaKVWrite:
+			_, err = models.ParseKVWrite(v)
+		default:
+			n, perr := strconv.ParseInt(v, 10, 64)
+			if perr != nil || n <= 0 {
+				err = fmt.Errorf("want a positive integer")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s:%d: meta %s=%q: %w", path, metaLine(path, key), key, v, err)
+		}
+	}
+	return nil
+}
+
+// metaLine finds the line of the meta key in the IR file at path (0 when
+// it cannot be read again).
+func metaLine(path, key string) int {
+	b, err := safeio.ReadFile(path, 1<<30)
+	if err != nil {
+		return 0
+	}
+	for i, line := range strings.Split(string(b), "\n") {
+		if k, _, ok := strings.Cut(strings.TrimSpace(line), "="); ok && strings.TrimSpace(strings.TrimPrefix(k, "meta ")) == key && strings.HasPrefix(strings.TrimSpace(line), "meta ") {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // checkWeights checks that every weight node of g names a tensor of f with
@@ -147,6 +194,23 @@ func (s *modelSource) Close() error {
 		return s.File.Close()
 	}
 	return nil
+}
+
+// weightsModel returns the GGUF file holding the source's weights, as
+// weightsRef takes it ("" for the embedded model), and false for IR text
+// that names no weights file. An IR file's relative "weights" is resolved
+// against its directory, so a graph written elsewhere names it anew.
+func (s *modelSource) weightsModel() (string, bool) {
+	if !s.IsIR() {
+		return s.Path, true
+	}
+	switch s.WeightsPath {
+	case "":
+		return "", false
+	case embeddedWeights:
+		return "", true
+	}
+	return s.WeightsPath, true
 }
 
 // IsIR reports whether the source is IR text.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -63,11 +62,7 @@ func cmdTokenize(args []string, stdout, stderr io.Writer) int {
 	file, noSpecial, asJSON := fl.file, fl.noSpecial, fl.asJSON
 	pos, err := parseArgs(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "irtool tokenize: %v\n", err)
-		return 2
+		return flagError(err)
 	}
 
 	var model, text string
