@@ -130,6 +130,7 @@ func runMemoryStage(j *compileJob) error {
 			if err := exportBuffers(f.ExportBuffers, p); err != nil {
 				return err
 			}
+			fmt.Fprintf(j.Stderr, "irtool compile: wrote %s\n", f.ExportBuffers)
 		}
 	}
 	return nil

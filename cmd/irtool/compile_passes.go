@@ -72,6 +72,9 @@ func runPassesStage(j *compileJob) error {
 	if err != nil {
 		return err
 	}
+	if opts.DumpDir != "" {
+		fmt.Fprintf(j.Stderr, "irtool compile: wrote %d IR files into %s\n", len(res.Passes)+1, opts.DumpDir)
+	}
 	before := j.Graph
 	j.Graph = g
 	j.Values["snapshots"] = res.Snapshots

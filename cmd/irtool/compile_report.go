@@ -38,7 +38,7 @@ func runReportStage(j *compileJob) error {
 	if err := safeio.WriteFile(j.Flags.Report, buf.Bytes()); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
-	fmt.Fprintf(j.Text, "report: %s (%d columns, %d charts, %s)\n", j.Flags.Report, len(r.Columns), len(r.Charts), viz.HumanBytes(int64(buf.Len())))
+	fmt.Fprintf(j.Stderr, "irtool compile: wrote %s (%s; %d columns, %d charts)\n", j.Flags.Report, viz.HumanBytes(int64(buf.Len())), len(r.Columns), len(r.Charts))
 	return nil
 }
 

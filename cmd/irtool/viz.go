@@ -130,13 +130,21 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	if f.out == "" || f.out == "-" {
 		_, err = stdout.Write(out)
 	} else {
-		err = safeio.WriteFile(f.out, out)
+		if err = safeio.WriteFile(f.out, out); err == nil {
+			wroteFile(stderr, "viz", f.out, len(out))
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool viz: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// wroteFile tells the user, on stderr, which file a command wrote: every
+// command that writes a file says so ("irtool viz: wrote graph.svg (12.3 KiB)").
+func wroteFile(stderr io.Writer, cmd, path string, n int) {
+	fmt.Fprintf(stderr, "irtool %s: wrote %s (%s)\n", cmd, path, viz.HumanBytes(int64(n)))
 }
 
 // vizFormat picks the output format from the file name.

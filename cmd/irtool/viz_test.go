@@ -23,6 +23,9 @@ func vizOut(t *testing.T, name string, args ...string) []byte {
 	if code != 0 {
 		t.Fatalf("viz %v: exit %d: %s", args, code, stderr)
 	}
+	if !strings.Contains(stderr, "irtool viz: wrote "+path+" (") {
+		t.Errorf("viz %v does not say which file it wrote: %q", args, stderr)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -153,12 +156,12 @@ func TestCompileReport(t *testing.T) {
 	dir := t.TempDir()
 	page := func(name string) string {
 		path := filepath.Join(dir, name)
-		code, stdout, stderr := runCLI(t, "compile", "--ctx", "64", "--strategy", "greedy-size", "--report", path)
+		code, _, stderr := runCLI(t, "compile", "--ctx", "64", "--strategy", "greedy-size", "--report", path)
 		if code != 0 {
 			t.Fatalf("compile --report: exit %d: %s", code, stderr)
 		}
-		if !strings.Contains(stdout, "report: "+path) {
-			t.Errorf("compile does not say where the report went: %q", stdout)
+		if !strings.Contains(stderr, "irtool compile: wrote "+path) {
+			t.Errorf("compile does not say where the report went: %q", stderr)
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
