@@ -156,7 +156,7 @@ func vizFormat(out, what string) (string, error) {
 		return "txt", nil
 	}
 	if out == "" || out == "-" {
-		if what == "liveness" {
+		if what == "liveness" || what == "interference" {
 			return "svg", nil
 		}
 		return "dot", nil
@@ -209,6 +209,22 @@ func drawViz(path string, f *vizFlags, need int, format string) ([]byte, error) 
 	if f.what == "liveness" {
 		return vizLiveness(j, f, path, format)
 	}
+	if f.what == "interference" && format != "dot" {
+		chart, _, err := vizChart(j, f, path)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if err := chart.WriteInterferenceSVG(&buf); err != nil {
+			return nil, err
+		}
+		if format == "svg" {
+			return buf.Bytes(), nil
+		}
+		var page bytes.Buffer
+		err = viz.WriteSVGPage(&page, chart.Title, buf.Bytes())
+		return page.Bytes(), err
+	}
 	if f.what == "buffers" {
 		chart, _, err := vizChart(j, f, path)
 		if err != nil {
@@ -252,6 +268,9 @@ func vizChart(j *compileJob, f *vizFlags, path string) (*viz.Chart, *planner.Gra
 		return nil, nil, err
 	}
 	what := modelName(path) + ": worst case"
+	if j.Flags.UBatch == 1 {
+		what = modelName(path) + ": decode step"
+	}
 	if f.after != "" {
 		what = modelName(path) + " after " + f.after + ":"
 	}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/irtool/irtool/internal/svgcheck"
+	"github.com/irtool/irtool/viz"
+)
+
+// TestPicturesRead draws every picture of viz on the embedded model and on
+// the 24-layer Qwen2.5-0.5B shape and checks what makes them read at a
+// glance: no text outside its box (titles are never clipped), the graph's
+// layers stacked top to bottom in order, and the decode interference view
+// small enough to read (identical layers drawn once).
+func TestPicturesRead(t *testing.T) {
+	for _, m := range []struct {
+		name   string
+		args   []string
+		layers int
+	}{
+		{"stories260K", nil, 5},
+		{"qwen", []string{qwenShapesIR, "--target", "cpu"}, 24},
+	} {
+		for _, v := range []struct {
+			name string
+			args []string
+			dot  bool // needs Graphviz
+		}{
+			{"liveness", []string{"--what", "liveness", "--strategy", "greedy-size"}, false},
+			{"liveness-layer", []string{"--what", "liveness", "--strategy", "greedy-size", "--ubatch", "32", "--layer", "3"}, false},
+			{"interference", []string{"--what", "interference", "--ubatch", "1", "--strategy", "greedy-size"}, false},
+			{"graph", []string{"--what", "graph"}, true},
+		} {
+			t.Run(m.name+"/"+v.name, func(t *testing.T) {
+				if v.dot && !viz.HaveGraphviz() {
+					t.Skip("Graphviz not installed")
+				}
+				if v.dot && m.layers > 5 && testing.Short() {
+					t.Skip("-short: not laying out the 24-layer graph")
+				}
+				svg := vizOut(t, v.name+".svg", append(append([]string{}, m.args...), v.args...)...)
+				bad, err := svgcheck.Overflows(svg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, b := range bad {
+					if i == 5 {
+						t.Errorf("... %d more", len(bad)-5)
+						break
+					}
+					t.Errorf("text outside its box: %s", b)
+				}
+				switch v.name {
+				case "graph":
+					checkLayersStack(t, svg, m.layers)
+				case "interference":
+					// The first and last layer differ from the others,
+					// which are drawn once.
+					if want := fmt.Sprintf("layers 1–%d: ", m.layers-2); !strings.Contains(string(svg), want) {
+						t.Errorf("the decode matrix does not draw the middle layers once (%q)", want)
+					}
+					if n := strings.Count(string(svg), "<rect"); n > 2000 {
+						t.Errorf("the decode matrix has %d cells: not readable", n)
+					}
+				}
+			})
+		}
+	}
+}
+
+// checkLayersStack checks that the rendered graph has one cluster per layer
+// and that each starts below the one before (SVG y grows downwards).
+func checkLayersStack(t *testing.T, svg []byte, layers int) {
+	t.Helper()
+	re := regexp.MustCompile(`class="cluster">\s*<title>cluster_layer_0*(\d+)</title>\s*<(?:path|polygon)[^>]* (?:d|points)="([^"]+)"`)
+	top, bottom := map[int]float64{}, map[int]float64{}
+	for _, m := range re.FindAllSubmatch(svg, -1) {
+		l, _ := strconv.Atoi(string(m[1]))
+		nums := regexp.MustCompile(`-?[0-9.]+`).FindAll(m[2], -1)
+		for i := 1; i < len(nums); i += 2 {
+			y, _ := strconv.ParseFloat(string(nums[i]), 64)
+			if _, ok := top[l]; !ok {
+				top[l], bottom[l] = y, y
+			}
+			top[l], bottom[l] = min(top[l], y), max(bottom[l], y)
+		}
+	}
+	if len(top) != layers {
+		t.Fatalf("layer clusters: got %d, want %d", len(top), layers)
+	}
+	for l := 1; l < layers; l++ {
+		if top[l] <= bottom[l-1] {
+			t.Errorf("layer %d (y %.0f..%.0f) does not start below layer %d (y %.0f..%.0f)", l, top[l], bottom[l], l-1, top[l-1], bottom[l-1])
+		}
+	}
+}
+
+// TestOneNodeNumbering: a node has one number everywhere: the IR text of
+// irtool ir, viz --what graph --passes none and the report's "as built"
+// column agree; the IR text after the passes (irtool passes), viz --what
+// graph and the report's partition and program tables agree.
+func TestOneNodeNumbering(t *testing.T) {
+	dir := t.TempDir()
+	irText := func(args ...string) map[int]string {
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		return idOps(t, out, `(?m)^\s*%(\d+) = ([a-z_0-9]+)\(`)
+	}
+	dotIDs := func(args ...string) map[int]string {
+		return idOps(t, string(vizOut(t, "g.dot", args...)), `\bn(\d+) \[label="%\d+ ([a-z_0-9]+)`)
+	}
+	built, builtDOT := irText("ir"), dotIDs("--what", "graph", "--passes", "none")
+	irFile := dir + "/m.ir"
+	if code, _, stderr := runCLI(t, "ir", "-o", irFile); code != 0 {
+		t.Fatalf("ir -o: %s", stderr)
+	}
+	compiled, compiledDOT := irText("passes", irFile), dotIDs("--what", "graph")
+	same(t, "ir vs viz --passes none", built, builtDOT, true)
+	same(t, "passes vs viz", compiled, compiledDOT, true)
+
+	report := dir + "/r.html"
+	if code, _, stderr := runCLI(t, "compile", "--strategy", "greedy-size", "--report", report); code != 0 {
+		t.Fatalf("compile: %s", stderr)
+	}
+	page := string(readFile(t, report))
+	first := page[strings.Index(page, `<section class="col`):]
+	first = first[:strings.Index(first, "</section>")]
+	same(t, "ir vs the report's as-built column", built, idOps(t, first, `<div class="l[^"]*" data-k="k\d+">%(\d+) = (?:<b class="fused">)?([a-z_0-9]+)`), true)
+	tables := page[strings.Index(page, `id="partition"`):]
+	refs := idOps(t, tables, `<span class="ref" data-k="k\d+">%(\d+) ([a-z_0-9]+)</span>`)
+	if len(refs) < 50 {
+		t.Fatalf("the report's partition and program tables name %d nodes", len(refs))
+	}
+	same(t, "viz vs the report's tables", compiledDOT, refs, false)
+}
+
+// idOps maps node IDs to ops by a regexp with two groups, failing on a
+// node given two ops.
+func idOps(t *testing.T, text, expr string) map[int]string {
+	t.Helper()
+	m := map[int]string{}
+	for _, g := range regexp.MustCompile(expr).FindAllStringSubmatch(text, -1) {
+		id, _ := strconv.Atoi(g[1])
+		if op, ok := m[id]; ok && op != g[2] {
+			t.Fatalf("%%%d is both %s and %s", id, op, g[2])
+		}
+		m[id] = g[2]
+	}
+	if len(m) == 0 {
+		t.Fatalf("no node matches %s", expr)
+	}
+	return m
+}
+
+// same reports nodes whose ops differ; with all, the two must name the
+// same nodes, else b's must be among a's.
+func same(t *testing.T, what string, a, b map[int]string, all bool) {
+	t.Helper()
+	if all && len(a) != len(b) {
+		t.Errorf("%s: %d nodes vs %d", what, len(a), len(b))
+	}
+	bad := 0
+	for id, op := range b {
+		if a[id] != op {
+			if bad++; bad <= 5 {
+				t.Errorf("%s: %%%d is %q in one and %q in the other", what, id, a[id], op)
+			}
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
