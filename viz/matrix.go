@@ -295,17 +295,28 @@ func (c *Chart) WriteInterferenceSVG(w io.Writer) error {
 				fill = "#6b7280"
 			}
 			fmt.Fprintf(bw, `<text x="%d" y="%d" font-size="%d" fill="%s">%s</text>`+"\n", matLeft, ry+matCell-2, matFont, fill, esc(c.rowLabel(r+1, i, r < b.carried)))
+			// Only the coloured cells are drawn; the free ones are the
+			// white background.
 			for col := range b.rows {
 				code := b.cells[r][col]
+				if code == codeFree {
+					continue
+				}
 				colour := [...]string{cellSelf, cellFree, cellShared, cellConflict, cellError}[code]
 				tip := ""
 				if code != codeSelf {
 					tip = fmt.Sprintf("<title>%d and %d: %s</title>", r+1, col+1, [...]string{"", "may share", "share bytes in this plan", "must not share", "overlap while both live"}[code])
 				}
-				fmt.Fprintf(bw, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s" stroke="#e5e7eb" stroke-width="0.5">%s</rect>`+"\n",
+				fmt.Fprintf(bw, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s">%s</rect>`+"\n",
 					gridX+col*matCell, ry, matCell, matCell, colour, tip)
 			}
 		}
+		// The grid, over the cells.
+		fmt.Fprintf(bw, `<path fill="none" stroke="#e5e7eb" stroke-width="0.5" d="`)
+		for k := 1; k < n; k++ {
+			fmt.Fprintf(bw, "M%d %dV%d M%d %dH%d ", gridX+k*matCell, top, top+n*matCell, gridX, top+k*matCell, gridX+n*matCell)
+		}
+		fmt.Fprintf(bw, `"/>`+"\n")
 		if b.carried > 0 {
 			// A line under the carried-in rows.
 			ly := top + b.carried*matCell

@@ -65,7 +65,7 @@ func buildReport(j *compileJob) (*viz.Report, error) {
 		}
 		line := fmt.Sprintf("%s plan, arena %s, %.3f × lower bound", gp.Strategy, viz.HumanBytes(gp.ArenaBytes), gp.Ratio())
 		chart.Title = p.what + ": " + line
-		r.Charts = append(r.Charts, viz.ReportChart{Chart: chart, Graph: gp.Graph})
+		r.Charts = append(r.Charts, viz.ReportChart{Chart: chart, Graph: gp.Graph, Interference: p.key == "plan_decode"})
 		r.Summary = append(r.Summary, [2]string{"memory (" + p.what + ")", line})
 	}
 	if res, ok := j.Values["partition"].(*partition.Result); ok && res != nil {

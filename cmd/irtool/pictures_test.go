@@ -184,3 +184,36 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// TestPicturesGolden keeps golden renders of the embedded model's pictures
+// that irtool draws itself (go test ./cmd/irtool -run TestPicturesGolden
+// -update rewrites them): README's liveness chart, one layer of the decode
+// interference matrix and the compiled graph's DOT without weights. The
+// greedy-size strategy makes the plans, and so the bytes, deterministic.
+func TestPicturesGolden(t *testing.T) {
+	for _, g := range []struct {
+		path string
+		args []string
+	}{
+		{"../../docs/img/stories260K-liveness.svg", []string{"--what", "liveness", "--strategy", "greedy-size"}},
+		{"testdata/viz/stories260K-decode-interference-layer2.svg", []string{"--what", "interference", "--ubatch", "1", "--layer", "2", "--strategy", "greedy-size"}},
+		{"testdata/viz/stories260K-graph.dot", []string{"--what", "graph", "--no-weights"}},
+	} {
+		t.Run(g.path, func(t *testing.T) {
+			got := vizOut(t, "out"+g.path[strings.LastIndex(g.path, "."):], g.args...)
+			if *update {
+				if err := os.MkdirAll(g.path[:strings.LastIndex(g.path, "/")], 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(g.path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want := readFile(t, g.path)
+			if string(got) != string(want) {
+				t.Errorf("viz %s differs from %s (go test ./cmd/irtool -run TestPicturesGolden -update rewrites it)", strings.Join(g.args, " "), g.path)
+			}
+		})
+	}
+}
