@@ -217,3 +217,48 @@ func TestPicturesGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandsNameTheirFiles: every command that writes a file names it on
+// stderr, and nothing of it on stdout.
+func TestCommandsNameTheirFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args  []string
+		files []string
+	}{
+		{[]string{"ir", "-o", dir + "/m.ir"}, []string{"m.ir"}},
+		{[]string{"passes", dir + "/m.ir", "-o", dir + "/p.ir"}, []string{"p.ir"}},
+		{[]string{"viz", "--what", "liveness", "--strategy", "greedy-size", "-o", dir + "/l.svg"}, []string{"l.svg"}},
+		{[]string{"compile", "--strategy", "greedy-size", "--json", "--report", dir + "/r.html", "--export-buffers", dir + "/b.csv",
+			"--out", dir + "/out", "--dump-dir", dir + "/dump"}, []string{"r.html", "b.csv", "out/program.json", "out/partition.dot", "out/segments.dot", "dump"}},
+	} {
+		code, stdout, stderr := runCLI(t, c.args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
+		}
+		for _, f := range c.files {
+			if !regexp.MustCompile(`irtool \w+: wrote (\d+ IR files into )?` + regexp.QuoteMeta(dir+"/"+f) + `\b`).MatchString(stderr) {
+				t.Errorf("%s: stderr does not name %s:\n%s", c.args[0], f, stderr)
+			}
+			if strings.Contains(stdout, dir) {
+				t.Errorf("%s: stdout names a file: %.200s", c.args[0], stdout)
+			}
+		}
+	}
+}
+
+// TestRunReportsItsArena: run's summary gives the compute arena it used,
+// in a unit that shows it (the embedded model's is a few KiB).
+func TestRunReportsItsArena(t *testing.T) {
+	code, _, stderr := runCLI(t, "run", "-p", "Once upon a time", "-n", "2")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	m := regexp.MustCompile(`compute arenas ([0-9.]+) (B|KiB|MiB)`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("run's summary gives no compute arena: %s", stderr)
+	}
+	if v, _ := strconv.ParseFloat(m[1], 64); v <= 0 {
+		t.Errorf("run reports a compute arena of %s %s", m[1], m[2])
+	}
+}
