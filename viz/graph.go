@@ -69,8 +69,13 @@ const (
 // dimmed, per-step inputs and state are tinted, views are dashed (they
 // compute nothing), ops made by fusion are orange and say "fused", and the
 // graph's outputs have a double border. Nodes are clustered by transformer
-// layer (ir.Node.Layer), or by device and segment when opts.Partition is
-// set. Each edge is labelled with the size of the tensor it carries (for
+// layer (ir.Node.Layer; a view joins the layer of the tensor it views), or
+// by device and segment when opts.Partition is set. Layer clusters are
+// stacked top to bottom in order: a value that several layers read is
+// drawn once where it is made and as a small dashed stub n<ID>_l<layer>
+// in each layer that reads it, the longest chain of the graph shares a dot
+// group, and invisible points between layers keep each below the last.
+// Each edge is labelled with the size of the tensor it carries (for
 // symbolic shapes, a formula such as "256·n_tokens B").
 //
 // The output is deterministic: the same graph and options give the same

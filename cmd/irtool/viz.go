@@ -36,20 +36,24 @@ Draws one stage of "irtool compile" for MODEL (default: the embedded
 stories260K), running the same stages with the same flags:
 
   graph         the IR after the pass pipeline (or after --after PASS), as
-                a DOT graph clustered by layer; symbolic shapes are kept
+                a DOT graph, one cluster per layer stacked top to bottom;
+                symbolic shapes are kept
   liveness      the worst-case memory plan (n_tokens = ubatch, n_kv = ctx)
                 as a chart: x the execution step, y the arena offset
-  interference  the same plan's interference graph, coloured by arena slot
+  interference  which buffers of the same plan may share memory: a matrix
+                per layer (identical layers drawn once); with .dot, the
+                interference graph coloured by arena slot
   buffers       the same plan as a text table of buffers sorted by arena offset
   partition     the partitioned graph clustered by device
   segments      the lowered graph clustered by device and segment
 
 --layer N zooms liveness, interference and buffers to one transformer
 layer's steps; the liveness chart shades every other layer's steps.
-The format follows the extension of -o: .dot (DOT text), .svg (Graphviz
-renders DOT views; the liveness chart needs nothing) or .html (one
-self-contained page). Without -o, or with -o -, the DOT text (the SVG chart
-for liveness) goes to stdout.`,
+--ubatch 1 plans one decode step. The format follows the extension of -o:
+.dot (DOT text), .svg (Graphviz renders the DOT views; the liveness chart
+and the interference matrix need nothing) or .html (one self-contained
+page); viz names the file it wrote on stderr. Without -o, or with -o -, the
+DOT text (the SVG for liveness and interference) goes to stdout.`,
 		Run:   cmdViz,
 		Flags: func(fs *flag.FlagSet) { declareVizFlags(fs, new(vizFlags)) },
 	})
