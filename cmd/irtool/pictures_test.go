@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -139,6 +140,34 @@ func TestOneNodeNumbering(t *testing.T) {
 		t.Fatalf("the report's partition and program tables name %d nodes", len(refs))
 	}
 	same(t, "viz vs the report's tables", compiledDOT, refs, false)
+
+	// With copies between devices (the 310B runs some ops on the CPU), the
+	// JSON's fallbacks and viz --what partition number the partitioned
+	// graph alike.
+	code, stdout, stderr := runCLI(t, "compile", "--target", "ascend310b", "--strategy", "greedy-size", "--json")
+	if code != 0 {
+		t.Fatalf("compile --json: %s", stderr)
+	}
+	var out struct {
+		Partition struct {
+			Copies    int
+			Fallbacks []struct {
+				Node int
+				Op   string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Partition.Copies == 0 || len(out.Partition.Fallbacks) == 0 {
+		t.Fatalf("the 310B partition has %d copies and %d fallbacks; the test wants some", out.Partition.Copies, len(out.Partition.Fallbacks))
+	}
+	fallbacks := map[int]string{}
+	for _, f := range out.Partition.Fallbacks {
+		fallbacks[f.Node] = f.Op
+	}
+	same(t, "viz --what partition vs compile --json", dotIDs("--what", "partition", "--target", "ascend310b", "--strategy", "greedy-size"), fallbacks, false)
 }
 
 // idOps maps node IDs to ops by a regexp with two groups, failing on a
