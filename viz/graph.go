@@ -72,7 +72,7 @@ const (
 // layer (ir.Node.Layer; a view joins the layer of the tensor it views), or
 // by device and segment when opts.Partition is set. Layer clusters are
 // stacked top to bottom in order: a value that several layers read is
-// drawn once where it is made and as a small dashed stub n<ID>_l<layer>
+// drawn once where it is made and as a small dashed stub n<ID>_layer_<N>
 // in each layer that reads it, the longest chain of the graph shares a dot
 // group, and invisible points between layers keep each below the last.
 // Each edge is labelled with the size of the tensor it carries (for
@@ -141,22 +141,29 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 	}
 	// A value that several layers read (the positions, the mask, the
 	// RoPE table) would send an edge across the page into every layer:
-	// instead each layer gets a small dashed copy of it, n<ID>_l<layer>,
+	// instead each layer (or segment) gets a small dashed copy of it, n<ID>_<cluster>,
 	// labelled with the same ID.
 	shared := clusters.sharedValues(g)
-	stubs := map[[2]int]*dotNode{}
-	stub := func(a *ir.Node, layer int) *dotNode {
-		k := [2]int{a.ID, layer}
+	type stubKey struct {
+		id int
+		in *dotGraph
+	}
+	stubs := map[stubKey]*dotNode{}
+	stubLayer := map[*dotNode]int{} // in the layer view
+	stub := func(a, user *ir.Node) *dotNode {
+		in := clusters.of(user)
+		k := stubKey{a.ID, in}
 		if s, ok := stubs[k]; ok {
 			return s
 		}
-		s := clusters.layerSub(layer).Node(fmt.Sprintf("%s_l%d", nodeKey(a.ID), layer))
+		s := in.Node(nodeKey(a.ID) + "_" + strings.TrimPrefix(in.id, "cluster_"))
 		label := fmt.Sprintf("%%%d %s", a.ID, a.Op)
 		if a.Name != "" {
 			label += "\n" + shortName(a.Name)
 		}
-		s.Attrs("label", label, "style", "dashed,rounded", "color", colorDim, "fontsize", "8", "tooltip", "drawn once per layer that reads it")
+		s.Attrs("label", label, "style", "dashed,rounded", "color", colorDim, "fontsize", "8", "tooltip", "drawn once per cluster that reads it")
 		stubs[k] = s
+		stubLayer[s] = clusters.layerOf(user)
 		return s
 	}
 	for _, n := range g.Nodes {
@@ -169,10 +176,8 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 			if !ok {
 				continue
 			}
-			if shared[a] {
-				if l := clusters.layerOf(n); l != clusters.layerOf(a) && l >= 0 {
-					from = stub(a, l)
-				}
+			if shared[a] && clusters.reads(a, n) {
+				from = stub(a, n)
 			}
 			label := ""
 			if !opts.NoEdgeLabels {
@@ -194,7 +199,7 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 		}
 	}
 	if opts.Partition == nil {
-		layersBelow(d, g, clusters, nodes, stubs)
+		layersBelow(d, g, clusters, nodes, stubLayer)
 	}
 	return d, nil
 }
@@ -208,7 +213,7 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 // points to every node starting the later one (one with no operand drawn
 // in it): every rank of the later layer is then below every rank of the
 // earlier. The edges have weight 0, so they leave the x positions alone.
-func layersBelow(d *DOT, g *ir.Graph, c *clusterer, nodes map[*ir.Node]*dotNode, stubs map[[2]int]*dotNode) {
+func layersBelow(d *DOT, g *ir.Graph, c *clusterer, nodes map[*ir.Node]*dotNode, stubLayer map[*dotNode]int) {
 	layerOf := map[*dotNode]int{}
 	var order []*dotNode // every drawn node in a layer, in graph order, then the stubs
 	for _, n := range g.Nodes {
@@ -217,9 +222,14 @@ func layersBelow(d *DOT, g *ir.Graph, c *clusterer, nodes map[*ir.Node]*dotNode,
 			order = append(order, dn)
 		}
 	}
-	for _, k := range sortedStubKeys(stubs) {
-		layerOf[stubs[k]] = k[1]
-		order = append(order, stubs[k])
+	// The stubs, in the order they were drawn.
+	for _, e := range d.edges {
+		if l, ok := stubLayer[e.from]; ok {
+			if _, seen := layerOf[e.from]; !seen {
+				layerOf[e.from] = l
+				order = append(order, e.from)
+			}
+		}
 	}
 	inside := func(a, b *dotNode) bool {
 		la, oka := layerOf[a]
@@ -250,16 +260,6 @@ func layersBelow(d *DOT, g *ir.Graph, c *clusterer, nodes map[*ir.Node]*dotNode,
 			}
 		}
 	}
-}
-
-// sortedStubKeys orders stub keys by layer, then node ID.
-func sortedStubKeys(m map[[2]int]*dotNode) [][2]int {
-	keys := make([][2]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[1], b[1]), cmp.Compare(a[0], b[0])) })
-	return keys
 }
 
 // nodeKey is the DOT identifier of an IR node: n12 draws %12.
@@ -393,24 +393,20 @@ func (c *clusterer) layerOf(n *ir.Node) int {
 	return n.Layer
 }
 
-// sharedValues returns the values read by two or more layers other than
-// their own, in the layer view (none when clustering by device).
+// sharedValues returns the values read from outside by two or more
+// clusters (layers, or device segments) other than their own.
 func (c *clusterer) sharedValues(g *ir.Graph) map[*ir.Node]bool {
 	shared := map[*ir.Node]bool{}
-	if c.part != nil {
-		return shared
-	}
-	readers := map[*ir.Node]map[int]bool{}
+	readers := map[*ir.Node]map[*dotGraph]bool{}
 	for _, n := range g.Nodes {
-		l := c.layerOf(n)
 		for _, a := range n.Args {
-			if l < 0 || l == c.layerOf(a) {
+			if !c.reads(a, n) {
 				continue
 			}
 			if readers[a] == nil {
-				readers[a] = map[int]bool{}
+				readers[a] = map[*dotGraph]bool{}
 			}
-			readers[a][l] = true
+			readers[a][c.of(n)] = true
 		}
 	}
 	for a, ls := range readers {
@@ -419,6 +415,14 @@ func (c *clusterer) sharedValues(g *ir.Graph) map[*ir.Node]bool {
 		}
 	}
 	return shared
+}
+
+// reads reports whether the edge from a to n enters a cluster other than
+// a's from outside, without crossing devices (a copy is drawn as such):
+// the edges a stub of a shared value may stand for.
+func (c *clusterer) reads(a, n *ir.Node) bool {
+	in := c.of(n)
+	return in != c.root && in != c.of(a) && !c.cut(a, n)
 }
 
 // layerSub returns the cluster of a layer.

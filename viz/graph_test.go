@@ -163,7 +163,7 @@ func TestGraphDOTStories(t *testing.T) {
 	// The mask and the positions are read by every layer: each layer
 	// draws its own stub of them instead of an edge across the page.
 	for l := range m.HParams.NLayer {
-		if !regexp.MustCompile(fmt.Sprintf(`\n\t\tn\d+_l%d \[label="%%\d+ input`, l)).MatchString(out) {
+		if !regexp.MustCompile(fmt.Sprintf(`\n\t\tn\d+_layer_%d \[label="%%\d+ input`, l)).MatchString(out) {
 			t.Errorf("layer %d has no stub of a shared input", l)
 		}
 	}

@@ -36,13 +36,14 @@ func TestPicturesRead(t *testing.T) {
 			{"liveness-layer", []string{"--what", "liveness", "--strategy", "greedy-size", "--ubatch", "32", "--layer", "3"}, false},
 			{"interference", []string{"--what", "interference", "--ubatch", "1", "--strategy", "greedy-size"}, false},
 			{"graph", []string{"--what", "graph"}, true},
+			{"segments-310b", []string{"--what", "segments", "--target", "ascend310b", "--strategy", "greedy-size"}, true},
 		} {
 			t.Run(m.name+"/"+v.name, func(t *testing.T) {
 				if v.dot && !viz.HaveGraphviz() {
 					t.Skip("Graphviz not installed")
 				}
 				if v.dot && m.layers > 5 && testing.Short() {
-					t.Skip("-short: not laying out the 24-layer graph")
+					t.Skip("-short: not laying out the 24-layer graphs")
 				}
 				svg := vizOut(t, v.name+".svg", append(append([]string{}, m.args...), v.args...)...)
 				bad, err := svgcheck.Overflows(svg)
