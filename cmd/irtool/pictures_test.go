@@ -292,3 +292,55 @@ func TestRunReportsItsArena(t *testing.T) {
 		t.Errorf("run reports a compute arena of %s %s", m[1], m[2])
 	}
 }
+
+// TestReadmeFirstCommand keeps README's first command what it says: the
+// first command of "First two commands" is compile on the embedded model,
+// and every line README shows of its output (up to a "...", pass timings
+// aside) is in what it prints today.
+func TestReadmeFirstCommand(t *testing.T) {
+	readme := string(readFile(t, "../../README.md"))
+	i := strings.Index(readme, "\n## First two commands\n")
+	if i < 0 {
+		t.Fatal(`README has no "First two commands" section`)
+	}
+	var blocks [][]string // indented blocks of the section, in order
+	inBlock := false
+	for _, line := range strings.Split(readme[i+1:], "\n")[1:] {
+		if strings.HasPrefix(line, "## ") {
+			break
+		}
+		if strings.HasPrefix(line, "    ") {
+			if !inBlock {
+				blocks = append(blocks, nil)
+			}
+			blocks[len(blocks)-1] = append(blocks[len(blocks)-1], line[4:])
+		}
+		inBlock = strings.HasPrefix(line, "    ")
+	}
+	if len(blocks) < 2 || len(blocks[0]) != 2 || blocks[0][0] != "go run ./cmd/irtool compile --report report.html" || blocks[0][1] != "go test ./..." {
+		t.Fatalf("README's first commands are %q, want compile --report report.html, then go test ./...", blocks)
+	}
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, "compile", "--report", dir+"/report.html")
+	if code != 0 {
+		t.Fatalf("compile: exit %d: %s", code, stderr)
+	}
+	passRow := regexp.MustCompile(`^\s+[a-z-]+\s+(yes|no)\s+[0-9.]+\s`)
+	checked := 0
+	for _, line := range blocks[1] {
+		want := strings.TrimRight(strings.SplitN(line, "...", 2)[0], " ,")
+		if strings.TrimSpace(want) == "" || strings.HasPrefix(line, "passes ") || passRow.MatchString(line) {
+			continue
+		}
+		checked++
+		if !strings.Contains(stdout, want) {
+			t.Errorf("README shows %q, compile prints no such line:\n%s", want, stdout)
+		}
+	}
+	if checked < 8 {
+		t.Errorf("checked %d lines of README's output", checked)
+	}
+	if !strings.Contains(stderr, "irtool compile: wrote "+dir+"/report.html (") {
+		t.Errorf("compile does not name its report on stderr: %s", stderr)
+	}
+}
