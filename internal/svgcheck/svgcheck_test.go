@@ -53,3 +53,12 @@ func TestOverflows(t *testing.T) {
 		t.Error("truncated SVG: no error")
 	}
 }
+
+// FuzzOverflows: any input gives reports or an error, never a panic.
+func FuzzOverflows(f *testing.F) {
+	f.Add([]byte(`<svg width="30" height="40"><text x="10" y="20" font-size="10">Hello</text></svg>`))
+	f.Add([]byte(`<svg viewBox="0 0 1 1"><g class="node"><path d="M1,2C3"/><text transform="translate(1) rotate(9">x</text></g></svg>`))
+	f.Fuzz(func(t *testing.T, svg []byte) {
+		_, _ = Overflows(svg)
+	})
+}
