@@ -58,6 +58,19 @@ func interferes(a, b Lifetime) bool { return a.Start < b.End && b.Start < a.End 
 // matrixBlocks groups the chart's live buffers by layer.
 func (c *Chart) matrixBlocks() []matrixBlock {
 	idx := c.sortedBuffers()
+	if len(c.Bands) == 1 {
+		// A chart zoomed to one layer (Chart.Layer): one matrix, the
+		// buffers other layers leave live first.
+		var carried, own []int
+		for _, i := range idx {
+			if c.Buffers[i].Layer == c.Bands[0].Layer {
+				own = append(own, i)
+			} else {
+				carried = append(carried, i)
+			}
+		}
+		return []matrixBlock{c.block(c.Bands[0].Layer, carried, own)}
+	}
 	// Buffers outside every layer form two groups: those that start
 	// before the last layer does (the embedding, tables such as RoPE's:
 	// group before) and the others (the output head: group after).
@@ -104,27 +117,7 @@ func (c *Chart) matrixBlocks() []matrixBlock {
 				carried = append(carried, i)
 			}
 		}
-		b := matrixBlock{layers: []int{l}, rows: append(carried, own...), carried: len(carried)}
-		b.cells = make([][]byte, len(b.rows))
-		for r, i := range b.rows {
-			b.cells[r] = make([]byte, len(b.rows))
-			for col, j := range b.rows {
-				x, y := c.Buffers[i], c.Buffers[j]
-				switch {
-				case r == col:
-					b.cells[r][col] = codeSelf
-				case interferes(x, y) && overlaps(x, y):
-					b.cells[r][col] = codeError
-				case interferes(x, y):
-					b.cells[r][col] = codeConflict
-				case overlaps(x, y):
-					b.cells[r][col] = codeShared
-				default:
-					b.cells[r][col] = codeFree
-				}
-			}
-		}
-		blocks = append(blocks, b)
+		blocks = append(blocks, c.block(l, carried, own))
 	}
 	// Merge runs of consecutive layers with the same matrix (same ops,
 	// sizes and cells).
@@ -138,6 +131,32 @@ func (c *Chart) matrixBlocks() []matrixBlock {
 		out = append(out, b)
 	}
 	return out
+}
+
+// block makes the matrix of a layer's buffers own, after the buffers
+// carried in from earlier steps.
+func (c *Chart) block(layer int, carried, own []int) matrixBlock {
+	b := matrixBlock{layers: []int{layer}, rows: append(slices.Clone(carried), own...), carried: len(carried)}
+	b.cells = make([][]byte, len(b.rows))
+	for r, i := range b.rows {
+		b.cells[r] = make([]byte, len(b.rows))
+		for col, j := range b.rows {
+			x, y := c.Buffers[i], c.Buffers[j]
+			switch {
+			case r == col:
+				b.cells[r][col] = codeSelf
+			case interferes(x, y) && overlaps(x, y):
+				b.cells[r][col] = codeError
+			case interferes(x, y):
+				b.cells[r][col] = codeConflict
+			case overlaps(x, y):
+				b.cells[r][col] = codeShared
+			default:
+				b.cells[r][col] = codeFree
+			}
+		}
+	}
+	return b
 }
 
 // sameBlock reports whether two blocks draw the same matrix: the same
@@ -333,7 +352,7 @@ func (c *Chart) WriteInterferenceSVG(w io.Writer) error {
 func blockHead(b matrixBlock) string {
 	head := fmt.Sprintf("%s: %d buffers", layerName(b.layers), len(b.rows)-b.carried)
 	if b.carried > 0 {
-		head += fmt.Sprintf(", and %d live from earlier steps", b.carried)
+		head += fmt.Sprintf(", and %d of other layers live during its steps", b.carried)
 	}
 	if len(b.layers) > 1 {
 		head += fmt.Sprintf(" (the same in each; rows name layer %d's)", b.layers[0])

@@ -38,7 +38,7 @@ func TestInterferenceMatrixGolden(t *testing.T) {
 	for _, want := range []string{
 		"layered: which buffers may share memory",
 		"outside the layers: 1 buffers",
-		"layer 0: 2 buffers, and 1 live from earlier steps",
+		"layer 0: 2 buffers, and 1 of other layers live during its steps",
 		"layers 1–2: 2 buffers (the same in each; rows name layer 1&#39;s)",
 		"after the last layer: 1 buffers",
 		"1  %0 get_rows inp, 100 B @ 0 (from outside the layers)",
