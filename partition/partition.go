@@ -537,10 +537,12 @@ func isCompute(n *ir.Node) bool {
 }
 
 // clusterOrder is a topological order that keeps each device's work
-// together: leaves and views go as soon as they are ready, then the current
-// device's nodes in their original order, then ready copies, and only when
-// nothing else is ready does it switch device. Ties keep the original order,
-// so a single-device graph keeps its order exactly.
+// together: the ready leaves, views and nodes of the current device go in
+// their original order, then ready copies, and only when nothing else is
+// ready does it switch device. Ties keep the original order, so a
+// single-device graph keeps its order, and so its node IDs, exactly: the
+// partitioned graph is numbered as the graph the passes left, and the IDs
+// of the report and of the drawings agree up to the first inserted copy.
 func clusterOrder(nodes []*ir.Node, dev map[*ir.Node]target.Device) []*ir.Node {
 	pos := make(map[*ir.Node]int, len(nodes))
 	for i, n := range nodes {
@@ -603,7 +605,7 @@ func clusterOrder(nodes []*ir.Node, dev map[*ir.Node]target.Device) []*ir.Node {
 	for len(out) < len(nodes) {
 		var c int
 		switch {
-		case len(ready[qFree]) > 0:
+		case len(ready[qFree]) > 0 && (len(ready[cur]) == 0 || ready[qFree][0] < ready[cur][0]):
 			c = qFree
 		case len(ready[cur]) > 0:
 			c = cur

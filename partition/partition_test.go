@@ -118,6 +118,39 @@ func TestPartitionInvariants(t *testing.T) {
 	}
 }
 
+// TestPartitionKeepsNumbering: when every node runs on one device the
+// partition keeps every node at its place, so node %N of the partitioned
+// graph is node %N of the input (drawings and reports of the two stages
+// can be read side by side).
+func TestPartitionKeepsNumbering(t *testing.T) {
+	single := 0
+	for _, file := range testModels {
+		_, m := testmodel.Build(t, testref.Testdata(file), models.Options{NCtx: 64})
+		for _, tn := range target.Names() {
+			g, r, err := RunOptions(m.Graph, prof(t, tn), Options{})
+			if err != nil {
+				t.Fatalf("%s %s: %v", file, tn, err)
+			}
+			if r.CPUNodes > 0 && r.NPUNodes > 0 {
+				continue
+			}
+			single++
+			if len(g.Nodes) != len(m.Graph.Nodes) {
+				t.Fatalf("%s %s: one device, yet %d nodes became %d", file, tn, len(m.Graph.Nodes), len(g.Nodes))
+			}
+			for i, n := range g.Nodes {
+				if in := m.Graph.Nodes[i]; in.Op != n.Op || in.Name != n.Name {
+					t.Errorf("%s %s: %%%d is %s %q, was %s %q", file, tn, i, n.Op, n.Name, in.Op, in.Name)
+					break
+				}
+			}
+		}
+	}
+	if single == 0 {
+		t.Fatal("no model ran on a single device")
+	}
+}
+
 // Test310BFallsBackVisibly: on the 310B, RoPE has no aclnn kernel, so every
 // rope runs on the CPU, the report names the reason, and the boundary
 // copies and their bytes show up; the segments form no cycle.

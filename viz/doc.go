@@ -1,8 +1,9 @@
 // Package viz draws the compiler's stages so that a person can check them by
-// eye: the IR as a DOT graph, the memory plan as a liveness chart and an
-// interference graph, the partition and the lowered segments as clustered
-// DOT graphs, and one self-contained HTML page that shows the IR after every
-// pass side by side.
+// eye: the IR as a DOT graph (one cluster per layer, stacked top to bottom),
+// the memory plan as a liveness chart and as an interference matrix per
+// layer ("which buffers may share memory") or graph, the partition and the
+// lowered segments as clustered DOT graphs, and one self-contained HTML page
+// that shows the IR after every pass side by side.
 //
 // Why pictures at all: a graph compiler's bugs are mostly structural (a
 // fusion that captured the wrong operand, a buffer reused while still live, a
@@ -18,7 +19,9 @@
 // %12, the ID of the text IR, the report and irtool's JSON) and turned into
 // SVG by Graphviz's dot program (RenderSVG), which is optional: when it is missing
 // RenderSVG says so and names the Debian package to install. The liveness
-// chart and the HTML report are written directly and need nothing external;
+// chart, the interference matrix and the HTML report are written directly
+// and need nothing external (they size themselves to their text with
+// TextWidth, so titles wrap instead of being cut off);
 // the HTML page has its style and script inline and loads nothing from the
 // network.
 //

@@ -35,12 +35,12 @@ func ExampleGraphDOT() {
 	}
 	// Output:
 	// digraph {
-	// graph [label="tiny", labelloc="t", fontname="Helvetica", fontsize="16", rankdir="TB", nodesep="0.25", ranksep="0.35"];
+	// graph [label="tiny", labelloc="t", fontname="Helvetica", fontsize="16", rankdir="TB", nodesep="0.25", ranksep="0.35", newrank="true"];
 	// node [shape="box", fontname="Helvetica", fontsize="10", color="#1f2937", fontcolor="#1f2937"];
 	// edge [fontname="Helvetica", fontsize="8", color="#6b7280", fontcolor="#6b7280", arrowsize="0.6"];
 	// subgraph cluster_layer_0 {
 	// graph [label="layer 0", fontname="Helvetica", fontsize="11", labeljust="l", style="rounded", color="#9ca3af"];
-	// n1 [label="%1 rms_norm\nf32[64,n_tokens]\nnorm-0", style="rounded", tooltip="eps=1e-05", peripheries="2"];
+	// n1 [label="%1 rms_norm\nf32[64,n_tokens]\nnorm-0", style="rounded", tooltip="eps=1e-05", peripheries="2", group="main"];
 	// }
 	// n0 [label="%0 input\nf32[64,n_tokens]\nx", style="filled", fillcolor="#dbeafe"];
 	// n0 -> n1 [label="256·n_tokens B"];

@@ -69,8 +69,13 @@ const (
 // dimmed, per-step inputs and state are tinted, views are dashed (they
 // compute nothing), ops made by fusion are orange and say "fused", and the
 // graph's outputs have a double border. Nodes are clustered by transformer
-// layer (ir.Node.Layer), or by device and segment when opts.Partition is
-// set. Each edge is labelled with the size of the tensor it carries (for
+// layer (ir.Node.Layer; a view joins the layer of the tensor it views), or
+// by device and segment when opts.Partition is set. Layer clusters are
+// stacked top to bottom in order: a value that several layers read is
+// drawn once where it is made and as a small dashed stub n<ID>_layer_<N>
+// in each layer that reads it, the longest chain of the graph shares a dot
+// group, and invisible points between layers keep each below the last.
+// Each edge is labelled with the size of the tensor it carries (for
 // symbolic shapes, a formula such as "256·n_tokens B").
 //
 // The output is deterministic: the same graph and options give the same
@@ -104,8 +109,11 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 	if title == "" {
 		title = g.Name
 	}
+	// newrank ranks the whole graph at once rather than cluster by cluster,
+	// which keeps data flowing down the page across layer clusters (and
+	// avoids dot's "trouble in init_rank" on 24-layer graphs).
 	d.root.Attrs("label", title, "labelloc", "t", "fontname", "Helvetica", "fontsize", "16",
-		"rankdir", "TB", "nodesep", "0.25", "ranksep", "0.35")
+		"rankdir", "TB", "nodesep", "0.25", "ranksep", "0.35", "newrank", "true")
 	d.root.nodeDefs = []string{"shape", "box", "fontname", "Helvetica", "fontsize", "10", "color", colorInk, "fontcolor", colorInk}
 	d.root.edgeDefs = []string{"fontname", "Helvetica", "fontsize", "8", "color", "#6b7280", "fontcolor", "#6b7280", "arrowsize", "0.6"}
 
@@ -120,6 +128,44 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 		styleNode(dn, n, outputs[n])
 		nodes[n] = dn
 	}
+	// The longest chain of computations (through every layer, in a
+	// transformer) is drawn straight down the page: its nodes share a dot
+	// group, so the layers stack in one column.
+	chain := longestChain(g)
+	if opts.Partition == nil {
+		for _, n := range chain {
+			if dn, ok := nodes[n]; ok {
+				dn.Attrs("group", "main")
+			}
+		}
+	}
+	// A value that several layers read (the positions, the mask, the
+	// RoPE table) would send an edge across the page into every layer:
+	// instead each layer (or segment) gets a small dashed copy of it, n<ID>_<cluster>,
+	// labelled with the same ID.
+	shared := clusters.sharedValues(g)
+	type stubKey struct {
+		id int
+		in *dotGraph
+	}
+	stubs := map[stubKey]*dotNode{}
+	stubLayer := map[*dotNode]int{} // in the layer view
+	stub := func(a, user *ir.Node) *dotNode {
+		in := clusters.of(user)
+		k := stubKey{a.ID, in}
+		if s, ok := stubs[k]; ok {
+			return s
+		}
+		s := in.Node(nodeKey(a.ID) + "_" + strings.TrimPrefix(in.id, "cluster_"))
+		label := fmt.Sprintf("%%%d %s", a.ID, a.Op)
+		if a.Name != "" {
+			label += "\n" + shortName(a.Name)
+		}
+		s.Attrs("label", label, "style", "dashed,rounded", "color", colorDim, "fontsize", "8", "tooltip", "drawn once per cluster that reads it")
+		stubs[k] = s
+		stubLayer[s] = clusters.layerOf(user)
+		return s
+	}
 	for _, n := range g.Nodes {
 		to, ok := nodes[n]
 		if !ok {
@@ -130,11 +176,20 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 			if !ok {
 				continue
 			}
+			if shared[a] && clusters.reads(a, n) {
+				from = stub(a, n)
+			}
 			label := ""
 			if !opts.NoEdgeLabels {
 				label = TensorBytes(a.Type)
 			}
 			e := d.Edge(from, to, label)
+			if la, ln := clusters.layerOf(a), clusters.layerOf(n); opts.Partition == nil && la >= 0 && ln >= 0 && la != ln && !shared[a] {
+				// The residual stream from one layer into the next: a
+				// heavy edge that dot keeps short and straight stacks
+				// the layers in one column instead of a staircase.
+				e.Attrs("weight", "8")
+			}
 			switch {
 			case a.Op == ir.OpWeight:
 				e.Attrs("color", "#d1d5db", "fontcolor", colorDim)
@@ -143,7 +198,68 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 			}
 		}
 	}
+	if opts.Partition == nil {
+		layersBelow(d, g, clusters, nodes, stubLayer)
+	}
 	return d, nil
+}
+
+// layersBelow keeps each layer cluster below the one before. A layer's
+// weights, state and stubs have no drawn operand, so dot would put them on
+// the same rank as the previous layer's last nodes and the two clusters
+// side by side (a staircase of layers across the page). Between two
+// consecutive layers it adds an invisible point that every node ending
+// the earlier layer (one with no user drawn in it) points to, and that
+// points to every node starting the later one (one with no operand drawn
+// in it): every rank of the later layer is then below every rank of the
+// earlier. The edges have weight 0, so they leave the x positions alone.
+func layersBelow(d *DOT, g *ir.Graph, c *clusterer, nodes map[*ir.Node]*dotNode, stubLayer map[*dotNode]int) {
+	layerOf := map[*dotNode]int{}
+	var order []*dotNode // every drawn node in a layer, in graph order, then the stubs
+	for _, n := range g.Nodes {
+		if dn, ok := nodes[n]; ok && c.layerOf(n) >= 0 {
+			layerOf[dn] = c.layerOf(n)
+			order = append(order, dn)
+		}
+	}
+	// The stubs, in the order they were drawn.
+	for _, e := range d.edges {
+		if l, ok := stubLayer[e.from]; ok {
+			if _, seen := layerOf[e.from]; !seen {
+				layerOf[e.from] = l
+				order = append(order, e.from)
+			}
+		}
+	}
+	inside := func(a, b *dotNode) bool {
+		la, oka := layerOf[a]
+		lb, okb := layerOf[b]
+		return oka && okb && la == lb
+	}
+	hasIn, hasOut := map[*dotNode]bool{}, map[*dotNode]bool{}
+	for _, e := range d.edges {
+		if inside(e.from, e.to) {
+			hasOut[e.from], hasIn[e.to] = true, true
+		}
+	}
+	var layers []int
+	for _, dn := range order {
+		layers = append(layers, layerOf[dn])
+	}
+	slices.Sort(layers)
+	layers = slices.Compact(layers)
+	for i := 1; i < len(layers); i++ {
+		prev, cur := layers[i-1], layers[i]
+		sep := d.root.Node(fmt.Sprintf("layer_%d_below_%d", cur, prev)).Attrs("shape", "point", "style", "invis", "width", "0", "height", "0", "label", "")
+		for _, dn := range order {
+			switch {
+			case layerOf[dn] == prev && !hasOut[dn]:
+				d.Edge(dn, sep, "").Attrs("style", "invis", "weight", "0")
+			case layerOf[dn] == cur && !hasIn[dn]:
+				d.Edge(sep, dn, "").Attrs("style", "invis", "weight", "0")
+			}
+		}
+	}
 }
 
 // nodeKey is the DOT identifier of an IR node: n12 draws %12.
@@ -159,13 +275,45 @@ func nodeLabel(n *ir.Node) string {
 	}
 	lines := []string{head, n.Type.String()}
 	if n.Name != "" {
-		name := n.Name
-		if r := []rune(name); len(r) > maxNameLen {
-			name = string(r[:maxNameLen-1]) + "…"
-		}
-		lines = append(lines, name)
+		lines = append(lines, shortName(n.Name))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// longestChain returns the longest path of non-leaf nodes through g (the
+// first one found in node order when several are as long).
+func longestChain(g *ir.Graph) []*ir.Node {
+	depth := make(map[*ir.Node]int, len(g.Nodes))
+	prev := make(map[*ir.Node]*ir.Node, len(g.Nodes))
+	var end *ir.Node
+	for _, n := range g.Nodes {
+		if n.IsLeaf() {
+			continue
+		}
+		depth[n] = 1
+		for _, a := range n.Args {
+			if d, ok := depth[a]; ok && d+1 > depth[n] {
+				depth[n], prev[n] = d+1, a
+			}
+		}
+		if end == nil || depth[n] > depth[end] {
+			end = n
+		}
+	}
+	var chain []*ir.Node
+	for n := end; n != nil; n = prev[n] {
+		chain = append(chain, n)
+	}
+	slices.Reverse(chain)
+	return chain
+}
+
+// shortName bounds a name to maxNameLen characters.
+func shortName(name string) string {
+	if r := []rune(name); len(r) > maxNameLen {
+		return string(r[:maxNameLen-1]) + "…"
+	}
+	return name
 }
 
 func styleNode(dn *dotNode, n *ir.Node, output bool) {
@@ -204,6 +352,7 @@ type clusterer struct {
 	part  *Partition
 	subs  map[string]*dotGraph
 	depth int // digits of the layer number, for sortable cluster keys
+	layer map[*ir.Node]int
 }
 
 func newClusterer(root *dotGraph, g *ir.Graph, part *Partition) *clusterer {
@@ -211,7 +360,74 @@ func newClusterer(root *dotGraph, g *ir.Graph, part *Partition) *clusterer {
 	for _, n := range g.Nodes {
 		maxLayer = max(maxLayer, n.Layer)
 	}
-	return &clusterer{root: root, part: viewsJoinSegments(g, part), subs: map[string]*dotGraph{}, depth: len(strconv.Itoa(maxLayer))}
+	return &clusterer{root: root, part: viewsJoinSegments(g, part), subs: map[string]*dotGraph{},
+		depth: len(strconv.Itoa(maxLayer)), layer: viewsJoinLayers(g)}
+}
+
+// viewsJoinLayers returns the layer each node is drawn in: its own, except
+// that a view is drawn in the layer of the tensor it views. A fusion can
+// compute one layer's value in the next layer's kernel (the residual add
+// of layer 0 inside layer 1's add_rms_norm_mul), and a view of that result
+// named after layer 0 would otherwise pull layer 1 back above layer 0.
+func viewsJoinLayers(g *ir.Graph) map[*ir.Node]int {
+	layer := make(map[*ir.Node]int, len(g.Nodes))
+	for _, n := range g.Nodes {
+		layer[n] = n.Layer
+		info, known := n.Info()
+		if !known || info.Kind != ir.KindView || info.SideEffect || len(n.Args) == 0 {
+			continue
+		}
+		src := n.Args[min(max(info.AliasArg, 0), len(n.Args)-1)]
+		if l, ok := layer[src]; ok && l >= 0 && src.Op != ir.OpState {
+			layer[n] = l
+		}
+	}
+	return layer
+}
+
+// layerOf is the layer n is drawn in (-1: outside every layer).
+func (c *clusterer) layerOf(n *ir.Node) int {
+	if l, ok := c.layer[n]; ok {
+		return l
+	}
+	return n.Layer
+}
+
+// sharedValues returns the values read from outside by two or more
+// clusters (layers, or device segments) other than their own.
+func (c *clusterer) sharedValues(g *ir.Graph) map[*ir.Node]bool {
+	shared := map[*ir.Node]bool{}
+	readers := map[*ir.Node]map[*dotGraph]bool{}
+	for _, n := range g.Nodes {
+		for _, a := range n.Args {
+			if !c.reads(a, n) {
+				continue
+			}
+			if readers[a] == nil {
+				readers[a] = map[*dotGraph]bool{}
+			}
+			readers[a][c.of(n)] = true
+		}
+	}
+	for a, ls := range readers {
+		if len(ls) >= 2 {
+			shared[a] = true
+		}
+	}
+	return shared
+}
+
+// reads reports whether the edge from a to n enters a cluster other than
+// a's from outside, without crossing devices (a copy is drawn as such):
+// the edges a stub of a shared value may stand for.
+func (c *clusterer) reads(a, n *ir.Node) bool {
+	in := c.of(n)
+	return in != c.root && in != c.of(a) && !c.cut(a, n)
+}
+
+// layerSub returns the cluster of a layer.
+func (c *clusterer) layerSub(layer int) *dotGraph {
+	return c.sub(c.root, fmt.Sprintf("layer %0*d", c.depth, layer), fmt.Sprintf("layer %d", layer))
 }
 
 // viewsJoinSegments returns part with every view that has no segment of its
@@ -258,10 +474,10 @@ func (c *clusterer) sub(parent *dotGraph, key, label string, attrs ...string) *d
 
 func (c *clusterer) of(n *ir.Node) *dotGraph {
 	if c.part == nil {
-		if n.Layer < 0 {
+		if c.layerOf(n) < 0 {
 			return c.root
 		}
-		return c.sub(c.root, fmt.Sprintf("layer %0*d", c.depth, n.Layer), fmt.Sprintf("layer %d", n.Layer))
+		return c.layerSub(c.layerOf(n))
 	}
 	p, ok := c.part.Nodes[n.ID]
 	if !ok || p.Device == "" {

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/golden"
+	"github.com/irtool/irtool/internal/svgcheck"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/viz"
@@ -155,8 +159,15 @@ func TestGraphDOTStories(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := d.String()
-	if got, want := strings.Count(out, "\n\t\tn"), len(m.Graph.Nodes)-countNoLayer(m.Graph); got != want {
+	if got, want := len(regexp.MustCompile(`\n\t\tn\d+ \[`).FindAllString(out, -1)), len(m.Graph.Nodes)-countNoLayer(m.Graph); got != want {
 		t.Errorf("nodes inside layer clusters: got %d, want %d", got, want)
+	}
+	// The mask and the positions are read by every layer: each layer
+	// draws its own stub of them instead of an edge across the page.
+	for l := range m.HParams.NLayer {
+		if !regexp.MustCompile(fmt.Sprintf(`\n\t\tn\d+_layer_%d \[label="%%\d+ input`, l)).MatchString(out) {
+			t.Errorf("layer %d has no stub of a shared input", l)
+		}
 	}
 	// Every node is drawn as n<ID>, labelled with its IR ID: the same ID as
 	// in the text IR.
@@ -169,7 +180,22 @@ func TestGraphDOTStories(t *testing.T) {
 	if got := strings.Count(out, "subgraph cluster_"); int64(got) != int64(m.HParams.NLayer) {
 		t.Errorf("layer clusters: got %d, want %d", got, m.HParams.NLayer)
 	}
-	render(t, out)
+	svg := render(t, out)
+	if svg == nil {
+		return
+	}
+	// Rendered, the layers stand in one column, in order, top to bottom,
+	// without overlapping ranks.
+	boxes := clusterBoxes(t, svg)
+	if len(boxes) != int(m.HParams.NLayer) {
+		t.Fatalf("clusters in the SVG: got %d, want %d", len(boxes), m.HParams.NLayer)
+	}
+	for l := 1; l < int(m.HParams.NLayer); l++ {
+		a, b := boxes[fmt.Sprintf("cluster_layer_%d", l-1)], boxes[fmt.Sprintf("cluster_layer_%d", l)]
+		if b[0] <= a[1] {
+			t.Errorf("layer %d (y %v) does not start below layer %d (y %v)", l, b, l-1, a)
+		}
+	}
 }
 
 func countNoLayer(g *ir.Graph) int {
@@ -211,11 +237,11 @@ func TestHumanBytes(t *testing.T) {
 
 // render runs Graphviz on src when it is installed, and checks the result
 // is SVG.
-func render(t *testing.T, src string) {
+func render(t *testing.T, src string) []byte {
 	t.Helper()
 	if !viz.HaveGraphviz() {
 		t.Log("Graphviz not installed: not rendering")
-		return
+		return nil
 	}
 	svg, err := viz.RenderSVG(context.Background(), []byte(src))
 	if err != nil {
@@ -224,6 +250,43 @@ func render(t *testing.T, src string) {
 	if !strings.Contains(string(svg), "<svg") {
 		t.Fatalf("dot output is not SVG: %.200s", svg)
 	}
+	textFits(t, svg)
+	return svg
+}
+
+// textFits fails the test when a text of svg runs outside its box (the
+// canvas, or its node or cluster).
+func textFits(t *testing.T, svg []byte) {
+	t.Helper()
+	bad, err := svgcheck.Overflows(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range bad {
+		if i == 10 {
+			t.Errorf("... and %d more", len(bad)-10)
+			break
+		}
+		t.Errorf("text outside its box: %s", b)
+	}
+}
+
+// clusterBoxes returns the vertical extent [top, bottom] of every cluster
+// of a Graphviz SVG, by cluster name (cluster_layer_3, ...).
+func clusterBoxes(t *testing.T, svg []byte) map[string][2]float64 {
+	t.Helper()
+	re := regexp.MustCompile(`class="cluster">\s*<title>([^<]+)</title>\s*<(?:path|polygon)[^>]* (?:d|points)="([^"]+)"`)
+	out := map[string][2]float64{}
+	for _, m := range re.FindAllSubmatch(svg, -1) {
+		nums := regexp.MustCompile(`-?[0-9.]+`).FindAll(m[2], -1)
+		top, bottom := math.Inf(1), math.Inf(-1)
+		for i := 1; i < len(nums); i += 2 {
+			y, _ := strconv.ParseFloat(string(nums[i]), 64)
+			top, bottom = min(top, y), max(bottom, y)
+		}
+		out[string(m[1])] = [2]float64{top, bottom}
+	}
+	return out
 }
 
 func TestRenderSVGErrors(t *testing.T) {

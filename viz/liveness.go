@@ -157,9 +157,8 @@ func (c *Chart) LabelNodes(g *ir.Graph, bufferNode []int) error {
 // Geometry of the SVG chart, in pixels.
 const (
 	chartLeft   = 84
-	chartTop    = 44
 	chartBottom = 48
-	chartLegend = 190
+	chartLegend = 190 // the least legend width
 	chartHeight = 460
 	chartMinW   = 480
 	chartMaxW   = 1400
@@ -239,7 +238,24 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 	steps := c.steps()
 	plotW := min(max(steps*6, chartMinW), chartMaxW)
-	width := chartLeft + plotW + chartLegend
+	names, colour := c.groups()
+	grouped := len(names) > 1 || len(names) == 1 && names[0] != groupName("")
+	legend := c.legendLines(names, grouped)
+	legendW := chartLegend
+	for _, l := range legend {
+		legendW = max(legendW, 16+22+int(math.Ceil(TextWidth(l, 11, false)))+8)
+	}
+	width := chartLeft + plotW + legendW
+	title := c.Title
+	if title == "" {
+		title = "liveness"
+	}
+	// The title and the summary wrap to the canvas instead of running off
+	// it; the plot moves down by the extra lines.
+	textW := float64(width - chartText - 8)
+	titleLines := wrapText(title, textW, 15, true)
+	subLines := wrapText(c.summary(), textW, 11, false)
+	chartTop := 22 + 18*(len(titleLines)-1) + 16 + 14*(len(subLines)-1) + 10
 	height := chartTop + chartHeight + chartBottom
 	top := max(c.Arena, c.LowerBound, 1)
 	for _, b := range c.Buffers {
@@ -248,17 +264,21 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 	yStep := byteStep(top, 6)
 	yMax := float64((top + yStep - 1) / yStep * yStep)
 	x := func(s int) float64 { return chartLeft + float64(s)*float64(plotW)/float64(steps) }
-	y := func(off int64) float64 { return chartTop + chartHeight - float64(off)*chartHeight/yMax }
+	y := func(off int64) float64 { return float64(chartTop+chartHeight) - float64(off)*chartHeight/yMax }
 
 	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="11">`+"\n",
 		width, height, width, height)
 	fmt.Fprintf(w, `<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
-	title := c.Title
-	if title == "" {
-		title = "liveness"
+	ty := 22
+	for _, l := range titleLines {
+		fmt.Fprintf(w, `<text x="%d" y="%d" font-size="15" font-weight="bold">%s</text>`+"\n", chartText, ty, esc(l))
+		ty += 18
 	}
-	fmt.Fprintf(w, `<text x="%d" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", chartLeft, esc(title))
-	fmt.Fprintf(w, `<text x="%d" y="38" fill="#4b5563">%s</text>`+"\n", chartLeft, esc(c.summary()))
+	ty -= 2
+	for _, l := range subLines {
+		fmt.Fprintf(w, `<text x="%d" y="%d" fill="#4b5563">%s</text>`+"\n", chartText, ty, esc(l))
+		ty += 14
+	}
 
 	// Axes and grid.
 	fmt.Fprintf(w, `<g stroke="#e5e7eb" stroke-width="1">`+"\n")
@@ -281,7 +301,7 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 	}
 	fmt.Fprintf(w, `<text x="%s" y="%d">execution step</text>`+"\n", f2(chartLeft+float64(plotW)/2), chartTop+chartHeight+34)
 	fmt.Fprintf(w, "</g>\n")
-	fmt.Fprintf(w, `<text transform="translate(16,%s) rotate(-90)" text-anchor="middle" fill="#374151">arena offset</text>`+"\n", f2(chartTop+chartHeight/2))
+	fmt.Fprintf(w, `<text transform="translate(16,%s) rotate(-90)" text-anchor="middle" fill="#374151">arena offset</text>`+"\n", f2(float64(chartTop+chartHeight/2)))
 
 	// Layer bands, behind the buffers: every other layer tinted, each
 	// labelled at the top (skipped when too narrow to read).
@@ -302,8 +322,6 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 
 	// Buffers.
 	// Without groups (a bare instance) each buffer gets its own colour.
-	names, colour := c.groups()
-	grouped := len(names) > 1 || len(names) == 1 && names[0] != groupName("")
 	fmt.Fprintf(w, `<g stroke="#1f2937" stroke-width="0.4">`+"\n")
 	for i, b := range c.Buffers {
 		if b.Start >= b.End || b.Size <= 0 {
@@ -366,23 +384,44 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 		fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", lx+22, ly+9, esc(text))
 		ly += 16
 	}
+	strokes := [][2]string{}
 	if c.Arena > 0 {
-		line("#111827", "", "arena "+HumanBytes(c.Arena))
+		strokes = append(strokes, [2]string{"#111827", ""})
 	}
 	if c.LowerBound > 0 {
-		line("#dc2626", ` stroke-dasharray="6 3"`, "lower bound "+HumanBytes(c.LowerBound))
+		strokes = append(strokes, [2]string{"#dc2626", ` stroke-dasharray="6 3"`})
 	}
-	line("#6b7280", "", "bytes live")
+	strokes = append(strokes, [2]string{"#6b7280", ""})
+	for i, s := range strokes {
+		line(s[0], s[1], legend[i])
+	}
 	ly += 6
-	for _, n := range names {
-		if !grouped {
-			break
-		}
+	for _, n := range legend[len(strokes):] {
 		fmt.Fprintf(w, `<rect x="%d" y="%d" width="16" height="11" stroke="#1f2937" stroke-width="0.4" fill="%s"/>`+"\n", lx, ly, colour[n])
 		fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", lx+22, ly+9, esc(n))
 		ly += 16
 	}
 	fmt.Fprintf(w, "</svg>\n")
+}
+
+// chartText is the x of the chart's title and summary.
+const chartText = 16
+
+// legendLines returns the legend's texts: the lines (arena, lower bound,
+// bytes live), then the groups when the chart has them.
+func (c *Chart) legendLines(names []string, grouped bool) []string {
+	var l []string
+	if c.Arena > 0 {
+		l = append(l, "arena "+HumanBytes(c.Arena))
+	}
+	if c.LowerBound > 0 {
+		l = append(l, "lower bound "+HumanBytes(c.LowerBound))
+	}
+	l = append(l, "bytes live")
+	if grouped {
+		l = append(l, names...)
+	}
+	return l
 }
 
 // summary is the chart's subtitle.

@@ -53,6 +53,7 @@ func TestLivenessSVGGolden(t *testing.T) {
 	}
 	golden.Check(t, filepath.Join("testdata", "liveness_small.svg"), buf.Bytes())
 	checkSVG(t, buf.Bytes())
+	textFits(t, buf.Bytes())
 	out := buf.String()
 	if got := strings.Count(out, "<rect x=") - 2; got != 5 { // minus background and frame
 		t.Errorf("buffer rectangles: got %d, want 5 (the never-live buffer is not drawn)", got)
@@ -241,5 +242,52 @@ func TestChartFromPlan(t *testing.T) {
 	bad.Buffers = bad.Buffers[1:]
 	if _, err := viz.ChartFromPlan(&bad); err == nil {
 		t.Error("a plan whose buffer list does not match its problem: no error")
+	}
+}
+
+// TestLivenessTitleWraps: a title longer than the chart (a long model path
+// on a zoomed chart) wraps onto more lines instead of running off the
+// canvas, the plot moves down to make room, and no text leaves its box.
+func TestLivenessTitleWraps(t *testing.T) {
+	c := solved(t, smallProblem())
+	c.Title = "cmd/irtool/testdata/qwen2.5-0.5b-shapes.ir: worst case n_tokens=32, n_kv=512, greedy-size plan, layer 5 (steps 115 to 140)"
+	var buf bytes.Buffer
+	if err := c.WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	textFits(t, buf.Bytes())
+	if got := strings.Count(buf.String(), `font-weight="bold"`); got < 2 {
+		t.Errorf("title lines: got %d, want at least 2", got)
+	}
+	for _, part := range []string{"cmd/irtool/testdata/qwen2.5-0.5b-shapes.ir:", "layer 5 (steps 115 to 140)"} {
+		if !strings.Contains(buf.String(), part) {
+			t.Errorf("the wrapped title lost %q", part)
+		}
+	}
+	// A legend entry wider than the default legend widens the canvas.
+	c.Buffers[0].Group = "a_very_long_fused_operation_name_for_the_legend"
+	buf.Reset()
+	if err := c.WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	textFits(t, buf.Bytes())
+}
+
+func TestTextWidth(t *testing.T) {
+	for r := ' ' + 1; r <= '~'; r++ {
+		if w := viz.TextWidth(string(r), 10, false); w <= 0 || w > 10.2 {
+			t.Errorf("%q: width %v at 10 px", r, w)
+		}
+		// Bold is never narrower, but for @ (1015 vs 975 in the AFM files).
+		if viz.TextWidth(string(r), 10, true) < viz.TextWidth(string(r), 10, false)-0.01 && r != '|' && r != '@' {
+			t.Errorf("%q: bold narrower than regular", r)
+		}
+	}
+	// Helvetica: "Hello" is 2278/1000 em.
+	if got := viz.TextWidth("Hello", 10, false); math.Abs(got-22.78) > 1e-9 {
+		t.Errorf("Hello at 10 px: %v, want 22.78", got)
+	}
+	if viz.TextWidth("…", 10, false) != 10 {
+		t.Error("non-ASCII characters count an em")
 	}
 }

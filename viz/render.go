@@ -41,6 +41,10 @@ func RenderSVG(ctx context.Context, src []byte) ([]byte, error) {
 		if msg == "" {
 			msg = err.Error()
 		}
+		// dot may print thousands of lines of ranking diagnostics.
+		if lines := strings.Split(msg, "\n"); len(lines) > 6 {
+			msg = strings.Join(lines[:6], "\n") + fmt.Sprintf("\n(%d more lines)", len(lines)-6)
+		}
 		return nil, fmt.Errorf("viz: %s -Tsvg: %s", DotCommand, msg)
 	}
 	return out.Bytes(), nil

@@ -48,6 +48,9 @@ type ReportChart struct {
 	// Graph is the graph whose node IDs the chart's buffers use (the
 	// static graph the plan was made for). Nil means the last column.
 	Graph *ir.Graph
+	// Interference adds the plan's interference matrix under the chart
+	// (Chart.WriteInterferenceSVG): which buffers may share memory.
+	Interference bool
 }
 
 // ReportPartition is a device assignment in the report.
@@ -245,6 +248,13 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			bw.WriteString("<figure class=\"chart\">\n")
 			rc.Chart.svg(bw, keysFor(rc.Graph))
 			bw.WriteString("</figure>\n")
+			if rc.Interference {
+				bw.WriteString("<figure class=\"chart\">\n")
+				if err := rc.Chart.WriteInterferenceSVG(bw); err != nil {
+					return err
+				}
+				bw.WriteString("</figure>\n")
+			}
 		}
 	}
 	if p := r.Partition; p != nil && p.Partition != nil {

@@ -55,7 +55,7 @@ func testReport(t *testing.T) *viz.Report {
 			{Name: "fuse", Note: "2 rewrites", Graph: fused},
 			{Name: "dce", Graph: fused.Clone()},
 		},
-		Charts:    []viz.ReportChart{{Chart: chart, Graph: static}},
+		Charts:    []viz.ReportChart{{Chart: chart, Graph: static, Interference: true}},
 		Partition: &viz.ReportPartition{Partition: part, Notes: []string{"all on the NPU"}},
 		Program:   prog,
 	}

@@ -235,7 +235,7 @@ func writeLowerOut(j *compileJob, res *partition.Result, prog *cann.Program) err
 		if err := f.Commit(); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
-		fmt.Fprintf(j.Text, "wrote %s\n", f.Name())
+		fmt.Fprintf(j.Stderr, "irtool compile: wrote %s\n", f.Name())
 	}
 	return nil
 }

@@ -71,8 +71,8 @@ func TestCompileLowerOut(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	for _, want := range []string{"partition (ascend310b", "lower (", "predicted decode step", "wrote " + filepath.Join(dir, "program.json")} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("output lacks %q:\n%s", want, stdout)
+		if !strings.Contains(stdout+stderr, want) {
+			t.Errorf("output lacks %q:\n%s%s", want, stdout, stderr)
 		}
 	}
 	f, err := os.Open(filepath.Join(dir, "program.json"))

@@ -64,6 +64,7 @@ func outMemory(j *compileJob) error {
 			if err := exportBuffers(j.Flags.ExportBuffers, p); err != nil {
 				return err
 			}
+			fmt.Fprintf(j.Stderr, "irtool compile: wrote %s\n", j.Flags.ExportBuffers)
 		}
 	}
 	return nil

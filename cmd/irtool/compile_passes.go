@@ -34,6 +34,9 @@ func passesPipeline(list string, mergeQKV bool) (passes.Pipeline, error) {
 // outPasses fills the JSON's passes and prints the stage's summary.
 func outPasses(j *compileJob) error {
 	res := j.R.PassResult
+	if d := j.Flags.DumpDir; d != "" {
+		fmt.Fprintf(j.Stderr, "irtool compile: wrote %d IR files into %s\n", len(res.Passes)+1, d)
+	}
 	out := make([]passJSON, len(res.Passes))
 	var total float64
 	for i, st := range res.Passes {

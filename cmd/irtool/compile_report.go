@@ -34,7 +34,7 @@ func outReport(j *compileJob) error {
 	if err := safeio.WriteFile(j.Flags.Report, buf.Bytes()); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
-	fmt.Fprintf(j.Text, "report: %s (%d columns, %d charts, %s)\n", j.Flags.Report, len(r.Columns), len(r.Charts), viz.HumanBytes(int64(buf.Len())))
+	fmt.Fprintf(j.Stderr, "irtool compile: wrote %s (%s; %d columns, %d charts)\n", j.Flags.Report, viz.HumanBytes(int64(buf.Len())), len(r.Columns), len(r.Charts))
 	return nil
 }
 
@@ -68,7 +68,7 @@ func buildReport(j *compileJob) (*viz.Report, error) {
 		}
 		line := fmt.Sprintf("%s plan, arena %s, %.3f × lower bound", gp.Strategy, viz.HumanBytes(gp.ArenaBytes), gp.Ratio())
 		chart.Title = p.what + ": " + line
-		r.Charts = append(r.Charts, viz.ReportChart{Chart: chart, Graph: gp.Graph})
+		r.Charts = append(r.Charts, viz.ReportChart{Chart: chart, Graph: gp.Graph, Interference: p.what == "decode"})
 		r.Summary = append(r.Summary, [2]string{"memory (" + p.what + ")", line})
 	}
 	if res := j.R.Partition; res != nil {

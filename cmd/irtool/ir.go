@@ -106,7 +106,9 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 		if *out == "" || *out == "-" {
 			_, err = stdout.Write(buf.Bytes())
 		} else {
-			err = safeio.WriteFile(*out, buf.Bytes())
+			if err = safeio.WriteFile(*out, buf.Bytes()); err == nil {
+				wroteFile(stderr, "ir", *out, buf.Len())
+			}
 		}
 	}
 	if err != nil {

@@ -192,7 +192,9 @@ func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) 
 			if out == "" || out == "-" {
 				_, err = stdout.Write(buf.Bytes())
 			} else {
-				err = safeio.WriteFile(out, buf.Bytes())
+				if err = safeio.WriteFile(out, buf.Bytes()); err == nil {
+					wroteFile(stderr, "passes", out, buf.Len())
+				}
 			}
 		}
 	}

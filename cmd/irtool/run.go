@@ -19,6 +19,7 @@ import (
 	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 	"github.com/irtool/irtool/tokenizer"
+	"github.com/irtool/irtool/viz"
 )
 
 func init() {
@@ -504,11 +505,11 @@ func (j *runJob) reportText(res *session.GenerateResult, tps float64, stderr io.
 	fmt.Fprintf(stderr, "irtool run: %d prompt tokens, %d generated; load %.1f ms, prefill %.1f ms, decode %.1f tok/s\n",
 		len(j.ids), len(res.Tokens), j.loadMS, res.PrefillMS, tps)
 	if cpu := j.cpu; cpu != nil {
-		fmt.Fprintf(stderr, "irtool run: cpu: %d threads; memory-mapped weights %.1f MiB, KV cache %.1f MiB, compute arenas %.1f MiB",
-			cpu.Threads(), float64(weightBytes(j.src.File))/(1<<20), float64(cpu.KVBytes())/(1<<20), float64(cpu.ArenaBytes())/(1<<20))
+		fmt.Fprintf(stderr, "irtool run: cpu: %d threads; memory-mapped weights %s, KV cache %s, compute arenas %s",
+			cpu.Threads(), viz.HumanBytes(weightBytes(j.src.File)), viz.HumanBytes(cpu.KVBytes()), viz.HumanBytes(cpu.ArenaBytes()))
 		if pb := cpu.PackedBytes(); pb > 0 {
 			// Their mapped originals' pages were released.
-			fmt.Fprintf(stderr, ", repacked weights %.1f MiB", float64(pb)/(1<<20))
+			fmt.Fprintf(stderr, ", repacked weights %s", viz.HumanBytes(pb))
 		}
 		fmt.Fprintln(stderr)
 	}

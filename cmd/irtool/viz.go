@@ -37,20 +37,24 @@ Draws one stage of "irtool compile" for MODEL (default: the embedded
 stories260K), running the same stages with the same flags:
 
   graph         the IR after the pass pipeline (or after --after PASS), as
-                a DOT graph clustered by layer; symbolic shapes are kept
+                a DOT graph, one cluster per layer stacked top to bottom;
+                symbolic shapes are kept
   liveness      the worst-case memory plan (n_tokens = ubatch, n_kv = ctx)
                 as a chart: x the execution step, y the arena offset
-  interference  the same plan's interference graph, coloured by arena slot
+  interference  which buffers of the same plan may share memory: a matrix
+                per layer (identical layers drawn once); with .dot, the
+                interference graph coloured by arena slot
   buffers       the same plan as a text table of buffers sorted by arena offset
   partition     the partitioned graph clustered by device
   segments      the lowered graph clustered by device and segment
 
 --layer N zooms liveness, interference and buffers to one transformer
 layer's steps; the liveness chart shades every other layer's steps.
-The format follows the extension of -o: .dot (DOT text), .svg (Graphviz
-renders DOT views; the liveness chart needs nothing) or .html (one
-self-contained page). Without -o, or with -o -, the DOT text (the SVG chart
-for liveness) goes to stdout.`,
+--ubatch 1 plans one decode step. The format follows the extension of -o:
+.dot (DOT text), .svg (Graphviz renders the DOT views; the liveness chart
+and the interference matrix need nothing) or .html (one self-contained
+page); viz names the file it wrote on stderr. Without -o, or with -o -, the
+DOT text (the SVG for liveness and interference) goes to stdout.`,
 		Run:   cmdViz,
 		Flags: func(fs *flag.FlagSet) { declareVizFlags(fs, new(vizFlags)) },
 	})
@@ -131,13 +135,21 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	if f.out == "" || f.out == "-" {
 		_, err = stdout.Write(out)
 	} else {
-		err = safeio.WriteFile(f.out, out)
+		if err = safeio.WriteFile(f.out, out); err == nil {
+			wroteFile(stderr, "viz", f.out, len(out))
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool viz: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// wroteFile tells the user, on stderr, which file a command wrote: every
+// command that writes a file says so ("irtool viz: wrote graph.svg (12.3 KiB)").
+func wroteFile(stderr io.Writer, cmd, path string, n int) {
+	fmt.Fprintf(stderr, "irtool %s: wrote %s (%s)\n", cmd, path, viz.HumanBytes(int64(n)))
 }
 
 // vizFormat picks the output format from the file name.
@@ -149,7 +161,7 @@ func vizFormat(out, what string) (string, error) {
 		return "txt", nil
 	}
 	if out == "" || out == "-" {
-		if what == "liveness" {
+		if what == "liveness" || what == "interference" {
 			return "svg", nil
 		}
 		return "dot", nil
@@ -201,6 +213,22 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 	if f.what == "liveness" {
 		return vizLiveness(j, f, path, format)
 	}
+	if f.what == "interference" && format != "dot" {
+		chart, _, err := vizChart(j, f, path)
+		if err != nil {
+			return nil, err
+		}
+		var buf bytes.Buffer
+		if err := chart.WriteInterferenceSVG(&buf); err != nil {
+			return nil, err
+		}
+		if format == "svg" {
+			return buf.Bytes(), nil
+		}
+		var page bytes.Buffer
+		err = viz.WriteSVGPage(&page, chart.Title, buf.Bytes())
+		return page.Bytes(), err
+	}
 	if f.what == "buffers" {
 		chart, _, err := vizChart(j, f, path)
 		if err != nil {
@@ -244,6 +272,9 @@ func vizChart(j *compileJob, f *vizFlags, path string) (*viz.Chart, *planner.Gra
 		return nil, nil, err
 	}
 	what := modelName(path) + ": worst case"
+	if j.Flags.UBatch == 1 {
+		what = modelName(path) + ": decode step"
+	}
 	if f.after != "" {
 		what = modelName(path) + " after " + f.after + ":"
 	}

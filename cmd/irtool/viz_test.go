@@ -23,6 +23,9 @@ func vizOut(t *testing.T, name string, args ...string) []byte {
 	if code != 0 {
 		t.Fatalf("viz %v: exit %d: %s", args, code, stderr)
 	}
+	if !strings.Contains(stderr, "irtool viz: wrote "+path+" (") {
+		t.Errorf("viz %v does not say which file it wrote: %q", args, stderr)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -94,12 +97,18 @@ func TestVizInterference(t *testing.T) {
 	if bytes.Contains(d, []byte("overlapping addresses")) {
 		t.Error("the compiled plan draws overlapping live buffers")
 	}
+	// .svg is the matrix, which needs no Graphviz.
+	svg := vizOut(t, "i.svg", "--what", "interference", "--ubatch", "1", "--ctx", "64", "--strategy", "greedy-size")
+	for _, want := range []string{"decode step n_tokens=1", "which buffers may share memory", "layers 1–3: ", "outside the layers: "} {
+		if !bytes.Contains(svg, []byte(want)) {
+			t.Errorf("interference matrix lacks %q", want)
+		}
+	}
+	if bytes.Contains(svg, []byte("overlap while both live")) {
+		t.Error("the compiled plan overlaps live buffers")
+	}
 	if !viz.HaveGraphviz() {
 		t.Skip("Graphviz not installed")
-	}
-	svg := vizOut(t, "i.svg", "--what", "interference", "--ctx", "64", "--strategy", "greedy-size")
-	if !bytes.Contains(svg, []byte("<svg")) {
-		t.Error("interference .svg is not SVG")
 	}
 	page := vizOut(t, "g.html", "--what", "graph", "--passes", "none", "--no-weights")
 	if !bytes.HasPrefix(page, []byte("<!DOCTYPE html>")) || !bytes.Contains(page, []byte("<svg")) || bytes.Contains(page, []byte("<?xml")) {
@@ -153,12 +162,12 @@ func TestCompileReport(t *testing.T) {
 	dir := t.TempDir()
 	page := func(name string) string {
 		path := filepath.Join(dir, name)
-		code, stdout, stderr := runCLI(t, "compile", "--ctx", "64", "--strategy", "greedy-size", "--report", path)
+		code, _, stderr := runCLI(t, "compile", "--ctx", "64", "--strategy", "greedy-size", "--report", path)
 		if code != 0 {
 			t.Fatalf("compile --report: exit %d: %s", code, stderr)
 		}
-		if !strings.Contains(stdout, "report: "+path) {
-			t.Errorf("compile does not say where the report went: %q", stdout)
+		if !strings.Contains(stderr, "irtool compile: wrote "+path) {
+			t.Errorf("compile does not say where the report went: %q", stderr)
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
