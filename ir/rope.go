@@ -5,23 +5,11 @@ import (
 	"math"
 )
 
-// The fused ops: ops the rewrite passes of package passes introduce, each
-// one the exact computation of the chain of core ops it replaces. Their
-// typing lives here, next to the core ops, so that every graph that holds
-// them verifies, prints and parses with package ir alone (no blank import);
-// their CPU kernels are in package eval, their per-target rules in package
-// target (docs/ARCHITECTURE.md, "One record per op").
-
+// The rotary position embedding ops: rope, the RoPE cache (rope_cache and
+// rope_apply), the K-cache writes that fuse rope with set_rows, and
+// ggml-cann's table formulation (rope_theta, rope_cache_table).
 const (
-	// OpRMSNormMul is rms_norm(x){eps} * w.
-	OpRMSNormMul Op = "rms_norm_mul"
-	// OpAddRMSNormMul is the residual add and the following norm: slot 0
-	// of dim 3 holds rms_norm(a+b)*w, slot 1 holds a+b.
-	OpAddRMSNormMul Op = "add_rms_norm_mul"
-	// OpSwiGLU is silu(gate) * up.
-	OpSwiGLU Op = "swiglu"
-	// OpMulMatAdd is mul_mat(a, b) + bias.
-	OpMulMatAdd Op = "mul_mat_add"
+	OpRope Op = "rope"
 	// OpRopeCache is the cos/sin table of the positions (the RoPE cache).
 	OpRopeCache Op = "rope_cache"
 	// OpRopeApply rotates x with a table made by rope_cache.
@@ -30,14 +18,6 @@ const (
 	OpRopeSetRows Op = "rope_set_rows"
 	// OpRopeApplySetRows is rope_apply, reshape to rows and set_rows.
 	OpRopeApplySetRows Op = "rope_apply_set_rows"
-	// OpAttention is kq = mul_mat(k, q), soft_max, mul_mat(v, kq), permute
-	// and cont in one op.
-	OpAttention Op = "attention"
-	// OpConcat joins tensors along one dim (used to merge weights).
-	OpConcat Op = "concat"
-)
-
-const (
 	// OpRopeTheta is the inverse-frequency table of a RoPE: an op without
 	// operands that constant folding turns into a constant.
 	OpRopeTheta Op = "rope_theta"
@@ -46,18 +26,45 @@ const (
 	OpRopeCacheTable Op = "rope_cache_table"
 )
 
-// OpTransfer is the op the partition pass inserts at a device boundary: a
-// contiguous copy of its operand on the device named by attribute "to" (the
-// source device is in "from", "cpu" or "npu" as package target names them).
-const OpTransfer Op = "transfer"
+// RopeModeNorm and RopeModeNeox are the rope modes the rope ops accept
+// (ggml's GGML_ROPE_TYPE_NORMAL and GGML_ROPE_TYPE_NEOX).
+const (
+	RopeModeNorm = 0
+	RopeModeNeox = 2
+)
 
-func isFloat(dt DType) bool { return dt == F32 || dt == F16 }
-
-func wantF32(n *Node, idx ...int) error {
-	for _, i := range idx {
-		if dt := n.Args[i].Type.DType; dt != F32 {
-			return fmt.Errorf("operand %d must be f32, got %s", i, dt)
-		}
+// CheckRopeAttrs checks the attributes of a rope-like node rotating the
+// first n_dims of rows of length rowLen (0: unknown, not checked): n_dims
+// even and in (0, rowLen], mode norm or neox, and, where present, a
+// positive freq_base and freq_scale, ext_factor in [0, 1], finite
+// attn_factor and beta values and n_ctx_orig >= 0. keys lists the
+// attributes that must be present.
+func CheckRopeAttrs(n *Node, rowLen int64, keys ...string) error {
+	if err := needAttrs(n, keys...); err != nil {
+		return err
+	}
+	maxDims := float64(1 << 20)
+	if rowLen > 0 {
+		maxDims = float64(rowLen)
+	}
+	if err := CheckAttrRanges(n,
+		AttrRange{Key: "n_dims", Int: true, Min: 0, MinOpen: true, Max: maxDims},
+		AttrRange{Key: "mode", Int: true, Min: 0, Max: RopeModeNeox},
+		AttrRange{Key: "freq_base", Min: 0, MinOpen: true, Max: math.MaxFloat32, Optional: true},
+		AttrRange{Key: "freq_scale", Min: 0, MinOpen: true, Max: math.MaxFloat32, Optional: true},
+		AttrRange{Key: "ext_factor", Min: 0, Max: 1, Optional: true},
+		AttrRange{Key: "attn_factor", Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
+		AttrRange{Key: "beta_fast", Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
+		AttrRange{Key: "beta_slow", Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
+		AttrRange{Key: "n_ctx_orig", Int: true, Min: 0, Max: math.MaxInt32, Optional: true},
+	); err != nil {
+		return err
+	}
+	if nd, _ := n.Attrs.Int("n_dims"); nd%2 != 0 {
+		return fmt.Errorf("attribute n_dims = %d must be even", nd)
+	}
+	if m, _ := n.Attrs.Int("mode"); m != RopeModeNorm && m != RopeModeNeox {
+		return fmt.Errorf("attribute mode = %d: want %d (norm) or %d (neox)", m, RopeModeNorm, RopeModeNeox)
 	}
 	return nil
 }
@@ -137,75 +144,22 @@ func ropeTableType(n *Node, name func(i int, t Type) string) (Type, error) {
 	return Type{DType: F32, Shape: Sh(nd, p.Shape[0])}, nil
 }
 
-// RopeModeNorm and RopeModeNeox are the rope modes the rope ops accept
-// (ggml's GGML_ROPE_TYPE_NORMAL and GGML_ROPE_TYPE_NEOX).
-const (
-	RopeModeNorm = 0
-	RopeModeNeox = 2
-)
-
 func init() {
-	MustRegister(OpInfo{Name: OpRMSNormMul, Fused: true, MinArgs: 2, Inplace: true,
-		Doc: "rms_norm_mul(x, w){eps}: rms_norm(x) * w, w broadcast over x (fuses rms_norm and mul)",
-		Infer: func(n *Node) (Type, error) {
-			x, w := n.Args[0].Type, n.Args[1].Type
-			if !isFloat(x.DType) || !isFloat(w.DType) {
-				return Type{}, fmt.Errorf("operands must be f32 or f16, got %s and %s", x.DType, w.DType)
+	MustRegister(OpInfo{Name: OpRope, MinArgs: 2, MaxArgs: 3, Inplace: true, Infer: unaryFloat,
+		Doc: "rope(x, pos, freq_factors?){n_dims, mode, freq_base, freq_scale, ...}: rotary position embedding (ggml_rope_ext)",
+		Check: func(n *Node) error {
+			if err := CheckRopeAttrs(n, rowLength(n.Args[0].Type), "n_dims", "mode", "freq_base", "freq_scale"); err != nil {
+				return err
 			}
-			if !CanRepeat(w.Shape, x.Shape) {
-				return Type{}, fmt.Errorf("cannot broadcast %s over %s", w, x)
+			p := n.Args[1].Type
+			if p.DType != I32 {
+				return fmt.Errorf("positions must be i32, got %s", p.DType)
 			}
-			return x, nil
-		},
-		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
-	})
-	MustRegister(OpInfo{Name: OpAddRMSNormMul, Fused: true, MinArgs: 3,
-		Doc: "add_rms_norm_mul(a, b, w){eps}: f32[a0,a1,a2,2]; slot 0 of dim 3 is rms_norm(a+b)*w, slot 1 is a+b (fuses the residual add, rms_norm and mul; views pick the slots)",
-		Infer: func(n *Node) (Type, error) {
-			if err := wantF32(n, 0, 1, 2); err != nil {
-				return Type{}, err
+			if !p.Shape[0].Equal(n.Args[0].Type.Shape[2]) {
+				return fmt.Errorf("%s positions for %s rows", p.Shape[0], n.Args[0].Type.Shape[2])
 			}
-			a, b, w := n.Args[0].Type.Shape, n.Args[1].Type.Shape, n.Args[2].Type.Shape
-			if !a[3].IsConst() || a[3].Val != 1 {
-				return Type{}, fmt.Errorf("operand 0 %s must have dim 3 = 1", n.Args[0].Type)
-			}
-			if !CanRepeat(b, a) || !CanRepeat(w, a) {
-				return Type{}, fmt.Errorf("cannot broadcast %s and %s over %s", n.Args[1].Type, n.Args[2].Type, n.Args[0].Type)
-			}
-			return Type{DType: F32, Shape: Shape{a[0], a[1], a[2], C(2)}}, nil
-		},
-		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
-	})
-	MustRegister(OpInfo{Name: OpSwiGLU, Fused: true, MinArgs: 2, Inplace: true, ElementWise: true,
-		Doc: "swiglu(gate, up): silu(gate) * up, equal shapes (fuses silu and mul)",
-		Infer: func(n *Node) (Type, error) {
-			if err := wantF32(n, 0, 1); err != nil {
-				return Type{}, err
-			}
-			if !n.Args[0].Type.Equal(n.Args[1].Type) {
-				return Type{}, fmt.Errorf("gate %s and up %s differ", n.Args[0].Type, n.Args[1].Type)
-			}
-			return n.Args[0].Type, nil
-		},
-	})
-	MustRegister(OpInfo{Name: OpMulMatAdd, Fused: true, MinArgs: 3,
-		Doc: "mul_mat_add(a, b, bias): mul_mat(a, b) + bias, bias broadcast over the product (fuses mul_mat and add)",
-		Infer: func(n *Node) (Type, error) {
-			mm, _ := Lookup(OpMulMat)
-			t, err := mm.Infer(&Node{Op: OpMulMat, Args: n.Args[:2]})
-			if err != nil {
-				return Type{}, err
-			}
-			bias := n.Args[2].Type
-			if !isFloat(bias.DType) {
-				return Type{}, fmt.Errorf("bias must be f32 or f16, got %s", bias.DType)
-			}
-			if !CanRepeat(bias.Shape, t.Shape) {
-				return Type{}, fmt.Errorf("cannot broadcast bias %s over %s", bias, t)
-			}
-			return t, nil
-		},
-	})
+			return nil
+		}})
 	MustRegister(OpInfo{Name: OpRopeCache, Fused: true, MinArgs: 1, MaxArgs: 2,
 		Doc: "rope_cache(pos, freq_factors?){n_dims, mode, freq_base, freq_scale, ...}: f32[n_dims, n_pos], cos and sin of every rotation angle (the RoPE cache: computed once per step, shared by every layer)",
 		Infer: func(n *Node) (Type, error) {
@@ -253,58 +207,6 @@ func init() {
 		},
 		Check: func(n *Node) error { return ropeCheck(n, "n_dims", "mode") },
 	})
-	MustRegister(OpInfo{Name: OpAttention, Fused: true, MinArgs: 3, MaxArgs: 4,
-		Doc: "attention(q, k, v, mask?){scale, max_bias}: f32[hd_v*n_head, n_tokens, ne3]; softmax(k·q*scale + mask)·v per head, permuted and made contiguous (fuses mul_mat, soft_max, mul_mat, permute and cont)",
-		Infer: func(n *Node) (Type, error) {
-			q, k, v := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
-			for i, t := range []Type{q, k, v} {
-				if !isFloat(t.DType) {
-					return Type{}, fmt.Errorf("operand %d must be f32 or f16, got %s", i, t.DType)
-				}
-			}
-			if !k.Shape[0].Equal(q.Shape[0]) || !v.Shape[0].Equal(k.Shape[1]) || !v.Shape[2].Equal(k.Shape[2]) {
-				return Type{}, fmt.Errorf("q %s, k %s, v %s do not fit [hd,T,H], [hd,n_kv,H_kv], [n_kv,hd_v,H_kv]", q, k, v)
-			}
-			dv, h := v.Shape[1], q.Shape[2]
-			if !dv.IsConst() || !h.IsConst() {
-				return Type{}, fmt.Errorf("head dims of v %s and heads of q %s must be static", v, q)
-			}
-			return Type{DType: F32, Shape: Shape{C(dv.Val * h.Val), q.Shape[1], q.Shape[3], C(1)}}, nil
-		},
-		Check: func(n *Node) error {
-			return CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32})
-		},
-	})
-	MustRegister(OpInfo{Name: OpConcat, MinArgs: 1, MaxArgs: 64,
-		Doc: "concat(a, b, ...){dim}: the operands joined along dim (same dtype, other dims equal); used to merge weights, whose rows it copies unchanged",
-		Infer: func(n *Node) (Type, error) {
-			d, ok := n.Attrs.Int("dim")
-			if !ok || d < 0 || d >= MaxDims {
-				return Type{}, fmt.Errorf("needs attribute dim in [0, %d)", MaxDims)
-			}
-			t := n.Args[0].Type
-			if t.DType.Quantized() && d == 0 {
-				return Type{}, fmt.Errorf("cannot join %s along dim 0", t.DType)
-			}
-			sum := int64(0)
-			for i, a := range n.Args {
-				if a.Type.DType != t.DType {
-					return Type{}, fmt.Errorf("operand %d is %s, operand 0 %s", i, a.Type.DType, t.DType)
-				}
-				for j := range MaxDims {
-					if int64(j) != d && !a.Type.Shape[j].Equal(t.Shape[j]) {
-						return Type{}, fmt.Errorf("operand %d %s differs from %s outside dim %d", i, a.Type, t, d)
-					}
-				}
-				if !a.Type.Shape[d].IsConst() {
-					return Type{}, fmt.Errorf("operand %d %s: dim %d must be static", i, a.Type, d)
-				}
-				sum += a.Type.Shape[d].Val
-			}
-			t.Shape[d] = C(sum)
-			return t, nil
-		},
-	})
 	MustRegister(OpInfo{Name: OpRopeTheta, Fused: true,
 		Doc: "rope_theta(){n_dims, freq_base}: f32[n_dims/2], theta_scale^i with theta_scale = freq_base^(-2/n_dims), each power the float32 product of the previous one and theta_scale (a constant once folded)",
 		Infer: func(n *Node) (Type, error) {
@@ -328,16 +230,4 @@ func init() {
 		},
 		Check: func(n *Node) error { return ropeCheck(n, "n_dims", "mode") },
 	})
-	MustRegister(OpInfo{Name: OpTransfer, MinArgs: 1,
-		Doc:   "transfer(x){from, to}: a contiguous copy of x on device `to` (inserted by the partition pass at device boundaries)",
-		Infer: func(n *Node) (Type, error) { return n.Args[0].Type, nil },
-		Check: func(n *Node) error {
-			for _, k := range []string{"from", "to"} {
-				d, ok := n.Attrs.Str(k)
-				if !ok || d != "cpu" && d != "npu" {
-					return fmt.Errorf("attribute %s must be \"cpu\" or \"npu\", got %v", k, n.Attrs[k])
-				}
-			}
-			return nil
-		}})
 }
