@@ -5,14 +5,8 @@ import (
 	"github.com/irtool/irtool/kernels"
 )
 
-// Kernels of the ops of the newer architectures (ir/op_arch.go).
+// The CPU kernels of the mixture-of-experts ops (ir/moe.go).
 func init() {
-	mustKernel(ir.OpGelu, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.Gelu(dst, a[0])
-	})
-	mustKernel(ir.OpDiv, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.Div(dst, a[0], a[1])
-	})
 	mustKernel(ir.OpSumRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 		return kernels.SumRows(dst, a[0])
 	})
@@ -21,9 +15,5 @@ func init() {
 	})
 	mustKernel(ir.OpMulMatID, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return o.MulMatID(dst, a[0], a[1], a[2])
-	})
-	mustKernel(ir.OpSWAMask, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		w, _ := n.Attrs.Int("window")
-		return kernels.SWAMask(dst, a[0], a[1], w)
 	})
 }
