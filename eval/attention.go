@@ -12,12 +12,11 @@ func init() {
 		if len(a) > 1 {
 			mask = &a[1]
 		}
-		return o.SoftMax(dst, a[0], mask, f32Attr(n, "scale", 1), f32Attr(n, "max_bias", 0))
+		return o.SoftMax(dst, a[0], mask, float32(n.Attrs.Scale()), float32(n.Attrs.MaxBias()))
 	})
 	mustKernel(ir.OpAttention, attentionKernel)
 	mustKernel(ir.OpSWAMask, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		w, _ := n.Attrs.Int("window")
-		return kernels.SWAMask(dst, a[0], a[1], w)
+		return kernels.SWAMask(dst, a[0], a[1], n.Attrs.Window())
 	})
 }
 
@@ -36,5 +35,5 @@ func attentionKernel(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kerne
 	if len(a) > 3 {
 		mask = &a[3]
 	}
-	return o.Attention(view, q, a[1], v, mask, f32Attr(n, "scale", 0), f32Attr(n, "max_bias", 0))
+	return o.Attention(view, q, a[1], v, mask, float32(n.Attrs.Scale()), float32(n.Attrs.MaxBias()))
 }

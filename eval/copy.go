@@ -29,7 +29,7 @@ func init() {
 
 // concatKernel copies each operand into its slice of dst.
 func concatKernel(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-	d, _ := n.Attrs.Int("dim")
+	d := n.Attrs.ConcatDim()
 	off := int64(0)
 	for i, x := range a {
 		part, err := dst.View(x.Ne, dst.Nb, off*dst.Nb[d])

@@ -14,7 +14,7 @@ func init() {
 		return o.Add(dst, a[0], a[1])
 	})
 	mustKernel(ir.OpScale, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.Scale(dst, a[0], f32Attr(n, "scale", 1))
+		return o.Scale(dst, a[0], float32(n.Attrs.Scale()))
 	})
 	mustKernel(ir.OpSilu, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return o.Silu(dst, a[0])

@@ -97,12 +97,21 @@ func KernelOps() []ir.Op { return defaultKernels.Ops() }
 // all run these kernels.
 func LookupKernel(op ir.Op) (Kernel, bool) { return defaultKernels.Lookup(op) }
 
+// mustKernel registers a built-in kernel. Each op family's file
+// (copy.go, elementwise.go, norm.go, matmul.go, rope.go, attention.go,
+// moe.go: the families of package ir's files) registers the kernels of its
+// ops, reading their attributes through package ir's typed accessors
+// (ir.Attrs.Eps, ir.Attrs.Rope, ...). A fused op's kernel computes bit for
+// bit the unfused chain it replaces; the arithmetic itself lives in package
+// kernels (docs/KERNELS.md).
 func mustKernel(op ir.Op, k Kernel) {
 	if err := RegisterKernel(op, k); err != nil {
 		panic(err)
 	}
 }
 
+// f32Attr and intAttr read an attribute with a default (the compiled
+// plan's prepared kernels, plan.go).
 func f32Attr(n *ir.Node, key string, def float64) float32 {
 	if v, ok := n.Attrs.Float(key); ok {
 		return float32(v)

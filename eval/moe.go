@@ -11,7 +11,7 @@ func init() {
 		return kernels.SumRows(dst, a[0])
 	})
 	mustKernel(ir.OpTopK, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.TopK(dst, a[0], intAttr(n, "k", 0))
+		return kernels.TopK(dst, a[0], int(n.Attrs.K()))
 	})
 	mustKernel(ir.OpMulMatID, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return o.MulMatID(dst, a[0], a[1], a[2])

@@ -8,10 +8,10 @@ import (
 // The CPU kernels of the normalisation ops (ir/norm.go).
 func init() {
 	mustKernel(ir.OpRMSNorm, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.RMSNorm(dst, a[0], f32Attr(n, "eps", 0))
+		return o.RMSNorm(dst, a[0], float32(n.Attrs.Eps()))
 	})
 	mustKernel(ir.OpRMSNormMul, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.RMSNormMul(dst, a[0], a[1], f32Attr(n, "eps", 0))
+		return o.RMSNormMul(dst, a[0], a[1], float32(n.Attrs.Eps()))
 	})
 	mustKernel(ir.OpAddRMSNormMul, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		ne := dst.Ne
@@ -24,6 +24,6 @@ func init() {
 		if err != nil {
 			return err
 		}
-		return o.AddRMSNormMul(norm, sum, a[0], a[1], a[2], f32Attr(n, "eps", 0))
+		return o.AddRMSNormMul(norm, sum, a[0], a[1], a[2], float32(n.Attrs.Eps()))
 	})
 }

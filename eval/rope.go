@@ -13,16 +13,17 @@ import (
 
 // RopeParams reads a rope node's attributes (ggml_rope_ext's parameters).
 func RopeParams(n *ir.Node) kernels.RopeParams {
+	r := n.Attrs.Rope()
 	return kernels.RopeParams{
-		NDims:      intAttr(n, "n_dims", 0),
-		Mode:       intAttr(n, "mode", 0),
-		NCtxOrig:   intAttr(n, "n_ctx_orig", 0),
-		FreqBase:   f32Attr(n, "freq_base", 10000),
-		FreqScale:  f32Attr(n, "freq_scale", 1),
-		ExtFactor:  f32Attr(n, "ext_factor", 0),
-		AttnFactor: f32Attr(n, "attn_factor", 1),
-		BetaFast:   f32Attr(n, "beta_fast", 32),
-		BetaSlow:   f32Attr(n, "beta_slow", 1),
+		NDims:      int(r.NDims),
+		Mode:       int(r.Mode),
+		NCtxOrig:   int(r.NCtxOrig),
+		FreqBase:   float32(r.FreqBase),
+		FreqScale:  float32(r.FreqScale),
+		ExtFactor:  float32(r.ExtFactor),
+		AttnFactor: float32(r.AttnFactor),
+		BetaFast:   float32(r.BetaFast),
+		BetaSlow:   float32(r.BetaSlow),
 	}
 }
 
@@ -47,8 +48,9 @@ func init() {
 	})
 	mustKernel(ir.OpRopeApplySetRows, ropeApplySetRowsKernel)
 	mustKernel(ir.OpRopeTheta, func(n *ir.Node, dst kernels.Tensor, _ []kernels.Tensor, _ kernels.Options) error {
-		nd, _ := n.Attrs.Int("n_dims")
-		ts := float32(math.Pow(float64(f32Attr(n, "freq_base", 0)), float64(-2/float32(nd))))
+		r := n.Attrs.Rope()
+		nd := r.NDims
+		ts := float32(math.Pow(float64(float32(r.FreqBase)), float64(-2/float32(nd))))
 		t := float32(1)
 		for i := range nd / 2 {
 			if err := dst.SetFloat(t, i, 0, 0, 0); err != nil {
@@ -81,9 +83,9 @@ func ropeApplySetRowsKernel(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, 
 }
 
 func ropeCacheTableKernel(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-	nd64, _ := n.Attrs.Int("n_dims")
-	nd := int(nd64)
-	fs, af := f32Attr(n, "freq_scale", 0), f32Attr(n, "attn_factor", 0)
+	r := n.Attrs.Rope()
+	nd := int(r.NDims)
+	fs, af := float32(r.FreqScale), float32(r.AttnFactor)
 	inv, err := kernels.ToF32(a[1])
 	if err != nil {
 		return err

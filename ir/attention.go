@@ -17,12 +17,27 @@ const (
 	OpSWAMask Op = "swa_mask"
 )
 
+// The attributes of the attention ops (the logit scale is AttrScale).
+const (
+	// AttrMaxBias is soft_max's and attention's ALiBi max_bias (0: none).
+	AttrMaxBias = "max_bias"
+	// AttrWindow is swa_mask's window: a KV cell window or more positions
+	// behind a token is hidden (required, positive).
+	AttrWindow = "window"
+)
+
+// MaxBias returns attribute max_bias, 0 (no ALiBi) when absent.
+func (a Attrs) MaxBias() float64 { return a.floatOr(AttrMaxBias, 0) }
+
+// Window returns attribute window, 0 when absent.
+func (a Attrs) Window() int64 { return a.intOr(AttrWindow, 0) }
+
 func init() {
 	MustRegister(OpInfo{Name: OpSoftMax, MinArgs: 1, MaxArgs: 2, Inplace: true, Infer: unaryFloat,
 		Doc: "soft_max(x, mask?){scale, max_bias}: softmax over dim 0 of x*scale + mask",
 		Check: func(n *Node) error {
-			if err := CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32},
-				AttrRange{Key: "max_bias", Min: 0, Max: math.MaxFloat32, Optional: true}); err != nil {
+			if err := CheckAttrRanges(n, AttrRange{Key: AttrScale, Min: -math.MaxFloat32, Max: math.MaxFloat32},
+				AttrRange{Key: AttrMaxBias, Min: 0, Max: math.MaxFloat32, Optional: true}); err != nil {
 				return err
 			}
 			if len(n.Args) == 2 {
@@ -52,7 +67,7 @@ func init() {
 			return Type{DType: F32, Shape: Shape{C(dv.Val * h.Val), q.Shape[1], q.Shape[3], C(1)}}, nil
 		},
 		Check: func(n *Node) error {
-			return CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32})
+			return CheckAttrRanges(n, AttrRange{Key: AttrScale, Min: -math.MaxFloat32, Max: math.MaxFloat32})
 		},
 	})
 	MustRegister(OpInfo{Name: OpSWAMask, MinArgs: 2, Doc: "swa_mask(mask, pos){window}: mask with -inf where token r (at position pos[r]) and KV cell c (holding position c) are window or more apart",
@@ -64,7 +79,7 @@ func init() {
 			if p.DType != I32 {
 				return Type{}, fmt.Errorf("positions must be i32, got %s", p.DType)
 			}
-			if w, ok := n.Attrs.Int("window"); !ok || w < 1 {
+			if w, ok := n.Attrs.Int(AttrWindow); !ok || w < 1 {
 				return Type{}, fmt.Errorf("needs a positive attribute window")
 			}
 			return m, nil

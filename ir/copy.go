@@ -15,9 +15,29 @@ const (
 )
 
 // OpTransfer is the op the partition pass inserts at a device boundary: a
-// contiguous copy of its operand on the device named by attribute "to" (the
-// source device is in "from", "cpu" or "npu" as package target names them).
+// contiguous copy of its operand on the device named by attribute to
+// (AttrTo); the source device is in from (AttrFrom), "cpu" or "npu" as
+// package target names them.
 const OpTransfer Op = "transfer"
+
+// The attributes of the ops that move data.
+const (
+	// AttrDim is the dim concat joins its operands along.
+	AttrDim = "dim"
+	// AttrFrom and AttrTo are transfer's source and destination devices,
+	// "cpu" or "npu".
+	AttrFrom = "from"
+	AttrTo   = "to"
+)
+
+// ConcatDim returns attribute dim, 0 when absent.
+func (a Attrs) ConcatDim() int64 { return a.intOr(AttrDim, 0) }
+
+// From returns attribute from, "" when absent.
+func (a Attrs) From() string { v, _ := a.Str(AttrFrom); return v }
+
+// To returns attribute to, "" when absent.
+func (a Attrs) To() string { v, _ := a.Str(AttrTo); return v }
 
 func init() {
 	MustRegister(OpInfo{Name: OpGetRows, MinArgs: 2, Doc: "get_rows(table, idx): rows of table picked by idx (embedding lookup); result f32",
@@ -80,7 +100,7 @@ func init() {
 	MustRegister(OpInfo{Name: OpConcat, MinArgs: 1, MaxArgs: 64,
 		Doc: "concat(a, b, ...){dim}: the operands joined along dim (same dtype, other dims equal); used to merge weights, whose rows it copies unchanged",
 		Infer: func(n *Node) (Type, error) {
-			d, ok := n.Attrs.Int("dim")
+			d, ok := n.Attrs.Int(AttrDim)
 			if !ok || d < 0 || d >= MaxDims {
 				return Type{}, fmt.Errorf("needs attribute dim in [0, %d)", MaxDims)
 			}
@@ -111,7 +131,7 @@ func init() {
 		Doc:   "transfer(x){from, to}: a contiguous copy of x on device `to` (inserted by the partition pass at device boundaries)",
 		Infer: func(n *Node) (Type, error) { return n.Args[0].Type, nil },
 		Check: func(n *Node) error {
-			for _, k := range []string{"from", "to"} {
+			for _, k := range []string{AttrFrom, AttrTo} {
 				d, ok := n.Attrs.Str(k)
 				if !ok || d != "cpu" && d != "npu" {
 					return fmt.Errorf("attribute %s must be \"cpu\" or \"npu\", got %v", k, n.Attrs[k])

@@ -21,6 +21,20 @@ const (
 	OpSwiGLU Op = "swiglu"
 )
 
+// The attributes of the element-wise ops.
+const (
+	// AttrScale is the factor of scale (and the logit scale of soft_max
+	// and attention): required, finite.
+	AttrScale = "scale"
+	// AttrBias names ggml_scale_bias's additive term; the graphs irtool
+	// builds never set it, and the NPU rules of the unary ops refuse a
+	// non-zero one.
+	AttrBias = "bias"
+)
+
+// Scale returns attribute scale, 1 (no scaling) when absent.
+func (a Attrs) Scale() float64 { return a.floatOr(AttrScale, 1) }
+
 func init() {
 	MustRegister(OpInfo{Name: OpMul, MinArgs: 2, Inplace: true, ElementWise: true, Commutative: false, Infer: elementwiseBinary,
 		Doc: "mul(a, b): a * b, b broadcast over a"})
@@ -28,7 +42,7 @@ func init() {
 		Doc: "add(a, b): a + b, b broadcast over a"})
 	MustRegister(OpInfo{Name: OpScale, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
 		Check: func(n *Node) error {
-			return CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32})
+			return CheckAttrRanges(n, AttrRange{Key: AttrScale, Min: -math.MaxFloat32, Max: math.MaxFloat32})
 		},
 		Doc: "scale(x){scale}: x * scale"})
 	MustRegister(OpInfo{Name: OpSilu, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,

@@ -15,6 +15,13 @@ const (
 	OpMulMatID Op = "mul_mat_id"
 )
 
+// AttrK is top_k's k: the number of indices kept per row (required,
+// positive, at most the row length).
+const AttrK = "k"
+
+// K returns attribute k, 0 when absent.
+func (a Attrs) K() int64 { return a.intOr(AttrK, 0) }
+
 func init() {
 	MustRegister(OpInfo{Name: OpSumRows, MinArgs: 1, Doc: "sum_rows(x): f32[1, x.ne1, x.ne2, x.ne3], the sum of each row (accumulated in double, as ggml)",
 		Infer: func(n *Node) (Type, error) {
@@ -29,7 +36,7 @@ func init() {
 			if err := floatArg(n, 0); err != nil {
 				return Type{}, err
 			}
-			k, ok := n.Attrs.Int("k")
+			k, ok := n.Attrs.Int(AttrK)
 			if !ok || k < 1 {
 				return Type{}, fmt.Errorf("needs a positive attribute k")
 			}

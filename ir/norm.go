@@ -13,9 +13,16 @@ const (
 	OpAddRMSNormMul Op = "add_rms_norm_mul"
 )
 
+// AttrEps names the epsilon of the norm ops: rms_norm, rms_norm_mul and
+// add_rms_norm_mul (ggml_rms_norm's eps; required, in [0, 1]).
+const AttrEps = "eps"
+
+// Eps returns attribute eps, 0 when absent.
+func (a Attrs) Eps() float64 { return a.floatOr(AttrEps, 0) }
+
 func init() {
 	MustRegister(OpInfo{Name: OpRMSNorm, MinArgs: 1, Inplace: true, Infer: unaryFloat,
-		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
+		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: AttrEps, Min: 0, Max: 1}) },
 		Doc:   "rms_norm(x){eps}: x / sqrt(mean(x^2 over dim 0) + eps)"})
 	MustRegister(OpInfo{Name: OpRMSNormMul, Fused: true, MinArgs: 2, Inplace: true,
 		Doc: "rms_norm_mul(x, w){eps}: rms_norm(x) * w, w broadcast over x (fuses rms_norm and mul)",
@@ -29,7 +36,7 @@ func init() {
 			}
 			return x, nil
 		},
-		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
+		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: AttrEps, Min: 0, Max: 1}) },
 	})
 	MustRegister(OpInfo{Name: OpAddRMSNormMul, Fused: true, MinArgs: 3,
 		Doc: "add_rms_norm_mul(a, b, w){eps}: f32[a0,a1,a2,2]; slot 0 of dim 3 is rms_norm(a+b)*w, slot 1 is a+b (fuses the residual add, rms_norm and mul; views pick the slots)",
@@ -46,6 +53,6 @@ func init() {
 			}
 			return Type{DType: F32, Shape: Shape{a[0], a[1], a[2], C(2)}}, nil
 		},
-		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
+		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: AttrEps, Min: 0, Max: 1}) },
 	})
 }

@@ -156,6 +156,12 @@ func Lookup(op Op) (*OpInfo, bool) { return defaultOps.Lookup(op) }
 // Ops lists every op of the default set, sorted by name.
 func Ops() []*OpInfo { return defaultOps.Ops() }
 
+// The built-in ops are registered in one file per op family, each file
+// holding the family's op names, typing and attribute accessors (names and
+// defaults): leaf.go, view.go, copy.go, elementwise.go, norm.go,
+// matmul.go, rope.go, attention.go and moe.go. Their semantics are ggml's
+// (docs/IR.md).
+
 // CheckNode validates one node against the registry: known op, arity,
 // operand order and the result type.
 func CheckNode(n *Node) error {

@@ -26,6 +26,44 @@ const (
 	OpRopeCacheTable Op = "rope_cache_table"
 )
 
+// The attributes of the rope ops: ggml_rope_ext's parameters.
+const (
+	AttrNDims      = "n_dims"      // rotated dims of each row (even, required)
+	AttrMode       = "mode"        // RopeModeNorm or RopeModeNeox (required)
+	AttrNCtxOrig   = "n_ctx_orig"  // YaRN's original context
+	AttrFreqBase   = "freq_base"   // theta base
+	AttrFreqScale  = "freq_scale"  // position scale (linear interpolation)
+	AttrExtFactor  = "ext_factor"  // YaRN ramp mix (0: none)
+	AttrAttnFactor = "attn_factor" // magnitude scale of cos and sin
+	AttrBetaFast   = "beta_fast"   // YaRN ramp bounds
+	AttrBetaSlow   = "beta_slow"
+)
+
+// RopeAttrs are a rope node's parameters, ggml_rope_ext's, with the
+// defaults of Attrs.Rope filled in.
+type RopeAttrs struct {
+	NDims, Mode, NCtxOrig                      int64
+	FreqBase, FreqScale, ExtFactor, AttnFactor float64
+	BetaFast, BetaSlow                         float64
+}
+
+// Rope returns the rope attributes, each absent one at ggml's default:
+// n_dims, mode and n_ctx_orig 0, freq_base 10000, freq_scale 1,
+// ext_factor 0, attn_factor 1, beta_fast 32, beta_slow 1.
+func (a Attrs) Rope() RopeAttrs {
+	return RopeAttrs{
+		NDims:      a.intOr(AttrNDims, 0),
+		Mode:       a.intOr(AttrMode, 0),
+		NCtxOrig:   a.intOr(AttrNCtxOrig, 0),
+		FreqBase:   a.floatOr(AttrFreqBase, 10000),
+		FreqScale:  a.floatOr(AttrFreqScale, 1),
+		ExtFactor:  a.floatOr(AttrExtFactor, 0),
+		AttnFactor: a.floatOr(AttrAttnFactor, 1),
+		BetaFast:   a.floatOr(AttrBetaFast, 32),
+		BetaSlow:   a.floatOr(AttrBetaSlow, 1),
+	}
+}
+
 // RopeModeNorm and RopeModeNeox are the rope modes the rope ops accept
 // (ggml's GGML_ROPE_TYPE_NORMAL and GGML_ROPE_TYPE_NEOX).
 const (
@@ -48,22 +86,22 @@ func CheckRopeAttrs(n *Node, rowLen int64, keys ...string) error {
 		maxDims = float64(rowLen)
 	}
 	if err := CheckAttrRanges(n,
-		AttrRange{Key: "n_dims", Int: true, Min: 0, MinOpen: true, Max: maxDims},
-		AttrRange{Key: "mode", Int: true, Min: 0, Max: RopeModeNeox},
-		AttrRange{Key: "freq_base", Min: 0, MinOpen: true, Max: math.MaxFloat32, Optional: true},
-		AttrRange{Key: "freq_scale", Min: 0, MinOpen: true, Max: math.MaxFloat32, Optional: true},
-		AttrRange{Key: "ext_factor", Min: 0, Max: 1, Optional: true},
-		AttrRange{Key: "attn_factor", Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
-		AttrRange{Key: "beta_fast", Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
-		AttrRange{Key: "beta_slow", Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
-		AttrRange{Key: "n_ctx_orig", Int: true, Min: 0, Max: math.MaxInt32, Optional: true},
+		AttrRange{Key: AttrNDims, Int: true, Min: 0, MinOpen: true, Max: maxDims},
+		AttrRange{Key: AttrMode, Int: true, Min: 0, Max: RopeModeNeox},
+		AttrRange{Key: AttrFreqBase, Min: 0, MinOpen: true, Max: math.MaxFloat32, Optional: true},
+		AttrRange{Key: AttrFreqScale, Min: 0, MinOpen: true, Max: math.MaxFloat32, Optional: true},
+		AttrRange{Key: AttrExtFactor, Min: 0, Max: 1, Optional: true},
+		AttrRange{Key: AttrAttnFactor, Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
+		AttrRange{Key: AttrBetaFast, Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
+		AttrRange{Key: AttrBetaSlow, Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
+		AttrRange{Key: AttrNCtxOrig, Int: true, Min: 0, Max: math.MaxInt32, Optional: true},
 	); err != nil {
 		return err
 	}
-	if nd, _ := n.Attrs.Int("n_dims"); nd%2 != 0 {
+	if nd, _ := n.Attrs.Int(AttrNDims); nd%2 != 0 {
 		return fmt.Errorf("attribute n_dims = %d must be even", nd)
 	}
-	if m, _ := n.Attrs.Int("mode"); m != RopeModeNorm && m != RopeModeNeox {
+	if m, _ := n.Attrs.Int(AttrMode); m != RopeModeNorm && m != RopeModeNeox {
 		return fmt.Errorf("attribute mode = %d: want %d (norm) or %d (neox)", m, RopeModeNorm, RopeModeNeox)
 	}
 	return nil
@@ -80,13 +118,13 @@ func ropeCheck(n *Node, keys ...string) error {
 	return CheckRopeAttrs(n, rowLen, keys...)
 }
 
-var ropeAngleAttrs = []string{"n_dims", "mode", "freq_base", "freq_scale"}
+var ropeAngleAttrs = []string{AttrNDims, AttrMode, AttrFreqBase, AttrFreqScale}
 
 // checkRopeTable checks a rope_cache table against the tensor it rotates.
 func checkRopeTable(n *Node, x, table Type) error {
-	nd, ok := n.Attrs.Int("n_dims")
+	nd, ok := n.Attrs.Int(AttrNDims)
 	if !ok {
-		return fmt.Errorf("missing attribute %q", "n_dims")
+		return fmt.Errorf("missing attribute %q", AttrNDims)
 	}
 	if table.DType != F32 || !table.Shape[0].Equal(C(nd)) || !table.Shape[1].Equal(x.Shape[2]) {
 		return fmt.Errorf("table %s must be f32[%d, %s] for %s", table, nd, x.Shape[2], x)
@@ -132,9 +170,9 @@ func ropeTableType(n *Node, name func(i int, t Type) string) (Type, error) {
 	if p.DType != I32 {
 		return Type{}, fmt.Errorf("positions must be i32, got %s", p.DType)
 	}
-	nd, ok := n.Attrs.Int("n_dims")
+	nd, ok := n.Attrs.Int(AttrNDims)
 	if !ok {
-		return Type{}, fmt.Errorf("missing attribute %q", "n_dims")
+		return Type{}, fmt.Errorf("missing attribute %q", AttrNDims)
 	}
 	for i := 1; i < len(n.Args); i++ {
 		if t := n.Args[i].Type; t.DType != F32 || !t.Shape[0].IsConst() || t.Shape[0].Val < nd/2 {
@@ -148,7 +186,7 @@ func init() {
 	MustRegister(OpInfo{Name: OpRope, MinArgs: 2, MaxArgs: 3, Inplace: true, Infer: unaryFloat,
 		Doc: "rope(x, pos, freq_factors?){n_dims, mode, freq_base, freq_scale, ...}: rotary position embedding (ggml_rope_ext)",
 		Check: func(n *Node) error {
-			if err := CheckRopeAttrs(n, rowLength(n.Args[0].Type), "n_dims", "mode", "freq_base", "freq_scale"); err != nil {
+			if err := CheckRopeAttrs(n, rowLength(n.Args[0].Type), ropeAngleAttrs...); err != nil {
 				return err
 			}
 			p := n.Args[1].Type
@@ -178,7 +216,7 @@ func init() {
 			}
 			return n.Args[0].Type, nil
 		},
-		Check: func(n *Node) error { return ropeCheck(n, "n_dims", "mode") },
+		Check: func(n *Node) error { return ropeCheck(n, AttrNDims, AttrMode) },
 	})
 	MustRegister(OpInfo{Name: OpRopeSetRows, Fused: true, Kind: KindView, AliasArg: 0, MinArgs: 4, SideEffect: true,
 		Doc: "rope_set_rows(dst, x, pos, idx){n_dims, mode, freq_base, ...}: dst row idx[t] = rope(x) of token t, heads laid end to end; the result aliases dst (fuses rope, reshape and set_rows: the K-cache write)",
@@ -205,19 +243,19 @@ func init() {
 			}
 			return n.Args[0].Type, nil
 		},
-		Check: func(n *Node) error { return ropeCheck(n, "n_dims", "mode") },
+		Check: func(n *Node) error { return ropeCheck(n, AttrNDims, AttrMode) },
 	})
 	MustRegister(OpInfo{Name: OpRopeTheta, Fused: true,
 		Doc: "rope_theta(){n_dims, freq_base}: f32[n_dims/2], theta_scale^i with theta_scale = freq_base^(-2/n_dims), each power the float32 product of the previous one and theta_scale (a constant once folded)",
 		Infer: func(n *Node) (Type, error) {
-			nd, ok := n.Attrs.Int("n_dims")
+			nd, ok := n.Attrs.Int(AttrNDims)
 			if !ok || nd <= 0 || nd%2 != 0 {
 				return Type{}, fmt.Errorf("n_dims must be a positive even integer")
 			}
 			return T(F32, nd/2), nil
 		},
 		Check: func(n *Node) error {
-			if b, ok := n.Attrs.Float("freq_base"); !ok || !(b > 0) {
+			if b, ok := n.Attrs.Float(AttrFreqBase); !ok || !(b > 0) {
 				return fmt.Errorf("freq_base must be positive")
 			}
 			return nil
@@ -228,6 +266,6 @@ func init() {
 		Infer: func(n *Node) (Type, error) {
 			return ropeTableType(n, func(i int, t Type) string { return fmt.Sprintf("operand %d %s", i, t) })
 		},
-		Check: func(n *Node) error { return ropeCheck(n, "n_dims", "mode") },
+		Check: func(n *Node) error { return ropeCheck(n, AttrNDims, AttrMode) },
 	})
 }

@@ -11,6 +11,18 @@ const (
 	OpTransp  Op = "transpose"
 )
 
+// The attributes of the views.
+const (
+	// AttrOffset is view's byte offset into its operand (a Dim: it may be
+	// symbolic).
+	AttrOffset = "offset"
+	// AttrNB is view's byte strides, one per dim.
+	AttrNB = "nb"
+	// AttrAxes is permute's permutation: dim i of the operand becomes
+	// dim axes[i].
+	AttrAxes = "axes"
+)
+
 func init() {
 	MustRegister(OpInfo{Name: OpReshape, Kind: KindView, MinArgs: 1, Doc: "reshape(x): the same contiguous data with another shape",
 		Check: func(n *Node) error {
@@ -28,7 +40,7 @@ func init() {
 			if n.Args[0].Type.DType != n.Type.DType {
 				return fmt.Errorf("dtype changes from %s to %s", n.Args[0].Type.DType, n.Type.DType)
 			}
-			nb, ok := n.Attrs.Ints("nb")
+			nb, ok := n.Attrs.Ints(AttrNB)
 			if !ok || len(nb) != MaxDims {
 				return fmt.Errorf("needs attribute nb with %d byte strides", MaxDims)
 			}
@@ -37,14 +49,14 @@ func init() {
 					return fmt.Errorf("negative stride in nb=%v", nb)
 				}
 			}
-			if _, ok := n.Attrs.Dim("offset"); !ok {
+			if _, ok := n.Attrs.Dim(AttrOffset); !ok {
 				return fmt.Errorf("needs attribute offset")
 			}
 			return nil
 		}})
 	MustRegister(OpInfo{Name: OpPermute, Kind: KindView, MinArgs: 1, Doc: "permute(x){axes}: dim i of x becomes dim axes[i] (ggml_permute)",
 		Infer: func(n *Node) (Type, error) {
-			ax, ok := n.Attrs.Ints("axes")
+			ax, ok := n.Attrs.Ints(AttrAxes)
 			if !ok || len(ax) != MaxDims {
 				return Type{}, fmt.Errorf("needs attribute axes with %d entries", MaxDims)
 			}

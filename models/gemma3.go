@@ -12,7 +12,7 @@ import "github.com/irtool/irtool/ir"
 // positions; here it is an op on the causal mask and the token positions,
 // which relies on the session's layout (cell c holds position c).
 func (b *builder) swaMask(mask, pos *ir.Node) *ir.Node {
-	return b.op(ir.OpSWAMask, "KQ_mask_swa", ir.Attrs{"window": b.hp.SWAWindow}, mask, pos)
+	return b.op(ir.OpSWAMask, "KQ_mask_swa", ir.Attrs{ir.AttrWindow: b.hp.SWAWindow}, mask, pos)
 }
 
 // gegluFFN is build_ffn(..., LLM_FFN_GELU, LLM_FFN_PAR) (gemma):

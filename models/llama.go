@@ -110,7 +110,7 @@ func (b *builder) reshape(name string, x *ir.Node, dims ...any) *ir.Node {
 
 func (b *builder) view(name string, x *ir.Node, t ir.Type, offset ir.Dim, nb [4]int64, deps ...*ir.Node) *ir.Node {
 	args := append([]*ir.Node{x}, deps...)
-	return b.typed(ir.OpView, name, ir.Attrs{"offset": offset, "nb": nb[:]}, t, args...)
+	return b.typed(ir.OpView, name, ir.Attrs{ir.AttrOffset: offset, ir.AttrNB: nb[:]}, t, args...)
 }
 
 // ropeAttrs are ggml_rope_ext's parameters for layer il (sliding-window
@@ -129,15 +129,15 @@ func (b *builder) ropeAttrs(il int64) ir.Attrs {
 		slow = 1
 	}
 	return ir.Attrs{
-		"n_dims":      hp.NRot,
-		"mode":        hp.RopeMode,
-		"n_ctx_orig":  hp.NCtxOrig,
-		"freq_base":   float64(float32(base)),
-		"freq_scale":  float64(float32(scale)),
-		"ext_factor":  float64(float32(hp.RopeExtFactor)),
-		"attn_factor": float64(float32(hp.RopeAttn)),
-		"beta_fast":   float64(float32(fast)),
-		"beta_slow":   float64(float32(slow)),
+		ir.AttrNDims:      hp.NRot,
+		ir.AttrMode:       hp.RopeMode,
+		ir.AttrNCtxOrig:   hp.NCtxOrig,
+		ir.AttrFreqBase:   float64(float32(base)),
+		ir.AttrFreqScale:  float64(float32(scale)),
+		ir.AttrExtFactor:  float64(float32(hp.RopeExtFactor)),
+		ir.AttrAttnFactor: float64(float32(hp.RopeAttn)),
+		ir.AttrBetaFast:   float64(float32(fast)),
+		ir.AttrBetaSlow:   float64(float32(slow)),
 	}
 }
 
@@ -155,7 +155,7 @@ type layerCtx struct {
 // norm is build_norm(x, w, NULL, LLM_NORM_RMS): rms_norm then mul.
 func (b *builder) norm(x *ir.Node, w *ir.Node, normName, mulName string) *ir.Node {
 	eps := float64(float32(b.hp.RMSEps))
-	cur := b.op(ir.OpRMSNorm, normName, ir.Attrs{"eps": eps}, x)
+	cur := b.op(ir.OpRMSNorm, normName, ir.Attrs{ir.AttrEps: eps}, x)
 	return b.op(ir.OpMul, mulName, nil, cur, w)
 }
 
@@ -178,7 +178,7 @@ func (b *builder) build() (*ir.Graph, error) {
 	inpTokens := b.input(InputTokens, ir.T(ir.I32, nTok))
 	inpL := b.op(ir.OpGetRows, "inp_embd", nil, tokEmbd, inpTokens)
 	if hp.EmbdScale != 0 {
-		inpL = b.op(ir.OpScale, "inp_scaled", ir.Attrs{"scale": float64(float32(hp.EmbdScale))}, inpL)
+		inpL = b.op(ir.OpScale, "inp_scaled", ir.Attrs{ir.AttrScale: float64(float32(hp.EmbdScale))}, inpL)
 	}
 	inpPos := b.input(InputPos, ir.T(ir.I32, nTok))
 	var kvIdx *ir.Node
@@ -327,7 +327,7 @@ func (b *builder) attention(lc *layerCtx, cur *ir.Node) *ir.Node {
 		kqScale = 1 / math.Sqrt(float64(hp.HeadDimK))
 	}
 	if hp.QScale != 0 {
-		q = b.op(ir.OpScale, "Qcur"+sfx, ir.Attrs{"scale": float64(float32(hp.QScale))}, q)
+		q = b.op(ir.OpScale, "Qcur"+sfx, ir.Attrs{ir.AttrScale: float64(float32(hp.QScale))}, q)
 		kqScale = 1
 	}
 	kqScale = float64(float32(kqScale))
@@ -353,7 +353,7 @@ func (b *builder) attention(lc *layerCtx, cur *ir.Node) *ir.Node {
 			[4]int64{kvElt, 0, 0, 0})
 		if kcv != nil {
 			// ggml sets the outer strides of a 1-D view to its size; only nb[0] matters.
-			kcv.Attrs["nb"] = []int64{kvElt, 0, 0, 0}
+			kcv.Attrs[ir.AttrNB] = []int64{kvElt, 0, 0, 0}
 		}
 		wk := b.op(ir.OpCpy, "k_cache_view"+sfx+" (copy of Kcur"+sfx+")", nil, k, kcv)
 		vt := b.op(ir.OpTransp, "Vcur"+sfx+" (transposed)", nil, v)
@@ -365,11 +365,11 @@ func (b *builder) attention(lc *layerCtx, cur *ir.Node) *ir.Node {
 		kView = b.view("k"+sfx, cacheK, ir.T(kvType, hp.HeadDimK, ir.S(SymKV), hp.NHeadKV), ir.C(0),
 			[4]int64{kvElt, kRow, hp.HeadDimK * kvElt, kRow * nCtx}, wk)
 	}
-	qp := b.op(ir.OpPermute, "q"+sfx, ir.Attrs{"axes": []int64{0, 2, 1, 3}}, q)
+	qp := b.op(ir.OpPermute, "q"+sfx, ir.Attrs{ir.AttrAxes: []int64{0, 2, 1, 3}}, q)
 	kq := b.op(ir.OpMulMat, "kq"+sfx, nil, kView, qp)
-	kq = b.op(ir.OpSoftMax, "kq_soft_max_ext"+sfx, ir.Attrs{"scale": kqScale, "max_bias": 0.0}, kq, lc.mask)
+	kq = b.op(ir.OpSoftMax, "kq_soft_max_ext"+sfx, ir.Attrs{ir.AttrScale: kqScale, ir.AttrMaxBias: 0.0}, kq, lc.mask)
 	kqv := b.op(ir.OpMulMat, "kqv"+sfx, nil, vView, kq)
-	merged := b.op(ir.OpPermute, "kqv_merged"+sfx, ir.Attrs{"axes": []int64{0, 2, 1, 3}}, kqv)
+	merged := b.op(ir.OpPermute, "kqv_merged"+sfx, ir.Attrs{ir.AttrAxes: []int64{0, 2, 1, 3}}, kqv)
 	cur = b.typed(ir.OpCont, "kqv_merged_cont"+sfx, nil, ir.T(ir.F32, hp.HeadDimV*hp.NHead, SymTokens), merged)
 	cur = b.op(ir.OpMulMat, "kqv_out"+sfx, nil, b.weight(lc.blk+"attn_output.weight", false, hp.HeadDimV*hp.NHead, hp.NEmbd), cur)
 	if bo := b.weight(lc.blk+"attn_output.bias", true, hp.NEmbd); bo != nil {

@@ -25,8 +25,8 @@ func (b *builder) moeFFN(lc *layerCtx, cur *ir.Node) *ir.Node {
 		return ir.Type{DType: dt, Shape: ir.Shape{s.Shape[0], s.Shape[1], nTok, ir.C(1)}}
 	}
 	logits := b.op(ir.OpMulMat, "ffn_moe_logits"+sfx, nil, b.weight(blk+"ffn_gate_inp.weight", false, hp.NEmbd, nE), cur)
-	probs := b.op(ir.OpSoftMax, "ffn_moe_probs"+sfx, ir.Attrs{"scale": 1.0, "max_bias": 0.0}, logits)
-	selected := b.op(ir.OpTopK, "ffn_moe_topk"+sfx, ir.Attrs{"k": nU}, probs)
+	probs := b.op(ir.OpSoftMax, "ffn_moe_probs"+sfx, ir.Attrs{ir.AttrScale: 1.0, ir.AttrMaxBias: 0.0}, logits)
+	selected := b.op(ir.OpTopK, "ffn_moe_topk"+sfx, ir.Attrs{ir.AttrK: nU}, probs)
 	probs3 := b.typed(ir.OpReshape, "ffn_moe_probs"+sfx+" (reshaped)", nil, t3(ir.F32, 1, nE), probs)
 	weights := b.op(ir.OpGetRows, "ffn_moe_weights"+sfx, nil, probs3, selected)
 	if hp.ExpertNormW {
@@ -37,7 +37,7 @@ func (b *builder) moeFFN(lc *layerCtx, cur *ir.Node) *ir.Node {
 		weights = b.typed(ir.OpReshape, "ffn_moe_weights_norm"+sfx+" (reshaped)", nil, t3(ir.F32, 1, nU), w2)
 	}
 	if s := hp.ExpertWeightsScale; s != 0 && s != 1 {
-		weights = b.op(ir.OpScale, "ffn_moe_weights_scaled"+sfx, ir.Attrs{"scale": float64(float32(s))}, weights)
+		weights = b.op(ir.OpScale, "ffn_moe_weights_scaled"+sfx, ir.Attrs{ir.AttrScale: float64(float32(s))}, weights)
 	}
 	x := b.typed(ir.OpReshape, "ffn_norm"+sfx+" (reshaped)", nil, t3(ir.F32, hp.NEmbd, 1), cur)
 	up := b.op(ir.OpMulMatID, "ffn_moe_up"+sfx, nil, b.weight(blk+"ffn_up_exps.weight", false, hp.NEmbd, nFF, nE), x, selected)

@@ -14,10 +14,10 @@ func npuSoftMax(n *ir.Node) Support {
 		return no("soft_max of %s: f32 only", dt)
 	}
 	calls := []string{}
-	if s, ok := n.Attrs.Float("scale"); !ok || s != 1 {
+	if s, ok := n.Attrs.Float(ir.AttrScale); !ok || s != 1 {
 		calls = append(calls, "aclnnMuls")
 	}
-	if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
+	if mb := n.Attrs.MaxBias(); mb != 0 {
 		// ggml-cann builds ALiBi slopes with aclnnPowScalarTensor and
 		// aclnnMul; runtime/acl does not bind them.
 		return no("soft_max with ALiBi (max_bias %g) is not bound by runtime/acl", mb)
@@ -58,7 +58,7 @@ func npuAttention(n *ir.Node) Support {
 	if q.DType != ir.F32 {
 		return no("attention query of %s: f32 only (cast to f16 by the recipe)", q.DType)
 	}
-	if mb, _ := n.Attrs.Float("max_bias"); mb != 0 {
+	if mb := n.Attrs.MaxBias(); mb != 0 {
 		return no("attention with ALiBi (max_bias %g) is not bound by runtime/acl", mb)
 	}
 	calls := []string{"aclnnCast", "aclnnMatmul", "aclnnMuls"}

@@ -55,7 +55,7 @@ func Contiguous(n *ir.Node) bool {
 				firstSym = i
 			}
 		}
-		nb, _ := n.Attrs.Ints("nb")
+		nb, _ := n.Attrs.Ints(ir.AttrNB)
 		want := ir.ContiguousStrides(n.Type.DType, ne)
 		for i, d := range n.Type.Shape {
 			if d.IsConst() && d.Val == 1 {
@@ -69,7 +69,7 @@ func Contiguous(n *ir.Node) bool {
 	case ir.OpPermute, ir.OpTransp:
 		ax := []int64{1, 0, 2, 3}
 		if n.Op == ir.OpPermute {
-			ax, _ = n.Attrs.Ints("axes")
+			ax, _ = n.Attrs.Ints(ir.AttrAxes)
 		}
 		// The order of the dims that are not 1 must be unchanged.
 		src := n.Args[0].Type.Shape

@@ -34,14 +34,15 @@ func ropeHead(x ir.Type) (Support, bool) {
 // YaRN's ramp (ext_factor != 0) and a scaled magnitude (attn_factor != 1);
 // x is the rotated tensor, or the table when its width is n_dims.
 func ropeAttrs(n *ir.Node, x ir.Type) (Support, bool) {
-	nd, _ := n.Attrs.Int("n_dims")
+	r := n.Attrs.Rope()
+	nd := r.NDims
 	if d := x.Shape[0]; d.IsConst() && d.Val != nd {
 		return no("partial rope (n_dims %d of %d): aclnnRotaryPositionEmbedding rotates the whole head; the rest would need a split and a copy, not bound", nd, d.Val), false
 	}
-	if e, _ := n.Attrs.Float("ext_factor"); e != 0 {
+	if e := r.ExtFactor; e != 0 {
 		return no("YaRN rope (ext_factor %g) is not bound: the ramp between interpolated and extrapolated angles has no aclnn operator here", e), false
 	}
-	if a, ok := n.Attrs.Float("attn_factor"); ok && a != 1 {
+	if a := r.AttnFactor; a != 1 {
 		return no("rope with attn_factor %g is not bound", a), false
 	}
 	return Support{}, true
@@ -80,7 +81,7 @@ func npuRope(n *ir.Node) Support {
 	if s, ok := ropeAttrs(n, n.Args[0].Type); !ok {
 		return s
 	}
-	switch m, _ := n.Attrs.Int("mode"); m {
+	switch m := n.Attrs.Rope().Mode; m {
 	case 0, 2: // normal (interleaved) and neox (half)
 	default:
 		return no("rope mode %d is not lowered", m)
@@ -101,7 +102,7 @@ func ropeAngleCalls(n *ir.Node, factors bool) []string {
 	if factors {
 		calls = append(calls, "aclnnDiv")
 	}
-	if fs, ok := n.Attrs.Float("freq_scale"); ok && fs != 1 {
+	if n.Attrs.Rope().FreqScale != 1 {
 		calls = append(calls, "aclnnMuls")
 	}
 	return append(calls, "aclnnCos", "aclnnSin")
@@ -129,7 +130,7 @@ func npuRopeCacheTable(n *ir.Node) Support {
 	if len(n.Args) > 2 {
 		calls = append(calls, "aclnnDiv")
 	}
-	if fs, ok := n.Attrs.Float("freq_scale"); ok && fs != 1 {
+	if n.Attrs.Rope().FreqScale != 1 {
 		calls = append(calls, "aclnnMuls")
 	}
 	// The half-width angles spread over each pair's two columns, cos and

@@ -161,7 +161,7 @@ func (l *lowerer) devices() error {
 		d := target.CPU
 		switch {
 		case n.Op == ir.OpTransfer:
-			to, _ := n.Attrs.Str("to")
+			to := n.Attrs.To()
 			d = target.Device(to)
 		case l.opts.Devices != nil:
 			d = l.opts.Devices[i]
@@ -206,7 +206,7 @@ func (l *lowerer) devices() error {
 // its source device.
 func (l *lowerer) readDev(n *ir.Node) target.Device {
 	if n.Op == ir.OpTransfer {
-		from, _ := n.Attrs.Str("from")
+		from := n.Attrs.From()
 		return target.Device(from)
 	}
 	return l.dev[n.ID]
