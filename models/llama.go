@@ -249,8 +249,8 @@ func (b *builder) build() (*ir.Graph, error) {
 
 // qkv projects Q, K and V, as [head_dim, heads, n_tokens] (Q, K) and
 // [n_embd_v, n_tokens] (V). LLaMA/Qwen2 interleave the RoPE of Q and K
-// with the projections (llama.cpp's node order); the newer builders
-// project all three first.
+// with the projections (llama.cpp's node order); the builders of
+// qwen3, qwen3moe, gemma3 and phi3 project all three first.
 func (b *builder) qkv(lc *layerCtx, cur *ir.Node) (q, k, v *ir.Node) {
 	hp := b.hp
 	nEmbd := hp.NEmbd
@@ -381,7 +381,7 @@ func (b *builder) attention(lc *layerCtx, cur *ir.Node) *ir.Node {
 // swigluFFN is build_ffn(..., LLM_FFN_SILU, LLM_FFN_PAR): down(silu(gate(x)) * up(x)).
 // llama.cpp c392e50 (the llama/qwen2 reference graphs) projects the gate
 // first; 3f545bec's build_ffn projects up first and fuses silu and the
-// product (ggml_swiglu_split), the order the newer builders keep.
+// product (ggml_swiglu_split), the order the qwen3 builder keeps.
 func (b *builder) swigluFFN(lc *layerCtx, cur *ir.Node) *ir.Node {
 	hp := b.hp
 	var gate, up *ir.Node
