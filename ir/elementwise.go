@@ -19,8 +19,6 @@ const (
 	OpDiv Op = "div"
 	// OpSwiGLU is silu(gate) * up.
 	OpSwiGLU Op = "swiglu"
-	// OpSoftplus is ggml_softplus: log(1 + exp(x)), x itself above 20.
-	OpSoftplus Op = "softplus"
 )
 
 // The attributes of the element-wise ops.
@@ -38,8 +36,6 @@ const (
 func (a Attrs) Scale() float64 { return a.floatOr(AttrScale, 1) }
 
 func init() {
-	MustRegister(OpInfo{Name: OpSoftplus, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
-		Doc: "softplus(x): log(1 + exp(x)) in float32, x where x > 20 (ggml-cpu's op_softplus)"})
 	MustRegister(OpInfo{Name: OpMul, MinArgs: 2, Inplace: true, ElementWise: true, Commutative: false, Infer: elementwiseBinary,
 		Doc: "mul(a, b): a * b, b broadcast over a"})
 	MustRegister(OpInfo{Name: OpAdd, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,

@@ -4,7 +4,6 @@ import "github.com/irtool/irtool/ir"
 
 // The rules of the element-wise ops (ir/elementwise.go).
 func init() {
-	mustRule(ir.OpSoftplus, OpRule{CPUOnly: "softplus has no aclnn recipe in runtime/acl", Traffic: streamTraffic(1)})
 	mustRule(ir.OpAdd, OpRule{NPU: binary("aclnnAdd"), Traffic: streamTraffic(1), Workspace: NoWorkspace})
 	mustRule(ir.OpMul, OpRule{NPU: binary("aclnnMul"), Traffic: streamTraffic(1), Workspace: NoWorkspace})
 	mustRule(ir.OpScale, OpRule{NPU: unary("aclnnMuls"), Traffic: streamTraffic(1), Workspace: NoWorkspace})
