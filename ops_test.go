@@ -1,13 +1,17 @@
 package irtool_test
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
@@ -20,32 +24,76 @@ func computes(info *ir.OpInfo) bool {
 	return info.Kind == ir.KindCompute || info.Kind == ir.KindView && info.SideEffect
 }
 
-// TestOpRecords walks every registered op against every table keyed by op
-// (docs/ARCHITECTURE.md, "One record per op"): its typing in package ir,
-// its CPU kernel in package eval, its rules in package target (NPU support,
-// cost, workspace) for every target profile, and the in-place tables of the
-// planner. Each failure names the op and the target.
-func TestOpRecords(t *testing.T) {
-	rules := target.DefaultRules()
-	for _, info := range ir.Ops() {
-		op := info.Name
+// opGaps names, for every op of ctx's op table (the ops with a typing, a
+// CPU kernel or a target rule), each piece of its record that is missing,
+// in the order docs/ARCHITECTURE.md's "Adding an op" lists them: the
+// typing (package ir), the CPU kernel (package eval), the target rule
+// (package target: a cost rule, and an NPU rule with its workspace rule or
+// the reason the op stays on the CPU) and, when the rule claims the NPU and
+// hasRecipe is not nil, the aclnn recipe (runtime/acl). Leaves and pure
+// views compute nothing and need their typing only.
+func opGaps(ctx *irtool.Context, hasRecipe func(ir.Op) bool) []string {
+	table := map[ir.Op]bool{}
+	for _, info := range ctx.Ops.Ops() {
+		table[info.Name] = true
+	}
+	for _, op := range ctx.Kernels.Ops() {
+		table[op] = true
+	}
+	for _, op := range ctx.Rules.Ops() {
+		table[op] = true
+	}
+	ops := make([]ir.Op, 0, len(table))
+	for op := range table {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	var gaps []string
+	for _, op := range ops {
+		info, typed := ctx.Ops.Lookup(op)
+		_, hasKernel := ctx.Kernels.Lookup(op)
+		r, hasRule := ctx.Rules.Lookup(op)
+		if !typed {
+			gaps = append(gaps, fmt.Sprintf("op %q: no typing in package ir (ir.OpInfo), yet it has a CPU kernel %v, a target rule %v", op, hasKernel, hasRule))
+			continue
+		}
 		if !computes(info) {
 			continue
 		}
-		if !eval.HasKernel(op) {
-			t.Errorf("op %q: no CPU kernel in package eval", op)
+		if !hasKernel {
+			gaps = append(gaps, fmt.Sprintf("op %q: no CPU kernel in package eval", op))
 		}
-		r, ok := rules.Lookup(op)
-		if !ok {
-			t.Errorf("op %q: no rule in package target (cost, NPU support)", op)
+		if !hasRule {
+			gaps = append(gaps, fmt.Sprintf("op %q: no rule in package target (cost, NPU support)", op))
 			continue
 		}
 		if r.Traffic == nil {
-			t.Errorf("op %q: no cost (Traffic) rule", op)
+			gaps = append(gaps, fmt.Sprintf("op %q: no cost (Traffic) rule", op))
 		}
-		if r.NPU == nil && r.CPUOnly == "" {
-			t.Errorf("op %q: neither an NPU rule nor a reason to stay on the CPU", op)
+		switch {
+		case r.NPU == nil && r.CPUOnly == "":
+			gaps = append(gaps, fmt.Sprintf("op %q: neither an NPU rule nor a reason to stay on the CPU", op))
+		case r.NPU != nil && r.Workspace == nil:
+			gaps = append(gaps, fmt.Sprintf("op %q: an NPU rule without a workspace rule", op))
 		}
+		if r.NPU != nil && hasRecipe != nil && !hasRecipe(op) {
+			gaps = append(gaps, fmt.Sprintf("op %q: the target rule claims the NPU, but there is no aclnn recipe (runtime/acl)", op))
+		}
+	}
+	return gaps
+}
+
+// TestOpRecords walks every registered op against every table keyed by op
+// (docs/ARCHITECTURE.md, "One record per op" and "Adding an op"): its
+// typing in package ir, its CPU kernel in package eval, its rules in
+// package target (NPU support, cost, workspace) for every target profile,
+// and the in-place tables of the planner. Each failure names the op and
+// the target. The aclnn recipes are checked by runtime/acl's
+// TestEveryClaimedOpHasARecipe (-tags cann), which sees the recipe table.
+func TestOpRecords(t *testing.T) {
+	rules := target.DefaultRules()
+	for _, gap := range opGaps(irtool.DefaultContext(), nil) {
+		t.Error(gap)
 	}
 	for _, name := range target.Names() {
 		p, err := target.Get(name)
@@ -68,16 +116,6 @@ func TestOpRecords(t *testing.T) {
 			if !computes(info) {
 				t.Errorf("target %s: claims op %q, which computes nothing", name, op)
 			}
-		}
-	}
-	for _, op := range rules.Ops() {
-		if _, ok := ir.Lookup(op); !ok {
-			t.Errorf("package target has a rule for op %q, which package ir does not define", op)
-		}
-	}
-	for _, op := range eval.KernelOps() {
-		if _, ok := ir.Lookup(op); !ok {
-			t.Errorf("package eval has a kernel for op %q, which package ir does not define", op)
 		}
 	}
 	for _, op := range passes.Ops() {
@@ -157,4 +195,74 @@ func TestOpRecordsOnModels(t *testing.T) {
 	}
 	slices.Sort(ops)
 	t.Logf("ops exercised: %v", ops)
+}
+
+// TestHalfAddedOp defines ops piece by piece in a fresh context, as
+// someone following "Adding an op" part way would, and checks that opGaps
+// names exactly the pieces each one lacks. The recipe predicate stands in
+// for runtime/acl's recipe table (which only a -tags cann build has): the
+// built-in ops and "done" have a recipe.
+func TestHalfAddedOp(t *testing.T) {
+	info := func(name ir.Op) ir.OpInfo {
+		return ir.OpInfo{Name: name, MinArgs: 1, ElementWise: true, Doc: string(name) + "(x)",
+			Infer: func(n *ir.Node) (ir.Type, error) { return n.Args[0].Type, nil }}
+	}
+	kernel := func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
+		return kernels.Cpy(dst, a[0])
+	}
+	traffic := func(n *ir.Node, b ir.Bindings) (float64, float64, error) { return 0, 0, nil }
+	cpuOnly := target.OpRule{CPUOnly: "no aclnn recipe yet", Traffic: traffic}
+	npu := target.OpRule{NPU: func(*ir.Node) target.Support { return target.Support{OK: true, Kernel: "aclnnX"} },
+		Traffic: traffic, Workspace: target.NoWorkspace}
+	hasRecipe := func(op ir.Op) bool {
+		_, builtin := ir.Lookup(op)
+		return builtin || op == "done"
+	}
+	for _, c := range []struct {
+		name   string
+		typing bool
+		kernel bool
+		rule   *target.OpRule
+		want   []string
+	}{
+		{"typed", true, false, nil, []string{
+			`op "typed": no CPU kernel in package eval`,
+			`op "typed": no rule in package target (cost, NPU support)`}},
+		{"kernel_only", false, true, nil, []string{
+			`op "kernel_only": no typing in package ir (ir.OpInfo), yet it has a CPU kernel true, a target rule false`}},
+		{"no_rule", true, true, nil, []string{
+			`op "no_rule": no rule in package target (cost, NPU support)`}},
+		{"rule_only", false, false, &cpuOnly, []string{
+			`op "rule_only": no typing in package ir (ir.OpInfo), yet it has a CPU kernel false, a target rule true`}},
+		{"no_kernel", true, false, &cpuOnly, []string{
+			`op "no_kernel": no CPU kernel in package eval`}},
+		{"cpu_only", true, true, &cpuOnly, nil},
+		{"no_recipe", true, true, &npu, []string{
+			`op "no_recipe": the target rule claims the NPU, but there is no aclnn recipe (runtime/acl)`}},
+		{"done", true, true, &npu, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := irtool.NewContext()
+			op := ir.Op(c.name)
+			if c.typing {
+				if err := ctx.Ops.Register(info(op)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.kernel {
+				if err := ctx.Kernels.Register(op, kernel); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.rule != nil {
+				if err := ctx.Rules.Register(op, *c.rule); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := opGaps(ctx, hasRecipe)
+			if !slices.Equal(got, c.want) {
+				t.Errorf("gaps:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
 }

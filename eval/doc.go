@@ -1,9 +1,10 @@
 // Package eval runs static graphs on the CPU. It holds three things:
 //
 //   - the kernel table (KernelSet, DefaultKernels, LookupKernel): one CPU
-//     kernel per op (core ops, the fused ops of ir/fused.go and the
-//     partition's transfer), which every CPU path calls, so each op is
-//     computed by one piece of code;
+//     kernel per op (core ops, the fused ops the passes introduce and the
+//     partition's transfer; one file per op family, as in package ir),
+//     which every CPU path calls, so each op is computed by one piece of
+//     code;
 //   - the compiled plan (Plan, run on Workers), the fast path and the one
 //     sessions run by default: a static graph's storage is resolved once
 //     (the memory planner's offsets inside one arena when the options carry

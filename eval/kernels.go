@@ -97,12 +97,21 @@ func KernelOps() []ir.Op { return defaultKernels.Ops() }
 // all run these kernels.
 func LookupKernel(op ir.Op) (Kernel, bool) { return defaultKernels.Lookup(op) }
 
+// mustKernel registers a built-in kernel. Each op family's file
+// (copy.go, elementwise.go, norm.go, matmul.go, rope.go, attention.go,
+// moe.go: the families of package ir's files) registers the kernels of its
+// ops, reading their attributes through package ir's typed accessors
+// (ir.Attrs.Eps, ir.Attrs.Rope, ...). A fused op's kernel computes bit for
+// bit the unfused chain it replaces; the arithmetic itself lives in package
+// kernels (docs/KERNELS.md).
 func mustKernel(op ir.Op, k Kernel) {
 	if err := RegisterKernel(op, k); err != nil {
 		panic(err)
 	}
 }
 
+// f32Attr and intAttr read an attribute with a default (the compiled
+// plan's prepared kernels, plan.go).
 func f32Attr(n *ir.Node, key string, def float64) float32 {
 	if v, ok := n.Attrs.Float(key); ok {
 		return float32(v)
@@ -115,65 +124,4 @@ func intAttr(n *ir.Node, key string, def int64) int {
 		return int(v)
 	}
 	return int(def)
-}
-
-// RopeParams reads a rope node's attributes (ggml_rope_ext's parameters).
-func RopeParams(n *ir.Node) kernels.RopeParams {
-	return kernels.RopeParams{
-		NDims:      intAttr(n, "n_dims", 0),
-		Mode:       intAttr(n, "mode", 0),
-		NCtxOrig:   intAttr(n, "n_ctx_orig", 0),
-		FreqBase:   f32Attr(n, "freq_base", 10000),
-		FreqScale:  f32Attr(n, "freq_scale", 1),
-		ExtFactor:  f32Attr(n, "ext_factor", 0),
-		AttnFactor: f32Attr(n, "attn_factor", 1),
-		BetaFast:   f32Attr(n, "beta_fast", 32),
-		BetaSlow:   f32Attr(n, "beta_slow", 1),
-	}
-}
-
-func init() {
-	copyKernel := func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.Cpy(dst, a[0])
-	}
-	mustKernel(ir.OpCont, copyKernel)
-	mustKernel(ir.OpCast, copyKernel)
-	mustKernel(ir.OpCpy, copyKernel) // dst is the view of operand 1 the result aliases
-	mustKernel(ir.OpGetRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.GetRows(dst, a[0], a[1])
-	})
-	mustKernel(ir.OpSetRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return kernels.SetRows(dst, a[1], a[2])
-	})
-	mustKernel(ir.OpRMSNorm, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.RMSNorm(dst, a[0], f32Attr(n, "eps", 0))
-	})
-	mustKernel(ir.OpMul, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.Mul(dst, a[0], a[1])
-	})
-	mustKernel(ir.OpAdd, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.Add(dst, a[0], a[1])
-	})
-	mustKernel(ir.OpScale, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.Scale(dst, a[0], f32Attr(n, "scale", 1))
-	})
-	mustKernel(ir.OpSilu, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.Silu(dst, a[0])
-	})
-	mustKernel(ir.OpMulMat, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.MulMat(dst, a[0], a[1])
-	})
-	mustKernel(ir.OpSoftMax, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		var mask *kernels.Tensor
-		if len(a) > 1 {
-			mask = &a[1]
-		}
-		return o.SoftMax(dst, a[0], mask, f32Attr(n, "scale", 1), f32Attr(n, "max_bias", 0))
-	})
-	mustKernel(ir.OpRope, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		if len(a) > 2 {
-			return o.RopeWithFactors(dst, a[0], a[1], a[2], RopeParams(n))
-		}
-		return o.Rope(dst, a[0], a[1], RopeParams(n))
-	})
 }

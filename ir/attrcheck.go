@@ -87,42 +87,6 @@ func CheckAttrRanges(n *Node, rs ...AttrRange) error {
 	return nil
 }
 
-// CheckRopeAttrs checks the attributes of a rope-like node rotating the
-// first n_dims of rows of length rowLen (0: unknown, not checked): n_dims
-// even and in (0, rowLen], mode norm or neox, and, where present, a
-// positive freq_base and freq_scale, ext_factor in [0, 1], finite
-// attn_factor and beta values and n_ctx_orig >= 0. keys lists the
-// attributes that must be present.
-func CheckRopeAttrs(n *Node, rowLen int64, keys ...string) error {
-	if err := needAttrs(n, keys...); err != nil {
-		return err
-	}
-	maxDims := float64(1 << 20)
-	if rowLen > 0 {
-		maxDims = float64(rowLen)
-	}
-	if err := CheckAttrRanges(n,
-		AttrRange{Key: "n_dims", Int: true, Min: 0, MinOpen: true, Max: maxDims},
-		AttrRange{Key: "mode", Int: true, Min: 0, Max: RopeModeNeox},
-		AttrRange{Key: "freq_base", Min: 0, MinOpen: true, Max: math.MaxFloat32, Optional: true},
-		AttrRange{Key: "freq_scale", Min: 0, MinOpen: true, Max: math.MaxFloat32, Optional: true},
-		AttrRange{Key: "ext_factor", Min: 0, Max: 1, Optional: true},
-		AttrRange{Key: "attn_factor", Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
-		AttrRange{Key: "beta_fast", Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
-		AttrRange{Key: "beta_slow", Min: -math.MaxFloat32, Max: math.MaxFloat32, Optional: true},
-		AttrRange{Key: "n_ctx_orig", Int: true, Min: 0, Max: math.MaxInt32, Optional: true},
-	); err != nil {
-		return err
-	}
-	if nd, _ := n.Attrs.Int("n_dims"); nd%2 != 0 {
-		return fmt.Errorf("attribute n_dims = %d must be even", nd)
-	}
-	if m, _ := n.Attrs.Int("mode"); m != RopeModeNorm && m != RopeModeNeox {
-		return fmt.Errorf("attribute mode = %d: want %d (norm) or %d (neox)", m, RopeModeNorm, RopeModeNeox)
-	}
-	return nil
-}
-
 // rowLength is dim 0 of t when constant, else 0.
 func rowLength(t Type) int64 {
 	if t.Shape[0].IsConst() {

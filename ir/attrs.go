@@ -87,6 +87,24 @@ func (a Attrs) Dim(key string) (Dim, bool) {
 	return Dim{}, false
 }
 
+// floatOr returns a float attribute (an integer converts), def when absent:
+// the typed accessors of the op families (Attrs.Eps, Attrs.Rope, ...) read
+// through it, so that each default is written once, with its op.
+func (a Attrs) floatOr(key string, def float64) float64 {
+	if v, ok := a.Float(key); ok {
+		return v
+	}
+	return def
+}
+
+// intOr returns an integer attribute, def when absent.
+func (a Attrs) intOr(key string, def int64) int64 {
+	if v, ok := a.Int(key); ok {
+		return v
+	}
+	return def
+}
+
 // Equal compares two attribute sets.
 func (a Attrs) Equal(b Attrs) bool {
 	if len(a) != len(b) {

@@ -147,12 +147,12 @@ func layoutNode(g *Graph, out []Layout, i int, n *Node) error {
 				return fmt.Errorf("ir: layout %s (reshape %q): source is not contiguous", n, n.Name)
 			}
 		case OpView:
-			nb, _ := n.Attrs.Ints("nb")
+			nb, _ := n.Attrs.Ints(AttrNB)
 			if len(nb) != MaxDims {
 				return fmt.Errorf("ir: layout %s (view %q): nb=%v needs %d strides", n, n.Name, nb, MaxDims)
 			}
 			copy(l.Nb[:], nb)
-			off, _ := n.Attrs.Dim("offset")
+			off, _ := n.Attrs.Dim(AttrOffset)
 			if !off.IsConst() {
 				return fmt.Errorf("ir: layout %s (view %q): offset %s is not static", n, n.Name, off)
 			}
@@ -160,7 +160,7 @@ func layoutNode(g *Graph, out []Layout, i int, n *Node) error {
 		case OpPermute, OpTransp:
 			ax := []int64{1, 0, 2, 3}
 			if n.Op == OpPermute {
-				ax, _ = n.Attrs.Ints("axes")
+				ax, _ = n.Attrs.Ints(AttrAxes)
 			}
 			if !isPermutation(ax) {
 				return fmt.Errorf("ir: layout %s (%s %q): axes %v is not a permutation", n, n.Op, n.Name, ax)

@@ -2,7 +2,6 @@ package ir
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -170,30 +169,11 @@ func Lookup(op Op) (*OpInfo, bool) { return defaultOps.Lookup(op) }
 // Ops lists every op of the default set, sorted by name.
 func Ops() []*OpInfo { return defaultOps.Ops() }
 
-// The core ops. Their semantics are ggml's (see docs/IR.md).
-const (
-	OpInput   Op = "input"  // leaf: a per-step input (token ids, positions, mask, indices)
-	OpWeight  Op = "weight" // leaf: a model weight, by GGUF tensor name
-	OpState   Op = "state"  // leaf: persistent state carried across steps (KV cache)
-	OpConst   Op = "const"  // leaf: a compile-time constant held in Node.Data
-	OpGetRows Op = "get_rows"
-	OpRMSNorm Op = "rms_norm"
-	OpMul     Op = "mul"
-	OpAdd     Op = "add"
-	OpScale   Op = "scale"
-	OpSilu    Op = "silu"
-	OpMulMat  Op = "mul_mat"
-	OpReshape Op = "reshape"
-	OpView    Op = "view"
-	OpPermute Op = "permute"
-	OpTransp  Op = "transpose"
-	OpCont    Op = "cont"
-	OpCast    Op = "cast"
-	OpCpy     Op = "cpy"
-	OpSetRows Op = "set_rows"
-	OpRope    Op = "rope"
-	OpSoftMax Op = "soft_max"
-)
+// The built-in ops are registered in one file per op family, each file
+// holding the family's op names, typing and attribute accessors (names and
+// defaults): leaf.go, view.go, copy.go, elementwise.go, norm.go,
+// matmul.go, rope.go, attention.go and moe.go. Their semantics are ggml's
+// (docs/IR.md).
 
 // CheckNode validates one node against the registry: known op, arity,
 // operand order and the result type.
@@ -303,19 +283,6 @@ func needAttrs(n *Node, keys ...string) error {
 	return nil
 }
 
-func leafCheck(n *Node) error {
-	if n.Op == OpConst {
-		b, err := n.Type.Bytes()
-		if err != nil {
-			return err
-		}
-		if int64(len(n.Data)) != b {
-			return fmt.Errorf("constant holds %d bytes, type %s needs %d", len(n.Data), n.Type, b)
-		}
-	}
-	return nil
-}
-
 func elementwiseBinary(n *Node) (Type, error) {
 	a, b := n.Args[0].Type, n.Args[1].Type
 	if err := floatArg(n, 0); err != nil {
@@ -337,186 +304,13 @@ func unaryFloat(n *Node) (Type, error) {
 	return n.Args[0].Type, nil
 }
 
-func init() {
-	for _, leaf := range []struct {
-		op  Op
-		doc string
-	}{
-		{OpInput, "a per-step input: token ids, positions, attention mask, row indices"},
-		{OpWeight, "a model weight, named by its GGUF tensor name"},
-		{OpState, "persistent state carried across steps (the KV cache); written by set_rows or cpy"},
-		{OpConst, "a compile-time constant; its bytes are in the node"},
-	} {
-		MustRegister(OpInfo{Name: leaf.op, Attrs: noAttrs, Kind: KindLeaf, Check: leafCheck, Doc: leaf.doc})
+func isFloat(dt DType) bool { return dt == F32 || dt == F16 }
+
+func wantF32(n *Node, idx ...int) error {
+	for _, i := range idx {
+		if dt := n.Args[i].Type.DType; dt != F32 {
+			return fmt.Errorf("operand %d must be f32, got %s", i, dt)
+		}
 	}
-	MustRegister(OpInfo{Name: OpGetRows, Attrs: noAttrs, MinArgs: 2, Doc: "get_rows(table, idx): rows of table picked by idx (embedding lookup); result f32",
-		Infer: func(n *Node) (Type, error) {
-			src, idx := n.Args[0].Type, n.Args[1].Type
-			if idx.DType != I32 && idx.DType != I64 {
-				return Type{}, fmt.Errorf("index must be i32 or i64, got %s", idx.DType)
-			}
-			if !src.Shape[2].Equal(idx.Shape[1]) {
-				return Type{}, fmt.Errorf("dim 2 of %s differs from dim 1 of the index %s", src, idx)
-			}
-			dt := F32
-			if src.DType == I32 {
-				dt = I32
-			}
-			return Type{DType: dt, Shape: Shape{src.Shape[0], idx.Shape[0], idx.Shape[1], idx.Shape[2]}}, nil
-		}})
-	MustRegister(OpInfo{Name: OpRMSNorm, Attrs: []string{"eps"}, MinArgs: 1, Inplace: true, Infer: unaryFloat,
-		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: "eps", Min: 0, Max: 1}) },
-		Doc:   "rms_norm(x){eps}: x / sqrt(mean(x^2 over dim 0) + eps)"})
-	MustRegister(OpInfo{Name: OpMul, Attrs: noAttrs, MinArgs: 2, Inplace: true, ElementWise: true, Commutative: false, Infer: elementwiseBinary,
-		Doc: "mul(a, b): a * b, b broadcast over a"})
-	MustRegister(OpInfo{Name: OpAdd, Attrs: noAttrs, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,
-		Doc: "add(a, b): a + b, b broadcast over a"})
-	MustRegister(OpInfo{Name: OpScale, Attrs: []string{"scale"}, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
-		Check: func(n *Node) error {
-			return CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32})
-		},
-		Doc: "scale(x){scale}: x * scale"})
-	MustRegister(OpInfo{Name: OpSilu, Attrs: noAttrs, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
-		Doc: "silu(x): x * sigmoid(x)"})
-	MustRegister(OpInfo{Name: OpMulMat, Attrs: noAttrs, MinArgs: 2, Doc: "mul_mat(a, b): out[i1][i0] = dot(a row i0, b row i1), a broadcast over dims 2,3; result f32[a.ne1, b.ne1, b.ne2, b.ne3]",
-		Infer: func(n *Node) (Type, error) {
-			a, b := n.Args[0].Type, n.Args[1].Type
-			if !a.Shape[0].Equal(b.Shape[0]) {
-				return Type{}, fmt.Errorf("inner dims differ: %s vs %s", a, b)
-			}
-			if b.DType != F32 {
-				return Type{}, fmt.Errorf("operand 1 must be f32, got %s", b.DType)
-			}
-			for _, i := range []int{2, 3} {
-				if !a.Shape[i].Equal(b.Shape[i]) && !CanRepeat(Shape{C(1), C(1), a.Shape[i], C(1)}, Shape{C(1), C(1), b.Shape[i], C(1)}) {
-					return Type{}, fmt.Errorf("dim %d of %s does not broadcast to %s", i, a, b)
-				}
-			}
-			return Type{DType: F32, Shape: Shape{a.Shape[1], b.Shape[1], b.Shape[2], b.Shape[3]}}, nil
-		}})
-	MustRegister(OpInfo{Name: OpReshape, Attrs: noAttrs, Kind: KindView, MinArgs: 1, Doc: "reshape(x): the same contiguous data with another shape",
-		Check: func(n *Node) error {
-			x := n.Args[0].Type
-			if x.DType != n.Type.DType {
-				return fmt.Errorf("dtype changes from %s to %s", x.DType, n.Type.DType)
-			}
-			if !x.Shape.Numel().Equal(n.Type.Shape.Numel()) {
-				return fmt.Errorf("element count changes from %s to %s", x.Shape.Numel(), n.Type.Shape.Numel())
-			}
-			return nil
-		}})
-	MustRegister(OpInfo{Name: OpView, Attrs: []string{"offset", "nb"}, Kind: KindView, MinArgs: 1, MaxArgs: 2, Doc: "view(x, dep?){offset, nb}: a strided window of x's storage (byte offset, byte strides); an optional second operand is an ordering dependency (the write that must happen first)",
-		Check: func(n *Node) error {
-			if n.Args[0].Type.DType != n.Type.DType {
-				return fmt.Errorf("dtype changes from %s to %s", n.Args[0].Type.DType, n.Type.DType)
-			}
-			nb, ok := n.Attrs.Ints("nb")
-			if !ok || len(nb) != MaxDims {
-				return fmt.Errorf("needs attribute nb with %d byte strides", MaxDims)
-			}
-			for _, s := range nb {
-				if s < 0 {
-					return fmt.Errorf("negative stride in nb=%v", nb)
-				}
-			}
-			if _, ok := n.Attrs.Dim("offset"); !ok {
-				return fmt.Errorf("needs attribute offset")
-			}
-			return nil
-		}})
-	MustRegister(OpInfo{Name: OpPermute, Attrs: []string{"axes"}, Kind: KindView, MinArgs: 1, Doc: "permute(x){axes}: dim i of x becomes dim axes[i] (ggml_permute)",
-		Infer: func(n *Node) (Type, error) {
-			ax, ok := n.Attrs.Ints("axes")
-			if !ok || len(ax) != MaxDims {
-				return Type{}, fmt.Errorf("needs attribute axes with %d entries", MaxDims)
-			}
-			seen := [MaxDims]bool{}
-			var s Shape
-			for i, a := range ax {
-				if a < 0 || a >= MaxDims || seen[a] {
-					return Type{}, fmt.Errorf("axes %v is not a permutation", ax)
-				}
-				seen[a] = true
-				s[a] = n.Args[0].Type.Shape[i]
-			}
-			return Type{DType: n.Args[0].Type.DType, Shape: s}, nil
-		}})
-	MustRegister(OpInfo{Name: OpTransp, Attrs: noAttrs, Kind: KindView, MinArgs: 1, Doc: "transpose(x): swap dims 0 and 1 (a view)",
-		Infer: func(n *Node) (Type, error) {
-			s := n.Args[0].Type.Shape
-			s[0], s[1] = s[1], s[0]
-			return Type{DType: n.Args[0].Type.DType, Shape: s}, nil
-		}})
-	MustRegister(OpInfo{Name: OpCont, Attrs: noAttrs, MinArgs: 1, Doc: "cont(x): a contiguous copy of a (possibly strided) view, optionally with a new shape of the same size (ggml_cont_2d)",
-		Check: func(n *Node) error {
-			x := n.Args[0].Type
-			if x.DType != n.Type.DType {
-				return fmt.Errorf("dtype changes from %s to %s", x.DType, n.Type.DType)
-			}
-			if !x.Shape.Numel().Equal(n.Type.Shape.Numel()) {
-				return fmt.Errorf("element count changes from %s to %s", x.Shape.Numel(), n.Type.Shape.Numel())
-			}
-			return nil
-		}})
-	MustRegister(OpInfo{Name: OpCast, Attrs: noAttrs, MinArgs: 1, Doc: "cast(x): convert to the declared dtype, same shape",
-		Check: func(n *Node) error {
-			if !n.Args[0].Type.Shape.Equal(n.Type.Shape) {
-				return fmt.Errorf("shape changes from %s to %s", n.Args[0].Type.Shape, n.Type.Shape)
-			}
-			return nil
-		}})
-	MustRegister(OpInfo{Name: OpCpy, Attrs: noAttrs, Kind: KindView, AliasArg: 1, MinArgs: 2, SideEffect: true,
-		Doc: "cpy(src, dst): write src into the view dst (converting dtype); the result aliases dst",
-		Infer: func(n *Node) (Type, error) {
-			src, dst := n.Args[0].Type, n.Args[1].Type
-			if !src.Shape.Numel().Equal(dst.Shape.Numel()) {
-				return Type{}, fmt.Errorf("element counts differ: %s vs %s", src, dst)
-			}
-			return dst, nil
-		}})
-	MustRegister(OpInfo{Name: OpSetRows, Attrs: noAttrs, Kind: KindView, AliasArg: 0, MinArgs: 3, SideEffect: true,
-		Doc: "set_rows(dst, src, idx): dst row idx[i] = src row i (converting dtype); the result aliases dst; dst's address never moves",
-		Infer: func(n *Node) (Type, error) {
-			dst, src, idx := n.Args[0].Type, n.Args[1].Type, n.Args[2].Type
-			if idx.DType != I32 && idx.DType != I64 {
-				return Type{}, fmt.Errorf("index must be i32 or i64, got %s", idx.DType)
-			}
-			if !dst.Shape[0].Equal(src.Shape[0]) {
-				return Type{}, fmt.Errorf("row lengths differ: %s vs %s", dst, src)
-			}
-			if !idx.Shape[0].Equal(src.Shape[1]) {
-				return Type{}, fmt.Errorf("%s indices for %s rows", idx.Shape[0], src.Shape[1])
-			}
-			return dst, nil
-		}})
-	MustRegister(OpInfo{Name: OpRope, Attrs: ropeAttrNames, MinArgs: 2, MaxArgs: 3, Inplace: true, Infer: unaryFloat,
-		Doc: "rope(x, pos, freq_factors?){n_dims, mode, freq_base, freq_scale, ...}: rotary position embedding (ggml_rope_ext)",
-		Check: func(n *Node) error {
-			if err := CheckRopeAttrs(n, rowLength(n.Args[0].Type), "n_dims", "mode", "freq_base", "freq_scale"); err != nil {
-				return err
-			}
-			p := n.Args[1].Type
-			if p.DType != I32 {
-				return fmt.Errorf("positions must be i32, got %s", p.DType)
-			}
-			if !p.Shape[0].Equal(n.Args[0].Type.Shape[2]) {
-				return fmt.Errorf("%s positions for %s rows", p.Shape[0], n.Args[0].Type.Shape[2])
-			}
-			return nil
-		}})
-	MustRegister(OpInfo{Name: OpSoftMax, Attrs: []string{"scale", "max_bias"}, MinArgs: 1, MaxArgs: 2, Inplace: true, Infer: unaryFloat,
-		Doc: "soft_max(x, mask?){scale, max_bias}: softmax over dim 0 of x*scale + mask",
-		Check: func(n *Node) error {
-			if err := CheckAttrRanges(n, AttrRange{Key: "scale", Min: -math.MaxFloat32, Max: math.MaxFloat32},
-				AttrRange{Key: "max_bias", Min: 0, Max: math.MaxFloat32, Optional: true}); err != nil {
-				return err
-			}
-			if len(n.Args) == 2 {
-				x, m := n.Args[0].Type.Shape, n.Args[1].Type.Shape
-				if !x[0].Equal(m[0]) {
-					return fmt.Errorf("mask rows of %s for rows of %s", m[0], x[0])
-				}
-			}
-			return nil
-		}})
+	return nil
 }

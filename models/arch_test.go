@@ -10,9 +10,9 @@ import (
 	"github.com/irtool/irtool/ir"
 )
 
-// TestArchHParams reads the hyper-parameters of each newer architecture
-// as llama.cpp does (values after its defaults) and checks the ops its
-// graph holds.
+// TestArchHParams reads the hyper-parameters of qwen3, qwen3moe, gemma3
+// and phi3 as llama.cpp does (values after its defaults) and checks the
+// ops its graph holds.
 func TestArchHParams(t *testing.T) {
 	f32 := func(x float64) float64 { return float64(float32(x)) }
 	for _, c := range []struct {

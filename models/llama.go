@@ -110,7 +110,7 @@ func (b *builder) reshape(name string, x *ir.Node, dims ...any) *ir.Node {
 
 func (b *builder) view(name string, x *ir.Node, t ir.Type, offset ir.Dim, nb [4]int64, deps ...*ir.Node) *ir.Node {
 	args := append([]*ir.Node{x}, deps...)
-	return b.typed(ir.OpView, name, ir.Attrs{"offset": offset, "nb": nb[:]}, t, args...)
+	return b.typed(ir.OpView, name, ir.Attrs{ir.AttrOffset: offset, ir.AttrNB: nb[:]}, t, args...)
 }
 
 // ropeAttrs are ggml_rope_ext's parameters for layer il (sliding-window
@@ -129,15 +129,15 @@ func (b *builder) ropeAttrs(il int64) ir.Attrs {
 		slow = 1
 	}
 	return ir.Attrs{
-		"n_dims":      hp.NRot,
-		"mode":        hp.RopeMode,
-		"n_ctx_orig":  hp.NCtxOrig,
-		"freq_base":   float64(float32(base)),
-		"freq_scale":  float64(float32(scale)),
-		"ext_factor":  float64(float32(hp.RopeExtFactor)),
-		"attn_factor": float64(float32(hp.RopeAttn)),
-		"beta_fast":   float64(float32(fast)),
-		"beta_slow":   float64(float32(slow)),
+		ir.AttrNDims:      hp.NRot,
+		ir.AttrMode:       hp.RopeMode,
+		ir.AttrNCtxOrig:   hp.NCtxOrig,
+		ir.AttrFreqBase:   float64(float32(base)),
+		ir.AttrFreqScale:  float64(float32(scale)),
+		ir.AttrExtFactor:  float64(float32(hp.RopeExtFactor)),
+		ir.AttrAttnFactor: float64(float32(hp.RopeAttn)),
+		ir.AttrBetaFast:   float64(float32(fast)),
+		ir.AttrBetaSlow:   float64(float32(slow)),
 	}
 }
 
@@ -155,7 +155,7 @@ type layerCtx struct {
 // norm is build_norm(x, w, NULL, LLM_NORM_RMS): rms_norm then mul.
 func (b *builder) norm(x *ir.Node, w *ir.Node, normName, mulName string) *ir.Node {
 	eps := float64(float32(b.hp.RMSEps))
-	cur := b.op(ir.OpRMSNorm, normName, ir.Attrs{"eps": eps}, x)
+	cur := b.op(ir.OpRMSNorm, normName, ir.Attrs{ir.AttrEps: eps}, x)
 	return b.op(ir.OpMul, mulName, nil, cur, w)
 }
 
@@ -178,7 +178,7 @@ func (b *builder) build() (*ir.Graph, error) {
 	inpTokens := b.input(InputTokens, ir.T(ir.I32, nTok))
 	inpL := b.op(ir.OpGetRows, "inp_embd", nil, tokEmbd, inpTokens)
 	if hp.EmbdScale != 0 {
-		inpL = b.op(ir.OpScale, "inp_scaled", ir.Attrs{"scale": float64(float32(hp.EmbdScale))}, inpL)
+		inpL = b.op(ir.OpScale, "inp_scaled", ir.Attrs{ir.AttrScale: float64(float32(hp.EmbdScale))}, inpL)
 	}
 	inpPos := b.input(InputPos, ir.T(ir.I32, nTok))
 	var kvIdx *ir.Node
@@ -247,21 +247,10 @@ func (b *builder) build() (*ir.Graph, error) {
 	return g, nil
 }
 
-// phi3RopeFactors picks Phi-3's per-layer rope factors as llama.cpp's
-// get_rope_factors does: the long factors when the context exceeds the
-// original one, else the short ones (absent in most files).
-func (b *builder) phi3RopeFactors() *ir.Node {
-	name := "rope_factors_short.weight"
-	if b.opts.NCtx > b.hp.NCtxOrig {
-		name = "rope_factors_long.weight"
-	}
-	return b.weight(name, true, b.hp.NRot/2)
-}
-
 // qkv projects Q, K and V, as [head_dim, heads, n_tokens] (Q, K) and
 // [n_embd_v, n_tokens] (V). LLaMA/Qwen2 interleave the RoPE of Q and K
-// with the projections (llama.cpp's node order); the newer builders
-// project all three first.
+// with the projections (llama.cpp's node order); the builders of
+// qwen3, qwen3moe, gemma3 and phi3 project all three first.
 func (b *builder) qkv(lc *layerCtx, cur *ir.Node) (q, k, v *ir.Node) {
 	hp := b.hp
 	nEmbd := hp.NEmbd
@@ -338,7 +327,7 @@ func (b *builder) attention(lc *layerCtx, cur *ir.Node) *ir.Node {
 		kqScale = 1 / math.Sqrt(float64(hp.HeadDimK))
 	}
 	if hp.QScale != 0 {
-		q = b.op(ir.OpScale, "Qcur"+sfx, ir.Attrs{"scale": float64(float32(hp.QScale))}, q)
+		q = b.op(ir.OpScale, "Qcur"+sfx, ir.Attrs{ir.AttrScale: float64(float32(hp.QScale))}, q)
 		kqScale = 1
 	}
 	kqScale = float64(float32(kqScale))
@@ -364,7 +353,7 @@ func (b *builder) attention(lc *layerCtx, cur *ir.Node) *ir.Node {
 			[4]int64{kvElt, 0, 0, 0})
 		if kcv != nil {
 			// ggml sets the outer strides of a 1-D view to its size; only nb[0] matters.
-			kcv.Attrs["nb"] = []int64{kvElt, 0, 0, 0}
+			kcv.Attrs[ir.AttrNB] = []int64{kvElt, 0, 0, 0}
 		}
 		wk := b.op(ir.OpCpy, "k_cache_view"+sfx+" (copy of Kcur"+sfx+")", nil, k, kcv)
 		vt := b.op(ir.OpTransp, "Vcur"+sfx+" (transposed)", nil, v)
@@ -376,11 +365,11 @@ func (b *builder) attention(lc *layerCtx, cur *ir.Node) *ir.Node {
 		kView = b.view("k"+sfx, cacheK, ir.T(kvType, hp.HeadDimK, ir.S(SymKV), hp.NHeadKV), ir.C(0),
 			[4]int64{kvElt, kRow, hp.HeadDimK * kvElt, kRow * nCtx}, wk)
 	}
-	qp := b.op(ir.OpPermute, "q"+sfx, ir.Attrs{"axes": []int64{0, 2, 1, 3}}, q)
+	qp := b.op(ir.OpPermute, "q"+sfx, ir.Attrs{ir.AttrAxes: []int64{0, 2, 1, 3}}, q)
 	kq := b.op(ir.OpMulMat, "kq"+sfx, nil, kView, qp)
-	kq = b.op(ir.OpSoftMax, "kq_soft_max_ext"+sfx, ir.Attrs{"scale": kqScale, "max_bias": 0.0}, kq, lc.mask)
+	kq = b.op(ir.OpSoftMax, "kq_soft_max_ext"+sfx, ir.Attrs{ir.AttrScale: kqScale, ir.AttrMaxBias: 0.0}, kq, lc.mask)
 	kqv := b.op(ir.OpMulMat, "kqv"+sfx, nil, vView, kq)
-	merged := b.op(ir.OpPermute, "kqv_merged"+sfx, ir.Attrs{"axes": []int64{0, 2, 1, 3}}, kqv)
+	merged := b.op(ir.OpPermute, "kqv_merged"+sfx, ir.Attrs{ir.AttrAxes: []int64{0, 2, 1, 3}}, kqv)
 	cur = b.typed(ir.OpCont, "kqv_merged_cont"+sfx, nil, ir.T(ir.F32, hp.HeadDimV*hp.NHead, SymTokens), merged)
 	cur = b.op(ir.OpMulMat, "kqv_out"+sfx, nil, b.weight(lc.blk+"attn_output.weight", false, hp.HeadDimV*hp.NHead, hp.NEmbd), cur)
 	if bo := b.weight(lc.blk+"attn_output.bias", true, hp.NEmbd); bo != nil {
@@ -392,7 +381,7 @@ func (b *builder) attention(lc *layerCtx, cur *ir.Node) *ir.Node {
 // swigluFFN is build_ffn(..., LLM_FFN_SILU, LLM_FFN_PAR): down(silu(gate(x)) * up(x)).
 // llama.cpp c392e50 (the llama/qwen2 reference graphs) projects the gate
 // first; 3f545bec's build_ffn projects up first and fuses silu and the
-// product (ggml_swiglu_split), the order the newer builders keep.
+// product (ggml_swiglu_split), the order the qwen3 builder keeps.
 func (b *builder) swigluFFN(lc *layerCtx, cur *ir.Node) *ir.Node {
 	hp := b.hp
 	var gate, up *ir.Node
@@ -408,22 +397,5 @@ func (b *builder) swigluFFN(lc *layerCtx, cur *ir.Node) *ir.Node {
 		projUp()
 	}
 	par := b.op(ir.OpMul, "ffn_gate_par"+lc.sfx, nil, gate, up)
-	return b.op(ir.OpMulMat, "ffn_out"+lc.sfx, nil, b.weight(lc.blk+"ffn_down.weight", false, hp.NFF, hp.NEmbd), par)
-}
-
-// phi3FFN is Phi-3's fused gate+up: one projection to 2*n_ff rows, then
-// ggml_swiglu (silu of the first half times the second half), then down.
-func (b *builder) phi3FFN(lc *layerCtx, cur *ir.Node) *ir.Node {
-	hp := b.hp
-	up := b.op(ir.OpMulMat, "ffn_up"+lc.sfx, nil, b.weight(lc.blk+"ffn_up.weight", false, hp.NEmbd, 2*hp.NFF), cur)
-	if up == nil {
-		return nil
-	}
-	row, rows := 2*hp.NFF*4, up.Type.Shape[1] // n_tokens, or n_outputs in the last layer
-	half := ir.Type{DType: ir.F32, Shape: ir.Shape{ir.C(hp.NFF), rows, ir.C(1), ir.C(1)}}
-	gate := b.view("ffn_gate"+lc.sfx, up, half, ir.C(0), [4]int64{4, row, 0, 0})
-	upv := b.view("ffn_up_half"+lc.sfx, up, half, ir.C(hp.NFF*4), [4]int64{4, row, 0, 0})
-	gate = b.op(ir.OpSilu, "ffn_silu"+lc.sfx, nil, gate)
-	par := b.op(ir.OpMul, "ffn_swiglu"+lc.sfx, nil, gate, upv)
 	return b.op(ir.OpMulMat, "ffn_out"+lc.sfx, nil, b.weight(lc.blk+"ffn_down.weight", false, hp.NFF, hp.NEmbd), par)
 }

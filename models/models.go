@@ -406,7 +406,7 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	if v, ok := f.GetFloat(key("attention.layer_norm_rms_epsilon")); ok {
 		hp.RMSEps = v
 	} else if arch != "llama" && arch != "qwen2" && arch != "mistral" {
-		// llama.cpp's loaders of the newer architectures require the key.
+		// llama.cpp's loaders of qwen3, qwen3moe, gemma3 and phi3 require the key.
 		return hp, fmt.Errorf("models: missing metadata key %q", key("attention.layer_norm_rms_epsilon"))
 	}
 	hp.RopeFreqBase = 10000

@@ -456,7 +456,7 @@ func (s *state) build() (*ir.Graph, *Result, error) {
 						}
 					}
 					t = &ir.Node{Op: ir.OpTransfer, Args: []*ir.Node{src}, Type: src.Type, Layer: src.Layer,
-						Attrs: ir.Attrs{"from": string(h), "to": string(s.dev[i])},
+						Attrs: ir.Attrs{ir.AttrFrom: string(h), ir.AttrTo: string(s.dev[i])},
 						Name:  fmt.Sprintf("%s (to %s)", a.Name, s.dev[i])}
 					if err := ir.CheckNode(t); err != nil {
 						return nil, nil, fmt.Errorf("partition: transfer of %s: %w", a, err)
@@ -486,7 +486,7 @@ func (s *state) build() (*ir.Graph, *Result, error) {
 		segOf[i] = -1
 		switch {
 		case x.Op == ir.OpTransfer:
-			from, _ := x.Attrs.Str("from")
+			from := x.Attrs.From()
 			nb, err := s.valueBytes(x)
 			if err != nil {
 				return nil, nil, err

@@ -52,10 +52,10 @@ func contiguous(n *ir.Node) bool {
 	case n.Op == ir.OpReshape:
 		return true // only contiguous tensors can be reshaped
 	case n.Op == ir.OpView:
-		nb, _ := n.Attrs.Ints("nb")
+		nb, _ := n.Attrs.Ints(ir.AttrNB)
 		return len(nb) == ir.MaxDims && denseStrides(n.Type, nb)
 	case n.Op == ir.OpPermute:
-		ax, _ := n.Attrs.Ints("axes")
+		ax, _ := n.Attrs.Ints(ir.AttrAxes)
 		return isIdentityAxes(ax) && contiguous(n.Args[0])
 	case info.SideEffect && info.AliasArg < len(n.Args):
 		return contiguous(n.Args[info.AliasArg])
@@ -226,16 +226,16 @@ func noopRules() []*Rule {
 				if isIdentityAxes(ax) {
 					return sameAs(x, m.Root), nil
 				}
-				return b.Op(ir.OpPermute, ir.Attrs{"axes": ax}, x)
+				return b.Op(ir.OpPermute, ir.Attrs{ir.AttrAxes: ax}, x)
 			}},
 		{Name: "permute-identity", Doc: "permute(x){axes=[0,1,2,3]} -> x",
-			Pattern: Op(ir.OpPermute, Any("x")).Where(func(n *ir.Node) bool { ax, _ := n.Attrs.Ints("axes"); return isIdentityAxes(ax) }),
+			Pattern: Op(ir.OpPermute, Any("x")).Where(func(n *ir.Node) bool { ax, _ := n.Attrs.Ints(ir.AttrAxes); return isIdentityAxes(ax) }),
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				return sameAs(m.Get("x"), m.Root), nil
 			}},
 		{Name: "view-identity", Doc: "view(x) of all of a contiguous x with its own type -> x",
 			Pattern: Op(ir.OpView, Any("x")).Where(func(n *ir.Node) bool {
-				off, ok := n.Attrs.Dim("offset")
+				off, ok := n.Attrs.Dim(ir.AttrOffset)
 				return ok && off.IsConst() && off.Val == 0 && contiguous(n) && contiguous(n.Args[0])
 			}),
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
@@ -257,7 +257,7 @@ func noopRules() []*Rule {
 				return sameAs(m.Get("x"), m.Root), nil
 			}},
 		{Name: "scale-one", Doc: "scale(x){scale=1} -> x (x*1 is x bit for bit), x not persistent state",
-			Pattern: Op(ir.OpScale, Any("x").Where(func(n *ir.Node) bool { return !aliasesState(n) })).Attr("scale", 1.0),
+			Pattern: Op(ir.OpScale, Any("x").Where(func(n *ir.Node) bool { return !aliasesState(n) })).Attr(ir.AttrScale, 1.0),
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				return sameAs(m.Get("x"), m.Root), nil
 			}},
@@ -269,7 +269,7 @@ func axesOf(n *ir.Node) []int64 {
 	if n.Op == ir.OpTransp {
 		return []int64{1, 0, 2, 3}
 	}
-	ax, _ := n.Attrs.Ints("axes")
+	ax, _ := n.Attrs.Ints(ir.AttrAxes)
 	return ax
 }
 

@@ -10,13 +10,6 @@ import (
 
 func f32(n *ir.Node) bool { return n.Type.DType == ir.F32 }
 
-func attrFloat(n *ir.Node, key string, def float64) float64 {
-	if v, ok := n.Attrs.Float(key); ok {
-		return v
-	}
-	return def
-}
-
 // normRules fuse RMSNorm with its weight, then the residual add before it.
 func normRules() []*Rule {
 	return []*Rule{
@@ -27,7 +20,7 @@ func normRules() []*Rule {
 				return f32(x) && isFloat(w.Type.DType) && ir.CanRepeat(w.Type.Shape, x.Type.Shape)
 			},
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
-				return b.Op(ir.OpRMSNormMul, ir.Attrs{"eps": attrFloat(m.Get("norm"), "eps", 0)}, m.Get("x"), m.Get("w"))
+				return b.Op(ir.OpRMSNormMul, ir.Attrs{ir.AttrEps: m.Get("norm").Attrs.Eps()}, m.Get("x"), m.Get("w"))
 			}},
 		{Name: "add-rms-norm-mul", Doc: "rms_norm_mul(add(a, b), w) -> add_rms_norm_mul(a, b, w), with views for the norm and (when still used) the sum",
 			Pattern: Op(ir.OpRMSNormMul, Op(ir.OpAdd, Any("a"), Any("b")).As("sum"), Any("w")),
@@ -41,18 +34,18 @@ func normRules() []*Rule {
 			},
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				sum := m.Get("sum")
-				fused, err := b.Op(ir.OpAddRMSNormMul, ir.Attrs{"eps": attrFloat(m.Root, "eps", 0)}, m.Get("a"), m.Get("b"), m.Get("w"))
+				fused, err := b.Op(ir.OpAddRMSNormMul, ir.Attrs{ir.AttrEps: m.Root.Attrs.Eps()}, m.Get("a"), m.Get("b"), m.Get("w"))
 				if err != nil {
 					return nil, err
 				}
 				nb, off, _ := slotViews(sum.Type.Shape)
-				norm, err := b.Typed(ir.OpView, m.Root.Type, ir.Attrs{"offset": ir.C(0), "nb": nb}, fused)
+				norm, err := b.Typed(ir.OpView, m.Root.Type, ir.Attrs{ir.AttrOffset: ir.C(0), ir.AttrNB: nb}, fused)
 				if err != nil {
 					return nil, err
 				}
 				if m.Uses(sum) > 1 {
 					b.Name, b.Layer = sum.Name, sum.Layer
-					sv, err := b.Typed(ir.OpView, sum.Type, ir.Attrs{"offset": off, "nb": nb}, fused)
+					sv, err := b.Typed(ir.OpView, sum.Type, ir.Attrs{ir.AttrOffset: off, ir.AttrNB: nb}, fused)
 					if err != nil {
 						return nil, err
 					}
@@ -135,11 +128,11 @@ func swigluRules() []*Rule {
 // softmaxRules fold a mask add and a scale into soft_max (ggml's
 // soft_max_ext): w = x*scale + mask, computed in the same float32 steps.
 func softmaxRules() []*Rule {
-	plain := func(n *ir.Node) bool { return attrFloat(n, "scale", 1) == 1 }
+	plain := func(n *ir.Node) bool { return n.Attrs.Scale() == 1 }
 	return []*Rule{
 		{Name: "softmax-mask", Doc: "soft_max(add(x, mask)){scale=1, max_bias=0} -> soft_max(x, mask)",
 			Pattern: Op(ir.OpSoftMax, Op(ir.OpAdd, Any("x"), Any("mask")).As("sum").OneUse()).
-				Where(func(n *ir.Node) bool { return plain(n) && attrFloat(n, "max_bias", 0) == 0 }),
+				Where(func(n *ir.Node) bool { return plain(n) && n.Attrs.MaxBias() == 0 }),
 			Cond: func(m *Match) bool {
 				x, mask := m.Get("x").Type, m.Get("mask").Type
 				if !isFloat(mask.DType) || !mask.Shape[0].Equal(x.Shape[0]) || !mask.Shape[1].Equal(x.Shape[1]) {
@@ -154,7 +147,7 @@ func softmaxRules() []*Rule {
 			Pattern: Op(ir.OpSoftMax, Op(ir.OpScale, Any("x")).As("sc").OneUse()).AllowMore().Where(plain),
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				attrs := m.Root.Attrs.Clone()
-				attrs["scale"] = attrFloat(m.Get("sc"), "scale", 1)
+				attrs[ir.AttrScale] = m.Get("sc").Attrs.Scale()
 				args := append([]*ir.Node{m.Get("x")}, m.Root.Args[1:]...)
 				return b.Op(ir.OpSoftMax, attrs, args...)
 			}},
@@ -166,7 +159,7 @@ func attentionRules() []*Rule {
 	kq := Op(ir.OpMulMat, Any("k"), Any("q")).As("kq").OneUse()
 	sm := Op(ir.OpSoftMax, kq).AllowMore().As("sm").OneUse()
 	kqv := Op(ir.OpMulMat, Any("v"), sm).As("kqv").OneUse()
-	perm := Op(ir.OpPermute, kqv).As("perm").OneUse().Attr("axes", []int64{0, 2, 1, 3})
+	perm := Op(ir.OpPermute, kqv).As("perm").OneUse().Attr(ir.AttrAxes, []int64{0, 2, 1, 3})
 	return []*Rule{
 		{Name: "attention", Doc: "cont(permute(mul_mat(v, soft_max(mul_mat(k, q), mask)))) -> attention(q, k, v, mask)",
 			Pattern: Op(ir.OpCont, perm),
@@ -182,7 +175,7 @@ func attentionRules() []*Rule {
 				sm := m.Get("sm")
 				args := []*ir.Node{m.Get("q"), m.Get("k"), m.Get("v")}
 				args = append(args, sm.Args[1:]...)
-				attrs := ir.Attrs{"scale": attrFloat(sm, "scale", 1), "max_bias": attrFloat(sm, "max_bias", 0)}
+				attrs := ir.Attrs{ir.AttrScale: sm.Attrs.Scale(), ir.AttrMaxBias: sm.Attrs.MaxBias()}
 				n, err := b.Op(ir.OpAttention, attrs, args...)
 				if err != nil || !n.Type.Equal(m.Root.Type) {
 					return nil, nil // not the layout this fusion absorbs
@@ -232,8 +225,8 @@ func ropeCacheRules() []*Rule {
 		{Name: "rope-cache", Doc: "rope(x, pos, ff?) -> rope_apply(x, rope_cache(pos, ff?))",
 			Pattern: Op(ir.OpRope, Any("x"), Any("pos")).AllowMore(),
 			Cond: func(m *Match) bool {
-				mode, _ := m.Root.Attrs.Int("mode")
-				nd, _ := m.Root.Attrs.Int("n_dims")
+				mode, _ := m.Root.Attrs.Int(ir.AttrMode)
+				nd, _ := m.Root.Attrs.Int(ir.AttrNDims)
 				return (mode == 0 || mode == 2) && nd > 0 && nd%2 == 0
 			},
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
@@ -244,7 +237,7 @@ func ropeCacheRules() []*Rule {
 					return nil, err
 				}
 				b.Name, b.Layer = r.Name, r.Layer
-				return b.Op(ir.OpRopeApply, ir.Attrs{"n_dims": r.Attrs["n_dims"], "mode": r.Attrs["mode"]}, r.Args[0], cache)
+				return b.Op(ir.OpRopeApply, ir.Attrs{ir.AttrNDims: r.Attrs[ir.AttrNDims], ir.AttrMode: r.Attrs[ir.AttrMode]}, r.Args[0], cache)
 			}},
 	}
 }

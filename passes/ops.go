@@ -8,7 +8,7 @@ import (
 
 // introduced lists the ops the passes of this package introduce, in the
 // order irtool passes lists them. Each is defined once in package ir (its
-// typing, ir/fused.go) with its CPU kernel in package eval; a test checks
+// typing, in the file of its op family) with its CPU kernel in package eval; a test checks
 // that every one is registered in both.
 var introduced = []ir.Op{
 	ir.OpRMSNormMul,

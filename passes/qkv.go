@@ -113,13 +113,13 @@ func mergeGroup(g *ir.Graph, x *ir.Node, grp []mergeMember) error {
 		}
 		total += m.rows
 	}
-	w, err := b.unchecked(ir.OpConcat, ir.Attrs{"dim": int64(1)}, ws...)
+	w, err := b.unchecked(ir.OpConcat, ir.Attrs{ir.AttrDim: int64(1)}, ws...)
 	if err != nil {
 		return err
 	}
 	args := []*ir.Node{w, x}
 	if len(biases) > 0 {
-		bias, err := b.unchecked(ir.OpConcat, ir.Attrs{"dim": int64(0)}, biases...)
+		bias, err := b.unchecked(ir.OpConcat, ir.Attrs{ir.AttrDim: int64(0)}, biases...)
 		if err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ func mergeGroup(g *ir.Graph, x *ir.Node, grp []mergeMember) error {
 		if err != nil {
 			return err
 		}
-		v.Type, v.Attrs = t, ir.Attrs{"offset": ir.C(4 * off), "nb": nb}
+		v.Type, v.Attrs = t, ir.Attrs{ir.AttrOffset: ir.C(4 * off), ir.AttrNB: nb}
 		if err := ir.CheckNode(v); err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func mergeGroup(g *ir.Graph, x *ir.Node, grp []mergeMember) error {
 			if err != nil {
 				return err
 			}
-			hv.Type, hv.Attrs = u.Type, ir.Attrs{"offset": ir.C(4 * off), "nb": []int64{4, 4 * s[0].Val, rowBytes, nb[3]}}
+			hv.Type, hv.Attrs = u.Type, ir.Attrs{ir.AttrOffset: ir.C(4 * off), ir.AttrNB: []int64{4, 4 * s[0].Val, rowBytes, nb[3]}}
 			if err := ir.CheckNode(hv); err != nil {
 				return err
 			}

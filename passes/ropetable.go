@@ -16,17 +16,17 @@ import (
 func ropeTableRules() []*Rule {
 	return []*Rule{
 		{Name: "rope-table", Doc: "rope_cache(pos, ff?){ext_factor=0} -> rope_cache_table(pos, rope_theta(), ff?)",
-			Pattern: Op(ir.OpRopeCache, Any("pos")).AllowMore().Where(func(n *ir.Node) bool { return attrFloat(n, "ext_factor", 0) == 0 }),
+			Pattern: Op(ir.OpRopeCache, Any("pos")).AllowMore().Where(func(n *ir.Node) bool { return n.Attrs.Rope().ExtFactor == 0 }),
 			Build: func(b *Builder, m *Match) (*ir.Node, error) {
 				r := m.Root
 				b.Name, b.Layer = "rope_inv_freq", -1
-				theta, err := b.Op(ir.OpRopeTheta, ir.Attrs{"n_dims": r.Attrs["n_dims"], "freq_base": r.Attrs["freq_base"]})
+				theta, err := b.Op(ir.OpRopeTheta, ir.Attrs{ir.AttrNDims: r.Attrs[ir.AttrNDims], ir.AttrFreqBase: r.Attrs[ir.AttrFreqBase]})
 				if err != nil {
 					return nil, err
 				}
 				b.Name, b.Layer = r.Name, r.Layer
-				attrs := ir.Attrs{"n_dims": r.Attrs["n_dims"], "mode": r.Attrs["mode"],
-					"freq_scale": attrFloat(r, "freq_scale", 1), "attn_factor": attrFloat(r, "attn_factor", 1)}
+				attrs := ir.Attrs{ir.AttrNDims: r.Attrs[ir.AttrNDims], ir.AttrMode: r.Attrs[ir.AttrMode],
+					ir.AttrFreqScale: r.Attrs.Rope().FreqScale, ir.AttrAttnFactor: r.Attrs.Rope().AttnFactor}
 				args := append([]*ir.Node{r.Args[0], theta}, r.Args[1:]...)
 				return b.Op(ir.OpRopeCacheTable, attrs, args...)
 			}},

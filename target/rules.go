@@ -44,13 +44,22 @@ type Rules struct {
 	m      map[ir.Op]OpRule
 }
 
-var defaultRules = &Rules{m: func() map[ir.Op]OpRule {
-	m := builtinRules()
-	for op, r := range archRules() {
-		m[op] = r
+var defaultRules = &Rules{m: map[ir.Op]OpRule{}}
+
+// mustRule registers a built-in rule into the default set. Each op
+// family's file (copy.go, elementwise.go, norm.go, matmul.go, rope.go,
+// attention.go, moe.go: the families of package ir's files) registers the
+// records of its ops. The NPU rules are the ops llama.cpp's CANN backend
+// runs and the aclnn calls it makes for them
+// (ggml_backend_cann_supports_op and ggml_cann_compute_forward), each
+// checking the dtype and shape limits listed there; the fused ops lower to
+// the calls ggml-cann makes for the ops they fuse, or to the fused aclnn
+// operator where CANN has one.
+func mustRule(op ir.Op, rule OpRule) {
+	if err := defaultRules.Register(op, rule); err != nil {
+		panic(err)
 	}
-	return m
-}()}
+}
 
 // DefaultRules returns the package's rule set: the built-in ops and
 // whatever was registered into it. Get uses it.
@@ -120,46 +129,4 @@ func (r *Rules) Profile(name string) (*Profile, error) {
 	}
 	p.rules = r
 	return p, nil
-}
-
-// builtinRules are the records of every op package ir defines. The NPU
-// rules are the ops llama.cpp's CANN backend runs and the aclnn calls it
-// makes for them (ggml_backend_cann_supports_op and
-// ggml_cann_compute_forward), each checking the dtype and shape limits
-// listed there (ops.go); the fused ops lower to the calls ggml-cann makes
-// for the ops they fuse, or to the fused aclnn operator where CANN has one.
-func builtinRules() map[ir.Op]OpRule {
-	return map[ir.Op]OpRule{
-		ir.OpGetRows:  {NPU: npuGetRows, Traffic: getRowsTraffic, Workspace: getRowsWorkspace},
-		ir.OpSetRows:  {NPU: npuSetRows, Traffic: writeTraffic(0), Workspace: setRowsWorkspace},
-		ir.OpCpy:      {NPU: npuCpy, Traffic: writeTraffic(0), Workspace: NoWorkspace},
-		ir.OpCont:     {NPU: npuCont, Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpCast:     {NPU: npuCast, Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpAdd:      {NPU: binary("aclnnAdd"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpMul:      {NPU: binary("aclnnMul"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpScale:    {NPU: unary("aclnnMuls"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpSilu:     {NPU: unary("aclnnSilu"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpRMSNorm:  {NPU: npuRMSNorm, Traffic: streamTraffic(5), Workspace: rstdWorkspace},
-		ir.OpMulMat:   {NPU: mulMat, Traffic: matmulTraffic, Workspace: matmulWorkspace},
-		ir.OpSoftMax:  {NPU: npuSoftMax, Traffic: streamTraffic(5), Workspace: softMaxWorkspace},
-		ir.OpRope:     {NPU: npuRope, Traffic: streamTraffic(6), Workspace: NoWorkspace},
-		ir.OpTransfer: {CPUOnly: "a transfer is a host<->device copy step of the program (aclrtMemcpyAsync), not a kernel", Traffic: streamTraffic(1)},
-
-		ir.OpRMSNormMul:     {NPU: npuRMSNormMul, Traffic: streamTraffic(5), Workspace: rstdWorkspace},
-		ir.OpAddRMSNormMul:  {NPU: npuAddRMSNormMul, Traffic: streamTraffic(5), Workspace: rstdWorkspace},
-		ir.OpSwiGLU:         {NPU: npuSwiGLU, Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpMulMatAdd:      {NPU: npuMulMatAdd, Traffic: matmulTraffic, Workspace: matmulWorkspace},
-		ir.OpRopeCache:      {NPU: npuRopeCache, Traffic: streamTraffic(6), Workspace: NoWorkspace},
-		ir.OpRopeCacheTable: {NPU: npuRopeCacheTable, Traffic: streamTraffic(6), Workspace: NoWorkspace},
-		// ggml-cann computes the theta-scale powers on the host and copies
-		// them once (llama.cpp PRs #15912, #20747); here the fold pass
-		// makes them a constant.
-		ir.OpRopeTheta: {CPUOnly: "rope_theta is computed on the host, as ggml-cann does (llama.cpp PRs #15912, #20747); the fold pass makes it a constant",
-			Traffic: streamTraffic(1)},
-		ir.OpRopeApply:        {NPU: npuRopeApply, Traffic: streamTraffic(6), Workspace: NoWorkspace},
-		ir.OpRopeSetRows:      {NPU: ropeWrite("aclnnRotaryPositionEmbedding", true), Traffic: writeTraffic(6), Workspace: ropeWriteWorkspace},
-		ir.OpRopeApplySetRows: {NPU: ropeWrite("aclnnRotaryPositionEmbedding", false), Traffic: writeTraffic(6), Workspace: ropeWriteWorkspace},
-		ir.OpAttention:        {NPU: npuAttention, Traffic: attentionTraffic, Workspace: attentionWorkspace},
-		ir.OpConcat:           {NPU: npuConcat, Traffic: streamTraffic(1), Workspace: NoWorkspace},
-	}
 }

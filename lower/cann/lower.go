@@ -3,7 +3,6 @@ package cann
 import (
 	"fmt"
 	"sort"
-	"strconv"
 
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/partition"
@@ -50,13 +49,6 @@ func Plan(g *ir.Graph, prof *target.Profile, opts planner.GraphOptions) (*planne
 	return p, nil
 }
 
-// RopePositionsAttr is the kernel attribute Lower adds to the NPU kernels
-// of rope, rope_cache and rope_set_rows: the number of positions (the
-// graph's n_ctx meta value) below which every position of a step lies, so
-// that runtime/acl can precompute the angles of positions 0..n_pos-1 as a
-// constant table and gather the step's rows (docs/RUNTIME.md).
-const RopePositionsAttr = "n_pos"
-
 type lowerer struct {
 	g     *ir.Graph
 	plan  *planner.GraphPlan
@@ -70,6 +62,11 @@ type lowerer struct {
 	out   map[int]Addr                     // graph output root -> address
 	ones  map[int64]map[target.Device]Addr // RMSNorm gamma tables by length
 }
+
+// kernelExtras complete the NPU kernel of an op beyond its operands,
+// result and workspace (the constant tables and attributes its recipe
+// needs); the op families' files (norm.go, rope.go) register them.
+var kernelExtras = map[ir.Op]func(l *lowerer, n *ir.Node, k *Kernel, d target.Device){}
 
 // Lower turns a static graph, its memory plan (planner.PlanGraph of the
 // same graph; Plan sets the target's options) and a target profile into a
@@ -164,7 +161,7 @@ func (l *lowerer) devices() error {
 		d := target.CPU
 		switch {
 		case n.Op == ir.OpTransfer:
-			to, _ := n.Attrs.Str("to")
+			to := n.Attrs.To()
 			d = target.Device(to)
 		case l.opts.Devices != nil:
 			d = l.opts.Devices[i]
@@ -209,7 +206,7 @@ func (l *lowerer) devices() error {
 // its source device.
 func (l *lowerer) readDev(n *ir.Node) target.Device {
 	if n.Op == ir.OpTransfer {
-		from, _ := n.Attrs.Str("from")
+		from := n.Attrs.From()
 		return target.Device(from)
 	}
 	return l.dev[n.ID]
@@ -479,55 +476,10 @@ func (l *lowerer) kernel(n *ir.Node, d target.Device) (Kernel, error) {
 		k.WorkspaceBytes = ws.Bytes
 		k.Workspace = Addr{Region: RegionArena, Offset: ws.Offset}
 	}
-	switch n.Op {
-	case ir.OpRopeCache, ir.OpRope, ir.OpRopeSetRows:
-		// The positions a session passes are below n_ctx (the KV cache's
-		// cells): runtime/acl precomputes the RoPE angles of positions
-		// 0..n_ctx-1 once and gathers the step's rows.
-		if nctx, err := strconv.ParseInt(l.g.Meta["n_ctx"], 10, 64); err == nil && nctx > 0 {
-			if k.Attrs == nil {
-				k.Attrs = ir.Attrs{}
-			}
-			k.Attrs[RopePositionsAttr] = nctx
-		}
-	case ir.OpRMSNorm, ir.OpRMSNormMul, ir.OpAddRMSNormMul:
-		// aclnnRmsNorm(x, gamma, eps, y, rstd) and aclnnAddRmsNorm: the
-		// fused forms take the weight as gamma; plain rms_norm gets a table
-		// of ones built at load time. rstd lands in the planned workspace.
-		ne := k.Inputs[0].Ne
-		if n.Op == ir.OpRMSNorm {
-			gamma := l.onesTable(ne[0], d)
-			g := newDesc(ir.F32, [4]int64{ne[0], 1, 1, 1}, ir.ContiguousStrides(ir.F32, [4]int64{ne[0], 1, 1, 1}), gamma)
-			g.Role = "gamma"
-			k.Extra = append(k.Extra, g)
-		}
-		if k.WorkspaceBytes >= 4*ne[1]*ne[2]*ne[3] {
-			rne := [4]int64{1, ne[1], ne[2], ne[3]}
-			r := newDesc(ir.F32, rne, ir.ContiguousStrides(ir.F32, rne), k.Workspace)
-			r.Role = "rstd"
-			k.Extra = append(k.Extra, r)
-		}
+	if extra, ok := kernelExtras[n.Op]; ok {
+		extra(l, n, &k, d)
 	}
 	return k, nil
-}
-
-// onesTable returns the address of an f32 table of n ones on device d,
-// built once per length (llama.cpp PR #20747: the constant is made before capture).
-func (l *lowerer) onesTable(n int64, d target.Device) Addr {
-	if a, ok := l.ones[n][d]; ok {
-		return a
-	}
-	data := make([]byte, 4*n)
-	for i := int64(0); i < n; i++ {
-		data[4*i+2], data[4*i+3] = 0x80, 0x3f // 1.0f little endian
-	}
-	a := l.alloc(regionFor(d, RegionConsts, RegionHostConsts), 4*n)
-	l.p.Consts = append(l.p.Consts, Const{Name: fmt.Sprintf("ones_f32[%d]", n), Addr: a, Data: data})
-	if l.ones[n] == nil {
-		l.ones[n] = map[target.Device]Addr{}
-	}
-	l.ones[n][d] = a
-	return a
 }
 
 func (l *lowerer) copyStep(n *ir.Node) (*Kernel, error) {

@@ -12,10 +12,10 @@ import (
 	"github.com/irtool/irtool/runtime/session"
 )
 
-// archModels are llama-quantize Q4_0 variants of the newer architectures'
-// reference models and a 256-wide llama whose matrices are all Q4_K
-// (repacked to q4_K_8x8 by llama.cpp), with llama.cpp's runs on them
-// (testdata/README.md).
+// archModels are llama-quantize Q4_0 variants of the qwen3, qwen3moe,
+// gemma3, phi3, llama3rope and llamamoe reference models and a 256-wide
+// llama whose matrices are all Q4_K (repacked to q4_K_8x8 by llama.cpp),
+// with llama.cpp's runs on them (testdata/README.md).
 var archModels = []string{"synth-qwen3-Q4_0", "synth-qwen3moe-Q4_0", "synth-gemma3-Q4_0", "synth-phi3-Q4_0", "synth-llama3rope-Q4_0", "synth-llamamoe-Q4_0",
 	"synth-llama256-Q4_K"}
 
@@ -23,13 +23,13 @@ var archModels = []string{"synth-qwen3-Q4_0", "synth-qwen3moe-Q4_0", "synth-gemm
 // llama.cpp's logits for the models of archModels.
 const archBound = 1e-6
 
-// TestNewArchitecturesMatchLlamaCpp feeds llama.cpp's tokens through the
+// TestArchModelsMatchLlamaCpp feeds llama.cpp's tokens through the
 // CPU reference session and through the whole pipeline on the simulated
 // device (default passes, partition, plan, CANN lowering, ACL graphs) and
 // compares the prefill and first decode logits in full and the top-5 of
 // every one of the 32 steps with llama.cpp's. The decode steps must be
 // captured once and then replayed.
-func TestNewArchitecturesMatchLlamaCpp(t *testing.T) {
+func TestArchModelsMatchLlamaCpp(t *testing.T) {
 	for _, name := range archModels {
 		t.Run(name, func(t *testing.T) {
 			ref := testmodel.LoadRun(t, filepath.Join(testref.CopyDir(), "llamacpp", name+".llamacpp.json"))

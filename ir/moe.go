@@ -2,16 +2,9 @@ package ir
 
 import "fmt"
 
-// Ops of the newer architectures (docs/MODELS.md): GELU for gemma3's
-// GEGLU, the sliding-window mask, and the mixture-of-experts routing and
-// expert product of qwen3moe. Semantics are ggml's; their CPU kernels are
-// in package eval, their per-target rules in package target.
+// The mixture-of-experts ops (llama.cpp's build_moe_ffn): the router's
+// top-k choice, the renormalising row sum and the expert product.
 const (
-	// OpGelu is ggml_gelu with ggml's CPU numerics (an F16 table of the
-	// tanh approximation).
-	OpGelu Op = "gelu"
-	// OpDiv is a / b with b broadcast over a (ggml_div).
-	OpDiv Op = "div"
 	// OpSumRows sums each row (dim 0) of x (ggml_sum_rows).
 	OpSumRows Op = "sum_rows"
 	// OpTopK gives the indices of the k largest values of each row, in
@@ -20,16 +13,16 @@ const (
 	// OpMulMatID is ggml_mul_mat_id: per token and slot, the product of
 	// the expert matrix the index picks with the token's activation row.
 	OpMulMatID Op = "mul_mat_id"
-	// OpSWAMask hides the KV cells outside a sliding window in an
-	// attention mask (llama.cpp's LLAMA_SWA_TYPE_STANDARD).
-	OpSWAMask Op = "swa_mask"
 )
 
+// AttrK is top_k's k: the number of indices kept per row (required,
+// positive, at most the row length).
+const AttrK = "k"
+
+// K returns attribute k, 0 when absent.
+func (a Attrs) K() int64 { return a.intOr(AttrK, 0) }
+
 func init() {
-	MustRegister(OpInfo{Name: OpGelu, Attrs: noAttrs, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
-		Doc: "gelu(x): tanh-approximated GELU read from ggml's F16 table (x rounded to f16; x <= -10 gives 0, x >= 10 gives x)"})
-	MustRegister(OpInfo{Name: OpDiv, Attrs: noAttrs, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,
-		Doc: "div(a, b): a / b, b broadcast over a"})
 	MustRegister(OpInfo{Name: OpSumRows, Attrs: noAttrs, MinArgs: 1, Doc: "sum_rows(x): f32[1, x.ne1, x.ne2, x.ne3], the sum of each row (accumulated in double, as ggml)",
 		Infer: func(n *Node) (Type, error) {
 			if err := floatArg(n, 0); err != nil {
@@ -43,7 +36,7 @@ func init() {
 			if err := floatArg(n, 0); err != nil {
 				return Type{}, err
 			}
-			k, ok := n.Attrs.Int("k")
+			k, ok := n.Attrs.Int(AttrK)
 			if !ok || k < 1 {
 				return Type{}, fmt.Errorf("needs a positive attribute k")
 			}
@@ -76,19 +69,5 @@ func init() {
 				return Type{}, fmt.Errorf("dim 1 of b %s is neither 1 nor the %s chosen experts", b, ids.Shape[0])
 			}
 			return Type{DType: F32, Shape: Shape{as.Shape[1], ids.Shape[0], ids.Shape[1], C(1)}}, nil
-		}})
-	MustRegister(OpInfo{Name: OpSWAMask, Attrs: []string{"window"}, MinArgs: 2, Doc: "swa_mask(mask, pos){window}: mask with -inf where token r (at position pos[r]) and KV cell c (holding position c) are window or more apart",
-		Infer: func(n *Node) (Type, error) {
-			m, p := n.Args[0].Type, n.Args[1].Type
-			if m.DType != F32 {
-				return Type{}, fmt.Errorf("mask must be f32, got %s", m.DType)
-			}
-			if p.DType != I32 {
-				return Type{}, fmt.Errorf("positions must be i32, got %s", p.DType)
-			}
-			if w, ok := n.Attrs.Int("window"); !ok || w < 1 {
-				return Type{}, fmt.Errorf("needs a positive attribute window")
-			}
-			return m, nil
 		}})
 }

@@ -1,30 +1,9 @@
 package models
 
-import (
-	"github.com/irtool/irtool/ir"
-)
+import "github.com/irtool/irtool/ir"
 
-// swaMask is llama.cpp's KQ_mask_swa: the causal mask with the KV cells
-// window or more positions behind each token hidden (the sliding-window
-// layers of gemma3). llama.cpp fills it on the host from the cells'
-// positions; here it is an op on the causal mask and the token positions,
-// which relies on the session's layout (cell c holds position c).
-func (b *builder) swaMask(mask, pos *ir.Node) *ir.Node {
-	return b.op(ir.OpSWAMask, "KQ_mask_swa", ir.Attrs{"window": b.hp.SWAWindow}, mask, pos)
-}
-
-// gegluFFN is build_ffn(..., LLM_FFN_GELU, LLM_FFN_PAR) (gemma):
-// down(gelu(gate(x)) * up(x)). llama.cpp fuses gelu and the product into
-// ggml_geglu_split, whose CPU kernel computes the same values as gelu
-// followed by mul.
-func (b *builder) gegluFFN(lc *layerCtx, cur *ir.Node) *ir.Node {
-	hp := b.hp
-	up := b.op(ir.OpMulMat, "ffn_up"+lc.sfx, nil, b.weight(lc.blk+"ffn_up.weight", false, hp.NEmbd, hp.NFF), cur)
-	gate := b.op(ir.OpMulMat, "ffn_gate"+lc.sfx, nil, b.weight(lc.blk+"ffn_gate.weight", false, hp.NEmbd, hp.NFF), cur)
-	gate = b.op(ir.OpGelu, "ffn_gelu"+lc.sfx, nil, gate)
-	par := b.op(ir.OpMul, "ffn_geglu"+lc.sfx, nil, gate, up)
-	return b.op(ir.OpMulMat, "ffn_out"+lc.sfx, nil, b.weight(lc.blk+"ffn_down.weight", false, hp.NFF, hp.NEmbd), par)
-}
+// The mixture-of-experts FFN of qwen3moe and of llama files with experts
+// (Mixtral's layout).
 
 // moeFFN is llama.cpp's build_moe_ffn with softmax gating (qwen3moe):
 // router logits, softmax, the top n_used experts, their probabilities
@@ -46,8 +25,8 @@ func (b *builder) moeFFN(lc *layerCtx, cur *ir.Node) *ir.Node {
 		return ir.Type{DType: dt, Shape: ir.Shape{s.Shape[0], s.Shape[1], nTok, ir.C(1)}}
 	}
 	logits := b.op(ir.OpMulMat, "ffn_moe_logits"+sfx, nil, b.weight(blk+"ffn_gate_inp.weight", false, hp.NEmbd, nE), cur)
-	probs := b.op(ir.OpSoftMax, "ffn_moe_probs"+sfx, ir.Attrs{"scale": 1.0, "max_bias": 0.0}, logits)
-	selected := b.op(ir.OpTopK, "ffn_moe_topk"+sfx, ir.Attrs{"k": nU}, probs)
+	probs := b.op(ir.OpSoftMax, "ffn_moe_probs"+sfx, ir.Attrs{ir.AttrScale: 1.0, ir.AttrMaxBias: 0.0}, logits)
+	selected := b.op(ir.OpTopK, "ffn_moe_topk"+sfx, ir.Attrs{ir.AttrK: nU}, probs)
 	probs3 := b.typed(ir.OpReshape, "ffn_moe_probs"+sfx+" (reshaped)", nil, t3(ir.F32, 1, nE), probs)
 	weights := b.op(ir.OpGetRows, "ffn_moe_weights"+sfx, nil, probs3, selected)
 	if hp.ExpertNormW {
@@ -58,7 +37,7 @@ func (b *builder) moeFFN(lc *layerCtx, cur *ir.Node) *ir.Node {
 		weights = b.typed(ir.OpReshape, "ffn_moe_weights_norm"+sfx+" (reshaped)", nil, t3(ir.F32, 1, nU), w2)
 	}
 	if s := hp.ExpertWeightsScale; s != 0 && s != 1 {
-		weights = b.op(ir.OpScale, "ffn_moe_weights_scaled"+sfx, ir.Attrs{"scale": float64(float32(s))}, weights)
+		weights = b.op(ir.OpScale, "ffn_moe_weights_scaled"+sfx, ir.Attrs{ir.AttrScale: float64(float32(s))}, weights)
 	}
 	x := b.typed(ir.OpReshape, "ffn_norm"+sfx+" (reshaped)", nil, t3(ir.F32, hp.NEmbd, 1), cur)
 	up := b.op(ir.OpMulMatID, "ffn_moe_up"+sfx, nil, b.weight(blk+"ffn_up_exps.weight", false, hp.NEmbd, nFF, nE), x, selected)

@@ -2,59 +2,12 @@ package target
 
 import "github.com/irtool/irtool/ir"
 
-// archRules are the records of the ops of the newer architectures
-// (ir/op_arch.go). Each NPU rule names the aclnn calls runtime/acl's recipe
-// makes (runtime/acl/recipes_arch.go); where the device's arithmetic differs
-// from ggml-cpu's the difference is in docs/LOWERING.md.
-func archRules() map[ir.Op]OpRule {
-	return map[ir.Op]OpRule{
-		ir.OpGelu:     {NPU: npuGelu, Traffic: streamTraffic(1), Workspace: geluWorkspace},
-		ir.OpDiv:      {NPU: binary("aclnnDiv"), Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpSumRows:  {NPU: npuSumRows, Traffic: streamTraffic(1), Workspace: NoWorkspace},
-		ir.OpTopK:     {NPU: npuTopK, Traffic: streamTraffic(1), Workspace: topKWorkspace},
-		ir.OpMulMatID: {NPU: npuMulMatID, Traffic: matmulIDTraffic, Workspace: mulMatIDWorkspace},
-		ir.OpSWAMask:  {NPU: npuSWAMask, Traffic: streamTraffic(1), Workspace: swaMaskWorkspace},
-	}
+// The rules of the mixture-of-experts ops (ir/moe.go).
+func init() {
+	mustRule(ir.OpSumRows, OpRule{NPU: npuSumRows, Traffic: streamTraffic(1), Workspace: NoWorkspace})
+	mustRule(ir.OpTopK, OpRule{NPU: npuTopK, Traffic: streamTraffic(1), Workspace: topKWorkspace})
+	mustRule(ir.OpMulMatID, OpRule{NPU: npuMulMatID, Traffic: matmulIDTraffic, Workspace: mulMatIDWorkspace})
 }
-
-// swa_mask: made on the device from the step's positions (llama.cpp makes
-// KQ_mask_swa on the host in set_input; on the device it needs no copy and
-// splits no segment): the distances pos − (cell + window) against a
-// constant table, aclnnGeScalar(≥ 0), the mask copied, and −inf filled
-// where the distance is not negative.
-func npuSWAMask(n *ir.Node) Support {
-	m, p := n.Args[0].Type, n.Args[1].Type
-	if m.DType != ir.F32 || p.DType != ir.I32 {
-		return no("swa_mask of a %s mask at %s positions: f32 and i32 only", m.DType, p.DType)
-	}
-	return yes("aclnnInplaceMaskedFillScalar", "aclnnCast", "aclnnAdd", "aclnnGeScalar", "aclnnInplaceCopy", "aclnnInplaceMaskedFillScalar")
-}
-
-// swaMaskWorkspace: the f32 positions, the f32 distances and the BOOL
-// outside-the-window flags, one per token and cell.
-func swaMaskWorkspace(n *ir.Node, _ Support) int64 {
-	ne, err := n.Type.Shape.Ne()
-	if err != nil {
-		return 0
-	}
-	t := elems(n.Args[1].Type)
-	return align32(4*t) + align32(4*t*ne[0]) + align32(t*ne[0])
-}
-
-// align32 rounds n up to the 32 bytes runtime/acl aligns its staging to.
-func align32(n int64) int64 { return (n + 31) / 32 * 32 }
-
-// gelu: x cast to f16, aclnnGelu on f16, the f16 result cast back: the
-// device then computes what ggml-cpu's F16 GELU table holds.
-func npuGelu(n *ir.Node) Support {
-	if x, y := n.Args[0].Type.DType, n.Type.DType; x != ir.F32 || y != ir.F32 {
-		return no("gelu of %s into %s: the recipe stages f32 through f16", x, y)
-	}
-	return yes("aclnnGelu", "aclnnCast", "aclnnGelu", "aclnnCast")
-}
-
-// geluWorkspace: the f16 input and the f16 result.
-func geluWorkspace(n *ir.Node, _ Support) int64 { return 2 * align32(2*elems(n.Type)) }
 
 // sum_rows: aclnnReduceSum over the last ACL dim, kept, FLOAT.
 func npuSumRows(n *ir.Node) Support {

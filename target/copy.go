@@ -1,0 +1,109 @@
+package target
+
+import "github.com/irtool/irtool/ir"
+
+// The rules of the ops that move data (ir/copy.go).
+func init() {
+	mustRule(ir.OpGetRows, OpRule{NPU: npuGetRows, Traffic: getRowsTraffic, Workspace: getRowsWorkspace})
+	mustRule(ir.OpSetRows, OpRule{NPU: npuSetRows, Traffic: writeTraffic(0), Workspace: setRowsWorkspace})
+	mustRule(ir.OpCpy, OpRule{NPU: npuCpy, Traffic: writeTraffic(0), Workspace: NoWorkspace})
+	mustRule(ir.OpCont, OpRule{NPU: npuCont, Traffic: streamTraffic(1), Workspace: NoWorkspace})
+	mustRule(ir.OpCast, OpRule{NPU: npuCast, Traffic: streamTraffic(1), Workspace: NoWorkspace})
+	mustRule(ir.OpConcat, OpRule{NPU: npuConcat, Traffic: streamTraffic(1), Workspace: NoWorkspace})
+	mustRule(ir.OpTransfer, OpRule{CPUOnly: "a transfer is a host<->device copy step of the program (aclrtMemcpyAsync), not a kernel", Traffic: streamTraffic(1)})
+}
+
+func npuGetRows(n *ir.Node) Support {
+	one := func(d ir.Dim) bool { return d.IsConst() && d.Val == 1 }
+	if t := n.Args[0].Type; t.DType != ir.F32 && !(one(t.Shape[2]) && one(t.Shape[3])) {
+		// runtime/acl gathers batched tables (the MoE router's
+		// probabilities) for f32 only.
+		return no("get_rows from a batched %s table: f32 only", t.DType)
+	}
+	switch dt := n.Args[0].Type.DType; dt {
+	case ir.F32:
+		return yes("aclnnGatherV2")
+	case ir.F16:
+		return yes("aclnnGatherV2", "aclnnGatherV2", "aclnnCast")
+	case ir.Q8_0:
+		return yes("aclnnGatherV2", "aclnnMul", "aclnnGatherV2")
+	default:
+		return no("get_rows from a %s table: the CANN backend gathers f32, f16 and q8_0 only", dt)
+	}
+}
+
+// getRowsTraffic: only the picked rows of the table are read.
+func getRowsTraffic(n *ir.Node, b ir.Bindings) (float64, float64, error) {
+	_, out, elems, err := ioBytes(n, b)
+	if err != nil {
+		return 0, 0, err
+	}
+	idx, _ := bytesOf(n.Args[1].Type, b)
+	rows := elems * float64(n.Args[0].Type.DType.TypeSize()) / float64(n.Args[0].Type.DType.BlockSize())
+	return 0, rows + idx + out, nil
+}
+
+// getRowsWorkspace: the gathered rows before their cast or scale, for a
+// table that is not f32.
+func getRowsWorkspace(n *ir.Node, _ Support) int64 {
+	if n.Args[0].Type.DType != ir.F32 {
+		return 4 * elems(n.Type)
+	}
+	return 0
+}
+
+func npuSetRows(n *ir.Node) Support {
+	dst, src := n.Args[0].Type.DType, n.Args[1].Type.DType
+	if src != ir.F32 {
+		return no("set_rows from %s rows: f32 only", src)
+	}
+	switch dst {
+	case ir.F32:
+		return yes("aclnnInplaceIndexCopy")
+	case ir.F16:
+		return yes("aclnnInplaceIndexCopy", "aclnnCast", "aclnnInplaceIndexCopy")
+	}
+	return no("set_rows into %s: the CANN backend writes f32 and f16 only", dst)
+}
+
+// setRowsWorkspace: the f16 cast of the rows written into an f16 cache.
+func setRowsWorkspace(n *ir.Node, _ Support) int64 {
+	if n.Args[0].Type.DType == ir.F16 {
+		return 2 * elems(n.Args[1].Type)
+	}
+	return 0
+}
+
+func npuCpy(n *ir.Node) Support {
+	src, dst := n.Args[0].Type.DType, n.Args[1].Type.DType
+	if !isFloat(src) || !isFloat(dst) {
+		return no("cpy %s -> %s: f32/f16 only", src, dst)
+	}
+	if src != dst {
+		return yes("aclnnCast")
+	}
+	return yes("aclnnInplaceCopy")
+}
+
+func npuCont(n *ir.Node) Support {
+	if dt := n.Args[0].Type.DType; !isFloat(dt) {
+		return no("cont of %s: f32/f16 only", dt)
+	}
+	return yes("aclnnInplaceCopy")
+}
+
+func npuCast(n *ir.Node) Support {
+	if src, dst := n.Args[0].Type.DType, n.Type.DType; !isFloat(src) || !isFloat(dst) {
+		return no("cast %s -> %s: f32/f16 only", src, dst)
+	}
+	return yes("aclnnCast")
+}
+
+func npuConcat(n *ir.Node) Support {
+	for _, a := range n.Args {
+		if !isFloat(a.Type.DType) {
+			return no("concat of %s", a.Type.DType)
+		}
+	}
+	return yes("aclnnCat")
+}
