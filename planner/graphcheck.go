@@ -39,7 +39,7 @@ func ValidateGraphPlan(p *GraphPlan) error {
 	if p.ArenaBytes != p.Assignment.Arena {
 		return fmt.Errorf("planner: plan: arena %d differs from its assignment's %d", p.ArenaBytes, p.Assignment.Arena)
 	}
-	c := &planCheck{p: p, lay: lay}
+	c := planCheck{p: p, lay: lay} // on the stack, as the checks' locals were
 	if err := c.checkOrder(); err != nil {
 		return err
 	}

@@ -70,8 +70,8 @@ type liveness struct {
 //
 // The buffer of a tensor lives over [allocating step, freeing step + 1).
 func analyse(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *GraphOptions) (*liveness, error) {
-	an, err := newAnalysis(g, lay, order, opts)
-	if err != nil {
+	var an analysis // on the stack: analyse allocates only what it returns
+	if err := an.init(g, lay, order, opts); err != nil {
 		return nil, err
 	}
 	lv := an.lv
@@ -94,11 +94,10 @@ func analyse(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *GraphOptions)
 		}
 		an.release(step, x)
 	}
-	for b, e := range an.ends {
-		if e < 0 {
-			e = len(order)
+	for b := range lv.prob.Buffers {
+		if lv.prob.Buffers[b].End < 0 {
+			lv.prob.Buffers[b].End = len(order) // never freed
 		}
-		lv.prob.Buffers[b].End = e
 	}
 	return lv, nil
 }
@@ -113,20 +112,19 @@ type analysis struct {
 	views    []int // n_views of a storage root
 	isOut    []bool
 	owned    []bool // a node's buffer is allocated and not yet freed or taken over
-	ends     []int  // buffer index -> end step, -1 while open
 	lv       *liveness
 }
 
-// newAnalysis counts each node's kind, children and views over order.
-func newAnalysis(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *GraphOptions) (*analysis, error) {
+// init counts each node's kind, children and views over order.
+func (an *analysis) init(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *GraphOptions) error {
 	nn := len(g.Nodes)
-	an := &analysis{lay: lay, opts: opts}
+	an.lay, an.opts = lay, opts
 	root := an.root
 	kind := make([]ir.Kind, nn)
 	for _, x := range g.Nodes {
 		info, ok := x.Info()
 		if !ok {
-			return nil, fmt.Errorf("planner: %s: unknown op %q", x, x.Op)
+			return fmt.Errorf("planner: %s: unknown op %q", x, x.Op)
 		}
 		kind[x.ID] = info.Kind
 	}
@@ -153,9 +151,8 @@ func newAnalysis(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *GraphOpti
 		lv.storage[i] = -1
 	}
 	an.lv = lv
-	an.ends = []int{}
 	an.owned = make([]bool, nn)
-	return an, nil
+	return nil
 }
 
 func (an *analysis) root(x *ir.Node) *ir.Node { return an.lay[x.ID].Root }
@@ -179,13 +176,13 @@ func (an *analysis) size(x *ir.Node) (int64, error) {
 	return b, nil
 }
 
-// newBuf allocates a buffer of kind k for x from step start.
+// newBuf allocates a buffer of kind k for x from step start; its End stays
+// -1 until it is freed.
 func (an *analysis) newBuf(k string, x *ir.Node, start int, sz int64) int {
 	lv := an.lv
 	b := len(lv.prob.Buffers)
 	lv.prob.Buffers = append(lv.prob.Buffers, Buffer{ID: b, Start: start, End: -1, Size: sz})
 	lv.bufs = append(lv.bufs, BufferInfo{Kind: k, Nodes: []int{x.ID}})
-	an.ends = append(an.ends, -1)
 	lv.events = append(lv.events, gevent{alloc: true, buf: b})
 	return b
 }
@@ -196,7 +193,7 @@ func (an *analysis) free(x *ir.Node, step int) {
 		return // ggml never frees outputs
 	}
 	b := an.lv.storage[x.ID]
-	an.ends[b] = step + 1
+	an.lv.prob.Buffers[b].End = step + 1
 	an.lv.events = append(an.lv.events, gevent{buf: b})
 	an.owned[x.ID] = false
 }
@@ -241,7 +238,7 @@ func (an *analysis) allocate(step int, x *ir.Node) error {
 				return fmt.Errorf("planner: %s (%s %q): workspace of %d bytes out of range", x, x.Op, x.Name, ws)
 			}
 			b := an.newBuf(KindWorkspace, x, step, ws)
-			an.ends[b] = step + 1
+			lv.prob.Buffers[b].End = step + 1
 			lv.events = append(lv.events, gevent{buf: b})
 		} else if ws < 0 {
 			return fmt.Errorf("planner: %s (%s %q): negative workspace %d", x, x.Op, x.Name, ws)
