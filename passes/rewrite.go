@@ -1,6 +1,7 @@
 package passes
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -27,45 +28,49 @@ type RewriteStats struct {
 	Removed    int            // nodes that became dead and were removed
 }
 
-// graphIndex holds the use information the matcher needs, for the graph
-// as it was when indexGraph ran (node IDs are positions then). It is
-// rebuilt after every rewrite, so it is flat: per-position counts and one
-// array of users, with no map to fill.
+// graphIndex holds the use information the matcher needs, by position in
+// the graph (node IDs are positions). It is built once per sweep and kept
+// up to date by each rewrite (apply), so a rewrite costs its neighbourhood
+// plus a move of the node list, not a rebuild.
 type graphIndex struct {
-	nodes   []*ir.Node // g.Nodes when indexed (the slice header, not a copy)
-	uses    []int32    // operand slots and outputs using each position
-	userOff []int32    // users of position i: users[userOff[i]:userOff[i+1]]
-	users   []*ir.Node // distinct users in graph order
-	outs    []bool     // each position is a graph output
-	scratch []int32    // reused fill counters
-	userBuf []*ir.Node // storage reused by the next indexGraph
-	usesBuf []int32
-	offBuf  []int32
-	outsBuf []bool
+	nodes []*ir.Node   // g.Nodes (the same slice)
+	uses  []int32      // operand slots and outputs using each position
+	users [][]*ir.Node // distinct users of each position, in graph order
+	outs  []bool       // each position is a graph output
+	// live: no node is dead (every node is an output, has a side effect
+	// or has a use), so the graph is what Compact would leave.
+	live bool
+
+	flat []*ir.Node // storage of the users lists a build carves
+	last []int32
 }
+
+// checkIndex, when set (by the package's tests), checks the index after
+// every build and every rewrite against a fresh build.
+var checkIndex func(x *graphIndex, g *ir.Graph)
 
 // indexGraph numbers g's nodes by position and indexes their uses, reusing
 // the storage of prev (nil for none).
 func indexGraph(g *ir.Graph, prev *graphIndex) *graphIndex {
 	x := &graphIndex{}
 	if prev != nil {
-		x.usesBuf, x.offBuf, x.outsBuf, x.userBuf, x.scratch = prev.usesBuf, prev.offBuf, prev.outsBuf, prev.userBuf, prev.scratch
+		x.flat, x.last = prev.flat, prev.last
 	}
 	n := len(g.Nodes)
 	x.nodes = g.Nodes
 	for i, v := range g.Nodes {
 		v.ID = i
 	}
-	x.uses = resize(x.usesBuf, n)
-	x.outs = resizeBool(x.outsBuf, n)
-	x.userOff = resize(x.offBuf, n+1)
-	x.usesBuf, x.outsBuf, x.offBuf = x.uses, x.outs, x.userOff
+	x.uses = make([]int32, n)
+	x.outs = make([]bool, n)
+	x.users = make([][]*ir.Node, n)
 	// Count the distinct users of each position: a node using a value
 	// twice is one user (its operands' last user is itself).
-	last := resize(x.scratch, n)
+	last := resize(x.last, n)
 	for i := range last {
 		last[i] = -1
 	}
+	counts := make([]int32, n)
 	total := 0
 	for i, v := range g.Nodes {
 		for _, a := range v.Args {
@@ -76,37 +81,41 @@ func indexGraph(g *ir.Graph, prev *graphIndex) *graphIndex {
 			x.uses[j]++
 			if last[j] != int32(i) {
 				last[j] = int32(i)
-				x.userOff[j+1]++
+				counts[j]++
 				total++
 			}
 		}
 	}
-	for j := 0; j < n; j++ {
-		x.userOff[j+1] += x.userOff[j]
+	if cap(x.flat) < total {
+		x.flat = make([]*ir.Node, total)
 	}
-	if cap(x.userBuf) < total {
-		x.userBuf = make([]*ir.Node, total)
+	flat := x.flat[:total]
+	off := 0
+	for j, c := range counts {
+		x.users[j] = flat[off : off : off+int(c)]
+		off += int(c)
 	}
-	x.users = x.userBuf[:total]
-	fill := last // reused: the next free slot of each position
-	copy(fill, x.userOff[:n])
 	for _, v := range g.Nodes {
 		for _, a := range v.Args {
-			j, ok := x.at(a)
-			if !ok {
-				continue
-			}
-			if f := fill[j]; f == x.userOff[j] || x.users[f-1] != v {
-				x.users[f] = v
-				fill[j]++
+			if j, ok := x.at(a); ok {
+				if u := x.users[j]; len(u) == 0 || u[len(u)-1] != v {
+					x.users[j] = append(u, v)
+				}
 			}
 		}
 	}
-	x.scratch = last
+	x.last = last
 	for _, o := range g.Outputs {
 		if j, ok := x.at(o); ok {
 			x.uses[j]++
 			x.outs[j] = true
+		}
+	}
+	x.live = true
+	for _, v := range g.Nodes {
+		if x.dead(v) {
+			x.live = false
+			break
 		}
 	}
 	return x
@@ -116,18 +125,7 @@ func resize(b []int32, n int) []int32 {
 	if cap(b) < n {
 		return make([]int32, n)
 	}
-	b = b[:n]
-	clear(b)
-	return b
-}
-
-func resizeBool(b []bool, n int) []bool {
-	if cap(b) < n {
-		return make([]bool, n)
-	}
-	b = b[:n]
-	clear(b)
-	return b
+	return b[:n]
 }
 
 // at returns n's position when n is a node of the indexed graph.
@@ -155,14 +153,11 @@ func (x *graphIndex) useCount(n *ir.Node) int {
 // usersOf returns the distinct users of n in graph order.
 func (x *graphIndex) usersOf(n *ir.Node) []*ir.Node {
 	i, ok := x.at(n)
-	if !ok {
+	if !ok || len(x.users[i]) == 0 {
 		return nil
 	}
-	a, b := x.userOff[i], x.userOff[i+1]
-	if a == b {
-		return nil
-	}
-	return x.users[a:b:b]
+	u := x.users[i]
+	return u[:len(u):len(u)]
 }
 
 // isOut reports whether n is a graph output.
@@ -176,8 +171,156 @@ func (x *graphIndex) dead(n *ir.Node) bool {
 	if x.useCount(n) > 0 {
 		return false
 	}
+	return !sideEffect(n)
+}
+
+func sideEffect(n *ir.Node) bool {
 	info, ok := n.Info()
-	return !ok || !info.SideEffect
+	return ok && info.SideEffect
+}
+
+// byID orders users by position.
+func byID(u *ir.Node, id int) int { return cmp.Compare(u.ID, id) }
+
+// addUser records u (placed, its ID its position) as a user of position j.
+func (x *graphIndex) addUser(j int, u *ir.Node) {
+	l := x.users[j]
+	k, found := slices.BinarySearchFunc(l, u.ID, byID)
+	if found {
+		return
+	}
+	x.users[j] = slices.Insert(l, k, u)
+}
+
+// dropUser removes u from the users of position j.
+func (x *graphIndex) dropUser(j int, u *ir.Node) {
+	if k := slices.Index(x.users[j], u); k >= 0 {
+		x.users[j] = slices.Delete(x.users[j], k, k+1)
+	}
+}
+
+// apply makes the committed-to rewrite on g and on the index, which must
+// index g and be live: the builder's nodes replace root in the node list,
+// root's uses go to repl and each extra replacement's to its new node,
+// and the nodes left dead are removed (what Compact would remove, found
+// from the nodes that lost a use). It returns how many were removed.
+func (x *graphIndex) apply(g *ir.Graph, root, repl *ir.Node, b *Builder) int {
+	r := root.ID
+	k := len(b.created)
+	rootUsers := x.users[r]
+	g.Nodes = slices.Replace(g.Nodes, r, r+1, b.created...)
+	x.nodes = g.Nodes
+	x.uses = slices.Replace(x.uses, r, r+1, make([]int32, k)...)
+	x.outs = slices.Replace(x.outs, r, r+1, make([]bool, k)...)
+	x.users = slices.Replace(x.users, r, r+1, make([][]*ir.Node, k)...)
+	for i := r; i < len(g.Nodes); i++ {
+		g.Nodes[i].ID = i
+	}
+	// root's operands lose a user, the new nodes' operands gain one.
+	for _, a := range root.Args {
+		if j, ok := x.at(a); ok {
+			x.uses[j]--
+			x.dropUser(j, root)
+		}
+	}
+	for _, c := range b.created {
+		for _, a := range c.Args {
+			if j, ok := x.at(a); ok {
+				x.uses[j]++
+				x.addUser(j, c)
+			}
+		}
+	}
+	x.forward(g, root, repl, rootUsers)
+	for _, e := range b.extra {
+		if j, ok := x.at(e[0]); ok {
+			x.forward(g, e[0], e[1], x.users[j])
+		}
+	}
+	// Remove what lost its last use, then what that leaves unused.
+	var dead []int
+	stack := append([]*ir.Node{repl}, root.Args...)
+	stack = append(stack, b.created...)
+	for _, e := range b.extra {
+		stack = append(stack, e[0])
+	}
+	for len(stack) > 0 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		j, ok := x.at(n)
+		if !ok || x.uses[j] != 0 || sideEffect(n) { // uses -1: removed already
+			continue
+		}
+		x.uses[j] = -1 // removed
+		dead = append(dead, j)
+		for _, a := range n.Args {
+			if i, ok := x.at(a); ok && x.uses[i] > 0 {
+				x.uses[i]--
+				x.dropUser(i, n)
+				stack = append(stack, a)
+			}
+		}
+	}
+	if len(dead) > 0 {
+		slices.Sort(dead)
+		keep := func(i int) bool { _, gone := slices.BinarySearch(dead, i); return !gone }
+		w := dead[0]
+		for i := dead[0]; i < len(g.Nodes); i++ {
+			if keep(i) {
+				g.Nodes[w], x.uses[w], x.outs[w], x.users[w] = g.Nodes[i], x.uses[i], x.outs[i], x.users[i]
+				g.Nodes[w].ID = w
+				w++
+			}
+		}
+		clear(g.Nodes[w:])
+		g.Nodes, x.uses, x.outs, x.users = g.Nodes[:w], x.uses[:w], x.outs[:w], x.users[:w]
+		x.nodes = g.Nodes
+	}
+	return len(dead)
+}
+
+// forward makes every use of old (whose users are given) a use of new, as
+// Graph.ReplaceUses does (new keeps its own uses of old), and updates the
+// index.
+func (x *graphIndex) forward(g *ir.Graph, old, new *ir.Node, users []*ir.Node) {
+	if old == new {
+		return
+	}
+	jo, inGraph := x.at(old)
+	jn, _ := x.at(new)
+	var kept []*ir.Node
+	for _, u := range users {
+		if u == new {
+			kept = append(kept, u)
+			continue
+		}
+		moved := int32(0)
+		for i, a := range u.Args {
+			if a == old {
+				u.Args[i] = new
+				moved++
+			}
+		}
+		x.uses[jn] += moved
+		if inGraph {
+			x.uses[jo] -= moved
+		}
+		x.addUser(jn, u)
+	}
+	for i, o := range g.Outputs {
+		if o == old {
+			g.Outputs[i] = new
+			x.uses[jn]++
+			x.outs[jn] = true
+			if inGraph {
+				x.uses[jo]--
+				x.outs[jo] = false
+			}
+		}
+	}
+	if inGraph {
+		x.users[jo] = kept
+	}
 }
 
 // Rewrite applies rules to g until no rule matches (a fixed point): the
@@ -208,6 +351,9 @@ func Rewrite(g *ir.Graph, rules []*Rule, opts RewriteOptions) (RewriteStats, err
 		st.Iterations++
 		changed := false
 		x = indexGraph(g, x)
+		if checkIndex != nil {
+			checkIndex(x, g)
+		}
 		work := slices.Clone(g.Nodes)
 		for i := 0; i < len(work); i++ {
 			n := work[i]
@@ -231,7 +377,7 @@ func Rewrite(g *ir.Graph, rules []*Rule, opts RewriteOptions) (RewriteStats, err
 				if repl == nil || repl == n {
 					continue
 				}
-				if err := commit(g, x, n, repl, b); err != nil {
+				if err := check(x, n, repl, b); err != nil {
 					return st, fmt.Errorf("rule %s at %s (%s %q): %w", r.Name, n, n.Op, n.Name, err)
 				}
 				st.Hits[r.Name]++
@@ -241,9 +387,19 @@ func Rewrite(g *ir.Graph, rules []*Rule, opts RewriteOptions) (RewriteStats, err
 					return st, fmt.Errorf("more than %d rewrites (hits %s): do two rules undo each other?", maxRewrites, formatHits(st.Hits))
 				}
 				// Drop what the rewrite left dead now, so that use counts
-				// seen by the next match are those of live nodes.
-				st.Removed += g.Compact()
-				x = indexGraph(g, x)
+				// seen by the next match are those of live nodes. Once the
+				// graph is live, the index follows the rewrite; before,
+				// the first rewrite compacts and indexes it all.
+				if x.live {
+					st.Removed += x.apply(g, n, repl, b)
+				} else {
+					commit(g, n, repl, b)
+					st.Removed += g.Compact()
+					x = indexGraph(g, x)
+				}
+				if checkIndex != nil {
+					checkIndex(x, g)
+				}
 				work = append(work, b.created...)
 				work = append(work, x.usersOf(repl)...)
 				for _, e := range b.extra {
@@ -259,9 +415,9 @@ func Rewrite(g *ir.Graph, rules []*Rule, opts RewriteOptions) (RewriteStats, err
 	return st, fmt.Errorf("no fixed point after %d sweeps (hits %s)", maxIter, formatHits(st.Hits))
 }
 
-// commit splices the builder's nodes in before root, forwards root's uses
-// to repl (and any extra replacements) and drops root.
-func commit(g *ir.Graph, x *graphIndex, root, repl *ir.Node, b *Builder) error {
+// check reports why the replacement of root by repl and the builder's
+// extra replacements cannot be committed.
+func check(x *graphIndex, root, repl *ir.Node, b *Builder) error {
 	if !repl.Type.Equal(root.Type) {
 		return fmt.Errorf("replacement %s %q has type %s, the node replaced %s", repl.Op, repl.Name, repl.Type, root.Type)
 	}
@@ -282,6 +438,12 @@ func commit(g *ir.Graph, x *graphIndex, root, repl *ir.Node, b *Builder) error {
 			}
 		}
 	}
+	return nil
+}
+
+// commit splices the builder's nodes in before root, forwards root's uses
+// to repl (and any extra replacements) and drops root.
+func commit(g *ir.Graph, root, repl *ir.Node, b *Builder) {
 	nodes := make([]*ir.Node, 0, len(g.Nodes)+len(b.created))
 	for _, n := range g.Nodes {
 		if n == root {
@@ -298,7 +460,6 @@ func commit(g *ir.Graph, x *graphIndex, root, repl *ir.Node, b *Builder) error {
 	for _, e := range b.extra {
 		g.ReplaceUses(e[0], e[1])
 	}
-	return nil
 }
 
 func formatHits(h map[string]int) string {
