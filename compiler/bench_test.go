@@ -8,7 +8,6 @@ import (
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/passes"
 )
 
 // BenchmarkCompile is the whole compile (passes, both memory plans,
@@ -34,7 +33,7 @@ func BenchmarkCompile(b *testing.B) {
 	}{{"qwen2.5-0.5b", qwen}, {"llama3.2-1b", llama}} {
 		for _, until := range []compiler.Stage{compiler.StagePasses, compiler.StageLower} {
 			b.Run(c.name+"/"+until.String(), func(b *testing.B) {
-				opts := compiler.Options{PassOptions: passes.Options{Snapshots: true}, Until: until}
+				opts := compiler.Options{Until: until}
 				start := cpuTime()
 				for b.Loop() {
 					if _, err := compiler.Compile(context.Background(), c.g, opts); err != nil {
