@@ -262,19 +262,27 @@ func (x *graphIndex) apply(g *ir.Graph, root, repl *ir.Node, b *Builder) int {
 		}
 	}
 	if len(dead) > 0 {
+		// Close the gaps: move each run of kept positions down at once.
 		slices.Sort(dead)
-		keep := func(i int) bool { _, gone := slices.BinarySearch(dead, i); return !gone }
 		w := dead[0]
-		for i := dead[0]; i < len(g.Nodes); i++ {
-			if keep(i) {
-				g.Nodes[w], x.uses[w], x.outs[w], x.users[w] = g.Nodes[i], x.uses[i], x.outs[i], x.users[i]
-				g.Nodes[w].ID = w
-				w++
+		for d, i := range dead {
+			end := len(g.Nodes)
+			if d+1 < len(dead) {
+				end = dead[d+1]
 			}
+			copy(g.Nodes[w:], g.Nodes[i+1:end])
+			copy(x.uses[w:], x.uses[i+1:end])
+			copy(x.outs[w:], x.outs[i+1:end])
+			copy(x.users[w:], x.users[i+1:end])
+			w += end - (i + 1)
 		}
 		clear(g.Nodes[w:])
+		clear(x.users[w:])
 		g.Nodes, x.uses, x.outs, x.users = g.Nodes[:w], x.uses[:w], x.outs[:w], x.users[:w]
 		x.nodes = g.Nodes
+		for i := dead[0]; i < w; i++ {
+			g.Nodes[i].ID = i
+		}
 	}
 	return len(dead)
 }
