@@ -138,7 +138,7 @@ func (j *compileJob) Graph() *ir.Graph {
 func (f compileFlags) options(until compiler.Stage) (compiler.Options, error) {
 	o := compiler.Options{
 		Target: f.Target, Passes: f.Passes, MergeQKV: f.MergeQKV,
-		PassOptions: passes.Options{Snapshots: true, DumpDir: f.DumpDir},
+		PassOptions: passes.Options{Snapshots: f.Report != "", DumpDir: f.DumpDir}, // the report shows every pass
 		Ctx:         f.Ctx, UBatch: f.UBatch, Align: f.Align, Strategy: f.Strategy, Budget: f.Budget,
 		KVWrite: f.KVWrite, Until: until, Threads: f.Threads,
 	}

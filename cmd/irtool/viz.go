@@ -202,6 +202,9 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 	defer j.close()
 	opts, _ = j.Flags.options(need) // the shape the model resolved
 	opts.AfterPass = f.after
+	if f.after != "" {
+		opts.PassOptions.Snapshots = true
+	}
 	if err := j.compile(opts); err != nil {
 		return nil, err
 	}
