@@ -1,0 +1,17 @@
+//go:build !amd64 || purego
+
+package kernels
+
+// Stubs of kquant_amd64.s's kernels: useAVX2 is false in this build.
+
+func dotQ4Kx8iAVX2(p *byte, qs *int8, d *float32, b32 *int16, nsb int, ng int, pairs bool, out *float32) {
+	panic("kernels: no SIMD")
+}
+
+func dotQ5KRowsAVX2(src *byte, stride int, qs *int8, d *float32, b32 *int16, nsb int, nr int, out *float32) {
+	panic("kernels: no SIMD")
+}
+
+func dotQ6KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bs16 *int16, nsb int, nr int, out *float32) {
+	panic("kernels: no SIMD")
+}

@@ -1,0 +1,192 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/irtool/irtool/gguf"
+)
+
+// q8KRow returns a Q8_K activation row with every sum the kernels read.
+func q8KRow(qs []int8, d []float32) q8Row {
+	c := q8Row{qs: qs, d: d, bsums: make([]int32, len(qs)/16), bs16: make([]int16, len(qs)/16), b32: make([]int16, len(qs)/32)}
+	for i := range c.bsums {
+		for _, v := range qs[16*i : 16*i+16] {
+			c.bsums[i] += int32(v)
+		}
+	}
+	q8KExtra(c.bsums, c.bs16, c.b32)
+	return c
+}
+
+// kActivations returns Q8_K activation rows of k values: quantised random
+// and edge rows (activationCases: NaN, ±Inf, subnormals, ...) and rows of
+// extreme integers (all -128, all 127, alternating), which reach the
+// int16 bounds of the kernels' partial sums.
+func kActivations(r *rand.Rand, k int) []q8Row {
+	var rows []q8Row
+	for _, x := range activationCases(r, k) {
+		qs, d := make([]int8, k), make([]float32, k/256)
+		bs := make([]int32, k/16)
+		quantizeQ8_K(x, qs, d, bs)
+		rows = append(rows, q8KRow(qs, d))
+	}
+	for _, f := range []func(i int) int8{
+		func(int) int8 { return -128 },
+		func(int) int8 { return 127 },
+		func(i int) int8 { return int8(127 - 255*(i%2)) },
+	} {
+		qs, d := make([]int8, k), make([]float32, k/256)
+		for i := range qs {
+			qs[i] = f(i)
+		}
+		for i := range d {
+			d[i] = float32(r.NormFloat64())
+		}
+		rows = append(rows, q8KRow(qs, d))
+	}
+	return rows
+}
+
+// kWeights returns n rows of nsb super-blocks of type t (ts bytes each):
+// random bytes with finite F16 scales, and edge rows: every byte 0xff
+// (the largest quants and scales), every quant byte 0, and the edge F16
+// scales (zero, subnormal, largest, ±Inf, NaN) in d/dmin.
+func kWeights(r *rand.Rand, t gguf.GGMLType, n, nsb int) [][]byte {
+	ts := t.TypeSize()
+	scale := func(b []byte, s float32) {
+		h := gguf.F32ToF16(s)
+		switch t {
+		case gguf.TypeQ6_K:
+			binary.LittleEndian.PutUint16(b[208:], h)
+		default:
+			binary.LittleEndian.PutUint16(b, h)
+			binary.LittleEndian.PutUint16(b[2:], gguf.F32ToF16(s/3))
+		}
+	}
+	var rows [][]byte
+	for i := range n {
+		row := make([]byte, nsb*ts)
+		for j := range row {
+			row[j] = byte(r.IntN(256))
+		}
+		for s := range nsb {
+			b := row[s*ts : (s+1)*ts]
+			switch {
+			case i%7 == 1:
+				for j := range b {
+					b[j] = 0xff
+				}
+				scale(b, float32(r.NormFloat64()))
+			case i%7 == 2:
+				clear(b)
+				scale(b, 1)
+			case i%7 == 3:
+				e := edgeF16[r.IntN(len(edgeF16))]
+				if t == gguf.TypeQ6_K {
+					binary.LittleEndian.PutUint16(b[208:], e)
+				} else {
+					binary.LittleEndian.PutUint16(b[2*r.IntN(2):], e)
+				}
+			default:
+				scale(b, float32(r.NormFloat64()*0.01))
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// refKDot is the K-quant dot of the current build on an unpacked row:
+// the reference the kernels must reproduce.
+func refKDot(t gguf.GGMLType, raw []byte, k int, c q8Row, gemm bool) float32 {
+	row := newQKRow(k)
+	unpackQK(t, raw, row)
+	switch {
+	case t == gguf.TypeQ4_K && gemm:
+		return dotQ4Kx8Gemm(row, c)
+	case t == gguf.TypeQ4_K:
+		return dotQ4Kx8(row, c)
+	case t == gguf.TypeQ6_K:
+		return dotQ6KBsums(row, c)
+	}
+	return dotQK(row, c)
+}
+
+// TestKQuantKernels checks the K-quant kernels (kquant.go): in every build
+// the one that runs (the assembly, or the Go twin under -tags purego)
+// against the reference dots on unpacked rows (dotQ4Kx8, dotQ4Kx8Gemm,
+// dotQK, dotQ6KBsums), and with assembly the twin against it too, bit for
+// bit, on random and edge blocks and activations, rows read at a stride
+// from a misaligned buffer, one to three groups of eight rows.
+func TestKQuantKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, ty := range []gguf.GGMLType{gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
+		for _, nsb := range []int{1, 3} {
+			for _, ng := range []int{1, 3} {
+				k, ts, nr := 256*nsb, ty.TypeSize(), 8*ng
+				rows := kWeights(r, ty, nr, nsb)
+				stride := nsb*ts + 5 // rows not adjacent
+				buf := make([]byte, 1+nr*stride)
+				src := buf[1:]
+				for i, row := range rows {
+					copy(src[i*stride:], row)
+				}
+				var pk []byte
+				if ty == gguf.TypeQ4_K {
+					pk = make([]byte, ng*nsb*q4kx8Block)
+					repackQ4Kx8i(pk, src, stride, nr, nsb)
+				}
+				for ci, c := range kActivations(r, k) {
+					for _, gemm := range []bool{false, true} {
+						if gemm && ty != gguf.TypeQ4_K {
+							continue
+						}
+						got, twin := make([]float32, nr), make([]float32, nr)
+						switch ty {
+						case gguf.TypeQ4_K:
+							dotQ4Kx8i(pk, ng, c, gemm, got)
+							dotQ4Kx8iGo(pk, ng, c, gemm, twin)
+						case gguf.TypeQ5_K:
+							dotQ5KRows(src, stride, c, got)
+							dotQ5KRowsGo(src, stride, c, twin)
+						case gguf.TypeQ6_K:
+							dotQ6KRows(src, stride, c, got)
+							dotQ6KRowsGo(src, stride, c, twin)
+						}
+						for i, row := range rows {
+							what := fmt.Sprintf("%s nsb %d ng %d act %d gemm %v row %d", ty, nsb, ng, ci, gemm, i)
+							want := refKDot(ty, row, k, c, gemm)
+							if !sameBits(got[i], want) {
+								t.Fatalf("%s: kernel %g (%#x), reference %g (%#x)", what, got[i], mathBits(got[i]), want, mathBits(want))
+							}
+							if !sameBits(twin[i], want) {
+								t.Fatalf("%s: Go twin %g, reference %g", what, twin[i], want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestKQuantSIMDUsed makes sure the assembly kernels are what
+// TestKQuantKernels tested where they exist.
+func TestKQuantSIMDUsed(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(7, 8))
+	rows := kWeights(r, gguf.TypeQ6_K, 1, 1)
+	c := kActivations(r, 256)[0]
+	var a, b [1]float32
+	dotQ6KRowsAVX2(&rows[0][0], 210, &c.qs[0], &c.d[0], &c.bs16[0], 1, 1, &a[0])
+	dotQ6KRowsGo(rows[0], 210, c, b[:])
+	if !sameBits(a[0], b[0]) {
+		t.Fatalf("assembly %g, twin %g", a[0], b[0])
+	}
+}
+
+func mathBits(f float32) uint32 { return math.Float32bits(f) }
