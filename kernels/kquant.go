@@ -271,3 +271,35 @@ func dotKRows(t gguf.GGMLType, src []byte, stride int, c q8Row, out []float32) {
 	}
 	dotQ6KRows(src, stride, c, out)
 }
+
+// mulRawK is tile.mulRaw for K-quant weights: Q4_K from its interleaved
+// copy (m.pk), Q5_K and Q6_K rows read in place; each activation column
+// meets the tile's rows in one kernel call, straight into dst's column
+// when it is dense. Columns j < n − n mod 4 of a repacked Q4_K take the
+// GEMM order (dotQ4Kx8Gemm), the rest the GEMV's, as in llama.cpp.
+func (t *tile) mulRawK(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) {
+	var p []byte
+	if m.pk != nil {
+		nsb := m.k / 256
+		p = m.pk[int(r0)/8*nsb*q4kx8Block : (int(r0)+nr)/8*nsb*q4kx8Block]
+	}
+	stride := int(m.a.Nb[1])
+	for j := range m.n {
+		c := m.q8col(base + j)
+		d := out.col(j, i12, i13)
+		o := t.out[:nr]
+		if d != nil {
+			o = d[r0 : r0+int64(nr)]
+		}
+		if p != nil {
+			dotQ4Kx8i(p, nr/8, c, m.dotK4 != nil && j < m.n-m.n%4, o)
+		} else {
+			dotKRows(m.a.Type, t.raw[0], stride, c, o)
+		}
+		if d == nil {
+			for e, v := range o {
+				out.put(r0+int64(e), j, i12, i13, v)
+			}
+		}
+	}
+}

@@ -190,3 +190,132 @@ func TestKQuantSIMDUsed(t *testing.T) {
 }
 
 func mathBits(f float32) uint32 { return math.Float32bits(f) }
+
+// TestMulMatJobKQuant runs K-quant matmul jobs with Options.Packs (Q4_K
+// from its interleaved copy, Q5_K and Q6_K rows in place, as a compiled
+// plan runs them) and plain MulMat against the build's dot product on
+// unpacked rows (qkDot, and qkDotGemm for the columns llama.cpp
+// multiplies four at a time): decode (1–3 columns), prefill (4+, with
+// leftover columns), a Q4_K matrix llama.cpp does not repack (rows not a
+// multiple of 8), both builds, and a destination not dense along dim 0.
+func TestMulMatJobKQuant(t *testing.T) {
+	r := rand.New(rand.NewPCG(51, 52))
+	packs := NewWeightPacks()
+	defer packs.Release()
+	for _, ty := range []gguf.GGMLType{gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K} {
+		for _, sh := range [][3]int64{{256, 16, 1}, {512, 24, 3}, {256, 64, 4}, {512, 40, 9}, {256, 12, 5}} {
+			for _, build := range []LlamaBuild{LlamaCurrent, LlamaC392e50} {
+				for _, strided := range []bool{false, true} {
+					k, m, n := sh[0], sh[1], sh[2]
+					name := fmt.Sprintf("%s_%dx%dx%d_%v_strided%v", ty, k, m, n, build, strided)
+					t.Run(name, func(t *testing.T) {
+						nsb := int(k / 256)
+						var raw []byte
+						for _, row := range kWeights(r, ty, int(m), nsb) {
+							raw = append(raw, row...)
+						}
+						a, err := FromBytes(ty, raw, k, m)
+						if err != nil {
+							t.Fatal(err)
+						}
+						x, _ := FromF32(randF32(r, int(k*n), 1), k, n)
+						o := Options{LlamaBuild: build}
+						dot, gemm := qkDot(o, a, x), qkDotGemm(o, a, x)
+						want := make([]float32, m*n)
+						xs := vals(t, x)
+						for j := range n {
+							qs, d, bs := make([]int8, k), make([]float32, nsb), make([]int32, k/16)
+							quantizeQ8_K(xs[j*k:(j+1)*k], qs, d, bs)
+							c := q8KRow(qs, d)
+							f := dot
+							if gemm != nil && j < n-n%4 {
+								f = gemm
+							}
+							for i := range m {
+								row := newQKRow(int(k))
+								unpackQK(ty, raw[i*a.Nb[1]:], row)
+								want[j*m+i] = f(row, c)
+							}
+						}
+						for _, op := range []string{"job", "mulmat"} {
+							dst, _ := NewTensor(gguf.TypeF32, m, n)
+							got := dst
+							if strided {
+								got, err = dst.View([4]int64{m, n, 1, 1}, [4]int64{4 * n, 4, 4 * n * m, 4 * n * m}, 0)
+								if err != nil {
+									t.Fatal(err)
+								}
+							}
+							if op == "job" {
+								oj := o
+								oj.Packs = packs
+								j, err := oj.MulMatJob(got, a, x, nil, 2)
+								if err != nil {
+									t.Fatal(err)
+								}
+								runJobSerial(j)
+							} else if err := o.MulMat(got, a, x); err != nil {
+								t.Fatal(err)
+							}
+							for j := range n {
+								for i := range m {
+									v := vals(t, got)[j*m+i]
+									if !sameBits(v, want[j*m+i]) {
+										t.Fatalf("%s: [%d,%d] = %g, want %g", op, i, j, v, want[j*m+i])
+									}
+								}
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestWeightPacksShared checks that two handles on one matrix share one
+// repacked copy, counted once in the process, that the copy leaves the
+// cache with the last handle, and that a matrix of another type or shape
+// at the same address gets its own.
+func TestWeightPacksShared(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(61, 62))
+	var raw []byte
+	for _, row := range kWeights(r, gguf.TypeQ4_K, 16, 2) {
+		raw = append(raw, row...)
+	}
+	a, err := FromBytes(gguf.TypeQ4_K, raw, 512, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n0, b0 := SharedPacks()
+	w1, w2 := NewWeightPacks(), NewWeightPacks()
+	p1, p2 := w1.q4kx8i(a), w2.q4kx8i(a)
+	if &p1[0] != &p2[0] {
+		t.Fatal("two handles got two copies")
+	}
+	if n, b := SharedPacks(); n != n0+1 || b != b0+int64(len(p1)) {
+		t.Fatalf("cache: %d copies, %d bytes; want %d, %d", n, b, n0+1, b0+int64(len(p1)))
+	}
+	if w1.Bytes() != int64(len(p1)) || w2.Bytes() != int64(len(p1)) {
+		t.Fatalf("handles hold %d and %d bytes, want %d", w1.Bytes(), w2.Bytes(), len(p1))
+	}
+	a2, _ := FromBytes(gguf.TypeQ4_K, raw[:len(raw)/2], 512, 8) // same address, other shape
+	if p3 := w1.q4kx8i(a2); &p3[0] == &p1[0] {
+		t.Fatal("another shape at the same address shares the copy")
+	}
+	w1.Release()
+	if n, _ := SharedPacks(); n != n0+1 {
+		t.Fatalf("after one release: %d copies, want %d (the other handle still holds one)", n, n0+1)
+	}
+	w2.Release()
+	if n, b := SharedPacks(); n != n0 || b != b0 {
+		t.Fatalf("after both releases: %d copies, %d bytes; want %d, %d", n, b, n0, b0)
+	}
+	// A new handle makes a new copy.
+	w3 := NewWeightPacks()
+	defer w3.Release()
+	if p4 := w3.q4kx8i(a); &p4[0] == &p1[0] {
+		t.Fatal("a released copy was reused")
+	}
+}
