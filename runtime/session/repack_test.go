@@ -135,3 +135,28 @@ func TestSessionsShareRepackedWeights(t *testing.T) {
 		t.Fatalf("after closing both: %d copies, %d bytes; want %d, %d", n, b, n0, b0)
 	}
 }
+
+// TestKQuantMixesMatchLlamaCpp checks llama-quantize's Q4_K_M, Q5_K_M and
+// Q6_K mixes of the reference set's 256-wide llama (q4_K, q5_K and q6_K
+// matrices) against llama.cpp
+// 3f545bec's llama-ref runs of them (testdata/reference, trimmed): the
+// default kernels — Q4_K from its q4_K_8x8-ordered interleaved copy, Q5_K
+// and Q6_K rows in that build's vec_dot orders — stay within 1e-6 of every
+// step. The models are the external reference set's (skipped when absent).
+func TestKQuantMixesMatchLlamaCpp(t *testing.T) {
+	for _, name := range []string{"synth-llama256-Q4_K_M", "synth-llama256-Q5_K_M", "synth-llama256-Q6_K"} {
+		t.Run(name, func(t *testing.T) {
+			ref := testmodel.LoadRun(t, filepath.Join(testref.CopyDir(), "llamacpp", name+".3f545bec.llamacpp.json"))
+			f, err := gguf.Open(testref.Shared(t, "models/"+name+".gguf"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if e := worstStepErr(t, f, ref, kernels.Options{}); e > 1e-6 {
+				t.Errorf("worst max|Δ|/max|logit| %.3g over 32 steps, want <= 1e-6", e)
+			} else {
+				t.Logf("worst %.3g", e)
+			}
+		})
+	}
+}
