@@ -284,7 +284,30 @@ func (t *tile) mulRawK(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i
 		p = m.pk[int(r0)/8*nsb*q4kx8Block : (int(r0)+nr)/8*nsb*q4kx8Block]
 	}
 	stride := int(m.a.Nb[1])
-	for j := range m.n {
+	var j0 int64
+	if p != nil && m.dotK4 != nil {
+		// The GEMM columns four at a time, the nibbles unpacked once.
+		nsb := m.k / 256
+		for ; j0+4 <= m.n-m.n%4; j0 += 4 {
+			cols := [4]q8Row{m.q8col(base + j0), m.q8col(base + j0 + 1), m.q8col(base + j0 + 2), m.q8col(base + j0 + 3)}
+			d := out.cols4(j0, i12, i13)
+			for g := range nr / 8 {
+				var o [4][8]float32
+				dotQ4Kx8x4i(p[g*nsb*q4kx8Block:], &cols, &o)
+				i := r0 + int64(8*g)
+				for c := range o {
+					if d[c] != nil {
+						copy(d[c][i:i+8], o[c][:])
+						continue
+					}
+					for e, v := range o[c] {
+						out.put(i+int64(e), j0+int64(c), i12, i13, v)
+					}
+				}
+			}
+		}
+	}
+	for j := j0; j < m.n; j++ {
 		c := m.q8col(base + j)
 		d := out.col(j, i12, i13)
 		o := t.out[:nr]
@@ -301,5 +324,32 @@ func (t *tile) mulRawK(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i
 				out.put(r0+int64(e), j, i12, i13, v)
 			}
 		}
+	}
+}
+
+// q4kx4Args are the four activation columns of dotQ4Kx8x4iAVX2.
+type q4kx4Args struct {
+	qs  [4]*int8
+	d   [4]*float32
+	b32 [4]*int16
+}
+
+// dotQ4Kx8x4i sets out[c][j] to dotQ4Kx8i's GEMM-order product of row j
+// of the first group of eight interleaved Q4_K rows p with column c
+// (the prefill: the nibbles unpacked once for four columns).
+func dotQ4Kx8x4i(p []byte, cols *[4]q8Row, out *[4][8]float32) {
+	nsb := len(cols[0].d)
+	if useAVX2 && nsb > 0 {
+		var a q4kx4Args
+		_ = p[nsb*q4kx8Block-1]
+		for c := range cols {
+			_, _, _ = cols[c].qs[nsb*256-1], cols[c].d[nsb-1], cols[c].b32[nsb*8-1]
+			a.qs[c], a.d[c], a.b32[c] = &cols[c].qs[0], &cols[c].d[0], &cols[c].b32[0]
+		}
+		dotQ4Kx8x4iAVX2(&p[0], &a, nsb, out)
+		return
+	}
+	for c := range cols {
+		dotQ4Kx8iGo(p, 1, cols[c], true, out[c][:])
 	}
 }

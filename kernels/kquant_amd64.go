@@ -12,3 +12,6 @@ func dotQ5KRowsAVX2(src *byte, stride int, qs *int8, d *float32, b32 *int16, nsb
 
 //go:noescape
 func dotQ6KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bs16 *int16, nsb int, nr int, out *float32)
+
+//go:noescape
+func dotQ4Kx8x4iAVX2(p *byte, a *q4kx4Args, nsb int, out *[4][8]float32)

@@ -410,3 +410,147 @@ q6sb:
 	JNZ  q6row
 	VZEROUPPER
 	RET
+
+// X4M multiplies the nibbles Y0 (low) and Y1 (high) with activation
+// column Q's words YO and YO+32 (DX: the super-block's offset) and adds
+// to its int16 pairs LO, HI. Y2, Y3 clobbered.
+#define X4M(Q, YO, LO, HI) \
+	VPBROADCASTD YO(Q)(DX*1), Y2       \
+	VPBROADCASTD (YO+32)(Q)(DX*1), Y3  \
+	VPMADDUBSW Y2, Y0, Y2              \
+	VPMADDUBSW Y3, Y1, Y3              \
+	VPADDW Y2, LO, LO                  \
+	VPADDW Y3, HI, HI
+
+// X4H is Q4KH for the four columns of dotQ4Kx8x4iAVX2.
+#define X4H(VO, YO) \
+	VMOVDQU VO(SI), Y0            \
+	VPSRLW $4, Y0, Y1             \
+	VPAND Y15, Y0, Y0             \
+	VPAND Y15, Y1, Y1             \
+	X4M(R8, YO, Y4, Y5)           \
+	X4M(R9, YO, Y6, Y7)           \
+	X4M(R10, YO, Y8, Y9)          \
+	X4M(R11, YO, Y10, Y11)
+
+// X4S applies the sub-block scales Y12, Y13 to column pairs LO, HI and
+// converts the chunk's scaled sum to float in LO.
+#define X4S(LO, HI) \
+	VPMADDWD Y12, LO, LO \
+	VPMADDWD Y13, HI, HI \
+	VPADDD HI, LO, LO    \
+	VCVTDQ2PS LO, LO
+
+// X4F accumulates chunk C of column I: acc += F·(d_w·d_y),
+// accMin += float(mins·bsum)·(dmin_w·d_y), both on the stack. Y12 = d_w,
+// Y3 = dmin_w, Y13 = the chunk's mins; T, Y0..Y2 clobbered.
+#define X4F(C, I, F, T) \
+	MOVQ (64+8*I)(DI), AX              \
+	VPBROADCASTD (4*C)(AX)(R12*1), Y0  \
+	VPMADDWD Y13, Y0, Y0               \
+	VCVTDQ2PS Y0, Y0                   \
+	MOVQ (32+8*I)(DI), AX              \
+	VBROADCASTSS (AX)(BX*4), Y1        \
+	VMULPS Y1, Y12, Y2                 \
+	VMULPS Y1, Y3, Y1                  \
+	VMOVUPS (64*I)(SP), T              \
+	VFMADD231PS F, Y2, T               \
+	VMOVUPS T, (64*I)(SP)              \
+	VMOVUPS (64*I+32)(SP), T           \
+	VFMADD231PS Y0, Y1, T              \
+	VMOVUPS T, (64*I+32)(SP)
+
+// X4C is chunk C of a super-block for four columns, in the GEMM order.
+#define X4C(C) \
+	PREFETCHT0 (2368+160+256*C)(SI)     \
+	PREFETCHT0 (2368+224+256*C)(SI)     \
+	PREFETCHT0 (2368+288+256*C)(SI)     \
+	PREFETCHT0 (2368+352+256*C)(SI)     \
+	VPXOR Y4, Y4, Y4                    \
+	VPXOR Y5, Y5, Y5                    \
+	VPXOR Y6, Y6, Y6                    \
+	VPXOR Y7, Y7, Y7                    \
+	VPXOR Y8, Y8, Y8                    \
+	VPXOR Y9, Y9, Y9                    \
+	VPXOR Y10, Y10, Y10                 \
+	VPXOR Y11, Y11, Y11                 \
+	X4H(160+256*C, 64*C)                \
+	X4H(160+256*C+32, 64*C+4)           \
+	X4H(160+256*C+64, 64*C+8)           \
+	X4H(160+256*C+96, 64*C+12)          \
+	X4H(160+256*C+128, 64*C+16)         \
+	X4H(160+256*C+160, 64*C+20)         \
+	X4H(160+256*C+192, 64*C+24)         \
+	X4H(160+256*C+224, 64*C+28)         \
+	VPBROADCASTQ (32+16*C)(SI), Y12     \
+	VPSHUFB Y14, Y12, Y12               \
+	VPBROADCASTQ (40+16*C)(SI), Y13     \
+	VPSHUFB Y14, Y13, Y13               \
+	X4S(Y4, Y5)                         \
+	X4S(Y6, Y7)                         \
+	X4S(Y8, Y9)                         \
+	X4S(Y10, Y11)                       \
+	VPMOVZXBW (96+16*C)(SI), Y13        \
+	VCVTPH2PS (SI), Y12                 \
+	VCVTPH2PS 16(SI), Y3                \
+	X4F(C, 0, Y4, Y5)                   \
+	X4F(C, 1, Y6, Y7)                   \
+	X4F(C, 2, Y8, Y9)                   \
+	X4F(C, 3, Y10, Y11)
+
+// func dotQ4Kx8x4iAVX2(p *byte, a *q4kx4Args, nsb int, out *[4][8]float32)
+// One group of eight Q4_K rows in the interleaved layout (nsb > 0
+// super-blocks) times four Q8_K activation columns in
+// dotQ4Kx8iAVX2's GEMM (pairs) order: out[c][j] for column c, row j. The
+// nibbles are unpacked once for the four columns; the float accumulators
+// live on the stack (acc of column c at 64c, accMin at 64c+32).
+TEXT ·dotQ4Kx8x4iAVX2(SB), NOSPLIT, $256-32
+	MOVQ p+0(FP), SI
+	MOVQ a+8(FP), DI
+	MOVQ nsb+16(FP), CX
+	MOVQ 0(DI), R8
+	MOVQ 8(DI), R9
+	MOVQ 16(DI), R10
+	MOVQ 24(DI), R11
+	XORQ DX, DX
+	XORQ BX, BX
+	XORQ R12, R12
+	BCAST32($0x0f0f0f0f, X15, Y15)
+	VMOVDQU q4kscm<>(SB), Y14
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	VMOVUPS Y0, 192(SP)
+	VMOVUPS Y0, 224(SP)
+
+x4sb:
+	X4C(0)
+	X4C(1)
+	X4C(2)
+	X4C(3)
+	ADDQ $1184, SI
+	ADDQ $256, DX
+	ADDQ $16, R12
+	INCQ BX
+	DECQ CX
+	JNZ  x4sb
+
+	MOVQ out+24(FP), AX
+	VMOVUPS 0(SP), Y0
+	VSUBPS 32(SP), Y0, Y0
+	VMOVUPS Y0, 0(AX)
+	VMOVUPS 64(SP), Y0
+	VSUBPS 96(SP), Y0, Y0
+	VMOVUPS Y0, 32(AX)
+	VMOVUPS 128(SP), Y0
+	VSUBPS 160(SP), Y0, Y0
+	VMOVUPS Y0, 64(AX)
+	VMOVUPS 192(SP), Y0
+	VSUBPS 224(SP), Y0, Y0
+	VMOVUPS Y0, 96(AX)
+	VZEROUPPER
+	RET

@@ -15,3 +15,7 @@ func dotQ5KRowsAVX2(src *byte, stride int, qs *int8, d *float32, b32 *int16, nsb
 func dotQ6KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bs16 *int16, nsb int, nr int, out *float32) {
 	panic("kernels: no SIMD")
 }
+
+func dotQ4Kx8x4iAVX2(p *byte, a *q4kx4Args, nsb int, out *[4][8]float32) {
+	panic("kernels: no SIMD")
+}

@@ -140,7 +140,26 @@ func TestKQuantKernels(t *testing.T) {
 					pk = make([]byte, ng*nsb*q4kx8Block)
 					repackQ4Kx8i(pk, src, stride, nr, nsb)
 				}
-				for ci, c := range kActivations(r, k) {
+				acts := kActivations(r, k)
+				if ty == gguf.TypeQ4_K {
+					// Four columns at a time (the prefill's GEMM kernel).
+					for ci := range acts {
+						cols := [4]q8Row{acts[ci], acts[(ci+1)%len(acts)], acts[(ci+5)%len(acts)], acts[(ci+11)%len(acts)]}
+						for g := range ng {
+							var o [4][8]float32
+							dotQ4Kx8x4i(pk[g*nsb*q4kx8Block:], &cols, &o)
+							for c := range cols {
+								for j := range 8 {
+									want := refKDot(ty, rows[8*g+j], k, cols[c], true)
+									if !sameBits(o[c][j], want) {
+										t.Fatalf("q4_K x4 nsb %d act %d col %d group %d row %d: %g, reference %g", nsb, ci, c, g, j, o[c][j], want)
+									}
+								}
+							}
+						}
+					}
+				}
+				for ci, c := range acts {
 					for _, gemm := range []bool{false, true} {
 						if gemm && ty != gguf.TypeQ4_K {
 							continue
