@@ -307,6 +307,29 @@ func (t *tile) mulRawK(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i
 			}
 		}
 	}
+	if p == nil && m.a.Type == gguf.TypeQ6_K {
+		// Four columns per pass over the rows.
+		for ; j0+4 <= m.n; j0 += 4 {
+			cols := [4]q8Row{m.q8col(base + j0), m.q8col(base + j0 + 1), m.q8col(base + j0 + 2), m.q8col(base + j0 + 3)}
+			d := out.cols4(j0, i12, i13)
+			var o [4][]float32
+			for c := range o {
+				if d[c] != nil {
+					o[c] = d[c][r0 : r0+int64(nr)]
+				} else {
+					o[c] = t.out4[c*len(t.out) : c*len(t.out)+nr]
+				}
+			}
+			dotQ6Kx4Rows(t.raw[0], stride, &cols, &o)
+			for c := range o {
+				if d[c] == nil {
+					for e, v := range o[c] {
+						out.put(r0+int64(e), j0+int64(c), i12, i13, v)
+					}
+				}
+			}
+		}
+	}
 	for j := j0; j < m.n; j++ {
 		c := m.q8col(base + j)
 		d := out.col(j, i12, i13)
@@ -351,5 +374,33 @@ func dotQ4Kx8x4i(p []byte, cols *[4]q8Row, out *[4][8]float32) {
 	}
 	for c := range cols {
 		dotQ4Kx8iGo(p, 1, cols[c], true, out[c][:])
+	}
+}
+
+// q6kx4Args are the four activation columns and outputs of
+// dotQ6Kx4RowsAVX2.
+type q6kx4Args struct {
+	qs   [4]*int8
+	d    [4]*float32
+	bs16 [4]*int16
+	out  [4]*float32
+}
+
+// dotQ6Kx4Rows is dotQ6KRows for four activation columns at once (each
+// row unpacked once): out[c][r] for r < len(out[0]).
+func dotQ6Kx4Rows(src []byte, stride int, cols *[4]q8Row, out *[4][]float32) {
+	nsb, nr := len(cols[0].d), len(out[0])
+	if useAVX2 && nsb > 0 && nr > 0 {
+		var a q6kx4Args
+		_ = src[(nr-1)*stride+nsb*210-1]
+		for c := range cols {
+			_, _, _, _ = cols[c].qs[nsb*256-1], cols[c].d[nsb-1], cols[c].bs16[nsb*16-1], out[c][nr-1]
+			a.qs[c], a.d[c], a.bs16[c], a.out[c] = &cols[c].qs[0], &cols[c].d[0], &cols[c].bs16[0], &out[c][0]
+		}
+		dotQ6Kx4RowsAVX2(&src[0], stride, &a, nsb, nr)
+		return
+	}
+	for c := range cols {
+		dotQ6KRowsGo(src, stride, cols[c], out[c][:nr])
 	}
 }

@@ -15,3 +15,6 @@ func dotQ6KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bs16 *int16, ns
 
 //go:noescape
 func dotQ4Kx8x4iAVX2(p *byte, a *q4kx4Args, nsb int, out *[4][8]float32)
+
+//go:noescape
+func dotQ6Kx4RowsAVX2(src *byte, stride int, a *q6kx4Args, nsb int, nr int)

@@ -554,3 +554,146 @@ x4sb:
 	VMOVUPS Y0, 96(AX)
 	VZEROUPPER
 	RET
+
+// Q6X4M adds group G of the Q6_K values Y3 times column Q's activations,
+// scaled by Y8, to the int32 lanes L. Y10 clobbered.
+#define Q6X4M(G, Q, L) \
+	VPMADDUBSW (32*G)(Q)(DX*1), Y3, Y10 \
+	VPMADDWD Y8, Y10, Y10               \
+	VPADDD Y10, L, L
+
+// Q6X4G is group G (values in Y3) for the four columns: the scales of
+// its two 16-value halves (int16 at 128+4G(SP)) shuffled once.
+#define Q6X4G(G) \
+	VPBROADCASTD (128+4*G)(SP), Y8 \
+	VPSHUFB Y9, Y8, Y8             \
+	Q6X4M(G, R8, Y4)               \
+	Q6X4M(G, R9, Y5)               \
+	Q6X4M(G, R10, Y6)              \
+	Q6X4M(G, R11, Y7)
+
+// Q6X4H is Q6KH for the four columns of dotQ6Kx4RowsAVX2 (Y13 the
+// scratch of the high bits).
+#define Q6X4H(N) \
+	VMOVDQU (128+32*N)(SI), Y2  \
+	VMOVDQU (64*N)(SI), Y0      \
+	VMOVDQU (64*N+32)(SI), Y1   \
+	VPAND Y15, Y0, Y3           \
+	VPAND Y14, Y2, Y13          \
+	VPSLLW $4, Y13, Y13         \
+	VPOR Y13, Y3, Y3            \
+	Q6X4G((4*N))                \
+	VPAND Y15, Y1, Y3           \
+	VPSLLW $2, Y2, Y13          \
+	VPAND Y12, Y13, Y13         \
+	VPOR Y13, Y3, Y3            \
+	Q6X4G((4*N+1))              \
+	VPSRLW $4, Y0, Y3           \
+	VPAND Y15, Y3, Y3           \
+	VPAND Y12, Y2, Y13          \
+	VPOR Y13, Y3, Y3            \
+	Q6X4G((4*N+2))              \
+	VPSRLW $4, Y1, Y3           \
+	VPAND Y15, Y3, Y3           \
+	VPSRLW $2, Y2, Y13          \
+	VPAND Y12, Y13, Y13         \
+	VPOR Y13, Y3, Y3            \
+	Q6X4G((4*N+3))
+
+// Q6X4O starts column I's lanes L at −32·(sc[2k]·bsum[2k] +
+// sc[2k+1]·bsum[2k+1]) (Y0: the sixteen int16 scales).
+#define Q6X4O(I, L) \
+	MOVQ (64+8*I)(DI), AX          \
+	VPMADDWD (AX)(R12*1), Y0, Y13  \
+	VPSLLD $5, Y13, Y13            \
+	VPXOR L, L, L                  \
+	VPSUBD Y13, L, L
+
+// Q6X4A accumulates column I: acc (at 32I(SP)) = fma(float(L), d_w·d_y,
+// acc) (Y11 = d_w).
+#define Q6X4A(I, L) \
+	VCVTDQ2PS L, L                \
+	MOVQ (32+8*I)(DI), AX         \
+	VBROADCASTSS (AX)(BX*4), Y13  \
+	VMULPS Y13, Y11, Y13          \
+	VMOVUPS (32*I)(SP), Y10       \
+	VFMADD231PS L, Y13, Y10       \
+	VMOVUPS Y10, (32*I)(SP)
+
+// Q6X4OUT stores column I's horizontal sum to out[I][R13].
+#define Q6X4OUT(I) \
+	VMOVUPS (32*I)(SP), Y0  \
+	HSUM8(Y0, X0, X1)       \
+	MOVQ (96+8*I)(DI), AX   \
+	VMOVSS X0, (AX)(R13*4)
+
+// func dotQ6Kx4RowsAVX2(src *byte, stride int, a *q6kx4Args, nsb int, nr int)
+// dotQ6KRowsAVX2 for four activation columns at once (the prefill): each
+// Q6_K row (nr > 0 rows, nsb > 0 super-blocks) is unpacked once and meets
+// the four columns with the same lanes, FMAs and sums as the one-column
+// kernel; out[c][r] for column c, row r (float accumulators at 0..127(SP),
+// the scales at 128(SP), the row start at 160(SP)).
+TEXT ·dotQ6Kx4RowsAVX2(SB), NOSPLIT, $168-40
+	MOVQ a+16(FP), DI
+	MOVQ 0(DI), R8
+	MOVQ 8(DI), R9
+	MOVQ 16(DI), R10
+	MOVQ 24(DI), R11
+	BCAST32($0x0f0f0f0f, X15, Y15)
+	BCAST32($0x03030303, X14, Y14)
+	BCAST32($0x30303030, X12, Y12)
+	VMOVDQU q6scm<>(SB), Y9
+	MOVQ src+0(FP), SI
+	XORQ R13, R13
+
+q6x4row:
+	MOVQ SI, 160(SP)
+	MOVQ nsb+24(FP), CX
+	XORQ DX, DX
+	XORQ BX, BX
+	XORQ R12, R12
+	VXORPS Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+
+q6x4sb:
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	PREFETCHT0 1216(SI)
+	VPMOVSXBW 192(SI), Y0
+	VMOVDQU Y0, 128(SP)
+	Q6X4O(0, Y4)
+	Q6X4O(1, Y5)
+	Q6X4O(2, Y6)
+	Q6X4O(3, Y7)
+	Q6X4H(0)
+	Q6X4H(1)
+	MOVWLZX 208(SI), AX
+	VMOVD AX, X11
+	VCVTPH2PS X11, X11
+	VBROADCASTSS X11, Y11
+	Q6X4A(0, Y4)
+	Q6X4A(1, Y5)
+	Q6X4A(2, Y6)
+	Q6X4A(3, Y7)
+	ADDQ $210, SI
+	ADDQ $256, DX
+	ADDQ $32, R12
+	INCQ BX
+	DECQ CX
+	JNZ  q6x4sb
+
+	Q6X4OUT(0)
+	Q6X4OUT(1)
+	Q6X4OUT(2)
+	Q6X4OUT(3)
+	MOVQ 160(SP), SI
+	ADDQ stride+8(FP), SI
+	INCQ R13
+	CMPQ R13, nr+32(FP)
+	JLT  q6x4row
+	VZEROUPPER
+	RET

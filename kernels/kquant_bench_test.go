@@ -68,6 +68,11 @@ func BenchmarkKQuant(b *testing.B) {
 						sink += o[0][0]
 						return
 					}
+					if ty == gguf.TypeQ6_K {
+						o := [4][]float32{out, make([]float32, m), make([]float32, m), make([]float32, m)}
+						dotQ6Kx4Rows(w, nsb*ts, (*[4]q8Row)(cols), &o)
+						return
+					}
 					for _, c := range cols {
 						kernel(c, false)
 					}

@@ -19,3 +19,7 @@ func dotQ6KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bs16 *int16, ns
 func dotQ4Kx8x4iAVX2(p *byte, a *q4kx4Args, nsb int, out *[4][8]float32) {
 	panic("kernels: no SIMD")
 }
+
+func dotQ6Kx4RowsAVX2(src *byte, stride int, a *q6kx4Args, nsb int, nr int) {
+	panic("kernels: no SIMD")
+}

@@ -159,6 +159,24 @@ func TestKQuantKernels(t *testing.T) {
 						}
 					}
 				}
+				if ty == gguf.TypeQ6_K {
+					// Four columns at a time (the prefill's kernel).
+					for ci := range acts {
+						cols := [4]q8Row{acts[ci], acts[(ci+3)%len(acts)], acts[(ci+7)%len(acts)], acts[(ci+13)%len(acts)]}
+						var o [4][]float32
+						for c := range o {
+							o[c] = make([]float32, nr)
+						}
+						dotQ6Kx4Rows(src, stride, &cols, &o)
+						for c := range cols {
+							for i, row := range rows {
+								if want := refKDot(ty, row, k, cols[c], false); !sameBits(o[c][i], want) {
+									t.Fatalf("q6_K x4 nsb %d act %d col %d row %d: %g, reference %g", nsb, ci, c, i, o[c][i], want)
+								}
+							}
+						}
+					}
+				}
 				for ci, c := range acts {
 					for _, gemm := range []bool{false, true} {
 						if gemm && ty != gguf.TypeQ4_K {

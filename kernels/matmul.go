@@ -578,6 +578,7 @@ type tile struct {
 	raw  [][]byte    // undecoded rows (matmul.raw)
 	pack []byte      // rows repacked by packQ4_0x8 (matmul.packed)
 	out  []float32   // matmul.pk: one column of results for a strided dst
+	out4 []float32   // mmQ8_K rows in place: four columns of results for a strided dst
 	rows [][]float32 // float kind
 	buf  *[]float32
 	q    []int8 // mmQ8_0
@@ -595,6 +596,9 @@ func newTile(m *matmul, rt int) *tile {
 		}
 		if m.pk != nil || m.kind == mmQ8_K {
 			t.out = make([]float32, rt)
+		}
+		if m.kind == mmQ8_K && m.pk == nil {
+			t.out4 = make([]float32, 4*rt) // mulRawK's four columns
 		}
 		return t
 	}
