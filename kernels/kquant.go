@@ -45,22 +45,25 @@ const q4kx8Block = 1184
 // row r at src[r·stride:], into dst (rows/8·nsb·q4kx8Block bytes) in the
 // interleaved layout.
 func repackQ4Kx8i(dst, src []byte, stride, rows, nsb int) {
+	le := binary.LittleEndian
 	for g := range rows / 8 {
 		for b := range nsb {
 			o := (*[q4kx8Block]byte)(dst[(g*nsb+b)*q4kx8Block:])
 			for j := range 8 {
 				s := (*[144]byte)(src[(8*g+j)*stride+b*144:])
-				o[2*j], o[2*j+1] = s[0], s[1]
-				o[16+2*j], o[16+2*j+1] = s[2], s[3]
+				le.PutUint16(o[2*j:], le.Uint16(s[0:]))
+				le.PutUint16(o[16+2*j:], le.Uint16(s[2:]))
+				sc := s[4:16:16]
 				for sub := range 8 {
-					sc, m := scaleMinK4(sub, s[4:16])
-					o[32+8*sub+j] = sc
+					c, m := scaleMinK4(sub, sc)
+					o[32+8*sub+j] = c
 					o[96+16*(sub/2)+2*j+sub%2] = m
 				}
-				for c := range 4 {
-					for h := range 8 {
-						copy(o[160+256*c+32*h+4*j:][:4], s[16+32*c+4*h:][:4])
-					}
+				v := o[160+4*j:]
+				q := s[16:144:144]
+				for i := range 32 {
+					// word i of qs: chunk i/8, vector i%8
+					le.PutUint32(v[32*i:], le.Uint32(q[4*i:]))
 				}
 			}
 		}

@@ -54,6 +54,12 @@ func BenchmarkKQuant(b *testing.B) {
 			}
 			sink += out[0]
 		}
+		if pk != nil {
+			b.Run("q4_K/repack", func(b *testing.B) {
+				benchCPU(b, func() { repackQ4Kx8i(pk, w, nsb*ts, m, nsb) })
+				b.SetBytes(int64(len(w)))
+			})
+		}
 		if useAVX2 {
 			b.Run(ty.String()+"/asm", func(b *testing.B) { benchCPU(b, func() { kernel(cols[0], false) }) })
 			b.Run(ty.String()+"/asm-x4", func(b *testing.B) {
