@@ -356,3 +356,42 @@ func TestWeightPacksShared(t *testing.T) {
 		t.Fatal("a released copy was reused")
 	}
 }
+
+// TestWeightPacksConcurrent has several handles ask for the same matrix at
+// once: one copy is made, and every handle gets it.
+func TestWeightPacksConcurrent(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(71, 72))
+	var raw []byte
+	for _, row := range kWeights(r, gguf.TypeQ4_K, 64, 4) {
+		raw = append(raw, row...)
+	}
+	a, err := FromBytes(gguf.TypeQ4_K, raw, 1024, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n0, _ := SharedPacks()
+	const n = 6
+	ws := make([]*WeightPacks, n)
+	got := make([][]byte, n)
+	done := make(chan int)
+	for i := range ws {
+		ws[i] = NewWeightPacks()
+		go func() {
+			got[i] = ws[i].q4kx8i(a)
+			done <- i
+		}()
+	}
+	for range n {
+		<-done
+	}
+	for i := range got {
+		if &got[i][0] != &got[0][0] {
+			t.Fatalf("handle %d got another copy", i)
+		}
+		ws[i].Release()
+	}
+	if c, _ := SharedPacks(); c != n0 {
+		t.Fatalf("%d copies left, want %d", c, n0)
+	}
+}
