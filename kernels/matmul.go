@@ -274,6 +274,8 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	m.packed = m.repack && useAVX2 && m.n*m.r2*m.r3 >= 4
 	if m.kind == mmQ8_K {
 		m.dotK, m.dotK4 = qkDot(o, a, b), qkDotGemm(o, a, b)
+		// Q5_K, Q6_K: the row kernels of kquant.go read the bytes.
+		m.raw = kRaw(o, a)
 	}
 	if m.n*m.r2*m.r3 < 4 {
 		switch {
@@ -307,7 +309,8 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 			m.bv = f32view(b.Data, cols*k)
 		}
 	case mmQ8_K:
-		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/256), bsums: make([]int32, cols*k/16)}
+		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/256), bsums: make([]int32, cols*k/16),
+			bs16: make([]int16, cols*k/16), b32: make([]int16, cols*k/32)}
 	}
 	return m
 }
@@ -374,6 +377,7 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 			x := scratch[:k]
 			m.loadCol(c, x)
 			quantizeQ8_K(x, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/256:(c+1)*k/256], m.bq.bsums[c*k/16:(c+1)*k/16])
+			q8KExtra(m.bq.bsums[c*k/16:(c+1)*k/16], m.bq.bs16[c*k/16:(c+1)*k/16], m.bq.b32[c*k/32:(c+1)*k/32])
 		}
 	}
 }
@@ -404,6 +408,8 @@ func (m *matmul) q8col(c int64) q8Row {
 	case mmQ8_K:
 		r.d = m.bq.d[int(c)*k/256 : int(c+1)*k/256]
 		r.bsums = m.bq.bsums[int(c)*k/16 : int(c+1)*k/16]
+		r.bs16 = m.bq.bs16[int(c)*k/16 : int(c+1)*k/16]
+		r.b32 = m.bq.b32[int(c)*k/32 : int(c+1)*k/32]
 	}
 	return r
 }
@@ -486,7 +492,7 @@ func (m *matmul) schedule(w int) (grain int) {
 	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
 		rt /= 2
 	}
-	if m.repack {
+	if m.repack || m.kind == mmQ8_K && m.pk != nil {
 		rt = max(8, rt&^7) // whole groups of 8 rows
 	}
 	m.rt = rt
@@ -572,6 +578,7 @@ type tile struct {
 	raw  [][]byte    // undecoded rows (matmul.raw)
 	pack []byte      // rows repacked by packQ4_0x8 (matmul.packed)
 	out  []float32   // matmul.pk: one column of results for a strided dst
+	out4 []float32   // mmQ8_K rows in place: four columns of results for a strided dst
 	rows [][]float32 // float kind
 	buf  *[]float32
 	q    []int8 // mmQ8_0
@@ -587,8 +594,11 @@ func newTile(m *matmul, rt int) *tile {
 		if m.packed {
 			t.pack = make([]byte, (rt/8)*(k/32)*packedQ4Block)
 		}
-		if m.pk != nil {
+		if m.pk != nil || m.kind == mmQ8_K {
 			t.out = make([]float32, rt)
+		}
+		if m.kind == mmQ8_K && m.pk == nil {
+			t.out4 = make([]float32, 4*rt) // mulRawK's four columns
 		}
 		return t
 	}
@@ -757,6 +767,9 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 // mulRaw is mul for weight rows read straight from their bytes.
 func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) {
 	switch {
+	case m.kind == mmQ8_K:
+		t.mulRawK(m, out, r0, nr, base, i12, i13)
+		return
 	case m.pk != nil:
 		t.mulPk(m, out, r0, nr, base, i12, i13)
 		return
