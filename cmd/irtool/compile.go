@@ -311,9 +311,11 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	if j.Model, err = src.build(opts); err != nil {
 		return fail(err)
 	}
-	if !src.IsIR() && flags.DumpDir != "" {
-		// The dumps name the model, so each one runs as a model file.
-		ref, err := weightsRef(path, filepath.Join(flags.DumpDir, "00-input.ir"))
+	if model, ok := src.weightsModel(); ok && flags.DumpDir != "" {
+		// The dumps name the model, so each one runs as a model file: the
+		// weights path is relative to the dump directory, also for IR
+		// input, whose own "weights" is relative to the IR file.
+		ref, err := weightsRef(model, filepath.Join(flags.DumpDir, "00-input.ir"))
 		if err != nil {
 			src.Close()
 			return nil, err
