@@ -13,7 +13,6 @@ import (
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/session"
 )
 
@@ -90,8 +89,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if *nPrompt == 0 && *nGen == 0 {
 		return usageError(stderr, "bench", "nothing to measure: -p and -n are both 0")
 	}
-	pipeline, err := passes.Parse(*passList)
-	if err != nil {
+	if _, err := passesPipeline(*passList, false); err != nil {
 		return usageError(stderr, "bench", "%v", err)
 	}
 	nThreads := *threads
@@ -130,15 +128,9 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), err)
 		return 1
 	}
-	if len(pipeline) > 0 {
-		g, _, err := passes.Run(m.Graph, pipeline, passes.Options{})
-		if err != nil {
-			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
-			return 1
-		}
-		optimised := *m
-		optimised.Graph = g
-		m = &optimised
+	if m, err = optimiseModel(m, *passList); err != nil {
+		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
+		return 1
 	}
 	sess, err := session.NewSession(m, f, session.SessionOptions{Threads: nThreads, Reference: *reference,
 		Exec: eval.ExecOptions{Kernels: kernels.Options{Threads: nThreads}}})
