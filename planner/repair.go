@@ -113,6 +113,11 @@ func (s *searcher) repair() {
 		for _, i := range inner {
 			mark[i] = false
 		}
+		if s.opts.Deterministic {
+			// Under a work cap a move costs its placements, so the cap
+			// bounds the time whatever the neighbourhood's size.
+			s.work += int64(len(inner) + len(outer))
+		}
 		oldTop, oldAt := int64(0), 0
 		for _, i := range inner {
 			t := off[i] + tl.size[i]
