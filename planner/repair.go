@@ -195,6 +195,11 @@ func (r *repairer) collectObstacles() {
 	for _, i := range r.inner {
 		mark[i] = false
 	}
+	if r.s.opts.Deterministic {
+		// Under a work cap a move costs its placements, so the cap bounds
+		// the time whatever the neighbourhood's size.
+		r.s.work += int64(len(r.inner) + len(r.outer))
+	}
 }
 
 // placeObstacles registers the obstacles at their offsets over R's time

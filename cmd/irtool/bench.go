@@ -13,7 +13,6 @@ import (
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/session"
 )
 
@@ -115,7 +114,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 type benchFlags struct {
 	nPrompt, nGen, reps, threads int
 	asJSON, reference            bool
-	pipeline                     passes.Pipeline
+	passList                     string
 	modelPath                    string
 }
 
@@ -144,8 +143,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, int) {
 	if *nPrompt == 0 && *nGen == 0 {
 		return nil, usageError(stderr, "bench", "nothing to measure: -p and -n are both 0")
 	}
-	pipeline, err := passes.Parse(*passList)
-	if err != nil {
+	if _, err := passesPipeline(*passList, false); err != nil {
 		return nil, usageError(stderr, "bench", "%v", err)
 	}
 	nThreads := *threads
@@ -157,7 +155,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, int) {
 		modelPath = pos[0]
 	}
 	return &benchFlags{nPrompt: *nPrompt, nGen: *nGen, reps: *reps, threads: nThreads, asJSON: *asJSON,
-		reference: *reference, pipeline: pipeline, modelPath: modelPath}, 0
+		reference: *reference, passList: *passList, modelPath: modelPath}, 0
 }
 
 // benchModel builds the model with a cache that fits the tests and runs
@@ -182,15 +180,10 @@ func benchModel(src *modelSource, bf *benchFlags, stderr io.Writer) (*models.Mod
 		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), err)
 		return nil, 1
 	}
-	if len(bf.pipeline) > 0 {
-		g, _, err := passes.Run(m.Graph, bf.pipeline, passes.Options{})
-		if err != nil {
-			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
-			return nil, 1
-		}
-		optimised := *m
-		optimised.Graph = g
-		m = &optimised
+	// The pass pipeline through the compile driver, as for run.
+	if m, err = optimiseModel(m, bf.passList); err != nil {
+		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
+		return nil, 1
 	}
 	return m, 0
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 	"github.com/irtool/irtool/tokenizer"
@@ -138,7 +137,6 @@ type runFlags struct {
 	// Set by checkRunFlags:
 	kvT       models.KVCacheType
 	kvW       models.KVWrite
-	pipeline  passes.Pipeline
 	tokenList []int32
 	modelPath string
 }
@@ -221,7 +219,7 @@ func checkRunFlags(f *runFlags, pos []string, stderr io.Writer) int {
 	if f.kvW, err = models.ParseKVWrite(*f.kvWrite); err != nil {
 		return bad("--kv-write: %v", err)
 	}
-	if f.pipeline, err = passes.Parse(*f.passList); err != nil {
+	if _, err = passesPipeline(*f.passList, false); err != nil {
 		return bad("--passes: %v", err)
 	}
 	if *f.tokens != "" {
@@ -319,16 +317,10 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	if j.m, err = src.build(opts); err != nil {
 		return fail(err)
 	}
-	if len(f.pipeline) > 0 {
-		// The passes work on the symbolic graph; the session specialises
-		// the optimised graph for each step's shapes.
-		g, _, err := passes.Run(j.m.Graph, f.pipeline, passes.Options{})
-		if err != nil {
-			return fail(err)
-		}
-		optimised := *j.m
-		optimised.Graph = g
-		j.m = &optimised
+	// The passes work on the symbolic graph; the session specialises the
+	// optimised graph for each step's shapes.
+	if j.m, err = optimiseModel(j.m, *f.passList); err != nil {
+		return fail(err)
 	}
 	if err := j.startBackend(); err != nil {
 		return fail(err)

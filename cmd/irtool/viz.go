@@ -95,7 +95,7 @@ func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
 	fs.StringVar(&c.KVType, "kv-type", c.KVType, "KV cache element `TYPE`: f16 or f32")
 	fs.StringVar(&c.KVWrite, "kv-write", c.KVWrite, "KV cache write `MODE`: set_rows or cpy (see irtool ir)")
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "memory planning `STRATEGY`, as for compile")
-	fs.DurationVar(&c.Budget, "budget", c.Budget, "time budget of the search and best strategies")
+	fs.DurationVar(&c.Budget, "budget", c.Budget, "safety cap on the wall time of each plan's search, as for compile")
 	fs.Int64Var(&c.Align, "align", c.Align, "arena alignment in `B` bytes (default: the target's)")
 	fs.StringVar(&c.Target, "target", c.Target, "the target `NAME`, as for compile")
 }
