@@ -279,9 +279,12 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		switch {
 		case m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1):
 			m.raw = true
-		case m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0):
+		case m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0 || a.Type == gguf.TypeQ5_0):
 			m.raw = true
 		}
+	}
+	if useAVX2 && m.kind == mmQ8_0 && legacyRaw(a.Type) {
+		m.raw = true // legacy.go's kernels, decode and prefill
 	}
 	cols := int(b.NRows())
 	m.cols = cols
@@ -793,6 +796,9 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				}
 			}
 		}
+		return
+	case legacyRaw(m.a.Type):
+		t.mulLegacy(m, out, r0, nr, base, i12, i13)
 		return
 	case m.a.Type == gguf.TypeQ8_0:
 		var j int64

@@ -1,0 +1,358 @@
+//go:build amd64 && !purego
+
+// AVX2+FMA+F16C kernels of the legacy quantised weights read from their
+// blocks (legacy.go): Q5_0 against Q8_0 activations, Q4_1 and Q5_1 against
+// Q8_1. Each block's values are expanded to 32 bytes, its products summed
+// in eight int32 lanes (lane k: values 4k..4k+3), converted and
+// accumulated with one FMA by the block's scale product; the lanes are
+// reduced as hsum_float_8 at the end of the row (ggml_vec_dot_q5_0_q8_0,
+// ggml_vec_dot_q4_1_q8_1, ggml_vec_dot_q5_1_q8_1 in ggml-cpu's
+// arch/x86/quants.c); Q4_1/Q5_1 add their offsets m·s, kept in a scalar
+// (four lanes for four columns) with one FMA per block, after the
+// reduction. Bit for bit the Go twins of legacy.go (legacy_test.go).
+
+#include "textflag.h"
+
+// lgShuf spreads the four bytes of a broadcast 32-bit word over eight
+// bytes each (vpshufb indices: byte j takes byte j/8 of its lane).
+DATA lgShuf<>+0(SB)/8, $0x0000000000000000
+DATA lgShuf<>+8(SB)/8, $0x0101010101010101
+DATA lgShuf<>+16(SB)/8, $0x0202020202020202
+DATA lgShuf<>+24(SB)/8, $0x0303030303030303
+GLOBL lgShuf<>(SB), RODATA|NOPTR, $32
+
+// lgBits selects bit j%8 in byte j.
+DATA lgBits<>+0(SB)/8, $0x8040201008040201
+DATA lgBits<>+8(SB)/8, $0x8040201008040201
+DATA lgBits<>+16(SB)/8, $0x8040201008040201
+DATA lgBits<>+24(SB)/8, $0x8040201008040201
+GLOBL lgBits<>(SB), RODATA|NOPTR, $32
+
+#define LGBCAST(c, X, Y) MOVL c, AX; VMOVD AX, X; VPBROADCASTD X, Y
+
+// LGHSUM reduces the eight lanes of Y into X as hsum_float_8 does. T is
+// clobbered.
+#define LGHSUM(Y, X, T) \
+	VEXTRACTF128 $1, Y, T \
+	VADDPS       X, T, T  \
+	VMOVHLPS     T, T, X  \
+	VADDPS       X, T, T  \
+	VMOVSHDUP    T, X     \
+	VADDSS       X, T, X
+
+// QHBITS sets Y to 0xff in byte j where bit j of the 32-bit word at M is
+// set, else 0 (Y13 = lgShuf, Y12 = lgBits).
+#define QHBITS(M, Y) \
+	VPBROADCASTD M, Y  \
+	VPSHUFB Y13, Y, Y  \
+	VPAND Y12, Y, Y    \
+	VPCMPEQB Y12, Y, Y
+
+// NIBS expands the 16 nibble bytes at M into 32 bytes (low nibbles, then
+// high nibbles), 0..15, in Y (X its low half). T is clobbered; Y14 = 0x0f.
+#define NIBS(M, X, Y, T) \
+	VMOVDQU M, X              \
+	VPSRLW $4, X, T           \
+	VINSERTI128 $1, T, Y, Y   \
+	VPAND Y14, Y, Y
+
+// X1ROWS is the row loop of dotQ4_1RowsAVX2 (BS = 20, QO = 4: nibbles at
+// byte 4) and dotQ5_1RowsAVX2 (BS = 24, QO = 8, HI: the fifth bits).
+#define X1ROWS(BS, QO, HI, L1, L2) \
+L1:                                \
+	MOVQ SI, R11                   \
+	MOVQ qs+16(FP), DI             \
+	MOVQ d+24(FP), DX              \
+	MOVQ s+32(FP), BX              \
+	MOVQ nb+40(FP), CX             \
+	VXORPS Y0, Y0, Y0              \
+	VXORPS X6, X6, X6              \
+L2:                                \
+	PREFETCHT0 1024(SI)            \
+	MOVWLZX (SI), AX               \
+	VMOVD   AX, X1                 \
+	VCVTPH2PS X1, X1               \
+	MOVWLZX 2(SI), AX              \
+	VMOVD   AX, X2                 \
+	VCVTPH2PS X2, X2               \
+	VFMADD231SS (BX), X2, X6       \
+	VMULSS  (DX), X1, X1           \
+	VBROADCASTSS X1, Y1            \
+	NIBS(QO(SI), X3, Y3, X4)       \
+	HI                             \
+	VMOVDQU (DI), Y4               \
+	VPMADDUBSW Y4, Y3, Y3          \
+	VPMADDWD   Y15, Y3, Y3         \
+	VCVTDQ2PS  Y3, Y3              \
+	VFMADD231PS Y3, Y1, Y0         \
+	ADDQ $BS, SI                   \
+	ADDQ $32, DI                   \
+	ADDQ $4, DX                    \
+	ADDQ $4, BX                    \
+	DECQ CX                        \
+	JNZ  L2                        \
+	LGHSUM(Y0, X0, X1)             \
+	VADDSS X6, X0, X0              \
+	VMOVSS X0, (R10)               \
+	ADDQ $4, R10                   \
+	LEAQ (R11)(R8*1), SI           \
+	DECQ R9                        \
+	JNZ  L1
+
+// Q5HI ORs the fifth bits (qh at byte 4 of a Q5_1 block) into Y3 as 0x10.
+#define Q5HI QHBITS(4(SI), Y2); VPAND Y11, Y2, Y2; VPOR Y2, Y3, Y3
+#define NOHI
+
+// Q0X4COL multiplies the signed weight block (x in Y1, |x| in Y2, d_x
+// broadcast in Y0) with the block of activation column c (qs base Q,
+// scale base D; R13 = 4·block) into ACC.
+#define Q0X4COL(Q, D, ACC) \
+	VMOVDQU (Q)(R13*8), Y3       \
+	VPSIGNB Y1, Y3, Y3           \
+	VPMADDUBSW Y3, Y2, Y3        \
+	VPMADDWD Y15, Y3, Y3         \
+	VCVTDQ2PS Y3, Y3             \
+	VBROADCASTSS (D)(R13*1), Y4  \
+	VMULPS Y4, Y0, Y4            \
+	VFMADD231PS Y3, Y4, ACC
+
+// X1X4COL is Q0X4COL for unsigned weights x in Y1 (Q4_1, Q5_1).
+#define X1X4COL(Q, D, ACC) \
+	VMOVDQU (Q)(R13*8), Y3       \
+	VPMADDUBSW Y3, Y1, Y3        \
+	VPMADDWD Y15, Y3, Y3         \
+	VCVTDQ2PS Y3, Y3             \
+	VBROADCASTSS (D)(R13*1), Y4  \
+	VMULPS Y4, Y0, Y4            \
+	VFMADD231PS Y3, Y4, ACC
+
+// LGX4ARGS loads the four columns' qs pointers into R8..R11 and scale
+// pointers into BX, DX, DI, R12 from the legacyX4 at CX.
+#define LGX4ARGS \
+	MOVQ 0(CX), R8   \
+	MOVQ 8(CX), R9   \
+	MOVQ 16(CX), R10 \
+	MOVQ 24(CX), R11 \
+	MOVQ 32(CX), BX  \
+	MOVQ 40(CX), DX  \
+	MOVQ 48(CX), DI  \
+	MOVQ 56(CX), R12
+
+// X1X4 is the block loop and the reductions of dotQ4_1Rawx4AVX2 and
+// dotQ5_1Rawx4AVX2 (BS block bytes, nibbles at QO, HI the fifth bits):
+// the offsets of the four columns are the four lanes of X10,
+// fma(m_x, s_y, X10) per block; out[c] = hsum(acc_c) + X10[c].
+#define X1X4(BS, QO, HI, L) \
+	MOVQ nb+16(FP), CX                    \
+	SHLQ $2, CX                           \
+	MOVQ CX, nb+16(FP)                    \
+	MOVQ a+8(FP), CX                      \
+	XORQ R13, R13                         \
+	VXORPS Y6, Y6, Y6                     \
+	VXORPS Y7, Y7, Y7                     \
+	VXORPS Y8, Y8, Y8                     \
+	VXORPS Y9, Y9, Y9                     \
+	VXORPS X10, X10, X10                  \
+L:                                        \
+	MOVWLZX (SI), AX                      \
+	VMOVD   AX, X0                        \
+	VCVTPH2PS X0, X0                      \
+	VBROADCASTSS X0, Y0                   \
+	MOVWLZX 2(SI), AX                     \
+	VMOVD   AX, X5                        \
+	VCVTPH2PS X5, X5                      \
+	VBROADCASTSS X5, X5                   \
+	MOVQ 64(CX), AX                       \
+	VMOVSS (AX)(R13*1), X3                \
+	MOVQ 72(CX), AX                       \
+	VINSERTPS $0x10, (AX)(R13*1), X3, X3  \
+	MOVQ 80(CX), AX                       \
+	VINSERTPS $0x20, (AX)(R13*1), X3, X3  \
+	MOVQ 88(CX), AX                       \
+	VINSERTPS $0x30, (AX)(R13*1), X3, X3  \
+	VFMADD231PS X3, X5, X10               \
+	NIBS(QO(SI), X1, Y1, X4)              \
+	HI                                    \
+	X1X4COL(R8, BX, Y6)                   \
+	X1X4COL(R9, DX, Y7)                   \
+	X1X4COL(R10, DI, Y8)                  \
+	X1X4COL(R11, R12, Y9)                 \
+	ADDQ $BS, SI                          \
+	ADDQ $4, R13                          \
+	CMPQ R13, nb+16(FP)                   \
+	JLT  L                                \
+	MOVQ out+24(FP), AX                   \
+	VMOVUPS X10, (AX)                     \
+	LGHSUM(Y6, X6, X1)                    \
+	VADDSS 0(AX), X6, X6                  \
+	VMOVSS X6, 0(AX)                      \
+	LGHSUM(Y7, X7, X1)                    \
+	VADDSS 4(AX), X7, X7                  \
+	VMOVSS X7, 4(AX)                      \
+	LGHSUM(Y8, X8, X1)                    \
+	VADDSS 8(AX), X8, X8                  \
+	VMOVSS X8, 8(AX)                      \
+	LGHSUM(Y9, X9, X1)                    \
+	VADDSS 12(AX), X9, X9                 \
+	VMOVSS X9, 12(AX)
+
+// X5HI ORs the fifth bits (qh at byte 4) into Y1 as 0x10.
+#define X5HI QHBITS(4(SI), Y2); VPAND Y11, Y2, Y2; VPOR Y2, Y1, Y1
+
+// func dotQ5_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32)
+// nb, nr > 0.
+TEXT ·dotQ5_0RowsAVX2(SB), NOSPLIT, $0-56
+	MOVQ src+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ nr+40(FP), R9
+	MOVQ out+48(FP), R10
+	LGBCAST($0x00010001, X15, Y15)
+	LGBCAST($0x0f0f0f0f, X14, Y14)
+	VMOVDQU lgShuf<>(SB), Y13
+	VMOVDQU lgBits<>(SB), Y12
+	LGBCAST($0xf0f0f0f0, X11, Y11)
+
+q50row:
+	MOVQ SI, R11
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ nb+32(FP), CX
+	VXORPS Y0, Y0, Y0
+
+q50blk:
+	PREFETCHT0 1024(SI)
+	MOVWLZX (SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS  (DX), X1, X1 // d_x * d_y
+	VBROADCASTSS X1, Y1
+	QHBITS(2(SI), Y2)
+	VPANDN Y11, Y2, Y2   // 0xf0 where the fifth bit is clear: -16
+	NIBS(6(SI), X3, Y3, X4)
+	VPOR   Y2, Y3, Y3    // x = (nibble | high << 4) - 16
+	VMOVDQU (DI), Y4     // y
+	VPSIGNB Y3, Y3, Y5   // |x|
+	VPSIGNB Y3, Y4, Y4   // sign(y, x)
+	VPMADDUBSW Y4, Y5, Y5
+	VPMADDWD   Y15, Y5, Y5
+	VCVTDQ2PS  Y5, Y5
+	VFMADD231PS Y5, Y1, Y0
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  q50blk
+
+	LGHSUM(Y0, X0, X1)
+	VMOVSS X0, (R10)
+	ADDQ $4, R10
+	LEAQ (R11)(R8*1), SI
+	DECQ R9
+	JNZ  q50row
+	VZEROUPPER
+	RET
+
+// func dotQ4_1RowsAVX2(src *byte, stride int, qs *int8, d *float32, s *float32, nb int, nr int, out *float32)
+// nb, nr > 0. out[r] = hsum(acc) + Σ fma(m_x, s_y) for the row at src + r·stride.
+TEXT ·dotQ4_1RowsAVX2(SB), NOSPLIT, $0-64
+	MOVQ src+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ nr+48(FP), R9
+	MOVQ out+56(FP), R10
+	LGBCAST($0x00010001, X15, Y15)
+	LGBCAST($0x0f0f0f0f, X14, Y14)
+	X1ROWS(20, 4, NOHI, q41row, q41blk)
+	VZEROUPPER
+	RET
+
+// func dotQ5_1RowsAVX2(src *byte, stride int, qs *int8, d *float32, s *float32, nb int, nr int, out *float32)
+TEXT ·dotQ5_1RowsAVX2(SB), NOSPLIT, $0-64
+	MOVQ src+0(FP), SI
+	MOVQ stride+8(FP), R8
+	MOVQ nr+48(FP), R9
+	MOVQ out+56(FP), R10
+	LGBCAST($0x00010001, X15, Y15)
+	LGBCAST($0x0f0f0f0f, X14, Y14)
+	VMOVDQU lgShuf<>(SB), Y13
+	VMOVDQU lgBits<>(SB), Y12
+	LGBCAST($0x10101010, X11, Y11)
+	X1ROWS(24, 8, Q5HI, q51row, q51blk)
+	VZEROUPPER
+	RET
+
+// func dotQ5_0Rawx4AVX2(src *byte, a *legacyX4, nb int, out *[4]float32)
+// nb > 0.
+TEXT ·dotQ5_0Rawx4AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ a+8(FP), CX
+	LGX4ARGS
+	MOVQ nb+16(FP), CX
+	SHLQ $2, CX
+	XORQ R13, R13
+	LGBCAST($0x00010001, X15, Y15)
+	LGBCAST($0x0f0f0f0f, X14, Y14)
+	VMOVDQU lgShuf<>(SB), Y13
+	VMOVDQU lgBits<>(SB), Y12
+	LGBCAST($0xf0f0f0f0, X11, Y11)
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+
+q50x4:
+	MOVWLZX (SI), AX
+	VMOVD   AX, X0
+	VCVTPH2PS X0, X0
+	VBROADCASTSS X0, Y0
+	QHBITS(2(SI), Y1)
+	VPANDN Y11, Y1, Y1
+	NIBS(6(SI), X3, Y3, X4)
+	VPOR   Y3, Y1, Y1    // x
+	VPSIGNB Y1, Y1, Y2   // |x|
+	Q0X4COL(R8, BX, Y6)
+	Q0X4COL(R9, DX, Y7)
+	Q0X4COL(R10, DI, Y8)
+	Q0X4COL(R11, R12, Y9)
+	ADDQ $22, SI
+	ADDQ $4, R13
+	CMPQ R13, CX
+	JLT  q50x4
+
+	MOVQ out+24(FP), AX
+	LGHSUM(Y6, X6, X1)
+	VMOVSS X6, 0(AX)
+	LGHSUM(Y7, X7, X1)
+	VMOVSS X7, 4(AX)
+	LGHSUM(Y8, X8, X1)
+	VMOVSS X8, 8(AX)
+	LGHSUM(Y9, X9, X1)
+	VMOVSS X9, 12(AX)
+	VZEROUPPER
+	RET
+
+// func dotQ4_1Rawx4AVX2(src *byte, a *legacyX4, nb int, out *[4]float32)
+// nb > 0.
+TEXT ·dotQ4_1Rawx4AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ a+8(FP), CX
+	LGX4ARGS
+	LGBCAST($0x00010001, X15, Y15)
+	LGBCAST($0x0f0f0f0f, X14, Y14)
+	X1X4(20, 4, NOHI, q41x4)
+	VZEROUPPER
+	RET
+
+// func dotQ5_1Rawx4AVX2(src *byte, a *legacyX4, nb int, out *[4]float32)
+// nb > 0.
+TEXT ·dotQ5_1Rawx4AVX2(SB), NOSPLIT, $0-32
+	MOVQ src+0(FP), SI
+	MOVQ a+8(FP), CX
+	LGX4ARGS
+	LGBCAST($0x00010001, X15, Y15)
+	LGBCAST($0x0f0f0f0f, X14, Y14)
+	VMOVDQU lgShuf<>(SB), Y13
+	VMOVDQU lgBits<>(SB), Y12
+	LGBCAST($0x10101010, X11, Y11)
+	X1X4(24, 8, X5HI, q51x4)
+	VZEROUPPER
+	RET
