@@ -28,6 +28,14 @@ DATA lgBits<>+16(SB)/8, $0x8040201008040201
 DATA lgBits<>+24(SB)/8, $0x8040201008040201
 GLOBL lgBits<>(SB), RODATA|NOPTR, $32
 
+// lgShift: dword shift counts, 0 in the low 128-bit lane and 4 in the
+// high one (a broadcast row of nibble bytes becomes low | high nibbles).
+DATA lgShift<>+0(SB)/8, $0
+DATA lgShift<>+8(SB)/8, $0
+DATA lgShift<>+16(SB)/8, $0x0000000400000004
+DATA lgShift<>+24(SB)/8, $0x0000000400000004
+GLOBL lgShift<>(SB), RODATA|NOPTR, $32
+
 #define LGBCAST(c, X, Y) MOVL c, AX; VMOVD AX, X; VPBROADCASTD X, Y
 
 // LGHSUM reduces the eight lanes of Y into X as hsum_float_8 does. T is
@@ -55,53 +63,6 @@ GLOBL lgBits<>(SB), RODATA|NOPTR, $32
 	VPSRLW $4, X, T           \
 	VINSERTI128 $1, T, Y, Y   \
 	VPAND Y14, Y, Y
-
-// X1ROWS is the row loop of dotQ4_1RowsAVX2 (BS = 20, QO = 4: nibbles at
-// byte 4) and dotQ5_1RowsAVX2 (BS = 24, QO = 8, HI: the fifth bits).
-#define X1ROWS(BS, QO, HI, L1, L2) \
-L1:                                \
-	MOVQ SI, R11                   \
-	MOVQ qs+16(FP), DI             \
-	MOVQ d+24(FP), DX              \
-	MOVQ s+32(FP), BX              \
-	MOVQ nb+40(FP), CX             \
-	VXORPS Y0, Y0, Y0              \
-	VXORPS X6, X6, X6              \
-L2:                                \
-	PREFETCHT0 1024(SI)            \
-	MOVWLZX (SI), AX               \
-	VMOVD   AX, X1                 \
-	VCVTPH2PS X1, X1               \
-	MOVWLZX 2(SI), AX              \
-	VMOVD   AX, X2                 \
-	VCVTPH2PS X2, X2               \
-	VFMADD231SS (BX), X2, X6       \
-	VMULSS  (DX), X1, X1           \
-	VBROADCASTSS X1, Y1            \
-	NIBS(QO(SI), X3, Y3, X4)       \
-	HI                             \
-	VMOVDQU (DI), Y4               \
-	VPMADDUBSW Y4, Y3, Y3          \
-	VPMADDWD   Y15, Y3, Y3         \
-	VCVTDQ2PS  Y3, Y3              \
-	VFMADD231PS Y3, Y1, Y0         \
-	ADDQ $BS, SI                   \
-	ADDQ $32, DI                   \
-	ADDQ $4, DX                    \
-	ADDQ $4, BX                    \
-	DECQ CX                        \
-	JNZ  L2                        \
-	LGHSUM(Y0, X0, X1)             \
-	VADDSS X6, X0, X0              \
-	VMOVSS X0, (R10)               \
-	ADDQ $4, R10                   \
-	LEAQ (R11)(R8*1), SI           \
-	DECQ R9                        \
-	JNZ  L1
-
-// Q5HI ORs the fifth bits (qh at byte 4 of a Q5_1 block) into Y3 as 0x10.
-#define Q5HI QHBITS(4(SI), Y2); VPAND Y11, Y2, Y2; VPOR Y2, Y3, Y3
-#define NOHI
 
 // Q0X4COL multiplies the signed weight block (x in Y1, |x| in Y2, d_x
 // broadcast in Y0) with the block of activation column c (qs base Q,
@@ -197,11 +158,18 @@ L:                                        \
 	VMOVSS X9, 12(AX)
 
 // X5HI ORs the fifth bits (qh at byte 4) into Y1 as 0x10.
+#define NOHI
 #define X5HI QHBITS(4(SI), Y2); VPAND Y11, Y2, Y2; VPOR Y2, Y1, Y1
 
 // func dotQ5_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32)
-// nb, nr > 0.
-TEXT ·dotQ5_0RowsAVX2(SB), NOSPLIT, $0-56
+// nb, nr > 0. out[r] = the Q5_0 row at src + r·stride times the Q8_0
+// activations: per block the expanded values x = (nibble | high << 4) - 16
+// meet y in eight int32 lanes (|x| · sign(y, x), as ggml's
+// mul_sum_i8_pairs_float), acc = fma(d_x·d_y, lanes, acc), hsum_float_8.
+// Eight blocks at a time, their scale products d_x·d_y form one vector
+// (the same roundings as one by one) kept on the stack; the nibbles are
+// spread by one 128-bit broadcast and a per-lane shift (0 | 4).
+TEXT ·dotQ5_0RowsAVX2(SB), NOSPLIT, $32-56
 	MOVQ src+0(FP), SI
 	MOVQ stride+8(FP), R8
 	MOVQ nr+40(FP), R9
@@ -211,6 +179,7 @@ TEXT ·dotQ5_0RowsAVX2(SB), NOSPLIT, $0-56
 	VMOVDQU lgShuf<>(SB), Y13
 	VMOVDQU lgBits<>(SB), Y12
 	LGBCAST($0xf0f0f0f0, X11, Y11)
+	VMOVDQU lgShift<>(SB), Y10
 
 q50row:
 	MOVQ SI, R11
@@ -219,20 +188,162 @@ q50row:
 	MOVQ nb+32(FP), CX
 	VXORPS Y0, Y0, Y0
 
-q50blk:
+q50b8:
+	CMPQ CX, $8
+	JLT  q50tail
 	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	MOVWLZX (SI), AX
+	VMOVD AX, X6
+	VPINSRW $1, 22(SI), X6, X6
+	VPINSRW $2, 44(SI), X6, X6
+	VPINSRW $3, 66(SI), X6, X6
+	VPINSRW $4, 88(SI), X6, X6
+	VPINSRW $5, 110(SI), X6, X6
+	VPINSRW $6, 132(SI), X6, X6
+	VPINSRW $7, 154(SI), X6, X6
+	VCVTPH2PS X6, Y6
+	VMULPS (DX), Y6, Y6
+	VMOVUPS Y6, 0(SP)
+	VBROADCASTSS 0(SP), Y1
+	QHBITS(2(SI), Y2)
+	VPANDN Y11, Y2, Y2
+	VBROADCASTI128 6(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 0(DI), Y4
+	VPSIGNB Y3, Y3, Y5
+	VPSIGNB Y3, Y4, Y4
+	VPMADDUBSW Y4, Y5, Y5
+	VPMADDWD   Y15, Y5, Y5
+	VCVTDQ2PS  Y5, Y5
+	VFMADD231PS Y5, Y1, Y0
+	VBROADCASTSS 4(SP), Y1
+	QHBITS(24(SI), Y2)
+	VPANDN Y11, Y2, Y2
+	VBROADCASTI128 28(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 32(DI), Y4
+	VPSIGNB Y3, Y3, Y5
+	VPSIGNB Y3, Y4, Y4
+	VPMADDUBSW Y4, Y5, Y5
+	VPMADDWD   Y15, Y5, Y5
+	VCVTDQ2PS  Y5, Y5
+	VFMADD231PS Y5, Y1, Y0
+	VBROADCASTSS 8(SP), Y1
+	QHBITS(46(SI), Y2)
+	VPANDN Y11, Y2, Y2
+	VBROADCASTI128 50(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 64(DI), Y4
+	VPSIGNB Y3, Y3, Y5
+	VPSIGNB Y3, Y4, Y4
+	VPMADDUBSW Y4, Y5, Y5
+	VPMADDWD   Y15, Y5, Y5
+	VCVTDQ2PS  Y5, Y5
+	VFMADD231PS Y5, Y1, Y0
+	VBROADCASTSS 12(SP), Y1
+	QHBITS(68(SI), Y2)
+	VPANDN Y11, Y2, Y2
+	VBROADCASTI128 72(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 96(DI), Y4
+	VPSIGNB Y3, Y3, Y5
+	VPSIGNB Y3, Y4, Y4
+	VPMADDUBSW Y4, Y5, Y5
+	VPMADDWD   Y15, Y5, Y5
+	VCVTDQ2PS  Y5, Y5
+	VFMADD231PS Y5, Y1, Y0
+	VBROADCASTSS 16(SP), Y1
+	QHBITS(90(SI), Y2)
+	VPANDN Y11, Y2, Y2
+	VBROADCASTI128 94(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 128(DI), Y4
+	VPSIGNB Y3, Y3, Y5
+	VPSIGNB Y3, Y4, Y4
+	VPMADDUBSW Y4, Y5, Y5
+	VPMADDWD   Y15, Y5, Y5
+	VCVTDQ2PS  Y5, Y5
+	VFMADD231PS Y5, Y1, Y0
+	VBROADCASTSS 20(SP), Y1
+	QHBITS(112(SI), Y2)
+	VPANDN Y11, Y2, Y2
+	VBROADCASTI128 116(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 160(DI), Y4
+	VPSIGNB Y3, Y3, Y5
+	VPSIGNB Y3, Y4, Y4
+	VPMADDUBSW Y4, Y5, Y5
+	VPMADDWD   Y15, Y5, Y5
+	VCVTDQ2PS  Y5, Y5
+	VFMADD231PS Y5, Y1, Y0
+	VBROADCASTSS 24(SP), Y1
+	QHBITS(134(SI), Y2)
+	VPANDN Y11, Y2, Y2
+	VBROADCASTI128 138(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 192(DI), Y4
+	VPSIGNB Y3, Y3, Y5
+	VPSIGNB Y3, Y4, Y4
+	VPMADDUBSW Y4, Y5, Y5
+	VPMADDWD   Y15, Y5, Y5
+	VCVTDQ2PS  Y5, Y5
+	VFMADD231PS Y5, Y1, Y0
+	VBROADCASTSS 28(SP), Y1
+	QHBITS(156(SI), Y2)
+	VPANDN Y11, Y2, Y2
+	VBROADCASTI128 160(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 224(DI), Y4
+	VPSIGNB Y3, Y3, Y5
+	VPSIGNB Y3, Y4, Y4
+	VPMADDUBSW Y4, Y5, Y5
+	VPMADDWD   Y15, Y5, Y5
+	VCVTDQ2PS  Y5, Y5
+	VFMADD231PS Y5, Y1, Y0
+	ADDQ $176, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP  q50b8
+
+q50tail:
+	TESTQ CX, CX
+	JZ    q50store
+
+q50blk:
 	MOVWLZX (SI), AX
 	VMOVD   AX, X1
 	VCVTPH2PS X1, X1
 	VMULSS  (DX), X1, X1 // d_x * d_y
-	VBROADCASTSS X1, Y1
+	VMOVSS  X1, 0(SP)
+	VBROADCASTSS 0(SP), Y1
 	QHBITS(2(SI), Y2)
-	VPANDN Y11, Y2, Y2   // 0xf0 where the fifth bit is clear: -16
-	NIBS(6(SI), X3, Y3, X4)
-	VPOR   Y2, Y3, Y3    // x = (nibble | high << 4) - 16
-	VMOVDQU (DI), Y4     // y
-	VPSIGNB Y3, Y3, Y5   // |x|
-	VPSIGNB Y3, Y4, Y4   // sign(y, x)
+	VPANDN Y11, Y2, Y2
+	VBROADCASTI128 6(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 0(DI), Y4
+	VPSIGNB Y3, Y3, Y5
+	VPSIGNB Y3, Y4, Y4
 	VPMADDUBSW Y4, Y5, Y5
 	VPMADDWD   Y15, Y5, Y5
 	VCVTDQ2PS  Y5, Y5
@@ -243,6 +354,7 @@ q50blk:
 	DECQ CX
 	JNZ  q50blk
 
+q50store:
 	LGHSUM(Y0, X0, X1)
 	VMOVSS X0, (R10)
 	ADDQ $4, R10
@@ -253,20 +365,205 @@ q50blk:
 	RET
 
 // func dotQ4_1RowsAVX2(src *byte, stride int, qs *int8, d *float32, s *float32, nb int, nr int, out *float32)
-// nb, nr > 0. out[r] = hsum(acc) + Σ fma(m_x, s_y) for the row at src + r·stride.
-TEXT ·dotQ4_1RowsAVX2(SB), NOSPLIT, $0-64
+// nb, nr > 0. out[r] = the row at src + r·stride times the Q8_1
+// activations: unsigned values (nibble) meet y in
+// eight int32 lanes (vpmaddubsw, exact), acc = fma(d_x·d_y, lanes, acc),
+// and the offsets summs = fma(m_x, s_y, summs) block after block; the
+// result hsum_float_8(acc) + summs. Eight blocks at a time, as
+// dotQ5_0RowsAVX2 (scale products and offsets m_x on the stack).
+TEXT ·dotQ4_1RowsAVX2(SB), NOSPLIT, $64-64
 	MOVQ src+0(FP), SI
 	MOVQ stride+8(FP), R8
 	MOVQ nr+48(FP), R9
 	MOVQ out+56(FP), R10
 	LGBCAST($0x00010001, X15, Y15)
 	LGBCAST($0x0f0f0f0f, X14, Y14)
-	X1ROWS(20, 4, NOHI, q41row, q41blk)
+	VMOVDQU lgShift<>(SB), Y10
+
+q41row:
+	MOVQ SI, R11
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ s+32(FP), BX
+	MOVQ nb+40(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS X6, X6, X6
+
+q41b8:
+	CMPQ CX, $8
+	JLT  q41tail
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	MOVWLZX (SI), AX
+	VMOVD AX, X7
+	VPINSRW $1, 20(SI), X7, X7
+	VPINSRW $2, 40(SI), X7, X7
+	VPINSRW $3, 60(SI), X7, X7
+	VPINSRW $4, 80(SI), X7, X7
+	VPINSRW $5, 100(SI), X7, X7
+	VPINSRW $6, 120(SI), X7, X7
+	VPINSRW $7, 140(SI), X7, X7
+	MOVWLZX 2(SI), AX
+	VMOVD AX, X8
+	VPINSRW $1, 22(SI), X8, X8
+	VPINSRW $2, 42(SI), X8, X8
+	VPINSRW $3, 62(SI), X8, X8
+	VPINSRW $4, 82(SI), X8, X8
+	VPINSRW $5, 102(SI), X8, X8
+	VPINSRW $6, 122(SI), X8, X8
+	VPINSRW $7, 142(SI), X8, X8
+	VCVTPH2PS X7, Y7
+	VMULPS (DX), Y7, Y7
+	VMOVUPS Y7, 0(SP)
+	VCVTPH2PS X8, Y8
+	VMOVUPS Y8, 32(SP)
+	VBROADCASTSS 0(SP), Y1
+	VMOVSS 32(SP), X2
+	VFMADD231SS 0(BX), X2, X6
+	VBROADCASTI128 4(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VMOVDQU 0(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 4(SP), Y1
+	VMOVSS 36(SP), X2
+	VFMADD231SS 4(BX), X2, X6
+	VBROADCASTI128 24(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VMOVDQU 32(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 8(SP), Y1
+	VMOVSS 40(SP), X2
+	VFMADD231SS 8(BX), X2, X6
+	VBROADCASTI128 44(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VMOVDQU 64(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 12(SP), Y1
+	VMOVSS 44(SP), X2
+	VFMADD231SS 12(BX), X2, X6
+	VBROADCASTI128 64(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VMOVDQU 96(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 16(SP), Y1
+	VMOVSS 48(SP), X2
+	VFMADD231SS 16(BX), X2, X6
+	VBROADCASTI128 84(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VMOVDQU 128(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 20(SP), Y1
+	VMOVSS 52(SP), X2
+	VFMADD231SS 20(BX), X2, X6
+	VBROADCASTI128 104(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VMOVDQU 160(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 24(SP), Y1
+	VMOVSS 56(SP), X2
+	VFMADD231SS 24(BX), X2, X6
+	VBROADCASTI128 124(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VMOVDQU 192(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 28(SP), Y1
+	VMOVSS 60(SP), X2
+	VFMADD231SS 28(BX), X2, X6
+	VBROADCASTI128 144(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VMOVDQU 224(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	ADDQ $160, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	SUBQ $8, CX
+	JMP  q41b8
+
+q41tail:
+	TESTQ CX, CX
+	JZ    q41store
+
+q41blk:
+	MOVWLZX (SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS  (DX), X1, X1
+	VMOVSS  X1, 0(SP)
+	MOVWLZX 2(SI), AX
+	VMOVD   AX, X2
+	VCVTPH2PS X2, X2
+	VMOVSS  X2, 32(SP)
+	VBROADCASTSS 0(SP), Y1
+	VMOVSS 32(SP), X2
+	VFMADD231SS 0(BX), X2, X6
+	VBROADCASTI128 4(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	VMOVDQU 0(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	ADDQ $20, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ  q41blk
+
+q41store:
+	LGHSUM(Y0, X0, X1)
+	VADDSS X6, X0, X0
+	VMOVSS X0, (R10)
+	ADDQ $4, R10
+	LEAQ (R11)(R8*1), SI
+	DECQ R9
+	JNZ  q41row
 	VZEROUPPER
 	RET
 
 // func dotQ5_1RowsAVX2(src *byte, stride int, qs *int8, d *float32, s *float32, nb int, nr int, out *float32)
-TEXT ·dotQ5_1RowsAVX2(SB), NOSPLIT, $0-64
+// nb, nr > 0. out[r] = the row at src + r·stride times the Q8_1
+// activations: unsigned values (nibble | high << 4) meet y in
+// eight int32 lanes (vpmaddubsw, exact), acc = fma(d_x·d_y, lanes, acc),
+// and the offsets summs = fma(m_x, s_y, summs) block after block; the
+// result hsum_float_8(acc) + summs. Eight blocks at a time, as
+// dotQ5_0RowsAVX2 (scale products and offsets m_x on the stack).
+TEXT ·dotQ5_1RowsAVX2(SB), NOSPLIT, $64-64
 	MOVQ src+0(FP), SI
 	MOVQ stride+8(FP), R8
 	MOVQ nr+48(FP), R9
@@ -276,7 +573,208 @@ TEXT ·dotQ5_1RowsAVX2(SB), NOSPLIT, $0-64
 	VMOVDQU lgShuf<>(SB), Y13
 	VMOVDQU lgBits<>(SB), Y12
 	LGBCAST($0x10101010, X11, Y11)
-	X1ROWS(24, 8, Q5HI, q51row, q51blk)
+	VMOVDQU lgShift<>(SB), Y10
+
+q51row:
+	MOVQ SI, R11
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ s+32(FP), BX
+	MOVQ nb+40(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS X6, X6, X6
+
+q51b8:
+	CMPQ CX, $8
+	JLT  q51tail
+	PREFETCHT0 1024(SI)
+	PREFETCHT0 1088(SI)
+	PREFETCHT0 1152(SI)
+	MOVWLZX (SI), AX
+	VMOVD AX, X7
+	VPINSRW $1, 24(SI), X7, X7
+	VPINSRW $2, 48(SI), X7, X7
+	VPINSRW $3, 72(SI), X7, X7
+	VPINSRW $4, 96(SI), X7, X7
+	VPINSRW $5, 120(SI), X7, X7
+	VPINSRW $6, 144(SI), X7, X7
+	VPINSRW $7, 168(SI), X7, X7
+	MOVWLZX 2(SI), AX
+	VMOVD AX, X8
+	VPINSRW $1, 26(SI), X8, X8
+	VPINSRW $2, 50(SI), X8, X8
+	VPINSRW $3, 74(SI), X8, X8
+	VPINSRW $4, 98(SI), X8, X8
+	VPINSRW $5, 122(SI), X8, X8
+	VPINSRW $6, 146(SI), X8, X8
+	VPINSRW $7, 170(SI), X8, X8
+	VCVTPH2PS X7, Y7
+	VMULPS (DX), Y7, Y7
+	VMOVUPS Y7, 0(SP)
+	VCVTPH2PS X8, Y8
+	VMOVUPS Y8, 32(SP)
+	VBROADCASTSS 0(SP), Y1
+	VMOVSS 32(SP), X2
+	VFMADD231SS 0(BX), X2, X6
+	VBROADCASTI128 8(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	QHBITS(4(SI), Y2)
+	VPAND  Y11, Y2, Y2
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 0(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 4(SP), Y1
+	VMOVSS 36(SP), X2
+	VFMADD231SS 4(BX), X2, X6
+	VBROADCASTI128 32(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	QHBITS(28(SI), Y2)
+	VPAND  Y11, Y2, Y2
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 32(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 8(SP), Y1
+	VMOVSS 40(SP), X2
+	VFMADD231SS 8(BX), X2, X6
+	VBROADCASTI128 56(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	QHBITS(52(SI), Y2)
+	VPAND  Y11, Y2, Y2
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 64(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 12(SP), Y1
+	VMOVSS 44(SP), X2
+	VFMADD231SS 12(BX), X2, X6
+	VBROADCASTI128 80(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	QHBITS(76(SI), Y2)
+	VPAND  Y11, Y2, Y2
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 96(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 16(SP), Y1
+	VMOVSS 48(SP), X2
+	VFMADD231SS 16(BX), X2, X6
+	VBROADCASTI128 104(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	QHBITS(100(SI), Y2)
+	VPAND  Y11, Y2, Y2
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 128(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 20(SP), Y1
+	VMOVSS 52(SP), X2
+	VFMADD231SS 20(BX), X2, X6
+	VBROADCASTI128 128(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	QHBITS(124(SI), Y2)
+	VPAND  Y11, Y2, Y2
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 160(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 24(SP), Y1
+	VMOVSS 56(SP), X2
+	VFMADD231SS 24(BX), X2, X6
+	VBROADCASTI128 152(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	QHBITS(148(SI), Y2)
+	VPAND  Y11, Y2, Y2
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 192(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	VBROADCASTSS 28(SP), Y1
+	VMOVSS 60(SP), X2
+	VFMADD231SS 28(BX), X2, X6
+	VBROADCASTI128 176(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	QHBITS(172(SI), Y2)
+	VPAND  Y11, Y2, Y2
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 224(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	ADDQ $192, SI
+	ADDQ $256, DI
+	ADDQ $32, DX
+	ADDQ $32, BX
+	SUBQ $8, CX
+	JMP  q51b8
+
+q51tail:
+	TESTQ CX, CX
+	JZ    q51store
+
+q51blk:
+	MOVWLZX (SI), AX
+	VMOVD   AX, X1
+	VCVTPH2PS X1, X1
+	VMULSS  (DX), X1, X1
+	VMOVSS  X1, 0(SP)
+	MOVWLZX 2(SI), AX
+	VMOVD   AX, X2
+	VCVTPH2PS X2, X2
+	VMOVSS  X2, 32(SP)
+	VBROADCASTSS 0(SP), Y1
+	VMOVSS 32(SP), X2
+	VFMADD231SS 0(BX), X2, X6
+	VBROADCASTI128 8(SI), Y3
+	VPSRLVD Y10, Y3, Y3
+	VPAND  Y14, Y3, Y3
+	QHBITS(4(SI), Y2)
+	VPAND  Y11, Y2, Y2
+	VPOR   Y2, Y3, Y3
+	VMOVDQU 0(DI), Y4
+	VPMADDUBSW Y4, Y3, Y3
+	VPMADDWD   Y15, Y3, Y3
+	VCVTDQ2PS  Y3, Y3
+	VFMADD231PS Y3, Y1, Y0
+	ADDQ $24, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ  q51blk
+
+q51store:
+	LGHSUM(Y0, X0, X1)
+	VADDSS X6, X0, X0
+	VMOVSS X0, (R10)
+	ADDQ $4, R10
+	LEAQ (R11)(R8*1), SI
+	DECQ R9
+	JNZ  q51row
 	VZEROUPPER
 	RET
 
