@@ -161,6 +161,25 @@ L:                                        \
 #define NOHI
 #define X5HI QHBITS(4(SI), Y2); VPAND Y11, Y2, Y2; VPOR Y2, Y1, Y1
 
+// iq4LUT is IQ4_NL's codebook (kvalues_iq4nl), as vpshufb's table.
+DATA iq4LUT<>+0(SB)/8, $0xF6EADDCFBFAD9881
+DATA iq4LUT<>+8(SB)/8, $0x7159453526190D01
+GLOBL iq4LUT<>(SB), RODATA|NOPTR, $16
+
+// IQROW sets P to the eight int32 partial sums (values 4k..4k+3) of x·y
+// for the IQ4_NL nibbles at M (x = codebook[nibble], Y13 = the codebook
+// in both lanes, Y12 = lgShift, Y14 = 0x0f) and the activations in Y10:
+// |x| · sign(y, x) as ggml's sign trick. Y8 is clobbered.
+#define IQROW(M, P) \
+	VBROADCASTI128 M, P    \
+	VPSRLVD Y12, P, P      \
+	VPAND  Y14, P, P       \
+	VPSHUFB P, Y13, P      \
+	VPSIGNB P, P, Y8       \
+	VPSIGNB P, Y10, P      \
+	VPMADDUBSW P, Y8, P    \
+	VPMADDWD Y15, P, P
+
 // func dotQ5_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32)
 // nb, nr > 0. out[r] = the Q5_0 row at src + r·stride times the Q8_0
 // activations: per block the expanded values x = (nibble | high << 4) - 16
@@ -854,3 +873,79 @@ TEXT ·dotQ5_1Rawx4AVX2(SB), NOSPLIT, $0-32
 	X1X4(24, 8, X5HI, q51x4)
 	VZEROUPPER
 	RET
+
+// func dotIQ4NLx8AVX2(src *byte, stride int, qs *int8, d *float32, nb int, out *float32)
+// nb > 0. out[j] (j < 8) = the IQ4_NL row at src + j·stride times the
+// Q8_0 activations in iq4_nl_8x8's order: per block each row's 32
+// products summed exactly (eight partial sums per row, reduced across
+// the rows with horizontal adds: row j in lane j), converted, and
+// acc = fma(float(sum), d_w·d_a, acc) for the eight rows at once.
+TEXT ·dotIQ4NLx8AVX2(SB), NOSPLIT, $0-48
+	MOVQ src+0(FP), SI
+	MOVQ stride+8(FP), R8
+	LEAQ (R8)(R8*2), R9  // 3·stride
+	LEAQ (R8)(R8*4), R10 // 5·stride
+	LEAQ (R9)(R8*4), R11 // 7·stride
+	MOVQ qs+16(FP), DI
+	MOVQ d+24(FP), DX
+	MOVQ nb+32(FP), CX
+	LGBCAST($0x00010001, X15, Y15)
+	LGBCAST($0x0f0f0f0f, X14, Y14)
+	VBROADCASTI128 iq4LUT<>(SB), Y13
+	VMOVDQU lgShift<>(SB), Y12
+	VXORPS Y11, Y11, Y11
+
+iqx8loop:
+	PREFETCHT0 256(SI)
+	PREFETCHT0 256(SI)(R8*1)
+	PREFETCHT0 256(SI)(R8*2)
+	PREFETCHT0 256(SI)(R9*1)
+	PREFETCHT0 256(SI)(R8*4)
+	PREFETCHT0 256(SI)(R10*1)
+	PREFETCHT0 256(SI)(R9*2)
+	PREFETCHT0 256(SI)(R11*1)
+	VMOVDQU (DI), Y10
+	IQROW(2(SI), Y0)
+	IQROW(2(SI)(R8*1), Y1)
+	IQROW(2(SI)(R8*2), Y2)
+	IQROW(2(SI)(R9*1), Y3)
+	VPHADDD Y1, Y0, Y0
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y2, Y0, Y9
+	IQROW(2(SI)(R8*4), Y0)
+	IQROW(2(SI)(R10*1), Y1)
+	IQROW(2(SI)(R9*2), Y2)
+	IQROW(2(SI)(R11*1), Y3)
+	VPHADDD Y1, Y0, Y0
+	VPHADDD Y3, Y2, Y2
+	VPHADDD Y2, Y0, Y0
+	VPERM2I128 $0x20, Y0, Y9, Y1
+	VPERM2I128 $0x31, Y0, Y9, Y2
+	VPADDD Y2, Y1, Y1
+	VCVTDQ2PS Y1, Y1
+
+	MOVWLZX (SI), AX
+	VMOVD AX, X2
+	VPINSRW $1, (SI)(R8*1), X2, X2
+	VPINSRW $2, (SI)(R8*2), X2, X2
+	VPINSRW $3, (SI)(R9*1), X2, X2
+	VPINSRW $4, (SI)(R8*4), X2, X2
+	VPINSRW $5, (SI)(R10*1), X2, X2
+	VPINSRW $6, (SI)(R9*2), X2, X2
+	VPINSRW $7, (SI)(R11*1), X2, X2
+	VCVTPH2PS X2, Y2
+	VBROADCASTSS (DX), Y3
+	VMULPS Y3, Y2, Y2
+	VFMADD231PS Y2, Y1, Y11
+
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ  iqx8loop
+
+	MOVQ out+40(FP), AX
+	VMOVUPS Y11, (AX)
+	VZEROUPPER
+	RET
+

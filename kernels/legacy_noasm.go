@@ -17,3 +17,6 @@ func dotQ5_1RowsAVX2(src *byte, stride int, qs *int8, d *float32, s *float32, nb
 func dotQ5_0Rawx4AVX2(src *byte, a *legacyX4, nb int, out *[4]float32) { panic("kernels: no SIMD") }
 func dotQ4_1Rawx4AVX2(src *byte, a *legacyX4, nb int, out *[4]float32) { panic("kernels: no SIMD") }
 func dotQ5_1Rawx4AVX2(src *byte, a *legacyX4, nb int, out *[4]float32) { panic("kernels: no SIMD") }
+func dotIQ4NLx8AVX2(src *byte, stride int, qs *int8, d *float32, nb int, out *float32) {
+	panic("kernels: no SIMD")
+}

@@ -100,6 +100,9 @@ type matmul struct {
 	// packed: repack rows are also laid out by packQ4_0x8 once per tile
 	// (assembly, at least four columns) for gemmQ4_0x8Packed.
 	packed bool
+	// iq4x8: IQ4_NL weights that llama.cpp repacks to iq4_nl_8x8 (iq4.go),
+	// eight rows at a time.
+	iq4x8 bool
 	// pk: a repack matrix's interleaved copy (WeightPacks.q4x8i), read
 	// instead of its rows when not nil.
 	pk []byte
@@ -246,6 +249,13 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	case o.Quant == QuantGGML && (a.Type == gguf.TypeQ4_1 || a.Type == gguf.TypeQ5_1):
 		// Q8_1 activations (q8_1.go); rows always read from their bytes.
 		m.kind, m.raw = mmQ8_0, true
+	case o.Quant == QuantGGML && iq4Raw(a.Type):
+		// iq4.go: rows read from their bytes; IQ4_NL with Q8_0
+		// activations, IQ4_XS with Q8_K.
+		m.kind, m.raw, m.iq4x8 = mmQ8_0, true, iq4nlRepack(o, a, b)
+		if a.Type == gguf.TypeIQ4_XS {
+			m.kind = mmQ8_K
+		}
 	case o.Quant == QuantGGML && qkSupported(a.Type):
 		m.kind = mmQ8_K
 	default:
@@ -489,7 +499,7 @@ func (m *matmul) schedule(w int) (grain int) {
 	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
 		rt /= 2
 	}
-	if m.repack {
+	if m.repack || m.iq4x8 {
 		rt = max(8, rt&^7) // whole groups of 8 rows
 	}
 	m.rt = rt
@@ -590,7 +600,7 @@ func newTile(m *matmul, rt int) *tile {
 		if m.packed {
 			t.pack = make([]byte, (rt/8)*(k/32)*packedQ4Block)
 		}
-		if m.pk != nil {
+		if m.pk != nil || m.iq4x8 {
 			t.out = make([]float32, rt)
 		}
 		return t
@@ -799,6 +809,9 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		return
 	case legacyRaw(m.a.Type):
 		t.mulLegacy(m, out, r0, nr, base, i12, i13)
+		return
+	case iq4Raw(m.a.Type):
+		t.mulIQ4(m, out, r0, nr, base, i12, i13)
 		return
 	case m.a.Type == gguf.TypeQ8_0:
 		var j int64

@@ -19,7 +19,7 @@ import (
 // the top-5 of all 32 greedy steps, relative to each step's max |logit|.
 func TestQuantTypesMatchLlamaCpp(t *testing.T) {
 	for _, name := range []string{"synth-llama-Q5_0", "synth-llama-Q5_1", "synth-llama-Q4_1",
-		"synth-llama256-Q3_K_S"} {
+		"synth-llama-IQ4_NL", "synth-llama256-IQ4_XS", "synth-llama256-Q3_K_S"} {
 		t.Run(name, func(t *testing.T) {
 			ref := testmodel.LoadRun(t, filepath.Join(testref.CopyDir(), "llamacpp", name+".llamacpp.json"))
 			f, err := gguf.Open(testref.Testdata(name + ".gguf"))
