@@ -14,10 +14,10 @@ type QuantMode int
 const (
 	// QuantGGML reproduces llama.cpp's CPU backend: activations are
 	// quantised to the weight type's vec_dot_type (Q8_0 for Q4_0, Q5_0 and
-	// Q8_0 weights, Q8_1 for Q4_1 and Q5_1, Q8_K for Q2_K … Q6_K) and
-	// multiplied with exact integer dot products per block, scaled in
-	// float32. Weight types without an integer path here (IQ types, …)
-	// fall back to QuantDequant.
+	// Q8_0 weights, Q8_1 for Q4_1 and Q5_1, Q8_K for Q2_K … Q6_K, Q8_0
+	// for IQ4_NL, Q8_K for IQ4_XS) and multiplied with exact integer dot
+	// products per block, scaled in float32. Weight types without an
+	// integer path here (the other IQ types, …) fall back to QuantDequant.
 	QuantGGML QuantMode = iota
 	// QuantDequant dequantises each weight row to float32 (exactly as
 	// ggml's to_float) and takes float32 dot products with the unrounded
