@@ -22,3 +22,9 @@ func dotQ5_1Rawx4AVX2(src *byte, a *legacyX4, nb int, out *[4]float32)
 
 //go:noescape
 func dotIQ4NLx8AVX2(src *byte, stride int, qs *int8, d *float32, nb int, out *float32)
+
+//go:noescape
+func dotQ2KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bsums *int32, nb int, nr int, out *float32)
+
+//go:noescape
+func dotQ3KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bsums *int32, nb int, nr int, out *float32)

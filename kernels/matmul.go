@@ -293,8 +293,8 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 			m.raw = true
 		}
 	}
-	if useAVX2 && m.kind == mmQ8_0 && legacyRaw(a.Type) {
-		m.raw = true // legacy.go's kernels, decode and prefill
+	if useAVX2 && m.kind == mmQ8_0 && legacyRaw(a.Type) || m.kind == mmQ8_K && k23Raw(a.Type) {
+		m.raw = true // legacy.go's, k23.go's kernels, decode and prefill
 	}
 	cols := int(b.NRows())
 	m.cols = cols
@@ -600,7 +600,7 @@ func newTile(m *matmul, rt int) *tile {
 		if m.packed {
 			t.pack = make([]byte, (rt/8)*(k/32)*packedQ4Block)
 		}
-		if m.pk != nil || m.iq4x8 {
+		if m.pk != nil || m.iq4x8 || k23Raw(m.a.Type) {
 			t.out = make([]float32, rt)
 		}
 		return t
@@ -812,6 +812,9 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		return
 	case iq4Raw(m.a.Type):
 		t.mulIQ4(m, out, r0, nr, base, i12, i13)
+		return
+	case k23Raw(m.a.Type):
+		t.mulK23(m, out, r0, nr, base, i12, i13)
 		return
 	case m.a.Type == gguf.TypeQ8_0:
 		var j int64
