@@ -186,14 +186,33 @@ func (t *tile) mulIQ4(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 			}
 			continue
 		}
-		for r, row := range t.raw[:nr] {
-			var v float32
-			if m.a.Type == gguf.TypeIQ4_XS {
-				v = dotIQ4XSGo(row, c)
-			} else {
-				v = dotIQ4NLVecGo(row, c)
+		if m.a.Type == gguf.TypeIQ4_XS {
+			if d := out.col(j, i12, i13); d != nil {
+				dotIQ4XSRows(t.raw[0], stride, nr, c, d[r0:r0+int64(nr)])
+				continue
 			}
-			out.put(r0+int64(r), j, i12, i13, v)
+			dotIQ4XSRows(t.raw[0], stride, nr, c, t.out[:nr])
+			for r, v := range t.out[:nr] {
+				out.put(r0+int64(r), j, i12, i13, v)
+			}
+			continue
 		}
+		for r, row := range t.raw[:nr] {
+			out.put(r0+int64(r), j, i12, i13, dotIQ4NLVecGo(row, c))
+		}
+	}
+}
+
+// dotIQ4XSRows sets out[r] to dotIQ4XSGo of the IQ4_XS row at
+// src[r·stride:] and c for r < nr, in one assembly call where there is one.
+func dotIQ4XSRows(src []byte, stride, nr int, c q8Row, out []float32) {
+	nb := len(c.d)
+	if useAVX2 && nb > 0 && nr > 0 {
+		_, _, _ = src[(nr-1)*stride+nb*136-1], c.qs[nb*256-1], out[nr-1]
+		dotIQ4XSRowsAVX2(&src[0], stride, &c.qs[0], &c.d[0], nb, nr, &out[0])
+		return
+	}
+	for r := range nr {
+		out[r] = dotIQ4XSGo(src[r*stride:], c)
 	}
 }

@@ -171,3 +171,45 @@ func TestIQ4MulMat(t *testing.T) {
 		})
 	}
 }
+
+// TestSIMDIQ4XS compares dotIQ4XSRowsAVX2 with dotIQ4XSGo bit for bit on
+// random and edge blocks and activation rows.
+func TestSIMDIQ4XS(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(57, 58))
+	for _, nb := range []int{1, 2, 5} {
+		k := nb * 256
+		var cols []q8Row
+		for _, x := range activationCases(r, k) {
+			c := q8Row{qs: make([]int8, k), d: make([]float32, nb), bsums: make([]int32, nb*16)}
+			quantizeQ8_K(x, c.qs, c.d, c.bsums)
+			cols = append(cols, c)
+		}
+		c := q8Row{qs: make([]int8, k), d: make([]float32, nb), bsums: make([]int32, nb*16)}
+		for i := range c.qs {
+			c.qs[i] = int8(r.IntN(256)) // -128 included: the sign trick's product
+		}
+		for i := range c.d {
+			c.d[i] = gguf.F16ToF32(uint16(0x2000 + r.IntN(0x1800)))
+		}
+		cols = append(cols, c)
+		for _, nr := range []int{1, 3, 8} {
+			for _, edge := range []bool{false, true} {
+				stride := nb*136 + 5
+				rows := make([]byte, nr*stride+1)[1:]
+				for j := range nr {
+					copy(rows[j*stride:], randIQ4Weights(r, gguf.TypeIQ4_XS, nb, edge))
+				}
+				for ci, c := range cols {
+					got := offsetF32(make([]float32, nr))
+					dotIQ4XSRowsAVX2(&rows[0], stride, &c.qs[0], &c.d[0], nb, nr, &got[0])
+					for j := range nr {
+						if want := dotIQ4XSGo(rows[j*stride:], c); !sameBits(got[j], want) {
+							t.Errorf("nb %d nr %d edge %v col %d row %d: %g, Go %g", nb, nr, edge, ci, j, got[j], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -28,3 +28,6 @@ func dotQ2KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bsums *int32, n
 
 //go:noescape
 func dotQ3KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bsums *int32, nb int, nr int, out *float32)
+
+//go:noescape
+func dotIQ4XSRowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32)

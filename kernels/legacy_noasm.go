@@ -26,3 +26,6 @@ func dotQ2KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bsums *int32, n
 func dotQ3KRowsAVX2(src *byte, stride int, qs *int8, d *float32, bsums *int32, nb int, nr int, out *float32) {
 	panic("kernels: no SIMD")
 }
+func dotIQ4XSRowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int, out *float32) {
+	panic("kernels: no SIMD")
+}

@@ -600,7 +600,7 @@ func newTile(m *matmul, rt int) *tile {
 		if m.packed {
 			t.pack = make([]byte, (rt/8)*(k/32)*packedQ4Block)
 		}
-		if m.pk != nil || m.iq4x8 || k23Raw(m.a.Type) {
+		if m.pk != nil || m.iq4x8 || k23Raw(m.a.Type) || m.a.Type == gguf.TypeIQ4_XS {
 			t.out = make([]float32, rt)
 		}
 		return t
