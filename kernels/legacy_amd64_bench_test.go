@@ -11,23 +11,36 @@ import (
 )
 
 // BenchmarkSIMDLegacy times Qwen2.5-0.5B's FFN product (4864 rows of 896,
-// random blocks) times one activation column (decode) and four (a prefill
-// tile) for the legacy types, on one thread, in assembly and in Go, with
-// Q4_0/Q8_0 in the same run for comparison.
+// random blocks; 1792 for the 256-value types) times one activation
+// column (decode) and four (a prefill tile) for the legacy, IQ4 and
+// Q2_K/Q3_K types, on one thread, in assembly and in Go (for the K types
+// the unpacked-row path), with Q4_0/Q8_0 in the same run for comparison.
 func BenchmarkSIMDLegacy(b *testing.B) {
 	if !useAVX2 {
 		b.Skip("no assembly kernels in this build")
 	}
-	const k, m = 896, 4864
+	const m = 4864
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, ty := range []gguf.GGMLType{gguf.TypeQ5_0, gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeQ4_0, gguf.TypeQ8_0} {
-		raw := make([]byte, m*k/32*ty.TypeSize())
+	for _, ty := range []gguf.GGMLType{gguf.TypeQ5_0, gguf.TypeQ4_1, gguf.TypeQ5_1, gguf.TypeIQ4_NL, gguf.TypeQ4_0, gguf.TypeQ8_0,
+		gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeIQ4_XS} {
+		k := int64(896)
+		if ty.BlockSize() == 256 {
+			k = 1792
+		}
+		raw := make([]byte, m*k/int64(ty.BlockSize())*int64(ty.TypeSize()))
 		for i := range raw {
 			raw[i] = byte(r.IntN(256))
 		}
 		for blk := 0; blk < len(raw)/ty.TypeSize(); blk++ {
 			o := blk * ty.TypeSize()
-			raw[o+1] = 0x20 // modest F16 scales (and Q4_1/Q5_1 offsets)
+			switch ty {
+			case gguf.TypeQ2_K:
+				raw[o+81], raw[o+83] = 0x20, 0x20
+			case gguf.TypeQ3_K:
+				raw[o+109] = 0x20
+			default:
+				raw[o+1] = 0x20 // modest F16 scales (and Q4_1/Q5_1 offsets)
+			}
 			if ty == gguf.TypeQ4_1 || ty == gguf.TypeQ5_1 {
 				raw[o+3] = 0x20
 			}
