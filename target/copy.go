@@ -35,11 +35,13 @@ func npuGetRows(n *ir.Node) Support {
 		if why != "" {
 			return no("get_rows: %s", why)
 		}
-		calls := []string{"aclnnGatherV2", "aclnnGatherV2", "aclnnCast", "aclnnCast"}
+		calls := []string{"aclnnGatherV2", "aclnnGatherV2"}
 		if l.Offset {
-			calls = append(calls, "aclnnGatherV2", "aclnnCast", "aclnnInplaceAdd")
+			calls = append(calls, "aclnnGatherV2", "aclnnCast", "aclnnCast", "aclnnInplaceAdd")
+		} else {
+			calls = append(calls, "aclnnCast")
 		}
-		return yes("aclnnGatherV2", append(calls, "aclnnInplaceMul")...)
+		return yes("aclnnGatherV2", append(calls, "aclnnCast", "aclnnInplaceMul")...)
 	}
 }
 

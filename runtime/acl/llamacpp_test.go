@@ -9,11 +9,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
+	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
@@ -284,14 +286,17 @@ func simCounts(t *testing.T, m *models.Model, f *gguf.File, ref *testmodel.Llama
 
 // TestWQBMMModeOnEmulatedCANN keeps the measured bound of the default
 // QuantMatmul mode ("wqbmm": aclnnWeightQuantBatchMatmulV2 on f16
-// activations, the q8_0 token table rounded to f16) on the dense
-// quantised reference models: 3e-2 of max|logit| (measured 1.6e-2 to
-// 2.5e-2), the argmax checked where llama.cpp's top-1/top-2 gap exceeds
-// 6e-2, graph mode on.
+// activations against the weights converted at load by gguf/wqconv, the
+// q8_0 token table rounded to f16) on the dense quantised reference
+// models, q4_0/q8_0 and every K-quant mix (q2_K..q6_K, with their q4_K,
+// q5_K, q6_K tables gathered from the converted layout): 3e-2 of
+// max|logit|, the argmax checked where llama.cpp's top-1/top-2 gap
+// exceeds 6e-2, graph mode on. Each K-quant model must place its every
+// matmul and its token table on the NPU (no CPU fallback hides a type).
 func TestWQBMMModeOnEmulatedCANN(t *testing.T) {
 	for _, path := range referenceModels(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
-		if !strings.HasPrefix(name, "synth-llama-Q") {
+		if !strings.HasPrefix(name, "synth-llama-Q") && !(strings.HasPrefix(name, "synth-llama256-") && strings.Contains(name, "_K")) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
@@ -300,8 +305,36 @@ func TestWQBMMModeOnEmulatedCANN(t *testing.T) {
 				t.Skip("no llama.cpp run")
 			}
 			d := newDevice(t, Options{PoolBytes: 256 << 20, WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulWQBMM})
+			var mu sync.Mutex
+			types := map[string]int{}
+			d.onLaunch = func(k *device.KernelLaunch, _ []string) {
+				if len(k.Inputs) > 0 && k.Inputs[0].DType.Quantized() {
+					mu.Lock()
+					types[string(k.Op)+" "+k.Inputs[0].DType.String()]++
+					mu.Unlock()
+				}
+			}
 			r := runOnEmulatorWithin(t, m, f, ref, d, true, 3e-2, 6e-2)
-			t.Logf("%s wqbmm: worst max|Δ|/max|logit| %.2e; %d argmax differences at near-ties", name, r.worst, r.mismatches)
+			if strings.Contains(name, "_K") {
+				for _, ti := range f.Tensors {
+					if dt := ir.DType(ti.Type); dt.Quantized() && strings.HasSuffix(ti.Name, ".weight") {
+						op := "mul_mat"
+						if ti.Name == "token_embd.weight" {
+							continue // get_rows: the partition may keep it on the CPU (cheaper than the copies)
+						}
+						found := false
+						for k := range types {
+							found = found || strings.HasPrefix(k, op) && strings.HasSuffix(k, " "+dt.String())
+						}
+						if !found {
+							t.Errorf("%s: no %s of %s weights (%s) ran on the NPU (launched: %v)", name, op, dt, ti.Name, types)
+						}
+					}
+				}
+			}
+			c := d.Counters()
+			t.Logf("%s wqbmm: worst max|Δ|/max|logit| %.2e; %d argmax differences at near-ties; quantised launches %v; converted at load: %d B in %.1f ms",
+				name, r.worst, r.mismatches, types, c.ConvertedBytes, float64(c.ConvertNS)/1e6)
 		})
 	}
 }

@@ -69,6 +69,11 @@ type Stats struct {
 	Decode    PhaseStats `json:"decode"`
 	Programs  int        `json:"programs"` // programs the session loaded
 	CompileMS float64    `json:"compile_ms"`
+	// WeightConvertMS is the host time the device spent placing weights
+	// in its own layout at load (device.WeightPlacer: runtime/acl converts
+	// quantised weights with gguf/wqconv and uploads them), 0 on a device
+	// that reads ggml's blocks.
+	WeightConvertMS float64 `json:"weight_convert_ms"`
 	// Pool is the device pool after the last step.
 	Pool device.PoolStats `json:"pool"`
 }
@@ -145,11 +150,12 @@ type Session struct {
 	stage   []byte // pinned upload staging, laid out like the inputs region
 	down    []byte // pinned download buffer
 
-	pos      int64
-	stats    Stats
-	launches int64
-	closed   bool
-	lock     *sync.RWMutex // the device's lock (device.AcquireDeviceLock) until Close
+	pos       int64
+	stats     Stats
+	convertNS int64 // PlaceWeight time
+	launches  int64
+	closed    bool
+	lock      *sync.RWMutex // the device's lock (device.AcquireDeviceLock) until Close
 }
 
 // NewSession compiles nothing yet: programs are compiled and loaded on the
@@ -221,6 +227,7 @@ func (s *Session) Stats() Stats {
 	st.Decode.finish()
 	_, d := s.comp.Compiled()
 	st.CompileMS = float64(d.Microseconds()) / 1000
+	st.WeightConvertMS = float64(s.convertNS/1000) / 1000
 	st.Programs = len(s.progs)
 	if pools := s.dev.Stats().Pools; s.opts.DeviceID < len(pools) {
 		st.Pool = pools[s.opts.DeviceID]
@@ -521,6 +528,9 @@ func (s *Session) fill(p *cann.Program, r *region) error {
 		if err := write("weight "+w.Name, w.Addr, data[:w.Bytes]); err != nil {
 			return err
 		}
+		if err := s.place(p, r, w, data[:w.Bytes]); err != nil {
+			return err
+		}
 	}
 	for _, c := range p.Consts {
 		if c.Addr.Region == r.name {
@@ -530,6 +540,54 @@ func (s *Session) fill(p *cann.Program, r *region) error {
 		}
 	}
 	return nil // states are zero: the region was cleared
+}
+
+// place hands a weight just written to an NPU region to a device that
+// keeps its own layout of it (device.WeightPlacer), with the NPU kernels
+// of p that read it.
+func (s *Session) place(p *cann.Program, r *region, w cann.Weight, data []byte) error {
+	wp, ok := s.dev.(device.WeightPlacer)
+	if !ok || !r.npu || !w.DType.Quantized() {
+		return nil
+	}
+	var use device.WeightUse
+	var desc *cann.TensorDesc
+	for _, seg := range p.Segments {
+		if seg.Device != string(target.NPU) {
+			continue
+		}
+		for i := range seg.Kernels {
+			k := &seg.Kernels[i]
+			if len(k.Inputs) == 0 || k.Inputs[0].Addr != w.Addr {
+				continue
+			}
+			switch k.Op {
+			case ir.OpMulMat, ir.OpMulMatAdd, ir.OpMulMatID:
+				use.Matmul = true
+			case ir.OpGetRows:
+				use.Rows = true
+			default:
+				continue
+			}
+			if desc == nil || k.Inputs[0].Bytes() > desc.Bytes() {
+				desc = &k.Inputs[0]
+			}
+		}
+	}
+	if desc == nil {
+		return nil
+	}
+	t, err := s.devDesc(*desc)
+	if err != nil {
+		return fmt.Errorf("program: weight %q: %w", w.Name, err)
+	}
+	t0 := time.Now()
+	err = wp.PlaceWeight(t, data[:t.Bytes()], use)
+	s.convertNS += int64(time.Since(t0))
+	if err != nil {
+		return fmt.Errorf("program: weight %q: %w", w.Name, err)
+	}
+	return nil
 }
 
 // ptr resolves an address in an NPU region, checking that n bytes fit.
