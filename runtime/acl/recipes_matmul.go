@@ -372,5 +372,3 @@ func q8Kind(t ir.DType) string {
 	}
 	return "q8_0"
 }
-
-

@@ -103,7 +103,9 @@ func getRowsConverted(b *builder, table, out device.TensorDesc, idt C.uintptr_t,
 	o3 := func() C.uintptr_t {
 		return b.tensor(C.ACL_FLOAT, []int64{n, G, S}, []int64{ost[2], S * ost[3], ost[3]}, 0, out.Addr)
 	}
-	per := func(dt C.int, p device.Ptr) C.uintptr_t { return b.tensor(dt, []int64{n, G, 1}, []int64{G, 1, 1}, 0, p) }
+	per := func(dt C.int, p device.Ptr) C.uintptr_t {
+		return b.tensor(dt, []int64{n, G, 1}, []int64{G, 1, 1}, 0, p)
+	}
 	b.cast(b.tensor(C.ACL_INT8, []int64{n, G, S}, []int64{K, S, 1}, 0, vals), o3(), C.ACL_FLOAT)
 	if l.Offset {
 		b.cast(per(C.ACL_FLOAT16, of), per(C.ACL_FLOAT, o32), C.ACL_FLOAT)
