@@ -56,7 +56,7 @@ func (b *builder) dequantise(a device.TensorDesc) (device.Ptr, error) {
 	if a.Nb[0] != blockBytes || a.Nb[1] != rowBytes {
 		return 0, b.unsupported("non-contiguous %s weight (nb %v)", a.DType, a.Nb)
 	}
-	key := fmt.Sprintf("f32 %s %#x [%d,%d]", a.DType, uint64(a.Addr), K, N)
+	key := f32Key(a.DType, a.Addr, K, N)
 	n := b.n
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
@@ -74,25 +74,48 @@ func (b *builder) dequantise(a device.TensorDesc) (device.Ptr, error) {
 	if rc := C.irt_d2h(hostPtr(blocks), C.uintptr_t(a.Addr), C.size_t(len(blocks))); rc != 0 {
 		return 0, newError("aclrtMemcpy", b.p.label, int32(rc))
 	}
-	vals, err := DequantizeRows(a.DType, blocks, K, N)
+	b.d.bytesD2H.Add(int64(len(blocks)))
+	p, err := b.d.placeDequantised(n, key, a.DType, blocks, K, N)
 	if err != nil {
 		return 0, b.unsupported("%v", err)
+	}
+	return p, nil
+}
+
+// f32Key names the f32 copy of the weight at addr (QuantMatmulGGML).
+func f32Key(t ir.DType, addr device.Ptr, K, rows int64) string {
+	return fmt.Sprintf("f32 %s %#x [%d,%d]", t, uint64(addr), K, rows)
+}
+
+// placeDequantised uploads the f32 values of rows×K blocks of type t
+// (ggml's dequantize_row_*) into the pool under key. The caller holds
+// n.cmu.
+func (d *Device) placeDequantised(n *npu, key string, t ir.DType, blocks []byte, K, rows int64) (device.Ptr, error) {
+	t0 := time.Now()
+	vals, err := DequantizeRows(t, blocks, K, rows)
+	if err != nil {
+		return 0, err
 	}
 	raw := make([]byte, 4*len(vals))
 	for i, v := range vals {
 		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
 	}
+	d.convertNS.Add(int64(time.Since(t0)))
+	if old, ok := n.tables[key]; ok {
+		n.pool.Free(int64(old - n.base))
+		delete(n.tables, key)
+	}
 	off, _, err := n.pool.Alloc(int64(len(raw)))
 	if err != nil {
-		return 0, fmt.Errorf("acl: %s: dequantised weight: %w", b.p.label, err)
+		return 0, fmt.Errorf("dequantised %s weight: %w", t, err)
 	}
 	p := n.base + device.Ptr(off)
 	if rc := C.irt_h2d(C.uintptr_t(p), hostPtr(raw), C.size_t(len(raw))); rc != 0 {
 		n.pool.Free(off)
-		return 0, newError("aclrtMemcpy", b.p.label, int32(rc))
+		return 0, newError("aclrtMemcpy", "dequantised weight", int32(rc))
 	}
-	b.d.bytesD2H.Add(int64(len(blocks)))
-	b.d.bytesH2D.Add(int64(len(raw)))
+	d.bytesH2D.Add(int64(len(raw)))
+	d.convertedBytes.Add(int64(len(raw)))
 	n.tables[key] = p
 	return p, nil
 }
@@ -243,6 +266,18 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
 	rows8 := use.Rows && t.DType != ir.Q8_0 // q8_0 tables are gathered from their blocks
+	l, _ := wqLayout(t.DType, false)
+	if d.quantMode() == QuantMatmulGGML {
+		// ggml's arithmetic: f32 values for the matmuls and for the rows
+		// of a re-quantised layout's table.
+		if use.Matmul && ggmlModeTypes[t.DType] || rows8 && l.Accuracy == wqconv.Requantised {
+			if _, err := d.placeDequantised(n, f32Key(t.DType, t.Addr, K, rows), t.DType, data, K, rows); err != nil {
+				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
+			}
+		}
+		use.Matmul = use.Matmul && !ggmlModeTypes[t.DType]
+		rows8 = rows8 && l.Accuracy != wqconv.Requantised
+	}
 	for _, widen := range []bool{false, true} {
 		need := use.Matmul || rows8 && !needsWiden(t.DType)
 		if widen {

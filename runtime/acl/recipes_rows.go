@@ -10,6 +10,7 @@ import "C"
 import (
 	"fmt"
 
+	"github.com/irtool/irtool/gguf/wqconv"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/device"
 )
@@ -76,6 +77,13 @@ func getRows(b *builder) error {
 // rounded once (wqconv.Dequant's arithmetic, which gives ggml's values bit
 // for bit for the exact types).
 func getRowsConverted(b *builder, table, out device.TensorDesc, idt C.uintptr_t, n, K int64) error {
+	if l, _ := wqLayout(table.DType, false); l.Accuracy == wqconv.Requantised && b.d.quantMode() == QuantMatmulGGML {
+		// ggml's values of a table whose layout is re-quantised (q2_K,
+		// q6_K): the rows of its f32 copy.
+		w := b.dequantised(table)
+		b.gather(b.tensor(C.ACL_FLOAT, []int64{table.Ne[1], K}, []int64{K, 1}, 0, w), idt, b.desc("out", out, 2))
+		return b.err
+	}
 	w := b.converted(table, needsWiden(table.DType))
 	if b.err != nil {
 		return b.err
