@@ -55,9 +55,9 @@ import (
 // another q8_0 value than in ggml, a whole quantisation step in the input
 // of the wo matmul (TestQuantisedDeparturesAreRoundingFlips checks this
 // on every quantised model of testdata; docs/LOWERING.md, "Why the
-// quantised models stay above 1e-3"). K-quant matmuls run on the CPU with
-// ggml's arithmetic but quantise their f32 input to q8_K, the same effect:
-// up to 1.9e-2 (held to 3e-2). The CPU segments compute with the
+// quantised models stay above 1e-3"). K-quant matmuls run on the NPU in
+// the same mode with their activations quantised to q8_K on the device
+// (ggml's vec_dot partner), the same effect: up to 1.9e-2 (held to 3e-2). The CPU segments compute with the
 // arithmetic of the llama.cpp build that made the run (ref.Kernels). Mixtures of quantised experts (mul_mat_id
 // in the same "ggml" mode) reach 1.0e-2 (llamamoe) and 1.1e-2 (qwen3moe),
 // held to 3e-2 too; their first departure is the same attention-output
