@@ -171,3 +171,102 @@ func TestQuantTypesOnEmulatedCANN(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantExpertsOnEmulatedCANN runs mul_mat_id over three experts of
+// every type of quantTypes (two tokens, two experts each), converted at
+// load (PlaceWeight, wqconv.ConvertExperts' layout), in both modes, and
+// compares each (token, slot) with ggml-cpu's mul_mat of the chosen
+// expert: within 1e-5 ("ggml"; 2e-3 for q4_1/q5_1) and 2e-2 ("wqbmm").
+func TestQuantExpertsOnEmulatedCANN(t *testing.T) {
+	const K, N, E, nUsed, T = 256, 16, 3, 2, 2
+	rng := rand.New(rand.NewPCG(9, 10))
+	x := make([]float32, K*T)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	xb := make([]byte, 4*len(x))
+	for i, v := range x {
+		binary.LittleEndian.PutUint32(xb[4*i:], math.Float32bits(v))
+	}
+	ids := []int32{2, 0, 1, 2} // token 0: experts 2, 0; token 1: 1, 2
+	idb := make([]byte, 4*len(ids))
+	for i, v := range ids {
+		binary.LittleEndian.PutUint32(idb[4*i:], uint32(v))
+	}
+	for _, dt := range quantTypes {
+		bs := dt.BlockSize()
+		rowBytes := K / bs * dt.TypeSize()
+		blocks := randomBlocks(rng, dt, E*N*K/bs)
+		// ggml-cpu's product of each token with each chosen expert.
+		want := make([]float32, N*nUsed*T)
+		for p, e := range ids {
+			tok := p / nUsed
+			a, _ := kernels.NewTensor(gguf.GGMLType(dt), K, N)
+			copy(a.Data, blocks[int64(e)*N*rowBytes:int64(e+1)*N*rowBytes])
+			xt, _ := kernels.NewTensor(gguf.TypeF32, K, 1)
+			copy(xt.Data, xb[4*K*tok:4*K*(tok+1)])
+			o, _ := kernels.NewTensor(gguf.TypeF32, N, 1)
+			if err := kernels.MulMat(o, a, xt); err != nil {
+				t.Fatal(err)
+			}
+			for n := range N {
+				want[p*N+n] = math.Float32frombits(binary.LittleEndian.Uint32(o.Data[4*n:]))
+			}
+		}
+		for _, mode := range []string{QuantMatmulGGML, QuantMatmulWQBMM} {
+			t.Run(dt.String()+"/"+mode, func(t *testing.T) {
+				d := newDevice(t, Options{QuantMatmul: mode, WorkspaceReserve: 1 << 20})
+				w := malloc(t, d, int64(len(blocks)))
+				buf := malloc(t, d, 1<<20)
+				as := device.TensorDesc{DType: dt, Ne: [4]int64{K, N, E, 1}, Nb: [4]int64{dt.TypeSize(), rowBytes, N * rowBytes, E * N * rowBytes}, Addr: w}
+				for _, c := range []struct {
+					p    device.Ptr
+					data []byte
+				}{{w, blocks}, {buf, xb}, {buf + 8192, idb}} {
+					if err := d.MemcpyH2D(c.p, c.data); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := d.PlaceWeight(as, blocks, device.WeightUse{Matmul: true}); err != nil {
+					t.Fatal(err)
+				}
+				d2h := d.Stats().BytesD2H
+				k := &device.KernelLaunch{Name: "aclnnWeightQuantBatchMatmulV2", Op: ir.OpMulMatID, Node: 1,
+					Inputs: []device.TensorDesc{as,
+						{DType: ir.F32, Ne: [4]int64{K, 1, T, 1}, Nb: [4]int64{4, 4 * K, 4 * K, 4 * K * T}, Addr: buf},
+						{DType: ir.I32, Ne: [4]int64{nUsed, T, 1, 1}, Nb: [4]int64{4, 4 * nUsed, 4 * nUsed * T, 4 * nUsed * T}, Addr: buf + 8192}},
+					Output:    device.TensorDesc{DType: ir.F32, Ne: [4]int64{N, nUsed, T, 1}, Nb: [4]int64{4, 4 * N, 4 * N * nUsed, 4 * N * nUsed * T}, Addr: buf + 16384},
+					Workspace: buf + 65536, WorkspaceBytes: 1<<20 - 65536}
+				if err := d.Launch(device.DefaultStream, k); err != nil {
+					t.Fatal(err)
+				}
+				if err := d.SynchronizeStream(device.DefaultStream); err != nil {
+					t.Fatal(err)
+				}
+				if got := d.Stats().BytesD2H - d2h; got != 0 {
+					t.Errorf("%d bytes read back: the experts were not converted at load", got)
+				}
+				got := make([]byte, 4*len(want))
+				if err := d.MemcpyD2H(got, buf+16384); err != nil {
+					t.Fatal(err)
+				}
+				var worst, scale float64
+				for i, r := range want {
+					g := float64(math.Float32frombits(binary.LittleEndian.Uint32(got[4*i:])))
+					worst, scale = max(worst, math.Abs(g-float64(r))), max(scale, math.Abs(float64(r)))
+				}
+				bound := 2e-2
+				if mode == QuantMatmulGGML {
+					bound = 1e-5
+					if dt == ir.Q4_1 || dt == ir.Q5_1 {
+						bound = 2e-3
+					}
+				}
+				if worst/scale > bound {
+					t.Errorf("%s %s mul_mat_id: max|Δ|/max|out| = %.3g > %.0e against ggml-cpu", dt, mode, worst/scale, bound)
+				}
+				t.Logf("%s %s mul_mat_id: max|Δ|/max|out| = %.3g", dt, mode, worst/scale)
+			})
+		}
+	}
+}
