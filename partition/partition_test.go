@@ -496,3 +496,46 @@ func TestConvert(t *testing.T) {
 		t.Error("ragged data accepted")
 	}
 }
+
+// TestDeviceWeightBytes: the NPU's weights are counted in ggml's bytes
+// plus their copies converted at load: on testdata's all-q4_K model, 0.625
+// bytes per weight (int4 values, f16 scale and offset per 32) for every
+// matrix an NPU matmul reads, 1.125 for a token table an NPU get_rows
+// reads (int8 values).
+func TestDeviceWeightBytes(t *testing.T) {
+	_, m := testmodel.Build(t, testref.Testdata("synth-llama256-Q4_K.gguf"), models.Options{NCtx: 64})
+	g, res, err := Run(m.Graph, prof(t, "ascend910b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ggml, conv float64
+	counted := map[int]bool{}
+	for _, n := range g.Nodes {
+		if res.Device[n.ID] != target.NPU {
+			continue
+		}
+		for i, a := range n.Args {
+			if a.Op != ir.OpWeight {
+				continue
+			}
+			if !counted[a.ID] {
+				counted[a.ID] = true
+				b, _ := a.Type.Bytes()
+				ggml += float64(b)
+			}
+			if i == 0 && a.Type.DType == ir.Q4_K {
+				e := float64(a.Type.Shape[0].Val * a.Type.Shape[1].Val)
+				switch n.Op {
+				case ir.OpMulMat, ir.OpMulMatAdd:
+					conv += 0.625 * e
+				case ir.OpGetRows:
+					conv += 1.125 * e
+				}
+			}
+		}
+	}
+	if conv == 0 || float64(res.GGMLWeightBytes) != ggml || float64(res.ConvertedWeightBytes) != conv ||
+		res.DeviceWeightBytes != res.GGMLWeightBytes+res.ConvertedWeightBytes {
+		t.Errorf("device weights %d = %d ggml + %d converted; want %g + %g", res.DeviceWeightBytes, res.GGMLWeightBytes, res.ConvertedWeightBytes, ggml, conv)
+	}
+}
