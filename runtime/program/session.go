@@ -528,7 +528,7 @@ func (s *Session) fill(p *cann.Program, r *region) error {
 		if err := write("weight "+w.Name, w.Addr, data[:w.Bytes]); err != nil {
 			return err
 		}
-		if err := s.place(p, r, w, data[:w.Bytes]); err != nil {
+		if err := s.place(r, w, data[:w.Bytes]); err != nil {
 			return err
 		}
 	}
@@ -543,46 +543,47 @@ func (s *Session) fill(p *cann.Program, r *region) error {
 }
 
 // place hands a weight just written to an NPU region to a device that
-// keeps its own layout of it (device.WeightPlacer), with the NPU kernels
-// of p that read it.
-func (s *Session) place(p *cann.Program, r *region, w cann.Weight, data []byte) error {
+// keeps its own layout of it (device.WeightPlacer), with the kinds of
+// kernels that can read it: every user of the weight in the compiled
+// graph, whatever device the partition of one bucket gives it, so that a
+// later bucket's program finds its copy converted.
+func (s *Session) place(r *region, w cann.Weight, data []byte) error {
 	wp, ok := s.dev.(device.WeightPlacer)
 	if !ok || !r.npu || !w.DType.Quantized() {
 		return nil
 	}
+	g := s.comp.Graph()
+	var node *ir.Node
 	var use device.WeightUse
-	var desc *cann.TensorDesc
-	for _, seg := range p.Segments {
-		if seg.Device != string(target.NPU) {
+	for _, n := range g.Nodes {
+		if len(n.Args) == 0 || n.Args[0].Op != ir.OpWeight || n.Args[0].Name != w.Name {
 			continue
 		}
-		for i := range seg.Kernels {
-			k := &seg.Kernels[i]
-			if len(k.Inputs) == 0 || k.Inputs[0].Addr != w.Addr {
-				continue
-			}
-			switch k.Op {
-			case ir.OpMulMat, ir.OpMulMatAdd, ir.OpMulMatID:
-				use.Matmul = true
-			case ir.OpGetRows:
-				use.Rows = true
-			default:
-				continue
-			}
-			if desc == nil || k.Inputs[0].Bytes() > desc.Bytes() {
-				desc = &k.Inputs[0]
-			}
+		node = n.Args[0]
+		switch n.Op {
+		case ir.OpMulMat, ir.OpMulMatAdd, ir.OpMulMatID:
+			use.Matmul = true
+		case ir.OpGetRows:
+			use.Rows = true
 		}
 	}
-	if desc == nil {
+	if node == nil || !use.Matmul && !use.Rows {
 		return nil
 	}
-	t, err := s.devDesc(*desc)
+	ne, err := node.Type.Shape.Ne()
 	if err != nil {
 		return fmt.Errorf("program: weight %q: %w", w.Name, err)
 	}
+	t := device.TensorDesc{DType: w.DType, Ne: ne, Nb: ir.ContiguousStrides(w.DType, ne)}
+	b := t.Bytes()
+	if b > int64(len(data)) {
+		return fmt.Errorf("program: weight %q: %d bytes, its shape %v needs %d", w.Name, len(data), ne, b)
+	}
+	if t.Addr, err = s.ptr(w.Addr, b); err != nil {
+		return fmt.Errorf("program: weight %q: %w", w.Name, err)
+	}
 	t0 := time.Now()
-	err = wp.PlaceWeight(t, data[:t.Bytes()], use)
+	err = wp.PlaceWeight(t, data[:b], use)
 	s.convertNS += int64(time.Since(t0))
 	if err != nil {
 		return fmt.Errorf("program: weight %q: %w", w.Name, err)
