@@ -133,10 +133,33 @@ func TestCompileErrors(t *testing.T) {
 	}
 }
 
-// Requantisation runs before the partition and reaches the lowering.
+// ggmlCANNRules are the default rules with ggml-cann's own limit on
+// quantised matmuls (q4_0 and q8_0 only): the target requantisation is
+// for, now that the default rules take every gguf/wqconv type.
+func ggmlCANNRules(t testing.TB) *target.Rules {
+	t.Helper()
+	r := target.NewRules()
+	for _, op := range []ir.Op{ir.OpMulMat, ir.OpMulMatAdd} {
+		base, _ := target.DefaultRules().Lookup(op)
+		rule := base
+		rule.NPU = func(n *ir.Node) target.Support {
+			if dt := n.Args[0].Type.DType; dt.Quantized() && dt != ir.Q4_0 && dt != ir.Q8_0 {
+				return target.Support{Reason: "ggml-cann multiplies only q4_0 and q8_0 quantised matmul"}
+			}
+			return base.NPU(n)
+		}
+		if err := r.Override(op, rule); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+// Requantisation runs before the partition and reaches the lowering (for
+// a target limited as ggml-cann is: the default rules need none).
 func TestCompileRequant(t *testing.T) {
 	m, f := build(t, "../testdata/synth-llama256-Q4_K.gguf", 64)
-	r, err := compiler.Compile(context.Background(), m.Graph, compiler.Options{Target: "ascend310b", Requant: ir.Q8_0, Weights: f})
+	r, err := compiler.Compile(context.Background(), m.Graph, compiler.Options{Target: "ascend910b", Requant: ir.Q8_0, Weights: f, Rules: ggmlCANNRules(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,6 +97,13 @@ type Result struct {
 	// (compute, copies, uploads and downloads), the quantity the pass
 	// minimises.
 	PredictedUS float64 `json:"predicted_us"`
+	// DeviceWeightBytes is the device memory of the weights NPU nodes
+	// read: their ggml bytes (GGMLWeightBytes, the weights region) plus
+	// the copies converted at load for aclnnWeightQuantBatchMatmulV2 and
+	// get_rows (ConvertedWeightBytes, gguf/wqconv's layouts).
+	DeviceWeightBytes    int64 `json:"device_weight_bytes"`
+	GGMLWeightBytes      int64 `json:"ggml_weight_bytes"`
+	ConvertedWeightBytes int64 `json:"converted_weight_bytes"`
 }
 
 // DecodeBindings are the sizes of one decode step of a graph built by
@@ -194,6 +201,10 @@ func RunOptions(g *ir.Graph, prof *target.Profile, opts Options) (*ir.Graph, *Re
 	}
 	res.Moved = moved
 	res.PredictedUS = pred
+	if res.GGMLWeightBytes, res.ConvertedWeightBytes, err = deviceWeights(out, res.Device, prof); err != nil {
+		return nil, nil, err
+	}
+	res.DeviceWeightBytes = res.GGMLWeightBytes + res.ConvertedWeightBytes
 	return out, res, nil
 }
 

@@ -377,6 +377,28 @@ func TestRefineLowersCost(t *testing.T) {
 	}
 }
 
+// ggmlCANNRules are the default rules with ggml-cann's own limit on
+// quantised matmuls (q4_0 and q8_0 only): the target requantisation is
+// for, now that the default rules take every gguf/wqconv type.
+func ggmlCANNRules(t testing.TB) *target.Rules {
+	t.Helper()
+	r := target.NewRules()
+	for _, op := range []ir.Op{ir.OpMulMat, ir.OpMulMatAdd} {
+		base, _ := target.DefaultRules().Lookup(op)
+		rule := base
+		rule.NPU = func(n *ir.Node) target.Support {
+			if dt := n.Args[0].Type.DType; dt.Quantized() && dt != ir.Q4_0 && dt != ir.Q8_0 {
+				return target.Support{Reason: "ggml-cann multiplies only q4_0 and q8_0 quantised matmul"}
+			}
+			return base.NPU(n)
+		}
+		if err := r.Override(op, rule); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
 func TestRequant(t *testing.T) {
 	// A K-quant model: Q4_K_M from the external reference data, else the
 	// Q2_K copy in testdata.
@@ -385,7 +407,14 @@ func TestRequant(t *testing.T) {
 		path = testref.Testdata("synth-llama256-Q2_K.gguf")
 	}
 	f, m := testmodel.Build(t, path, models.Options{NCtx: 64})
-	p := prof(t, "ascend910b")
+	// The default rules take K-quants (converted at load): nothing to do.
+	if _, _, rep, err := Requant(m.Graph, prof(t, "ascend910b"), f, ir.Q8_0); err != nil || len(rep.Tensors) != 0 {
+		t.Fatalf("requantised for the default ascend910b: %+v %v", rep, err)
+	}
+	p, err := ggmlCANNRules(t).Profile("ascend910b")
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, before, err := Run(m.Graph, p, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -429,9 +458,10 @@ func TestRequant(t *testing.T) {
 		t.Errorf("requantised logits: max|Δ|/max = %.3g", d/mx)
 	}
 	t.Logf("requant q4_K/q6_K -> q8_0: %d tensors, worst rel RMSE %.3g, logits max|Δ|/max %.3g", len(rep.Tensors), rep.WorstRelRMSE, d/mx)
-	// The 310B has no quantised matmul at all: only the embedding table,
-	// which aclnnGatherV2 reads as q8_0, is worth converting.
-	if _, _, r, err := Requant(m.Graph, prof(t, "ascend310b"), f, ir.Q8_0); err != nil || len(r.Tensors) != 1 || r.Tensors[0].Name != "token_embd.weight" {
+	// The 310B has no quantised matmul at all, and its get_rows reads the
+	// K-quant embedding table from the layout converted at load: nothing
+	// is worth converting.
+	if _, _, r, err := Requant(m.Graph, prof(t, "ascend310b"), f, ir.Q8_0); err != nil || len(r.Tensors) != 0 {
 		t.Errorf("310B requant: %v %+v", err, r)
 	}
 	if _, _, _, err := Requant(m.Graph, p, f, ir.Q4_K); err == nil {
@@ -464,5 +494,48 @@ func TestConvert(t *testing.T) {
 	}
 	if _, err := Convert([]byte{1, 2, 3}, ir.F32, ir.Q8_0); err == nil {
 		t.Error("ragged data accepted")
+	}
+}
+
+// TestDeviceWeightBytes: the NPU's weights are counted in ggml's bytes
+// plus their copies converted at load: on testdata's all-q4_K model, 0.625
+// bytes per weight (int4 values, f16 scale and offset per 32) for every
+// matrix an NPU matmul reads, 1.125 for a token table an NPU get_rows
+// reads (int8 values).
+func TestDeviceWeightBytes(t *testing.T) {
+	_, m := testmodel.Build(t, testref.Testdata("synth-llama256-Q4_K.gguf"), models.Options{NCtx: 64})
+	g, res, err := Run(m.Graph, prof(t, "ascend910b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ggml, conv float64
+	counted := map[int]bool{}
+	for _, n := range g.Nodes {
+		if res.Device[n.ID] != target.NPU {
+			continue
+		}
+		for i, a := range n.Args {
+			if a.Op != ir.OpWeight {
+				continue
+			}
+			if !counted[a.ID] {
+				counted[a.ID] = true
+				b, _ := a.Type.Bytes()
+				ggml += float64(b)
+			}
+			if i == 0 && a.Type.DType == ir.Q4_K {
+				e := float64(a.Type.Shape[0].Val * a.Type.Shape[1].Val)
+				switch n.Op {
+				case ir.OpMulMat, ir.OpMulMatAdd:
+					conv += 0.625 * e
+				case ir.OpGetRows:
+					conv += 1.125 * e
+				}
+			}
+		}
+	}
+	if conv == 0 || float64(res.GGMLWeightBytes) != ggml || float64(res.ConvertedWeightBytes) != conv ||
+		res.DeviceWeightBytes != res.GGMLWeightBytes+res.ConvertedWeightBytes {
+		t.Errorf("device weights %d = %d ggml + %d converted; want %g + %g", res.DeviceWeightBytes, res.GGMLWeightBytes, res.ConvertedWeightBytes, ggml, conv)
 	}
 }

@@ -28,7 +28,20 @@ func npuGetRows(n *ir.Node) Support {
 	case ir.Q8_0:
 		return yes("aclnnGatherV2", "aclnnMul", "aclnnGatherV2")
 	default:
-		return no("get_rows from a %s table: the CANN backend gathers f32, f16 and q8_0 only", dt)
+		// The rows of the table converted at load (gguf/wqconv, int4
+		// values widened to int8): values, scales (and offsets) gathered,
+		// then (w + offset) · scale in f32.
+		l, why := wqRows(n.Args[0])
+		if why != "" {
+			return no("get_rows: %s", why)
+		}
+		calls := []string{"aclnnGatherV2", "aclnnGatherV2"}
+		if l.Offset {
+			calls = append(calls, "aclnnGatherV2", "aclnnCast", "aclnnCast", "aclnnInplaceAdd")
+		} else {
+			calls = append(calls, "aclnnCast")
+		}
+		return yes("aclnnGatherV2", append(calls, "aclnnCast", "aclnnInplaceMul")...)
 	}
 }
 
@@ -46,7 +59,15 @@ func getRowsTraffic(n *ir.Node, b ir.Bindings) (float64, float64, error) {
 // getRowsWorkspace: the gathered rows before their cast or scale, for a
 // table that is not f32.
 func getRowsWorkspace(n *ir.Node, _ Support) int64 {
-	if n.Args[0].Type.DType != ir.F32 {
+	dt := n.Args[0].Type.DType
+	if l, ok := WQLayout(dt); ok && dt != ir.Q8_0 {
+		// The gathered int8 values, f16 scales and offsets, and their f32
+		// casts.
+		rows := elems(n.Type) / max(1, elemsK(n))
+		g := rows * ((elemsK(n) + int64(l.Span) - 1) / int64(l.Span))
+		return align32(elems(n.Type)) + 2*align32(2*g) + 2*align32(4*g)
+	}
+	if dt != ir.F32 {
 		return 4 * elems(n.Type)
 	}
 	return 0
@@ -106,4 +127,12 @@ func npuConcat(n *ir.Node) Support {
 		}
 	}
 	return yes("aclnnCat")
+}
+
+// elemsK is the row length of a get_rows result (0 when symbolic).
+func elemsK(n *ir.Node) int64 {
+	if d := n.Type.Shape[0]; d.IsConst() {
+		return d.Val
+	}
+	return 0
 }

@@ -148,6 +148,9 @@ func (p *Profile) Estimate(n *ir.Node, d Device, b ir.Bindings) (Estimate, error
 			return e, fmt.Errorf("target: %s cannot run %s (%s %q) on the NPU: %s", p.Name, n, n.Op, n.Name, s.Reason)
 		}
 		e.Calls = len(s.Calls)
+		// Quantised weights are read in the layout converted at load.
+		bytes += npuWeightBytes(n, s, b)
+		e.Bytes = bytes
 		work := bytes / p.NPU.MemBW
 		if matrixKernels[s.Kernel] {
 			work = max(work, flops/p.NPU.MatmulFLOPS)

@@ -35,14 +35,16 @@ func mulMat(n *ir.Node) Support {
 			return yes(k, "aclnnCast", k)
 		}
 		return yes(k)
-	case ir.Q4_0, ir.Q8_0:
+	default:
+		if _, why := wqRows(a); why != "" {
+			return no("mul_mat: %s", why)
+		}
 		if !Contiguous(a) || !Contiguous(b) {
 			return no("quantised matmul needs contiguous operands (ggml-cann's supports_op and compute_forward)")
 		}
-		// Input cast to f16, weight-quant matmul, output cast back to f32.
+		// Input cast to f16, weight-quant matmul on the weight converted
+		// at load (gguf/wqconv), output cast back to f32.
 		return yes("aclnnWeightQuantBatchMatmulV2", "aclnnCast", "aclnnWeightQuantBatchMatmulV2", "aclnnCast")
-	default:
-		return no("mul_mat with %s weights: the CANN backend runs only q4_0 and q8_0 quantised matmul (ggml-cann's supports_op and compute_forward); requantise to run it on the NPU", dt)
 	}
 }
 

@@ -1,6 +1,9 @@
 package target
 
-import "github.com/irtool/irtool/ir"
+import (
+	"github.com/irtool/irtool/gguf/wqconv"
+	"github.com/irtool/irtool/ir"
+)
 
 // The rules of the mixture-of-experts ops (ir/moe.go).
 func init() {
@@ -58,17 +61,24 @@ func npuMulMatID(n *ir.Node) Support {
 	switch dt := as.Type.DType; dt {
 	case ir.F32:
 		return yes("aclnnMatmul", "aclnnGatherV2", "aclnnMatmul")
-	case ir.Q4_0, ir.Q8_0:
-		if k := as.Type.Shape[0]; !k.IsConst() || k.Val%32 != 0 {
-			return no("mul_mat_id with %s experts of %s columns", dt, k)
+	default:
+		l, why := wqRows(as)
+		if why != "" {
+			return no("mul_mat_id: %s", why)
 		}
-		calls := []string{"aclnnGatherV2", "aclnnGatherV2", "aclnnCast"}
+		// The chosen experts' values, scales (and offsets) of the layout
+		// converted at load (gguf/wqconv.ConvertExperts) gathered, the
+		// activations cast to f16, one weight-quant matmul per token and
+		// slot, the result cast back.
+		calls := []string{"aclnnGatherV2", "aclnnGatherV2"}
+		if l.Offset {
+			calls = append(calls, "aclnnGatherV2")
+		}
+		calls = append(calls, "aclnnCast")
 		for range pairs(n) {
 			calls = append(calls, "aclnnWeightQuantBatchMatmulV2")
 		}
 		return yes("aclnnWeightQuantBatchMatmulV2", append(calls, "aclnnCast")...)
-	default:
-		return no("mul_mat_id with %s experts: the CANN path multiplies f32, q4_0 and q8_0 experts only", dt)
 	}
 }
 
@@ -84,9 +94,16 @@ func mulMatIDWorkspace(n *ir.Node, s Support) int64 {
 	if s.Kernel != "aclnnWeightQuantBatchMatmulV2" {
 		return align32(4 * p * k * m)
 	}
-	qb := k * m * as.DType.TypeSize() / as.DType.BlockSize()
-	quants := qb - k*m/32*2 // the block bytes less the f16 scales
-	return align32(p*quants) + align32(p*k*m/32*2) + align32(2*elems(x)) + 2*elems(n.Type)
+	l, _ := WQLayout(as.DType)
+	values := k * m
+	if l.Dtype == wqconv.Int4 {
+		values /= 2
+	}
+	params := align32(p * k * m / int64(l.Span) * 2) // f16 scales (and offsets) of the chosen experts
+	if l.Offset {
+		params *= 2
+	}
+	return align32(p*values) + params + align32(2*elems(x)) + 2*elems(n.Type)
 }
 
 // matmulIDTraffic: 2·k·n FLOPs per token and chosen expert; only the

@@ -91,6 +91,23 @@ func (r *Rules) Register(op ir.Op, rule OpRule) error {
 	return nil
 }
 
+// Override replaces, in this set only, the rule of an op that has one
+// (here or in a parent set): a variant of the default rules, e.g. a
+// target limited to ggml-cann's quantised types. The checks are
+// Register's.
+func (r *Rules) Override(op ir.Op, rule OpRule) error {
+	if _, ok := r.Lookup(op); !ok {
+		return fmt.Errorf("target: override: op %q has no rule", op)
+	}
+	if rule.Traffic == nil || rule.NPU != nil && rule.Workspace == nil {
+		return fmt.Errorf("target: override %q: Traffic, and Workspace with NPU, are required", op)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.m[op] = rule
+	return nil
+}
+
 // Lookup returns the rule of op.
 func (r *Rules) Lookup(op ir.Op) (OpRule, bool) {
 	for s := r; s != nil; s = s.parent {

@@ -79,7 +79,10 @@ const ops = `graph "ops" {
   %23 = cont(%22) : f32[4,64] "cont"
   %24 = input() : i32[4,64] "ints"
   %25 = cont(%24) : i32[4,64] "cont_i32"
-  outputs(%5, %6, %7, %9, %10, %11, %14, %15, %17, %20, %21, %23, %25)
+  %26 = weight() : q8_K[256,32] "wq8k"
+  %27 = mul_mat(%26, %4) : f32[32,4] "mm_q8k"
+  %28 = get_rows(%3, %8) : f32[256,4] "rows_q4k"
+  outputs(%5, %6, %7, %9, %10, %11, %14, %15, %17, %20, %21, %23, %25, %27, %28)
 }`
 
 func TestSupports(t *testing.T) {
@@ -91,8 +94,10 @@ func TestSupports(t *testing.T) {
 	}{
 		{"ascend910b", "mm_f16", true, "aclnnMm", 2}, // the activations cast to f16, the product
 		{"ascend910b", "mm_q4", true, "aclnnWeightQuantBatchMatmulV2", 3},
-		{"ascend910b", "mm_q4k", false, "only q4_0 and q8_0", 0},
-		{"ascend910b", "rows_q4", false, "f32, f16 and q8_0", 0},
+		{"ascend910b", "mm_q4k", true, "aclnnWeightQuantBatchMatmulV2", 3},
+		{"ascend910b", "mm_q8k", false, "q8_K weights have no aclnnWeightQuantBatchMatmulV2 layout", 0},
+		{"ascend910b", "rows_q4", true, "aclnnGatherV2", 5},
+		{"ascend910b", "rows_q4k", true, "aclnnGatherV2", 8}, // values, scales, offsets gathered; casts; add; mul
 		{"ascend910b", "rows_f16", true, "aclnnGatherV2", 2},
 		{"ascend910b", "norm", true, "aclnnRmsNorm", 1},
 		{"ascend910b", "rope", true, "aclnnRotaryPositionEmbedding", 4}, // gather the angles, cos, sin, rotate
@@ -218,7 +223,14 @@ func TestEstimate(t *testing.T) {
 	if wb != 64*4*4+4*8+64*4*2 {
 		t.Errorf("set_rows moves %g B", wb)
 	}
-	if _, err := p.Estimate(node(t, ops, "mm_q4k"), target.NPU, nil); err == nil {
+	// A q4_K weight is read in its converted layout: int4 values and f16
+	// scales and offsets per 32 (0.625 B/w) instead of ggml's 0.5625.
+	q4k := node(t, ops, "mm_q4k")
+	_, gb, _ := target.Traffic(q4k, nil)
+	if e, err := p.Estimate(q4k, target.NPU, nil); err != nil || e.Bytes != gb+(0.625-0.5625)*256*32 {
+		t.Errorf("q4_K mul_mat on the NPU moves %g B, ggml's blocks %g B (%v)", e.Bytes, gb, err)
+	}
+	if _, err := p.Estimate(node(t, ops, "mm_q8k"), target.NPU, nil); err == nil {
 		t.Error("estimate of an unsupported NPU node")
 	}
 	if _, err := p.Estimate(mm, "gpu", nil); err == nil {

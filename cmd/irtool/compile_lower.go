@@ -27,17 +27,23 @@ import (
 
 // partitionJSON is the "partition" object of compile --json.
 type partitionJSON struct {
-	Target      string                   `json:"target"`
-	Bindings    string                   `json:"bindings"`
-	Segments    int                      `json:"segments"`
-	Copies      int                      `json:"copies"`
-	CopyBytes   int64                    `json:"copy_bytes"`
-	CPUNodes    int                      `json:"cpu_nodes"`
-	NPUNodes    int                      `json:"npu_nodes"`
-	Moved       int                      `json:"moved"`
-	PredictedUS float64                  `json:"predicted_us"`
-	Fallbacks   []partition.Fallback     `json:"fallbacks"`
-	Requant     *partition.RequantReport `json:"requant,omitempty"`
+	Target      string  `json:"target"`
+	Bindings    string  `json:"bindings"`
+	Segments    int     `json:"segments"`
+	Copies      int     `json:"copies"`
+	CopyBytes   int64   `json:"copy_bytes"`
+	CPUNodes    int     `json:"cpu_nodes"`
+	NPUNodes    int     `json:"npu_nodes"`
+	Moved       int     `json:"moved"`
+	PredictedUS float64 `json:"predicted_us"`
+	// DeviceWeightBytes = GGMLWeightBytes + ConvertedWeightBytes: the
+	// NPU's weights in ggml's blocks and their copies converted at load
+	// (partition.Result).
+	DeviceWeightBytes    int64                    `json:"device_weight_bytes"`
+	GGMLWeightBytes      int64                    `json:"ggml_weight_bytes"`
+	ConvertedWeightBytes int64                    `json:"converted_weight_bytes"`
+	Fallbacks            []partition.Fallback     `json:"fallbacks"`
+	Requant              *partition.RequantReport `json:"requant,omitempty"`
 }
 
 // programJSON is the "program" object of compile --json.
@@ -77,9 +83,14 @@ func outPartition(j *compileJob) error {
 	res, prof, used := r.Partition, r.Profile, r.PartitionBindings
 	j.Out.Partition = partitionJSON{Target: prof.Name, Bindings: used.String(), Segments: len(res.Segments), Copies: len(res.Copies),
 		CopyBytes: res.CopyBytes, CPUNodes: res.CPUNodes, NPUNodes: res.NPUNodes, Moved: res.Moved,
-		PredictedUS: res.PredictedUS, Fallbacks: res.Fallbacks, Requant: r.Requant}
+		PredictedUS: res.PredictedUS, Fallbacks: res.Fallbacks, Requant: r.Requant,
+		DeviceWeightBytes: res.DeviceWeightBytes, GGMLWeightBytes: res.GGMLWeightBytes, ConvertedWeightBytes: res.ConvertedWeightBytes}
 	fmt.Fprintf(j.Text, "partition (%s, %s): %d nodes on the NPU, %d on the CPU, %d segments, %d copies moving %d B per step\n",
 		prof.Name, used, res.NPUNodes, res.CPUNodes, len(res.Segments), len(res.Copies), res.CopyBytes)
+	if res.DeviceWeightBytes > 0 {
+		fmt.Fprintf(j.Text, "  device weights: %d B (%d B of ggml blocks, %d B converted at load for aclnnWeightQuantBatchMatmulV2 and get_rows)\n",
+			res.DeviceWeightBytes, res.GGMLWeightBytes, res.ConvertedWeightBytes)
+	}
 	for _, line := range summariseFallbacks(res.Fallbacks) {
 		fmt.Fprintf(j.Text, "  cpu: %s\n", line)
 	}

@@ -161,7 +161,7 @@ func (f *cannFlags) declare(fs *flag.FlagSet) {
 	fs.IntVar(&f.Device, "device", 0, "cann: the NPU to run on (its device id)")
 	fs.Int64Var(&f.Workspace, "acl-workspace", 64<<20, "cann: `BYTES` of scratch reserved per stream for aclnn workspaces the plan did not foresee")
 	fs.Int64Var(&f.Pool, "acl-pool", 0, "cann: `BYTES` of device memory pre-allocated for the model (default: sized from the model file)")
-	fs.StringVar(&f.QuantMatmul, "acl-quant-matmul", "wqbmm", "cann: q4_0/q8_0 matmul `MODE`: wqbmm (aclnnWeightQuantBatchMatmulV2 on f16 activations, fast) or ggml (q8_0 activations and f32 weights, llama.cpp's numbers)")
+	fs.StringVar(&f.QuantMatmul, "acl-quant-matmul", "wqbmm", "cann: quantised matmul `MODE`: wqbmm (aclnnWeightQuantBatchMatmulV2 on f16 activations, fast) or ggml (q8_0/q8_K activations and f32 weights, llama.cpp's numbers)")
 }
 
 // check rejects cann-only flags on another backend.

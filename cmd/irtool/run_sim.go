@@ -132,9 +132,13 @@ type simStatsJSON struct {
 	Prefill  program.PhaseStats `json:"prefill"`
 	Decode   program.PhaseStats `json:"decode"`
 	Programs int                `json:"programs"`
-	Cache    device.CacheStats  `json:"cache"`
-	Device   device.DeviceStats `json:"device"`
-	Pool     device.PoolStats   `json:"pool"`
+	// WeightConvertMS is the host time of the conversion of quantised
+	// weights at load (program.Stats; 0 on the sim device, which reads
+	// ggml's blocks).
+	WeightConvertMS float64            `json:"weight_convert_ms"`
+	Cache           device.CacheStats  `json:"cache"`
+	Device          device.DeviceStats `json:"device"`
+	Pool            device.PoolStats   `json:"pool"`
 }
 
 func (b *simBackend) stats() simStatsJSON { return programStats(b.Session, b.dev.Stats()) }
@@ -152,11 +156,15 @@ func programStats(s *program.Session, ds device.DeviceStats) simStatsJSON {
 	}
 	ds.Pools = nil
 	return simStatsJSON{Mode: mode, Target: s.Compiler().Profile().Name, Prefill: st.Prefill, Decode: st.Decode,
-		Programs: st.Programs, Cache: s.Cache().Stats(), Device: ds, Pool: st.Pool}
+		Programs: st.Programs, WeightConvertMS: st.WeightConvertMS, Cache: s.Cache().Stats(), Device: ds, Pool: st.Pool}
 }
 
-// printPhases prints one stderr line per phase that ran.
+// printPhases prints one stderr line per phase that ran, after the
+// conversion of the weights at load when there was one.
 func printPhases(w io.Writer, backend string, st simStatsJSON) {
+	if st.WeightConvertMS > 0 {
+		fmt.Fprintf(w, "irtool run: %s load: quantised weights converted for aclnnWeightQuantBatchMatmulV2 in %.1f ms (host)\n", backend, st.WeightConvertMS)
+	}
 	for _, ph := range []struct {
 		name string
 		p    program.PhaseStats

@@ -670,11 +670,11 @@ func (b *builder) matmul(op C.int, self, mat2, out C.uintptr_t) {
 	b.call(op, a)
 }
 
-// wqbmm adds aclnnWeightQuantBatchMatmulV2(x, weight, antiquantScale, y)
-// with ggml's block of 32 as the antiquant group.
-func (b *builder) wqbmm(x, w, scale, y C.uintptr_t) {
-	a := tensors(x, w, scale, y)
-	a.i[0] = 32
+// wqbmm adds aclnnWeightQuantBatchMatmulV2(x, weight, antiquantScale,
+// antiquantOffset (0: none), y) with antiquantGroupSize group.
+func (b *builder) wqbmm(x, w, scale, offset, y C.uintptr_t, group int64) {
+	a := tensors(x, w, scale, offset, y)
+	a.i[0] = C.int64_t(group)
 	b.call(C.IRT_WQBMM, a)
 }
 

@@ -40,6 +40,9 @@ func TestRecipeCallsMatchTarget(t *testing.T) {
 		// llama 3's rope_freqs: the frequency factors divide the angles.
 		{"synth-llama3rope-Q4_0.gguf", "", []string{"aclnnGatherV2", "aclnnDiv", "aclnnCos", "aclnnSin", "aclnnInplaceCopy", "aclnnInplaceCopy"}},
 		{"synth-qwen2-tied-Q4_0.gguf", "", nil},
+		// K-quants: q4_K and q6_K weights converted at load, the WQBMM
+		// calls with an offset and without.
+		{"synth-llama256-Q4_K.gguf", "", nil},
 		// Unfused: the plain ops, rope making its own tables (with the
 		// frequency factors for llama 3's rope).
 		{"stories260K.gguf", "none", nil},

@@ -55,6 +55,74 @@ func TestEveryClaimedOpHasARecipe(t *testing.T) {
 	}
 }
 
+// TestEveryClaimedTypeHasARecipe: for every weight-reading op whose recipe
+// takes quantised types (quantRecipeTypes) and every quantised dtype, a
+// target that claims a node of the op with a weight of that type for the
+// NPU must find the type in the recipe's list. Removing a type from a
+// recipe (or claiming a new one in target) fails here, naming the op, the
+// type and the target.
+func TestEveryClaimedTypeHasARecipe(t *testing.T) {
+	var quantised []ir.DType
+	for dt := ir.DType(0); dt < 64; dt++ {
+		if dt.Quantized() && dt.BlockSize() > 0 {
+			quantised = append(quantised, dt)
+		}
+	}
+	probe := func(op ir.Op, dt ir.DType) *ir.Node {
+		const k, n = 512, 64
+		w := &ir.Node{ID: 0, Op: ir.OpWeight, Name: "w", Type: ir.Type{DType: dt, Shape: ir.Shape{ir.C(k), ir.C(n), ir.C(1), ir.C(1)}}}
+		x := &ir.Node{ID: 1, Op: ir.OpInput, Name: "x", Type: ir.Type{DType: ir.F32, Shape: ir.Shape{ir.C(k), ir.C(4), ir.C(1), ir.C(1)}}}
+		out := ir.Type{DType: ir.F32, Shape: ir.Shape{ir.C(n), ir.C(4), ir.C(1), ir.C(1)}}
+		switch op {
+		case ir.OpMulMatAdd:
+			bias := &ir.Node{ID: 2, Op: ir.OpWeight, Name: "b", Type: ir.Type{DType: ir.F32, Shape: ir.Shape{ir.C(n), ir.C(1), ir.C(1), ir.C(1)}}}
+			return &ir.Node{ID: 3, Op: op, Args: []*ir.Node{w, x, bias}, Type: out}
+		case ir.OpMulMatID:
+			w.Type.Shape[2] = ir.C(4)
+			x.Type.Shape = ir.Shape{ir.C(k), ir.C(1), ir.C(2), ir.C(1)}
+			ids := &ir.Node{ID: 2, Op: ir.OpInput, Name: "ids", Type: ir.Type{DType: ir.I32, Shape: ir.Shape{ir.C(2), ir.C(2), ir.C(1), ir.C(1)}}}
+			return &ir.Node{ID: 3, Op: op, Args: []*ir.Node{w, x, ids},
+				Type: ir.Type{DType: ir.F32, Shape: ir.Shape{ir.C(n), ir.C(2), ir.C(2), ir.C(1)}}}
+		case ir.OpGetRows:
+			ids := &ir.Node{ID: 1, Op: ir.OpInput, Name: "ids", Type: ir.Type{DType: ir.I32, Shape: ir.Shape{ir.C(4), ir.C(1), ir.C(1), ir.C(1)}}}
+			return &ir.Node{ID: 2, Op: op, Args: []*ir.Node{w, ids},
+				Type: ir.Type{DType: ir.F32, Shape: ir.Shape{ir.C(k), ir.C(4), ir.C(1), ir.C(1)}}}
+		}
+		return &ir.Node{ID: 2, Op: op, Args: []*ir.Node{w, x}, Type: out}
+	}
+	claimed := 0
+	for _, name := range target.Names() {
+		p, _ := target.Get(name)
+		if !p.HasNPU() {
+			continue
+		}
+		for op := range quantRecipeTypes {
+			for _, dt := range quantised {
+				if s := p.Supports(probe(op, dt)); !s.OK {
+					continue
+				}
+				claimed++
+				if !recipeTakes(op, dt) {
+					t.Errorf("target %s claims %s with %s weights for the NPU, but runtime/acl's %s recipe has no %s path (quantRecipeTypes)", name, op, dt, op, dt)
+				}
+			}
+		}
+	}
+	if claimed == 0 {
+		t.Fatal("no target claims any quantised type: the probes are wrong")
+	}
+	// The other direction: every type a recipe lists is claimed by
+	// ascend910b (no recipe path left unreachable).
+	p, _ := target.Get("ascend910b")
+	for op, types := range quantRecipeTypes {
+		for _, dt := range types {
+			if s := p.Supports(probe(op, dt)); !s.OK {
+				t.Errorf("runtime/acl's %s recipe takes %s weights, but ascend910b does not claim them: %s", op, dt, s.Reason)
+			}
+		}
+	}
+}
+
 // coveragePipelines are the pass pipelines whose fused ops reach the NPU:
 // the default one, none, ggml-cann's RoPE table, rope fused into the KV
 // write without a cache, and merged QKV projections.

@@ -86,6 +86,7 @@ type Device struct {
 
 	apiCalls, launches, captures, graphLaunches, destroyed atomic.Int64
 	bytesH2D, bytesD2H, dispatchNS, syncNS, aclnnCalls     atomic.Int64
+	convertNS, convertedBytes                              atomic.Int64 // gguf/wqconv conversions of weights
 	descriptorsMade                                        atomic.Int64
 
 	// onLaunch, when set (by tests), sees every successful launch with
@@ -815,11 +816,17 @@ type Counters struct {
 	Descriptors int64 // aclCreateTensor calls made
 	Kernels     int   // prepared kernels cached, all devices
 	LiveGraphs  int   // captured graphs not destroyed
+	// ConvertNS is the host time spent converting quantised weights to
+	// the layouts aclnnWeightQuantBatchMatmulV2 and get_rows read
+	// (gguf/wqconv), ConvertedBytes the device bytes of the results.
+	ConvertNS      int64
+	ConvertedBytes int64
 }
 
 // Counters returns the binding's counters.
 func (d *Device) Counters() Counters {
-	c := Counters{AclnnCalls: d.aclnnCalls.Load(), Descriptors: d.descriptorsMade.Load()}
+	c := Counters{AclnnCalls: d.aclnnCalls.Load(), Descriptors: d.descriptorsMade.Load(),
+		ConvertNS: d.convertNS.Load(), ConvertedBytes: d.convertedBytes.Load()}
 	d.mu.Lock()
 	c.LiveGraphs = len(d.graphs)
 	npus := make([]*npu, 0, len(d.npus))

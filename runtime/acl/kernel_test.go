@@ -342,9 +342,10 @@ func TestRepack(t *testing.T) {
 	}
 }
 
-// A quantised matmul reads a repacked copy of its weight, made with a
-// synchronous read-back: refused inside a capture (the capture stays
-// valid), made by the first eager launch, reused afterwards.
+// A quantised matmul reads a copy of its weight converted at load
+// (PlaceWeight); without one, the copy is made with a synchronous
+// read-back: refused inside a capture (the capture stays valid), made by
+// the first eager launch, reused afterwards.
 func TestQuantWeightRepackedOutsideCapture(t *testing.T) {
 	d := newDevice(t, Options{})
 	const K, N, M = 64, 8, 2
@@ -369,7 +370,7 @@ func TestQuantWeightRepackedOutsideCapture(t *testing.T) {
 	if err := d.CaptureBegin(s, device.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Launch(s, k); device.ErrorCode(err) != device.ACLErrCaptureModeNotSupport || !strings.Contains(err.Error(), "repacked") {
+	if err := d.Launch(s, k); device.ErrorCode(err) != device.ACLErrCaptureModeNotSupport || !strings.Contains(err.Error(), "converted") {
 		t.Errorf("first use of a q8_0 weight in a capture: %v", err)
 	}
 	g, err := d.CaptureEnd(s)

@@ -11,35 +11,24 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/gguf/wqconv"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/device"
 )
 
-// DequantizeRows expands an N×K q8_0 or q4_0 matrix of ggml blocks to
-// float32, value = f16 scale × quant as ggml's dequantize_row_q8_0 and
-// dequantize_row_q4_0 (quant − 8 for q4_0): exact in float32.
+// DequantizeRows expands an N×K matrix of ggml blocks of any type gguf
+// dequantises to float32, with ggml's dequantize_row_* arithmetic.
 func DequantizeRows(t ir.DType, blocks []byte, K, N int64) ([]float32, error) {
-	bs := t.TypeSize()
-	if (t != ir.Q8_0 && t != ir.Q4_0) || K%32 != 0 || int64(len(blocks)) != N*K/32*bs {
+	bs := t.BlockSize()
+	if !t.Quantized() || bs == 0 || K%bs != 0 || int64(len(blocks)) != N*K/bs*t.TypeSize() {
 		return nil, fmt.Errorf("dequantize %s: %d bytes for a %d×%d matrix", t, len(blocks), N, K)
 	}
 	out := make([]float32, N*K)
-	for i := int64(0); i < N*K/32; i++ {
-		blk := blocks[bs*i : bs*i+bs]
-		d := gguf.F16ToF32(binary.LittleEndian.Uint16(blk))
-		o := out[32*i : 32*i+32]
-		if t == ir.Q8_0 {
-			for j := range 32 {
-				o[j] = d * float32(int8(blk[2+j]))
-			}
-			continue
-		}
-		for j := range 16 {
-			o[j] = d * float32(int(blk[2+j]&0x0f)-8)
-			o[j+16] = d * float32(int(blk[2+j]>>4)-8)
-		}
+	if err := gguf.Dequantize(gguf.GGMLType(t), blocks, out); err != nil {
+		return nil, fmt.Errorf("dequantize %s: %w", t, err)
 	}
 	return out, nil
 }
@@ -58,15 +47,16 @@ func (b *builder) dequantised(a device.TensorDesc) device.Ptr {
 
 func (b *builder) dequantise(a device.TensorDesc) (device.Ptr, error) {
 	K, N := a.Ne[0], a.Ne[1]
-	if K%32 != 0 {
-		return 0, b.unsupported("%s weight with %d columns (not a multiple of 32)", a.DType, K)
+	bs := a.DType.BlockSize()
+	if bs == 0 || K%bs != 0 {
+		return 0, b.unsupported("%s weight with %d columns (not a multiple of %d)", a.DType, K, bs)
 	}
 	blockBytes := a.DType.TypeSize()
-	rowBytes := K / 32 * blockBytes
+	rowBytes := K / bs * blockBytes
 	if a.Nb[0] != blockBytes || a.Nb[1] != rowBytes {
 		return 0, b.unsupported("non-contiguous %s weight (nb %v)", a.DType, a.Nb)
 	}
-	key := fmt.Sprintf("f32 %s %#x [%d,%d]", a.DType, uint64(a.Addr), K, N)
+	key := f32Key(a.DType, a.Addr, K, N)
 	n := b.n
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
@@ -84,94 +74,227 @@ func (b *builder) dequantise(a device.TensorDesc) (device.Ptr, error) {
 	if rc := C.irt_d2h(hostPtr(blocks), C.uintptr_t(a.Addr), C.size_t(len(blocks))); rc != 0 {
 		return 0, newError("aclrtMemcpy", b.p.label, int32(rc))
 	}
-	vals, err := DequantizeRows(a.DType, blocks, K, N)
+	b.d.bytesD2H.Add(int64(len(blocks)))
+	p, err := b.d.placeDequantised(n, key, a.DType, blocks, K, N)
 	if err != nil {
 		return 0, b.unsupported("%v", err)
+	}
+	return p, nil
+}
+
+// f32Key names the f32 copy of the weight at addr (QuantMatmulGGML).
+func f32Key(t ir.DType, addr device.Ptr, K, rows int64) string {
+	return fmt.Sprintf("f32 %s %#x [%d,%d]", t, uint64(addr), K, rows)
+}
+
+// placeDequantised uploads the f32 values of rows×K blocks of type t
+// (ggml's dequantize_row_*) into the pool under key. The caller holds
+// n.cmu.
+func (d *Device) placeDequantised(n *npu, key string, t ir.DType, blocks []byte, K, rows int64) (device.Ptr, error) {
+	t0 := time.Now()
+	vals, err := DequantizeRows(t, blocks, K, rows)
+	if err != nil {
+		return 0, err
 	}
 	raw := make([]byte, 4*len(vals))
 	for i, v := range vals {
 		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
 	}
+	d.convertNS.Add(int64(time.Since(t0)))
+	if old, ok := n.tables[key]; ok {
+		n.pool.Free(int64(old - n.base))
+		delete(n.tables, key)
+	}
 	off, _, err := n.pool.Alloc(int64(len(raw)))
 	if err != nil {
-		return 0, fmt.Errorf("acl: %s: dequantised weight: %w", b.p.label, err)
+		return 0, fmt.Errorf("dequantised %s weight: %w", t, err)
 	}
 	p := n.base + device.Ptr(off)
 	if rc := C.irt_h2d(C.uintptr_t(p), hostPtr(raw), C.size_t(len(raw))); rc != 0 {
 		n.pool.Free(off)
-		return 0, newError("aclrtMemcpy", b.p.label, int32(rc))
+		return 0, newError("aclrtMemcpy", "dequantised weight", int32(rc))
 	}
-	b.d.bytesD2H.Add(int64(len(blocks)))
-	b.d.bytesH2D.Add(int64(len(raw)))
+	d.bytesH2D.Add(int64(len(raw)))
+	d.convertedBytes.Add(int64(len(raw)))
 	n.tables[key] = p
 	return p, nil
 }
 
-type shadowWeight struct {
-	quants, scales device.Ptr
+// wqWeight is a quantised weight in the layout gguf/wqconv converts it to,
+// resident in the device pool: Rows×K values (int4 or int8), then the
+// f16 scales (Rows × K/Span), then the f16 offsets when the layout has
+// them.
+type wqWeight struct {
+	layout                  wqconv.Layout
+	values, scales, offsets device.Ptr // offsets 0 when the layout has none
 }
 
-func (b *builder) shadow(a device.TensorDesc) shadowWeight {
-	if b.err != nil {
-		return shadowWeight{}
+// wqKey names the converted copy of the weight at addr: its type, row
+// length, row count and whether int4 values were widened to int8 (a
+// table get_rows reads).
+func wqKey(t ir.DType, addr device.Ptr, K, rows int64, widen bool) string {
+	return fmt.Sprintf("wq %s %#x [%d,%d] widen=%v", t, uint64(addr), K, rows, widen)
+}
+
+// wqLayout is the layout of a converted weight (widened when asked).
+func wqLayout(t ir.DType, widen bool) (wqconv.Layout, bool) {
+	l, err := wqconv.Plan(gguf.GGMLType(t))
+	if err != nil {
+		return l, false
 	}
-	w, err := b.repack(a)
+	if widen && l.Dtype == wqconv.Int4 {
+		l.Dtype = wqconv.Int8
+	}
+	return l, true
+}
+
+func wqAt(l wqconv.Layout, p device.Ptr, K, rows int64) wqWeight {
+	v := K * rows
+	if l.Dtype == wqconv.Int4 {
+		v /= 2
+	}
+	w := wqWeight{layout: l, values: p, scales: p + device.Ptr(v)}
+	if l.Offset {
+		w.offsets = w.scales + device.Ptr(2*rows*K/int64(l.Span))
+	}
+	return w
+}
+
+// converted returns the converted copy of quantised weight a (its rows of
+// K = Ne[0] elements; the outer dims are rows too, expert after expert):
+// the one placed at load (PlaceWeight), else, outside a capture, one made
+// now from the blocks read back from the device.
+func (b *builder) converted(a device.TensorDesc, widen bool) wqWeight {
+	if b.err != nil {
+		return wqWeight{}
+	}
+	w, err := b.convert(a, widen)
 	b.setErr(err)
 	return w
 }
 
-func (b *builder) repack(a device.TensorDesc) (shadowWeight, error) {
-	K, N := a.Ne[0], a.Ne[1]
-	if K%32 != 0 {
-		return shadowWeight{}, b.unsupported("%s weight with %d columns (not a multiple of 32)", a.DType, K)
+func (b *builder) convert(a device.TensorDesc, widen bool) (wqWeight, error) {
+	K, rows := a.Ne[0], a.Ne[1]*a.Ne[2]*a.Ne[3]
+	l, ok := wqLayout(a.DType, widen)
+	if !ok {
+		return wqWeight{}, b.unsupported("%s weight: no aclnnWeightQuantBatchMatmulV2 layout (gguf/wqconv)", a.DType)
 	}
-	blockBytes := a.DType.TypeSize()
-	rowBytes := K / 32 * blockBytes
-	if a.Nb[0] != blockBytes || a.Nb[1] != rowBytes {
-		return shadowWeight{}, b.unsupported("non-contiguous %s weight (nb %v)", a.DType, a.Nb)
+	if !dense(a) {
+		return wqWeight{}, b.unsupported("non-contiguous %s weight (nb %v)", a.DType, a.Nb)
 	}
-	key := fmt.Sprintf("shadow %s %#x [%d,%d]", a.DType, uint64(a.Addr), K, N)
+	key := wqKey(a.DType, a.Addr, K, rows, widen)
 	n := b.n
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
 	if p, ok := n.tables[key]; ok {
-		return shadowWeight{quants: p, scales: p + device.Ptr(quantBytes(a.DType, K*N))}, nil
+		return wqAt(l, p, K, rows), nil
 	}
 	b.d.mu.Lock()
 	strict := n.strict
 	b.d.mu.Unlock()
 	if strict > 0 {
-		return shadowWeight{}, b.fail(device.ACLErrCaptureModeNotSupport,
-			"the %s weight at %#x must be repacked for aclnnWeightQuantBatchMatmulV2 before its first captured use: launch it once eagerly (e.g. run prefill eagerly) first", a.DType, uint64(a.Addr))
+		return wqWeight{}, b.fail(device.ACLErrCaptureModeNotSupport,
+			"the %s weight at %#x was not converted at load (PlaceWeight) and cannot be converted during a capture: launch it once eagerly first", a.DType, uint64(a.Addr))
 	}
-	blocks := make([]byte, N*rowBytes)
+	blocks := make([]byte, a.Bytes())
 	if rc := C.irt_d2h(hostPtr(blocks), C.uintptr_t(a.Addr), C.size_t(len(blocks))); rc != 0 {
-		return shadowWeight{}, newError("aclrtMemcpy", b.p.label, int32(rc))
-	}
-	var packed []byte
-	var err error
-	switch a.DType {
-	case ir.Q8_0:
-		packed, err = RepackQ8_0(blocks, K, N)
-	case ir.Q4_0:
-		packed, err = RepackQ4_0(blocks, K, N)
-	default:
-		err = fmt.Errorf("no repacking for %s", a.DType)
-	}
-	if err != nil {
-		return shadowWeight{}, b.unsupported("%v", err)
-	}
-	off, _, err := n.pool.Alloc(int64(len(packed)))
-	if err != nil {
-		return shadowWeight{}, fmt.Errorf("acl: %s: repacked weight: %w", b.p.label, err)
-	}
-	p := n.base + device.Ptr(off)
-	if rc := C.irt_h2d(C.uintptr_t(p), hostPtr(packed), C.size_t(len(packed))); rc != 0 {
-		n.pool.Free(off)
-		return shadowWeight{}, newError("aclrtMemcpy", b.p.label, int32(rc))
+		return wqWeight{}, newError("aclrtMemcpy", b.p.label, int32(rc))
 	}
 	b.d.bytesD2H.Add(int64(len(blocks)))
-	b.d.bytesH2D.Add(int64(len(packed)))
+	p, err := b.d.placeConverted(n, key, a.DType, blocks, K, rows, widen)
+	if err != nil {
+		return wqWeight{}, fmt.Errorf("acl: %s: %w", b.p.label, err)
+	}
+	return wqAt(l, p, K, rows), nil
+}
+
+// placeConverted converts rows×K blocks of type t with gguf/wqconv and
+// uploads the result (values, scales, offsets) into the pool under key,
+// replacing what the key held. The caller holds n.cmu.
+func (d *Device) placeConverted(n *npu, key string, t ir.DType, blocks []byte, K, rows int64, widen bool) (device.Ptr, error) {
+	t0 := time.Now()
+	w, err := wqconv.Convert(gguf.GGMLType(t), blocks, int(rows), int(K))
+	if err != nil {
+		return 0, err
+	}
+	if widen {
+		w = w.Widen()
+	}
+	data := w.Bytes()
+	d.convertNS.Add(int64(time.Since(t0)))
+	if old, ok := n.tables[key]; ok {
+		n.pool.Free(int64(old - n.base))
+		delete(n.tables, key)
+	}
+	off, _, err := n.pool.Alloc(int64(len(data)))
+	if err != nil {
+		return 0, fmt.Errorf("converted %s weight (%d B): %w", t, len(data), err)
+	}
+	p := n.base + device.Ptr(off)
+	if rc := C.irt_h2d(C.uintptr_t(p), hostPtr(data), C.size_t(len(data))); rc != 0 {
+		n.pool.Free(off)
+		return 0, newError("aclrtMemcpy", "converted weight", int32(rc))
+	}
+	d.bytesH2D.Add(int64(len(data)))
+	d.convertedBytes.Add(int64(len(data)))
 	n.tables[key] = p
-	return shadowWeight{quants: p, scales: p + device.Ptr(quantBytes(a.DType, K*N))}, nil
+	return p, nil
+}
+
+// PlaceWeight implements device.WeightPlacer: it converts a quantised
+// weight, once, when it is placed on the device. data are its ggml blocks
+// (the bytes just written at t.Addr); the converted copies the recipes of
+// use read (gguf/wqconv; int4 values widened to int8 for get_rows) go into
+// the pool, so that no launch reads a weight back or converts it. Other
+// types (and q8_0 tables, gathered from their blocks) need nothing.
+func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.WeightUse) error {
+	if _, ok := wqLayout(t.DType, false); !ok || !dense(t) {
+		return nil
+	}
+	if int64(len(data)) != t.Bytes() {
+		return fmt.Errorf("acl: place %s weight: %d bytes, its shape %v needs %d", t.DType, len(data), t.Ne, t.Bytes())
+	}
+	defer d.leave(d.enter())
+	n, err := d.bind("PlaceWeight")
+	if err != nil {
+		return err
+	}
+	if err := d.refuseWhileCapturing("PlaceWeight", n); err != nil {
+		return err
+	}
+	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	rows8 := use.Rows && t.DType != ir.Q8_0 // q8_0 tables are gathered from their blocks
+	l, _ := wqLayout(t.DType, false)
+	if d.quantMode() == QuantMatmulGGML {
+		// ggml's arithmetic: f32 values for the matmuls and for the rows
+		// of a re-quantised layout's table.
+		if use.Matmul && ggmlModeTypes[t.DType] || rows8 && l.Accuracy == wqconv.Requantised {
+			if _, err := d.placeDequantised(n, f32Key(t.DType, t.Addr, K, rows), t.DType, data, K, rows); err != nil {
+				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
+			}
+		}
+		use.Matmul = use.Matmul && !ggmlModeTypes[t.DType]
+		rows8 = rows8 && l.Accuracy != wqconv.Requantised
+	}
+	for _, widen := range []bool{false, true} {
+		need := use.Matmul || rows8 && !needsWiden(t.DType)
+		if widen {
+			need = rows8 && needsWiden(t.DType)
+		}
+		if !need {
+			continue
+		}
+		if _, err := d.placeConverted(n, wqKey(t.DType, t.Addr, K, rows, widen), t.DType, data, K, rows, widen); err != nil {
+			return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
+		}
+	}
+	return nil
+}
+
+// needsWiden: get_rows reads an int8 copy of an int4 layout.
+func needsWiden(t ir.DType) bool {
+	l, ok := wqLayout(t, false)
+	return ok && l.Dtype == wqconv.Int4
 }

@@ -11,12 +11,13 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/irtool/irtool/gguf/wqconv"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/device"
 )
 
-// The matmul family: mul_mat (f32, f16, and q8_0/q4_0 by either
-// arithmetic of Options.QuantMatmul) and mul_mat_add (the table of
+// The matmul family: mul_mat (f32, f16, and the quantised types of
+// quantTypes by the arithmetic of Options.QuantMatmul) and mul_mat_add (the table of
 // recipes.go lists their calls).
 
 // mulMat: ggml's mul_mat(a, b) is out[n, m] = Σ_k a[k, n]·b[k, m] per
@@ -28,8 +29,11 @@ func mulMat(b *builder) error {
 	if !rows2D(a) && a.DType.Quantized() {
 		return b.unsupported("%s mul_mat with a batched weight %v", a.DType, a.Ne)
 	}
-	if a.DType == ir.Q8_0 || a.DType == ir.Q4_0 {
-		if b.d.quantMode() == QuantMatmulGGML {
+	if a.DType.Quantized() {
+		if !recipeTakes(b.k.Op, a.DType) {
+			return b.unsupported("%s with %s weights: no recipe for the type", b.k.Op, a.DType)
+		}
+		if b.d.quantMode() == QuantMatmulGGML && ggmlModeTypes[a.DType] {
 			return quantMulMatGGML(b, a, x, out)
 		}
 		return quantMulMat(b, a, x, out)
@@ -98,15 +102,73 @@ func mulMat(b *builder) error {
 	return b.err
 }
 
-// quantMulMat is ggml-cann's weight-quant path: b cast to f16, a matmul
-// against the repacked int8/int4 weight with its f16 scales as the
-// antiquant scale (group 32), and the f16 result cast to f32.
+// quantTypes are the quantised weight types of the weight-quant recipes,
+// each converted once at load by gguf/wqconv (PlaceWeight).
+var quantTypes = []ir.DType{ir.Q4_0, ir.Q4_1, ir.Q5_0, ir.Q5_1, ir.Q8_0, ir.Q2_K, ir.Q3_K, ir.Q4_K, ir.Q5_K, ir.Q6_K}
+
+// quantRecipeTypes lists, per op, the quantised weight types its recipe
+// computes. TestEveryClaimedTypeHasARecipe fails, naming the op and the
+// type, when a target claims a type an op's list lacks.
+var quantRecipeTypes = map[ir.Op][]ir.DType{
+	ir.OpMulMat:    quantTypes,
+	ir.OpMulMatAdd: quantTypes,
+	ir.OpMulMatID:  quantTypes,
+	ir.OpGetRows:   quantTypes,
+}
+
+// recipeTakes reports whether op's recipe computes quantised type t.
+func recipeTakes(op ir.Op, t ir.DType) bool {
+	for _, q := range quantRecipeTypes[op] {
+		if q == t {
+			return true
+		}
+	}
+	return false
+}
+
+// ggmlModeTypes are the types QuantMatmulGGML computes with ggml-cpu's
+// arithmetic: the activations quantised to their vec_dot partner (q8Kind:
+// q8_0, q8_1 for q4_1/q5_1, whose quants are q8_0's while ggml adds the
+// min term with the f16 sum it stores, q8_K for the K-quants), the
+// weight's exact ggml values in f32.
+var ggmlModeTypes = map[ir.DType]bool{ir.Q4_0: true, ir.Q4_1: true, ir.Q5_0: true, ir.Q5_1: true, ir.Q8_0: true,
+	ir.Q2_K: true, ir.Q3_K: true, ir.Q4_K: true, ir.Q5_K: true, ir.Q6_K: true}
+
+// wqDType is the aclDataType of a converted weight's values.
+func wqDType(l wqconv.Layout) C.int {
+	if l.Dtype == wqconv.Int4 {
+		return C.ACL_INT4
+	}
+	return C.ACL_INT8
+}
+
+// wqParams are the f16 antiquantScale / antiquantOffset views of n output
+// channels of K at p: (⌈K/g⌉, n) seen transposed, or (n,) per channel
+// (group size 0, one group covers the row).
+func (b *builder) wqParams(l wqconv.Layout, K, N int64, p device.Ptr) C.uintptr_t {
+	if p == 0 {
+		return 0
+	}
+	G := K / int64(l.Span)
+	if l.GroupSize(int(K)) == 0 {
+		return b.tensor(C.ACL_FLOAT16, []int64{N}, []int64{G}, 0, p)
+	}
+	return b.tensor(C.ACL_FLOAT16, []int64{G, N}, []int64{1, G}, 0, p)
+}
+
+// quantMulMat is the weight-quant path (ggml-cann's for q4_0/q8_0): x
+// cast to f16, aclnnWeightQuantBatchMatmulV2 against the weight converted
+// at load (gguf/wqconv: int4/int8 values, f16 scales and offsets, the
+// layout's group size), the f16 result cast to f32.
 func quantMulMat(b *builder, a, x, out device.TensorDesc) error {
 	K, N, M := a.Ne[0], a.Ne[1], x.Ne[1]
 	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
 		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
 	}
-	w := b.shadow(a)
+	w := b.converted(a, false)
+	if b.err != nil {
+		return b.err
+	}
 	xs, xst, ok := aclOrder(x)
 	if !ok {
 		return b.unsupported("activations %v", x.Nb)
@@ -117,8 +179,9 @@ func quantMulMat(b *builder, a, x, out device.TensorDesc) error {
 	x16t := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT16, []int64{M, K}, []int64{K, 1}, 0, x16) }
 	y16t := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT16, []int64{M, N}, []int64{N, 1}, 0, y16) }
 	b.cast(xt, x16t(), C.ACL_FLOAT16)
-	b.wqbmm(x16t(), b.tensor(quantDType(a.DType), []int64{K, N}, []int64{1, K}, 0, w.quants),
-		b.tensor(C.ACL_FLOAT16, []int64{K / 32, N}, []int64{1, K / 32}, 0, w.scales), y16t())
+	l := w.layout
+	b.wqbmm(x16t(), b.tensor(wqDType(l), []int64{K, N}, []int64{1, K}, 0, w.values),
+		b.wqParams(l, K, N, w.scales), b.wqParams(l, K, N, w.offsets), y16t(), int64(l.GroupSize(int(K))))
 	in := y16t()
 	os, ost, _ := aclOrder(out)
 	b.cast(in, b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr), C.ACL_FLOAT)
@@ -192,8 +255,8 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
 		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
 	}
-	if K%32 != 0 {
-		return b.unsupported("%s weight with %d columns (not a multiple of 32)", a.DType, K)
+	if K%32 != 0 || K%a.DType.BlockSize() != 0 {
+		return b.unsupported("%s weight with %d columns (not a multiple of its block)", a.DType, K)
 	}
 
 	w := b.dequantised(a)
@@ -201,7 +264,7 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 	if !ok {
 		return b.unsupported("activations %v", x.Nb)
 	}
-	xq := b.q8Activations([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr)
+	xq := b.q8Activations([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr, a.DType)
 	xt := b.tensor(C.ACL_FLOAT, []int64{M, K}, []int64{K, 1}, 0, xq)
 	wt := b.tensor(C.ACL_FLOAT, []int64{K, N}, []int64{1, K}, 0, w)
 	os, ost, _ := aclOrder(out)
@@ -209,17 +272,34 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 	return b.err
 }
 
-// q8Activations adds the calls that replace f32 activations by their q8_0
-// values (quantMulMatGGML's first ten calls) and returns the device scratch
-// holding them as a contiguous f32 [rows…, K] matrix. lead and leadSt are
-// the shape and strides (elements) of the row dims of x at addr, inner
-// the stride of its K values.
-func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr) device.Ptr {
+// q8Activations adds the calls that replace f32 activations by the
+// values ggml-cpu's vec_dot partner of weight type wt holds (q8Kind):
+// q8_0 (quantMulMatGGML's first ten calls) or q8_K. It returns the device
+// scratch holding them as a contiguous f32 [rows…, K] matrix. lead and
+// leadSt are the shape and strides (elements) of the row dims of x at
+// addr, inner the stride of its K values.
+//
+// q8_K (quantize_row_q8_K_ref, per block of 256): iscale = −127/max with
+// max the value of largest magnitude, q = nearest_int(iscale·x) (half to
+// even), d = 1/iscale in f32. The values d·q do not depend on max's sign
+// (both q and d change sign), so the block's amax serves:
+//
+//	aclnnAbs(x) → t;  aclnnAmax(t, dim 2, keepDim) → amax
+//	aclnnDiv(127, amax) → id;  aclnnGeScalar(id, +inf) → m;
+//	aclnnInplaceMaskedFillScalar(id, m, 0)
+//	aclnnDiv(1, id) → d;  aclnnInplaceMaskedFillScalar(d, m, 0)
+//	aclnnMul(x, id) → t;  aclnnRound(t) → t;  aclnnInplaceMul(t, d)
+func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr, wt ir.DType) device.Ptr {
+	kq := q8Kind(wt) == "q8_K"
+	bs := int64(32)
+	if kq {
+		bs = 256
+	}
 	M := prod(lead)
-	nb := K / 32
+	nb := K / bs
 	L := len(lead)
-	blk := append(append([]int64{}, lead...), nb, 32)
-	xview := append(append([]int64{}, leadSt...), 32*inner, inner)
+	blk := append(append([]int64{}, lead...), nb, bs)
+	xview := append(append([]int64{}, leadSt...), bs*inner, inner)
 	per := append(append([]int64{}, lead...), nb, 1)
 	perSt := contiguous(per)
 	// Scratch: t f32[M·K], then per block amax, id, d (f32), d16 (f16), m (bool).
@@ -230,9 +310,13 @@ func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr devic
 	offD16 := offD + align(4*M*nb)
 	offMask := offD16 + align(2*M*nb)
 	size := offMask + align(M*nb)
-	buf := b.buffer(fmt.Sprintf("q8_0 activations %v×%d", lead, K), size)
+	kind := "q8_0"
+	if kq {
+		kind = "q8_K"
+	}
+	buf := b.buffer(fmt.Sprintf("%s activations %v×%d", kind, lead, K), size)
 	c127 := b.table("f32 127", f32Bytes(127))
-	var ts [8]C.uintptr_t
+	var ts [9]C.uintptr_t
 	specs := []struct {
 		dt        C.int
 		shape, st []int64
@@ -247,6 +331,13 @@ func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr devic
 		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offD)},           // 6 d
 		{C.ACL_FLOAT16, per, perSt, buf + device.Ptr(offD16)},       // 7 d16
 	}
+	if kq {
+		specs = append(specs, struct {
+			dt        C.int
+			shape, st []int64
+			addr      device.Ptr
+		}{C.ACL_FLOAT, []int64{1}, []int64{1}, b.table("f32 1", f32Bytes(1))}) // 8 one
+	}
 	for i, s := range specs {
 		ts[i] = b.tensor(s.dt, s.shape, s.st, 0, s.addr)
 	}
@@ -257,20 +348,27 @@ func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr devic
 	b.op(C.IRT_DIV, ts[3], ts[2], ts[4])
 	b.geScalar(ts[4], ts[5], float32(math.Inf(1)))
 	b.maskedFill(ts[4], ts[5], 0)
-	b.op(C.IRT_DIV, ts[2], ts[3], ts[6])
-	b.cast(ts[6], ts[7], C.ACL_FLOAT16)
-	b.cast(ts[7], ts[6], C.ACL_FLOAT)
+	if kq {
+		b.op(C.IRT_DIV, ts[8], ts[4], ts[6])
+		b.maskedFill(ts[6], ts[5], 0)
+	} else {
+		b.op(C.IRT_DIV, ts[2], ts[3], ts[6])
+		b.cast(ts[6], ts[7], C.ACL_FLOAT16)
+		b.cast(ts[7], ts[6], C.ACL_FLOAT)
+	}
 	b.op(C.IRT_MUL, ts[0], ts[4], ts[1])
 	b.op(C.IRT_ROUND, ts[1], ts[1])
 	b.op(C.IRT_INPLACEMUL, ts[1], ts[6])
 	return buf + device.Ptr(offT)
 }
 
-// quantDType is the aclDataType of a repacked q8_0 (INT8) or q4_0 (INT4)
-// weight.
-func quantDType(t ir.DType) C.int {
-	if t == ir.Q4_0 {
-		return C.ACL_INT4
+// q8Kind is the type ggml-cpu quantises the activations of a matmul with
+// weights of type t to (its vec_dot_type): q8_K for the K-quants, q8_0
+// otherwise (q4_1 and q5_1 take q8_1, whose quants are q8_0's).
+func q8Kind(t ir.DType) string {
+	switch t {
+	case ir.Q2_K, ir.Q3_K, ir.Q4_K, ir.Q5_K, ir.Q6_K:
+		return "q8_K"
 	}
-	return C.ACL_INT8
+	return "q8_0"
 }

@@ -10,12 +10,13 @@ import "C"
 import (
 	"fmt"
 
+	"github.com/irtool/irtool/gguf/wqconv"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/device"
 )
 
-// The mixture-of-experts family: mul_mat_id over f32, q8_0 and q4_0
-// experts (the table of recipes.go lists its calls).
+// The mixture-of-experts family: mul_mat_id over f32 and quantised
+// experts (quantTypes) (the table of recipes.go lists its calls).
 
 // mulMatID: out[:, s, t] = as[:, :, ids[s, t]] · b[:, s % b.ne1, t].
 // The P = n_used·T chosen experts are gathered, in (t, s) order, from the
@@ -47,13 +48,14 @@ func mulMatID(b *builder) error {
 		self := b.tensor(C.ACL_FLOAT, []int64{T, ne11, 1, K}, []int64{x.Nb[2] / 4, xs, K, 1}, 0, x.Addr)
 		b.expertMatmul(self, g, out, T, nUsed, K, N)
 		return b.err
-	case ir.Q8_0, ir.Q4_0:
-		if b.d.quantMode() == QuantMatmulGGML {
-			return mulMatIDGGML(b, as, x, ids, out, xs)
-		}
-		return mulMatIDWQBMM(b, as, x, out, e, xs)
 	}
-	return b.unsupported("mul_mat_id with %s experts: f32, q8_0 and q4_0 only", as.DType)
+	if !recipeTakes(ir.OpMulMatID, as.DType) {
+		return b.unsupported("mul_mat_id with %s experts: no recipe for the type", as.DType)
+	}
+	if b.d.quantMode() == QuantMatmulGGML && ggmlModeTypes[as.DType] {
+		return mulMatIDGGML(b, as, x, ids, out, xs)
+	}
+	return mulMatIDWQBMM(b, as, x, out, e, xs)
 }
 
 // experts are the ids of a mul_mat_id: P of them, first their descriptor
@@ -79,37 +81,49 @@ func (b *builder) gatherExperts(e experts, dt C.int, rows, width int64, src devi
 	return g
 }
 
-// mulMatIDWQBMM is mul_mat_id over q4_0/q8_0 experts with
-// QuantMatmulWQBMM: the chosen experts' repacked quants and scales
-// gathered, the activations cast to f16, one
-// aclnnWeightQuantBatchMatmulV2 per (token, slot), the result cast to f32.
+// mulMatIDWQBMM is mul_mat_id over quantised experts with
+// QuantMatmulWQBMM: the chosen experts' values, scales (and offsets) of
+// the layout converted at load (gguf/wqconv.ConvertExperts: expert e is a
+// contiguous slice of each part) gathered, the activations cast to f16,
+// one aclnnWeightQuantBatchMatmulV2 per (token, slot), the result cast to
+// f32.
 func mulMatIDWQBMM(b *builder, as, x, out device.TensorDesc, e experts, xs int64) error {
 	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
 	nUsed, T, ne11 := e.ids.Ne[0], e.ids.Ne[1], x.Ne[1]
-	// The experts as one 2-D weight of N·E rows: the shadow holds expert
-	// e's quants and scales as contiguous blocks.
-	flat := as
-	flat.Ne = [4]int64{K, N * E, 1, 1}
-	flat.Nb[2], flat.Nb[3] = flat.Nb[1]*N*E, flat.Nb[1]*N*E
 	if as.Nb[2] != as.Nb[1]*N {
 		return b.unsupported("mul_mat_id over non-contiguous %s experts (nb %v)", as.DType, as.Nb)
 	}
-	w := b.shadow(flat)
-	qb, sw := quantBytes(as.DType, K*N), K*N/32
-	gq := b.gatherExperts(e, C.ACL_INT8, E, qb, w.quants, "gathered quants", 1)
-	gs := b.gatherExperts(e, C.ACL_FLOAT16, E, sw, w.scales, "gathered scales", 2)
+	w := b.converted(as, false)
+	if b.err != nil {
+		return b.err
+	}
+	l := w.layout
+	vb, pe := K*N, K*N/int64(l.Span) // value bytes and parameters per expert
+	if l.Dtype == wqconv.Int4 {
+		vb /= 2
+	}
+	gq := b.gatherExperts(e, C.ACL_INT8, E, vb, w.values, "gathered values", 1)
+	gs := b.gatherExperts(e, C.ACL_FLOAT16, E, pe, w.scales, "gathered scales", 2)
+	var gof device.Ptr
+	if l.Offset {
+		gof = b.gatherExperts(e, C.ACL_FLOAT16, E, pe, w.offsets, "gathered offsets", 2)
+	}
 	x16 := b.temp("f16 input", 2*T*ne11*K, 32)
 	y16 := b.temp("f16 output", 2*e.P*N, 32)
 	xt := b.tensor(C.ACL_FLOAT, []int64{T, ne11, K}, []int64{x.Nb[2] / 4, xs, 1}, 0, x.Addr)
 	b.cast(xt, b.tensor(C.ACL_FLOAT16, []int64{T, ne11, K}, []int64{ne11 * K, K, 1}, 0, x16), C.ACL_FLOAT16)
-	wd := quantDType(as.DType)
+	wd, g := wqDType(l), int64(l.GroupSize(int(K)))
 	for p := int64(0); p < e.P; p++ {
 		t, s := p/nUsed, p%nUsed
 		row := t*ne11 + s%ne11
+		var off C.uintptr_t
+		if l.Offset {
+			off = b.wqParams(l, K, N, gof+device.Ptr(2*p*pe))
+		}
 		b.wqbmm(b.tensor(C.ACL_FLOAT16, []int64{1, K}, []int64{K, 1}, 0, x16+device.Ptr(2*row*K)),
-			b.tensor(wd, []int64{K, N}, []int64{1, K}, 0, gq+device.Ptr(p*qb)),
-			b.tensor(C.ACL_FLOAT16, []int64{K / 32, N}, []int64{1, K / 32}, 0, gs+device.Ptr(2*p*sw)),
-			b.tensor(C.ACL_FLOAT16, []int64{1, N}, []int64{N, 1}, 0, y16+device.Ptr(2*p*N)))
+			b.tensor(wd, []int64{K, N}, []int64{1, K}, 0, gq+device.Ptr(p*vb)),
+			b.wqParams(l, K, N, gs+device.Ptr(2*p*pe)), off,
+			b.tensor(C.ACL_FLOAT16, []int64{1, N}, []int64{N, 1}, 0, y16+device.Ptr(2*p*N)), g)
 	}
 	yin := b.tensor(C.ACL_FLOAT16, []int64{T, nUsed, N}, []int64{nUsed * N, N, 1}, 0, y16)
 	b.cast(yin, b.tensor(C.ACL_FLOAT, []int64{T, nUsed, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, 1}, 0, out.Addr), C.ACL_FLOAT)
@@ -134,7 +148,7 @@ func mulMatIDGGML(b *builder, as, x, ids, out device.TensorDesc, xs int64) error
 	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
 	nUsed, T, ne11 := ids.Ne[0], ids.Ne[1], x.Ne[1]
 	P := nUsed * T
-	if K%32 != 0 {
+	if K%32 != 0 || K%as.DType.BlockSize() != 0 {
 		return b.unsupported("%s experts with %d columns (not a multiple of 32)", as.DType, K)
 	}
 	if as.Nb[2] != as.Nb[1]*N {
@@ -144,7 +158,7 @@ func mulMatIDGGML(b *builder, as, x, ids, out device.TensorDesc, xs int64) error
 	flat.Ne = [4]int64{K, N * E, 1, 1}
 	flat.Nb[2], flat.Nb[3] = flat.Nb[1]*N*E, flat.Nb[1]*N*E
 	w := b.dequantised(flat)
-	xq := b.q8Activations([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr)
+	xq := b.q8Activations([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr, as.DType)
 	g := b.buffer(fmt.Sprintf("gathered f32 experts [%d,%d]", P, N*K), 4*P*N*K)
 	idt := b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr)
 	st := b.tensor(C.ACL_FLOAT, []int64{E, N * K}, []int64{N * K, 1}, 0, w)

@@ -10,7 +10,9 @@ import "C"
 import (
 	"fmt"
 
+	"github.com/irtool/irtool/gguf/wqconv"
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/runtime/device"
 )
 
 // The rows family: get_rows and set_rows (the table of recipes.go lists
@@ -34,6 +36,9 @@ func getRows(b *builder) error {
 		b.gather(tt, idt, rows())
 		b.cast(rows(), ot, C.ACL_FLOAT)
 	case ir.Q8_0:
+		if !recipeTakes(ir.OpGetRows, table.DType) {
+			return b.unsupported("get_rows from a %s table: no recipe for the type", table.DType)
+		}
 		// Gather the rows' bytes, then dequantise them: int8 quants at byte
 		// 2 of every 34-byte block times the f16 scale at byte 0.
 		rowBytes, blocks := table.Nb[1], ne0/32
@@ -57,8 +62,65 @@ func getRows(b *builder) error {
 		}
 		b.op(C.IRT_MUL, q, s, o3)
 	default:
-		return b.unsupported("get_rows from a %s table", table.DType)
+		if !table.DType.Quantized() || !recipeTakes(ir.OpGetRows, table.DType) {
+			return b.unsupported("get_rows from a %s table", table.DType)
+		}
+		return getRowsConverted(b, table, out, idt, n, ne0)
 	}
+	return b.err
+}
+
+// getRowsConverted gathers rows of a quantised table from the layout
+// converted at load (gguf/wqconv; int4 values widened to int8): the rows'
+// int8 values, f16 scales (and offsets) gathered, then, in f32 over each
+// group of Span values, (w + offset) · scale: the sum exact, the product
+// rounded once (wqconv.Dequant's arithmetic, which gives ggml's values bit
+// for bit for the exact types).
+func getRowsConverted(b *builder, table, out device.TensorDesc, idt C.uintptr_t, n, K int64) error {
+	if l, _ := wqLayout(table.DType, false); l.Accuracy == wqconv.Requantised && b.d.quantMode() == QuantMatmulGGML {
+		// ggml's values of a table whose layout is re-quantised (q2_K,
+		// q6_K): the rows of its f32 copy.
+		w := b.dequantised(table)
+		b.gather(b.tensor(C.ACL_FLOAT, []int64{table.Ne[1], K}, []int64{K, 1}, 0, w), idt, b.desc("out", out, 2))
+		return b.err
+	}
+	w := b.converted(table, needsWiden(table.DType))
+	if b.err != nil {
+		return b.err
+	}
+	l := w.layout
+	R, G, S := table.Ne[1], K/int64(l.Span), int64(l.Span)
+	vals := b.temp("int8 rows", n*K, 32)
+	sc := b.temp("f16 row scales", 2*n*G, 32)
+	var of device.Ptr
+	if l.Offset {
+		of = b.temp("f16 row offsets", 2*n*G, 32)
+	}
+	s32 := b.temp("f32 row scales", 4*n*G, 32)
+	var o32 device.Ptr
+	if l.Offset {
+		o32 = b.temp("f32 row offsets", 4*n*G, 32)
+	}
+	b.gather(b.tensor(C.ACL_INT8, []int64{R, K}, []int64{K, 1}, 0, w.values), idt, b.tensor(C.ACL_INT8, []int64{n, K}, []int64{K, 1}, 0, vals))
+	idx := func() C.uintptr_t { return b.desc("index", b.k.Inputs[1], 1) }
+	b.gather(b.tensor(C.ACL_FLOAT16, []int64{R, G}, []int64{G, 1}, 0, w.scales), idx(), b.tensor(C.ACL_FLOAT16, []int64{n, G}, []int64{G, 1}, 0, sc))
+	if l.Offset {
+		b.gather(b.tensor(C.ACL_FLOAT16, []int64{R, G}, []int64{G, 1}, 0, w.offsets), idx(), b.tensor(C.ACL_FLOAT16, []int64{n, G}, []int64{G, 1}, 0, of))
+	}
+	_, ost, _ := aclOrder(out)
+	o3 := func() C.uintptr_t {
+		return b.tensor(C.ACL_FLOAT, []int64{n, G, S}, []int64{ost[2], S * ost[3], ost[3]}, 0, out.Addr)
+	}
+	per := func(dt C.int, p device.Ptr) C.uintptr_t {
+		return b.tensor(dt, []int64{n, G, 1}, []int64{G, 1, 1}, 0, p)
+	}
+	b.cast(b.tensor(C.ACL_INT8, []int64{n, G, S}, []int64{K, S, 1}, 0, vals), o3(), C.ACL_FLOAT)
+	if l.Offset {
+		b.cast(per(C.ACL_FLOAT16, of), per(C.ACL_FLOAT, o32), C.ACL_FLOAT)
+		b.inplaceAdd(o3(), per(C.ACL_FLOAT, o32), 1)
+	}
+	b.cast(per(C.ACL_FLOAT16, sc), per(C.ACL_FLOAT, s32), C.ACL_FLOAT)
+	b.op(C.IRT_INPLACEMUL, o3(), per(C.ACL_FLOAT, s32))
 	return b.err
 }
 

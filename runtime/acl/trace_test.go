@@ -186,6 +186,8 @@ func transformed(k cann.Kernel) map[int]int {
 	case ir.OpGetRows:
 		if k.Inputs[0].DType == ir.Q8_0 {
 			m[0], m[-1] = 1, 1 // gathered as bytes, written as [rows, blocks, 32]
+		} else if k.Inputs[0].DType.Quantized() {
+			m[-2], m[-1] = 1, 1 // the copy converted at load is read; written as [rows, groups, span]
 		}
 	}
 	return m

@@ -300,3 +300,19 @@ func ErrorCode(err error) ACLCode {
 	}
 	return -1
 }
+
+// WeightUse says which kernels read a weight placed on the device: the
+// weight-quant matmuls (mul_mat, mul_mat_add, mul_mat_id) or get_rows.
+type WeightUse struct {
+	Matmul, Rows bool
+}
+
+// WeightPlacer is implemented by a device whose kernels read quantised
+// weights in a layout of their own (runtime/acl: what
+// aclnnWeightQuantBatchMatmulV2 takes, converted by gguf/wqconv). A
+// session calls PlaceWeight once per weight, when it has written the
+// weight's ggml bytes (data) at t.Addr, so that the device converts them
+// then and never at a launch.
+type WeightPlacer interface {
+	PlaceWeight(t TensorDesc, data []byte, use WeightUse) error
+}

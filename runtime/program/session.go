@@ -69,6 +69,11 @@ type Stats struct {
 	Decode    PhaseStats `json:"decode"`
 	Programs  int        `json:"programs"` // programs the session loaded
 	CompileMS float64    `json:"compile_ms"`
+	// WeightConvertMS is the host time the device spent placing weights
+	// in its own layout at load (device.WeightPlacer: runtime/acl converts
+	// quantised weights with gguf/wqconv and uploads them), 0 on a device
+	// that reads ggml's blocks.
+	WeightConvertMS float64 `json:"weight_convert_ms"`
 	// Pool is the device pool after the last step.
 	Pool device.PoolStats `json:"pool"`
 }
@@ -145,11 +150,12 @@ type Session struct {
 	stage   []byte // pinned upload staging, laid out like the inputs region
 	down    []byte // pinned download buffer
 
-	pos      int64
-	stats    Stats
-	launches int64
-	closed   bool
-	lock     *sync.RWMutex // the device's lock (device.AcquireDeviceLock) until Close
+	pos       int64
+	stats     Stats
+	convertNS int64 // PlaceWeight time
+	launches  int64
+	closed    bool
+	lock      *sync.RWMutex // the device's lock (device.AcquireDeviceLock) until Close
 }
 
 // NewSession compiles nothing yet: programs are compiled and loaded on the
@@ -221,6 +227,7 @@ func (s *Session) Stats() Stats {
 	st.Decode.finish()
 	_, d := s.comp.Compiled()
 	st.CompileMS = float64(d.Microseconds()) / 1000
+	st.WeightConvertMS = float64(s.convertNS/1000) / 1000
 	st.Programs = len(s.progs)
 	if pools := s.dev.Stats().Pools; s.opts.DeviceID < len(pools) {
 		st.Pool = pools[s.opts.DeviceID]
@@ -521,6 +528,9 @@ func (s *Session) fill(p *cann.Program, r *region) error {
 		if err := write("weight "+w.Name, w.Addr, data[:w.Bytes]); err != nil {
 			return err
 		}
+		if err := s.place(r, w, data[:w.Bytes]); err != nil {
+			return err
+		}
 	}
 	for _, c := range p.Consts {
 		if c.Addr.Region == r.name {
@@ -530,6 +540,55 @@ func (s *Session) fill(p *cann.Program, r *region) error {
 		}
 	}
 	return nil // states are zero: the region was cleared
+}
+
+// place hands a weight just written to an NPU region to a device that
+// keeps its own layout of it (device.WeightPlacer), with the kinds of
+// kernels that can read it: every user of the weight in the compiled
+// graph, whatever device the partition of one bucket gives it, so that a
+// later bucket's program finds its copy converted.
+func (s *Session) place(r *region, w cann.Weight, data []byte) error {
+	wp, ok := s.dev.(device.WeightPlacer)
+	if !ok || !r.npu || !w.DType.Quantized() {
+		return nil
+	}
+	g := s.comp.Graph()
+	var node *ir.Node
+	var use device.WeightUse
+	for _, n := range g.Nodes {
+		if len(n.Args) == 0 || n.Args[0].Op != ir.OpWeight || n.Args[0].Name != w.Name {
+			continue
+		}
+		node = n.Args[0]
+		switch n.Op {
+		case ir.OpMulMat, ir.OpMulMatAdd, ir.OpMulMatID:
+			use.Matmul = true
+		case ir.OpGetRows:
+			use.Rows = true
+		}
+	}
+	if node == nil || !use.Matmul && !use.Rows {
+		return nil
+	}
+	ne, err := node.Type.Shape.Ne()
+	if err != nil {
+		return fmt.Errorf("program: weight %q: %w", w.Name, err)
+	}
+	t := device.TensorDesc{DType: w.DType, Ne: ne, Nb: ir.ContiguousStrides(w.DType, ne)}
+	b := t.Bytes()
+	if b > int64(len(data)) {
+		return fmt.Errorf("program: weight %q: %d bytes, its shape %v needs %d", w.Name, len(data), ne, b)
+	}
+	if t.Addr, err = s.ptr(w.Addr, b); err != nil {
+		return fmt.Errorf("program: weight %q: %w", w.Name, err)
+	}
+	t0 := time.Now()
+	err = wp.PlaceWeight(t, data[:b], use)
+	s.convertNS += int64(time.Since(t0))
+	if err != nil {
+		return fmt.Errorf("program: weight %q: %w", w.Name, err)
+	}
+	return nil
 }
 
 // ptr resolves an address in an NPU region, checking that n bytes fit.

@@ -1835,7 +1835,7 @@ aclnnStatus aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(
 	x = arg(&c, "x", x, 1);
 	weight = arg(&c, "weight", weight, 1);
 	antiquantScale = arg(&c, "antiquantScale", antiquantScale, 1);
-	arg(&c, "antiquantOffset", antiquantOffsetOptional, 0);
+	const aclTensor *antiquantOffset = arg(&c, "antiquantOffset", antiquantOffsetOptional, 0);
 	arg(&c, "quantScale", quantScaleOptional, 0);
 	arg(&c, "quantOffset", quantOffsetOptional, 0);
 	arg(&c, "bias", biasOptional, 0);
@@ -1859,6 +1859,11 @@ aclnnStatus aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(
 		      (long long)groups, (long long)weight->dims[1]);
 	}
 	check(&c, antiquantScale && x && antiquantScale->dtype == x->dtype, "antiquantScale must have x's dtype");
+	if (!c.rc && antiquantOffset) {
+		int same = antiquantOffset->dtype == antiquantScale->dtype && antiquantOffset->ndim == antiquantScale->ndim;
+		for (int i = 0; same && i < antiquantScale->ndim; i++) same = antiquantOffset->dims[i] == antiquantScale->dims[i];
+		check(&c, same, "antiquantOffset must have antiquantScale's dtype and shape");
+	}
 	return call_end(&c, "aclnnWeightQuantBatchMatmulV2", workspaceSize, executor);
 }
 RUN(aclnnWeightQuantBatchMatmulV2)

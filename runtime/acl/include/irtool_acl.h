@@ -237,7 +237,7 @@ aclnnStatus aclDestroyTensorList(const aclTensorList *array);
 	   const aclTensor *antiquantOffsetOptional, const aclTensor *quantScaleOptional,                             \
 	   const aclTensor *quantOffsetOptional, const aclTensor *biasOptional, int antiquantGroupSize,               \
 	   const aclTensor *y),                                                                                       \
-	  (T(0), T(1), T(2), NULL, NULL, NULL, NULL, (int)INT(0), T(3)))                                              \
+	  (T(0), T(1), T(2), T(3), NULL, NULL, NULL, (int)INT(0), T(4)))                                              \
 	X(ROPE, aclnnRotaryPositionEmbedding,                                                                         \
 	  (const aclTensor *x, const aclTensor *cos, const aclTensor *sin, int64_t mode, aclTensor *out),             \
 	  (T(0), T(1), T(2), INT(0), T(3)))                                                                           \
