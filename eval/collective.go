@@ -26,6 +26,9 @@ type Communicator interface {
 	// AllGather writes every rank's send into recv, rank 0 first
 	// (len(recv) == Size()*len(send)).
 	AllGather(send, recv []byte, dt ir.DType) error
+	// AllGatherV is AllGather with ranks of different sizes: rank r
+	// sends sizes[r] bytes, recv holds their sum.
+	AllGatherV(send, recv []byte, sizes []int, dt ir.DType) error
 	// ReduceScatter writes slice Rank() of the sum of send into recv
 	// (len(send) == Size()*len(recv)).
 	ReduceScatter(send, recv []byte, dt ir.DType) error
@@ -116,7 +119,7 @@ func runCollective(c Communicator, n *ir.Node, dst kernels.Tensor, a []kernels.T
 }
 
 // allGather gathers the ranks' x contiguously, rank after rank (what the
-// communicator does), then places rank r's part at slice r of dim d.
+// communicator does), then places rank r's part at its slice of dim d.
 func allGather(c Communicator, n *ir.Node, dst, x kernels.Tensor, src []byte) error {
 	d := n.Attrs.GatherDim()
 	outer := true // every dim above d has size 1: the gather is dst itself
@@ -125,26 +128,61 @@ func allGather(c Communicator, n *ir.Node, dst, x kernels.Tensor, src []byte) er
 			outer = false
 		}
 	}
+	counts := n.Attrs.Counts()
+	if counts == nil {
+		counts = make([]int64, c.Size())
+		for i := range counts {
+			counts[i] = x.Ne[d]
+		}
+	}
+	if len(counts) != c.Size() || counts[c.Rank()] != x.Ne[d] {
+		return fmt.Errorf("all_gather: rank %d contributes %d along dim %d, counts %v", c.Rank(), x.Ne[d], d, counts)
+	}
+	// The bytes of one unit of dim d (the dims below it), rank r's size.
+	unit := int64(len(src)) / x.Ne[d]
+	sizes := make([]int, len(counts))
+	for i, k := range counts {
+		sizes[i] = int(k * unit)
+	}
+	equal := n.Attrs.Counts() == nil
 	if outer {
-		return c.AllGather(src, dst.Data[:dst.NBytes()], n.Type.DType)
+		if equal {
+			return c.AllGather(src, dst.Data[:dst.NBytes()], n.Type.DType)
+		}
+		return c.AllGatherV(src, dst.Data[:dst.NBytes()], sizes, n.Type.DType)
 	}
-	buf := make([]byte, len(src)*c.Size())
-	if err := c.AllGather(src, buf, n.Type.DType); err != nil {
-		return err
+	total := 0
+	for _, s := range sizes {
+		total += s
 	}
-	nb, err := kernels.ContiguousStrides(gguf.GGMLType(n.Type.DType), x.Ne)
+	buf := make([]byte, total)
+	var err error
+	if equal {
+		err = c.AllGather(src, buf, n.Type.DType)
+	} else {
+		err = c.AllGatherV(src, buf, sizes, n.Type.DType)
+	}
 	if err != nil {
 		return err
 	}
-	for r := range c.Size() {
-		part, err := dst.View(x.Ne, dst.Nb, int64(r)*x.Ne[d]*dst.Nb[d])
+	off, at := 0, int64(0)
+	for r, k := range counts {
+		ne := x.Ne
+		ne[d] = k
+		nb, err := kernels.ContiguousStrides(gguf.GGMLType(n.Type.DType), ne)
 		if err != nil {
 			return err
 		}
-		chunk := kernels.Tensor{Type: x.Type, Ne: x.Ne, Nb: nb, Data: buf[r*len(src) : (r+1)*len(src)]}
+		part, err := dst.View(ne, dst.Nb, at*dst.Nb[d])
+		if err != nil {
+			return err
+		}
+		chunk := kernels.Tensor{Type: x.Type, Ne: ne, Nb: nb, Data: buf[off : off+sizes[r]]}
 		if err := kernels.Cpy(part, chunk); err != nil {
 			return err
 		}
+		off += sizes[r]
+		at += k
 	}
 	return nil
 }

@@ -38,6 +38,10 @@ const (
 	AttrReduce = "reduce"
 	// AttrPeer is the other rank of a send or recv.
 	AttrPeer = "peer"
+	// AttrCounts, on all_gather, lists each rank's size along dim when
+	// they differ (HcclAllGatherV); absent, every rank contributes its
+	// operand's size.
+	AttrCounts = "counts"
 )
 
 // DefaultGroup is the communicator of a collective without attribute group.
@@ -64,6 +68,9 @@ func (a Attrs) Reduce() string {
 
 // Peer returns attribute peer, -1 when absent.
 func (a Attrs) Peer() int64 { return a.intOr(AttrPeer, -1) }
+
+// Counts returns attribute counts, nil when absent.
+func (a Attrs) Counts() []int64 { v, _ := a.Ints(AttrCounts); return v }
 
 // GatherDim returns attribute dim of all_gather and reduce_scatter, 0
 // when absent.
@@ -153,8 +160,8 @@ func init() {
 			}
 			return n.Args[0].Type, nil
 		}})
-	MustRegister(OpInfo{Name: OpAllGather, Attrs: []string{AttrRanks, AttrGroup, AttrDim}, MinArgs: 1,
-		Doc: "all_gather(x){ranks, group, dim}: the ranks' x joined along dim, rank 0 first (HcclAllGather)",
+	MustRegister(OpInfo{Name: OpAllGather, Attrs: []string{AttrRanks, AttrGroup, AttrDim, AttrCounts}, MinArgs: 1,
+		Doc: "all_gather(x){ranks, group, dim, counts?}: the ranks' x joined along dim, rank 0 first (HcclAllGather; with counts, rank r's size along dim, HcclAllGatherV)",
 		Infer: func(n *Node) (Type, error) {
 			if err := checkGroup(n); err != nil {
 				return Type{}, err
@@ -169,6 +176,25 @@ func init() {
 			}
 			x := t.Shape[d]
 			r := n.Attrs.Ranks()
+			if _, ok := n.Attrs[AttrCounts]; ok {
+				counts, ok := n.Attrs.Ints(AttrCounts)
+				if !ok || int64(len(counts)) != r {
+					return Type{}, fmt.Errorf("attribute counts must list %d sizes", r)
+				}
+				sum, mine := int64(0), false
+				for _, c := range counts {
+					if c < 1 || c > 1<<40 {
+						return Type{}, fmt.Errorf("count %d out of range", c)
+					}
+					sum += c
+					mine = mine || x.IsConst() && x.Val == c
+				}
+				if !mine {
+					return Type{}, fmt.Errorf("dim %d of %s is none of the counts %v", d, t, counts)
+				}
+				t.Shape[d] = C(sum)
+				return t, nil
+			}
 			switch {
 			case x.IsConst():
 				if x.Val > (1<<40)/r {
@@ -244,6 +270,10 @@ type Collective struct {
 	Type Type
 	// Dim is all_gather's and reduce_scatter's dim, 0 otherwise.
 	Dim int64
+	// Counts is all_gather's counts (nil: equal sizes).
+	Counts []int64
+	// Result is the node's type.
+	Result Type
 }
 
 // String describes the call as errors name it.
@@ -265,7 +295,7 @@ func Collectives(g *Graph) []Collective {
 		if n == nil || !IsCollective(n.Op) {
 			continue
 		}
-		c := Collective{Node: n, Op: n.Op, Group: n.Attrs.Group(), Ranks: n.Attrs.Ranks(), Peer: -1, Type: n.Type}
+		c := Collective{Node: n, Op: n.Op, Group: n.Attrs.Group(), Ranks: n.Attrs.Ranks(), Peer: -1, Type: n.Type, Result: n.Type, Counts: n.Attrs.Counts()}
 		if n.Op != OpRecv && len(n.Args) > 0 {
 			c.Type = n.Args[0].Type
 		}
@@ -316,6 +346,9 @@ func VerifyCollectives(graphs []*Graph) error {
 				add("rank %d: %s: ranks=%d, but there are %d ranks", r, c, c.Ranks, n)
 				continue
 			}
+			if c.Counts != nil && (int64(len(c.Counts)) != n || c.Dim < 0 || c.Dim >= MaxDims || !c.Type.Shape[c.Dim].Equal(C(c.Counts[r]))) {
+				add("rank %d: %s: contributes %s, counts %v give rank %d %d", r, c, c.Type, c.Counts, r, c.Counts[r])
+			}
 			switch c.Op {
 			case OpSend:
 				if c.Peer == int64(r) {
@@ -349,7 +382,8 @@ func VerifyCollectives(graphs []*Graph) error {
 					add("group %s: collective %d: rank 0 issues none, rank %d issues %s", grp, i, r, b[i])
 				case i >= len(b):
 					add("group %s: collective %d: rank 0 issues %s, rank %d issues none", grp, i, a[i], r)
-				case a[i].Op != b[i].Op || !a[i].Type.Equal(b[i].Type) || a[i].Dim != b[i].Dim:
+				case a[i].Op != b[i].Op || !a[i].Result.Equal(b[i].Result) || a[i].Dim != b[i].Dim || !equalInts(a[i].Counts, b[i].Counts) ||
+					a[i].Counts == nil && !a[i].Type.Equal(b[i].Type):
 					add("group %s: collective %d: rank 0 issues %s, rank %d issues %s", grp, i, a[i], r, b[i])
 				default:
 					continue
@@ -396,4 +430,16 @@ func VerifyCollectives(graphs []*Graph) error {
 		return nil
 	}
 	return fmt.Errorf("ir: verify collectives of %d ranks: %w", n, errors.Join(errs...))
+}
+
+func equalInts(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package passes
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,8 @@ type TP struct {
 	// KVReplicated reports whether KV heads are replicated (n_head_kv <
 	// ranks).
 	KVReplicated bool
+	// FFNShares is each rank's slice of the FFN width.
+	FFNShares []int64
 }
 
 // tpSpec is one weight's split: view says whether the builder checks
@@ -122,20 +125,33 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 	if _, untied := lookup("output.weight"); untied && V%n == 0 {
 		tp.VocabSplit = true
 	}
-	// The FFN width is shared in whole quantisation blocks of ffn_down's
-	// columns (uneven when the blocks do not divide by the ranks).
-	blk := int64(1)
-	if w, ok := lookup("blk.0.ffn_down.weight"); ok && !o.Exact {
-		blk = w.Type.BlockSize()
+	// The FFN width is shared in units of 8 (ggml_vec_silu_f32 computes
+	// blocks of 8 and a scalar tail, so a rank's silu matches one
+	// device's only when its slice starts at a multiple of 8; the tail
+	// goes to the last rank), or of ffn_down's quantisation block when its
+	// columns are split. The shares are uneven when the units do not
+	// divide by the ranks.
+	unit := int64(8)
+	if w, ok := lookup("blk.0.ffn_down.weight"); ok && !o.Exact && w.Type.BlockSize() > 1 {
+		unit = w.Type.BlockSize()
+		if F%unit != 0 {
+			return fail("n_ff %d is not a multiple of ffn_down's %s block of %d", F, w.Type, unit)
+		}
 	}
-	if F%blk != 0 {
-		return fail("n_ff %d is not a multiple of ffn_down's block of %d", F, blk)
+	units, tail := F/unit, F%unit
+	if units < n {
+		return fail("n_ff %d has %d units of %d, fewer than the ranks", F, units, unit)
 	}
-	if F/blk < n {
-		return fail("n_ff %d has %d blocks of %d, fewer than the ranks", F, F/blk, blk)
+	if o.Exact && E%n != 0 {
+		return fail("exact mode gathers equal slices of n_embd %d, which is not a multiple of %d", E, n)
 	}
-	if o.Exact && (F%n != 0 || E%n != 0) {
-		return fail("exact mode gathers equal slices: n_ff %d and n_embd %d must be multiples of %d", F, E, n)
+	for r := range n {
+		f0 := unit * (r*(units/n) + min(r, units%n))
+		f1 := unit * ((r+1)*(units/n) + min(r+1, units%n))
+		if r == n-1 {
+			f1 += tail
+		}
+		tp.FFNShares = append(tp.FFNShares, f1-f0)
 	}
 	for r := range n {
 		q0, q1 := r*H/n, (r+1)*H/n
@@ -144,9 +160,8 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 			k0 = r * Hkv / n
 			k1 = k0 + 1
 		}
-		units := F / blk
-		f0 := blk * (r*(units/n) + min(r, units%n))
-		f1 := blk * ((r+1)*(units/n) + min(r+1, units%n))
+		f0 := unit * (r*(units/n) + min(r, units%n))
+		f1 := f0 + tp.FFNShares[r]
 		rhp := hp
 		rhp.NHead, rhp.NHeadKV, rhp.NFF = q1-q0, k1-k0, f1-f0
 		rank := &TPRank{Rank: int(r), Shards: map[string]Shard{}}
@@ -233,7 +248,7 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 		if err != nil {
 			return fail("rank %d: %v", r, err)
 		}
-		if err := tpRewrite(m.Graph, rank, o); err != nil {
+		if err := tpRewrite(m.Graph, rank, o, tp.FFNShares); err != nil {
 			return fail("rank %d: %v", r, err)
 		}
 		m.Graph.Meta["tp_rank"] = strconv.FormatInt(r, 10)
@@ -284,7 +299,7 @@ func role(name string) string {
 
 // tpRewrite inserts the collectives of one rank's graph after the
 // products of the row-parallel and output weights.
-func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions) error {
+func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions, ffn []int64) error {
 	n := int64(o.Ranks)
 	coll := func(op ir.Op, extra ir.Attrs) ir.Attrs {
 		a := ir.Attrs{ir.AttrRanks: n, ir.AttrGroup: TPGroup}
@@ -329,7 +344,11 @@ func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions) error {
 		g.Insert(mm.ID, nw)
 		x := mm.Args[1]
 		if !x.Type.Shape[0].Equal(nw.Type.Shape[0]) {
-			gx, err := addAfter(g, x, nil, ir.OpAllGather, []*ir.Node{x}, coll(ir.OpAllGather, ir.Attrs{ir.AttrDim: int64(0)}), mm.Name+" (input gathered)")
+			attrs := ir.Attrs{ir.AttrDim: int64(0)}
+			if role(w.Name) == "ffn_down" && !slices.Equal(ffn, slices.Repeat(ffn[:1], len(ffn))) {
+				attrs[ir.AttrCounts] = slices.Clone(ffn)
+			}
+			gx, err := addAfter(g, x, nil, ir.OpAllGather, []*ir.Node{x}, coll(ir.OpAllGather, attrs), mm.Name+" (input gathered)")
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package passes_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,9 +75,9 @@ func oneDevice(t *testing.T, f *gguf.File, prompt []int32, n int) *session.Gener
 }
 
 // TestTPMatchesOneDevice: on the reference models whose heads allow it,
-// the ranks' greedy tokens are one device's, the logits within 1e-5 of
-// max|logit| (partial sums added in another order), and bit-identical in
-// exact mode.
+// the ranks' greedy tokens are one device's, the logits within 1e-4 of
+// max|logit| (partial sums added in another order: 1.4e-5 measured on
+// stories260K), and bit-identical in exact mode.
 func TestTPMatchesOneDevice(t *testing.T) {
 	prompt := []int32{1, 403, 407, 261, 378}
 	const steps = 6
@@ -110,11 +111,11 @@ func TestTPMatchesOneDevice(t *testing.T) {
 						t.Errorf("%s --tp %d exact: step %d logits differ (%.3g), want bit-identical", name, n, i, d)
 					}
 				}
-				if worst > 1e-5 {
+				if worst > 1e-4 {
 					t.Errorf("%s --tp %d: logits %.3g of max|logit| from one device's", name, n, worst)
 				}
-				t.Logf("%s --tp %d exact=%v: %d steps, max diff %.3g of max|logit|, vocab split %v, KV replicated %v",
-					name, n, exact, len(want.Logits), worst, tp.VocabSplit, tp.KVReplicated)
+				t.Logf("%s --tp %d exact=%v: %d steps, max diff %.3g of max|logit|, vocab split %v, KV replicated %v, FFN shares %v, %d tensors split",
+					name, n, exact, len(want.Logits), worst, tp.VocabSplit, tp.KVReplicated, tp.FFNShares, len(tp.Ranks[0].Shards))
 			}
 		}
 	}
@@ -164,6 +165,10 @@ func TestShardTPLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The FFN width in units of 8, the tail of 4 on the last rank.
+	if !slices.Equal(tp.FFNShares, []int64{48, 40, 40, 44}) {
+		t.Errorf("FFN shares %v", tp.FFNShares)
+	}
 	if !tp.VocabSplit || tp.KVReplicated {
 		t.Errorf("vocab split %v, KV replicated %v", tp.VocabSplit, tp.KVReplicated)
 	}
@@ -175,7 +180,7 @@ func TestShardTPLayout(t *testing.T) {
 	if k := g.Find("cache_k_l0"); k == nil || k.Type.String() != "f16[8,256]" {
 		t.Errorf("cache_k_l0 of rank 1: %v", k)
 	}
-	if s := tp.Ranks[1].Shards["blk.0.ffn_down.weight"]; s.Dim != 0 || s.Start != 43 || s.Len != 43 {
+	if s := tp.Ranks[1].Shards["blk.0.ffn_down.weight"]; s.Dim != 0 || s.Start != 48 || s.Len != 40 {
 		t.Errorf("ffn_down shard of rank 1: %+v", s)
 	}
 	out := g.Outputs[0]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +56,7 @@ type call struct {
 	dt         ir.DType
 	send, recv []byte
 	peer       int
+	sizes      []int // AllGatherV: the bytes of each rank
 }
 
 type round struct {
@@ -136,6 +138,12 @@ func (c *Comm) AllReduce(send, recv []byte, dt ir.DType) error {
 // AllGather writes every rank's send into recv, rank 0 first.
 func (c *Comm) AllGather(send, recv []byte, dt ir.DType) error {
 	return c.collective(&call{rank: c.rank, op: ir.OpAllGather, dt: dt, send: send, recv: recv})
+}
+
+// AllGatherV writes every rank's send into recv, rank 0 first; rank r
+// sends sizes[r] bytes.
+func (c *Comm) AllGatherV(send, recv []byte, sizes []int, dt ir.DType) error {
+	return c.collective(&call{rank: c.rank, op: ir.OpAllGather, dt: dt, send: send, recv: recv, sizes: append([]int{}, sizes...)})
 }
 
 // ReduceScatter writes slice Rank() of the sum of send into recv.
@@ -263,9 +271,33 @@ func (g *Group) errOr(err error) error {
 func (g *Group) reduceRound(r *round) error {
 	c0 := r.calls[0]
 	for _, c := range r.calls[1:] {
-		if c.op != c0.op || c.dt != c0.dt || len(c.send) != len(c0.send) || len(c.recv) != len(c0.recv) {
+		if c.op != c0.op || c.dt != c0.dt || len(c.recv) != len(c0.recv) || (c.sizes == nil) != (c0.sizes == nil) ||
+			c.sizes == nil && len(c.send) != len(c0.send) || !slices.Equal(c.sizes, c0.sizes) {
 			return fmt.Errorf("collective mismatch: rank 0 calls %s, rank %d calls %s", c0.describe(), c.rank, c.describe())
 		}
+	}
+	if c0.sizes != nil {
+		if len(c0.sizes) != g.n {
+			return fmt.Errorf("%s: %d sizes for %d ranks", c0.describe(), len(c0.sizes), g.n)
+		}
+		total := 0
+		for i, c := range r.calls {
+			if len(c.send) != c0.sizes[i] {
+				return fmt.Errorf("collective mismatch: rank %d sends %d bytes, the sizes give it %d", i, len(c.send), c0.sizes[i])
+			}
+			total += c0.sizes[i]
+		}
+		if total != len(c0.recv) {
+			return fmt.Errorf("%s: recv holds %d bytes, the sizes sum to %d", c0.describe(), len(c0.recv), total)
+		}
+		for _, c := range r.calls {
+			off := 0
+			for _, s := range r.calls {
+				copy(c.recv[off:], s.send)
+				off += len(s.send)
+			}
+		}
+		return nil
 	}
 	if _, err := elemSize(c0.dt); err != nil {
 		return fmt.Errorf("rank 0: %s: %w", c0.describe(), err)

@@ -3,6 +3,7 @@ package device
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -80,6 +81,17 @@ func TestGroupCollectives(t *testing.T) {
 		gath := make([]byte, 4*n)
 		if err := c.AllGather(f32s(float32(10*r)), gath, ir.F32); err != nil {
 			return err
+		}
+		gv := make([]byte, 4*(1+2+3+4))
+		mine := make([]float32, r+1)
+		for i := range mine {
+			mine[i] = float32(r)
+		}
+		if err := c.AllGatherV(f32s(mine...), gv, []int{4, 8, 12, 16}, ir.F32); err != nil {
+			return err
+		}
+		if got := fromF32s(gv); got[0] != 0 || got[1] != 1 || got[3] != 2 || got[6] != 3 || got[9] != 3 {
+			return fmt.Errorf("rank %d: all_gather_v %v", r, got)
 		}
 		scat := make([]byte, 4)
 		if err := c.ReduceScatter(f32s(0, 1, 2, 3), scat, ir.F32); err != nil {
