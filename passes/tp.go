@@ -140,7 +140,10 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 	}
 	units, tail := F/unit, F%unit
 	if units < n {
-		return fail("n_ff %d has %d units of %d, fewer than the ranks", F, units, unit)
+		if unit > 8 {
+			return fail("n_ff %d is %d block(s) of %d values of ffn_down, fewer than the ranks: its columns cannot be split without cutting a block (--tp-exact splits its rows instead)", F, units, unit)
+		}
+		return fail("n_ff %d is %d unit(s) of 8, fewer than the ranks", F, units)
 	}
 	if o.Exact && E%n != 0 {
 		return fail("exact mode gathers equal slices of n_embd %d, which is not a multiple of %d", E, n)
@@ -178,7 +181,7 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 				return fmt.Errorf("tensor %q: dims %v cannot give [%d, %d) of dim %d", name, w.Ne, start, start+length, dim)
 			}
 			if dim == 0 && (start%w.Type.BlockSize() != 0 || length%w.Type.BlockSize() != 0) {
-				return fmt.Errorf("tensor %q is %s: columns [%d, %d) cut its blocks of %d values (uneven shards across blocks are not supported)",
+				return fmt.Errorf("tensor %q is %s: columns [%d, %d) cut its blocks of %d values (uneven shards across blocks are not supported; --tp-exact splits its rows instead)",
 					name, w.Type, start, start+length, w.Type.BlockSize())
 			}
 			s := Shard{Type: w.Type, Ne: w.Ne, Dim: dim, Start: start, Len: length}

@@ -135,6 +135,7 @@ type runFlags struct {
 	asJSON, withLogits, check *bool
 	sim                       simFlags
 	cann                      cannFlags
+	tp                        tpFlags
 	// Set by checkRunFlags:
 	kvT       models.KVCacheType
 	kvW       models.KVWrite
@@ -166,6 +167,7 @@ func declareRunFlags(fs *flag.FlagSet) *runFlags {
 	f.llamaBuild = fs.String("llama-build", kernels.LlamaCurrent.String(), "reproduce the quantised-matmul summation order of llama.cpp `COMMIT` (3f545bec: Q4_K repacked to q4_K_8x8 as Q4_0 is; c392e50: older builds, Q4_K and Q6_K in their vec_dot orders)")
 	f.sim.declare(fs)
 	f.cann.declare(fs)
+	f.tp.declare(fs)
 	return f
 }
 
@@ -198,6 +200,9 @@ func checkRunFlags(f *runFlags, pos []string, stderr io.Writer) int {
 		return bad("%v", err)
 	}
 	if err := checkSimFlags(fs, backend); err != nil {
+		return bad("%v", err)
+	}
+	if err := f.tp.check(backend); err != nil {
 		return bad("%v", err)
 	}
 	if backend != "cpu" {
@@ -255,6 +260,7 @@ type runJob struct {
 	cpu    *session.Session
 	sim    *simBackend
 	cann   *cannBackend
+	tp     *tpBackend
 	loadMS float64
 }
 
@@ -268,6 +274,9 @@ func (j *runJob) Close() {
 	}
 	if j.cann != nil {
 		j.cann.Close()
+	}
+	if j.tp != nil {
+		j.tp.Close()
 	}
 	if j.src != nil {
 		j.src.Close()
@@ -318,6 +327,18 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	}
 	if j.m, err = src.build(opts); err != nil {
 		return fail(err)
+	}
+	if f.tp.Ranks > 1 {
+		tp, err := shardTP(src, opts, &f.tp, f.pipeline)
+		if err != nil {
+			return fail(err)
+		}
+		if j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, f.fs, *f.threads); err != nil {
+			return fail(err)
+		}
+		j.sess = j.tp
+		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
+		return j, 0
 	}
 	if len(f.pipeline) > 0 {
 		// The passes work on the symbolic graph; the session specialises
@@ -519,6 +540,9 @@ func (j *runJob) reportText(res *session.GenerateResult, tps float64, stderr io.
 	if j.cann != nil {
 		j.cann.summary(stderr)
 	}
+	if j.tp != nil {
+		j.tp.summary(stderr)
+	}
 }
 
 // reportJSON writes run's --json document.
@@ -541,6 +565,9 @@ func (j *runJob) reportJSON(res *session.GenerateResult, text *string, tps float
 	}
 	if j.cann != nil {
 		out.Stats = j.cann.stats()
+	}
+	if j.tp != nil {
+		out.Stats = j.tp.stats()
 	}
 	if err := writeJSON(stdout, out); err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/passes"
+	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/runtime/program"
+	"github.com/irtool/irtool/runtime/session"
+)
+
+// This file holds run's tensor parallelism (--tp N): the model is split
+// over N ranks by passes.ShardTP (Megatron-LM's layout), each rank runs
+// its own graph on its own device (a simulated Ascend device per rank with
+// --backend sim, a CPU session per rank with --backend cpu), one goroutine
+// per rank, and the ranks' collectives meet in one device.Group, the
+// emulated HCCL communicator.
+
+// tpFlags are the tensor-parallel flags of run and compile.
+type tpFlags struct {
+	Ranks int
+	Exact bool
+}
+
+func (f *tpFlags) declare(fs *flag.FlagSet) {
+	fs.IntVar(&f.Ranks, "tp", 1, "split the model over `N` ranks by tensor parallelism (Megatron-LM's layout; n_head must be a multiple of N)")
+	fs.BoolVar(&f.Exact, "tp-exact", false, "with --tp, keep every dot product whole (all-gathers instead of all-reduces), so the logits are one device's bit for bit")
+}
+
+// check validates the flags for backend ("" for compile).
+func (f *tpFlags) check(backend string) error {
+	switch {
+	case f.Ranks < 1 || f.Ranks > 1024:
+		return fmt.Errorf("--tp %d: want 1..1024 ranks", f.Ranks)
+	case f.Exact && f.Ranks == 1:
+		return errors.New("--tp-exact needs --tp N with N > 1")
+	case f.Ranks > 1 && backend == "cann":
+		return errors.New("--tp runs on --backend sim or cpu (the HCCL lowering for cann is not implemented)")
+	}
+	return nil
+}
+
+// shardTP splits the model file's graph over the ranks and applies the
+// pass pipeline to each rank's graph.
+func shardTP(src *modelSource, opts models.Options, f *tpFlags, pipeline passes.Pipeline) (*passes.TP, error) {
+	if src.IsIR() {
+		return nil, errors.New("--tp shards the weights of a GGUF model; IR text is not supported yet")
+	}
+	tp, err := passes.ShardTPFile(src.File, opts, passes.TPOptions{Ranks: f.Ranks, Exact: f.Exact})
+	if err != nil {
+		return nil, err
+	}
+	if len(pipeline) > 0 {
+		for _, r := range tp.Ranks {
+			g, _, err := passes.Run(r.Model.Graph, pipeline, passes.Options{})
+			if err != nil {
+				return nil, fmt.Errorf("rank %d: %w", r.Rank, err)
+			}
+			m := *r.Model
+			m.Graph = g
+			r.Model = &m
+		}
+	}
+	return tp, nil
+}
+
+// tpBackend runs the ranks together.
+type tpBackend struct {
+	tp    *passes.TP
+	group *device.Group
+	*session.Ranks
+	sims []*simBackend
+	cpus []*session.Session
+}
+
+func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int) (*tpBackend, error) {
+	grp, err := device.NewGroup(passes.TPGroup, len(tp.Ranks), device.DefaultCollectiveTimeout)
+	if err != nil {
+		return nil, err
+	}
+	b := &tpBackend{tp: tp, group: grp}
+	var steppers []session.Stepper
+	for i, r := range tp.Ranks {
+		comm, err := grp.Comm(i)
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		ks := eval.NewCollectiveKernels(nil, comm)
+		w := r.Weights(f)
+		if backend == "sim" {
+			pol, err := flags.policy(fs)
+			if err != nil {
+				b.Close()
+				return nil, err
+			}
+			dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: simMemory(f), Kernels: flags.Kernels, KernelSet: ks})
+			if err != nil {
+				b.Close()
+				return nil, err
+			}
+			s, err := program.NewSession(r.Model, w, dev, program.Options{Policy: pol, Kernels: flags.Kernels, KernelSet: ks,
+				Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
+			if err != nil {
+				b.Close()
+				return nil, fmt.Errorf("rank %d: %w", i, err)
+			}
+			sb := &simBackend{Session: s, dev: dev}
+			b.sims = append(b.sims, sb)
+			steppers = append(steppers, sb)
+			continue
+		}
+		s, err := session.NewSession(r.Model, w, session.SessionOptions{Threads: threads,
+			Exec: eval.ExecOptions{Kernels: flags.Kernels, KernelSet: ks}})
+		if err != nil {
+			b.Close()
+			return nil, fmt.Errorf("rank %d: %w", i, err)
+		}
+		b.cpus = append(b.cpus, s)
+		steppers = append(steppers, s)
+	}
+	if b.Ranks, err = session.NewRanks(steppers, grp.Fail); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Close releases every rank's session.
+func (b *tpBackend) Close() {
+	for _, s := range b.sims {
+		s.Close()
+	}
+	for _, s := range b.cpus {
+		s.Close()
+	}
+}
+
+// tpJSON describes the split in run's and compile's --json.
+type tpJSON struct {
+	Ranks        int     `json:"ranks"`
+	Exact        bool    `json:"exact"`
+	KVReplicated bool    `json:"kv_replicated"`
+	VocabSplit   bool    `json:"vocab_split"`
+	FFNShares    []int64 `json:"ffn_shares"`
+	// Collectives counts each rank's collectives per step, by op.
+	Collectives map[string]int `json:"collectives_per_step"`
+}
+
+func tpInfo(tp *passes.TP) tpJSON {
+	counts := map[string]int{}
+	for _, c := range ir.Collectives(tp.Ranks[0].Model.Graph) {
+		counts[string(c.Op)]++
+	}
+	return tpJSON{Ranks: len(tp.Ranks), Exact: tp.Options.Exact, KVReplicated: tp.KVReplicated, VocabSplit: tp.VocabSplit,
+		FFNShares: tp.FFNShares, Collectives: counts}
+}
+
+// tpStatsJSON is the "stats" object of run --json with --tp.
+type tpStatsJSON struct {
+	TP tpJSON `json:"tp"`
+	// Ranks holds each rank's device statistics (--backend sim).
+	Ranks []simStatsJSON `json:"ranks,omitempty"`
+}
+
+func (b *tpBackend) stats() tpStatsJSON {
+	st := tpStatsJSON{TP: tpInfo(b.tp)}
+	for _, s := range b.sims {
+		st.Ranks = append(st.Ranks, s.stats())
+	}
+	return st
+}
+
+// summary prints the split and each rank's phases to w.
+func (b *tpBackend) summary(w io.Writer) {
+	in := tpInfo(b.tp)
+	fmt.Fprintf(w, "irtool run: tensor parallel over %d ranks (exact %v, KV heads replicated %v, vocabulary split %v, FFN shares %v); per step and rank %d all_reduce, %d all_gather\n",
+		in.Ranks, in.Exact, in.KVReplicated, in.VocabSplit, in.FFNShares, in.Collectives["all_reduce"], in.Collectives["all_gather"])
+	for i, s := range b.sims {
+		printPhases(w, fmt.Sprintf("sim rank %d", i), s.stats())
+	}
+}
