@@ -1,6 +1,7 @@
 package passes_test
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
@@ -242,5 +244,22 @@ func TestCheckPartialSums(t *testing.T) {
 	err = passes.CheckPartialSums(g2, func(n *ir.Node) bool { return n.Name == "w" })
 	if err == nil || !strings.Contains(err.Error(), "reaches rms_norm without an all_reduce") {
 		t.Errorf("partial sum into rms_norm: %v", err)
+	}
+}
+
+// TestShardTPGolden keeps rank 1's graph of stories260K over two ranks,
+// plain and exact, as IR text (testdata/tp; go test ./passes -run
+// TestShardTPGolden -update rewrites them): the layout, reviewable.
+func TestShardTPGolden(t *testing.T) {
+	f := openModel(t, "../testdata/stories260K.gguf")
+	for _, c := range []struct {
+		file  string
+		exact bool
+	}{{"stories260K-tp2-rank1.ir", false}, {"stories260K-tp2-exact-rank1.ir", true}} {
+		tp, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: 2, Exact: c.exact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden.Check(t, filepath.Join("testdata", "tp", c.file), []byte(tp.Ranks[1].Model.Graph.String()))
 	}
 }
