@@ -2,7 +2,9 @@ package program
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/device"
@@ -22,7 +25,7 @@ import (
 
 // tpRanks starts one program session per rank of tp, each on its own
 // simulated device, their collectives in one group.
-func tpRanks(t *testing.T, tp *passes.TP, f *gguf.File, timeout time.Duration) (*session.Ranks, *device.Group, []*Session) {
+func tpRanks(t *testing.T, tp *passes.TP, f *gguf.File, timeout time.Duration, ko kernels.Options) (*session.Ranks, *device.Group, []*Session) {
 	t.Helper()
 	grp, err := device.NewGroup(passes.TPGroup, len(tp.Ranks), timeout)
 	if err != nil {
@@ -36,11 +39,11 @@ func tpRanks(t *testing.T, tp *passes.TP, f *gguf.File, timeout time.Duration) (
 			t.Fatal(err)
 		}
 		ks := eval.NewCollectiveKernels(nil, c)
-		dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20, KernelSet: ks})
+		dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20, KernelSet: ks, Kernels: ko})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewSession(r.Model, r.Weights(f), dev, Options{Policy: policy(true), KernelSet: ks})
+		s, err := NewSession(r.Model, r.Weights(f), dev, Options{Policy: policy(true), KernelSet: ks, Kernels: ko})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,95 +84,138 @@ var tpModels = []struct {
 // wherever its top-1/top-2 gap exceeds 2e-3 of max|logit|; in exact mode,
 // every step's logits bit-identical to one simulated device's. A split
 // the layout cannot take (a quantisation block cut by the column split)
-// is logged and must be refused with the tensor named.
+// must be refused with the block named, and is logged.
 func TestTPMatchesLlamaCpp(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every split of the reference models")
 	}
-	const bound = 1e-3
 	for _, tm := range tpModels {
-		ref := testmodel.LoadRun(t, filepath.Join(testref.CopyDir(), "llamacpp", tm.name+".llamacpp.json"))
-		f, err := gguf.Open(testref.Testdata(tm.name + ".gguf"))
+		checkTP(t, testref.Testdata(tm.name+".gguf"), filepath.Join(testref.CopyDir(), "llamacpp", tm.name+".llamacpp.json"), tm.ranks)
+	}
+}
+
+// TestTPSharedModelsMatchLlamaCpp is TestTPMatchesLlamaCpp on every model
+// of the external reference data directory that has a llama.cpp run and
+// whose architecture the split takes, over 2 ranks (and 4 for
+// stories260K, synth-llama-F32 and synth-qwen3-F32, whose 2 KV heads are
+// then replicated).
+func TestTPSharedModelsMatchLlamaCpp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every split of the reference models")
+	}
+	if testref.SharedDir() == "" {
+		t.Skip("no external reference data directory (TestTPMatchesLlamaCpp covers the copies in testdata)")
+	}
+	for _, path := range testref.Models(t) {
+		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
+		ref := filepath.Join(testref.SharedDir(), "llamacpp", name+".llamacpp.json")
+		if _, err := os.Stat(ref); err != nil {
+			t.Logf("%s: no llama.cpp run", name)
+			continue
+		}
+		ranks := []int{2}
+		switch name {
+		case "stories260K", "synth-llama-F32", "synth-qwen3-F32":
+			ranks = []int{2, 4}
+		}
+		checkTP(t, path, ref, ranks)
+	}
+}
+
+// checkTP runs the checks of TestTPMatchesLlamaCpp on one model.
+func checkTP(t *testing.T, path, refPath string, degrees []int) {
+	t.Helper()
+	const bound = 1e-3
+	name := strings.TrimSuffix(filepath.Base(path), ".gguf")
+	ref := testmodel.LoadRun(t, refPath)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mo := models.Options{NCtx: ref.Context.NCtx}
+	ko := ref.Kernels(t) // the llama.cpp build's summation orders
+	m, err := models.Build(f, mo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20, Kernels: ko})
+	if err != nil {
+		t.Fatal(err)
+	}
+	one, err := NewSession(m, f, dev, Options{Policy: policy(true), Kernels: ko})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oneLogits [][]float32
+	feed := ref.Prompt.Tokens
+	for _, tok := range ref.Generation.Tokens {
+		res, err := one.Step(feed)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mo := models.Options{NCtx: ref.Context.NCtx}
-		m, err := models.Build(f, mo)
-		if err != nil {
-			t.Fatal(err)
-		}
-		one, err := NewSession(m, f, newSim(t), Options{Policy: policy(true)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var oneLogits [][]float32
-		feed := ref.Prompt.Tokens
-		for _, tok := range ref.Generation.Tokens {
-			res, err := one.Step(feed)
+		oneLogits = append(oneLogits, res.Logits[len(res.Logits)-1])
+		feed = []int32{tok}
+	}
+	one.Close()
+	for _, n := range degrees {
+		for _, exact := range []bool{false, true} {
+			label := fmt.Sprintf("%s --tp %d", name, n)
+			if exact {
+				label += " --tp-exact"
+			}
+			tp, err := passes.ShardTPFile(f, mo, passes.TPOptions{Ranks: n, Exact: exact})
 			if err != nil {
-				t.Fatal(err)
-			}
-			oneLogits = append(oneLogits, res.Logits[len(res.Logits)-1])
-			feed = []int32{tok}
-		}
-		one.Close()
-		for _, n := range tm.ranks {
-			for _, exact := range []bool{false, true} {
-				label := tm.name + " --tp " + string(rune('0'+n))
-				if exact {
-					label += " --tp-exact"
-				}
-				tp, err := passes.ShardTPFile(f, mo, passes.TPOptions{Ranks: n, Exact: exact})
-				if err != nil {
-					if !exact && strings.Contains(err.Error(), "block") {
-						t.Logf("%s: refused: %v", label, err)
-						continue
-					}
+				switch {
+				case !exact && strings.Contains(err.Error(), "block"):
+					t.Logf("%s: refused: %v", label, err)
+				case m.HParams.Arch == "phi3" || m.HParams.NExpert > 0:
+					t.Logf("%s: refused: %v", label, err)
+				default:
 					t.Errorf("%s: %v", label, err)
-					continue
 				}
-				ranks, _, _ := tpRanks(t, tp, f, 10*time.Second)
-				feed := ref.Prompt.Tokens
-				worstRef, worstOne, tokensOK := 0.0, 0.0, true
-				for i, tok := range ref.Generation.Tokens {
-					res, err := ranks.Step(feed)
-					if err != nil {
-						t.Fatalf("%s step %d: %v", label, i, err)
-					}
-					logits := res.Logits[len(res.Logits)-1]
-					switch i {
-					case 0:
-						worstRef = max(worstRef, testmodel.RelErr(logits, ref.Prefill.LogitsLast))
-					case 1:
-						worstRef = max(worstRef, testmodel.RelErr(logits, ref.Decode.Logits))
-					}
-					scale := 0.0
-					for _, v := range logits {
-						scale = max(scale, math.Abs(float64(v)))
-					}
-					top5 := ref.Generation.Top5[i]
-					for _, p := range top5 {
-						worstRef = max(worstRef, math.Abs(float64(logits[int(p[0])])-p[1])/scale)
-					}
-					if got := session.Argmax(logits); got != tok && top5[0][1]-top5[1][1] > 2*bound*scale {
-						t.Errorf("%s step %d: token %d, llama.cpp %d", label, i, got, tok)
-						tokensOK = false
-					}
-					d := testmodel.RelErr(logits, oneLogits[i])
-					worstOne = max(worstOne, d)
-					if exact && d != 0 {
-						t.Errorf("%s step %d: %.3g of max|logit| from one device's, want bit-identical", label, i, d)
-					}
-					feed = []int32{tok}
-				}
-				if worstRef > bound {
-					t.Errorf("%s: max|Δ|/max|logit| = %.3g against llama.cpp", label, worstRef)
-				}
-				t.Logf("%s: %d steps, llama.cpp's tokens %v, max|Δ|/max|logit| %.3g against llama.cpp, %.3g against one device (KV replicated %v, vocab split %v)",
-					label, len(ref.Generation.Tokens), tokensOK, worstRef, worstOne, tp.KVReplicated, tp.VocabSplit)
+				continue
 			}
+			ranks, _, _ := tpRanks(t, tp, f, 10*time.Second, ko)
+			feed := ref.Prompt.Tokens
+			worstRef, worstOne, tokensOK := 0.0, 0.0, true
+			for i, tok := range ref.Generation.Tokens {
+				res, err := ranks.Step(feed)
+				if err != nil {
+					t.Fatalf("%s step %d: %v", label, i, err)
+				}
+				logits := res.Logits[len(res.Logits)-1]
+				switch i {
+				case 0:
+					worstRef = max(worstRef, testmodel.RelErr(logits, ref.Prefill.LogitsLast))
+				case 1:
+					worstRef = max(worstRef, testmodel.RelErr(logits, ref.Decode.Logits))
+				}
+				scale := 0.0
+				for _, v := range logits {
+					scale = max(scale, math.Abs(float64(v)))
+				}
+				top5 := ref.Generation.Top5[i]
+				for _, p := range top5 {
+					worstRef = max(worstRef, math.Abs(float64(logits[int(p[0])])-p[1])/scale)
+				}
+				if got := session.Argmax(logits); got != tok && top5[0][1]-top5[1][1] > 2*bound*scale {
+					t.Errorf("%s step %d: token %d, llama.cpp %d", label, i, got, tok)
+					tokensOK = false
+				}
+				d := testmodel.RelErr(logits, oneLogits[i])
+				worstOne = max(worstOne, d)
+				if exact && d != 0 {
+					t.Errorf("%s step %d: %.3g of max|logit| from one device's, want bit-identical", label, i, d)
+				}
+				feed = []int32{tok}
+			}
+			if worstRef > bound {
+				t.Errorf("%s: max|Δ|/max|logit| = %.3g against llama.cpp", label, worstRef)
+			}
+			t.Logf("%s: %d steps, llama.cpp's tokens %v, max|Δ|/max|logit| %.3g against llama.cpp, %.3g against one device (KV replicated %v, vocab split %v)",
+				label, len(ref.Generation.Tokens), tokensOK, worstRef, worstOne, tp.KVReplicated, tp.VocabSplit)
 		}
-		f.Close()
 	}
 }
 
