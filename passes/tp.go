@@ -39,12 +39,24 @@ type TPOptions struct {
 
 // Shard is the part of a model tensor one rank holds: elements
 // [Start, Start+Len) of dim Dim (0: columns, the contiguous dim; 1: rows).
+// A fused weight (phi3's attn_qkv and ffn_up) holds several ranges of
+// its dim, one per part, joined in order: Parts, each {start, length},
+// with Start and Len those of the first part.
 type Shard struct {
 	Type  ir.DType
 	Ne    [4]int64 // the whole tensor's dims
 	Dim   int
 	Start int64
 	Len   int64
+	Parts [][2]int64
+}
+
+// ranges returns the shard's ranges of Dim.
+func (s Shard) ranges() [][2]int64 {
+	if len(s.Parts) > 0 {
+		return s.Parts
+	}
+	return [][2]int64{{s.Start, s.Len}}
 }
 
 // TPRank is one rank's part of a tensor-parallel model: its graph (with
@@ -80,6 +92,7 @@ type tpSpec struct {
 	dim         int
 	start, size int64
 	view        bool
+	parts       [][2]int64 // a fused weight's ranges (start, size unused)
 }
 
 // TPGroup is the communicator of the tensor-parallel collectives.
@@ -92,8 +105,8 @@ const TPGroup = "tp"
 // weights' roles (attn_output, ffn_down, output), and checked
 // (ir.VerifyCollectives over the ranks, CheckPartialSums on each). It
 // refuses, naming the counts, a degree the heads cannot take, a split
-// that would cut a quantisation block, and the architectures whose fused
-// or expert weights it does not split yet.
+// that would cut a quantisation block, and expert weights (not split
+// yet). Fused weights (phi3's attn_qkv and ffn_up) are split per part.
 func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o TPOptions) (*TP, error) {
 	n := int64(o.Ranks)
 	fail := func(format string, args ...any) (*TP, error) {
@@ -103,8 +116,6 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 		return fail("the degree must be in [1, 1024]")
 	}
 	switch {
-	case hp.Arch == "phi3":
-		return fail("phi3's fused attn_qkv and ffn_up weights are not split per part yet")
 	case hp.NExpert > 0:
 		return fail("%s's experts are not sharded yet", hp.Arch)
 	}
@@ -172,25 +183,33 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 		// weights as the column split, the output whole); Shards the
 		// slices the rank holds.
 		built := map[string][4]int64{}
-		split := func(name string, dim int, start, length int64, builderView bool) error {
+		split := func(name string, dim int, parts [][2]int64, builderView bool) error {
 			w, ok := lookup(name)
 			if !ok {
 				return nil
 			}
-			if start < 0 || length < 1 || start+length > w.Ne[dim] {
-				return fmt.Errorf("tensor %q: dims %v cannot give [%d, %d) of dim %d", name, w.Ne, start, start+length, dim)
+			total := int64(0)
+			for _, p := range parts {
+				start, length := p[0], p[1]
+				if start < 0 || length < 1 || start+length > w.Ne[dim] {
+					return fmt.Errorf("tensor %q: dims %v cannot give [%d, %d) of dim %d", name, w.Ne, start, start+length, dim)
+				}
+				if dim == 0 && (start%w.Type.BlockSize() != 0 || length%w.Type.BlockSize() != 0) {
+					return fmt.Errorf("tensor %q is %s: columns [%d, %d) cut its blocks of %d values (uneven shards across blocks are not supported; --tp-exact splits its rows instead)",
+						name, w.Type, start, start+length, w.Type.BlockSize())
+				}
+				total += length
 			}
-			if dim == 0 && (start%w.Type.BlockSize() != 0 || length%w.Type.BlockSize() != 0) {
-				return fmt.Errorf("tensor %q is %s: columns [%d, %d) cut its blocks of %d values (uneven shards across blocks are not supported; --tp-exact splits its rows instead)",
-					name, w.Type, start, start+length, w.Type.BlockSize())
+			s := Shard{Type: w.Type, Ne: w.Ne, Dim: dim, Start: parts[0][0], Len: parts[0][1]}
+			if len(parts) > 1 {
+				s.Parts = parts
 			}
-			s := Shard{Type: w.Type, Ne: w.Ne, Dim: dim, Start: start, Len: length}
-			if length != w.Ne[dim] {
+			if total != w.Ne[dim] {
 				rank.Shards[name] = s
 			}
 			if builderView {
 				ne := w.Ne
-				ne[dim] = length
+				ne[dim] = total
 				built[name] = ne
 			}
 			return nil
@@ -198,26 +217,47 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 		for l := range hp.NLayer {
 			p := "blk." + strconv.FormatInt(l, 10) + "."
 			specs := []tpSpec{
-				{p + "attn_q.weight", 1, q0 * hd, (q1 - q0) * hd, true},
-				{p + "attn_q.bias", 0, q0 * hd, (q1 - q0) * hd, true},
-				{p + "attn_k.weight", 1, k0 * hd, (k1 - k0) * hd, true},
-				{p + "attn_k.bias", 0, k0 * hd, (k1 - k0) * hd, true},
-				{p + "attn_v.weight", 1, k0 * hdv, (k1 - k0) * hdv, true},
-				{p + "attn_v.bias", 0, k0 * hdv, (k1 - k0) * hdv, true},
-				{p + "ffn_gate.weight", 1, f0, f1 - f0, true},
-				{p + "ffn_up.weight", 1, f0, f1 - f0, true},
+				{p + "attn_q.weight", 1, q0 * hd, (q1 - q0) * hd, true, nil},
+				{p + "attn_q.bias", 0, q0 * hd, (q1 - q0) * hd, true, nil},
+				{p + "attn_k.weight", 1, k0 * hd, (k1 - k0) * hd, true, nil},
+				{p + "attn_k.bias", 0, k0 * hd, (k1 - k0) * hd, true, nil},
+				{p + "attn_v.weight", 1, k0 * hdv, (k1 - k0) * hdv, true, nil},
+				{p + "attn_v.bias", 0, k0 * hdv, (k1 - k0) * hdv, true, nil},
+				{p + "ffn_gate.weight", 1, f0, f1 - f0, true, nil},
+				{p + "ffn_up.weight", 1, f0, f1 - f0, true, nil},
 			}
 			if o.Exact {
 				specs = append(specs,
-					tpSpec{p + "attn_output.weight", 1, r * E / n, E / n, false},
-					tpSpec{p + "ffn_down.weight", 1, r * E / n, E / n, false})
+					tpSpec{name: p + "attn_output.weight", dim: 1, start: r * E / n, size: E / n},
+					tpSpec{name: p + "ffn_down.weight", dim: 1, start: r * E / n, size: E / n})
 			} else {
 				specs = append(specs,
-					tpSpec{p + "attn_output.weight", 0, q0 * hdv, (q1 - q0) * hdv, true},
-					tpSpec{p + "ffn_down.weight", 0, f0, f1 - f0, true})
+					tpSpec{name: p + "attn_output.weight", dim: 0, start: q0 * hdv, size: (q1 - q0) * hdv, view: true},
+					tpSpec{name: p + "ffn_down.weight", dim: 0, start: f0, size: f1 - f0, view: true})
+			}
+			if hp.Arch == "phi3" {
+				// One fused projection per layer: Q, K, V rows, and gate,
+				// up rows (llama.cpp's phi3 graph); each part is split.
+				nQ, nK := H*hd, Hkv*hd
+				qkv := [][2]int64{{q0 * hd, (q1 - q0) * hd}, {nQ + k0*hd, (k1 - k0) * hd}, {nQ + nK + k0*hdv, (k1 - k0) * hdv}}
+				specs = append(specs[:0],
+					tpSpec{name: p + "attn_qkv.weight", dim: 1, view: true, parts: qkv},
+					tpSpec{name: p + "attn_qkv.bias", dim: 0, view: true, parts: qkv},
+					tpSpec{name: p + "ffn_up.weight", dim: 1, view: true, parts: [][2]int64{{f0, f1 - f0}, {F + f0, f1 - f0}}})
+				if o.Exact {
+					specs = append(specs, tpSpec{name: p + "attn_output.weight", dim: 1, start: r * E / n, size: E / n},
+						tpSpec{name: p + "ffn_down.weight", dim: 1, start: r * E / n, size: E / n})
+				} else {
+					specs = append(specs, tpSpec{name: p + "attn_output.weight", dim: 0, start: q0 * hdv, size: (q1 - q0) * hdv, view: true},
+						tpSpec{name: p + "ffn_down.weight", dim: 0, start: f0, size: f1 - f0, view: true})
+				}
 			}
 			for _, s := range specs {
-				if err := split(s.name, s.dim, s.start, s.size, s.view); err != nil {
+				parts := s.parts
+				if parts == nil {
+					parts = [][2]int64{{s.start, s.size}}
+				}
+				if err := split(s.name, s.dim, parts, s.view); err != nil {
 					return fail("rank %d: %v", r, err)
 				}
 			}
@@ -236,7 +276,7 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 			}
 		}
 		if tp.VocabSplit {
-			if err := split("output.weight", 1, r*V/n, V/n, false); err != nil {
+			if err := split("output.weight", 1, [][2]int64{{r * V / n, V / n}}, false); err != nil {
 				return fail("rank %d: %v", r, err)
 			}
 		}
@@ -489,18 +529,26 @@ func (s *shardSource) TensorData(name string) ([]byte, error) {
 		return nil, fmt.Errorf("tensor %q holds %d bytes, %d rows of %d need %d", name, len(full), rows, row, row*rows)
 	}
 	var out []byte
+	parts := sh.ranges()
 	switch sh.Dim {
 	case 1:
 		if sh.Ne[2] != 1 || sh.Ne[3] != 1 {
 			return nil, fmt.Errorf("tensor %q: a row split of a %v tensor", name, sh.Ne)
 		}
-		out = full[sh.Start*row : (sh.Start+sh.Len)*row]
+		if len(parts) == 1 {
+			out = full[sh.Start*row : (sh.Start+sh.Len)*row]
+			break
+		}
+		for _, p := range parts {
+			out = append(out, full[p[0]*row:(p[0]+p[1])*row]...)
+		}
 	case 0:
 		bs, ts := sh.Type.BlockSize(), sh.Type.TypeSize()
-		lo, hi := sh.Start/bs*ts, (sh.Start+sh.Len)/bs*ts
-		out = make([]byte, 0, (hi-lo)*rows)
 		for i := range rows {
-			out = append(out, full[i*row+lo:i*row+hi]...)
+			for _, p := range parts {
+				lo, hi := p[0]/bs*ts, (p[0]+p[1])/bs*ts
+				out = append(out, full[i*row+lo:i*row+hi]...)
+			}
 		}
 	default:
 		return nil, fmt.Errorf("tensor %q: split along dim %d", name, sh.Dim)

@@ -263,3 +263,43 @@ func TestShardTPGolden(t *testing.T) {
 		golden.Check(t, filepath.Join("testdata", "tp", c.file), []byte(tp.Ranks[1].Model.Graph.String()))
 	}
 }
+
+// TestShardTPFused: phi3's fused attn_qkv and ffn_up are split per part,
+// each rank holding its rows of Q, K and V, and of gate and up.
+func TestShardTPFused(t *testing.T) {
+	f := openModel(t, "../testdata/synth-phi3-Q4_0.gguf")
+	tp, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tp.Ranks[1]
+	qkv := r.Shards["blk.0.attn_qkv.weight"]
+	hd := qkv.Ne[1] / (4 + 2 + 2) // 4 query heads, 2 KV heads
+	want := [][2]int64{{2 * hd, 2 * hd}, {4*hd + hd, hd}, {6*hd + hd, hd}}
+	if qkv.Dim != 1 || !slices.Equal(qkv.Parts, want) {
+		t.Errorf("attn_qkv of rank 1: dim %d parts %v, want %v", qkv.Dim, qkv.Parts, want)
+	}
+	up := r.Shards["blk.0.ffn_up.weight"]
+	F := up.Ne[1] / 2
+	f0 := tp.FFNShares[0]
+	if !slices.Equal(up.Parts, [][2]int64{{f0, F - f0}, {F + f0, F - f0}}) {
+		t.Errorf("ffn_up of rank 1: parts %v (n_ff %d, shares %v)", up.Parts, F, tp.FFNShares)
+	}
+	// The rank's bytes are its parts' rows, in order.
+	full, err := f.TensorData("blk.0.attn_qkv.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Weights(f).TensorData("blk.0.attn_qkv.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := int64(len(full)) / qkv.Ne[1]
+	var wantBytes []byte
+	for _, p := range want {
+		wantBytes = append(wantBytes, full[p[0]*row:(p[0]+p[1])*row]...)
+	}
+	if string(got) != string(wantBytes) {
+		t.Errorf("rank 1's attn_qkv bytes are not its parts' rows")
+	}
+}
