@@ -105,8 +105,8 @@ const TPGroup = "tp"
 // weights' roles (attn_output, ffn_down, output), and checked
 // (ir.VerifyCollectives over the ranks, CheckPartialSums on each). It
 // refuses, naming the counts, a degree the heads cannot take, a split
-// that would cut a quantisation block, and expert weights (not split
-// yet). Fused weights (phi3's attn_qkv and ffn_up) are split per part.
+// that would cut a quantisation block. Fused weights (phi3's attn_qkv and
+// ffn_up) are split per part, experts each by their FFN width.
 func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o TPOptions) (*TP, error) {
 	n := int64(o.Ranks)
 	fail := func(format string, args ...any) (*TP, error) {
@@ -116,8 +116,6 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 		return fail("the degree must be in [1, 1024]")
 	}
 	switch {
-	case hp.NExpert > 0:
-		return fail("%s's experts are not sharded yet", hp.Arch)
 	}
 	H, Hkv := hp.NHead, hp.NHeadKV
 	if H%n != 0 {
@@ -131,6 +129,12 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 		return fail("%d ranks are not a multiple of n_head_kv %d, so KV heads cannot be replicated evenly (n_head %d)", n, Hkv, H)
 	}
 	E, F, V := hp.NEmbd, hp.NFF, hp.NVocab
+	// With experts, the FFN split is each expert's width (every rank
+	// holds its slice of every expert, so the routing is replicated).
+	down := "ffn_down"
+	if hp.NExpert > 0 {
+		F, down = hp.NFFExp, "ffn_down_exps"
+	}
 	hd, hdv := hp.HeadDimK, hp.HeadDimV
 	tp := &TP{Options: o, KVReplicated: kvRepl}
 	if _, untied := lookup("output.weight"); untied && V%n == 0 {
@@ -143,7 +147,7 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 	// columns are split. The shares are uneven when the units do not
 	// divide by the ranks.
 	unit := int64(8)
-	if w, ok := lookup("blk.0.ffn_down.weight"); ok && !o.Exact && w.Type.BlockSize() > 1 {
+	if w, ok := lookup("blk.0." + down + ".weight"); ok && !o.Exact && w.Type.BlockSize() > 1 {
 		unit = w.Type.BlockSize()
 		if F%unit != 0 {
 			return fail("n_ff %d is not a multiple of ffn_down's %s block of %d", F, w.Type, unit)
@@ -177,7 +181,12 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 		f0 := unit * (r*(units/n) + min(r, units%n))
 		f1 := f0 + tp.FFNShares[r]
 		rhp := hp
-		rhp.NHead, rhp.NHeadKV, rhp.NFF = q1-q0, k1-k0, f1-f0
+		rhp.NHead, rhp.NHeadKV = q1-q0, k1-k0
+		if hp.NExpert > 0 {
+			rhp.NFFExp = f1 - f0
+		} else {
+			rhp.NFF = f1 - f0
+		}
 		rank := &TPRank{Rank: int(r), Shards: map[string]Shard{}}
 		// built holds the dims the builder checks (the row-parallel
 		// weights as the column split, the output whole); Shards the
@@ -225,15 +234,19 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 				{p + "attn_v.bias", 0, k0 * hdv, (k1 - k0) * hdv, true, nil},
 				{p + "ffn_gate.weight", 1, f0, f1 - f0, true, nil},
 				{p + "ffn_up.weight", 1, f0, f1 - f0, true, nil},
+				{p + "ffn_gate_exps.weight", 1, f0, f1 - f0, true, nil},
+				{p + "ffn_up_exps.weight", 1, f0, f1 - f0, true, nil},
 			}
 			if o.Exact {
 				specs = append(specs,
 					tpSpec{name: p + "attn_output.weight", dim: 1, start: r * E / n, size: E / n},
-					tpSpec{name: p + "ffn_down.weight", dim: 1, start: r * E / n, size: E / n})
+					tpSpec{name: p + "ffn_down.weight", dim: 1, start: r * E / n, size: E / n},
+					tpSpec{name: p + "ffn_down_exps.weight", dim: 1, start: r * E / n, size: E / n})
 			} else {
 				specs = append(specs,
 					tpSpec{name: p + "attn_output.weight", dim: 0, start: q0 * hdv, size: (q1 - q0) * hdv, view: true},
-					tpSpec{name: p + "ffn_down.weight", dim: 0, start: f0, size: f1 - f0, view: true})
+					tpSpec{name: p + "ffn_down.weight", dim: 0, start: f0, size: f1 - f0, view: true},
+					tpSpec{name: p + "ffn_down_exps.weight", dim: 0, start: f0, size: f1 - f0, view: true})
 			}
 			if hp.Arch == "phi3" {
 				// One fused projection per layer: Q, K, V rows, and gate,
@@ -266,7 +279,7 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 				for _, w := range []struct {
 					name string
 					cols int64
-				}{{p + "attn_output.weight", (q1 - q0) * hdv}, {p + "ffn_down.weight", f1 - f0}} {
+				}{{p + "attn_output.weight", (q1 - q0) * hdv}, {p + "ffn_down.weight", f1 - f0}, {p + "ffn_down_exps.weight", f1 - f0}} {
 					if t, ok := lookup(w.name); ok {
 						ne := t.Ne
 						ne[0] = w.cols
@@ -354,9 +367,9 @@ func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions, ffn []int64) error {
 	// The products to rewrite, found before the node list changes.
 	var mms []*ir.Node
 	for _, x := range g.Nodes {
-		if x.Op == ir.OpMulMat && x.Args[0].Op == ir.OpWeight {
+		if (x.Op == ir.OpMulMat || x.Op == ir.OpMulMatID) && x.Args[0].Op == ir.OpWeight {
 			switch role(x.Args[0].Name) {
-			case "attn_output", "ffn_down", "output":
+			case "attn_output", "ffn_down", "ffn_down_exps", "output":
 				mms = append(mms, x)
 			}
 		}
@@ -388,7 +401,7 @@ func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions, ffn []int64) error {
 		x := mm.Args[1]
 		if !x.Type.Shape[0].Equal(nw.Type.Shape[0]) {
 			attrs := ir.Attrs{ir.AttrDim: int64(0)}
-			if role(w.Name) == "ffn_down" && !slices.Equal(ffn, slices.Repeat(ffn[:1], len(ffn))) {
+			if (role(w.Name) == "ffn_down" || role(w.Name) == "ffn_down_exps") && !slices.Equal(ffn, slices.Repeat(ffn[:1], len(ffn))) {
 				attrs[ir.AttrCounts] = slices.Clone(ffn)
 			}
 			gx, err := addAfter(g, x, nil, ir.OpAllGather, []*ir.Node{x}, coll(ir.OpAllGather, attrs), mm.Name+" (input gathered)")
@@ -397,7 +410,7 @@ func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions, ffn []int64) error {
 			}
 			x = gx
 		}
-		prod, err := addAfter(g, mm, nil, ir.OpMulMat, []*ir.Node{nw, x}, nil, mm.Name)
+		prod, err := addAfter(g, mm, nil, mm.Op, append([]*ir.Node{nw, x}, mm.Args[2:]...), nil, mm.Name)
 		if err != nil {
 			return err
 		}
@@ -446,7 +459,7 @@ func CheckPartialSums(g *ir.Graph, contracting func(w *ir.Node) bool) error {
 			}
 		}
 		switch x.Op {
-		case ir.OpMulMat, ir.OpMulMatAdd:
+		case ir.OpMulMat, ir.OpMulMatAdd, ir.OpMulMatID:
 			if contracting(x.Args[0]) && partial[x.Args[1]] == nil {
 				if x.Op == ir.OpMulMatAdd {
 					return fmt.Errorf("%s (%s %q): a bias added to the partial sum of %q before its all_reduce", x, x.Op, x.Name, x.Args[0].Name)
@@ -532,15 +545,16 @@ func (s *shardSource) TensorData(name string) ([]byte, error) {
 	parts := sh.ranges()
 	switch sh.Dim {
 	case 1:
-		if sh.Ne[2] != 1 || sh.Ne[3] != 1 {
-			return nil, fmt.Errorf("tensor %q: a row split of a %v tensor", name, sh.Ne)
-		}
-		if len(parts) == 1 {
+		planes := sh.Ne[2] * sh.Ne[3] // experts: each one's rows are split
+		if len(parts) == 1 && planes == 1 {
 			out = full[sh.Start*row : (sh.Start+sh.Len)*row]
 			break
 		}
-		for _, p := range parts {
-			out = append(out, full[p[0]*row:(p[0]+p[1])*row]...)
+		for pl := range planes {
+			base := pl * sh.Ne[1]
+			for _, p := range parts {
+				out = append(out, full[(base+p[0])*row:(base+p[0]+p[1])*row]...)
+			}
 		}
 	case 0:
 		bs, ts := sh.Type.BlockSize(), sh.Type.TypeSize()

@@ -303,3 +303,46 @@ func TestShardTPFused(t *testing.T) {
 		t.Errorf("rank 1's attn_qkv bytes are not its parts' rows")
 	}
 }
+
+// TestShardTPExperts: every rank holds its slice of every expert's FFN
+// width (the router replicated), and the experts' down products are
+// reduced.
+func TestShardTPExperts(t *testing.T) {
+	f := openModel(t, "../testdata/synth-qwen3moe-Q4_0.gguf")
+	tp, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tp.Ranks[1]
+	gate, down := r.Shards["blk.0.ffn_gate_exps.weight"], r.Shards["blk.0.ffn_down_exps.weight"]
+	if gate.Dim != 1 || gate.Start != tp.FFNShares[0] || down.Dim != 0 || down.Start != tp.FFNShares[0] || gate.Ne[2] < 2 {
+		t.Errorf("expert shards of rank 1: gate %+v, down %+v (shares %v)", gate, down, tp.FFNShares)
+	}
+	if _, split := r.Shards["blk.0.ffn_gate_inp.weight"]; split {
+		t.Error("the router is split")
+	}
+	g := r.Model.Graph
+	reduced := 0
+	for _, n := range g.Nodes {
+		if n.Op == ir.OpAllReduce && n.Args[0].Op == ir.OpMulMatID {
+			reduced++
+		}
+	}
+	if reduced != int(r.Model.HParams.NLayer) {
+		t.Errorf("%d all_reduces of expert products, want one per layer (%d)", reduced, r.Model.HParams.NLayer)
+	}
+	// A rank's expert bytes: its rows of each expert, expert after expert.
+	full, _ := f.TensorData("blk.0.ffn_gate_exps.weight")
+	got, err := r.Weights(f).TensorData("blk.0.ffn_gate_exps.weight")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := int64(len(full)) / (gate.Ne[1] * gate.Ne[2])
+	var want []byte
+	for e := range gate.Ne[2] {
+		want = append(want, full[(e*gate.Ne[1]+gate.Start)*row:(e*gate.Ne[1]+gate.Start+gate.Len)*row]...)
+	}
+	if string(got) != string(want) {
+		t.Error("rank 1's expert bytes are not its rows of each expert")
+	}
+}
