@@ -92,6 +92,11 @@ func TestTPMatchesLlamaCpp(t *testing.T) {
 		t.Skip("runs every split of the reference models")
 	}
 	for _, tm := range tpModels {
+		if d := testref.SharedDir(); d != "" {
+			if _, err := os.Stat(filepath.Join(d, "llamacpp", tm.name+".llamacpp.json")); err == nil {
+				continue // TestTPSharedModelsMatchLlamaCpp runs it
+			}
+		}
 		checkTP(t, testref.Testdata(tm.name+".gguf"), filepath.Join(testref.CopyDir(), "llamacpp", tm.name+".llamacpp.json"), tm.ranks)
 	}
 }
