@@ -133,3 +133,16 @@ func TestCompileTPJSON(t *testing.T) {
 	}
 	require.EqualValues(t, 2, r.TP["ranks"])
 }
+
+// viz --tp 2 --rank 1 draws rank 1's graph, its collectives in teal.
+func TestVizTP(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"viz", "--tp", "2", "--rank", "1"}, &out, &errb), errb.String())
+	dot := out.String()
+	require.Contains(t, dot, `label="embedded:stories260K.gguf rank 1 of 2 (graph)"`)
+	require.Contains(t, dot, ` all_reduce\n`)
+	require.Contains(t, dot, `fillcolor="#ccfbf1"`)
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"viz", "--tp", "2", "--rank", "2"}, &out, &errb))
+	require.Contains(t, errb.String(), "--rank 2: want 0..1 (--tp 2)")
+}
