@@ -333,7 +333,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		if err != nil {
 			return fail(err)
 		}
-		if j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, f.fs, *f.threads); err != nil {
+		if j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, f.fs, *f.threads, *f.check); err != nil {
 			return fail(err)
 		}
 		j.sess = j.tp

@@ -80,7 +80,7 @@ type tpBackend struct {
 	cpus []*session.Session
 }
 
-func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int) (*tpBackend, error) {
+func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
 	grp, err := device.NewGroup(passes.TPGroup, len(tp.Ranks), device.DefaultCollectiveTimeout)
 	if err != nil {
 		return nil, err
@@ -117,8 +117,8 @@ func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, 
 			steppers = append(steppers, sb)
 			continue
 		}
-		s, err := session.NewSession(r.Model, w, session.SessionOptions{Threads: threads,
-			Exec: eval.ExecOptions{Kernels: flags.Kernels, KernelSet: ks}})
+		s, err := session.NewSession(r.Model, w, session.SessionOptions{Threads: threads, Reference: check,
+			Exec: eval.ExecOptions{Kernels: flags.Kernels, KernelSet: ks, CheckFinite: check}})
 		if err != nil {
 			b.Close()
 			return nil, fmt.Errorf("rank %d: %w", i, err)
