@@ -104,7 +104,7 @@ const TPGroup = "tp"
 // rewritten: the collectives are inserted after the products keyed on the
 // weights' roles (attn_output, ffn_down, output), and checked
 // (ir.VerifyCollectives over the ranks, CheckPartialSums on each). It
-// refuses, naming the counts, a degree the heads cannot take, a split
+// refuses, naming the counts, a degree the heads cannot take and a split
 // that would cut a quantisation block. Fused weights (phi3's attn_qkv and
 // ffn_up) are split per part, experts each by their FFN width.
 func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o TPOptions) (*TP, error) {
@@ -115,7 +115,8 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 	if n < 1 || n > 1<<10 {
 		return fail("the degree must be in [1, 1024]")
 	}
-	switch {
+	if err := hp.Validate(); err != nil {
+		return nil, err
 	}
 	H, Hkv := hp.NHead, hp.NHeadKV
 	if H%n != 0 {
@@ -131,9 +132,9 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 	E, F, V := hp.NEmbd, hp.NFF, hp.NVocab
 	// With experts, the FFN split is each expert's width (every rank
 	// holds its slice of every expert, so the routing is replicated).
-	down := "ffn_down"
+	down, ffName := "ffn_down", "n_ff"
 	if hp.NExpert > 0 {
-		F, down = hp.NFFExp, "ffn_down_exps"
+		F, down, ffName = hp.NFFExp, "ffn_down_exps", "the experts' n_ff"
 	}
 	hd, hdv := hp.HeadDimK, hp.HeadDimV
 	tp := &TP{Options: o, KVReplicated: kvRepl}
@@ -150,15 +151,15 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 	if w, ok := lookup("blk.0." + down + ".weight"); ok && !o.Exact && w.Type.BlockSize() > 1 {
 		unit = w.Type.BlockSize()
 		if F%unit != 0 {
-			return fail("n_ff %d is not a multiple of ffn_down's %s block of %d", F, w.Type, unit)
+			return fail("%s %d is not a multiple of %s's %s block of %d", ffName, F, down, w.Type, unit)
 		}
 	}
 	units, tail := F/unit, F%unit
 	if units < n {
 		if unit > 8 {
-			return fail("n_ff %d is %d block(s) of %d values of ffn_down, fewer than the ranks: its columns cannot be split without cutting a block (--tp-exact splits its rows instead)", F, units, unit)
+			return fail("%s %d is %d block(s) of %d values of %s, fewer than the ranks: its columns cannot be split without cutting a block (--tp-exact splits its rows instead)", ffName, F, units, unit, down)
 		}
-		return fail("n_ff %d is %d unit(s) of 8, fewer than the ranks", F, units)
+		return fail("%s %d is %d unit(s) of 8, fewer than the ranks", ffName, F, units)
 	}
 	if o.Exact && E%n != 0 {
 		return fail("exact mode gathers equal slices of n_embd %d, which is not a multiple of %d", E, n)
@@ -357,7 +358,7 @@ func role(name string) string {
 // products of the row-parallel and output weights.
 func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions, ffn []int64) error {
 	n := int64(o.Ranks)
-	coll := func(op ir.Op, extra ir.Attrs) ir.Attrs {
+	coll := func(extra ir.Attrs) ir.Attrs {
 		a := ir.Attrs{ir.AttrRanks: n, ir.AttrGroup: TPGroup}
 		for k, v := range extra {
 			a[k] = v
@@ -382,7 +383,7 @@ func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions, ffn []int64) error {
 		}
 		if s.Dim == 0 {
 			// Row-parallel: partial sums, reduced.
-			if _, err := addAfter(g, mm, mm, ir.OpAllReduce, []*ir.Node{mm}, coll(ir.OpAllReduce, nil), mm.Name+" (all_reduce)"); err != nil {
+			if _, err := addAfter(g, mm, mm, ir.OpAllReduce, []*ir.Node{mm}, coll(nil), mm.Name+" (all_reduce)"); err != nil {
 				return err
 			}
 			continue
@@ -404,7 +405,7 @@ func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions, ffn []int64) error {
 			if (role(w.Name) == "ffn_down" || role(w.Name) == "ffn_down_exps") && !slices.Equal(ffn, slices.Repeat(ffn[:1], len(ffn))) {
 				attrs[ir.AttrCounts] = slices.Clone(ffn)
 			}
-			gx, err := addAfter(g, x, nil, ir.OpAllGather, []*ir.Node{x}, coll(ir.OpAllGather, attrs), mm.Name+" (input gathered)")
+			gx, err := addAfter(g, x, nil, ir.OpAllGather, []*ir.Node{x}, coll(attrs), mm.Name+" (input gathered)")
 			if err != nil {
 				return err
 			}
@@ -414,7 +415,7 @@ func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions, ffn []int64) error {
 		if err != nil {
 			return err
 		}
-		if _, err := addAfter(g, prod, mm, ir.OpAllGather, []*ir.Node{prod}, coll(ir.OpAllGather, ir.Attrs{ir.AttrDim: int64(0)}), mm.Name+" (all_gather)"); err != nil {
+		if _, err := addAfter(g, prod, mm, ir.OpAllGather, []*ir.Node{prod}, coll(ir.Attrs{ir.AttrDim: int64(0)}), mm.Name+" (all_gather)"); err != nil {
 			return err
 		}
 	}

@@ -346,3 +346,17 @@ func TestShardTPExperts(t *testing.T) {
 		t.Error("rank 1's expert bytes are not its rows of each expert")
 	}
 }
+
+// TestShardTPHostileHParams: hyper-parameters made by hand are checked
+// before any arithmetic on them.
+func TestShardTPHostileHParams(t *testing.T) {
+	lookup := func(string) (models.Weight, bool) { return models.Weight{}, false }
+	for _, hp := range []models.HParams{
+		{Arch: "llama"},
+		{Arch: "llama", NVocab: 8, NEmbd: 8, NLayer: 1, NHead: 2, NHeadKV: 0, NFF: 8, HeadDimK: 4, HeadDimV: 4, RMSEps: 1e-5},
+	} {
+		if _, err := passes.ShardTP(hp, lookup, models.Options{}, passes.TPOptions{Ranks: 2}); err == nil {
+			t.Errorf("%+v: no error", hp)
+		}
+	}
+}
