@@ -168,6 +168,7 @@ func declareRunFlags(fs *flag.FlagSet) *runFlags {
 	f.sim.declare(fs)
 	f.cann.declare(fs)
 	f.tp.declare(fs)
+	f.tp.declarePP(fs)
 	return f
 }
 
@@ -327,6 +328,18 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	}
 	if j.m, err = src.build(opts); err != nil {
 		return fail(err)
+	}
+	if f.tp.Stages > 1 {
+		stages, err := shardPP(j.m, f.tp.Stages, f.pipeline)
+		if err != nil {
+			return fail(err)
+		}
+		if j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, f.fs, *f.threads, *f.check); err != nil {
+			return fail(err)
+		}
+		j.sess = j.tp
+		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
+		return j, 0
 	}
 	if f.tp.Ranks > 1 {
 		tp, err := shardTP(src, opts, &f.tp, f.pipeline)

@@ -23,10 +23,12 @@ import (
 // per rank, and the ranks' collectives meet in one device.Group, the
 // emulated HCCL communicator.
 
-// tpFlags are the tensor-parallel flags of run and compile.
+// tpFlags are the tensor-parallel flags of run and compile (and run's
+// pipeline-parallel --pp).
 type tpFlags struct {
-	Ranks int
-	Exact bool
+	Ranks  int
+	Exact  bool
+	Stages int // run only
 }
 
 func (f *tpFlags) declare(fs *flag.FlagSet) {
@@ -34,9 +36,20 @@ func (f *tpFlags) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&f.Exact, "tp-exact", false, "with --tp, keep every dot product whole (all-gathers instead of all-reduces), so the logits are one device's bit for bit")
 }
 
+// declarePP declares run's --pp.
+func (f *tpFlags) declarePP(fs *flag.FlagSet) {
+	fs.IntVar(&f.Stages, "pp", 1, "split the layers into `N` pipeline stages, one rank each, the hidden state sent from stage to stage (the logits are one device's bit for bit)")
+}
+
 // check validates the flags for backend ("" for compile).
 func (f *tpFlags) check(backend string) error {
 	switch {
+	case f.Stages < 1 || f.Stages > 1024:
+		return fmt.Errorf("--pp %d: want 1..1024 stages", f.Stages)
+	case f.Stages > 1 && f.Ranks > 1:
+		return errors.New("--tp and --pp together are not supported yet")
+	case f.Stages > 1 && backend == "cann":
+		return errors.New("--pp runs on --backend sim or cpu (the HCCL lowering for cann is not implemented)")
 	case f.Ranks < 1 || f.Ranks > 1024:
 		return fmt.Errorf("--tp %d: want 1..1024 ranks", f.Ranks)
 	case f.Exact && f.Ranks == 1:
@@ -71,66 +84,109 @@ func shardTP(src *modelSource, opts models.Options, f *tpFlags, pipeline passes.
 	return tp, nil
 }
 
-// tpBackend runs the ranks together.
+// shardPP splits the model's graph into pipeline stages and applies the
+// pass pipeline to each stage's graph.
+func shardPP(m *models.Model, stages int, pipeline passes.Pipeline) ([]*models.Model, error) {
+	graphs, err := passes.ShardPP(m.Graph, stages)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*models.Model, len(graphs))
+	for k, g := range graphs {
+		if len(pipeline) > 0 {
+			if g, _, err = passes.Run(g, pipeline, passes.Options{}); err != nil {
+				return nil, fmt.Errorf("stage %d: %w", k, err)
+			}
+		}
+		sm := *m
+		sm.Graph = g
+		out[k] = &sm
+	}
+	return out, nil
+}
+
+// tpBackend runs the ranks together: the tensor-parallel split tp, or
+// the pipeline stages.
 type tpBackend struct {
-	tp    *passes.TP
-	group *device.Group
+	tp     *passes.TP
+	stages []*models.Model
+	group  *device.Group
 	*session.Ranks
 	sims []*simBackend
 	cpus []*session.Session
 }
 
 func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
-	grp, err := device.NewGroup(passes.TPGroup, len(tp.Ranks), device.DefaultCollectiveTimeout)
-	if err != nil {
-		return nil, err
-	}
-	b := &tpBackend{tp: tp, group: grp}
-	var steppers []session.Stepper
+	ms := make([]*models.Model, len(tp.Ranks))
+	ws := make([]eval.WeightSource, len(tp.Ranks))
 	for i, r := range tp.Ranks {
+		ms[i], ws[i] = r.Model, r.Weights(f)
+	}
+	b := &tpBackend{tp: tp}
+	return b, b.start(passes.TPGroup, ms, ws, f, backend, flags, fs, threads, check)
+}
+
+func newPPBackend(stages []*models.Model, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+	ws := make([]eval.WeightSource, len(stages))
+	for i := range ws {
+		ws[i] = f
+	}
+	b := &tpBackend{stages: stages}
+	return b, b.start(passes.PPGroup, stages, ws, f, backend, flags, fs, threads, check)
+}
+
+// start makes one session per rank, the ranks' collectives in one group.
+func (b *tpBackend) start(group string, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) error {
+	grp, err := device.NewGroup(group, len(ms), device.DefaultCollectiveTimeout)
+	if err != nil {
+		return err
+	}
+	b.group = grp
+	var steppers []session.Stepper
+	for i, m := range ms {
 		comm, err := grp.Comm(i)
 		if err != nil {
 			b.Close()
-			return nil, err
+			return err
 		}
 		ks := eval.NewCollectiveKernels(nil, comm)
-		w := r.Weights(f)
+		w := ws[i]
 		if backend == "sim" {
 			pol, err := flags.policy(fs)
 			if err != nil {
 				b.Close()
-				return nil, err
+				return err
 			}
 			dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: simMemory(f), Kernels: flags.Kernels, KernelSet: ks})
 			if err != nil {
 				b.Close()
-				return nil, err
+				return err
 			}
-			s, err := program.NewSession(r.Model, w, dev, program.Options{Policy: pol, Kernels: flags.Kernels, KernelSet: ks,
+			s, err := program.NewSession(m, w, dev, program.Options{Policy: pol, Kernels: flags.Kernels, KernelSet: ks,
 				Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
 			if err != nil {
 				b.Close()
-				return nil, fmt.Errorf("rank %d: %w", i, err)
+				return fmt.Errorf("rank %d: %w", i, err)
 			}
 			sb := &simBackend{Session: s, dev: dev}
 			b.sims = append(b.sims, sb)
 			steppers = append(steppers, sb)
 			continue
 		}
-		s, err := session.NewSession(r.Model, w, session.SessionOptions{Threads: threads, Reference: check,
+		s, err := session.NewSession(m, w, session.SessionOptions{Threads: threads, Reference: check,
 			Exec: eval.ExecOptions{Kernels: flags.Kernels, KernelSet: ks, CheckFinite: check}})
 		if err != nil {
 			b.Close()
-			return nil, fmt.Errorf("rank %d: %w", i, err)
+			return fmt.Errorf("rank %d: %w", i, err)
 		}
 		b.cpus = append(b.cpus, s)
 		steppers = append(steppers, s)
 	}
 	if b.Ranks, err = session.NewRanks(steppers, grp.Fail); err != nil {
 		b.Close()
-		return nil, err
+		return err
 	}
-	return b, nil
+	return nil
 }
 
 // Close releases every rank's session.
@@ -163,15 +219,54 @@ func tpInfo(tp *passes.TP) tpJSON {
 		FFNShares: tp.FFNShares, Collectives: counts}
 }
 
-// tpStatsJSON is the "stats" object of run --json with --tp.
+// ppJSON describes the pipeline in run's --json.
+type ppJSON struct {
+	Stages int `json:"stages"`
+	// Layers is each stage's first layer and layer count.
+	Layers [][2]int `json:"layers"`
+	// Transfers counts each stage's sends and receives per step.
+	Transfers []map[string]int `json:"transfers_per_step"`
+}
+
+func ppInfo(stages []*models.Model) ppJSON {
+	in := ppJSON{Stages: len(stages)}
+	for _, m := range stages {
+		lo, hi := -1, -1
+		for _, n := range m.Graph.Nodes {
+			if n.Layer >= 0 && (n.Op == ir.OpState) {
+				if lo < 0 || n.Layer < lo {
+					lo = n.Layer
+				}
+				hi = max(hi, n.Layer)
+			}
+		}
+		in.Layers = append(in.Layers, [2]int{lo, hi - lo + 1})
+		counts := map[string]int{}
+		for _, c := range ir.Collectives(m.Graph) {
+			counts[string(c.Op)]++
+		}
+		in.Transfers = append(in.Transfers, counts)
+	}
+	return in
+}
+
+// tpStatsJSON is the "stats" object of run --json with --tp or --pp.
 type tpStatsJSON struct {
-	TP tpJSON `json:"tp"`
+	TP *tpJSON `json:"tp,omitempty"`
+	PP *ppJSON `json:"pp,omitempty"`
 	// Ranks holds each rank's device statistics (--backend sim).
 	Ranks []simStatsJSON `json:"ranks,omitempty"`
 }
 
 func (b *tpBackend) stats() tpStatsJSON {
-	st := tpStatsJSON{TP: tpInfo(b.tp)}
+	var st tpStatsJSON
+	if b.tp != nil {
+		in := tpInfo(b.tp)
+		st.TP = &in
+	} else {
+		in := ppInfo(b.stages)
+		st.PP = &in
+	}
 	for _, s := range b.sims {
 		st.Ranks = append(st.Ranks, s.stats())
 	}
@@ -180,6 +275,14 @@ func (b *tpBackend) stats() tpStatsJSON {
 
 // summary prints the split and each rank's phases to w.
 func (b *tpBackend) summary(w io.Writer) {
+	if b.tp == nil {
+		in := ppInfo(b.stages)
+		fmt.Fprintf(w, "irtool run: pipeline of %d stages (first layer, layers: %v); per step sends and receives %v\n", in.Stages, in.Layers, in.Transfers)
+		for i, s := range b.sims {
+			printPhases(w, fmt.Sprintf("sim stage %d", i), s.stats())
+		}
+		return
+	}
 	in := tpInfo(b.tp)
 	fmt.Fprintf(w, "irtool run: tensor parallel over %d ranks (exact %v, KV heads replicated %v, vocabulary split %v, FFN shares %v); per step and rank %d all_reduce, %d all_gather\n",
 		in.Ranks, in.Exact, in.KVReplicated, in.VocabSplit, in.FFNShares, in.Collectives["all_reduce"], in.Collectives["all_gather"])

@@ -327,3 +327,74 @@ func TestTPFaultFailsEveryRank(t *testing.T) {
 		})
 	}
 }
+
+// TestPPMatchesOneDevice: pipeline stages on simulated devices give one
+// simulated device's logits bit for bit at every step of llama.cpp's
+// greedy run.
+func TestPPMatchesOneDevice(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		stages int
+	}{{"stories260K", 5}, {"synth-qwen3moe-Q4_0", 2}, {"synth-phi3-Q4_0", 2}, {"synth-gemma3-Q4_0", 2}} {
+		ref := testmodel.LoadRun(t, filepath.Join(testref.CopyDir(), "llamacpp", c.name+".llamacpp.json"))
+		f, err := gguf.Open(testref.Testdata(c.name + ".gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		m, err := models.Build(f, models.Options{NCtx: ref.Context.NCtx})
+		if err != nil {
+			t.Fatal(err)
+		}
+		one, err := NewSession(m, f, newSim(t), Options{Policy: policy(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer one.Close()
+		graphs, err := passes.ShardPP(m.Graph, c.stages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		grp, err := device.NewGroup(passes.PPGroup, c.stages, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var steppers []session.Stepper
+		for k, g := range graphs {
+			comm, _ := grp.Comm(k)
+			ks := eval.NewCollectiveKernels(nil, comm)
+			dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20, KernelSet: ks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sm := *m
+			sm.Graph = g
+			s, err := NewSession(&sm, f, dev, Options{Policy: policy(true), KernelSet: ks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			steppers = append(steppers, s)
+		}
+		ranks, err := session.NewRanks(steppers, grp.Fail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		feed := ref.Prompt.Tokens
+		for i, tok := range ref.Generation.Tokens {
+			want, err := one.Step(feed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ranks.Step(feed)
+			if err != nil {
+				t.Fatalf("%s --pp %d step %d: %v", c.name, c.stages, i, err)
+			}
+			if d := testmodel.RelErr(got.Logits[0], want.Logits[0]); d != 0 {
+				t.Errorf("%s --pp %d step %d: %.3g of max|logit| from one device's", c.name, c.stages, i, d)
+			}
+			feed = []int32{tok}
+		}
+		t.Logf("%s --pp %d: %d steps bit-identical to one device", c.name, c.stages, len(ref.Generation.Tokens))
+	}
+}
