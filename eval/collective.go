@@ -52,15 +52,27 @@ func init() {
 }
 
 // NewCollectiveKernels returns a kernel set layered over parent (nil:
-// DefaultKernels) whose collective kernels communicate through c: the set
-// a rank's executor, device and program session run with.
-func NewCollectiveKernels(parent *KernelSet, c Communicator) *KernelSet {
+// DefaultKernels) whose collective kernels communicate through the
+// communicator of each node's group among comms (a rank of a tensor- and
+// pipeline-parallel model is in two groups): the set a rank's executor,
+// device and program session run with.
+func NewCollectiveKernels(parent *KernelSet, comms ...Communicator) *KernelSet {
 	if parent == nil {
 		parent = DefaultKernels()
 	}
 	s := &KernelSet{parent: parent, m: map[ir.Op]Kernel{}}
 	k := func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return runCollective(c, n, dst, a)
+		g := n.Attrs.Group()
+		for _, c := range comms {
+			if c.Group() == g {
+				return runCollective(c, n, dst, a)
+			}
+		}
+		groups := make([]string, len(comms))
+		for i, c := range comms {
+			groups[i] = c.Group()
+		}
+		return fmt.Errorf("%s of group %s: the rank's communicators are of groups %v", n.Op, g, groups)
 	}
 	for _, op := range []ir.Op{ir.OpAllReduce, ir.OpAllGather, ir.OpReduceScatter, ir.OpSend, ir.OpRecv} {
 		s.m[op] = k

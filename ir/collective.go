@@ -318,7 +318,16 @@ func Collectives(g *Graph) []Collective {
 // is matched, in order, by a recv on rank j from rank i of the same type.
 // A mismatch is an error naming both ranks, the nodes and the position in
 // the sequence. Each graph must pass Verify on its own.
-func VerifyCollectives(graphs []*Graph) error {
+func VerifyCollectives(graphs []*Graph) error { return verifyCollectives(graphs, "") }
+
+// VerifyGroupCollectives is VerifyCollectives on the collectives of one
+// group only: the graphs are the ranks of that group, and may be ranks of
+// other groups too (a pipeline stage of a tensor-parallel rank).
+func VerifyGroupCollectives(graphs []*Graph, group string) error {
+	return verifyCollectives(graphs, group)
+}
+
+func verifyCollectives(graphs []*Graph, only string) error {
 	if len(graphs) == 0 {
 		return errors.New("ir: verify collectives: no graphs")
 	}
@@ -342,6 +351,9 @@ func VerifyCollectives(graphs []*Graph) error {
 		}
 		groupSeq[r] = map[string][]Collective{}
 		for _, c := range Collectives(g) {
+			if only != "" && c.Group != only {
+				continue
+			}
 			if c.Ranks != n {
 				add("rank %d: %s: ranks=%d, but there are %d ranks", r, c, c.Ranks, n)
 				continue

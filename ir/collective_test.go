@@ -154,3 +154,24 @@ func TestVerifyCollectives(t *testing.T) {
 		t.Errorf("no graphs: no error")
 	}
 }
+
+// TestVerifyGroupCollectives: the stages of one tensor-parallel rank are
+// checked as a pipeline group, their tensor-parallel collectives left to
+// the other group.
+func TestVerifyGroupCollectives(t *testing.T) {
+	stage := func(body string) *Graph {
+		g, err := ParseString("graph \"s\" {\n  %0 = input() : f32[8] \"x\"\n" + body + "}\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	s0 := stage("  %1 = all_reduce(%0) {ranks=2} : f32[8] \"a\"\n  %2 = send(%1) {group=\"pp\", peer=1, ranks=2} : f32[8] \"h\"\n  outputs(%2)\n")
+	s1 := stage("  %1 = recv() {group=\"pp\", peer=0, ranks=2} : f32[8] \"h\"\n  %2 = all_gather(%1) {ranks=2} : f32[16] \"b\"\n  outputs(%2)\n")
+	if err := VerifyGroupCollectives([]*Graph{s0, s1}, "pp"); err != nil {
+		t.Errorf("pp group: %v", err)
+	}
+	if err := VerifyCollectives([]*Graph{s0, s1}); err == nil || !strings.Contains(err.Error(), "group tp: collective 0") {
+		t.Errorf("all groups: %v", err)
+	}
+}

@@ -25,7 +25,9 @@ const PPGroup = "pp"
 // value a stage reads from an earlier one becomes a recv, paired with a
 // send after the value on its stage; a value read from a later stage is
 // an error naming the nodes. The result passes ir.Verify and, together,
-// ir.VerifyCollectives. g is not modified.
+// ir.VerifyGroupCollectives of the pipeline's group (the graph may hold
+// collectives of other groups: the stages of a tensor-parallel rank). g
+// is not modified.
 func ShardPP(g *ir.Graph, stages int) ([]*ir.Graph, error) {
 	fail := func(format string, args ...any) ([]*ir.Graph, error) {
 		return nil, fmt.Errorf("pipeline over %d stages: %s", stages, fmt.Sprintf(format, args...))
@@ -170,7 +172,7 @@ func ShardPP(g *ir.Graph, stages int) ([]*ir.Graph, error) {
 		}
 		graphs[k] = c
 	}
-	if err := ir.VerifyCollectives(graphs); err != nil {
+	if err := ir.VerifyGroupCollectives(graphs, PPGroup); err != nil {
 		return fail("%v", err)
 	}
 	return graphs, nil

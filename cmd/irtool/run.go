@@ -329,6 +329,24 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	if j.m, err = src.build(opts); err != nil {
 		return fail(err)
 	}
+	if f.tp.Stages > 1 && f.tp.Ranks > 1 {
+		tp, err := shardTP(src, opts, &f.tp, nil)
+		if err != nil {
+			return fail(err)
+		}
+		stages := make([][]*models.Model, len(tp.Ranks))
+		for t, r := range tp.Ranks {
+			if stages[t], err = shardPP(r.Model, f.tp.Stages, f.pipeline); err != nil {
+				return fail(fmt.Errorf("rank %d: %w", t, err))
+			}
+		}
+		if j.tp, err = newTPPPBackend(tp, stages, src.File, *f.backend, &f.sim, f.fs, *f.threads, *f.check); err != nil {
+			return fail(err)
+		}
+		j.sess = j.tp
+		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
+		return j, 0
+	}
 	if f.tp.Stages > 1 {
 		stages, err := shardPP(j.m, f.tp.Stages, f.pipeline)
 		if err != nil {

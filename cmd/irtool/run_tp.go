@@ -43,11 +43,12 @@ func (f *tpFlags) declarePP(fs *flag.FlagSet) {
 
 // check validates the flags for backend ("" for compile).
 func (f *tpFlags) check(backend string) error {
+	if f.Stages == 0 {
+		f.Stages = 1 // a command without --pp
+	}
 	switch {
 	case f.Stages < 1 || f.Stages > 1024:
 		return fmt.Errorf("--pp %d: want 1..1024 stages", f.Stages)
-	case f.Stages > 1 && f.Ranks > 1:
-		return errors.New("--tp and --pp together are not supported yet")
 	case f.Stages > 1 && backend == "cann":
 		return errors.New("--pp runs on --backend sim or cpu (the HCCL lowering for cann is not implemented)")
 	case f.Ranks < 1 || f.Ranks > 1024:
@@ -109,8 +110,7 @@ func shardPP(m *models.Model, stages int, pipeline passes.Pipeline) ([]*models.M
 // the pipeline stages.
 type tpBackend struct {
 	tp     *passes.TP
-	stages []*models.Model
-	group  *device.Group
+	stages []*models.Model // rank 0's pipeline stages (--pp)
 	*session.Ranks
 	sims []*simBackend
 	cpus []*session.Session
@@ -123,7 +123,64 @@ func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, 
 		ms[i], ws[i] = r.Model, r.Weights(f)
 	}
 	b := &tpBackend{tp: tp}
-	return b, b.start(passes.TPGroup, ms, ws, f, backend, flags, fs, threads, check)
+	return b, b.startGroups(passes.TPGroup, ms, ws, f, backend, flags, fs, threads, check)
+}
+
+// newTPPPBackend runs the pipeline stages of every tensor-parallel rank:
+// stages[t][s] is stage s of rank t, in tensor-parallel group s (with the
+// other ranks' stage s) and pipeline group t (with its own stages).
+func newTPPPBackend(tp *passes.TP, stages [][]*models.Model, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+	n, m := len(stages), len(stages[0])
+	tpGroups, ppGroups := make([]*device.Group, m), make([]*device.Group, n)
+	var err error
+	for s := range m {
+		if tpGroups[s], err = device.NewGroup(passes.TPGroup, n, device.DefaultCollectiveTimeout); err != nil {
+			return nil, err
+		}
+	}
+	for t := range n {
+		if ppGroups[t], err = device.NewGroup(passes.PPGroup, m, device.DefaultCollectiveTimeout); err != nil {
+			return nil, err
+		}
+	}
+	b := &tpBackend{tp: tp, stages: stages[0]}
+	var ms []*models.Model
+	var ws []eval.WeightSource
+	var comms [][]eval.Communicator
+	for t := range n {
+		for s := range m {
+			ct, err := tpGroups[s].Comm(t)
+			if err != nil {
+				return nil, err
+			}
+			cp, err := ppGroups[t].Comm(s)
+			if err != nil {
+				return nil, err
+			}
+			ms = append(ms, stages[t][s])
+			ws = append(ws, tp.Ranks[t].Weights(f))
+			comms = append(comms, []eval.Communicator{ct, cp})
+		}
+	}
+	// A failure anywhere fails every group, so that no rank waits.
+	fail := func(i int, err error) {
+		t, s := i/m, i%m
+		for k, g := range tpGroups {
+			if k == s {
+				g.Fail(t, err)
+			} else {
+				g.Fail(t, fmt.Errorf("rank %d of stage %d failed: %w", t, s, err))
+			}
+		}
+		for k, g := range ppGroups {
+			if k == t {
+				g.Fail(s, err)
+			} else {
+				g.Fail(s, fmt.Errorf("stage %d of rank %d failed: %w", s, t, err))
+			}
+		}
+	}
+	return b, b.start(ms, ws, comms, fail, f, backend, flags, fs, threads, check)
 }
 
 func newPPBackend(stages []*models.Model, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
@@ -132,24 +189,33 @@ func newPPBackend(stages []*models.Model, f *gguf.File, backend string, flags *s
 		ws[i] = f
 	}
 	b := &tpBackend{stages: stages}
-	return b, b.start(passes.PPGroup, stages, ws, f, backend, flags, fs, threads, check)
+	return b, b.startGroups(passes.PPGroup, stages, ws, f, backend, flags, fs, threads, check)
 }
 
-// start makes one session per rank, the ranks' collectives in one group.
-func (b *tpBackend) start(group string, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) error {
+// startGroups starts the ranks with their collectives in one group.
+func (b *tpBackend) startGroups(group string, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) error {
 	grp, err := device.NewGroup(group, len(ms), device.DefaultCollectiveTimeout)
 	if err != nil {
 		return err
 	}
-	b.group = grp
-	var steppers []session.Stepper
-	for i, m := range ms {
-		comm, err := grp.Comm(i)
+	comms := make([][]eval.Communicator, len(ms))
+	for i := range ms {
+		c, err := grp.Comm(i)
 		if err != nil {
-			b.Close()
 			return err
 		}
-		ks := eval.NewCollectiveKernels(nil, comm)
+		comms[i] = []eval.Communicator{c}
+	}
+	return b.start(ms, ws, comms, grp.Fail, f, backend, flags, fs, threads, check)
+}
+
+// start makes one session per rank, rank i's collectives through
+// comms[i]; fail makes every rank's pending collective fail.
+func (b *tpBackend) start(ms []*models.Model, ws []eval.WeightSource, comms [][]eval.Communicator, fail func(int, error), f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) error {
+	var err error
+	var steppers []session.Stepper
+	for i, m := range ms {
+		ks := eval.NewCollectiveKernels(nil, comms[i]...)
 		w := ws[i]
 		if backend == "sim" {
 			pol, err := flags.policy(fs)
@@ -182,7 +248,7 @@ func (b *tpBackend) start(group string, ms []*models.Model, ws []eval.WeightSour
 		b.cpus = append(b.cpus, s)
 		steppers = append(steppers, s)
 	}
-	if b.Ranks, err = session.NewRanks(steppers, grp.Fail); err != nil {
+	if b.Ranks, err = session.NewRanks(steppers, fail); err != nil {
 		b.Close()
 		return err
 	}
@@ -224,7 +290,8 @@ type ppJSON struct {
 	Stages int `json:"stages"`
 	// Layers is each stage's first layer and layer count.
 	Layers [][2]int `json:"layers"`
-	// Transfers counts each stage's sends and receives per step.
+	// Transfers counts each stage's collectives per step, by op (sends
+	// and receives; with --tp, the stage's tensor-parallel ones too).
 	Transfers []map[string]int `json:"transfers_per_step"`
 }
 
@@ -263,7 +330,8 @@ func (b *tpBackend) stats() tpStatsJSON {
 	if b.tp != nil {
 		in := tpInfo(b.tp)
 		st.TP = &in
-	} else {
+	}
+	if b.stages != nil {
 		in := ppInfo(b.stages)
 		st.PP = &in
 	}
@@ -275,9 +343,11 @@ func (b *tpBackend) stats() tpStatsJSON {
 
 // summary prints the split and each rank's phases to w.
 func (b *tpBackend) summary(w io.Writer) {
-	if b.tp == nil {
+	if b.stages != nil {
 		in := ppInfo(b.stages)
-		fmt.Fprintf(w, "irtool run: pipeline of %d stages (first layer, layers: %v); per step sends and receives %v\n", in.Stages, in.Layers, in.Transfers)
+		fmt.Fprintf(w, "irtool run: pipeline of %d stages (first layer, layers: %v); collectives per step and stage %v\n", in.Stages, in.Layers, in.Transfers)
+	}
+	if b.tp == nil {
 		for i, s := range b.sims {
 			printPhases(w, fmt.Sprintf("sim stage %d", i), s.stats())
 		}
@@ -287,6 +357,10 @@ func (b *tpBackend) summary(w io.Writer) {
 	fmt.Fprintf(w, "irtool run: tensor parallel over %d ranks (exact %v, KV heads replicated %v, vocabulary split %v, FFN shares %v); per step and rank %d all_reduce, %d all_gather\n",
 		in.Ranks, in.Exact, in.KVReplicated, in.VocabSplit, in.FFNShares, in.Collectives["all_reduce"], in.Collectives["all_gather"])
 	for i, s := range b.sims {
-		printPhases(w, fmt.Sprintf("sim rank %d", i), s.stats())
+		name := fmt.Sprintf("sim rank %d", i)
+		if m := len(b.stages); m > 0 {
+			name = fmt.Sprintf("sim rank %d stage %d", i/m, i%m)
+		}
+		printPhases(w, name, s.stats())
 	}
 }

@@ -147,8 +147,8 @@ func TestVizTP(t *testing.T) {
 	require.Contains(t, errb.String(), "--rank 2: want 0..1 (--tp 2)")
 }
 
-// run --pp N gives one device's tokens and logits bit for bit, from a
-// GGUF model and from IR text; --pp with --tp is refused.
+// run --pp N gives one device's tokens and logits bit for bit, with
+// --tp too (in exact mode).
 func TestRunPP(t *testing.T) {
 	const ids = "1,403,407,261,378"
 	want := runTPJSON(t, "--tokens", ids, "-n", "8", "--backend", "sim")
@@ -161,10 +161,11 @@ func TestRunPP(t *testing.T) {
 		require.Equal(t, want.Tokens, got.Tokens, "%v", args)
 		require.Equal(t, want.Logits, got.Logits, "%v", args)
 	}
+	// Both: 2 tensor-parallel ranks of 2 stages each; exact, so bit for bit.
+	got := runTPJSON(t, "--tokens", ids, "-n", "8", "--backend", "sim", "--pp", "2", "--tp", "2", "--tp-exact")
+	require.Equal(t, want.Logits, got.Logits)
+	require.Len(t, got.Stats.Ranks, 4)
 	var out, errb bytes.Buffer
-	require.Equal(t, 2, run([]string{"run", "--pp", "2", "--tp", "2"}, &out, &errb))
-	require.Contains(t, errb.String(), "--tp and --pp together are not supported yet")
-	errb.Reset()
 	require.Equal(t, 1, run([]string{"run", "--pp", "6", "-n", "2"}, &out, &errb))
 	require.Contains(t, errb.String(), "pipeline over 6 stages: want 1..5 stages (the graph has 5 layers)")
 }
