@@ -34,6 +34,9 @@ type LayoutCompare struct {
 	GallocrBytes     int64  `json:"gallocr_bytes"`
 	GraphOrderBound  int64  `json:"graph_order_lower_bound_bytes"`
 	GallocrOverBound int64  `json:"gallocr_over_bound_bytes"`
+	// BudgetExhausted: the time budget cut our plan's search short
+	// (planner.GraphPlan.BudgetExhausted).
+	BudgetExhausted bool `json:"budget_exhausted"`
 }
 
 // Compare is a plan's two layouts.
@@ -57,7 +60,7 @@ func compareLayouts(ctx context.Context, g *ir.Graph, p *planner.GraphPlan, opts
 	out.Target = tgt
 
 	ggmlOpts := planner.GraphOptions{Align: planner.DefaultAlign, Strategy: p.Requested, Budget: opts.Budget,
-		Strategies: opts.Strategies, Workers: opts.Workers, Policy: planner.CPUPolicy(), ArenaIO: true, Reorder: opts.Reorder}
+		Strategies: opts.Strategies, Workers: opts.Workers, Deterministic: opts.Deterministic, Policy: planner.CPUPolicy(), ArenaIO: true, Reorder: opts.Reorder}
 	ours, err := planner.PlanGraphContext(ctx, g, ggmlOpts)
 	if err != nil {
 		return out, fmt.Errorf("ggml layout: %w", err)
@@ -76,7 +79,8 @@ func compareLayouts(ctx context.Context, g *ir.Graph, p *planner.GraphPlan, opts
 // and already ran the replay (best and gallocr do), its figures are
 // reused; otherwise the replay runs.
 func layoutFigures(ctx context.Context, g *ir.Graph, ours *planner.GraphPlan, opts planner.GraphOptions) (LayoutCompare, error) {
-	out := LayoutCompare{OursBytes: ours.ArenaBytes, OursStrategy: ours.Strategy, OursReordered: ours.OrderChanged, OursLowerBound: ours.LowerBound}
+	out := LayoutCompare{OursBytes: ours.ArenaBytes, OursStrategy: ours.Strategy, OursReordered: ours.OrderChanged, OursLowerBound: ours.LowerBound,
+		BudgetExhausted: ours.BudgetExhausted}
 	if ga, ok := ours.Strategies[planner.StrategyGallocr]; ok && !ours.OrderChanged {
 		out.GallocrBytes, out.GraphOrderBound = ga, ours.LowerBound
 	} else {

@@ -92,12 +92,16 @@ type Options struct {
 	// Align overrides the target's arena alignment (0: the target's).
 	Align int64
 	// Strategy is the memory planning strategy of every plan ("" : best);
-	// any name a plan reports is accepted (planner.StrategyOf). Budget
-	// bounds the search of best and search (0: DefaultBudget).
+	// any name a plan reports is accepted (planner.StrategyOf). Every plan
+	// is planner.GraphOptions.Deterministic: its search is bounded by work
+	// (planner.WorkBudget of the problem's size), so the same graph gives
+	// the same plan on any machine; Budget (0: DefaultBudget) is only a
+	// safety cap on its wall time, and a plan it cut short says so
+	// (planner.GraphPlan.BudgetExhausted).
 	Strategy string
 	Budget   time.Duration
 	// Threads bounds the planner's concurrent searches (0: GOMAXPROCS);
-	// the plans do not depend on it where the search reaches the bound.
+	// the plans do not depend on it.
 	Threads int
 	// NoMemory skips the memory stage (runtime/program plans per bucket).
 	NoMemory bool
@@ -401,7 +405,7 @@ func (r *Result) Align() int64 {
 func (r *Result) graphOptions() planner.GraphOptions {
 	opts := planner.GraphOptions{
 		Align: r.Align(), Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies, Workers: r.Options.Threads,
-		Policy: planner.PolicyFor(r.Profile.Name), Reorder: true,
+		Deterministic: true, Policy: planner.PolicyFor(r.Profile.Name), Reorder: true,
 	}
 	if r.Profile.HasNPU() {
 		opts.Workspace = r.Profile.Workspace
@@ -492,7 +496,8 @@ func (r *Result) Lower(b ir.Bindings, lo LowerOptions) (*cann.Program, *planner.
 	if r.Partition == nil || r.Partitioned == nil {
 		return nil, nil, fmt.Errorf("compiler: lower: the partition stage did not run")
 	}
-	popts := planner.GraphOptions{Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies, Workers: r.Options.Threads}
+	popts := planner.GraphOptions{Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies, Workers: r.Options.Threads,
+		Deterministic: true}
 	if lo.Strategy != "" {
 		popts.Strategy = lo.Strategy
 	}

@@ -29,7 +29,9 @@ func NewWorkers(threads int) *Workers {
 
 // Packs holds the repacked weight copies of the plans run on w (used
 // when their ExecOptions.Kernels.Packs is nil): made when a plan is
-// compiled, once per weight matrix, and kept as long as w.
+// compiled, once per weight matrix of a model file in the process
+// (shared with every other Workers using the same file, see
+// kernels.WeightPacks), and held until Close.
 func (w *Workers) Packs() *kernels.WeightPacks { return w.packs }
 
 // DefaultThreads is the number of physical cores (llama.cpp's default
@@ -39,8 +41,13 @@ func DefaultThreads() int { return threadpool.DefaultThreads() }
 // Threads is the number of threads that work on each kernel.
 func (w *Workers) Threads() int { return w.pool.Threads() }
 
-// Close stops the threads. Plans using them fail afterwards. Idempotent.
-func (w *Workers) Close() { w.pool.Close() }
+// Close stops the threads and releases the repacked copies held through
+// Packs (copies other Workers share stay). Plans using them fail
+// afterwards. Idempotent.
+func (w *Workers) Close() {
+	w.pool.Close()
+	w.packs.Release()
+}
 
 // Plan is a static graph compiled for the CPU: every node's storage is
 // resolved once (the planner's offsets inside one arena when the options

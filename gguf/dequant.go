@@ -28,6 +28,9 @@ var dequantizers = map[GGMLType]func(src []byte, dst []float32, nb int){
 	TypeQ4_K: dequantQ4K,
 	TypeQ5_K: dequantQ5K,
 	TypeQ6_K: dequantQ6K,
+
+	TypeIQ4_NL: dequantIQ4NL,
+	TypeIQ4_XS: dequantIQ4XS,
 }
 
 // CanDequantize reports whether Dequantize handles t.
@@ -39,7 +42,8 @@ func CanDequantize(t GGMLType) bool {
 // Dequantize expands len(dst) elements of type t from src into dst. len(dst)
 // must be a multiple of t's block size and src must hold at least
 // RowBytes(t, len(dst)) bytes. Types other than F32, F16, BF16, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q8_0 and Q2_K..Q6_K give an error wrapping ErrUnsupported.
+// Q5_0, Q5_1, Q8_0, Q2_K..Q6_K, IQ4_NL and IQ4_XS give an error wrapping
+// ErrUnsupported.
 func Dequantize(t GGMLType, src []byte, dst []float32) (err error) {
 	fn, ok := dequantizers[t]
 	if !ok {
@@ -342,6 +346,49 @@ func dequantQ6K(src []byte, dst []float32, nb int) {
 			ql = ql[64:]
 			qh = qh[32:]
 			sc = sc[8:]
+		}
+	}
+}
+
+// KValuesIQ4NL is the non-linear 4-bit codebook of IQ4_NL and IQ4_XS
+// (kvalues_iq4nl in ggml-common.h): a 4-bit index selects one of these
+// int8 values.
+var KValuesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
+
+// IQ4_NL block (18 bytes): d f16, qs[16]; x = d*kvalues[nibble], low
+// nibbles are values 0..15, high nibbles 16..31.
+func dequantIQ4NL(src []byte, dst []float32, nb int) {
+	for i := range nb {
+		b := src[i*18 : i*18+18]
+		d := half(b)
+		qs := b[2:18]
+		y := dst[i*32 : i*32+32]
+		for j := range 16 {
+			y[j] = d * float32(KValuesIQ4NL[qs[j]&0x0f])
+			y[j+16] = d * float32(KValuesIQ4NL[qs[j]>>4])
+		}
+	}
+}
+
+// IQ4_XS block (136 bytes, 256 values): d f16, scales_h u16, scales_l[4],
+// qs[128]. Sub-block ib (32 values) has the 6-bit scale
+// ls = (scales_l[ib/2] >> 4·(ib%2)) & 0xf | ((scales_h >> 2·ib) & 3) << 4,
+// dl = d·(ls-32), and x = dl*kvalues[nibble], its 16 bytes of nibbles laid
+// out as IQ4_NL's.
+func dequantIQ4XS(src []byte, dst []float32, nb int) {
+	for i := range nb {
+		b := src[i*136 : i*136+136]
+		d := half(b)
+		sh := le16(b[2:])
+		for ib := range 8 {
+			ls := int(b[4+ib/2]>>(4*(ib%2)))&0xf | int(sh>>(2*ib))&3<<4
+			dl := d * float32(ls-32)
+			qs := b[8+16*ib : 8+16*ib+16]
+			y := dst[i*256+32*ib : i*256+32*ib+32]
+			for j := range 16 {
+				y[j] = dl * float32(KValuesIQ4NL[qs[j]&0x0f])
+				y[j+16] = dl * float32(KValuesIQ4NL[qs[j]>>4])
+			}
 		}
 	}
 }

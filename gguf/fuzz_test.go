@@ -68,7 +68,7 @@ func FuzzOpen(f *testing.F) {
 	w := NewWriter()
 	w.SetKV("all", ArrayOf(ValArray, []Value{U8s([]uint8{1}), I64s([]int64{-1}), F64s([]float64{2}), Bools([]bool{true}), Strs([]string{"s"})}))
 	w.SetKV(KeyAlignment, U32(8))
-	for i, ty := range []GGMLType{TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeBF16} {
+	for i, ty := range []GGMLType{TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeBF16, TypeIQ4_NL, TypeIQ4_XS} {
 		_ = w.AddTensor(string(rune('a'+i)), ty, []int64{int64(ty.BlockSize())}, bytes.Repeat([]byte{0x5a}, ty.TypeSize()))
 	}
 	f.Add(writeBuf(f, w))

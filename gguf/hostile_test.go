@@ -345,14 +345,14 @@ func TestOpenAndClose(t *testing.T) {
 // supported set names the tensor.
 func TestUnsupportedTensorType(t *testing.T) {
 	w := NewWriter()
-	mustAdd(t, w, "blk.0.attn_q.weight", TypeIQ4_NL, []int64{32}, make([]byte, 18))
-	f, err := Parse(writeBuf(t, w), "iq4")
+	mustAdd(t, w, "blk.0.attn_q.weight", TypeIQ2_XXS, []int64{256}, make([]byte, 66))
+	f, err := Parse(writeBuf(t, w), "iq2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.TensorFloat32("blk.0.attn_q.weight")
 	if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), `tensor "blk.0.attn_q.weight"`) ||
-		!strings.Contains(err.Error(), "unsupported type") || !strings.Contains(err.Error(), "iq4_nl") {
+		!strings.Contains(err.Error(), "unsupported type") || !strings.Contains(err.Error(), "iq2_xxs") {
 		t.Errorf("got %v", err)
 	}
 }

@@ -11,3 +11,6 @@ func mapFile(fh *os.File) ([]byte, func() error, error) {
 
 // ReleasePages does nothing on this platform (no file is memory-mapped).
 func ReleasePages(b []byte) {}
+
+// MappingID is 0: no file is memory-mapped on this platform.
+func MappingID(b []byte) uint64 { return 0 }

@@ -33,7 +33,8 @@ func mapFile(fh *os.File) ([]byte, func() error, error) {
 	}
 	start := uintptr(unsafe.Pointer(&data[0]))
 	mappings.Lock()
-	mappings.live[start] = start + uintptr(len(data))
+	mappings.next++
+	mappings.live[start] = mapping{start + uintptr(len(data)), mappings.next}
 	mappings.Unlock()
 	return data, func() error {
 		mappings.Lock()
@@ -43,12 +44,39 @@ func mapFile(fh *os.File) ([]byte, func() error, error) {
 	}, nil
 }
 
-// mappings are the live read-only file mappings made by mapFile (start ->
-// end address), for ReleasePages.
+// mappings are the live read-only file mappings made by mapFile (start
+// address -> end address and identity), for ReleasePages and MappingID.
 var mappings = struct {
 	sync.Mutex
-	live map[uintptr]uintptr
-}{live: map[uintptr]uintptr{}}
+	live map[uintptr]mapping
+	next uint64
+}{live: map[uintptr]mapping{}}
+
+type mapping struct {
+	end uintptr
+	id  uint64 // unique in the process, never reused
+}
+
+// MappingID identifies the live file mapping (File.TensorData) that holds
+// all of b: a number unique to that mapping in the process, never reused
+// after it is unmapped (another file mapped later at the same address
+// gets another one); 0 when b is not inside one. Caches keyed by the
+// address of mapped data include it so that they cannot outlive the file.
+func MappingID(b []byte) uint64 {
+	if len(b) == 0 {
+		return 0
+	}
+	lo := uintptr(unsafe.Pointer(&b[0]))
+	hi := lo + uintptr(len(b))
+	mappings.Lock()
+	defer mappings.Unlock()
+	for start, m := range mappings.live {
+		if lo >= start && hi <= m.end {
+			return m.id
+		}
+	}
+	return 0
+}
 
 // ReleasePages tells the kernel that the whole memory pages inside b, a
 // slice of a file this package has memory-mapped (File.TensorData), are
@@ -64,8 +92,8 @@ func ReleasePages(b []byte) {
 	hi := lo + uintptr(len(b))
 	mappings.Lock()
 	defer mappings.Unlock()
-	for start, end := range mappings.live {
-		if lo < start || hi > end {
+	for start, m := range mappings.live {
+		if lo < start || hi > m.end {
 			continue
 		}
 		page := uintptr(os.Getpagesize())

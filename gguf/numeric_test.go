@@ -237,7 +237,7 @@ func TestDequantizeErrors(t *testing.T) {
 		t.Errorf("type 1000: %v", err)
 	}
 	for _, ty := range []GGMLType{TypeF32, TypeF16, TypeBF16, TypeQ4_0, TypeQ4_1, TypeQ5_0, TypeQ5_1, TypeQ8_0,
-		TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K} {
+		TypeQ2_K, TypeQ3_K, TypeQ4_K, TypeQ5_K, TypeQ6_K, TypeIQ4_NL, TypeIQ4_XS} {
 		if !CanDequantize(ty) {
 			t.Errorf("CanDequantize(%s) = false", ty)
 		}
@@ -281,6 +281,12 @@ func TestDequantizeFormulas(t *testing.T) {
 		// q5_K: as q4_K with every fifth bit set: +16.
 		{TypeQ5_K, cat(h(1), h(0.5), []byte{1, 1, 1, 1, 1, 1, 1, 1, 0x11, 0x11, 0x11, 0x11}, rep(0xFF, 32), rep(0x52, 128)),
 			func(i int) float32 { return []float32{17.5, 20.5}[(i/32)%2] }},
+		// iq4_nl: nibble 0x3 low (kvalues[3] = -65), 0xC high (kvalues[12] = 53), d 0.5.
+		{TypeIQ4_NL, cat(h(0.5), rep(0xC3, 16)), func(i int) float32 { return []float32{-32.5, 26.5}[i/16] }},
+		// iq4_xs: scales_l 0x21 (sub-blocks 1 (even), 2 (odd)), scales_h 0b10 per
+		// sub-block (+32): ls 33 / 34, dl = 0.5·1 / 0.5·2; nibbles 0x3 / 0xC.
+		{TypeIQ4_XS, cat(h(0.5), []byte{0xAA, 0xAA}, rep(0x21, 4), rep(0xC3, 128)),
+			func(i int) float32 { return []float32{-32.5, 26.5, -65, 53}[(i/32)%2*2+(i%32)/16] }},
 		// q6_K: ql 0x21, qh 0 -> quants 1 and 2 (minus 32), scale 2, d 0.5.
 		{TypeQ6_K, cat(rep(0x21, 128), rep(0, 64), rep(2, 16), h(0.5)),
 			func(i int) float32 { return []float32{-31, -31, -30, -30}[(i%128)/32] }},

@@ -435,85 +435,19 @@ const (
 )
 
 func (d *decoder) parse() (*File, error) {
-	if d.partial && len(d.data) < 4 && d.limit >= 4 {
-		return nil, &needMore{total: 4, header: true}
-	}
-	if len(d.data) < 4 {
-		if strings.HasPrefix(Magic, string(d.data)) {
-			return nil, d.errf(ErrTruncated, "truncated: %d bytes, too short for a GGUF header", len(d.data))
-		}
-		return nil, d.errf(ErrBadMagic, "bad magic %q, want %q", d.data, Magic)
-	}
-	if string(d.data[:4]) != Magic {
-		return nil, d.errf(ErrBadMagic, "bad magic %q, want %q", d.data[:4], Magic)
-	}
-	d.off = 4
-	f := &File{Name: d.name, Size: int64(len(d.data)), data: d.data}
-	var err error
-	if f.Version, err = d.u32(fixed("version")); err != nil {
-		return nil, err
-	}
-	switch v := f.Version; {
-	case v == 1:
-		return nil, d.errf(ErrVersion, "GGUF v1 is not supported (only v2 and v3 are); convert the file with a current llama.cpp")
-	case v == 0 || v&0xFFFF == 0:
-		return nil, d.errf(ErrVersion, "version %d (%#08x): a big-endian file or a corrupt header", v, v)
-	case v > 3:
-		return nil, d.errf(ErrVersion, "version %d is newer than v3, the latest this reader knows", v)
-	}
-	nTensors, err := d.u64(fixed("tensor count"))
+	f, nTensors, nKV, err := d.header()
 	if err != nil {
 		return nil, err
 	}
-	nKV, err := d.u64(fixed("metadata key count"))
-	if err != nil {
-		return nil, err
-	}
-	left := uint64(d.left())
-	if nTensors > left/minTensorBytes || nKV > left/minKVBytes ||
-		nTensors*minTensorBytes+nKV*minKVBytes > left {
-		return nil, d.errf(ErrTooLarge, "%d tensors and %d metadata keys cannot fit in the %d bytes left", nTensors, nKV, left)
-	}
-
 	// Allocate only for bytes a stream has actually supplied.
 	if err := d.need(nTensors*minTensorBytes + nKV*minKVBytes); err != nil {
 		return nil, err
 	}
-	f.KV = make([]KV, 0, nKV)
-	f.kvIdx = make(map[string]int, nKV)
-	for i := range int(nKV) {
-		key, err := d.str(func() string { return fmt.Sprintf("metadata key %d", i) })
-		if err != nil {
-			return nil, err
-		}
-		if key == "" {
-			return nil, d.errf(ErrBadValue, "metadata key %d is empty", i)
-		}
-		if _, dup := f.kvIdx[key]; dup {
-			return nil, d.errf(ErrDuplicate, "duplicate metadata key %q", key)
-		}
-		t, err := d.u32(func() string { return fmt.Sprintf("type of key %q", key) })
-		if err != nil {
-			return nil, err
-		}
-		v, err := d.value(ValueType(t), key, 0)
-		if err != nil {
-			return nil, err
-		}
-		f.kvIdx[key] = len(f.KV)
-		f.KV = append(f.KV, KV{Key: key, Value: v})
+	if err := d.metadata(f, nKV); err != nil {
+		return nil, err
 	}
-
-	f.Alignment = DefaultAlignment
-	if v, ok := f.Get(KeyAlignment); ok {
-		if v.Type() != ValUint32 {
-			return nil, d.errf(ErrAlignment, "%s must be a u32, not %s", KeyAlignment, v.Type())
-		}
-		a, _ := v.Uint()
-		if a == 0 || a&(a-1) != 0 {
-			return nil, d.errf(ErrAlignment, "%s = %d is not a power of two", KeyAlignment, a)
-		}
-		f.Alignment = a
+	if err := d.alignment(f); err != nil {
+		return nil, err
 	}
 
 	f.Tensors = make([]TensorInfo, 0, nTensors)
@@ -541,6 +475,96 @@ func (d *decoder) parse() (*File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// header reads the magic, the version and the tensor and metadata key
+// counts, which must fit in the bytes left.
+func (d *decoder) header() (f *File, nTensors, nKV uint64, err error) {
+	if d.partial && len(d.data) < 4 && d.limit >= 4 {
+		return nil, 0, 0, &needMore{total: 4, header: true}
+	}
+	if len(d.data) < 4 {
+		if strings.HasPrefix(Magic, string(d.data)) {
+			return nil, 0, 0, d.errf(ErrTruncated, "truncated: %d bytes, too short for a GGUF header", len(d.data))
+		}
+		return nil, 0, 0, d.errf(ErrBadMagic, "bad magic %q, want %q", d.data, Magic)
+	}
+	if string(d.data[:4]) != Magic {
+		return nil, 0, 0, d.errf(ErrBadMagic, "bad magic %q, want %q", d.data[:4], Magic)
+	}
+	d.off = 4
+	f = &File{Name: d.name, Size: int64(len(d.data)), data: d.data}
+	if f.Version, err = d.u32(fixed("version")); err != nil {
+		return nil, 0, 0, err
+	}
+	switch v := f.Version; {
+	case v == 1:
+		return nil, 0, 0, d.errf(ErrVersion, "GGUF v1 is not supported (only v2 and v3 are); convert the file with a current llama.cpp")
+	case v == 0 || v&0xFFFF == 0:
+		return nil, 0, 0, d.errf(ErrVersion, "version %d (%#08x): a big-endian file or a corrupt header", v, v)
+	case v > 3:
+		return nil, 0, 0, d.errf(ErrVersion, "version %d is newer than v3, the latest this reader knows", v)
+	}
+	nTensors, err = d.u64(fixed("tensor count"))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	nKV, err = d.u64(fixed("metadata key count"))
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	left := uint64(d.left())
+	if nTensors > left/minTensorBytes || nKV > left/minKVBytes ||
+		nTensors*minTensorBytes+nKV*minKVBytes > left {
+		return nil, 0, 0, d.errf(ErrTooLarge, "%d tensors and %d metadata keys cannot fit in the %d bytes left", nTensors, nKV, left)
+	}
+	return f, nTensors, nKV, nil
+}
+
+// metadata reads nKV metadata key-value pairs into f.KV.
+func (d *decoder) metadata(f *File, nKV uint64) error {
+	f.KV = make([]KV, 0, nKV)
+	f.kvIdx = make(map[string]int, nKV)
+	for i := range int(nKV) {
+		key, err := d.str(func() string { return fmt.Sprintf("metadata key %d", i) })
+		if err != nil {
+			return err
+		}
+		if key == "" {
+			return d.errf(ErrBadValue, "metadata key %d is empty", i)
+		}
+		if _, dup := f.kvIdx[key]; dup {
+			return d.errf(ErrDuplicate, "duplicate metadata key %q", key)
+		}
+		t, err := d.u32(func() string { return fmt.Sprintf("type of key %q", key) })
+		if err != nil {
+			return err
+		}
+		v, err := d.value(ValueType(t), key, 0)
+		if err != nil {
+			return err
+		}
+		f.kvIdx[key] = len(f.KV)
+		f.KV = append(f.KV, KV{Key: key, Value: v})
+	}
+	return nil
+}
+
+// alignment sets f.Alignment from general.alignment, a u32 power of two,
+// or the default.
+func (d *decoder) alignment(f *File) error {
+	f.Alignment = DefaultAlignment
+	if v, ok := f.Get(KeyAlignment); ok {
+		if v.Type() != ValUint32 {
+			return d.errf(ErrAlignment, "%s must be a u32, not %s", KeyAlignment, v.Type())
+		}
+		a, _ := v.Uint()
+		if a == 0 || a&(a-1) != 0 {
+			return d.errf(ErrAlignment, "%s = %d is not a power of two", KeyAlignment, a)
+		}
+		f.Alignment = a
+	}
+	return nil
 }
 
 // value decodes one value of type t (for key, in errors).

@@ -59,7 +59,12 @@ func (d Dim) norm() Dim {
 }
 
 // Equal reports whether two dims are the same expression.
-func (d Dim) Equal(e Dim) bool { return d.norm() == e.norm() }
+func (d Dim) Equal(e Dim) bool {
+	if d.Sym == "" || e.Sym == "" { // a constant equals only the same constant
+		return d.Sym == e.Sym && d.Val == e.Val
+	}
+	return d.norm() == e.norm()
+}
 
 // Eval returns the value of d under the bindings.
 func (d Dim) Eval(b Bindings) (int64, error) {

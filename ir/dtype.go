@@ -26,12 +26,16 @@ const (
 	Q5_K DType = 13
 	Q6_K DType = 14
 	Q8_K DType = 15
-	I8   DType = 24
-	I16  DType = 25
-	I32  DType = 26
-	I64  DType = 27
-	F64  DType = 28
-	BF16 DType = 30
+	// IQ4_NL and IQ4_XS: 4-bit indices into a non-linear codebook
+	// (llama-quantize makes them without an importance matrix).
+	IQ4_NL DType = 20
+	IQ4_XS DType = 23
+	I8     DType = 24
+	I16    DType = 25
+	I32    DType = 26
+	I64    DType = 27
+	F64    DType = 28
+	BF16   DType = 30
 )
 
 type dtypeInfo struct {
@@ -41,26 +45,28 @@ type dtypeInfo struct {
 }
 
 var dtypes = map[DType]dtypeInfo{
-	F32:  {"f32", 1, 4},
-	F16:  {"f16", 1, 2},
-	Q4_0: {"q4_0", 32, 18},
-	Q4_1: {"q4_1", 32, 20},
-	Q5_0: {"q5_0", 32, 22},
-	Q5_1: {"q5_1", 32, 24},
-	Q8_0: {"q8_0", 32, 34},
-	Q8_1: {"q8_1", 32, 36},
-	Q2_K: {"q2_K", 256, 84},
-	Q3_K: {"q3_K", 256, 110},
-	Q4_K: {"q4_K", 256, 144},
-	Q5_K: {"q5_K", 256, 176},
-	Q6_K: {"q6_K", 256, 210},
-	Q8_K: {"q8_K", 256, 292},
-	I8:   {"i8", 1, 1},
-	I16:  {"i16", 1, 2},
-	I32:  {"i32", 1, 4},
-	I64:  {"i64", 1, 8},
-	F64:  {"f64", 1, 8},
-	BF16: {"bf16", 1, 2},
+	F32:    {"f32", 1, 4},
+	F16:    {"f16", 1, 2},
+	Q4_0:   {"q4_0", 32, 18},
+	Q4_1:   {"q4_1", 32, 20},
+	Q5_0:   {"q5_0", 32, 22},
+	Q5_1:   {"q5_1", 32, 24},
+	Q8_0:   {"q8_0", 32, 34},
+	Q8_1:   {"q8_1", 32, 36},
+	Q2_K:   {"q2_K", 256, 84},
+	Q3_K:   {"q3_K", 256, 110},
+	Q4_K:   {"q4_K", 256, 144},
+	Q5_K:   {"q5_K", 256, 176},
+	Q6_K:   {"q6_K", 256, 210},
+	Q8_K:   {"q8_K", 256, 292},
+	IQ4_NL: {"iq4_nl", 32, 18},
+	IQ4_XS: {"iq4_xs", 256, 136},
+	I8:     {"i8", 1, 1},
+	I16:    {"i16", 1, 2},
+	I32:    {"i32", 1, 4},
+	I64:    {"i64", 1, 8},
+	F64:    {"f64", 1, 8},
+	BF16:   {"bf16", 1, 2},
 }
 
 var dtypeByName = func() map[string]DType {

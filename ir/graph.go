@@ -177,18 +177,31 @@ func (g *Graph) ReplaceUses(old, new *Node) int {
 // nodes (writes into persistent state, such as set_rows and cpy) and what they
 // depend on, and renumbers ids densely. It returns how many were removed.
 func (g *Graph) Compact() int {
-	live := make(map[*Node]bool, len(g.Nodes))
-	var mark func(n *Node)
-	stack := []*Node{}
-	mark = func(n *Node) {
+	// Liveness by position (ids are positions after renumber); a node
+	// reached outside g.Nodes (an invalid graph) is tracked by pointer.
+	g.renumber()
+	live := make([]bool, len(g.Nodes))
+	var outside map[*Node]bool
+	var stack []*Node
+	mark := func(n *Node) {
 		stack = append(stack[:0], n)
 		for len(stack) > 0 {
 			x := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
-			if live[x] {
-				continue
+			if x.ID >= 0 && x.ID < len(live) && g.Nodes[x.ID] == x {
+				if live[x.ID] {
+					continue
+				}
+				live[x.ID] = true
+			} else {
+				if outside[x] {
+					continue
+				}
+				if outside == nil {
+					outside = map[*Node]bool{}
+				}
+				outside[x] = true
 			}
-			live[x] = true
 			stack = append(stack, x.Args...)
 		}
 	}
@@ -204,7 +217,7 @@ func (g *Graph) Compact() int {
 	kept := g.Nodes[:0]
 	removed := 0
 	for _, n := range g.Nodes {
-		if live[n] {
+		if live[n.ID] { // n.ID, not the index: a node listed twice has one id
 			kept = append(kept, n)
 		} else {
 			removed++

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -185,25 +186,10 @@ func CheckNode(n *Node) error {
 	if err := checkOperands(n, info); err != nil {
 		return err
 	}
-	for _, k := range n.Attrs.Keys() {
-		if !isIdent(k) {
-			return fmt.Errorf("%s: attribute name %q is not an identifier", n.Op, k)
+	if !attrsClean(n, info) { // then report the first problem in key order
+		if err := checkAttrs(n, info); err != nil {
+			return err
 		}
-		if info.Attrs != nil && !slices.Contains(info.Attrs, k) {
-			return fmt.Errorf("%s: unknown attribute %q (%s)%s", n.Op, k, attrList(info.Attrs), suggest(k, info.Attrs))
-		}
-		switch v := n.Attrs[k].(type) {
-		case int64, float64, bool, string, []int64, []float64:
-		case Dim:
-			if err := v.check(); err != nil {
-				return fmt.Errorf("%s: attribute %s: %w", n.Op, k, err)
-			}
-		default:
-			return fmt.Errorf("%s: attribute %s has unsupported type %T", n.Op, k, n.Attrs[k])
-		}
-	}
-	if err := checkAttrValues(n); err != nil {
-		return fmt.Errorf("%s: %w", n.Op, err)
 	}
 	if !n.Type.DType.Known() {
 		return fmt.Errorf("%s: unknown dtype %d", n.Op, uint32(n.Type.DType))
@@ -231,6 +217,68 @@ func CheckNode(n *Node) error {
 		}
 	}
 	return nil
+}
+
+// checkAttrs checks n's attribute names and values in key order.
+func checkAttrs(n *Node, info *OpInfo) error {
+	for _, k := range n.Attrs.Keys() {
+		if !isIdent(k) {
+			return fmt.Errorf("%s: attribute name %q is not an identifier", n.Op, k)
+		}
+		if info.Attrs != nil && !slices.Contains(info.Attrs, k) {
+			return fmt.Errorf("%s: unknown attribute %q (%s)%s", n.Op, k, attrList(info.Attrs), suggest(k, info.Attrs))
+		}
+		switch v := n.Attrs[k].(type) {
+		case int64, float64, bool, string, []int64, []float64:
+		case Dim:
+			if err := v.check(); err != nil {
+				return fmt.Errorf("%s: attribute %s: %w", n.Op, k, err)
+			}
+		default:
+			return fmt.Errorf("%s: attribute %s has unsupported type %T", n.Op, k, n.Attrs[k])
+		}
+	}
+	if err := checkAttrValues(n); err != nil {
+		return fmt.Errorf("%s: %w", n.Op, err)
+	}
+	return nil
+}
+
+// attrsClean reports whether checkAttrs finds nothing, without sorting the
+// keys.
+func attrsClean(n *Node, info *OpInfo) bool {
+	for k, v := range n.Attrs {
+		if !isIdent(k) || info.Attrs != nil && !slices.Contains(info.Attrs, k) {
+			return false
+		}
+		switch v := v.(type) {
+		case int64, bool, string:
+		case float64:
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+		case []int64:
+			if len(v) > MaxAttrList {
+				return false
+			}
+		case []float64:
+			if len(v) > MaxAttrList {
+				return false
+			}
+			for _, x := range v {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					return false
+				}
+			}
+		case Dim:
+			if v.check() != nil {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // checkOperands checks the operand count and that no operand is nil.

@@ -367,43 +367,87 @@ func (p *parser) node(line string) error {
 	pos += rp + 1 + skip
 	attrAt := map[string]int{} // where each attribute's value starts
 	if strings.HasPrefix(rest, "{") {
-		rb := closeAt(rest, '{', '}')
-		if rb < 0 {
-			return atf(pos, "unclosed attribute list")
+		var err error
+		if rest, pos, err = parseNodeAttrs(n, info, rest, pos, attrAt); err != nil {
+			return err
 		}
-		n.Attrs = Attrs{}
-		for _, sp := range spans(rest[1:rb]) {
-			kv, kOff := sp.text, pos+1+sp.start
-			i := strings.IndexByte(kv, '=')
-			if i <= 0 {
-				return atf(kOff, "attribute %q: want key=value", clip(kv))
-			}
-			key := strings.TrimSpace(kv[:i])
-			if !isIdent(key) {
-				return atf(kOff, "attribute name %q", clip(key))
-			}
-			if info.Attrs != nil && !slices.Contains(info.Attrs, key) {
-				return atf(kOff, "unknown attribute %q of %s (%s)%s", key, n.Op, attrList(info.Attrs), suggest(key, info.Attrs))
-			}
-			if _, dup := n.Attrs[key]; dup {
-				return atf(kOff, "attribute %q given twice", key)
-			}
-			val, vskip := skipSpace(kv[i+1:])
-			vOff := kOff + i + 1 + vskip
-			v, err := parseAttr(val)
-			if err != nil {
-				return atf(vOff, "attribute %q: %w", key, err)
-			}
-			n.Attrs[key] = v
-			attrAt[key] = vOff
-		}
-		rest, skip = skipSpace(rest[rb+1:])
-		pos += rb + 1 + skip
 	}
+	rest, pos, err := parseNodeType(n, rest, pos)
+	if err != nil {
+		return err
+	}
+	if err := parseNodeTail(n, rest, pos); err != nil {
+		return err
+	}
+	if n.Op == OpConst && n.Data == nil {
+		n.Data = []byte{}
+	}
+	if n.Op != OpConst && n.Data != nil {
+		return atf(opOff, "%s node with data= (only const nodes hold data)", n.Op)
+	}
+	if err := CheckNode(n); err != nil {
+		// Point at the attribute the error names, else at the op.
+		off := opOff
+		if m := attrNamed.FindStringSubmatch(err.Error()); m != nil {
+			if o, ok := attrAt[m[1]]; ok {
+				off = o
+			}
+		}
+		return at(off, err)
+	}
+	p.labels[label] = n
+	p.g.append(n)
+	p.lines = append(p.lines, p.line)
+	p.cols = append(p.cols, p.indent+1)
+	return nil
+}
+
+// parseNodeAttrs parses the attribute list `{k=v, ...}` at the start of
+// rest (at column pos) into n.Attrs, recording where each value starts in
+// attrAt, and returns what follows it.
+func parseNodeAttrs(n *Node, info *OpInfo, rest string, pos int, attrAt map[string]int) (string, int, error) {
+	rb := closeAt(rest, '{', '}')
+	if rb < 0 {
+		return "", 0, atf(pos, "unclosed attribute list")
+	}
+	n.Attrs = Attrs{}
+	for _, sp := range spans(rest[1:rb]) {
+		kv, kOff := sp.text, pos+1+sp.start
+		i := strings.IndexByte(kv, '=')
+		if i <= 0 {
+			return "", 0, atf(kOff, "attribute %q: want key=value", clip(kv))
+		}
+		key := strings.TrimSpace(kv[:i])
+		if !isIdent(key) {
+			return "", 0, atf(kOff, "attribute name %q", clip(key))
+		}
+		if info.Attrs != nil && !slices.Contains(info.Attrs, key) {
+			return "", 0, atf(kOff, "unknown attribute %q of %s (%s)%s", key, n.Op, attrList(info.Attrs), suggest(key, info.Attrs))
+		}
+		if _, dup := n.Attrs[key]; dup {
+			return "", 0, atf(kOff, "attribute %q given twice", key)
+		}
+		val, vskip := skipSpace(kv[i+1:])
+		vOff := kOff + i + 1 + vskip
+		v, err := parseAttr(val)
+		if err != nil {
+			return "", 0, atf(vOff, "attribute %q: %w", key, err)
+		}
+		n.Attrs[key] = v
+		attrAt[key] = vOff
+	}
+	rest, skip := skipSpace(rest[rb+1:])
+	pos += rb + 1 + skip
+	return rest, pos, nil
+}
+
+// parseNodeType parses `: type` and the optional quoted name into n and
+// returns what follows them.
+func parseNodeType(n *Node, rest string, pos int) (string, int, error) {
 	if !strings.HasPrefix(rest, ":") {
-		return atf(pos, "want `: type` after the operands")
+		return "", 0, atf(pos, "want `: type` after the operands")
 	}
-	rest, skip = skipSpace(rest[1:])
+	rest, skip := skipSpace(rest[1:])
 	pos += 1 + skip
 	sp := strings.IndexByte(rest, ' ')
 	if lb := strings.IndexByte(rest, '['); lb >= 0 && (sp < 0 || lb < sp) {
@@ -416,7 +460,7 @@ func (p *parser) node(line string) error {
 	}
 	t, err := parseTypeAt(rest[:sp])
 	if err != nil {
-		return at(pos, err)
+		return "", 0, at(pos, err)
 	}
 	n.Type = t
 	rest, skip = skipSpace(rest[sp:])
@@ -424,16 +468,21 @@ func (p *parser) node(line string) error {
 	if strings.HasPrefix(rest, "\"") {
 		end := closeQuote(rest)
 		if end < 0 {
-			return atf(pos, "unclosed name string")
+			return "", 0, atf(pos, "unclosed name string")
 		}
 		name, err := strconv.Unquote(rest[:end+1])
 		if err != nil {
-			return atf(pos, "bad name string")
+			return "", 0, atf(pos, "bad name string")
 		}
 		n.Name = name
 		rest, skip = skipSpace(rest[end+1:])
 		pos += end + 1 + skip
 	}
+	return rest, pos, nil
+}
+
+// parseNodeTail parses the trailing `layer=N` and `data=base64` fields.
+func parseNodeTail(n *Node, rest string, pos int) error {
 	for rest != "" {
 		sp := strings.IndexByte(rest, ' ')
 		if sp < 0 {
@@ -456,29 +505,10 @@ func (p *parser) node(line string) error {
 		default:
 			return atf(pos, "unexpected %q after the type", clip(field))
 		}
+		var skip int
 		rest, skip = skipSpace(rest[sp:])
 		pos += sp + skip
 	}
-	if n.Op == OpConst && n.Data == nil {
-		n.Data = []byte{}
-	}
-	if n.Op != OpConst && n.Data != nil {
-		return atf(opOff, "%s node with data= (only const nodes hold data)", n.Op)
-	}
-	if err := CheckNode(n); err != nil {
-		// Point at the attribute the error names, else at the op.
-		off := opOff
-		if m := attrNamed.FindStringSubmatch(err.Error()); m != nil {
-			if o, ok := attrAt[m[1]]; ok {
-				off = o
-			}
-		}
-		return at(off, err)
-	}
-	p.labels[label] = n
-	p.g.append(n)
-	p.lines = append(p.lines, p.line)
-	p.cols = append(p.cols, p.indent+1)
 	return nil
 }
 

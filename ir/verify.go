@@ -27,11 +27,61 @@ func Verify(g *Graph) error {
 			errs = append(errs, fmt.Errorf("meta key %q cannot be printed (empty, padded, or holding '=' or a newline)", k))
 		}
 	}
+	if wellFormed(g) {
+		// Nothing below can fail but the nodes' own checks.
+		for _, n := range g.Nodes {
+			if err := CheckNode(n); err != nil {
+				add(n, "%v", err)
+			}
+		}
+	} else {
+		verifyStructure(g, &errs, add)
+	}
+	if len(errs) == 0 && g.IsStatic() {
+		if _, err := Layouts(g); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("ir: verify %q: %w", g.Name, errors.Join(errs...))
+}
+
+// wellFormed reports whether every node's id is its position, every
+// operand is a node at an earlier position and every output a node: what
+// Verify's structural checks check, without a map.
+func wellFormed(g *Graph) bool {
+	at := func(n *Node, before int) bool {
+		return n != nil && n.ID >= 0 && n.ID < before && g.Nodes[n.ID] == n
+	}
+	for i, n := range g.Nodes {
+		if n == nil || n.ID != i {
+			return false
+		}
+		for _, a := range n.Args {
+			if !at(a, i) {
+				return false
+			}
+		}
+	}
+	for _, o := range g.Outputs {
+		if !at(o, len(g.Nodes)) {
+			return false
+		}
+	}
+	return true
+}
+
+// verifyStructure checks ids, operand order and outputs node by node,
+// with each node's own checks, adding the problems to *errs (add adds a
+// node's).
+func verifyStructure(g *Graph, errs *[]error, add func(n *Node, format string, args ...any)) {
 	pos := make(map[*Node]int, len(g.Nodes))
 	for i, n := range g.Nodes {
 		if n == nil {
-			if len(errs) < 10 {
-				errs = append(errs, fmt.Errorf("node %d is nil", i))
+			if len(*errs) < 10 {
+				*errs = append(*errs, fmt.Errorf("node %d is nil", i))
 			}
 			continue
 		}
@@ -59,19 +109,10 @@ func Verify(g *Graph) error {
 		}
 	}
 	for i, o := range g.Outputs {
-		if _, ok := pos[o]; !ok && len(errs) < 10 {
-			errs = append(errs, fmt.Errorf("output %d is not a node of the graph", i))
+		if _, ok := pos[o]; !ok && len(*errs) < 10 {
+			*errs = append(*errs, fmt.Errorf("output %d is not a node of the graph", i))
 		}
 	}
-	if len(errs) == 0 && g.IsStatic() {
-		if _, err := Layouts(g); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("ir: verify %q: %w", g.Name, errors.Join(errs...))
 }
 
 func sortedKeys(m map[string]string) []string {

@@ -69,6 +69,12 @@ func (o Options) MulMatJob(dst, a, b Tensor, bias *Tensor, workers int) (j Job, 
 	if o.Packs != nil && mj.m.repack && useAVX2 {
 		mj.m.pk = o.Packs.q4x8i(a)
 	}
+	if o.Packs != nil && mj.m.kind == mmQ8_K && repackQ4K(o, a, b) && useAVX2 {
+		// Q4_K in the q4_K_8x8 order: from an interleaved copy.
+		if mj.m.pk = o.Packs.q4kx8i(a); mj.m.pk != nil {
+			mj.m.raw = true
+		}
+	}
 	mj.grain = mj.m.schedule(max(workers, 1))
 	if dst.NElements() == 0 {
 		mj.m.tasks = 0

@@ -14,10 +14,10 @@ type QuantMode int
 const (
 	// QuantGGML reproduces llama.cpp's CPU backend: activations are
 	// quantised to the weight type's vec_dot_type (Q8_0 for Q4_0, Q5_0 and
-	// Q8_0 weights, Q8_1 for Q4_1 and Q5_1, Q8_K for Q2_K … Q6_K) and
-	// multiplied with exact integer dot products per block, scaled in
-	// float32. Weight types without an integer path here (IQ types, …)
-	// fall back to QuantDequant.
+	// Q8_0 weights, Q8_1 for Q4_1 and Q5_1, Q8_K for Q2_K … Q6_K, Q8_0
+	// for IQ4_NL, Q8_K for IQ4_XS) and multiplied with exact integer dot
+	// products per block, scaled in float32. Weight types without an
+	// integer path here (the other IQ types, …) fall back to QuantDequant.
 	QuantGGML QuantMode = iota
 	// QuantDequant dequantises each weight row to float32 (exactly as
 	// ggml's to_float) and takes float32 dot products with the unrounded
@@ -100,6 +100,9 @@ type matmul struct {
 	// packed: repack rows are also laid out by packQ4_0x8 once per tile
 	// (assembly, at least four columns) for gemmQ4_0x8Packed.
 	packed bool
+	// iq4x8: IQ4_NL weights that llama.cpp repacks to iq4_nl_8x8 (iq4.go),
+	// eight rows at a time.
+	iq4x8 bool
 	// pk: a repack matrix's interleaved copy (WeightPacks.q4x8i), read
 	// instead of its rows when not nil.
 	pk []byte
@@ -246,6 +249,13 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	case o.Quant == QuantGGML && (a.Type == gguf.TypeQ4_1 || a.Type == gguf.TypeQ5_1):
 		// Q8_1 activations (q8_1.go); rows always read from their bytes.
 		m.kind, m.raw = mmQ8_0, true
+	case o.Quant == QuantGGML && iq4Raw(a.Type):
+		// iq4.go: rows read from their bytes; IQ4_NL with Q8_0
+		// activations, IQ4_XS with Q8_K.
+		m.kind, m.raw, m.iq4x8 = mmQ8_0, true, iq4nlRepack(o, a, b)
+		if a.Type == gguf.TypeIQ4_XS {
+			m.kind = mmQ8_K
+		}
 	case o.Quant == QuantGGML && qkSupported(a.Type):
 		m.kind = mmQ8_K
 	default:
@@ -274,14 +284,20 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	m.packed = m.repack && useAVX2 && m.n*m.r2*m.r3 >= 4
 	if m.kind == mmQ8_K {
 		m.dotK, m.dotK4 = qkDot(o, a, b), qkDotGemm(o, a, b)
+		// Q5_K, Q6_K: the row kernels of kquant.go read the bytes (IQ4_XS
+		// and Q2_K/Q3_K are read from their bytes by iq4.go's and k23.go's).
+		m.raw = m.raw || kRaw(o, a)
 	}
 	if m.n*m.r2*m.r3 < 4 {
 		switch {
 		case m.kind == mmFloat && a.Type == gguf.TypeF16 && (a.Nb[0] == 2 || a.Ne[0] == 1):
 			m.raw = true
-		case m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0):
+		case m.kind == mmQ8_0 && (a.Type == gguf.TypeQ8_0 || a.Type == gguf.TypeQ4_0 || a.Type == gguf.TypeQ5_0):
 			m.raw = true
 		}
+	}
+	if useAVX2 && m.kind == mmQ8_0 && legacyRaw(a.Type) || m.kind == mmQ8_K && k23Raw(a.Type) {
+		m.raw = true // legacy.go's, k23.go's kernels, decode and prefill
 	}
 	cols := int(b.NRows())
 	m.cols = cols
@@ -307,7 +323,8 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 			m.bv = f32view(b.Data, cols*k)
 		}
 	case mmQ8_K:
-		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/256), bsums: make([]int32, cols*k/16)}
+		m.bq = q8Row{qs: make([]int8, cols*k), d: make([]float32, cols*k/256), bsums: make([]int32, cols*k/16),
+			bs16: make([]int16, cols*k/16), b32: make([]int16, cols*k/32)}
 	}
 	return m
 }
@@ -374,6 +391,7 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 			x := scratch[:k]
 			m.loadCol(c, x)
 			quantizeQ8_K(x, m.bq.qs[c*k:(c+1)*k], m.bq.d[c*k/256:(c+1)*k/256], m.bq.bsums[c*k/16:(c+1)*k/16])
+			q8KExtra(m.bq.bsums[c*k/16:(c+1)*k/16], m.bq.bs16[c*k/16:(c+1)*k/16], m.bq.b32[c*k/32:(c+1)*k/32])
 		}
 	}
 }
@@ -404,6 +422,8 @@ func (m *matmul) q8col(c int64) q8Row {
 	case mmQ8_K:
 		r.d = m.bq.d[int(c)*k/256 : int(c+1)*k/256]
 		r.bsums = m.bq.bsums[int(c)*k/16 : int(c+1)*k/16]
+		r.bs16 = m.bq.bs16[int(c)*k/16 : int(c+1)*k/16]
+		r.b32 = m.bq.b32[int(c)*k/32 : int(c+1)*k/32]
 	}
 	return r
 }
@@ -486,7 +506,7 @@ func (m *matmul) schedule(w int) (grain int) {
 	for rt > 1 && nA*((M+rt-1)/rt) < int64(4*w) {
 		rt /= 2
 	}
-	if m.repack {
+	if m.repack || m.kind == mmQ8_K && m.pk != nil || m.iq4x8 {
 		rt = max(8, rt&^7) // whole groups of 8 rows
 	}
 	m.rt = rt
@@ -572,6 +592,7 @@ type tile struct {
 	raw  [][]byte    // undecoded rows (matmul.raw)
 	pack []byte      // rows repacked by packQ4_0x8 (matmul.packed)
 	out  []float32   // matmul.pk: one column of results for a strided dst
+	out4 []float32   // mmQ8_K rows in place: four columns of results for a strided dst
 	rows [][]float32 // float kind
 	buf  *[]float32
 	q    []int8 // mmQ8_0
@@ -587,8 +608,11 @@ func newTile(m *matmul, rt int) *tile {
 		if m.packed {
 			t.pack = make([]byte, (rt/8)*(k/32)*packedQ4Block)
 		}
-		if m.pk != nil {
+		if m.pk != nil || m.kind == mmQ8_K || m.iq4x8 || k23Raw(m.a.Type) || m.a.Type == gguf.TypeIQ4_XS {
 			t.out = make([]float32, rt)
+		}
+		if m.kind == mmQ8_K && m.pk == nil {
+			t.out4 = make([]float32, 4*rt) // mulRawK's four columns
 		}
 		return t
 	}
@@ -757,6 +781,9 @@ func (t *tile) mul(m *matmul, out *dstWriter, r0, r1, base, i12, i13 int64) {
 // mulRaw is mul for weight rows read straight from their bytes.
 func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) {
 	switch {
+	case m.kind == mmQ8_K && !k23Raw(m.a.Type) && !iq4Raw(m.a.Type):
+		t.mulRawK(m, out, r0, nr, base, i12, i13)
+		return
 	case m.pk != nil:
 		t.mulPk(m, out, r0, nr, base, i12, i13)
 		return
@@ -793,6 +820,15 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				}
 			}
 		}
+		return
+	case legacyRaw(m.a.Type):
+		t.mulLegacy(m, out, r0, nr, base, i12, i13)
+		return
+	case iq4Raw(m.a.Type):
+		t.mulIQ4(m, out, r0, nr, base, i12, i13)
+		return
+	case k23Raw(m.a.Type):
+		t.mulK23(m, out, r0, nr, base, i12, i13)
 		return
 	case m.a.Type == gguf.TypeQ8_0:
 		var j int64

@@ -2,10 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
-	"sync"
 	"unsafe"
-
-	"github.com/irtool/irtool/gguf"
 )
 
 // Q4_0 weights repacked once into an interleaved layout of eight rows, the
@@ -118,50 +115,6 @@ func packQ4_0x8i(dst, p []byte, nb int) {
 	packQ4_0x8iAVX2(&dst[0], &p[0], nb)
 }
 
-// WeightPacks holds weight matrices repacked once into the layouts of the
-// SIMD kernels, shared by every matmul job prepared with it
-// (Options.Packs): a Q4_0 matrix that llama.cpp repacks to q4_0_8x8 (a 2-D
-// matrix with a multiple of 8 rows) is kept with the blocks of each eight
-// rows interleaved, which the decode kernel streams contiguously. Without
-// AVX2 (other architectures, -tags purego) nothing is repacked and the
-// jobs read the weights in place; results are the same bits either way.
-// The weights must not change while a WeightPacks holds a copy of them.
-// Safe for concurrent use.
-type WeightPacks struct {
-	mu    sync.Mutex
-	m     map[packKey][]byte
-	bytes int64
-	cur   []byte // the unused rest of the current chunk (alloc)
-}
-
-// packChunk is the size of the blocks that the copies are carved from.
-const packChunk = 32 << 20
-
-// hugePage is the size of a transparent huge page on x86-64 Linux.
-const hugePage = 2 << 20
-
-// alloc returns n bytes for a copy: carved from 2 MiB-aligned chunks of
-// packChunk bytes given to the kernel's huge pages (adviseHuge), so that
-// matrices smaller than a huge page share them too; a copy of half a
-// chunk or more gets its own, and one below 256 KiB (small models, whose
-// weights fit in the caches) a plain allocation. Each carved copy starts
-// on a 64-byte boundary.
-func (w *WeightPacks) alloc(n int) []byte {
-	if n < 256<<10 {
-		return make([]byte, n)
-	}
-	if n >= packChunk/2 {
-		return hugeAlloc(n)
-	}
-	n64 := (n + 63) &^ 63
-	if n64 > len(w.cur) {
-		w.cur = hugeAlloc(packChunk)
-	}
-	b := w.cur[:n:n]
-	w.cur = w.cur[n64:]
-	return b
-}
-
 // hugeAlloc allocates n bytes starting on a huge-page boundary and advises
 // huge pages for the whole huge pages inside.
 func hugeAlloc(n int) []byte {
@@ -172,54 +125,4 @@ func hugeAlloc(n int) []byte {
 		adviseHuge(b[:h])
 	}
 	return b
-}
-
-type packKey struct {
-	data     unsafe.Pointer
-	ne0, ne1 int64
-	nb1      int64
-}
-
-// NewWeightPacks returns an empty WeightPacks.
-func NewWeightPacks() *WeightPacks { return &WeightPacks{m: map[packKey][]byte{}} }
-
-// Bytes is the memory held by the repacked copies.
-func (w *WeightPacks) Bytes() int64 {
-	if w == nil {
-		return 0
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.bytes
-}
-
-// q4x8i returns the interleaved copy of Q4_0 matrix a (m.repack's
-// conditions hold), repacking it on first use.
-func (w *WeightPacks) q4x8i(a Tensor) []byte {
-	rows, nb := int(a.Ne[1]), int(a.Ne[0])/32
-	if rows == 0 || nb == 0 {
-		return nil
-	}
-	k := packKey{unsafe.Pointer(&a.Data[0]), a.Ne[0], a.Ne[1], a.Nb[1]}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if p, ok := w.m[k]; ok {
-		return p
-	}
-	p := w.alloc(rows / 8 * nb * q4x8iBlock)
-	// The jobs no longer read the original: when it is a memory-mapped
-	// file, its pages leave the resident set as soon as they are copied
-	// (they are read again if another kernel touches them), so the copy
-	// does not double the RSS, not even while it is made.
-	stride := int(a.Nb[1])
-	const slab = 512 // rows copied between releases
-	for r := 0; r < rows; r += slab {
-		n := min(slab, rows-r)
-		src := a.Data[r*stride : (r+n-1)*stride+nb*18]
-		repackQ4_0x8iFast(p[r/8*nb*q4x8iBlock:], src, stride, n, nb)
-		gguf.ReleasePages(src)
-	}
-	w.m[k] = p
-	w.bytes += int64(len(p))
-	return p
 }

@@ -20,7 +20,10 @@ type q8Row struct {
 	bsums []int32
 	sum   []int32
 	s     []float32 // Q8_1 only: per block F16(d·Σq) (q8_1Sums)
-	neg   bool
+	// Q8_K only, for the K-quant kernels (kquant.go): bsums as int16, and
+	// the sums of each 32 values (q8KExtra).
+	bs16, b32 []int16
+	neg       bool
 }
 
 // quantizeQ8_0 quantises x (a multiple of 32 values) into qs/d as ggml's

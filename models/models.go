@@ -349,10 +349,33 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 		return HParams{}, fmt.Errorf("models: no general.architecture key")
 	}
 	hp := HParams{Arch: arch}
-	key := func(s string) string { return arch + "." + s }
 	if err := checkHParamTypes(f, arch); err != nil {
 		return hp, err
 	}
+	if err := readShapeHParams(f, &hp); err != nil {
+		return hp, err
+	}
+	if err := readRopeHParams(f, &hp); err != nil {
+		return hp, err
+	}
+	if err := readArchHParams(f, &hp); err != nil {
+		return hp, err
+	}
+	if err := readVocabSize(f, &hp); err != nil {
+		return hp, err
+	}
+	if math.IsNaN(hp.RMSEps) || hp.RMSEps < 0 {
+		return hp, fmt.Errorf("models: bad rms epsilon %v", hp.RMSEps)
+	}
+	return hp, nil
+}
+
+// readShapeHParams reads the sizes (embedding, layers, heads, feed-forward,
+// head dimensions, rotated dimensions, training context) and the RMS
+// epsilon of hp.Arch.
+func readShapeHParams(f *gguf.File, hp *HParams) error {
+	arch := hp.Arch
+	key := func(s string) string { return arch + "." + s }
 	req := func(s string) (int64, error) {
 		v, ok := f.GetUint(key(s))
 		if !ok {
@@ -365,26 +388,26 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	}
 	var err error
 	if hp.NEmbd, err = req("embedding_length"); err != nil {
-		return hp, err
+		return err
 	}
 	if hp.NLayer, err = req("block_count"); err != nil {
-		return hp, err
+		return err
 	}
 	if hp.NHead, err = req("attention.head_count"); err != nil {
-		return hp, err
+		return err
 	}
 	if hp.NFF, err = req("feed_forward_length"); err != nil {
-		return hp, err
+		return err
 	}
 	hp.NHeadKV = hp.NHead
 	if v, ok := f.GetUint(key("attention.head_count_kv")); ok {
 		hp.NHeadKV = int64(v)
 	}
 	if hp.NHeadKV == 0 || hp.NHead%hp.NHeadKV != 0 {
-		return hp, fmt.Errorf("models: n_head %d is not a multiple of n_head_kv %d", hp.NHead, hp.NHeadKV)
+		return fmt.Errorf("models: n_head %d is not a multiple of n_head_kv %d", hp.NHead, hp.NHeadKV)
 	}
 	if hp.NEmbd%hp.NHead != 0 {
-		return hp, fmt.Errorf("models: n_embd %d is not a multiple of n_head %d", hp.NEmbd, hp.NHead)
+		return fmt.Errorf("models: n_embd %d is not a multiple of n_head %d", hp.NEmbd, hp.NHead)
 	}
 	hp.HeadDimK = hp.NEmbd / hp.NHead
 	hp.HeadDimV = hp.HeadDimK
@@ -407,8 +430,16 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 		hp.RMSEps = v
 	} else if arch != "llama" && arch != "qwen2" && arch != "mistral" {
 		// llama.cpp's loaders of qwen3, qwen3moe, gemma3 and phi3 require the key.
-		return hp, fmt.Errorf("models: missing metadata key %q", key("attention.layer_norm_rms_epsilon"))
+		return fmt.Errorf("models: missing metadata key %q", key("attention.layer_norm_rms_epsilon"))
 	}
+	return nil
+}
+
+// readRopeHParams reads RoPE's frequency base and scaling (linear or
+// YaRN), the attention scale and the rotation mode of hp.Arch.
+func readRopeHParams(f *gguf.File, hp *HParams) error {
+	arch := hp.Arch
+	key := func(s string) string { return arch + "." + s }
 	hp.RopeFreqBase = 10000
 	if v, ok := f.GetFloat(key("rope.freq_base")); ok && v > 0 {
 		hp.RopeFreqBase = v
@@ -435,7 +466,7 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	case "yarn":
 		hp.RopeExtFactor = 1
 	default:
-		return hp, fmt.Errorf("models: rope scaling type %q is not supported (none, linear, yarn, longrope)", stype)
+		return fmt.Errorf("models: rope scaling type %q is not supported (none, linear, yarn, longrope)", stype)
 	}
 	if stype == "none" {
 		hp.RopeFreqScale = 1 // llama.cpp never scales with type none
@@ -466,9 +497,13 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	}
 	// Sliding-window layers rotate like the others unless the arch says.
 	hp.RopeFreqBaseSWA, hp.RopeFreqScaleSWA = hp.RopeFreqBase, hp.RopeFreqScale
-	if err := readArchHParams(f, &hp); err != nil {
-		return hp, err
-	}
+	return nil
+}
+
+// readVocabSize sets hp.NVocab from the token list, the vocab_size key or
+// the embedding's rows, the last present winning.
+func readVocabSize(f *gguf.File, hp *HParams) error {
+	key := func(s string) string { return hp.Arch + "." + s }
 	hp.NVocab = 0
 	if toks, ok := f.GetStrings("tokenizer.ggml.tokens"); ok {
 		hp.NVocab = int64(len(toks))
@@ -480,12 +515,9 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 		hp.NVocab = ti.Ne[1]
 	}
 	if hp.NVocab == 0 {
-		return hp, fmt.Errorf("models: cannot tell the vocabulary size")
+		return fmt.Errorf("models: cannot tell the vocabulary size")
 	}
-	if math.IsNaN(hp.RMSEps) || hp.RMSEps < 0 {
-		return hp, fmt.Errorf("models: bad rms epsilon %v", hp.RMSEps)
-	}
-	return hp, nil
+	return nil
 }
 
 // readArchHParams reads what one architecture's llama.cpp loader reads

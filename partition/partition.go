@@ -412,10 +412,6 @@ func (s *state) refine() int {
 // fills the result.
 func (s *state) build() (*ir.Graph, *Result, error) {
 	g := s.g
-	type key struct {
-		id int
-		d  target.Device
-	}
 	dev := map[*ir.Node]target.Device{}
 	for i, x := range g.Nodes {
 		switch {
@@ -428,6 +424,39 @@ func (s *state) build() (*ir.Graph, *Result, error) {
 	why := map[*ir.Node]string{}
 	for i, x := range g.Nodes {
 		why[x] = s.why[i]
+	}
+	nodes, err := s.insertTransfers(dev)
+	if err != nil {
+		return nil, nil, err
+	}
+	order := clusterOrder(nodes, dev)
+	out := &ir.Graph{Name: g.Name, Nodes: order, Outputs: g.Outputs, Meta: g.Meta}
+	for i, x := range order {
+		x.ID = i
+	}
+	if err := ir.Verify(out); err != nil {
+		return nil, nil, fmt.Errorf("partition: the partitioned graph is invalid: %w", err)
+	}
+	res, segOf, err := s.result(order, dev, why)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := CheckAcyclic(out, segOf); err != nil {
+		return nil, nil, err
+	}
+	return out, res, nil
+}
+
+// insertTransfers rewires every operand read on another device than its
+// home through one transfer per value and device (after a gathering cont
+// on the NPU when the value is not contiguous), and returns the nodes with
+// the new ones before their first reader. It records the new nodes'
+// devices in dev.
+func (s *state) insertTransfers(dev map[*ir.Node]target.Device) ([]*ir.Node, error) {
+	g := s.g
+	type key struct {
+		id int
+		d  target.Device
 	}
 	transfers := map[key]*ir.Node{}
 	var nodes []*ir.Node
@@ -448,7 +477,7 @@ func (s *state) build() (*ir.Graph, *Result, error) {
 						c := &ir.Node{Op: ir.OpCont, Args: []*ir.Node{a}, Type: a.Type, Name: a.Name + " (cont)", Layer: a.Layer}
 						if sup := s.prof.Supports(c); sup.OK {
 							if err := ir.CheckNode(c); err != nil {
-								return nil, nil, fmt.Errorf("partition: %s: %w", a, err)
+								return nil, fmt.Errorf("partition: %s: %w", a, err)
 							}
 							nodes = append(nodes, c)
 							dev[c] = target.NPU
@@ -459,7 +488,7 @@ func (s *state) build() (*ir.Graph, *Result, error) {
 						Attrs: ir.Attrs{ir.AttrFrom: string(h), ir.AttrTo: string(s.dev[i])},
 						Name:  fmt.Sprintf("%s (to %s)", a.Name, s.dev[i])}
 					if err := ir.CheckNode(t); err != nil {
-						return nil, nil, fmt.Errorf("partition: transfer of %s: %w", a, err)
+						return nil, fmt.Errorf("partition: transfer of %s: %w", a, err)
 					}
 					nodes = append(nodes, t)
 					dev[t] = s.dev[i]
@@ -470,14 +499,13 @@ func (s *state) build() (*ir.Graph, *Result, error) {
 		}
 		nodes = append(nodes, x)
 	}
-	order := clusterOrder(nodes, dev)
-	out := &ir.Graph{Name: g.Name, Nodes: order, Outputs: g.Outputs, Meta: g.Meta}
-	for i, x := range order {
-		x.ID = i
-	}
-	if err := ir.Verify(out); err != nil {
-		return nil, nil, fmt.Errorf("partition: the partitioned graph is invalid: %w", err)
-	}
+	return nodes, nil
+}
+
+// result describes the partitioned order: each node's device, the copies,
+// the CPU fallbacks and the segments, and each node's segment (-1 for
+// none).
+func (s *state) result(order []*ir.Node, dev map[*ir.Node]target.Device, why map[*ir.Node]string) (*Result, []int, error) {
 	res := &Result{Target: s.prof.Name, Bindings: s.b, Device: make([]target.Device, len(order)), Copies: []Copy{}, Fallbacks: []Fallback{}, Segments: []Segment{}}
 	segOf := make([]int, len(order))
 	var cur *Segment
@@ -517,10 +545,7 @@ func (s *state) build() (*ir.Graph, *Result, error) {
 			res.Fallbacks[i].Reason = "helper on the cpu side of a copy"
 		}
 	}
-	if err := CheckAcyclic(out, segOf); err != nil {
-		return nil, nil, err
-	}
-	return out, res, nil
+	return res, segOf, nil
 }
 
 func (s *state) valueBytes(x *ir.Node) (int64, error) {

@@ -127,38 +127,48 @@ func (p *Pattern) String() string {
 
 // Match is the result of matching a rule: the root node and the captures.
 type Match struct {
-	Root  *ir.Node
-	nodes map[string]*ir.Node
-	uses  map[*ir.Node]int
-	users map[*ir.Node][]*ir.Node
-	pos   map[*ir.Node]int
-	outs  map[*ir.Node]bool
+	Root *ir.Node
+	caps []capture // in the order bound
+	x    *graphIndex
+}
+
+// capture is one bound name.
+type capture struct {
+	name string
+	n    *ir.Node
 }
 
 // Get returns the node captured as name (nil when the name was not bound).
-func (m *Match) Get(name string) *ir.Node { return m.nodes[name] }
+func (m *Match) Get(name string) *ir.Node {
+	for _, c := range m.caps {
+		if c.name == name {
+			return c.n
+		}
+	}
+	return nil
+}
 
 // Uses returns how many operand slots use n (a graph output counts as one).
-func (m *Match) Uses(n *ir.Node) int { return m.uses[n] }
+func (m *Match) Uses(n *ir.Node) int { return m.x.useCount(n) }
 
 // Users returns the nodes that use n, in graph order.
-func (m *Match) Users(n *ir.Node) []*ir.Node { return m.users[n] }
+func (m *Match) Users(n *ir.Node) []*ir.Node { return m.x.usersOf(n) }
 
 // Pos returns n's position in the graph.
-func (m *Match) Pos(n *ir.Node) int { return m.pos[n] }
+func (m *Match) Pos(n *ir.Node) int { return m.x.pos(n) }
 
 // UsedAfterRoot reports whether every user of n comes after the root, so
 // that a replacement placed at the root can serve them all.
 func (m *Match) UsedAfterRoot(n *ir.Node) bool {
-	for _, u := range m.users[n] {
-		if m.pos[u] <= m.pos[m.Root] && u != m.Root {
+	for _, u := range m.x.usersOf(n) {
+		if m.x.pos(u) <= m.x.pos(m.Root) && u != m.Root {
 			return false
 		}
 	}
 	return true
 }
 
-// match tries p against n, recording captures in m.nodes. On failure the
+// match tries p against n, recording captures in m.caps. On failure the
 // captures made by this call are undone.
 func (m *Match) match(p *Pattern, n *ir.Node) bool {
 	if p == nil {
@@ -176,7 +186,7 @@ func (m *Match) match(p *Pattern, n *ir.Node) bool {
 			return false
 		}
 	}
-	if p.Single && (m.uses[n] != 1 || m.outs[n]) {
+	if p.Single && (m.x.useCount(n) != 1 || m.x.isOut(n)) {
 		return false
 	}
 	for _, f := range p.Pred {
@@ -184,70 +194,49 @@ func (m *Match) match(p *Pattern, n *ir.Node) bool {
 			return false
 		}
 	}
-	var keys []string
+	mark := len(m.caps)
 	if p.Bind != "" {
-		if prev, ok := m.nodes[p.Bind]; ok {
+		if prev := m.Get(p.Bind); prev != nil {
 			if prev != n {
 				return false
 			}
 		} else {
-			m.nodes[p.Bind] = n
-			keys = append(keys, p.Bind)
-		}
-	}
-	undo := func() {
-		for _, k := range keys {
-			delete(m.nodes, k)
+			m.caps = append(m.caps, capture{p.Bind, n})
 		}
 	}
 	if p.AnyArity {
 		return true
 	}
 	if len(n.Args) < len(p.Args) || len(n.Args) > len(p.Args) && !p.Variadic {
-		undo()
+		m.caps = m.caps[:mark]
 		return false
 	}
-	orders := [][]int{identity(len(p.Args))}
-	if p.Commute && len(p.Args) >= 2 && n.Args[0].Type.Equal(n.Args[1].Type) {
-		sw := identity(len(p.Args))
-		sw[0], sw[1] = 1, 0
-		orders = append(orders, sw)
+	if m.matchArgs(p, n, false) {
+		return true
 	}
-	for _, ord := range orders {
-		before := m.snapshot()
-		ok := true
-		for i, ap := range p.Args {
-			if !m.match(ap, n.Args[ord[i]]) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return true
-		}
-		m.restore(before)
+	if p.Commute && len(p.Args) >= 2 && n.Args[0].Type.Equal(n.Args[1].Type) && m.matchArgs(p, n, true) {
+		return true
 	}
-	undo()
+	m.caps = m.caps[:mark]
 	return false
 }
 
-func identity(n int) []int {
-	out := make([]int, n)
-	for i := range out {
-		out[i] = i
+// matchArgs matches p's operand patterns against n's operands, the first
+// two swapped when swap is set; on failure it undoes its captures.
+func (m *Match) matchArgs(p *Pattern, n *ir.Node, swap bool) bool {
+	mark := len(m.caps)
+	for i, ap := range p.Args {
+		j := i
+		if swap && i < 2 {
+			j = 1 - i
+		}
+		if !m.match(ap, n.Args[j]) {
+			m.caps = m.caps[:mark]
+			return false
+		}
 	}
-	return out
+	return true
 }
-
-func (m *Match) snapshot() map[string]*ir.Node {
-	c := make(map[string]*ir.Node, len(m.nodes))
-	for k, v := range m.nodes {
-		c[k] = v
-	}
-	return c
-}
-
-func (m *Match) restore(s map[string]*ir.Node) { m.nodes = s }
 
 // Rule is a declarative rewrite: when Pattern matches a node (the root) and
 // Cond holds, Build makes the replacement of the root. Build may return an
@@ -267,7 +256,7 @@ type Rule struct {
 type Builder struct {
 	g       *ir.Graph
 	root    *ir.Node
-	pos     map[*ir.Node]int
+	x       *graphIndex
 	created []*ir.Node
 	extra   [][2]*ir.Node // additional (old, new) replacements
 	// Name and Layer label the nodes made next (default: the root's).
@@ -275,8 +264,8 @@ type Builder struct {
 	Layer int
 }
 
-func newBuilder(g *ir.Graph, root *ir.Node, pos map[*ir.Node]int) *Builder {
-	return &Builder{g: g, root: root, pos: pos, Name: root.Name, Layer: root.Layer}
+func newBuilder(g *ir.Graph, root *ir.Node, x *graphIndex) *Builder {
+	return &Builder{g: g, root: root, x: x, Name: root.Name, Layer: root.Layer}
 }
 
 // Graph returns the graph being rewritten (read only).
@@ -335,11 +324,11 @@ func (b *Builder) add(n *ir.Node) (*ir.Node, error) {
 		if slices.Contains(b.created, a) {
 			continue
 		}
-		p, ok := b.pos[a]
+		p, ok := b.x.at(a)
 		if !ok {
 			return nil, fmt.Errorf("%s: operand %d (%s %q) is not a node of the graph", n.Op, i, a.Op, a.Name)
 		}
-		if p > b.pos[b.root] {
+		if p > b.x.pos(b.root) {
 			return nil, fmt.Errorf("%s: operand %d (%s %q) comes after the node being replaced", n.Op, i, a.Op, a.Name)
 		}
 	}

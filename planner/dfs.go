@@ -134,7 +134,26 @@ func newDFS(tl *timeline, maxPairs int) *dfs {
 		return nil
 	}
 	d := &dfs{}
-	var startsAt, endsAt [][]int32
+	startsAt, endsAt := d.index(tl)
+	if !d.sweep(tl, startsAt, endsAt, maxPairs) {
+		return nil
+	}
+	d.partition()
+	m, ns := d.m, len(d.secs)
+	d.off = make([]int64, m)
+	d.minOff = make([]int64, m)
+	d.pre = make([]int32, m)
+	d.sol = make([]int64, m)
+	d.floor = make([]int64, ns)
+	d.total = make([]int64, ns)
+	d.cuts = make([]int32, len(d.cuts0))
+	d.wit = make([]int32, ns)
+	return d
+}
+
+// index numbers tl's live buffers (d.idx, d.size, d.width, d.m) and
+// returns them by start and end step.
+func (d *dfs) index(tl *timeline) (startsAt, endsAt [][]int32) {
 	startsAt = make([][]int32, tl.steps+1) // ends may equal tl.steps
 	endsAt = make([][]int32, tl.steps+1)
 	for i := 0; i < tl.n; i++ {
@@ -148,8 +167,15 @@ func newDFS(tl *timeline, maxPairs int) *dfs {
 		startsAt[tl.s[i]] = append(startsAt[tl.s[i]], b)
 		endsAt[tl.e[i]] = append(endsAt[tl.e[i]], b)
 	}
-	m := len(d.idx)
-	d.m = m
+	d.m = len(d.idx)
+	return startsAt, endsAt
+}
+
+// sweep walks the steps, cutting sections (d.secs, d.secLo, d.secHi) and
+// building the overlap graph (d.adj). It reports false when the overlap
+// pairs exceed maxPairs.
+func (d *dfs) sweep(tl *timeline, startsAt, endsAt [][]int32, maxPairs int) bool {
+	m := d.m
 	d.secLo = make([]int32, m)
 	d.secHi = make([]int32, m)
 	d.adj = make([][]int32, m)
@@ -172,7 +198,7 @@ func newDFS(tl *timeline, maxPairs int) *dfs {
 		for _, b := range startsAt[t] {
 			pairs += 2 * len(active)
 			if pairs > maxPairs {
-				return nil
+				return false
 			}
 			for _, x := range active {
 				d.adj[b] = append(d.adj[b], x)
@@ -184,7 +210,13 @@ func newDFS(tl *timeline, maxPairs int) *dfs {
 			started = true
 		}
 	}
-	ns := len(d.secs)
+	return true
+}
+
+// partition counts the buffers crossing each section boundary (d.cuts0)
+// and splits the sections into the initial partitions (d.parts0).
+func (d *dfs) partition() {
+	m, ns := d.m, len(d.secs)
 	if ns > 0 {
 		d.cuts0 = make([]int32, ns-1)
 	}
@@ -214,15 +246,6 @@ func newDFS(tl *timeline, maxPairs int) *dfs {
 		})
 		d.parts0[k].bufs = append(d.parts0[k].bufs, int32(b))
 	}
-	d.off = make([]int64, m)
-	d.minOff = make([]int64, m)
-	d.pre = make([]int32, m)
-	d.sol = make([]int64, m)
-	d.floor = make([]int64, ns)
-	d.total = make([]int64, ns)
-	d.cuts = make([]int32, len(d.cuts0))
-	d.wit = make([]int32, ns)
-	return d
 }
 
 // overlapPairs counts the time-overlapping pairs of live buffers (both

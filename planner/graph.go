@@ -48,6 +48,10 @@ type GraphOptions struct {
 	// Workers bounds the concurrent searches of the exact search (0:
 	// GOMAXPROCS; Options.Workers).
 	Workers int
+	// Deterministic bounds the search by work, Budget being only a safety
+	// cap (Options.Deterministic): the plan depends neither on the
+	// machine's speed nor on Workers.
+	Deterministic bool
 	// Policy names the operands a node may overwrite in place; the zero
 	// value allows none (CPUPolicy, NPUPolicy).
 	Policy InPlacePolicy
@@ -121,6 +125,9 @@ type GraphPlan struct {
 	ArenaIO bool
 	// MS is the planning wall time in milliseconds.
 	MS float64
+	// BudgetExhausted reports that the time budget cut the search short
+	// (Report.BudgetExhausted).
+	BudgetExhausted bool
 
 	storage []int // node ID -> buffer index, -1 for none
 }
@@ -257,10 +264,11 @@ func (p *GraphPlan) solve(ctx context.Context, lv *liveness, opts *GraphOptions)
 		p.ArenaBytes = ga.Arena
 		return nil
 	}
-	a, rep, err := opts.Strategies.Solve(ctx, lv.prob, opts.Strategy, Options{Budget: opts.Budget, Workers: opts.Workers})
+	a, rep, err := opts.Strategies.Solve(ctx, lv.prob, opts.Strategy, Options{Budget: opts.Budget, Workers: opts.Workers, Deterministic: opts.Deterministic})
 	if err != nil {
 		return err
 	}
+	p.BudgetExhausted = rep.BudgetExhausted
 	for k, v := range rep.Strategies {
 		p.Strategies[k] = v
 	}

@@ -39,6 +39,52 @@ func ValidateGraphPlan(p *GraphPlan) error {
 	if p.ArenaBytes != p.Assignment.Arena {
 		return fmt.Errorf("planner: plan: arena %d differs from its assignment's %d", p.ArenaBytes, p.Assignment.Arena)
 	}
+	c := planCheck{p: p, lay: lay} // on the stack, as the checks' locals were
+	if err := c.checkOrder(); err != nil {
+		return err
+	}
+	c.findLastReads()
+	if err := c.checkOffsets(); err != nil {
+		return err
+	}
+	return c.checkClobbers()
+}
+
+// planCheck is ValidateGraphPlan's state: each node's step in the order and
+// the last step reading each storage root.
+type planCheck struct {
+	p        *GraphPlan
+	lay      []ir.Layout
+	step     []int // node ID -> step, -1 for leaves
+	isOut    []bool
+	lastRead []int
+}
+
+func (c *planCheck) root(x *ir.Node) *ir.Node { return c.lay[x.ID].Root }
+
+func (c *planCheck) size(x *ir.Node) int64 {
+	b, _ := x.Type.Bytes()
+	return alignUp(b, c.p.Align)
+}
+
+// needs reports whether x must have planned storage.
+func (c *planCheck) needs(x *ir.Node) bool {
+	info, _ := x.Info()
+	switch {
+	case info == nil:
+		return false
+	case info.Kind == ir.KindLeaf:
+		return c.p.ArenaIO && x.Op == ir.OpInput && c.lastRead[x.ID] >= 0
+	case info.Kind == ir.KindView:
+		return false
+	}
+	return c.p.ArenaIO || !c.isOut[x.ID]
+}
+
+// checkOrder checks that Order runs every non-leaf node exactly once, after
+// its operands, and sets c.step.
+func (c *planCheck) checkOrder() error {
+	p, g := c.p, c.p.Graph
 	nn := len(g.Nodes)
 	step := make([]int, nn)
 	for i := range step {
@@ -66,14 +112,21 @@ func ValidateGraphPlan(p *GraphPlan) error {
 			return fmt.Errorf("planner: plan: %s (%s %q) is missing from the order", n, n.Op, n.Name)
 		}
 	}
+	c.step = step
+	return nil
+}
+
+// findLastReads sets c.isOut and c.lastRead: the last step reading a
+// storage root's value (directly or through views); outputs are read after
+// the last step.
+func (c *planCheck) findLastReads() {
+	p, g, step, root := c.p, c.p.Graph, c.step, c.root
+	nn := len(g.Nodes)
 	steps := len(p.Order)
-	root := func(x *ir.Node) *ir.Node { return lay[x.ID].Root }
 	isOut := make([]bool, nn)
 	for _, o := range g.Outputs {
 		isOut[root(o).ID] = true
 	}
-	// lastRead: the last step reading a storage root's value (directly or
-	// through views); outputs are read after the last step.
 	lastRead := make([]int, nn)
 	for i := range lastRead {
 		lastRead[i] = -1
@@ -89,25 +142,17 @@ func ValidateGraphPlan(p *GraphPlan) error {
 			lastRead[id] = steps
 		}
 	}
-	size := func(x *ir.Node) int64 {
-		b, _ := x.Type.Bytes()
-		return alignUp(b, p.Align)
-	}
-	needs := func(x *ir.Node) bool {
-		info, _ := x.Info()
-		switch {
-		case info == nil:
-			return false
-		case info.Kind == ir.KindLeaf:
-			return p.ArenaIO && x.Op == ir.OpInput && lastRead[x.ID] >= 0
-		case info.Kind == ir.KindView:
-			return false
-		}
-		return p.ArenaIO || !isOut[x.ID]
-	}
+	c.isOut, c.lastRead = isOut, lastRead
+}
+
+// checkOffsets checks that exactly the nodes needing storage have an
+// offset, and that every offset and workspace is aligned and in the arena.
+func (c *planCheck) checkOffsets() error {
+	p, g, step, size := c.p, c.p.Graph, c.step, c.size
+	nn := len(g.Nodes)
 	for _, n := range g.Nodes {
 		off, has := p.Offsets[n.ID]
-		if needs(n) != has {
+		if c.needs(n) != has {
 			if has {
 				return fmt.Errorf("planner: plan: %s (%s %q) has an offset but no planned storage", n, n.Op, n.Name)
 			}
@@ -125,13 +170,20 @@ func ValidateGraphPlan(p *GraphPlan) error {
 			return fmt.Errorf("planner: plan: workspace of %%%d: bytes [%d, %d) misaligned or outside the arena", id, w.Offset, w.Offset+w.Bytes)
 		}
 	}
+	return nil
+}
+
+// checkClobbers replays the order and checks that no result or workspace
+// is written over a value still read, in-place execution aside.
+func (c *planCheck) checkClobbers() error {
+	p, g, size, lastRead := c.p, c.p.Graph, c.size, c.lastRead
 	type value struct {
 		n        *ir.Node
 		off, top int64
 	}
 	var live []value
 	for _, n := range g.Nodes {
-		if n.Op == ir.OpInput && needs(n) {
+		if n.Op == ir.OpInput && c.needs(n) {
 			live = append(live, value{n, p.Offsets[n.ID], p.Offsets[n.ID] + size(n)})
 		}
 	}
@@ -160,7 +212,7 @@ func ValidateGraphPlan(p *GraphPlan) error {
 			if v.off >= top || off >= v.top {
 				continue
 			}
-			if !inPlaceOK(n, v.n, root, lastRead, s) || v.off != off || v.top != top {
+			if !inPlaceOK(n, v.n, c.root, lastRead, s) || v.off != off || v.top != top {
 				return clobber(s, n, "its result", off, top, v.n, v.off, v.top, lastRead[v.n.ID])
 			}
 		}

@@ -129,6 +129,7 @@ func (s *StrategySet) Solve(ctx context.Context, p *Problem, strategy string, op
 	ctx, cancel := context.WithTimeout(ctx, opts.budget())
 	defer cancel()
 	a, err = fn(ctx, p, opts)
+	exhausted := ctx.Err() != nil
 	if err != nil {
 		return nil, nil, fmt.Errorf("planner: strategy %q: %w", strategy, err)
 	}
@@ -144,7 +145,8 @@ func (s *StrategySet) Solve(ctx context.Context, p *Problem, strategy string, op
 		Bound: min(lb, a.Arena), Optimal: a.Arena <= lb,
 		Naive: NaiveSize(p), Strategy: strategy, Winner: strategy, BestMS: ms, MS: ms,
 		BudgetMS:   float64(opts.budget().Microseconds()) / 1000,
-		Strategies: map[string]int64{strategy: a.Arena}, StrategyMS: map[string]float64{strategy: ms}}
+		Strategies: map[string]int64{strategy: a.Arena}, StrategyMS: map[string]float64{strategy: ms},
+		BudgetExhausted: exhausted}
 	if lb > 0 {
 		rep.Gap = float64(a.Arena-rep.Bound) / float64(lb)
 	}

@@ -251,7 +251,9 @@ func (s *searcher) seed(seeds []seed) {
 		if have[name] || s.done() || (s.inc.best != nil && s.expired()) {
 			continue
 		}
-		if name == StrategyGreedyArea && s.decodeDur*50 > time.Until(s.deadline) {
+		if name == StrategyGreedyArea && s.opts.MaxNodes <= 0 && s.decodeDur*50 > time.Until(s.deadline) {
+			// (With a work cap the decode always runs: a choice made on
+			// the clock would make the result depend on it.)
 			continue
 		}
 		sd := runGreedy(s.tl, name, &stopper{ctx: s.ctx, deadline: s.deadline})
@@ -481,8 +483,8 @@ func (s *searcher) grain() int64 {
 	return s.g
 }
 
-// rung returns the next capacity to try and the share of the time left it
-// gets: first the lower bound with most of the time, then bisection of
+// rung returns the next capacity to try and the share of the work left it
+// gets: first the lower bound with most of it, then bisection of
 // [soft, hi-1] in multiples of the grain with a third of what is left each.
 func (s *searcher) rung(first bool, soft, hi int64) (int64, float64) {
 	if first {
@@ -525,9 +527,10 @@ func (s *searcher) ladderSequential() {
 		}
 		c, share := s.rung(first, soft, hi)
 		first = false
-		left := time.Until(s.deadline)
-		d.deadline = time.Now().Add(time.Duration(float64(left) * share))
-		d.maxNodes = s.opts.MaxNodes - s.work
+		// The share is of the nodes left, not of the time left, so the
+		// rungs do not depend on the clock; the deadline is the cap.
+		d.deadline = s.deadline
+		d.maxNodes = max(1, int64(float64(s.opts.MaxNodes-s.work)*share))
 		d.nodes, d.stopped = 0, false
 		st := d.feasible(c, out)
 		s.work += d.nodes
@@ -598,6 +601,11 @@ func (s *searcher) perturb() {
 			continue
 		}
 		to := rng.IntN(from)
+		if s.opts.Deterministic {
+			// Under a work cap a move costs the buffers it re-decodes
+			// (twice when undone).
+			s.work += 2 * int64(tl.n-to)
+		}
 		move(from, to)
 		next := pl.decode(order, to)
 		if pl.aborted {

@@ -29,8 +29,33 @@ type Options struct {
 	MaxNodes int64
 	// Workers bounds the concurrent searches of the exact search's
 	// portfolio (0: GOMAXPROCS). The result does not depend on it where
-	// the search reaches the lower bound.
+	// the search reaches the lower bound, nor with MaxNodes or
+	// Deterministic, which run the search's phases one after the other.
 	Workers int
+	// Deterministic bounds "search", "best" and "exact" by work instead of
+	// wall time: MaxNodes, or WorkBudget(number of buffers) when MaxNodes
+	// is 0. The phases then run one after the other and every decision
+	// that would otherwise look at the clock (the exact search's share of
+	// each capacity, whether to decode the largest-area order) is taken on
+	// counts, so the result depends on neither the machine's speed or load
+	// nor Workers. Budget stays a safety cap: when it stops anything,
+	// Report.BudgetExhausted says so and the result is the one the time
+	// allowed.
+	Deterministic bool
+}
+
+// WorkBudget is the work cap of Options.Deterministic for a problem of n
+// buffers, in units of one exact-search node or one buffer placed by the
+// order search or the neighbourhood repair (each of which gets the cap):
+// 10 per buffer, at least 5,000 and at most 50,000. On the 1,139-buffer
+// plan of a 2,500-node random graph (the test instance of
+// TestCompileJSONDeterministicHard in cmd/irtool) that is 11,390 units,
+// about 2 s of wall time for the search with the machine's two cores at a
+// load average of 30, a small fraction of that idle; the graphs of the
+// model set reach their lower bound on the constructive strategies alone,
+// before any search.
+func WorkBudget(n int) int64 {
+	return min(max(10*int64(n), 5_000), 50_000)
 }
 
 func (o Options) budget() time.Duration {
@@ -125,6 +150,14 @@ type Report struct {
 	// Unfinished names the strategies stopped by the deadline before they
 	// placed every buffer (only "best" and "search" tolerate that).
 	Unfinished []string `json:"unfinished,omitempty"`
+	// MaxNodes is the work cap used (Options.MaxNodes, or WorkBudget with
+	// Options.Deterministic; 0: none, wall time alone).
+	MaxNodes int64 `json:"max_nodes"`
+	// BudgetExhausted reports that the time budget (or the context) cut
+	// the work short: the result is what that much time found, and may
+	// differ on a faster or less loaded machine. Without a work cap it is
+	// set whenever the search ran out of time before proving its result.
+	BudgetExhausted bool `json:"budget_exhausted"`
 }
 
 // Ratio returns arena/lb, or 1 when both are zero.
@@ -163,6 +196,9 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 	if !slices.Contains(Strategies(), strategy) {
 		return defaultStrategies.Solve(ctx, p, strategy, opts) // a registered strategy, or an error listing them
 	}
+	if opts.Deterministic && opts.MaxNodes <= 0 {
+		opts.MaxNodes = WorkBudget(len(p.Buffers))
+	}
 	budget := opts.budget()
 	deadline := start.Add(budget)
 	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
@@ -183,6 +219,7 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 		BudgetMS:   float64(budget.Microseconds()) / 1000,
 		Strategies: map[string]int64{},
 		StrategyMS: map[string]float64{},
+		MaxNodes:   max(opts.MaxNodes, 0),
 	}
 	inc := newIncumbent()
 	inc.raise(tl.lb)
@@ -200,7 +237,7 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 	case StrategySearch, StrategyBest, StrategyExact:
 		var seeds []seed
 		if strategy == StrategyBest {
-			seeds = runCheap(tl, st, workDeadline)
+			seeds = runCheap(tl, st, workDeadline, opts.MaxNodes > 0)
 			for _, sd := range seeds {
 				if sd.name != "" {
 					record(sd)
@@ -227,6 +264,9 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 		}
 		record(sd)
 	}
+	// Every stop on time compares the clock with workDeadline (or asks the
+	// context), so when the work ended before it nothing was cut short.
+	rep.BudgetExhausted = !time.Now().Before(workDeadline) || ctx.Err() != nil
 	a, _ = inc.snapshot()
 	if err := Validate(p, a); err != nil {
 		return nil, nil, fmt.Errorf("planner: strategy %q produced an invalid assignment: %w", inc.winner, err)
@@ -253,7 +293,9 @@ const bigInstance = 1 << 18
 
 // runCheap runs the constructive strategies for "best": the O(n log n) ones
 // first, then the best-fit ones, each stopping at the deadline.
-func runCheap(tl *timeline, st func() *stopper, deadline time.Time) []seed {
+// With counted (a work cap), which placers run on big instances depends on
+// the size alone, not on the time left.
+func runCheap(tl *timeline, st func() *stopper, deadline time.Time, counted bool) []seed {
 	seeds := make([]seed, len(cheapStrategies))
 	var wg sync.WaitGroup
 	var panicked atomic.Value
@@ -284,7 +326,7 @@ func runCheap(tl *timeline, st func() *stopper, deadline time.Time) []seed {
 			if passOf(name) != pass {
 				continue
 			}
-			if pass > 0 && tl.n > bigInstance && (name != StrategyGreedySize || time.Until(deadline) < time.Duration(tl.n)*2*time.Microsecond) {
+			if pass > 0 && tl.n > bigInstance && (name != StrategyGreedySize || !counted && time.Until(deadline) < time.Duration(tl.n)*2*time.Microsecond) {
 				// One best-fit placer at a time on big instances, and only
 				// with about 2 µs per buffer left (its set-up alone, the
 				// order and the tree, takes a good part of that).

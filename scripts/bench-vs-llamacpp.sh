@@ -1,37 +1,64 @@
 #!/usr/bin/env bash
-# bench-vs-llamacpp.sh [-p N] [-n N] [-t N] [-r N] MODEL.gguf...
+# bench-vs-llamacpp.sh [-p N[,N...]] [-n N] [-t N[,N...]] [-r N] [--mixes LIST] [--keep DIR] [MODEL.gguf...]
 #
 # Runs llama.cpp's llama-bench and `irtool bench` back to back on each
-# model (same prompt length, decode length, threads and repetitions) and
-# prints one table: tokens/s of both (mean ± sample stddev over the
-# repetitions) and the ratio irtool / llama.cpp per test. Compare only the
-# ratios: both run in the same minute on the same load.
+# model, alternating: each of the -r runs is one llama-bench repetition
+# then one irtool repetition, for every thread count of -t, with the same
+# prompt lengths (-p, each a prefill test "ppN") and decode length (-n,
+# "tgN"; 0 skips it). Prints one table: per file, thread count and test,
+# the median tokens/s of each tool over the runs with their range
+# [min-max], the ratio of the medians irtool / llama.cpp and the range of
+# the per-run ratios. Compare only ratios: both run in the same minute on
+# the same load.
+#
+# --mixes LIST builds the test files itself into a temporary directory
+# (or into --keep DIR, reusing the files already there) and benchmarks
+# them before the MODEL arguments. LIST is comma-separated: a
+# llama-quantize preset (Q4_K_M, Q5_K_M, Q6_K, Q3_K_M, ...) of the
+# Qwen2.5-0.5B-shaped F16 file the generator writes; pure-TYPE for
+# `llama-quantize --pure` (pure-Q8_0, pure-Q4_0); F16 for the generated
+# file itself; SHAPE:ITEM for another shape of the generator (e.g.
+# llama3.2-1b:Q4_K_M). "default" stands for
+# Q4_K_M,Q5_K_M,Q6_K,Q3_K_M,F16,pure-Q8_0,pure-Q4_0,llama3.2-1b:Q4_K_M.
 #
 # Environment:
-#   LLAMA_BENCH  path of llama-bench (default: llama-bench on PATH)
+#   LLAMA_BENCH       path of llama-bench (default: llama-bench on PATH)
 #   LLAMA_BENCH_ARGS  extra arguments for llama-bench (e.g. "-fa off")
-#   IRTOOL       path of an irtool binary (default: built from this tree)
+#   IRTOOL            path of an irtool binary (default: built from this tree)
+#   LLAMA_QUANTIZE    path of llama-quantize (--mixes; default: on PATH)
+#   GEN_QWEN_SHAPE    path of the Qwen-shape GGUF generator script, which
+#                     writes OUT.gguf (F16, random weights) and takes
+#                     --shape NAME (--mixes)
+#   PYTHON            interpreter for the generator (default: python3; it
+#                     needs numpy and PyYAML)
 #
-# Needs python3 (standard library only) to read the two JSON outputs.
+# Needs python3 (standard library only) to read the JSON outputs.
 # Exit status 0 when every run succeeded.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 
-p=64 n=32 t=2 r=3
-while getopts "p:n:t:r:h" opt; do
-  case "$opt" in
-    p) p="$OPTARG" ;;
-    n) n="$OPTARG" ;;
-    t) t="$OPTARG" ;;
-    r) r="$OPTARG" ;;
-    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
+
+plist=64 n=32 tlist=2 r=3 mixes="" keep=""
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    -p) plist="$2"; shift 2 ;;
+    -n) n="$2"; shift 2 ;;
+    -t) tlist="$2"; shift 2 ;;
+    -r) r="$2"; shift 2 ;;
+    --mixes) mixes="$2"; shift 2 ;;
+    --keep) keep="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; break ;;
+    -*) echo "bench-vs-llamacpp: unknown flag $1" >&2; usage >&2; exit 2 ;;
+    *) break ;;
   esac
 done
-shift $((OPTIND - 1))
-if [ "$#" -eq 0 ]; then
-  echo "usage: $0 [-p N] [-n N] [-t N] [-r N] MODEL.gguf..." >&2
+if [ "$#" -eq 0 ] && [ -z "$mixes" ]; then
+  echo "usage: $0 [-p N[,N...]] [-n N] [-t N[,N...]] [-r N] [--mixes LIST] [--keep DIR] [MODEL.gguf...]" >&2
   exit 2
 fi
+case "$r" in ''|*[!0-9]*|0) echo "bench-vs-llamacpp: -r wants a positive count" >&2; exit 2 ;; esac
 
 lb="${LLAMA_BENCH:-$(command -v llama-bench || true)}"
 if [ -z "$lb" ] || [ ! -x "$lb" ]; then
@@ -48,41 +75,116 @@ if [ -z "$irtool" ]; then
   (cd "$here" && go build -o "$irtool" ./cmd/irtool)
 fi
 
+models=()
+if [ -n "$mixes" ]; then
+  lq="${LLAMA_QUANTIZE:-$(command -v llama-quantize || true)}"
+  gen="${GEN_QWEN_SHAPE:-}"
+  py="${PYTHON:-python3}"
+  if [ -z "$lq" ] || [ ! -x "$lq" ]; then
+    echo "bench-vs-llamacpp: --mixes: llama-quantize not found: set LLAMA_QUANTIZE to its path" >&2; exit 1
+  fi
+  if [ -z "$gen" ] || [ ! -f "$gen" ]; then
+    echo "bench-vs-llamacpp: --mixes: set GEN_QWEN_SHAPE to the generator script" >&2; exit 1
+  fi
+  dir="$tmp/models"
+  if [ -n "$keep" ]; then dir="$keep"; fi
+  mkdir -p "$dir"
+  [ "$mixes" = default ] && mixes="Q4_K_M,Q5_K_M,Q6_K,Q3_K_M,F16,pure-Q8_0,pure-Q4_0,llama3.2-1b:Q4_K_M"
+  IFS=',' read -r -a items <<<"$mixes"
+  for item in "${items[@]}"; do
+    shape=qwen2.5-0.5b item_t="$item"
+    case "$item" in *:*) shape="${item%%:*}"; item_t="${item#*:}" ;; esac
+    f16="$dir/$shape-shape-F16.gguf"
+    if [ ! -s "$f16" ]; then
+      echo "# generating $(basename "$f16")" >&2
+      if [ "$shape" = qwen2.5-0.5b ]; then
+        "$py" "$gen" "$f16.part" >"$tmp/gen.log" 2>&1 || { cat "$tmp/gen.log" >&2; exit 1; }
+      else
+        "$py" "$gen" --shape "$shape" "$f16.part" >"$tmp/gen.log" 2>&1 || { cat "$tmp/gen.log" >&2; exit 1; }
+      fi
+      mv "$f16.part" "$f16"
+    fi
+    case "$item_t" in
+      F16) out="$f16" ;;
+      pure-*) out="$dir/$shape-shape-${item_t#pure-}.gguf"; qargs=(--pure "$f16" "$out.part" "${item_t#pure-}") ;;
+      *) out="$dir/$shape-shape-$item_t.gguf"; qargs=("$f16" "$out.part" "$item_t") ;;
+    esac
+    if [ ! -s "$out" ]; then
+      echo "# quantising $(basename "$out")" >&2
+      "$lq" "${qargs[@]}" "$(nproc)" >"$tmp/quant.log" 2>&1 || { tail -20 "$tmp/quant.log" >&2; exit 1; }
+      mv "$out.part" "$out"
+    fi
+    models+=("$out")
+  done
+fi
+models+=("$@")
+
+IFS=',' read -r -a plens <<<"$plist"
+IFS=',' read -r -a threads <<<"$tlist"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# llama-bench: $lb ${LLAMA_BENCH_ARGS:-}; irtool: $irtool; -p $p -n $n -t $t -r $r"
+echo "# $(basename "$lb") ${LLAMA_BENCH_ARGS:-} vs $(basename "$irtool") bench; -p $plist -n $n -t $tlist, $r alternating runs of each"
+list="$tmp/runs.txt"
+: >"$list"
 i=0
-for model in "$@"; do
-  i=$((i + 1))
-  # shellcheck disable=SC2086
-  "$lb" -m "$model" -p "$p" -n "$n" -t "$t" -r "$r" -o json ${LLAMA_BENCH_ARGS:-} >"$tmp/llama-$i.json" 2>"$tmp/llama-$i.err" || {
-    echo "bench-vs-llamacpp: llama-bench failed on $model:" >&2; cat "$tmp/llama-$i.err" >&2; exit 1; }
-  "$irtool" bench "$model" -p "$p" -n "$n" -t "$t" -r "$r" --json >"$tmp/irtool-$i.json" 2>"$tmp/irtool-$i.err" || {
-    echo "bench-vs-llamacpp: irtool bench failed on $model:" >&2; cat "$tmp/irtool-$i.err" >&2; exit 1; }
+for model in "${models[@]}"; do
+  for t in "${threads[@]}"; do
+    for run in $(seq 1 "$r"); do
+      i=$((i + 1))
+      # shellcheck disable=SC2086
+      "$lb" -m "$model" -p "$plist" -n "$n" -t "$t" -r 1 -o json ${LLAMA_BENCH_ARGS:-} >"$tmp/llama-$i.json" 2>"$tmp/llama-$i.err" || {
+        echo "bench-vs-llamacpp: llama-bench failed on $(basename "$model"):" >&2; cat "$tmp/llama-$i.err" >&2; exit 1; }
+      k=0
+      for p in "${plens[@]}"; do
+        k=$((k + 1))
+        nn=0
+        [ "$k" -eq 1 ] && nn="$n"
+        "$irtool" bench "$model" -p "$p" -n "$nn" -t "$t" -r 1 --json >"$tmp/irtool-$i-$k.json" 2>"$tmp/irtool-$i.err" || {
+          echo "bench-vs-llamacpp: irtool bench failed on $(basename "$model"):" >&2; cat "$tmp/irtool-$i.err" >&2; exit 1; }
+      done
+      echo "$i $k $t $(basename "$model")" >>"$list"
+    done
+  done
 done
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-python3 - "$tmp" "$i" "$@" <<'EOF'
-import json, os, sys
-tmp, count, models = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-print("| model | test | llama.cpp t/s | irtool t/s | irtool / llama.cpp |")
-print("| --- | ---: | ---: | ---: | ---: |")
-for i, model in enumerate(models, 1):
+python3 - "$tmp" "$list" <<'EOF'
+import json, os, statistics, sys
+tmp, listfile = sys.argv[1], sys.argv[2]
+res = {}   # (model, threads, test) -> {"ll": [...], "ir": [...]}
+order = []
+for line in open(listfile):
+    i, k, t, model = line.split(maxsplit=3)
+    model = model.strip()
     with open(os.path.join(tmp, f"llama-{i}.json")) as f:
         ll = json.load(f)
-    with open(os.path.join(tmp, f"irtool-{i}.json")) as f:
-        ir = json.load(f)
-    for key, test in (("prefill", "pp"), ("decode", "tg")):
-        mine = ir.get(key)
-        if not mine:
-            continue
-        if key == "prefill":
-            rows = [x for x in ll if x.get("n_prompt", 0) == mine["n"] and x.get("n_gen", 0) == 0]
-        else:
-            rows = [x for x in ll if x.get("n_gen", 0) == mine["n"] and x.get("n_prompt", 0) == 0]
-        if not rows:
-            continue
-        ref = rows[0]
-        ratio = mine["tok_s"] / ref["avg_ts"] if ref["avg_ts"] else float("nan")
-        print(f"| {os.path.basename(model)} | {test}{mine['n']} | {ref['avg_ts']:.2f} ± {ref['stddev_ts']:.2f} "
-              f"| {mine['tok_s']:.2f} ± {mine['stddev']:.2f} | {ratio:.3f} |")
+    for j in range(1, int(k) + 1):
+        with open(os.path.join(tmp, f"irtool-{i}-{j}.json")) as f:
+            ir = json.load(f)
+        for key, test in (("prefill", "pp"), ("decode", "tg")):
+            mine = ir.get(key)
+            if not mine:
+                continue
+            if key == "prefill":
+                rows = [x for x in ll if x.get("n_prompt", 0) == mine["n"] and x.get("n_gen", 0) == 0]
+            else:
+                rows = [x for x in ll if x.get("n_gen", 0) == mine["n"] and x.get("n_prompt", 0) == 0]
+            if not rows:
+                continue
+            name = (model, int(t), f"{test}{mine['n']}")
+            if name not in res:
+                res[name] = {"ll": [], "ir": []}
+                order.append(name)
+            res[name]["ll"].append(rows[0]["avg_ts"])
+            res[name]["ir"].append(mine["tok_s"])
+
+def fmt(v):
+    return f"{statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]"
+
+print("| model | threads | test | runs | llama.cpp t/s median [range] | irtool t/s median [range] | irtool / llama.cpp (medians) | per-run ratios |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for name in order:
+    ll, ir = res[name]["ll"], res[name]["ir"]
+    ratio = statistics.median(ir) / statistics.median(ll) if statistics.median(ll) else float("nan")
+    rr = [a / b for a, b in zip(ir, ll) if b]
+    print(f"| {name[0]} | {name[1]} | {name[2]} | {len(ll)} | {fmt(ll)} | {fmt(ir)} | {ratio:.3f} | {min(rr):.3f}-{max(rr):.3f} |")
 EOF

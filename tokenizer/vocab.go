@@ -201,6 +201,49 @@ func New(v *Vocab) (*Tokenizer, error) {
 		return nil, errors.New("tokenizer: nil vocabulary")
 	}
 	t := &Tokenizer{model: v.Model, pre: v.Pre, bos: NoToken, eos: NoToken, unk: NoToken, pad: NoToken, eot: NoToken, eom: NoToken, sep: NoToken}
+	if err := t.setModel(v); err != nil {
+		return nil, err
+	}
+	if err := checkVocabSizes(v); err != nil {
+		return nil, err
+	}
+	if v.AddSpacePrefix != nil {
+		t.addSpacePrefix = *v.AddSpacePrefix
+	}
+	if err := t.loadTokens(v); err != nil {
+		return nil, err
+	}
+	if err := t.setSpecialIDs(v); err != nil {
+		return nil, err
+	}
+
+	t.fast = newStrIndex(t.tokens)
+	t.findEOG()
+
+	if err := t.loadByteTokens(v); err != nil {
+		return nil, err
+	}
+
+	for id := range t.attrs {
+		if t.attrs[id]&(attrControl|attrUserDef|attrUnknown) != 0 {
+			t.special = append(t.special, int32(id))
+		}
+	}
+	sort.SliceStable(t.special, func(a, b int) bool {
+		return len(t.tokens[t.special[a]]) > len(t.tokens[t.special[b]])
+	})
+
+	n := len(v.Tokens)
+	t.pieces = make([][]byte, n)
+	for id := range t.pieces {
+		t.pieces[id] = t.makePiece(int32(id))
+	}
+	return t, nil
+}
+
+// setModel sets the tokenizer kind and llama.cpp's defaults of the
+// vocabulary's model (and, for BPE, its pre-tokenizer).
+func (t *Tokenizer) setModel(v *Vocab) error {
 	switch v.Model {
 	case "llama":
 		t.kind = kindSPM
@@ -210,35 +253,43 @@ func New(v *Vocab) (*Tokenizer, error) {
 		t.kind = kindBPE
 		pk, ok := preTypes[v.Pre]
 		if !ok {
-			return nil, fmt.Errorf("tokenizer: unsupported pre-tokenizer %q (tokenizer.ggml.pre); supported: %s", v.Pre, strings.Join(PreTokenizers(), ", "))
+			return fmt.Errorf("tokenizer: unsupported pre-tokenizer %q (tokenizer.ggml.pre); supported: %s", v.Pre, strings.Join(PreTokenizers(), ", "))
 		}
 		t.pk = pk
 		t.bos, t.eos = 11, 11 // llama.cpp's defaults for BPE vocabularies
 		t.addBOS = pk.addBOS
 	case "":
-		return nil, errors.New("tokenizer: no tokenizer model (tokenizer.ggml.model is missing)")
+		return errors.New("tokenizer: no tokenizer model (tokenizer.ggml.model is missing)")
 	case "none", "no_vocab":
-		return nil, fmt.Errorf("tokenizer: the file has no vocabulary (tokenizer.ggml.model = %q)", v.Model)
+		return fmt.Errorf("tokenizer: the file has no vocabulary (tokenizer.ggml.model = %q)", v.Model)
 	default:
-		return nil, fmt.Errorf("tokenizer: unsupported tokenizer model %q (supported: llama, gpt2)", v.Model)
+		return fmt.Errorf("tokenizer: unsupported tokenizer model %q (supported: llama, gpt2)", v.Model)
 	}
+	return nil
+}
+
+// checkVocabSizes checks the vocabulary's size and that scores and types
+// cover every token.
+func checkVocabSizes(v *Vocab) error {
 	n := len(v.Tokens)
 	if n == 0 {
-		return nil, errors.New("tokenizer: empty vocabulary (tokenizer.ggml.tokens has no entries)")
+		return errors.New("tokenizer: empty vocabulary (tokenizer.ggml.tokens has no entries)")
 	}
 	if n > 1<<31-2 {
-		return nil, fmt.Errorf("tokenizer: vocabulary too large (%d tokens)", n)
+		return fmt.Errorf("tokenizer: vocabulary too large (%d tokens)", n)
 	}
 	if v.Scores != nil && len(v.Scores) < n {
-		return nil, fmt.Errorf("tokenizer: %d scores for %d tokens (tokenizer.ggml.scores)", len(v.Scores), n)
+		return fmt.Errorf("tokenizer: %d scores for %d tokens (tokenizer.ggml.scores)", len(v.Scores), n)
 	}
 	if v.Types != nil && len(v.Types) < n {
-		return nil, fmt.Errorf("tokenizer: %d token types for %d tokens (tokenizer.ggml.token_type)", len(v.Types), n)
+		return fmt.Errorf("tokenizer: %d token types for %d tokens (tokenizer.ggml.token_type)", len(v.Types), n)
 	}
-	if v.AddSpacePrefix != nil {
-		t.addSpacePrefix = *v.AddSpacePrefix
-	}
+	return nil
+}
 
+// loadTokens indexes the token strings, scores and attributes.
+func (t *Tokenizer) loadTokens(v *Vocab) error {
+	n := len(v.Tokens)
 	t.tokens = make([]string, n)
 	t.scores = make([]float32, n)
 	t.attrs = make([]attr, n)
@@ -248,7 +299,7 @@ func New(v *Vocab) (*Tokenizer, error) {
 			s = fmt.Sprintf("[EMPTY_%d]", i) // as llama.cpp does
 		}
 		if j, dup := t.index[s]; dup {
-			return nil, fmt.Errorf("tokenizer: duplicate token %q has ids %d and %d", s, j, i)
+			return fmt.Errorf("tokenizer: duplicate token %q has ids %d and %d", s, j, i)
 		}
 		s = strings.Clone(s) // independent of the (possibly memory-mapped) source
 		t.index[s] = int32(i)
@@ -261,7 +312,13 @@ func New(v *Vocab) (*Tokenizer, error) {
 			t.attrs[i] = attrOf(v.Types[i])
 		}
 	}
+	return nil
+}
 
+// setSpecialIDs sets the special token ids and the add_bos/add_eos flags
+// from the file over the defaults.
+func (t *Tokenizer) setSpecialIDs(v *Vocab) error {
+	n := len(v.Tokens)
 	// Special token ids: a default outside the vocabulary is disabled; a
 	// value from the file outside the vocabulary is ignored (llama.cpp warns).
 	for _, s := range []struct {
@@ -294,15 +351,16 @@ func New(v *Vocab) (*Tokenizer, error) {
 		t.addEOS = *v.AddEOS
 	}
 	if t.addBOS && t.bos == NoToken {
-		return nil, errors.New("tokenizer: add_bos_token is true, but bos_token_id is not set")
+		return errors.New("tokenizer: add_bos_token is true, but bos_token_id is not set")
 	}
 	if t.addEOS && t.eos == NoToken {
-		return nil, errors.New("tokenizer: add_eos_token is true, but eos_token_id is not set")
+		return errors.New("tokenizer: add_eos_token is true, but eos_token_id is not set")
 	}
+	return nil
+}
 
-	t.fast = newStrIndex(t.tokens)
-	t.findEOG()
-
+// loadByteTokens finds each byte's token and, for BPE, loads the merges.
+func (t *Tokenizer) loadByteTokens(v *Vocab) error {
 	for i := range t.byteTok {
 		t.byteTok[i] = NoToken
 	}
@@ -323,24 +381,10 @@ func New(v *Vocab) (*Tokenizer, error) {
 			}
 		}
 		if err := t.loadMerges(v.Merges); err != nil {
-			return nil, err
+			return err
 		}
 	}
-
-	for id := range t.attrs {
-		if t.attrs[id]&(attrControl|attrUserDef|attrUnknown) != 0 {
-			t.special = append(t.special, int32(id))
-		}
-	}
-	sort.SliceStable(t.special, func(a, b int) bool {
-		return len(t.tokens[t.special[a]]) > len(t.tokens[t.special[b]])
-	})
-
-	t.pieces = make([][]byte, n)
-	for id := range t.pieces {
-		t.pieces[id] = t.makePiece(int32(id))
-	}
-	return t, nil
+	return nil
 }
 
 // findEOG fills eot/eom when the file does not name them and collects the

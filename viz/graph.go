@@ -85,22 +85,8 @@ const (
 // DOT text. GraphDOT fails only on a malformed graph (a nil node or an
 // operand outside the graph), naming the node.
 func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
-	if g == nil {
-		return nil, fmt.Errorf("viz: nil graph")
-	}
-	in := make(map[*ir.Node]int, len(g.Nodes))
-	for i, n := range g.Nodes {
-		if n == nil {
-			return nil, fmt.Errorf("viz: graph %q: node %d is nil", g.Name, i)
-		}
-		in[n] = i
-	}
-	for _, n := range g.Nodes {
-		for j, a := range n.Args {
-			if _, ok := in[a]; !ok {
-				return nil, fmt.Errorf("viz: graph %q: node %%%d (%s): operand %d is not in the graph", g.Name, n.ID, n.Op, j)
-			}
-		}
+	if err := checkGraph(g); err != nil {
+		return nil, err
 	}
 	outputs := map[*ir.Node]bool{}
 	for _, o := range g.Outputs {
@@ -142,33 +128,75 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 			}
 		}
 	}
-	// A value that several layers read (the positions, the mask, the
-	// RoPE table) would send an edge across the page into every layer:
-	// instead each layer (or segment) gets a small dashed copy of it, n<ID>_<cluster>,
-	// labelled with the same ID.
-	shared := clusters.sharedValues(g)
-	type stubKey struct {
-		id int
-		in *dotGraph
+	st := &stubs{clusters: clusters, of: map[stubKey]*dotNode{}, layer: map[*dotNode]int{}}
+	addEdges(d, g, opts, clusters, nodes, st)
+	if opts.Partition == nil {
+		layersBelow(d, g, clusters, nodes, st.layer)
 	}
-	stubs := map[stubKey]*dotNode{}
-	stubLayer := map[*dotNode]int{} // in the layer view
-	stub := func(a, user *ir.Node) *dotNode {
-		in := clusters.of(user)
-		k := stubKey{a.ID, in}
-		if s, ok := stubs[k]; ok {
-			return s
+	return d, nil
+}
+
+// checkGraph rejects a nil graph, nil nodes and operands outside the graph.
+func checkGraph(g *ir.Graph) error {
+	if g == nil {
+		return fmt.Errorf("viz: nil graph")
+	}
+	in := make(map[*ir.Node]int, len(g.Nodes))
+	for i, n := range g.Nodes {
+		if n == nil {
+			return fmt.Errorf("viz: graph %q: node %d is nil", g.Name, i)
 		}
-		s := in.Node(nodeKey(a.ID) + "_" + strings.TrimPrefix(in.id, "cluster_"))
-		label := fmt.Sprintf("%%%d %s", a.ID, a.Op)
-		if a.Name != "" {
-			label += "\n" + shortName(a.Name)
+		in[n] = i
+	}
+	for _, n := range g.Nodes {
+		for j, a := range n.Args {
+			if _, ok := in[a]; !ok {
+				return fmt.Errorf("viz: graph %q: node %%%d (%s): operand %d is not in the graph", g.Name, n.ID, n.Op, j)
+			}
 		}
-		s.Attrs("label", label, "style", "dashed,rounded", "color", colorDim, "fontsize", "8", "tooltip", "drawn once per cluster that reads it")
-		stubs[k] = s
-		stubLayer[s] = clusters.layerOf(user)
+	}
+	return nil
+}
+
+// stubKey names the copy of value id drawn in cluster in.
+type stubKey struct {
+	id int
+	in *dotGraph
+}
+
+// stubs are the small dashed copies of values several layers read.
+type stubs struct {
+	clusters *clusterer
+	of       map[stubKey]*dotNode
+	layer    map[*dotNode]int // in the layer view
+}
+
+// stub returns the copy of a in the cluster of its reader user, drawing it
+// on first use.
+func (st *stubs) stub(a, user *ir.Node) *dotNode {
+	in := st.clusters.of(user)
+	k := stubKey{a.ID, in}
+	if s, ok := st.of[k]; ok {
 		return s
 	}
+	s := in.Node(nodeKey(a.ID) + "_" + strings.TrimPrefix(in.id, "cluster_"))
+	label := fmt.Sprintf("%%%d %s", a.ID, a.Op)
+	if a.Name != "" {
+		label += "\n" + shortName(a.Name)
+	}
+	s.Attrs("label", label, "style", "dashed,rounded", "color", colorDim, "fontsize", "8", "tooltip", "drawn once per cluster that reads it")
+	st.of[k] = s
+	st.layer[s] = st.clusters.layerOf(user)
+	return s
+}
+
+// addEdges draws an edge from each drawn operand to its reader. A value
+// that several layers read (the positions, the mask, the RoPE table) would
+// send an edge across the page into every layer: instead each layer (or
+// segment) gets a small dashed copy of it, n<ID>_<cluster>, labelled with
+// the same ID.
+func addEdges(d *DOT, g *ir.Graph, opts GraphOptions, clusters *clusterer, nodes map[*ir.Node]*dotNode, st *stubs) {
+	shared := clusters.sharedValues(g)
 	for _, n := range g.Nodes {
 		to, ok := nodes[n]
 		if !ok {
@@ -180,7 +208,7 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 				continue
 			}
 			if shared[a] && clusters.reads(a, n) {
-				from = stub(a, n)
+				from = st.stub(a, n)
 			}
 			label := ""
 			if !opts.NoEdgeLabels {
@@ -201,10 +229,6 @@ func GraphDOT(g *ir.Graph, opts GraphOptions) (*DOT, error) {
 			}
 		}
 	}
-	if opts.Partition == nil {
-		layersBelow(d, g, clusters, nodes, stubLayer)
-	}
-	return d, nil
 }
 
 // layersBelow keeps each layer cluster below the one before. A layer's

@@ -236,54 +236,98 @@ func (c *Chart) WriteSVG(w io.Writer) error {
 // svg writes the chart; keyOf, when set, gives each node's HTML report key,
 // written as a data-k attribute that the report's script highlights.
 func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
-	steps := c.steps()
-	plotW := min(max(steps*6, chartMinW), chartMaxW)
-	names, colour := c.groups()
-	grouped := len(names) > 1 || len(names) == 1 && names[0] != groupName("")
-	legend := c.legendLines(names, grouped)
+	l := c.layout()
+	c.svgHeader(w, l)
+	c.svgAxes(w, l)
+	c.svgBands(w, l)
+	c.svgBuffers(w, l, keyOf)
+	c.svgLines(w, l)
+	c.svgLegend(w, l)
+	fmt.Fprintf(w, "</svg>\n")
+}
+
+// chartLayout is the geometry of one liveness chart.
+type chartLayout struct {
+	steps, plotW  int
+	width, height int
+	chartTop      int
+	titleLines    []string
+	subLines      []string
+	names, legend []string
+	colour        map[string]string
+	grouped       bool
+	yStep         int64
+	yMax          float64
+}
+
+// x is the abscissa of step s.
+func (l *chartLayout) x(s int) float64 {
+	return chartLeft + float64(s)*float64(l.plotW)/float64(l.steps)
+}
+
+// y is the ordinate of arena offset off.
+func (l *chartLayout) y(off int64) float64 {
+	return float64(l.chartTop+chartHeight) - float64(off)*chartHeight/l.yMax
+}
+
+// layout sizes the canvas to the steps, the wrapped title and summary and
+// the legend, and scales the offset axis to the highest top.
+func (c *Chart) layout() *chartLayout {
+	l := &chartLayout{steps: c.steps()}
+	l.plotW = min(max(l.steps*6, chartMinW), chartMaxW)
+	l.names, l.colour = c.groups()
+	names := l.names
+	l.grouped = len(names) > 1 || len(names) == 1 && names[0] != groupName("")
+	l.legend = c.legendLines(names, l.grouped)
 	legendW := chartLegend
-	for _, l := range legend {
-		legendW = max(legendW, 16+22+int(math.Ceil(TextWidth(l, 11, false)))+8)
+	for _, s := range l.legend {
+		legendW = max(legendW, 16+22+int(math.Ceil(TextWidth(s, 11, false)))+8)
 	}
-	width := chartLeft + plotW + legendW
+	l.width = chartLeft + l.plotW + legendW
 	title := c.Title
 	if title == "" {
 		title = "liveness"
 	}
 	// The title and the summary wrap to the canvas instead of running off
 	// it; the plot moves down by the extra lines.
-	textW := float64(width - chartText - 8)
-	titleLines := wrapText(title, textW, 15, true)
-	subLines := wrapText(c.summary(), textW, 11, false)
-	chartTop := 22 + 18*(len(titleLines)-1) + 16 + 14*(len(subLines)-1) + 10
-	height := chartTop + chartHeight + chartBottom
+	textW := float64(l.width - chartText - 8)
+	l.titleLines = wrapText(title, textW, 15, true)
+	l.subLines = wrapText(c.summary(), textW, 11, false)
+	l.chartTop = 22 + 18*(len(l.titleLines)-1) + 16 + 14*(len(l.subLines)-1) + 10
+	l.height = l.chartTop + chartHeight + chartBottom
 	top := max(c.Arena, c.LowerBound, 1)
 	for _, b := range c.Buffers {
 		top = max(top, b.Offset+b.Size)
 	}
-	yStep := byteStep(top, 6)
-	yMax := float64((top + yStep - 1) / yStep * yStep)
-	x := func(s int) float64 { return chartLeft + float64(s)*float64(plotW)/float64(steps) }
-	y := func(off int64) float64 { return float64(chartTop+chartHeight) - float64(off)*chartHeight/yMax }
+	l.yStep = byteStep(top, 6)
+	l.yMax = float64((top + l.yStep - 1) / l.yStep * l.yStep)
+	return l
+}
 
+// svgHeader opens the SVG and writes the title and the summary.
+func (c *Chart) svgHeader(w *bufio.Writer, l *chartLayout) {
+	width, height := l.width, l.height
 	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="11">`+"\n",
 		width, height, width, height)
 	fmt.Fprintf(w, `<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	ty := 22
-	for _, l := range titleLines {
-		fmt.Fprintf(w, `<text x="%d" y="%d" font-size="15" font-weight="bold">%s</text>`+"\n", chartText, ty, esc(l))
+	for _, t := range l.titleLines {
+		fmt.Fprintf(w, `<text x="%d" y="%d" font-size="15" font-weight="bold">%s</text>`+"\n", chartText, ty, esc(t))
 		ty += 18
 	}
 	ty -= 2
-	for _, l := range subLines {
-		fmt.Fprintf(w, `<text x="%d" y="%d" fill="#4b5563">%s</text>`+"\n", chartText, ty, esc(l))
+	for _, t := range l.subLines {
+		fmt.Fprintf(w, `<text x="%d" y="%d" fill="#4b5563">%s</text>`+"\n", chartText, ty, esc(t))
 		ty += 14
 	}
+}
 
-	// Axes and grid.
+// svgAxes writes the grid, the tick labels and the axis titles.
+func (c *Chart) svgAxes(w *bufio.Writer, l *chartLayout) {
+	x, y, plotW, chartTop, steps := l.x, l.y, l.plotW, l.chartTop, l.steps
 	fmt.Fprintf(w, `<g stroke="#e5e7eb" stroke-width="1">`+"\n")
 	var yTicks []float64
-	for t := int64(0); float64(t) <= yMax; t += yStep {
+	for t := int64(0); float64(t) <= l.yMax; t += l.yStep {
 		yTicks = append(yTicks, float64(t))
 	}
 	for _, t := range yTicks {
@@ -302,9 +346,12 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 	fmt.Fprintf(w, `<text x="%s" y="%d">execution step</text>`+"\n", f2(chartLeft+float64(plotW)/2), chartTop+chartHeight+34)
 	fmt.Fprintf(w, "</g>\n")
 	fmt.Fprintf(w, `<text transform="translate(16,%s) rotate(-90)" text-anchor="middle" fill="#374151">arena offset</text>`+"\n", f2(float64(chartTop+chartHeight/2)))
+}
 
-	// Layer bands, behind the buffers: every other layer tinted, each
-	// labelled at the top (skipped when too narrow to read).
+// svgBands writes the layer bands, behind the buffers: every other layer
+// tinted, each labelled at the top (skipped when too narrow to read).
+func (c *Chart) svgBands(w *bufio.Writer, l *chartLayout) {
+	x, chartTop := l.x, l.chartTop
 	if len(c.Bands) > 0 {
 		fmt.Fprintf(w, `<g font-size="9" fill="#6b7280" text-anchor="middle">`+"\n")
 		for i, b := range c.Bands {
@@ -319,9 +366,12 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 		}
 		fmt.Fprintf(w, "</g>\n")
 	}
+}
 
-	// Buffers.
-	// Without groups (a bare instance) each buffer gets its own colour.
+// svgBuffers writes one rectangle per buffer. Without groups (a bare
+// instance) each buffer gets its own colour.
+func (c *Chart) svgBuffers(w *bufio.Writer, l *chartLayout, keyOf func(node int) string) {
+	x, y, colour, grouped := l.x, l.y, l.colour, l.grouped
 	fmt.Fprintf(w, `<g stroke="#1f2937" stroke-width="0.4">`+"\n")
 	for i, b := range c.Buffers {
 		if b.Start >= b.End || b.Size <= 0 {
@@ -352,9 +402,13 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 			f2(x0), f2(y0), f2(x1-x0), f2(h), fill, attrs, esc(tip))
 	}
 	fmt.Fprintf(w, "</g>\n")
+}
 
-	// Live bytes per step, then the lower bound and the arena.
-	load := c.load(steps)
+// svgLines writes the live bytes per step, then the lower bound and the
+// arena, and the plot's frame.
+func (c *Chart) svgLines(w *bufio.Writer, l *chartLayout) {
+	x, y, plotW, chartTop := l.x, l.y, l.plotW, l.chartTop
+	load := c.load(l.steps)
 	fmt.Fprintf(w, `<path fill="none" stroke="#6b7280" stroke-width="1" d="`)
 	for s, v := range load {
 		cmd := "L"
@@ -375,10 +429,13 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 			chartLeft, ay, f2(chartLeft+float64(plotW)), ay)
 	}
 	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#9ca3af"/>`+"\n", chartLeft, chartTop, plotW, chartHeight)
+}
 
-	// Legend.
-	lx := chartLeft + plotW + 16
-	ly := chartTop + 4
+// svgLegend writes the legend: the lines first, then the groups.
+func (c *Chart) svgLegend(w *bufio.Writer, l *chartLayout) {
+	legend, colour := l.legend, l.colour
+	lx := chartLeft + l.plotW + 16
+	ly := l.chartTop + 4
 	line := func(stroke, extra, text string) {
 		fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="1.5"%s/>`+"\n", lx, ly+5, lx+16, ly+5, stroke, extra)
 		fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", lx+22, ly+9, esc(text))
@@ -401,7 +458,6 @@ func (c *Chart) svg(w *bufio.Writer, keyOf func(node int) string) {
 		fmt.Fprintf(w, `<text x="%d" y="%d">%s</text>`+"\n", lx+22, ly+9, esc(n))
 		ly += 16
 	}
-	fmt.Fprintf(w, "</svg>\n")
 }
 
 // chartText is the x of the chart's title and summary.

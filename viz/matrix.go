@@ -222,7 +222,62 @@ func (c *Chart) rowLabel(n int, i int, carried bool) string {
 // the residual stream. The output is deterministic.
 func (c *Chart) WriteInterferenceSVG(w io.Writer) error {
 	bw := bufio.NewWriter(w)
+	l := c.matrixLayout()
+	width, height := l.width, l.height
+	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="11">`+"\n", width, height, width, height)
+	fmt.Fprintf(bw, `<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
+	ty := 22
+	for _, t := range l.titleLines {
+		fmt.Fprintf(bw, `<text x="%d" y="%d" font-size="15" font-weight="bold">%s</text>`+"\n", matLeft, ty, esc(t))
+		ty += 18
+	}
+	ty -= 2
+	for _, t := range l.subLines {
+		fmt.Fprintf(bw, `<text x="%d" y="%d" fill="#4b5563">%s</text>`+"\n", matLeft, ty, esc(t))
+		ty += 14
+	}
+	for k, e := range matrixLegend {
+		ly := l.legendTop + 16*k
+		fmt.Fprintf(bw, `<rect x="%d" y="%d" width="14" height="11" fill="%s" stroke="#6b7280" stroke-width="0.5"/>`+"\n", matLeft, ly, e.fill)
+		fmt.Fprintf(bw, `<text x="%d" y="%d">%s</text>`+"\n", matLeft+22, ly+9, esc(e.text))
+	}
+	for k, p := range l.blocks {
+		c.writeMatrix(bw, p.b, l.heads[k], p.top, l.gridX)
+	}
+	fmt.Fprintf(bw, "</svg>\n")
+	return bw.Flush()
+}
+
+// matrixLegend is the interference view's legend: a cell's colour and
+// what it means.
+var matrixLegend = []struct{ fill, text string }{
+	{cellConflict, "live at a common step: must not share memory"},
+	{cellFree, "never live together: may share memory"},
+	{cellShared, "never live together, and this plan shares their bytes"},
+	{cellError, "live together yet overlapping: a wrong plan"},
+}
+
+// placedBlock is a matrix block and the ordinate of its top.
+type placedBlock struct {
+	b   matrixBlock
+	top int
+}
+
+// interferenceLayout is the geometry of the interference view.
+type interferenceLayout struct {
+	width, height        int
+	gridX                int // the matrices' left edge, right of the row labels
+	titleLines, subLines []string
+	legendTop            int
+	heads                []string
+	blocks               []placedBlock
+}
+
+// matrixLayout measures the label column and the widest matrix, wraps the
+// title and the summary, and stacks the legend and every block.
+func (c *Chart) matrixLayout() *interferenceLayout {
 	blocks := c.matrixBlocks()
+	l := &interferenceLayout{}
 
 	// Measure: the label column and the widest matrix.
 	labelW, maxRows := 0.0, 0
@@ -232,120 +287,89 @@ func (c *Chart) WriteInterferenceSVG(w io.Writer) error {
 			labelW = max(labelW, TextWidth(c.rowLabel(r+1, i, r < b.carried), matFont, false))
 		}
 	}
-	gridX := matLeft + int(math.Ceil(labelW)) + 8
-	legend := []struct{ fill, text string }{
-		{cellConflict, "live at a common step: must not share memory"},
-		{cellFree, "never live together: may share memory"},
-		{cellShared, "never live together, and this plan shares their bytes"},
-		{cellError, "live together yet overlapping: a wrong plan"},
-	}
+	l.gridX = matLeft + int(math.Ceil(labelW)) + 8
 	legendW := 0.0
-	for _, l := range legend {
-		legendW = max(legendW, 22+TextWidth(l.text, 11, false))
+	for _, e := range matrixLegend {
+		legendW = max(legendW, 22+TextWidth(e.text, 11, false))
 	}
-	heads := make([]string, len(blocks))
+	l.heads = make([]string, len(blocks))
 	for k, b := range blocks {
-		heads[k] = blockHead(b)
-		legendW = max(legendW, TextWidth(heads[k], matHeadSz, true))
+		l.heads[k] = blockHead(b)
+		legendW = max(legendW, TextWidth(l.heads[k], matHeadSz, true))
 	}
-	width := max(gridX+maxRows*matCell+matLeft, matLeft+int(math.Ceil(legendW))+matLeft, 480)
+	l.width = max(l.gridX+maxRows*matCell+matLeft, matLeft+int(math.Ceil(legendW))+matLeft, 480)
 
 	title := c.Title
 	if title == "" {
 		title = "interference"
 	}
-	textW := float64(width - 2*matLeft)
-	titleLines := wrapText(title+": which buffers may share memory", textW, 15, true)
+	textW := float64(l.width - 2*matLeft)
+	l.titleLines = wrapText(title+": which buffers may share memory", textW, 15, true)
 	pairs, may, shared := c.pairCounts()
 	sub := fmt.Sprintf("%d buffers, %d pairs: %d may share memory (never live together), %d share bytes in this plan", len(c.sortedBuffers()), pairs, may, shared)
-	subLines := wrapText(sub, textW, 11, false)
+	l.subLines = wrapText(sub, textW, 11, false)
 
 	// Height: title, summary, legend, then every block.
-	y := 22 + 18*(len(titleLines)-1) + 16 + 14*(len(subLines)-1) + 10
-	legendTop := y
-	y += 16*len(legend) + 10
-	type placed struct {
-		b   matrixBlock
-		top int
-	}
-	var layout []placed
+	y := 22 + 18*(len(l.titleLines)-1) + 16 + 14*(len(l.subLines)-1) + 10
+	l.legendTop = y
+	y += 16*len(matrixLegend) + 10
 	for _, b := range blocks {
-		layout = append(layout, placed{b, y})
+		l.blocks = append(l.blocks, placedBlock{b, y})
 		y += matHeadSz + 8 + matCell + len(b.rows)*matCell + 18
 	}
-	height := y
+	l.height = y
+	return l
+}
 
-	fmt.Fprintf(bw, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="11">`+"\n", width, height, width, height)
-	fmt.Fprintf(bw, `<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
-	ty := 22
-	for _, l := range titleLines {
-		fmt.Fprintf(bw, `<text x="%d" y="%d" font-size="15" font-weight="bold">%s</text>`+"\n", matLeft, ty, esc(l))
-		ty += 18
+// writeMatrix writes one block's matrix under its head, at ordinate top.
+func (c *Chart) writeMatrix(bw *bufio.Writer, b matrixBlock, head string, top, gridX int) {
+	n := len(b.rows)
+	fmt.Fprintf(bw, `<g data-layers="%s">`+"\n", esc(layerName(b.layers)))
+	fmt.Fprintf(bw, `<text x="%d" y="%d" font-size="%d" font-weight="bold">%s</text>`+"\n", matLeft, top+matHeadSz, matHeadSz, esc(head))
+	top += matHeadSz + 8
+	// Column numbers.
+	fmt.Fprintf(bw, `<g font-size="8" fill="#6b7280" text-anchor="middle">`+"\n")
+	for col := range n {
+		fmt.Fprintf(bw, `<text x="%s" y="%d">%d</text>`+"\n", f2(float64(gridX+col*matCell)+matCell/2.0), top+9, col+1)
 	}
-	ty -= 2
-	for _, l := range subLines {
-		fmt.Fprintf(bw, `<text x="%d" y="%d" fill="#4b5563">%s</text>`+"\n", matLeft, ty, esc(l))
-		ty += 14
-	}
-	for k, l := range legend {
-		ly := legendTop + 16*k
-		fmt.Fprintf(bw, `<rect x="%d" y="%d" width="14" height="11" fill="%s" stroke="#6b7280" stroke-width="0.5"/>`+"\n", matLeft, ly, l.fill)
-		fmt.Fprintf(bw, `<text x="%d" y="%d">%s</text>`+"\n", matLeft+22, ly+9, esc(l.text))
-	}
-
-	for k, p := range layout {
-		b := p.b
-		n := len(b.rows)
-		head := heads[k]
-		fmt.Fprintf(bw, `<g data-layers="%s">`+"\n", esc(layerName(b.layers)))
-		fmt.Fprintf(bw, `<text x="%d" y="%d" font-size="%d" font-weight="bold">%s</text>`+"\n", matLeft, p.top+matHeadSz, matHeadSz, esc(head))
-		top := p.top + matHeadSz + 8
-		// Column numbers.
-		fmt.Fprintf(bw, `<g font-size="8" fill="#6b7280" text-anchor="middle">`+"\n")
-		for col := range n {
-			fmt.Fprintf(bw, `<text x="%s" y="%d">%d</text>`+"\n", f2(float64(gridX+col*matCell)+matCell/2.0), top+9, col+1)
+	fmt.Fprintf(bw, "</g>\n")
+	top += matCell
+	for r, i := range b.rows {
+		ry := top + r*matCell
+		fill := "#1f2937"
+		if r < b.carried {
+			fill = "#6b7280"
 		}
-		fmt.Fprintf(bw, "</g>\n")
-		top += matCell
-		for r, i := range b.rows {
-			ry := top + r*matCell
-			fill := "#1f2937"
-			if r < b.carried {
-				fill = "#6b7280"
+		fmt.Fprintf(bw, `<text x="%d" y="%d" font-size="%d" fill="%s">%s</text>`+"\n", matLeft, ry+matCell-2, matFont, fill, esc(c.rowLabel(r+1, i, r < b.carried)))
+		// Only the coloured cells are drawn; the free ones are the
+		// white background.
+		for col := range b.rows {
+			code := b.cells[r][col]
+			if code == codeFree {
+				continue
 			}
-			fmt.Fprintf(bw, `<text x="%d" y="%d" font-size="%d" fill="%s">%s</text>`+"\n", matLeft, ry+matCell-2, matFont, fill, esc(c.rowLabel(r+1, i, r < b.carried)))
-			// Only the coloured cells are drawn; the free ones are the
-			// white background.
-			for col := range b.rows {
-				code := b.cells[r][col]
-				if code == codeFree {
-					continue
-				}
-				colour := [...]string{cellSelf, cellFree, cellShared, cellConflict, cellError}[code]
-				tip := ""
-				if code != codeSelf {
-					tip = fmt.Sprintf("<title>%d and %d: %s</title>", r+1, col+1, [...]string{"", "may share", "share bytes in this plan", "must not share", "overlap while both live"}[code])
-				}
-				fmt.Fprintf(bw, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s">%s</rect>`+"\n",
-					gridX+col*matCell, ry, matCell, matCell, colour, tip)
+			colour := [...]string{cellSelf, cellFree, cellShared, cellConflict, cellError}[code]
+			tip := ""
+			if code != codeSelf {
+				tip = fmt.Sprintf("<title>%d and %d: %s</title>", r+1, col+1, [...]string{"", "may share", "share bytes in this plan", "must not share", "overlap while both live"}[code])
 			}
+			fmt.Fprintf(bw, `<rect x="%d" y="%d" width="%d" height="%d" fill="%s">%s</rect>`+"\n",
+				gridX+col*matCell, ry, matCell, matCell, colour, tip)
 		}
-		// The grid, over the cells.
-		fmt.Fprintf(bw, `<path fill="none" stroke="#e5e7eb" stroke-width="0.5" d="`)
-		for k := 1; k < n; k++ {
-			fmt.Fprintf(bw, "M%d %dV%d M%d %dH%d ", gridX+k*matCell, top, top+n*matCell, gridX, top+k*matCell, gridX+n*matCell)
-		}
-		fmt.Fprintf(bw, `"/>`+"\n")
-		if b.carried > 0 {
-			// A line under the carried-in rows.
-			ly := top + b.carried*matCell
-			fmt.Fprintf(bw, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#6b7280" stroke-width="1"/>`+"\n", matLeft, ly, gridX+n*matCell, ly)
-		}
-		fmt.Fprintf(bw, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#6b7280"/>`+"\n", gridX, top, n*matCell, n*matCell)
-		fmt.Fprintf(bw, "</g>\n")
 	}
-	fmt.Fprintf(bw, "</svg>\n")
-	return bw.Flush()
+	// The grid, over the cells.
+	fmt.Fprintf(bw, `<path fill="none" stroke="#e5e7eb" stroke-width="0.5" d="`)
+	for k := 1; k < n; k++ {
+		fmt.Fprintf(bw, "M%d %dV%d M%d %dH%d ", gridX+k*matCell, top, top+n*matCell, gridX, top+k*matCell, gridX+n*matCell)
+	}
+	fmt.Fprintf(bw, `"/>`+"\n")
+	if b.carried > 0 {
+		// A line under the carried-in rows.
+		ly := top + b.carried*matCell
+		fmt.Fprintf(bw, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#6b7280" stroke-width="1"/>`+"\n", matLeft, ly, gridX+n*matCell, ly)
+	}
+	fmt.Fprintf(bw, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#6b7280"/>`+"\n", gridX, top, n*matCell, n*matCell)
+	fmt.Fprintf(bw, "</g>\n")
 }
 
 // blockHead is the heading of a block.

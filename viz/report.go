@@ -141,8 +141,34 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 	}
 	var k keyer
-	cols := make([]column, len(r.Columns))
-	for i, c := range r.Columns {
+	cols := reportColumns(&k, r.Columns)
+	keysFor := func(g *ir.Graph) func(int) string { return keysFor(&k, cols, g) }
+
+	bw := bufio.NewWriter(w)
+	r.writeHeader(bw, cols)
+	if len(cols) > 0 {
+		writeColumns(bw, cols)
+	}
+	if len(r.Charts) > 0 {
+		if err := r.writeCharts(bw, keysFor); err != nil {
+			return err
+		}
+	}
+	if p := r.Partition; p != nil && p.Partition != nil {
+		writePartition(bw, p, keysFor(p.Graph), graphOr(p.Graph, cols))
+	}
+	if p := r.Program; p != nil {
+		writeProgram(bw, p, keysFor(p.Graph), graphOr(p.Graph, cols))
+	}
+	fmt.Fprintf(bw, "<script>%s</script>\n</body>\n</html>\n", reportJS)
+	return bw.Flush()
+}
+
+// reportColumns gives every column its report keys, matched column to
+// column by k.
+func reportColumns(k *keyer, columns []Column) []column {
+	cols := make([]column, len(columns))
+	for i, c := range columns {
 		cols[i].Column = c
 		if i == 0 {
 			cols[i].keys = k.first(c.Graph)
@@ -154,34 +180,41 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			cols[i].set[key] = true
 		}
 	}
-	// keysFor returns a function giving the report key of a node ID of g.
-	keysFor := func(g *ir.Graph) func(int) string {
-		if len(cols) == 0 {
-			return func(int) string { return "" }
+	return cols
+}
+
+// keysFor returns a function giving the report key of a node ID of g: a
+// column's graph has its column's keys, nil the last column's, any other
+// graph keys matched against the last column.
+func keysFor(k *keyer, cols []column, g *ir.Graph) func(int) string {
+	if len(cols) == 0 {
+		return func(int) string { return "" }
+	}
+	var keys []int
+	if g == nil {
+		g, keys = cols[len(cols)-1].Graph, cols[len(cols)-1].keys
+	} else {
+		for _, c := range cols {
+			if c.Graph == g {
+				keys = c.keys
+			}
 		}
-		var keys []int
-		if g == nil {
-			g, keys = cols[len(cols)-1].Graph, cols[len(cols)-1].keys
-		} else {
-			for _, c := range cols {
-				if c.Graph == g {
-					keys = c.keys
-				}
-			}
-			if keys == nil {
-				last := cols[len(cols)-1]
-				keys = k.match(last.Graph, last.keys, g)
-			}
-		}
-		return func(id int) string {
-			if id < 0 || id >= len(keys) {
-				return ""
-			}
-			return "k" + strconv.Itoa(keys[id])
+		if keys == nil {
+			last := cols[len(cols)-1]
+			keys = k.match(last.Graph, last.keys, g)
 		}
 	}
+	return func(id int) string {
+		if id < 0 || id >= len(keys) {
+			return ""
+		}
+		return "k" + strconv.Itoa(keys[id])
+	}
+}
 
-	bw := bufio.NewWriter(w)
+// writeHeader writes the page's head, its title, the summary table and
+// the navigation to the sections present.
+func (r *Report) writeHeader(bw *bufio.Writer, cols []column) {
 	title := r.Title
 	if title == "" {
 		title = "irtool compile report"
@@ -209,62 +242,58 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		bw.WriteString(`<a href="#program">program</a>`)
 	}
 	bw.WriteString("<span id=\"status\"></span></nav>\n</header>\n")
+}
 
-	if len(cols) > 0 {
-		bw.WriteString("<h2 id=\"passes\">IR after each pass</h2>\n")
-		bw.WriteString("<p class=\"help\">Click a value to highlight it in every column, chart and table (click again to clear); click a column's title to fold it. " +
-			"<span class=\"new\">Tinted</span> lines are new in that column; <span class=\"gone\">struck-out</span> lines are gone in the next one.</p>\n")
-		bw.WriteString("<div class=\"cols\">\n")
-		// A column identical to the one before is folded; "gone" marks
-		// compare with the next column that changed something, so that a
-		// folded column does not hide them.
-		unchanged := make([]bool, len(cols))
-		for i := 1; i < len(cols); i++ {
-			unchanged[i] = slices.Equal(cols[i].keys, cols[i-1].keys) && cols[i].Graph.String() == cols[i-1].Graph.String()
-		}
-		for i, c := range cols {
-			var prev, next map[int]bool
-			if i > 0 {
-				prev = cols[i-1].set
-			}
-			for n := i + 1; n < len(cols); n++ {
-				if !unchanged[n] || n == len(cols)-1 {
-					next = cols[n].set
-					break
-				}
-			}
-			writeColumn(bw, c, prev, next, unchanged[i])
-		}
-		bw.WriteString("</div>\n")
+// writeColumns writes the IR after each pass, one column per pass.
+func writeColumns(bw *bufio.Writer, cols []column) {
+	bw.WriteString("<h2 id=\"passes\">IR after each pass</h2>\n")
+	bw.WriteString("<p class=\"help\">Click a value to highlight it in every column, chart and table (click again to clear); click a column's title to fold it. " +
+		"<span class=\"new\">Tinted</span> lines are new in that column; <span class=\"gone\">struck-out</span> lines are gone in the next one.</p>\n")
+	bw.WriteString("<div class=\"cols\">\n")
+	// A column identical to the one before is folded; "gone" marks
+	// compare with the next column that changed something, so that a
+	// folded column does not hide them.
+	unchanged := make([]bool, len(cols))
+	for i := 1; i < len(cols); i++ {
+		unchanged[i] = slices.Equal(cols[i].keys, cols[i-1].keys) && cols[i].Graph.String() == cols[i-1].Graph.String()
 	}
-
-	if len(r.Charts) > 0 {
-		bw.WriteString("<h2 id=\"memory\">Memory plan</h2>\n")
-		bw.WriteString("<p class=\"help\">Each box is a tensor: x is its lifetime in execution steps, y its place in the arena. Hover for details; click to highlight its node.</p>\n")
-		for _, rc := range r.Charts {
-			if rc.Chart == nil {
-				continue
+	for i, c := range cols {
+		var prev, next map[int]bool
+		if i > 0 {
+			prev = cols[i-1].set
+		}
+		for n := i + 1; n < len(cols); n++ {
+			if !unchanged[n] || n == len(cols)-1 {
+				next = cols[n].set
+				break
 			}
+		}
+		writeColumn(bw, c, prev, next, unchanged[i])
+	}
+	bw.WriteString("</div>\n")
+}
+
+// writeCharts writes the memory plan section: each chart, and its
+// interference matrices when asked for.
+func (r *Report) writeCharts(bw *bufio.Writer, keysFor func(*ir.Graph) func(int) string) error {
+	bw.WriteString("<h2 id=\"memory\">Memory plan</h2>\n")
+	bw.WriteString("<p class=\"help\">Each box is a tensor: x is its lifetime in execution steps, y its place in the arena. Hover for details; click to highlight its node.</p>\n")
+	for _, rc := range r.Charts {
+		if rc.Chart == nil {
+			continue
+		}
+		bw.WriteString("<figure class=\"chart\">\n")
+		rc.Chart.svg(bw, keysFor(rc.Graph))
+		bw.WriteString("</figure>\n")
+		if rc.Interference {
 			bw.WriteString("<figure class=\"chart\">\n")
-			rc.Chart.svg(bw, keysFor(rc.Graph))
-			bw.WriteString("</figure>\n")
-			if rc.Interference {
-				bw.WriteString("<figure class=\"chart\">\n")
-				if err := rc.Chart.WriteInterferenceSVG(bw); err != nil {
-					return err
-				}
-				bw.WriteString("</figure>\n")
+			if err := rc.Chart.WriteInterferenceSVG(bw); err != nil {
+				return err
 			}
+			bw.WriteString("</figure>\n")
 		}
 	}
-	if p := r.Partition; p != nil && p.Partition != nil {
-		writePartition(bw, p, keysFor(p.Graph), graphOr(p.Graph, cols))
-	}
-	if p := r.Program; p != nil {
-		writeProgram(bw, p, keysFor(p.Graph), graphOr(p.Graph, cols))
-	}
-	fmt.Fprintf(bw, "<script>%s</script>\n</body>\n</html>\n", reportJS)
-	return bw.Flush()
+	return nil
 }
 
 // graphOr returns g, or the last column's graph when g is nil.

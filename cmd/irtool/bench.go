@@ -13,7 +13,6 @@ import (
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/session"
 )
 
@@ -68,40 +67,11 @@ func threadsFlag(fs *flag.FlagSet) *int {
 }
 
 func cmdBench(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	nPrompt := fs.Int("p", 64, "prompt tokens of the prefill test (0 skips it)")
-	nGen := fs.Int("n", 32, "tokens of the decode test (0 skips it)")
-	reps := fs.Int("r", 5, "repetitions of each test")
-	threads := threadsFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied first, as for run: default, none, or a comma-separated list")
-	reference := fs.Bool("reference", false, "run the reference executor instead of the compiled plan")
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return flagError(err)
+	bf, code := parseBenchFlags(args, stderr)
+	if bf == nil {
+		return code
 	}
-	if len(pos) > 1 {
-		return usageError(stderr, "bench", "want at most one model path, got %q", pos)
-	}
-	if *nPrompt < 0 || *nGen < 0 || *reps < 1 || *threads < 0 {
-		return usageError(stderr, "bench", "-p and -n must be >= 0, -r >= 1, --threads >= 0")
-	}
-	if *nPrompt == 0 && *nGen == 0 {
-		return usageError(stderr, "bench", "nothing to measure: -p and -n are both 0")
-	}
-	pipeline, err := passes.Parse(*passList)
-	if err != nil {
-		return usageError(stderr, "bench", "%v", err)
-	}
-	nThreads := *threads
-	if nThreads == 0 {
-		nThreads = eval.DefaultThreads()
-	}
-	modelPath := ""
-	if len(pos) == 1 {
-		modelPath = pos[0]
-	}
+	modelPath := bf.modelPath
 	src, err := openSource(modelPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
@@ -113,42 +83,115 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	f := src.File
-	need := int64(max(*nPrompt, *nGen))
-	opts := models.Options{NCtx: max(256, (need+255)/256*256)}
-	if src.IsIR() {
-		// The IR fixes its cache (meta n_ctx): the tests must fit in it.
-		if opts, err = src.options(models.Options{}, models.Options{}); err != nil {
-			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
-			return 1
-		}
-		if opts.NCtx > 0 && need > opts.NCtx {
-			return usageError(stderr, "bench", "-p %d / -n %d need %d KV cells, more than the IR's cache, n_ctx=%d (write the IR again with irtool ir --ctx)", *nPrompt, *nGen, need, opts.NCtx)
-		}
+	m, code := benchModel(src, bf, stderr)
+	if m == nil {
+		return code
 	}
-	m, err := src.build(opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), err)
-		return 1
-	}
-	if len(pipeline) > 0 {
-		g, _, err := passes.Run(m.Graph, pipeline, passes.Options{})
-		if err != nil {
-			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
-			return 1
-		}
-		optimised := *m
-		optimised.Graph = g
-		m = &optimised
-	}
-	sess, err := session.NewSession(m, f, session.SessionOptions{Threads: nThreads, Reference: *reference,
-		Exec: eval.ExecOptions{Kernels: kernels.Options{Threads: nThreads}}})
+	sess, err := session.NewSession(m, f, session.SessionOptions{Threads: bf.threads, Reference: bf.reference,
+		Exec: eval.ExecOptions{Kernels: kernels.Options{Threads: bf.threads}}})
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
 		return 1
 	}
 	defer sess.Close()
+	out, err := runBench(sess, f, m.HParams.NVocab, bf)
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
+		return 1
+	}
+	if bf.asJSON {
+		if err := writeJSON(stdout, out); err != nil {
+			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	writeBenchTable(stdout, f, bf, out)
+	return 0
+}
+
+// benchFlags are bench's parsed flags; threads is resolved (never 0).
+type benchFlags struct {
+	nPrompt, nGen, reps, threads int
+	asJSON, reference            bool
+	passList                     string
+	modelPath                    string
+}
+
+// parseBenchFlags parses and checks bench's flags. On a usage error it
+// returns nil and the exit code.
+func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, int) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	nPrompt := fs.Int("p", 64, "prompt tokens of the prefill test (0 skips it)")
+	nGen := fs.Int("n", 32, "tokens of the decode test (0 skips it)")
+	reps := fs.Int("r", 5, "repetitions of each test")
+	threads := threadsFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON")
+	passList := fs.String("passes", "default", "the pass pipeline `LIST` applied first, as for run: default, none, or a comma-separated list")
+	reference := fs.Bool("reference", false, "run the reference executor instead of the compiled plan")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, flagError(err)
+	}
+	if len(pos) > 1 {
+		return nil, usageError(stderr, "bench", "want at most one model path, got %q", pos)
+	}
+	if *nPrompt < 0 || *nGen < 0 || *reps < 1 || *threads < 0 {
+		return nil, usageError(stderr, "bench", "-p and -n must be >= 0, -r >= 1, --threads >= 0")
+	}
+	if *nPrompt == 0 && *nGen == 0 {
+		return nil, usageError(stderr, "bench", "nothing to measure: -p and -n are both 0")
+	}
+	if _, err := passesPipeline(*passList, false); err != nil {
+		return nil, usageError(stderr, "bench", "%v", err)
+	}
+	nThreads := *threads
+	if nThreads == 0 {
+		nThreads = eval.DefaultThreads()
+	}
+	modelPath := ""
+	if len(pos) == 1 {
+		modelPath = pos[0]
+	}
+	return &benchFlags{nPrompt: *nPrompt, nGen: *nGen, reps: *reps, threads: nThreads, asJSON: *asJSON,
+		reference: *reference, passList: *passList, modelPath: modelPath}, 0
+}
+
+// benchModel builds the model with a cache that fits the tests and runs
+// the pass pipeline on it. On an error it returns nil and the exit code.
+func benchModel(src *modelSource, bf *benchFlags, stderr io.Writer) (*models.Model, int) {
+	modelPath := bf.modelPath
+	need := int64(max(bf.nPrompt, bf.nGen))
+	opts := models.Options{NCtx: max(256, (need+255)/256*256)}
+	if src.IsIR() {
+		// The IR fixes its cache (meta n_ctx): the tests must fit in it.
+		var err error
+		if opts, err = src.options(models.Options{}, models.Options{}); err != nil {
+			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
+			return nil, 1
+		}
+		if opts.NCtx > 0 && need > opts.NCtx {
+			return nil, usageError(stderr, "bench", "-p %d / -n %d need %d KV cells, more than the IR's cache, n_ctx=%d (write the IR again with irtool ir --ctx)", bf.nPrompt, bf.nGen, need, opts.NCtx)
+		}
+	}
+	m, err := src.build(opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), err)
+		return nil, 1
+	}
+	// The pass pipeline through the compile driver, as for run.
+	if m, err = optimiseModel(m, bf.passList); err != nil {
+		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
+		return nil, 1
+	}
+	return m, 0
+}
+
+// runBench times the prefill and decode tests on random tokens (the first
+// one BOS when the vocabulary adds it), drawn from a fixed seed.
+func runBench(sess *session.Session, f *gguf.File, nVocab int64, bf *benchFlags) (benchJSON, error) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	nVocab := m.HParams.NVocab
 	first := func() int32 {
 		if add, ok := f.GetBool("tokenizer.ggml.add_bos_token"); ok && add {
 			if bos, ok := f.GetUint("tokenizer.ggml.bos_token_id"); ok && int64(bos) < nVocab {
@@ -157,30 +200,29 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 		}
 		return int32(rng.Int64N(nVocab))
 	}
-	out := benchJSON{Model: modelName(modelPath), Threads: nThreads, Repetitions: *reps}
-	if *nPrompt > 0 {
-		prompt := make([]int32, *nPrompt)
+	out := benchJSON{Model: modelName(bf.modelPath), Threads: bf.threads, Repetitions: bf.reps}
+	if bf.nPrompt > 0 {
+		prompt := make([]int32, bf.nPrompt)
 		prompt[0] = first()
 		for i := 1; i < len(prompt); i++ {
 			prompt[i] = int32(rng.Int64N(nVocab))
 		}
-		res, err := benchRuns(sess, *reps, *nPrompt, func() error {
+		res, err := benchRuns(sess, bf.reps, bf.nPrompt, func() error {
 			_, err := sess.Step(prompt)
 			return err
 		})
 		if err != nil {
-			fmt.Fprintf(stderr, "irtool bench: prefill: %v\n", err)
-			return 1
+			return out, fmt.Errorf("prefill: %w", err)
 		}
 		out.Prefill = res
 	}
-	if *nGen > 0 {
-		toks := make([]int32, *nGen)
+	if bf.nGen > 0 {
+		toks := make([]int32, bf.nGen)
 		toks[0] = first()
 		for i := 1; i < len(toks); i++ {
 			toks[i] = int32(rng.Int64N(nVocab))
 		}
-		res, err := benchRuns(sess, *reps, *nGen, func() error {
+		res, err := benchRuns(sess, bf.reps, bf.nGen, func() error {
 			for _, t := range toks {
 				if _, err := sess.Step([]int32{t}); err != nil {
 					return err
@@ -189,25 +231,22 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 			return nil
 		})
 		if err != nil {
-			fmt.Fprintf(stderr, "irtool bench: decode: %v\n", err)
-			return 1
+			return out, fmt.Errorf("decode: %w", err)
 		}
 		out.Decode = res
 	}
-	if *asJSON {
-		if err := writeJSON(stdout, out); err != nil {
-			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
-			return 1
-		}
-		return 0
-	}
+	return out, nil
+}
+
+// writeBenchTable prints the results as llama-bench's markdown table.
+func writeBenchTable(stdout io.Writer, f *gguf.File, bf *benchFlags, out benchJSON) {
 	size, params := modelSize(f)
-	name := filepath.Base(modelName(modelPath))
+	name := filepath.Base(modelName(bf.modelPath))
 	fmt.Fprintln(stdout, "| model | size | params | backend | threads | test | t/s |")
 	fmt.Fprintln(stdout, "| --- | ---: | ---: | --- | ---: | ---: | ---: |")
 	row := func(test string, r *benchTest) {
 		fmt.Fprintf(stdout, "| %s | %.2f MiB | %.2f M | irtool cpu | %d | %s | %.2f ± %.2f |\n",
-			name, float64(size)/(1<<20), float64(params)/1e6, nThreads, test, r.TokS, r.Stddev)
+			name, float64(size)/(1<<20), float64(params)/1e6, bf.threads, test, r.TokS, r.Stddev)
 	}
 	if out.Prefill != nil {
 		row(fmt.Sprintf("pp%d", out.Prefill.N), out.Prefill)
@@ -215,7 +254,6 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if out.Decode != nil {
 		row(fmt.Sprintf("tg%d", out.Decode.N), out.Decode)
 	}
-	return 0
 }
 
 // benchRuns runs one test: once untimed (warm-up), then reps timed runs,

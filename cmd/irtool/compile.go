@@ -82,14 +82,14 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.KVWrite, "kv-write", "set_rows", "how new K/V rows reach the cache (`MODE`): set_rows (scatter by index into the whole cache; addresses never move) or cpy (llama.cpp c392e50's copy into a view at kv_head)")
 	fs.Int64Var(&f.Align, "align", 0, "arena alignment in `B` bytes, a power of two ≤ 2^30 (default: the target's: 32 for cpu, 64 otherwise)")
 	fs.StringVar(&f.Strategy, "strategy", "best", "memory planning `STRATEGY` (see irtool plan), or best: all of them, smallest arena")
-	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "time budget of the search and best strategies (both stop at the lower bound)")
+	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "safety cap on the wall time of each plan's search (best, search and exact stop at the lower bound, else after a work budget set by the problem's size, so plans do not depend on the machine); a plan it cuts short says budget_exhausted")
 	fs.StringVar(&f.ExportBuffers, "export-buffers", "", "write the worst-case planning problem to `FILE` as CSV (id,lower,upper,size), sizes rounded to the alignment, so irtool plan FILE scores the same instance")
 	fs.StringVar(&f.Target, "target", "ascend910b", "the target `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
 	fs.StringVar(&f.Out, "out", "", "write program.json, partition.dot and segments.dot into `DIR`")
 	fs.StringVar(&f.Report, "report", "", "write the self-contained HTML report of every stage to `FILE`")
 	fs.BoolVar(&f.MergeQKV, "merge-qkv", false, "merge Q, K and V projections sharing an input into one matmul")
 	fs.StringVar(&f.Requant, "requant", "", "re-quantise the weights the target cannot multiply to `TYPE`: q8_0 or q4_0")
-	fs.IntVar(&f.Threads, "threads", 0, "concurrent searches of the memory planner's exact search (0 = GOMAXPROCS); the output does not depend on it where plans reach their bound")
+	fs.IntVar(&f.Threads, "threads", 0, "concurrent searches of the memory planner's exact search (0 = GOMAXPROCS); compile's plans are bounded by work and run the search's phases one after the other so that they do not depend on the machine, so it changes neither the output nor the plans")
 	f.TP.declare(fs)
 }
 
@@ -143,7 +143,7 @@ func (j *compileJob) Graph() *ir.Graph {
 func (f compileFlags) options(until compiler.Stage) (compiler.Options, error) {
 	o := compiler.Options{
 		Target: f.Target, Passes: f.Passes, MergeQKV: f.MergeQKV,
-		PassOptions: passes.Options{Snapshots: true, DumpDir: f.DumpDir},
+		PassOptions: passes.Options{Snapshots: f.Report != "", DumpDir: f.DumpDir}, // the report shows every pass
 		Ctx:         f.Ctx, UBatch: f.UBatch, Align: f.Align, Strategy: f.Strategy, Budget: f.Budget,
 		KVWrite: f.KVWrite, Until: until, Threads: f.Threads,
 	}
@@ -316,9 +316,11 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	if j.Model, err = src.build(opts); err != nil {
 		return fail(err)
 	}
-	if !src.IsIR() && flags.DumpDir != "" {
-		// The dumps name the model, so each one runs as a model file.
-		ref, err := weightsRef(path, filepath.Join(flags.DumpDir, "00-input.ir"))
+	if model, ok := src.weightsModel(); ok && flags.DumpDir != "" {
+		// The dumps name the model, so each one runs as a model file: the
+		// weights path is relative to the dump directory, also for IR
+		// input, whose own "weights" is relative to the IR file.
+		ref, err := weightsRef(model, filepath.Join(flags.DumpDir, "00-input.ir"))
 		if err != nil {
 			src.Close()
 			return nil, err

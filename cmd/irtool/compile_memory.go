@@ -38,6 +38,7 @@ type memoryJSON struct {
 	WorkspaceBytes  int64            `json:"workspace_bytes"`
 	GgmlCPUBytes    int64            `json:"ggml_cpu_bytes"`
 	Compare         compiler.Compare `json:"compare"`
+	BudgetExhausted bool             `json:"budget_exhausted"`
 	MS              float64          `json:"time_ms"`
 }
 
@@ -100,7 +101,7 @@ func memoryReport(p *planner.GraphPlan, bindings string) memoryJSON {
 		ArenaBytes: p.ArenaBytes, LowerBoundBytes: p.LowerBound, NaiveBytes: p.NaiveBytes,
 		Strategy: p.Strategy, Strategies: p.Strategies, OrderChanged: p.OrderChanged,
 		Requested: p.Requested, Ratio: p.Ratio(), Bindings: bindings, Align: p.Align, Policy: p.Policy,
-		Buffers: len(p.Problem.Buffers), InPlace: p.InPlace, MS: p.MS,
+		Buffers: len(p.Problem.Buffers), InPlace: p.InPlace, BudgetExhausted: p.BudgetExhausted, MS: p.MS,
 	}
 	for _, w := range p.Workspaces {
 		out.WorkspaceBytes += w.Bytes

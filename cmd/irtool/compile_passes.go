@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 )
 
@@ -29,6 +31,29 @@ type passJSON struct {
 // passesPipeline turns the --passes and --merge-qkv flags into a pipeline.
 func passesPipeline(list string, mergeQKV bool) (passes.Pipeline, error) {
 	return compiler.Options{Passes: list, MergeQKV: mergeQKV}.Pipeline()
+}
+
+// optimiseModel runs the pass pipeline list ("default", "none" or names,
+// as --passes takes it) on m's symbolic graph through the compile driver,
+// its passes stage only, and returns the model with the optimised graph;
+// irtool run and bench call it, so they run exactly the pipeline compile
+// runs. An empty pipeline ("none") returns m as built: run and bench then
+// execute the graph without even the required passes.
+func optimiseModel(m *models.Model, list string) (*models.Model, error) {
+	p, err := passesPipeline(list, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(p) == 0 {
+		return m, nil
+	}
+	r, err := compiler.Compile(context.Background(), m.Graph, compiler.Options{Passes: list, Until: compiler.StagePasses})
+	if err != nil {
+		return nil, err
+	}
+	optimised := *m
+	optimised.Graph = r.Optimised
+	return &optimised, nil
 }
 
 // outPasses fills the JSON's passes and prints the stage's summary.

@@ -212,23 +212,43 @@ func inspectText(w io.Writer, f *gguf.File) error {
 	fmt.Fprintf(tw, "data\t%s at byte %d, alignment %d\n", human(dataBytes), f.DataOffset, f.Alignment)
 	tw.Flush()
 
-	if arch != "" {
-		fmt.Fprintf(w, "\nhyper-parameters (%s.*)\n", arch)
-		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		n := 0
-		for _, kv := range f.KV {
-			if rest, ok := strings.CutPrefix(kv.Key, arch+"."); ok {
-				fmt.Fprintf(tw, "  %s\t%s\n", rest, shortValue(kv.Value))
-				n++
-			}
-		}
-		if n == 0 {
-			fmt.Fprintln(tw, "  (none)")
-		}
-		tw.Flush()
-	}
-
+	inspectHParams(w, f, arch)
 	fmt.Fprintln(w)
+	inspectTokenizer(w, f)
+	inspectOther(w, f, arch)
+
+	if len(f.Tensors) == 0 {
+		fmt.Fprintln(w, "\nno tensors")
+		return nil
+	}
+	inspectTensors(w, f, dataBytes)
+	return nil
+}
+
+// inspectHParams lists the architecture's own keys (arch.*) without the
+// prefix.
+func inspectHParams(w io.Writer, f *gguf.File, arch string) {
+	if arch == "" {
+		return
+	}
+	fmt.Fprintf(w, "\nhyper-parameters (%s.*)\n", arch)
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	n := 0
+	for _, kv := range f.KV {
+		if rest, ok := strings.CutPrefix(kv.Key, arch+"."); ok {
+			fmt.Fprintf(tw, "  %s\t%s\n", rest, shortValue(kv.Value))
+			n++
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(tw, "  (none)")
+	}
+	tw.Flush()
+}
+
+// inspectTokenizer summarises the tokenizer on one line: model, kind,
+// tokens, pre-tokenizer, merges and special ids.
+func inspectTokenizer(w io.Writer, f *gguf.File) {
 	tokModel, hasTok := f.GetString("tokenizer.ggml.model")
 	if !hasTok {
 		fmt.Fprintln(w, "tokenizer: none")
@@ -257,7 +277,10 @@ func inspectText(w io.Writer, f *gguf.File) error {
 		}
 		fmt.Fprintln(w)
 	}
+}
 
+// inspectOther lists the metadata the sections above do not show.
+func inspectOther(w io.Writer, f *gguf.File, arch string) {
 	var other []gguf.KV
 	for _, kv := range f.KV {
 		switch {
@@ -271,17 +294,16 @@ func inspectText(w io.Writer, f *gguf.File) error {
 	}
 	if len(other) > 0 {
 		fmt.Fprintln(w, "\nother metadata")
-		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		for _, kv := range other {
 			fmt.Fprintf(tw, "  %s\t%s\n", kv.Key, shortValue(kv.Value))
 		}
 		tw.Flush()
 	}
+}
 
-	if len(f.Tensors) == 0 {
-		fmt.Fprintln(w, "\nno tensors")
-		return nil
-	}
+// inspectTensors writes the tensor table and the bytes by type.
+func inspectTensors(w io.Writer, f *gguf.File, dataBytes uint64) {
 	fmt.Fprintf(w, "\ntensors (%d)\n", len(f.Tensors))
 	rows := [][5]string{{"name", "type", "shape", "bytes", "offset"}}
 	byType := map[gguf.GGMLType][2]uint64{}
@@ -315,7 +337,6 @@ func inspectText(w io.Writer, f *gguf.File) error {
 		parts = append(parts, fmt.Sprintf("%s %d (%s)", t, c[0], human(c[1])))
 	}
 	fmt.Fprintf(w, "by type: %s; %s in all\n", strings.Join(parts, ", "), human(dataBytes))
-	return nil
 }
 
 // shortValue formats a value for the text summary, eliding long arrays.

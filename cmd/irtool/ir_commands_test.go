@@ -98,3 +98,26 @@ func TestBenchIR(t *testing.T) {
 		t.Errorf("bench -p 64 on n_ctx 32: exit %d\n%s", code, errb)
 	}
 }
+
+// TestCompileDumpDirIRWeights: compile --dump-dir on IR input names the
+// weights relative to the dump directory (not the input's own relative
+// "weights", which is relative to the input file), so every dumped file
+// reads back, wherever the dump directory is.
+func TestCompileDumpDirIRWeights(t *testing.T) {
+	in := irOf(t, "synth-llama-Q4_0.gguf", false, "--ctx", "32")
+	raw, err := os.ReadFile(in)
+	if err != nil || !strings.Contains(string(raw), `meta weights="../`) {
+		t.Fatalf("the input should name its weights by a relative path: %v\n%.300s", err, raw)
+	}
+	dump := filepath.Join(t.TempDir(), "a", "b", "dump")
+	if code, _, errb := runCLI(t, "compile", in, "--passes", "cse", "--dump-dir", dump, "--strategy", "greedy-size"); code != 0 {
+		t.Fatalf("compile --dump-dir: exit %d\n%s", code, errb)
+	}
+	for _, f := range []string{"00-input.ir", "01-cse.ir"} {
+		p := filepath.Join(dump, f)
+		if code, _, errb := runCLI(t, "run", p, "--passes", "none", "-n", "2"); code != 0 {
+			raw, _ := os.ReadFile(p)
+			t.Errorf("run %s: exit %d\n%s\n%.400s", f, code, errb, raw)
+		}
+	}
+}

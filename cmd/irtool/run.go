@@ -15,7 +15,6 @@ import (
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 	"github.com/irtool/irtool/tokenizer"
@@ -139,7 +138,6 @@ type runFlags struct {
 	// Set by checkRunFlags:
 	kvT       models.KVCacheType
 	kvW       models.KVWrite
-	pipeline  passes.Pipeline
 	tokenList []int32
 	modelPath string
 }
@@ -227,7 +225,7 @@ func checkRunFlags(f *runFlags, pos []string, stderr io.Writer) int {
 	if f.kvW, err = models.ParseKVWrite(*f.kvWrite); err != nil {
 		return bad("--kv-write: %v", err)
 	}
-	if f.pipeline, err = passes.Parse(*f.passList); err != nil {
+	if _, err = passesPipeline(*f.passList, false); err != nil {
 		return bad("--passes: %v", err)
 	}
 	if *f.tokens != "" {
@@ -330,13 +328,13 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		return fail(err)
 	}
 	if f.tp.Stages > 1 && f.tp.Ranks > 1 {
-		tp, err := shardTP(src, opts, &f.tp, nil)
+		tp, err := shardTP(src, opts, &f.tp, "none")
 		if err != nil {
 			return fail(err)
 		}
 		stages := make([][]*models.Model, len(tp.Ranks))
 		for t, r := range tp.Ranks {
-			if stages[t], err = shardPP(r.Model, f.tp.Stages, f.pipeline); err != nil {
+			if stages[t], err = shardPP(r.Model, f.tp.Stages, *f.passList); err != nil {
 				return fail(fmt.Errorf("rank %d: %w", t, err))
 			}
 		}
@@ -348,7 +346,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		return j, 0
 	}
 	if f.tp.Stages > 1 {
-		stages, err := shardPP(j.m, f.tp.Stages, f.pipeline)
+		stages, err := shardPP(j.m, f.tp.Stages, *f.passList)
 		if err != nil {
 			return fail(err)
 		}
@@ -360,7 +358,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		return j, 0
 	}
 	if f.tp.Ranks > 1 {
-		tp, err := shardTP(src, opts, &f.tp, f.pipeline)
+		tp, err := shardTP(src, opts, &f.tp, *f.passList)
 		if err != nil {
 			return fail(err)
 		}
@@ -371,16 +369,10 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
 		return j, 0
 	}
-	if len(f.pipeline) > 0 {
-		// The passes work on the symbolic graph; the session specialises
-		// the optimised graph for each step's shapes.
-		g, _, err := passes.Run(j.m.Graph, f.pipeline, passes.Options{})
-		if err != nil {
-			return fail(err)
-		}
-		optimised := *j.m
-		optimised.Graph = g
-		j.m = &optimised
+	// The passes work on the symbolic graph; the session specialises the
+	// optimised graph for each step's shapes.
+	if j.m, err = optimiseModel(j.m, *f.passList); err != nil {
+		return fail(err)
 	}
 	if err := j.startBackend(); err != nil {
 		return fail(err)

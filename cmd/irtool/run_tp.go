@@ -62,8 +62,8 @@ func (f *tpFlags) check(backend string) error {
 }
 
 // shardTP splits the model file's graph over the ranks and applies the
-// pass pipeline to each rank's graph.
-func shardTP(src *modelSource, opts models.Options, f *tpFlags, pipeline passes.Pipeline) (*passes.TP, error) {
+// pass pipeline list to each rank's graph.
+func shardTP(src *modelSource, opts models.Options, f *tpFlags, list string) (*passes.TP, error) {
 	if src.IsIR() {
 		return nil, errors.New("--tp shards the weights of a GGUF model; IR text is not supported yet")
 	}
@@ -71,15 +71,9 @@ func shardTP(src *modelSource, opts models.Options, f *tpFlags, pipeline passes.
 	if err != nil {
 		return nil, err
 	}
-	if len(pipeline) > 0 {
-		for _, r := range tp.Ranks {
-			g, _, err := passes.Run(r.Model.Graph, pipeline, passes.Options{})
-			if err != nil {
-				return nil, fmt.Errorf("rank %d: %w", r.Rank, err)
-			}
-			m := *r.Model
-			m.Graph = g
-			r.Model = &m
+	for _, r := range tp.Ranks {
+		if r.Model, err = optimiseModel(r.Model, list); err != nil {
+			return nil, fmt.Errorf("rank %d: %w", r.Rank, err)
 		}
 	}
 	return tp, nil
@@ -87,21 +81,18 @@ func shardTP(src *modelSource, opts models.Options, f *tpFlags, pipeline passes.
 
 // shardPP splits the model's graph into pipeline stages and applies the
 // pass pipeline to each stage's graph.
-func shardPP(m *models.Model, stages int, pipeline passes.Pipeline) ([]*models.Model, error) {
+func shardPP(m *models.Model, stages int, list string) ([]*models.Model, error) {
 	graphs, err := passes.ShardPP(m.Graph, stages)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*models.Model, len(graphs))
 	for k, g := range graphs {
-		if len(pipeline) > 0 {
-			if g, _, err = passes.Run(g, pipeline, passes.Options{}); err != nil {
-				return nil, fmt.Errorf("stage %d: %w", k, err)
-			}
-		}
 		sm := *m
 		sm.Graph = g
-		out[k] = &sm
+		if out[k], err = optimiseModel(&sm, list); err != nil {
+			return nil, fmt.Errorf("stage %d: %w", k, err)
+		}
 	}
 	return out, nil
 }

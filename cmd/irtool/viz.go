@@ -96,7 +96,7 @@ func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
 	fs.StringVar(&c.KVType, "kv-type", c.KVType, "KV cache element `TYPE`: f16 or f32")
 	fs.StringVar(&c.KVWrite, "kv-write", c.KVWrite, "KV cache write `MODE`: set_rows or cpy (see irtool ir)")
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "memory planning `STRATEGY`, as for compile")
-	fs.DurationVar(&c.Budget, "budget", c.Budget, "time budget of the search and best strategies")
+	fs.DurationVar(&c.Budget, "budget", c.Budget, "safety cap on the wall time of each plan's search, as for compile")
 	fs.Int64Var(&c.Align, "align", c.Align, "arena alignment in `B` bytes (default: the target's)")
 	fs.StringVar(&c.Target, "target", c.Target, "the target `NAME`, as for compile")
 	c.TP.declare(fs)
@@ -211,6 +211,9 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 	defer j.close()
 	opts, _ = j.Flags.options(need) // the shape the model resolved
 	opts.AfterPass = f.after
+	if f.after != "" {
+		opts.PassOptions.Snapshots = true
+	}
 	if t := &j.Flags.TP; t.Ranks > 1 {
 		if j.File == nil || j.Source.IsIR() {
 			return nil, fmt.Errorf("%s: --tp shards the weights of a GGUF model; IR text is not supported yet", modelName(path))

@@ -52,21 +52,7 @@ type style struct {
 func Overflows(svg []byte) ([]string, error) {
 	dec := xml.NewDecoder(bytes.NewReader(svg))
 	dec.Strict = false
-	var (
-		stack  []style
-		canvas *rect
-		out    []string
-		inText bool
-		text   strings.Builder
-		tstyle style
-		tx, ty float64
-	)
-	cur := func() style {
-		if len(stack) == 0 {
-			return style{size: 14, anchor: "start"}
-		}
-		return stack[len(stack)-1]
-	}
+	c := &checker{}
 	for {
 		tok, err := dec.Token()
 		if err == io.EOF {
@@ -77,90 +63,124 @@ func Overflows(svg []byte) ([]string, error) {
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
-			s := cur()
-			attr := map[string]string{}
-			for _, a := range t.Attr {
-				attr[a.Name.Local] = a.Value
-			}
-			if v, ok := attr["font-size"]; ok {
-				if f, err := strconv.ParseFloat(strings.TrimSuffix(v, "px"), 64); err == nil {
-					s.size = f
-				}
-			}
-			if v, ok := attr["font-weight"]; ok {
-				s.bold = v == "bold" || v == "700" || v == "600"
-			}
-			if v, ok := attr["text-anchor"]; ok {
-				s.anchor = v
-			}
-			if tr, ok := attr["transform"]; ok {
-				dx, dy, rot := parseTransform(tr)
-				s.dx += dx
-				s.dy += dy
-				s.rotated = s.rotated || rot
-			}
-			switch t.Name.Local {
-			case "svg":
-				if canvas == nil {
-					canvas = canvasOf(attr)
-				}
-			case "g":
-				if c := attr["class"]; c == "node" || c == "cluster" {
-					s.shape, s.shapePending, s.shapeOwner = nil, true, attr["id"]
-				}
-			case "polygon", "path", "rect", "ellipse":
-				if s.shapePending && len(stack) > 0 && stack[len(stack)-1].shapePending {
-					if r, ok := shapeBox(t.Name.Local, attr); ok {
-						r.x0, r.x1, r.y0, r.y1 = r.x0+s.dx, r.x1+s.dx, r.y0+s.dy, r.y1+s.dy
-						stack[len(stack)-1].shape = &r
-						stack[len(stack)-1].shapePending = false
-					}
-				}
-			case "text":
-				inText = true
-				text.Reset()
-				tstyle = s
-				tx, _ = strconv.ParseFloat(attr["x"], 64)
-				ty, _ = strconv.ParseFloat(attr["y"], 64)
-			}
-			stack = append(stack, s)
+			c.start(t)
 		case xml.CharData:
-			if inText {
-				text.Write(t)
+			if c.inText {
+				c.text.Write(t)
 			}
 		case xml.EndElement:
-			if t.Name.Local == "text" && inText {
-				inText = false
-				s := tstyle
-				str := strings.TrimSpace(text.String())
-				if str == "" || s.rotated {
-					break
-				}
-				w := viz.TextWidth(str, s.size, s.bold)
-				x := tx + s.dx
-				switch s.anchor {
-				case "middle":
-					x -= w / 2
-				case "end":
-					x -= w
-				}
-				y := ty + s.dy
-				box := rect{x, y - 0.75*s.size, x + w, y + 0.2*s.size}
-				if canvas != nil && !canvas.contains(box) {
-					out = append(out, fmt.Sprintf("%q (%.0f px at %.0f px) runs outside the canvas %s", str, w, s.size, canvas))
-				}
-				if s.shape != nil && !s.shape.contains(box) {
-					out = append(out, fmt.Sprintf("%q (%.0f px at %.0f px, %s) runs outside its box %s (%s)", str, w, s.size, box, s.shape, s.shapeOwner))
-				}
-			}
-			if len(stack) > 0 {
-				// A finished group hands nothing up; a finished shape
-				// has already set its group's box.
-				stack = stack[:len(stack)-1]
-			}
+			c.end(t)
 		}
 	}
-	return out, nil
+	return c.out, nil
+}
+
+// checker is Overflows' state: the inherited styles of the open elements,
+// the canvas, and the text element being read.
+type checker struct {
+	stack  []style
+	canvas *rect
+	out    []string
+	inText bool
+	text   strings.Builder
+	tstyle style
+	tx, ty float64
+}
+
+// cur is the style the next element inherits.
+func (c *checker) cur() style {
+	if len(c.stack) == 0 {
+		return style{size: 14, anchor: "start"}
+	}
+	return c.stack[len(c.stack)-1]
+}
+
+// start opens an element: its style, the canvas of the first svg, the box
+// of a node or cluster group's first shape, or a text to measure.
+func (c *checker) start(t xml.StartElement) {
+	stack := c.stack
+	s := c.cur()
+	attr := map[string]string{}
+	for _, a := range t.Attr {
+		attr[a.Name.Local] = a.Value
+	}
+	if v, ok := attr["font-size"]; ok {
+		if f, err := strconv.ParseFloat(strings.TrimSuffix(v, "px"), 64); err == nil {
+			s.size = f
+		}
+	}
+	if v, ok := attr["font-weight"]; ok {
+		s.bold = v == "bold" || v == "700" || v == "600"
+	}
+	if v, ok := attr["text-anchor"]; ok {
+		s.anchor = v
+	}
+	if tr, ok := attr["transform"]; ok {
+		dx, dy, rot := parseTransform(tr)
+		s.dx += dx
+		s.dy += dy
+		s.rotated = s.rotated || rot
+	}
+	switch t.Name.Local {
+	case "svg":
+		if c.canvas == nil {
+			c.canvas = canvasOf(attr)
+		}
+	case "g":
+		if class := attr["class"]; class == "node" || class == "cluster" {
+			s.shape, s.shapePending, s.shapeOwner = nil, true, attr["id"]
+		}
+	case "polygon", "path", "rect", "ellipse":
+		if s.shapePending && len(stack) > 0 && stack[len(stack)-1].shapePending {
+			if r, ok := shapeBox(t.Name.Local, attr); ok {
+				r.x0, r.x1, r.y0, r.y1 = r.x0+s.dx, r.x1+s.dx, r.y0+s.dy, r.y1+s.dy
+				stack[len(stack)-1].shape = &r
+				stack[len(stack)-1].shapePending = false
+			}
+		}
+	case "text":
+		c.inText = true
+		c.text.Reset()
+		c.tstyle = s
+		c.tx, _ = strconv.ParseFloat(attr["x"], 64)
+		c.ty, _ = strconv.ParseFloat(attr["y"], 64)
+	}
+	c.stack = append(stack, s)
+}
+
+// end closes an element; a text is measured against the canvas and its
+// box. An empty or rotated text leaves its style on the stack, as it
+// always has.
+func (c *checker) end(t xml.EndElement) {
+	if t.Name.Local == "text" && c.inText {
+		c.inText = false
+		s := c.tstyle
+		str := strings.TrimSpace(c.text.String())
+		if str == "" || s.rotated {
+			return
+		}
+		w := viz.TextWidth(str, s.size, s.bold)
+		x := c.tx + s.dx
+		switch s.anchor {
+		case "middle":
+			x -= w / 2
+		case "end":
+			x -= w
+		}
+		y := c.ty + s.dy
+		box := rect{x, y - 0.75*s.size, x + w, y + 0.2*s.size}
+		if c.canvas != nil && !c.canvas.contains(box) {
+			c.out = append(c.out, fmt.Sprintf("%q (%.0f px at %.0f px) runs outside the canvas %s", str, w, s.size, c.canvas))
+		}
+		if s.shape != nil && !s.shape.contains(box) {
+			c.out = append(c.out, fmt.Sprintf("%q (%.0f px at %.0f px, %s) runs outside its box %s (%s)", str, w, s.size, box, s.shape, s.shapeOwner))
+		}
+	}
+	if len(c.stack) > 0 {
+		// A finished group hands nothing up; a finished shape
+		// has already set its group's box.
+		c.stack = c.stack[:len(c.stack)-1]
+	}
 }
 
 // canvasOf returns the picture's box from viewBox, or width and height.

@@ -180,6 +180,42 @@ func Qwen25(t testing.TB, nctx int64) *models.Model {
 	return m
 }
 
+// Llama32 builds a Llama-3.2-1B-shaped model without weights from its
+// published configuration (config.json of meta-llama/Llama-3.2-1B: 16
+// layers, n_embd 2048, 32 query heads and 8 KV heads of 64, n_ff 8192, a
+// 128256-token vocabulary, tied embeddings, rope_theta 500000 with Llama
+// 3's rope_freqs factors, rms eps 1e-5), with a context of nctx. Matrices
+// are f16 and norms and rope_freqs f32.
+func Llama32(t testing.TB, nctx int64) *models.Model {
+	t.Helper()
+	hp := models.HParams{Arch: "llama", NVocab: 128256, NCtxTrain: 131072, NEmbd: 2048, NLayer: 16, NHead: 32, NHeadKV: 8,
+		NFF: 8192, HeadDimK: 64, HeadDimV: 64, NRot: 64, RMSEps: 1e-5, RopeFreqBase: 500000, RopeFreqScale: 1, RopeMode: 0,
+		RopeAttn: 1, NCtxOrig: 131072}
+	w := map[string]models.Weight{
+		"token_embd.weight":  {Type: ir.F16, Ne: [4]int64{2048, 128256, 1, 1}},
+		"output_norm.weight": {Type: ir.F32, Ne: [4]int64{2048, 1, 1, 1}},
+		"rope_freqs.weight":  {Type: ir.F32, Ne: [4]int64{32, 1, 1, 1}},
+	}
+	for i := range 16 {
+		b := fmt.Sprintf("blk.%d.", i)
+		for name, ne := range map[string][2]int64{
+			"attn_q.weight": {2048, 2048}, "attn_k.weight": {2048, 512}, "attn_v.weight": {2048, 512},
+			"attn_output.weight": {2048, 2048}, "ffn_gate.weight": {2048, 8192}, "ffn_up.weight": {2048, 8192},
+			"ffn_down.weight": {8192, 2048},
+		} {
+			w[b+name] = models.Weight{Type: ir.F16, Ne: [4]int64{ne[0], ne[1], 1, 1}}
+		}
+		for _, name := range []string{"attn_norm.weight", "ffn_norm.weight"} {
+			w[b+name] = models.Weight{Type: ir.F32, Ne: [4]int64{2048, 1, 1, 1}}
+		}
+	}
+	m, err := models.BuildHParams(hp, func(name string) (models.Weight, bool) { x, ok := w[name]; return x, ok }, models.Options{NCtx: nctx})
+	if err != nil {
+		t.Fatalf("Llama-3.2-1B shape: %v", err)
+	}
+	return m
+}
+
 // Runner is the part of eval's Executor and Plan that RunOutput drives.
 type Runner interface {
 	SetInput(string, []byte) error

@@ -62,6 +62,8 @@ func (s *Session) ArenaBytes() int64 { return s.arenaBytes }
 
 // PackedBytes is the memory of the weight copies that the compiled plans
 // repacked for the SIMD kernels (eval.Workers.Packs; 0 with Reference).
+// The copies are shared with every other session on the same model file
+// in the process (kernels.SharedPacks counts each once).
 func (s *Session) PackedBytes() int64 {
 	if s.workers == nil {
 		return 0
