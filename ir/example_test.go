@@ -113,3 +113,24 @@ func ExamplePrintTable() {
 	// 3   call_view      yT      transpose  (%2)             f32[n,4]
 	//     output         output  output     (%3)
 }
+
+// Two ranks' graphs whose collectives do not match: rank 1 gathers what
+// rank 0 reduces.
+func ExampleVerifyCollectives() {
+	rank := func(op, typ string) *ir.Graph {
+		g, err := ir.ParseString(`graph "rank" {
+  %0 = input() : f32[8] "x"
+  %1 = ` + op + `(%0) {ranks=2} : ` + typ + ` "y"
+  outputs(%1)
+}`)
+		if err != nil {
+			panic(err)
+		}
+		return g
+	}
+	fmt.Println(ir.VerifyCollectives([]*ir.Graph{rank("all_reduce", "f32[8]"), rank("all_reduce", "f32[8]")}))
+	fmt.Println(ir.VerifyCollectives([]*ir.Graph{rank("all_reduce", "f32[8]"), rank("all_gather", "f32[16]")}))
+	// Output:
+	// <nil>
+	// ir: verify collectives of 2 ranks: group tp: collective 0: rank 0 issues %1 all_reduce(f32[8]) group tp, rank 1 issues %1 all_gather(f32[8]) group tp dim 0
+}

@@ -273,6 +273,8 @@ func FuzzParse(f *testing.F) {
 	for _, tc := range malformed {
 		f.Add(tc.in)
 	}
+	f.Add(rankGraphText(0, "send(%4)")) // the collectives
+	f.Add(rankGraphText(1, "recv(%4)"))
 	f.Add("graph \"g\" {\n  %0 = input() : f32[4,n]\n  %1 = scale(%0) {scale=dim(true), s=\"a,b}\", l=f[1.0,-inf], i=[1,2]} : f32[4,n]\n  outputs(%1)\n}\n")
 	f.Add("graph \"g\" {\n  %0 = input() : f32[4,n]\n  %1 = scale(%0) {foo=1, scael=2.0} : f32[4,n-1x]\n  outputs(%1)\n}\n")
 	f.Add("GGUF\x03\x00\x00\x00graph \"g\" {\n}\n")

@@ -61,13 +61,16 @@ const (
 	colorFused    = "#fed7aa" // ops made by fusion
 	colorFusedInk = "#c2410c"
 	colorWrite    = "#fef9c3" // side effects: writes into state
+	colorComm     = "#ccfbf1" // collectives: communication between ranks
+	colorCommInk  = "#0f766e"
 	colorCut      = "#dc2626" // edges between devices
 )
 
 // GraphDOT returns a DOT drawing of g. Each node is a box labelled with its
 // ID, op, dtype and shape (and its name when it has one); weights are
 // dimmed, per-step inputs and state are tinted, views are dashed (they
-// compute nothing), ops made by fusion are orange and say "fused", and the
+// compute nothing), ops made by fusion are orange and say "fused",
+// collectives (all_reduce, all_gather, ... between ranks) are teal, and the
 // graph's outputs have a double border. Nodes are clustered by transformer
 // layer (ir.Node.Layer; a view joins the layer of the tensor it views), or
 // by device and segment when opts.Partition is set. Layer clusters are
@@ -351,6 +354,8 @@ func styleNode(dn *dotNode, n *ir.Node, output bool) {
 		dn.Attrs("style", "filled", "fillcolor", colorState)
 	case n.Op == ir.OpConst:
 		dn.Attrs("style", "filled", "fillcolor", colorConst)
+	case ir.IsCollective(n.Op):
+		dn.Attrs("style", "rounded,filled,bold", "fillcolor", colorComm, "color", colorCommInk)
 	case known && info.Fused:
 		dn.Attrs("style", "rounded,filled,bold", "fillcolor", colorFused, "color", colorFusedInk)
 	case known && info.SideEffect:

@@ -350,3 +350,34 @@ func TestGraphDOTViewsJoinSegments(t *testing.T) {
 		t.Error("GraphDOT modified the caller's partition")
 	}
 }
+
+// TestGraphDOTCollectives: a rank's all_reduce and all_gather are drawn
+// in teal, with their ranks and group as the tooltip.
+func TestGraphDOTCollectives(t *testing.T) {
+	g, err := ir.ParseString(`graph "rank" {
+  %0 = input() : f32[8,n_tokens] "x"
+  %1 = weight() : f32[8,4] "w"
+  %2 = mul_mat(%1, %0) : f32[4,n_tokens] "partial"
+  %3 = all_reduce(%2) {group="tp", ranks=2} : f32[4,n_tokens] "sum"
+  %4 = all_gather(%3) {dim=0, ranks=2} : f32[8,n_tokens] "gathered"
+  outputs(%4)
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := viz.GraphDOT(g, viz.GraphOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := d.String()
+	for _, want := range []string{
+		`label="%3 all_reduce\nf32[4,n_tokens]\nsum"`,
+		`fillcolor="#ccfbf1"`,
+		`tooltip="group=\"tp\", ranks=2"`,
+		`label="%4 all_gather\nf32[8,n_tokens]\ngathered"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("DOT lacks %s", want)
+		}
+	}
+}

@@ -66,6 +66,7 @@ type compileFlags struct {
 	MergeQKV      bool
 	Requant       string
 	Threads       int
+	TP            tpFlags
 
 	ubatchDefault bool // --ubatch was not given: it follows --ctx
 }
@@ -89,6 +90,7 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.BoolVar(&f.MergeQKV, "merge-qkv", false, "merge Q, K and V projections sharing an input into one matmul")
 	fs.StringVar(&f.Requant, "requant", "", "re-quantise the weights the target cannot multiply to `TYPE`: q8_0 or q4_0")
 	fs.IntVar(&f.Threads, "threads", 0, "concurrent searches of the memory planner's exact search (0 = GOMAXPROCS); compile's plans are bounded by work and run the search's phases one after the other so that they do not depend on the machine, so it changes neither the output nor the plans")
+	f.TP.declare(fs)
 }
 
 // compileJSON is the --json output. Each stage fills its own fields with
@@ -107,6 +109,9 @@ type compileJSON struct {
 	Partition    any            `json:"partition,omitempty"`
 	Program      any            `json:"program,omitempty"`
 	Predicted    any            `json:"predicted,omitempty"`
+	// TP and Ranks: with --tp N, the split and each rank's stages.
+	TP    *tpJSON    `json:"tp,omitempty"`
+	Ranks []rankJSON `json:"ranks,omitempty"`
 }
 
 // compileJob is one compile run: the model, the graph as built and, once
@@ -387,6 +392,12 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	if err := flags.checkOutputs(); err != nil {
 		return usageError(stderr, "compile", "%v", err)
 	}
+	if err := flags.TP.check(""); err != nil {
+		return usageError(stderr, "compile", "%v", err)
+	}
+	if flags.TP.Ranks > 1 && flags.Requant != "" {
+		return usageError(stderr, "compile", "--requant does not apply to --tp yet")
+	}
 	j, err := newCompileJob(path, flags)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
@@ -425,6 +436,17 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	if cerr != nil {
 		fmt.Fprintf(stderr, "irtool compile: %v\n", cerr)
 		return 1
+	}
+	if j.Flags.TP.Ranks > 1 {
+		if j.File == nil || j.Source.IsIR() {
+			fmt.Fprintf(stderr, "irtool compile: %s: --tp shards the weights of a GGUF model; IR text is not supported yet\n", j.Out.Model)
+			return 1
+		}
+		fmt.Fprintf(stderr, "irtool compile: tensor parallel over %d ranks\n", j.Flags.TP.Ranks)
+		if err := compileTP(j, &j.Flags.TP, opts); err != nil {
+			fmt.Fprintf(stderr, "irtool compile: %s: %v\n", j.Out.Model, err)
+			return 1
+		}
 	}
 	fmt.Fprintf(stderr, "irtool compile: report\n")
 	if err := outReport(j); err != nil {

@@ -134,6 +134,7 @@ type runFlags struct {
 	asJSON, withLogits, check *bool
 	sim                       simFlags
 	cann                      cannFlags
+	tp                        tpFlags
 	// Set by checkRunFlags:
 	kvT       models.KVCacheType
 	kvW       models.KVWrite
@@ -164,6 +165,8 @@ func declareRunFlags(fs *flag.FlagSet) *runFlags {
 	f.llamaBuild = fs.String("llama-build", kernels.LlamaCurrent.String(), "reproduce the quantised-matmul summation order of llama.cpp `COMMIT` (3f545bec: Q4_K repacked to q4_K_8x8 as Q4_0 is; c392e50: older builds, Q4_K and Q6_K in their vec_dot orders)")
 	f.sim.declare(fs)
 	f.cann.declare(fs)
+	f.tp.declare(fs)
+	f.tp.declarePP(fs)
 	return f
 }
 
@@ -196,6 +199,9 @@ func checkRunFlags(f *runFlags, pos []string, stderr io.Writer) int {
 		return bad("%v", err)
 	}
 	if err := checkSimFlags(fs, backend); err != nil {
+		return bad("%v", err)
+	}
+	if err := f.tp.check(backend); err != nil {
 		return bad("%v", err)
 	}
 	if backend != "cpu" {
@@ -253,6 +259,7 @@ type runJob struct {
 	cpu    *session.Session
 	sim    *simBackend
 	cann   *cannBackend
+	tp     *tpBackend
 	loadMS float64
 }
 
@@ -266,6 +273,9 @@ func (j *runJob) Close() {
 	}
 	if j.cann != nil {
 		j.cann.Close()
+	}
+	if j.tp != nil {
+		j.tp.Close()
 	}
 	if j.src != nil {
 		j.src.Close()
@@ -316,6 +326,48 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	}
 	if j.m, err = src.build(opts); err != nil {
 		return fail(err)
+	}
+	if f.tp.Stages > 1 && f.tp.Ranks > 1 {
+		tp, err := shardTP(src, opts, &f.tp, "none")
+		if err != nil {
+			return fail(err)
+		}
+		stages := make([][]*models.Model, len(tp.Ranks))
+		for t, r := range tp.Ranks {
+			if stages[t], err = shardPP(r.Model, f.tp.Stages, *f.passList); err != nil {
+				return fail(fmt.Errorf("rank %d: %w", t, err))
+			}
+		}
+		if j.tp, err = newTPPPBackend(tp, stages, src.File, *f.backend, &f.sim, f.fs, *f.threads, *f.check); err != nil {
+			return fail(err)
+		}
+		j.sess = j.tp
+		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
+		return j, 0
+	}
+	if f.tp.Stages > 1 {
+		stages, err := shardPP(j.m, f.tp.Stages, *f.passList)
+		if err != nil {
+			return fail(err)
+		}
+		if j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, f.fs, *f.threads, *f.check); err != nil {
+			return fail(err)
+		}
+		j.sess = j.tp
+		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
+		return j, 0
+	}
+	if f.tp.Ranks > 1 {
+		tp, err := shardTP(src, opts, &f.tp, *f.passList)
+		if err != nil {
+			return fail(err)
+		}
+		if j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, f.fs, *f.threads, *f.check); err != nil {
+			return fail(err)
+		}
+		j.sess = j.tp
+		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
+		return j, 0
 	}
 	// The passes work on the symbolic graph; the session specialises the
 	// optimised graph for each step's shapes.
@@ -511,6 +563,9 @@ func (j *runJob) reportText(res *session.GenerateResult, tps float64, stderr io.
 	if j.cann != nil {
 		j.cann.summary(stderr)
 	}
+	if j.tp != nil {
+		j.tp.summary(stderr)
+	}
 }
 
 // reportJSON writes run's --json document.
@@ -533,6 +588,9 @@ func (j *runJob) reportJSON(res *session.GenerateResult, text *string, tps float
 	}
 	if j.cann != nil {
 		out.Stats = j.cann.stats()
+	}
+	if j.tp != nil {
+		out.Stats = j.tp.stats()
 	}
 	if err := writeJSON(stdout, out); err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)

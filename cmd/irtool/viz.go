@@ -68,6 +68,7 @@ type vizFlags struct {
 	out       string
 	noWeights bool
 	layer     int
+	rank      int
 }
 
 // vizViews lists --what values with the last compile stage each needs.
@@ -98,6 +99,8 @@ func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
 	fs.DurationVar(&c.Budget, "budget", c.Budget, "safety cap on the wall time of each plan's search, as for compile")
 	fs.Int64Var(&c.Align, "align", c.Align, "arena alignment in `B` bytes (default: the target's)")
 	fs.StringVar(&c.Target, "target", c.Target, "the target `NAME`, as for compile")
+	c.TP.declare(fs)
+	fs.IntVar(&f.rank, "rank", 0, "with --tp, draw rank `R`'s graph and stages")
 }
 
 func cmdViz(args []string, stdout, stderr io.Writer) int {
@@ -122,6 +125,12 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := f.compile.checkShape(); err != nil {
 		return usageError(stderr, "viz", "%v", err)
+	}
+	if err := f.compile.TP.check(""); err != nil {
+		return usageError(stderr, "viz", "%v", err)
+	}
+	if f.rank < 0 || f.rank >= f.compile.TP.Ranks {
+		return usageError(stderr, "viz", "--rank %d: want 0..%d (--tp %d)", f.rank, f.compile.TP.Ranks-1, f.compile.TP.Ranks)
 	}
 	path := ""
 	if len(pos) == 1 {
@@ -204,6 +213,21 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 	opts.AfterPass = f.after
 	if f.after != "" {
 		opts.PassOptions.Snapshots = true
+	}
+	if t := &j.Flags.TP; t.Ranks > 1 {
+		if j.File == nil || j.Source.IsIR() {
+			return nil, fmt.Errorf("%s: --tp shards the weights of a GGUF model; IR text is not supported yet", modelName(path))
+		}
+		mo, err := modelOptions(j.Flags.Ctx, j.Flags.KVType, j.Flags.KVWrite)
+		if err != nil {
+			return nil, err
+		}
+		tp, err := passes.ShardTPFile(j.File, mo, passes.TPOptions{Ranks: t.Ranks, Exact: t.Exact})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", modelName(path), err)
+		}
+		j.Model, j.Input = tp.Ranks[f.rank].Model, tp.Ranks[f.rank].Model.Graph
+		path = fmt.Sprintf("%s rank %d of %d", modelName(path), f.rank, t.Ranks)
 	}
 	if err := j.compile(opts); err != nil {
 		return nil, err

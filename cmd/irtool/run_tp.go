@@ -1,0 +1,357 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/passes"
+	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/runtime/program"
+	"github.com/irtool/irtool/runtime/session"
+)
+
+// This file holds run's tensor parallelism (--tp N): the model is split
+// over N ranks by passes.ShardTP (Megatron-LM's layout), each rank runs
+// its own graph on its own device (a simulated Ascend device per rank with
+// --backend sim, a CPU session per rank with --backend cpu), one goroutine
+// per rank, and the ranks' collectives meet in one device.Group, the
+// emulated HCCL communicator.
+
+// tpFlags are the tensor-parallel flags of run and compile (and run's
+// pipeline-parallel --pp).
+type tpFlags struct {
+	Ranks  int
+	Exact  bool
+	Stages int // run only
+}
+
+func (f *tpFlags) declare(fs *flag.FlagSet) {
+	fs.IntVar(&f.Ranks, "tp", 1, "split the model over `N` ranks by tensor parallelism (Megatron-LM's layout; n_head must be a multiple of N)")
+	fs.BoolVar(&f.Exact, "tp-exact", false, "with --tp, keep every dot product whole (all-gathers instead of all-reduces), so the logits are one device's bit for bit")
+}
+
+// declarePP declares run's --pp.
+func (f *tpFlags) declarePP(fs *flag.FlagSet) {
+	fs.IntVar(&f.Stages, "pp", 1, "split the layers into `N` pipeline stages, one rank each, the hidden state sent from stage to stage (the logits are one device's bit for bit)")
+}
+
+// check validates the flags for backend ("" for compile).
+func (f *tpFlags) check(backend string) error {
+	if f.Stages == 0 {
+		f.Stages = 1 // a command without --pp
+	}
+	switch {
+	case f.Stages < 1 || f.Stages > 1024:
+		return fmt.Errorf("--pp %d: want 1..1024 stages", f.Stages)
+	case f.Stages > 1 && backend == "cann":
+		return errors.New("--pp runs on --backend sim or cpu (the HCCL lowering for cann is not implemented)")
+	case f.Ranks < 1 || f.Ranks > 1024:
+		return fmt.Errorf("--tp %d: want 1..1024 ranks", f.Ranks)
+	case f.Exact && f.Ranks == 1:
+		return errors.New("--tp-exact needs --tp N with N > 1")
+	case f.Ranks > 1 && backend == "cann":
+		return errors.New("--tp runs on --backend sim or cpu (the HCCL lowering for cann is not implemented)")
+	}
+	return nil
+}
+
+// shardTP splits the model file's graph over the ranks and applies the
+// pass pipeline list to each rank's graph.
+func shardTP(src *modelSource, opts models.Options, f *tpFlags, list string) (*passes.TP, error) {
+	if src.IsIR() {
+		return nil, errors.New("--tp shards the weights of a GGUF model; IR text is not supported yet")
+	}
+	tp, err := passes.ShardTPFile(src.File, opts, passes.TPOptions{Ranks: f.Ranks, Exact: f.Exact})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range tp.Ranks {
+		if r.Model, err = optimiseModel(r.Model, list); err != nil {
+			return nil, fmt.Errorf("rank %d: %w", r.Rank, err)
+		}
+	}
+	return tp, nil
+}
+
+// shardPP splits the model's graph into pipeline stages and applies the
+// pass pipeline to each stage's graph.
+func shardPP(m *models.Model, stages int, list string) ([]*models.Model, error) {
+	graphs, err := passes.ShardPP(m.Graph, stages)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*models.Model, len(graphs))
+	for k, g := range graphs {
+		sm := *m
+		sm.Graph = g
+		if out[k], err = optimiseModel(&sm, list); err != nil {
+			return nil, fmt.Errorf("stage %d: %w", k, err)
+		}
+	}
+	return out, nil
+}
+
+// tpBackend runs the ranks together: the tensor-parallel split tp, or
+// the pipeline stages.
+type tpBackend struct {
+	tp     *passes.TP
+	stages []*models.Model // rank 0's pipeline stages (--pp)
+	*session.Ranks
+	sims []*simBackend
+	cpus []*session.Session
+}
+
+func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+	ms := make([]*models.Model, len(tp.Ranks))
+	ws := make([]eval.WeightSource, len(tp.Ranks))
+	for i, r := range tp.Ranks {
+		ms[i], ws[i] = r.Model, r.Weights(f)
+	}
+	b := &tpBackend{tp: tp}
+	return b, b.startGroups(passes.TPGroup, ms, ws, f, backend, flags, fs, threads, check)
+}
+
+// newTPPPBackend runs the pipeline stages of every tensor-parallel rank:
+// stages[t][s] is stage s of rank t, in tensor-parallel group s (with the
+// other ranks' stage s) and pipeline group t (with its own stages).
+func newTPPPBackend(tp *passes.TP, stages [][]*models.Model, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+	n, m := len(stages), len(stages[0])
+	tpGroups, ppGroups := make([]*device.Group, m), make([]*device.Group, n)
+	var err error
+	for s := range m {
+		if tpGroups[s], err = device.NewGroup(passes.TPGroup, n, device.DefaultCollectiveTimeout); err != nil {
+			return nil, err
+		}
+	}
+	for t := range n {
+		if ppGroups[t], err = device.NewGroup(passes.PPGroup, m, device.DefaultCollectiveTimeout); err != nil {
+			return nil, err
+		}
+	}
+	b := &tpBackend{tp: tp, stages: stages[0]}
+	var ms []*models.Model
+	var ws []eval.WeightSource
+	var comms [][]eval.Communicator
+	for t := range n {
+		for s := range m {
+			ct, err := tpGroups[s].Comm(t)
+			if err != nil {
+				return nil, err
+			}
+			cp, err := ppGroups[t].Comm(s)
+			if err != nil {
+				return nil, err
+			}
+			ms = append(ms, stages[t][s])
+			ws = append(ws, tp.Ranks[t].Weights(f))
+			comms = append(comms, []eval.Communicator{ct, cp})
+		}
+	}
+	// A failure anywhere fails every group, so that no rank waits.
+	fail := func(i int, err error) {
+		t, s := i/m, i%m
+		for k, g := range tpGroups {
+			if k == s {
+				g.Fail(t, err)
+			} else {
+				g.Fail(t, fmt.Errorf("rank %d of stage %d failed: %w", t, s, err))
+			}
+		}
+		for k, g := range ppGroups {
+			if k == t {
+				g.Fail(s, err)
+			} else {
+				g.Fail(s, fmt.Errorf("stage %d of rank %d failed: %w", s, t, err))
+			}
+		}
+	}
+	return b, b.start(ms, ws, comms, fail, f, backend, flags, fs, threads, check)
+}
+
+func newPPBackend(stages []*models.Model, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+	ws := make([]eval.WeightSource, len(stages))
+	for i := range ws {
+		ws[i] = f
+	}
+	b := &tpBackend{stages: stages}
+	return b, b.startGroups(passes.PPGroup, stages, ws, f, backend, flags, fs, threads, check)
+}
+
+// startGroups starts the ranks with their collectives in one group.
+func (b *tpBackend) startGroups(group string, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) error {
+	grp, err := device.NewGroup(group, len(ms), device.DefaultCollectiveTimeout)
+	if err != nil {
+		return err
+	}
+	comms := make([][]eval.Communicator, len(ms))
+	for i := range ms {
+		c, err := grp.Comm(i)
+		if err != nil {
+			return err
+		}
+		comms[i] = []eval.Communicator{c}
+	}
+	return b.start(ms, ws, comms, grp.Fail, f, backend, flags, fs, threads, check)
+}
+
+// start makes one session per rank, rank i's collectives through
+// comms[i]; fail makes every rank's pending collective fail.
+func (b *tpBackend) start(ms []*models.Model, ws []eval.WeightSource, comms [][]eval.Communicator, fail func(int, error), f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) error {
+	var err error
+	var steppers []session.Stepper
+	for i, m := range ms {
+		ks := eval.NewCollectiveKernels(nil, comms[i]...)
+		w := ws[i]
+		if backend == "sim" {
+			pol, err := flags.policy(fs)
+			if err != nil {
+				b.Close()
+				return err
+			}
+			dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: simMemory(f), Kernels: flags.Kernels, KernelSet: ks})
+			if err != nil {
+				b.Close()
+				return err
+			}
+			s, err := program.NewSession(m, w, dev, program.Options{Policy: pol, Kernels: flags.Kernels, KernelSet: ks,
+				Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
+			if err != nil {
+				b.Close()
+				return fmt.Errorf("rank %d: %w", i, err)
+			}
+			sb := &simBackend{Session: s, dev: dev}
+			b.sims = append(b.sims, sb)
+			steppers = append(steppers, sb)
+			continue
+		}
+		s, err := session.NewSession(m, w, session.SessionOptions{Threads: threads, Reference: check,
+			Exec: eval.ExecOptions{Kernels: flags.Kernels, KernelSet: ks, CheckFinite: check}})
+		if err != nil {
+			b.Close()
+			return fmt.Errorf("rank %d: %w", i, err)
+		}
+		b.cpus = append(b.cpus, s)
+		steppers = append(steppers, s)
+	}
+	if b.Ranks, err = session.NewRanks(steppers, fail); err != nil {
+		b.Close()
+		return err
+	}
+	return nil
+}
+
+// Close releases every rank's session.
+func (b *tpBackend) Close() {
+	for _, s := range b.sims {
+		s.Close()
+	}
+	for _, s := range b.cpus {
+		s.Close()
+	}
+}
+
+// tpJSON describes the split in run's and compile's --json.
+type tpJSON struct {
+	Ranks        int     `json:"ranks"`
+	Exact        bool    `json:"exact"`
+	KVReplicated bool    `json:"kv_replicated"`
+	VocabSplit   bool    `json:"vocab_split"`
+	FFNShares    []int64 `json:"ffn_shares"`
+	// Collectives counts each rank's collectives per step, by op.
+	Collectives map[string]int `json:"collectives_per_step"`
+}
+
+func tpInfo(tp *passes.TP) tpJSON {
+	counts := map[string]int{}
+	for _, c := range ir.Collectives(tp.Ranks[0].Model.Graph) {
+		counts[string(c.Op)]++
+	}
+	return tpJSON{Ranks: len(tp.Ranks), Exact: tp.Options.Exact, KVReplicated: tp.KVReplicated, VocabSplit: tp.VocabSplit,
+		FFNShares: tp.FFNShares, Collectives: counts}
+}
+
+// ppJSON describes the pipeline in run's --json.
+type ppJSON struct {
+	Stages int `json:"stages"`
+	// Layers is each stage's first layer and layer count.
+	Layers [][2]int `json:"layers"`
+	// Transfers counts each stage's collectives per step, by op (sends
+	// and receives; with --tp, the stage's tensor-parallel ones too).
+	Transfers []map[string]int `json:"transfers_per_step"`
+}
+
+func ppInfo(stages []*models.Model) ppJSON {
+	in := ppJSON{Stages: len(stages)}
+	for _, m := range stages {
+		lo, hi := -1, -1
+		for _, n := range m.Graph.Nodes {
+			if n.Layer >= 0 && (n.Op == ir.OpState) {
+				if lo < 0 || n.Layer < lo {
+					lo = n.Layer
+				}
+				hi = max(hi, n.Layer)
+			}
+		}
+		in.Layers = append(in.Layers, [2]int{lo, hi - lo + 1})
+		counts := map[string]int{}
+		for _, c := range ir.Collectives(m.Graph) {
+			counts[string(c.Op)]++
+		}
+		in.Transfers = append(in.Transfers, counts)
+	}
+	return in
+}
+
+// tpStatsJSON is the "stats" object of run --json with --tp or --pp.
+type tpStatsJSON struct {
+	TP *tpJSON `json:"tp,omitempty"`
+	PP *ppJSON `json:"pp,omitempty"`
+	// Ranks holds each rank's device statistics (--backend sim).
+	Ranks []simStatsJSON `json:"ranks,omitempty"`
+}
+
+func (b *tpBackend) stats() tpStatsJSON {
+	var st tpStatsJSON
+	if b.tp != nil {
+		in := tpInfo(b.tp)
+		st.TP = &in
+	}
+	if b.stages != nil {
+		in := ppInfo(b.stages)
+		st.PP = &in
+	}
+	for _, s := range b.sims {
+		st.Ranks = append(st.Ranks, s.stats())
+	}
+	return st
+}
+
+// summary prints the split and each rank's phases to w.
+func (b *tpBackend) summary(w io.Writer) {
+	if b.stages != nil {
+		in := ppInfo(b.stages)
+		fmt.Fprintf(w, "irtool run: pipeline of %d stages (first layer, layers: %v); collectives per step and stage %v\n", in.Stages, in.Layers, in.Transfers)
+	}
+	if b.tp == nil {
+		for i, s := range b.sims {
+			printPhases(w, fmt.Sprintf("sim stage %d", i), s.stats())
+		}
+		return
+	}
+	in := tpInfo(b.tp)
+	fmt.Fprintf(w, "irtool run: tensor parallel over %d ranks (exact %v, KV heads replicated %v, vocabulary split %v, FFN shares %v); per step and rank %d all_reduce, %d all_gather\n",
+		in.Ranks, in.Exact, in.KVReplicated, in.VocabSplit, in.FFNShares, in.Collectives["all_reduce"], in.Collectives["all_gather"])
+	for i, s := range b.sims {
+		name := fmt.Sprintf("sim rank %d", i)
+		if m := len(b.stages); m > 0 {
+			name = fmt.Sprintf("sim rank %d stage %d", i/m, i%m)
+		}
+		printPhases(w, name, s.stats())
+	}
+}
