@@ -69,13 +69,25 @@ import (
 // emuTolerance is the bound on max|Δlogit| / max|logit| against llama.cpp
 // for a model on the CANN path, and the top-1/top-2 gap above which the
 // argmax must agree.
+//
+// q4_1 and q5_1 reach 2.1e-2 and 3.1e-2: the "ggml" mode quantises their
+// activations to q8_0 on the device where ggml-cpu uses q8_1 (whose f16
+// block sum carries the min term), held to 4e-2 until it does; the models
+// whose matmuls stay on the CPU (iq4_nl, iq4_xs: no NPU recipe) still pass
+// their attention output through the same f16 roundings (2.8e-3), held to
+// the K-quant bound.
 func emuTolerance(name string) (tol, tieGap float64) {
-	for _, q := range []string{"Q8_0", "Q4_0", "_K"} {
-		if strings.Contains(name, q) {
-			if strings.Contains(name, "moe") || strings.Contains(name, "_K") {
-				return 3e-2, 6e-2
-			}
+	if strings.Contains(name, "Q4_1") || strings.Contains(name, "Q5_1") {
+		return 4e-2, 6e-2
+	}
+	for _, q := range []string{"Q8_0", "Q4_0"} {
+		if strings.Contains(name, q) && !strings.Contains(name, "moe") {
 			return 1e-2, 2e-2
+		}
+	}
+	for _, q := range []string{"Q8_0", "Q4_0", "_K", "Q4_1", "Q5_0", "Q5_1", "IQ4_"} {
+		if strings.Contains(name, q) {
+			return 3e-2, 6e-2
 		}
 	}
 	return 1e-3, 1e-3
@@ -317,11 +329,13 @@ func TestWQBMMModeOnEmulatedCANN(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-			// synth-llama256-Q4_K (testdata's all-q4_K copy, its output
-			// matrix q4_K too) measures 6.4e-2: held to 7e-2, the argmax
-			// still checked above a 6e-2 gap.
+			// testdata's single-type copies, synth-llama256-Q4_K (every
+			// matrix q4_K, the output matrix too) and -Q3_K_S (every matrix
+			// q3_K), measure 6.4e-2 and 6.9e-2: held to 7e-2, the argmax
+			// still checked above a 6e-2 gap. llama-quantize's mixes keep
+			// the output matrix in q6_K and stay below 3e-2.
 			tol := 3e-2
-			if name == "synth-llama256-Q4_K" {
+			if name == "synth-llama256-Q4_K" || name == "synth-llama256-Q3_K_S" {
 				tol = 7e-2
 			}
 			r := runOnEmulatorWithin(t, m, f, ref, d, true, tol, 6e-2)
