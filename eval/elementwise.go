@@ -25,9 +25,6 @@ func init() {
 	mustKernel(ir.OpDiv, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return o.Div(dst, a[0], a[1])
 	})
-	mustKernel(ir.OpSoftplus, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
-		return o.Softplus(dst, a[0])
-	})
 	mustKernel(ir.OpSwiGLU, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return o.SwiGLU(dst, a[0], a[1])
 	})

@@ -19,8 +19,6 @@ const (
 	OpDiv Op = "div"
 	// OpSwiGLU is silu(gate) * up.
 	OpSwiGLU Op = "swiglu"
-	// OpSoftplus is log(1 + exp(x)), x above 20.
-	OpSoftplus Op = "softplus"
 )
 
 // The attributes of the element-wise ops.
@@ -53,8 +51,6 @@ func init() {
 		Doc: "gelu(x): tanh-approximated GELU read from ggml's F16 table (x rounded to f16; x <= -10 gives 0, x >= 10 gives x)"})
 	MustRegister(OpInfo{Name: OpDiv, Attrs: noAttrs, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,
 		Doc: "div(a, b): a / b, b broadcast over a"})
-	MustRegister(OpInfo{Name: OpSoftplus, Attrs: noAttrs, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
-		Doc: "softplus(x): log(1 + exp(x)), x where x > 20"})
 	MustRegister(OpInfo{Name: OpSwiGLU, Attrs: noAttrs, Fused: true, MinArgs: 2, Inplace: true, ElementWise: true,
 		Doc: "swiglu(gate, up): silu(gate) * up, equal shapes (fuses silu and mul)",
 		Infer: func(n *Node) (Type, error) {

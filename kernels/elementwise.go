@@ -187,24 +187,6 @@ func (o Options) Silu(dst, src Tensor) error {
 	return o.unary("silu", dst, src, siluRow)
 }
 
-// Softplus computes dst = log(1 + exp(src)), src where src > 20 (the
-// threshold of torch.nn.Softplus and aclnnSoftplus), in float64 rounded
-// to float32.
-func Softplus(dst, src Tensor) error { return Options{}.Softplus(dst, src) }
-
-// Softplus is the package's Softplus with o's pool and threads.
-func (o Options) Softplus(dst, src Tensor) error {
-	return o.unary("softplus", dst, src, func(out, x []float32) {
-		for i, v := range x {
-			if v > 20 {
-				out[i] = v
-			} else {
-				out[i] = float32(math.Log1p(math.Exp(float64(v))))
-			}
-		}
-	})
-}
-
 // SwiGLU computes dst = silu(gate) * up elementwise, bit for bit the same
 // as Silu followed by Mul. gate, up and dst have the same shape.
 func SwiGLU(dst, gate, up Tensor) error { return Options{}.SwiGLU(dst, gate, up) }

@@ -10,7 +10,6 @@ func init() {
 	mustRule(ir.OpSilu, OpRule{NPU: unary("aclnnSilu"), Traffic: streamTraffic(1), Workspace: NoWorkspace})
 	mustRule(ir.OpGelu, OpRule{NPU: npuGelu, Traffic: streamTraffic(1), Workspace: geluWorkspace})
 	mustRule(ir.OpDiv, OpRule{NPU: binary("aclnnDiv"), Traffic: streamTraffic(1), Workspace: NoWorkspace})
-	mustRule(ir.OpSoftplus, OpRule{NPU: unary("aclnnSoftplus"), Traffic: streamTraffic(1), Workspace: NoWorkspace})
 	mustRule(ir.OpSwiGLU, OpRule{NPU: npuSwiGLU, Traffic: streamTraffic(1), Workspace: NoWorkspace})
 }
 

@@ -150,7 +150,6 @@ aclnnStatus irt_aclDestroyIntArray(uintptr_t a) { return CALL(aclDestroyIntArray
 #define T(k) ((aclTensor *)a->t[k])
 #define L(k) ((const aclTensorList *)a->l[k])
 #define SCALAR ((const aclScalar *)a->s)
-#define SCALAR2 ((const aclScalar *)a->s2)
 #define INTARRAY ((const aclIntArray *)a->s)
 #define DBL(k) (a->f[k])
 #define INT(k) (a->i[k])

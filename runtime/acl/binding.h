@@ -79,7 +79,6 @@ typedef struct {
 	uintptr_t t[8]; /* aclTensor* by role, 0 = absent */
 	uintptr_t l[2]; /* aclTensorList* */
 	uintptr_t s;    /* aclScalar* */
-	uintptr_t s2;   /* a second aclScalar* */
 	double f[2];
 	int64_t i[8];
 	char layout[8];

@@ -31,7 +31,6 @@ import "github.com/irtool/irtool/ir"
 //	                    result to F16 (ggml-cann calls aclnnGelu on the f32 tensor,
 //	                    which is not ggml-cpu's arithmetic)
 //	swiglu              aclnnSilu(gate → out) aclnnInplaceMul(out, up)
-//	softplus            aclnnSoftplus(beta 1, threshold 20)
 //	cont, cpy, cast     aclnnInplaceCopy, or aclnnCast when the dtypes differ
 //	concat              aclnnCat along the dim
 //
@@ -131,18 +130,17 @@ var recipes = map[ir.Op]recipe{
 	ir.OpRMSNormMul:    {2, rmsNormMul},
 	ir.OpAddRMSNormMul: {3, addRMSNormMul},
 	// elementwise
-	ir.OpAdd:      {2, func(b *builder) error { return binaryOp(b, C.IRT_ADD) }},
-	ir.OpMul:      {2, func(b *builder) error { return binaryOp(b, C.IRT_MUL) }},
-	ir.OpDiv:      {2, func(b *builder) error { return binaryOp(b, C.IRT_DIV) }},
-	ir.OpScale:    {1, scaleOp},
-	ir.OpSilu:     {1, func(b *builder) error { return unaryOp(b, C.IRT_SILU) }},
-	ir.OpGelu:     {1, geluOp},
-	ir.OpSwiGLU:   {2, swiGLU},
-	ir.OpSoftplus: {1, softplusOp},
-	ir.OpCont:     {1, copyOp},
-	ir.OpCpy:      {1, copyOp},
-	ir.OpCast:     {1, copyOp},
-	ir.OpConcat:   {1, concat},
+	ir.OpAdd:    {2, func(b *builder) error { return binaryOp(b, C.IRT_ADD) }},
+	ir.OpMul:    {2, func(b *builder) error { return binaryOp(b, C.IRT_MUL) }},
+	ir.OpDiv:    {2, func(b *builder) error { return binaryOp(b, C.IRT_DIV) }},
+	ir.OpScale:  {1, scaleOp},
+	ir.OpSilu:   {1, func(b *builder) error { return unaryOp(b, C.IRT_SILU) }},
+	ir.OpGelu:   {1, geluOp},
+	ir.OpSwiGLU: {2, swiGLU},
+	ir.OpCont:   {1, copyOp},
+	ir.OpCpy:    {1, copyOp},
+	ir.OpCast:   {1, copyOp},
+	ir.OpConcat: {1, concat},
 	// reduce
 	ir.OpSoftMax: {1, softMax},
 	ir.OpSumRows: {1, sumRows},

@@ -90,16 +90,6 @@ func concat(b *builder) error {
 	return b.err
 }
 
-// softplusOp: aclnnSoftplus with beta 1 and threshold 20, the CPU
-// kernel's (kernels.Softplus).
-func softplusOp(b *builder) error {
-	a := tensors(b.desc("self", b.k.Inputs[0], 4), b.desc("out", b.k.Output, 4))
-	a.s = b.scalarF32(1)
-	a.s2 = b.scalarF32(20)
-	b.call(C.IRT_SOFTPLUS, a)
-	return b.err
-}
-
 func swiGLU(b *builder) error {
 	gate, up, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
 	b.op(C.IRT_SILU, b.desc("self", gate, 4), b.desc("out", out, 4))

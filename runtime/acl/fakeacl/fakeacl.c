@@ -1442,23 +1442,6 @@ aclnnStatus aclnnSiluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uin
 }
 RUN(aclnnSilu)
 
-aclnnStatus aclnnSoftplusGetWorkspaceSize(const aclTensor *self, const aclScalar *beta, const aclScalar *threshold,
-                                          aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnSoftplusGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	int okb = beta && beta->magic == 0x5343414cU, okt = threshold && threshold->magic == 0x5343414cU;
-	tr(",\"beta\":%.17g,\"threshold\":%.17g", okb ? beta->v : 0.0, okt ? threshold->v : 0.0);
-	c.ex->f[0] = okb ? beta->v : 0.0;
-	c.ex->f[1] = okt ? threshold->v : 0.0;
-	check(&c, okb && okt, "beta and threshold must be scalars");
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	return call_end(&c, "aclnnSoftplus", workspaceSize, executor);
-}
-RUN(aclnnSoftplus)
-
 aclnnStatus aclnnCosGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
                                      aclOpExecutor **executor) {
 	LOCK();

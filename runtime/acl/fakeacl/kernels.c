@@ -357,19 +357,6 @@ static int ew_unary(kctx *c, const aclTensor *a, const aclTensor *out, int op) {
 }
 
 static int k_silu(kctx *c) { return ew_unary(c, T(0), T(1), UN_SILU); }
-/* aclnnSoftplus: log(1 + exp(beta x)) / beta, x where beta x > threshold */
-static int k_softplus(kctx *c) {
-	const aclTensor *a = T(0), *out = T(1);
-	double beta = c->e->f[0], th = c->e->f[1];
-	int64_t n = numel(out), cc[8];
-	for (int64_t i = 0; i < n; i++) {
-		coords(i, out->dims, out->ndim, cc);
-		double x = (double)(float)ld(a, toff(a, cc, out->ndim));
-		double r = beta * x > th ? x : log1p(exp(beta * x)) / beta;
-		st(out, toff(out, cc, out->ndim), round_to(out->dtype, (float)r));
-	}
-	return 0;
-}
 static int k_cos(kctx *c) { return ew_unary(c, T(0), T(1), UN_COS); }
 static int k_sin(kctx *c) { return ew_unary(c, T(0), T(1), UN_SIN); }
 static int k_cast(kctx *c) { return ew_unary(c, T(0), T(1), UN_COPY); }
@@ -890,7 +877,6 @@ static const struct kdef {
     {"aclnnInplaceAdd", k_inplace_add},
     {"aclnnDiv", k_div},
     {"aclnnSilu", k_silu},
-    {"aclnnSoftplus", k_softplus},
     {"aclnnCos", k_cos},
     {"aclnnSin", k_sin},
     {"aclnnSwiGlu", k_swiglu},

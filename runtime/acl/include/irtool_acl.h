@@ -243,9 +243,6 @@ aclnnStatus aclDestroyTensorList(const aclTensorList *array);
 	  (T(0), T(1), T(2), INT(0), T(3)))                                                                           \
 	X(SOFTMAX, aclnnSoftmax, (const aclTensor *self, int64_t dim, aclTensor *out), (T(0), INT(0), T(1)))         \
 	X(SILU, aclnnSilu, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                    \
-	X(SOFTPLUS, aclnnSoftplus,                                                                                    \
-	  (const aclTensor *self, const aclScalar *beta, const aclScalar *threshold, aclTensor *out),                \
-	  (T(0), SCALAR, SCALAR2, T(1)))                                                                              \
 	X(COS, aclnnCos, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                      \
 	X(SIN, aclnnSin, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                      \
 	X(SWIGLU, aclnnSwiGlu, (const aclTensor *x, int64_t dim, const aclTensor *out), (T(0), INT(0), T(1)))        \
