@@ -332,71 +332,106 @@ func verifyCollectives(graphs []*Graph, only string) error {
 		return errors.New("ir: verify collectives: no graphs")
 	}
 	n := int64(len(graphs))
-	var errs []error
-	add := func(format string, args ...any) {
-		if len(errs) < 10 {
-			errs = append(errs, fmt.Errorf(format, args...))
-		}
+	var el collectiveErrs
+	cs := gatherCollectives(graphs, only, &el)
+	cs.checkGroups(n, &el)
+	cs.checkPointToPoint(&el)
+	if len(el.errs) == 0 {
+		return nil
 	}
-	type pair struct{ from, to int64 }
-	groupSeq := make([]map[string][]Collective, n)
-	sends := map[pair][]Collective{}
-	recvs := map[pair][]Collective{}
-	var groups []string
+	return fmt.Errorf("ir: verify collectives of %d ranks: %w", n, errors.Join(el.errs...))
+}
+
+// collectiveErrs keeps the first 10 mismatches verifyCollectives finds.
+type collectiveErrs struct{ errs []error }
+
+func (e *collectiveErrs) add(format string, args ...any) {
+	if len(e.errs) < 10 {
+		e.errs = append(e.errs, fmt.Errorf(format, args...))
+	}
+}
+
+// rankPair is a point-to-point transfer's sender and receiver.
+type rankPair struct{ from, to int64 }
+
+// rankCollectives are the collectives of every rank: the group
+// collectives in issue order per rank and group, the sends and receives
+// by pair.
+type rankCollectives struct {
+	groupSeq []map[string][]Collective
+	groups   []string // in order of first appearance
+	sends    map[rankPair][]Collective
+	recvs    map[rankPair][]Collective
+}
+
+// gatherCollectives collects each rank's collectives (of group only, when
+// it is not empty), reporting to el those whose rank count, counts or
+// peer are wrong on their own.
+func gatherCollectives(graphs []*Graph, only string, el *collectiveErrs) rankCollectives {
+	n := int64(len(graphs))
+	cs := rankCollectives{groupSeq: make([]map[string][]Collective, n), sends: map[rankPair][]Collective{}, recvs: map[rankPair][]Collective{}}
 	seen := map[string]bool{}
 	for r, g := range graphs {
 		if g == nil {
-			add("rank %d: nil graph", r)
+			el.add("rank %d: nil graph", r)
 			continue
 		}
-		groupSeq[r] = map[string][]Collective{}
+		cs.groupSeq[r] = map[string][]Collective{}
 		for _, c := range Collectives(g) {
 			if only != "" && c.Group != only {
 				continue
 			}
 			if c.Ranks != n {
-				add("rank %d: %s: ranks=%d, but there are %d ranks", r, c, c.Ranks, n)
+				el.add("rank %d: %s: ranks=%d, but there are %d ranks", r, c, c.Ranks, n)
 				continue
 			}
 			if c.Counts != nil && (int64(len(c.Counts)) != n || c.Dim < 0 || c.Dim >= MaxDims || !c.Type.Shape[c.Dim].Equal(C(c.Counts[r]))) {
-				add("rank %d: %s: contributes %s, counts %v give rank %d %d", r, c, c.Type, c.Counts, r, c.Counts[r])
+				el.add("rank %d: %s: contributes %s, counts %v give rank %d %d", r, c, c.Type, c.Counts, r, c.Counts[r])
 			}
 			switch c.Op {
 			case OpSend:
 				if c.Peer == int64(r) {
-					add("rank %d: %s: sends to itself", r, c)
+					el.add("rank %d: %s: sends to itself", r, c)
 				}
-				sends[pair{int64(r), c.Peer}] = append(sends[pair{int64(r), c.Peer}], c)
+				p := rankPair{int64(r), c.Peer}
+				cs.sends[p] = append(cs.sends[p], c)
 			case OpRecv:
 				if c.Peer == int64(r) {
-					add("rank %d: %s: receives from itself", r, c)
+					el.add("rank %d: %s: receives from itself", r, c)
 				}
-				recvs[pair{c.Peer, int64(r)}] = append(recvs[pair{c.Peer, int64(r)}], c)
+				p := rankPair{c.Peer, int64(r)}
+				cs.recvs[p] = append(cs.recvs[p], c)
 			default:
 				if !seen[c.Group] {
 					seen[c.Group] = true
-					groups = append(groups, c.Group)
+					cs.groups = append(cs.groups, c.Group)
 				}
-				groupSeq[r][c.Group] = append(groupSeq[r][c.Group], c)
+				cs.groupSeq[r][c.Group] = append(cs.groupSeq[r][c.Group], c)
 			}
 		}
 	}
-	for _, grp := range groups {
+	return cs
+}
+
+// checkGroups reports, per group, the first collective where a rank's
+// sequence differs from rank 0's.
+func (cs rankCollectives) checkGroups(n int64, el *collectiveErrs) {
+	for _, grp := range cs.groups {
 		for r := 1; r < int(n); r++ {
-			if groupSeq[r] == nil || groupSeq[0] == nil {
+			if cs.groupSeq[r] == nil || cs.groupSeq[0] == nil {
 				continue
 			}
-			a, b := groupSeq[0][grp], groupSeq[r][grp]
+			a, b := cs.groupSeq[0][grp], cs.groupSeq[r][grp]
 		seq:
 			for i := 0; i < len(a) || i < len(b); i++ {
 				switch {
 				case i >= len(a):
-					add("group %s: collective %d: rank 0 issues none, rank %d issues %s", grp, i, r, b[i])
+					el.add("group %s: collective %d: rank 0 issues none, rank %d issues %s", grp, i, r, b[i])
 				case i >= len(b):
-					add("group %s: collective %d: rank 0 issues %s, rank %d issues none", grp, i, a[i], r)
+					el.add("group %s: collective %d: rank 0 issues %s, rank %d issues none", grp, i, a[i], r)
 				case a[i].Op != b[i].Op || !a[i].Result.Equal(b[i].Result) || a[i].Dim != b[i].Dim || !equalInts(a[i].Counts, b[i].Counts) ||
 					a[i].Counts == nil && !a[i].Type.Equal(b[i].Type):
-					add("group %s: collective %d: rank 0 issues %s, rank %d issues %s", grp, i, a[i], r, b[i])
+					el.add("group %s: collective %d: rank 0 issues %s, rank %d issues %s", grp, i, a[i], r, b[i])
 				default:
 					continue
 				}
@@ -404,44 +439,42 @@ func verifyCollectives(graphs []*Graph, only string) error {
 			}
 		}
 	}
-	var pairs []pair
-	for p := range sends {
+}
+
+// checkPointToPoint reports, per pair of ranks in order, the first send
+// without its matching receive or the other way round.
+func (cs rankCollectives) checkPointToPoint(el *collectiveErrs) {
+	var pairs []rankPair
+	for p := range cs.sends {
 		pairs = append(pairs, p)
 	}
-	for p := range recvs {
-		if _, ok := sends[p]; !ok {
+	for p := range cs.recvs {
+		if _, ok := cs.sends[p]; !ok {
 			pairs = append(pairs, p)
 		}
 	}
-	sortPairs := func(ps []pair) {
-		for i := 1; i < len(ps); i++ {
-			for j := i; j > 0 && (ps[j].from < ps[j-1].from || ps[j].from == ps[j-1].from && ps[j].to < ps[j-1].to); j-- {
-				ps[j], ps[j-1] = ps[j-1], ps[j]
-			}
+	for i := 1; i < len(pairs); i++ {
+		for j := i; j > 0 && (pairs[j].from < pairs[j-1].from || pairs[j].from == pairs[j-1].from && pairs[j].to < pairs[j-1].to); j-- {
+			pairs[j], pairs[j-1] = pairs[j-1], pairs[j]
 		}
 	}
-	sortPairs(pairs)
 	for _, p := range pairs {
-		s, rv := sends[p], recvs[p]
+		s, rv := cs.sends[p], cs.recvs[p]
 	pairSeq:
 		for i := 0; i < len(s) || i < len(rv); i++ {
 			switch {
 			case i >= len(rv):
-				add("send %d from rank %d to rank %d: %s has no matching recv on rank %d", i, p.from, p.to, s[i], p.to)
+				el.add("send %d from rank %d to rank %d: %s has no matching recv on rank %d", i, p.from, p.to, s[i], p.to)
 			case i >= len(s):
-				add("recv %d on rank %d from rank %d: %s has no matching send on rank %d", i, p.to, p.from, rv[i], p.from)
+				el.add("recv %d on rank %d from rank %d: %s has no matching send on rank %d", i, p.to, p.from, rv[i], p.from)
 			case !s[i].Type.Equal(rv[i].Type) || s[i].Group != rv[i].Group:
-				add("send %d from rank %d to rank %d: rank %d sends %s, rank %d receives %s", i, p.from, p.to, p.from, s[i], p.to, rv[i])
+				el.add("send %d from rank %d to rank %d: rank %d sends %s, rank %d receives %s", i, p.from, p.to, p.from, s[i], p.to, rv[i])
 			default:
 				continue
 			}
 			break pairSeq
 		}
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("ir: verify collectives of %d ranks: %w", n, errors.Join(errs...))
 }
 
 func equalInts(a, b []int64) bool {

@@ -108,15 +108,67 @@ const TPGroup = "tp"
 // that would cut a quantisation block. Fused weights (phi3's attn_qkv and
 // ffn_up) are split per part, experts each by their FFN width.
 func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o TPOptions) (*TP, error) {
+	g, err := tpGeometryOf(hp, lookup, o)
+	if err != nil {
+		return nil, err
+	}
+	n := g.n
+	tp := &TP{Options: o, KVReplicated: g.kvRepl}
+	if _, untied := lookup("output.weight"); untied && g.V%n == 0 {
+		tp.VocabSplit = true
+	}
+	for r := range n {
+		tp.FFNShares = append(tp.FFNShares, g.slices(r).f1-g.slices(r).f0)
+	}
+	for r := range n {
+		rank, err := tpBuildRank(hp, lookup, mo, o, g, tp, r)
+		if err != nil {
+			return nil, tpErr(n, "rank %d: %v", r, err)
+		}
+		tp.Ranks = append(tp.Ranks, rank)
+	}
+	graphs := make([]*ir.Graph, len(tp.Ranks))
+	for i, r := range tp.Ranks {
+		graphs[i] = r.Model.Graph
+	}
+	if err := ir.VerifyCollectives(graphs); err != nil {
+		return nil, tpErr(n, "%v", err)
+	}
+	return tp, nil
+}
+
+// tpErr is ShardTP's error, naming the degree.
+func tpErr(n int64, format string, args ...any) error {
+	return fmt.Errorf("tensor parallel over %d ranks: %s", n, fmt.Sprintf(format, args...))
+}
+
+// tpGeometry is the split ShardTP makes: the degree, the head counts and
+// the FFN width's unit of sharing.
+type tpGeometry struct {
+	n, H, Hkv, E, F, V, hd, hdv int64
+	kvRepl                      bool
+	// unit is the FFN width's unit of sharing; units whole units and tail
+	// the rest, which goes to the last rank.
+	unit, units, tail int64
+}
+
+// tpSlices is one rank's share: query heads [q0, q1), KV heads [k0, k1),
+// FFN columns [f0, f1).
+type tpSlices struct{ q0, q1, k0, k1, f0, f1 int64 }
+
+// tpGeometryOf checks that hp can be split over o.Ranks and returns the
+// split, refusing (naming the counts) a degree the heads cannot take and
+// an FFN split that would cut a quantisation block.
+func tpGeometryOf(hp models.HParams, lookup models.WeightLookup, o TPOptions) (tpGeometry, error) {
 	n := int64(o.Ranks)
-	fail := func(format string, args ...any) (*TP, error) {
-		return nil, fmt.Errorf("tensor parallel over %d ranks: %s", n, fmt.Sprintf(format, args...))
+	fail := func(format string, args ...any) (tpGeometry, error) {
+		return tpGeometry{}, tpErr(n, format, args...)
 	}
 	if n < 1 || n > 1<<10 {
 		return fail("the degree must be in [1, 1024]")
 	}
 	if err := hp.Validate(); err != nil {
-		return nil, err
+		return tpGeometry{}, err
 	}
 	H, Hkv := hp.NHead, hp.NHeadKV
 	if H%n != 0 {
@@ -135,11 +187,6 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 	down, ffName := "ffn_down", "n_ff"
 	if hp.NExpert > 0 {
 		F, down, ffName = hp.NFFExp, "ffn_down_exps", "the experts' n_ff"
-	}
-	hd, hdv := hp.HeadDimK, hp.HeadDimV
-	tp := &TP{Options: o, KVReplicated: kvRepl}
-	if _, untied := lookup("output.weight"); untied && V%n == 0 {
-		tp.VocabSplit = true
 	}
 	// The FFN width is shared in units of 8 (ggml_vec_silu_f32 computes
 	// blocks of 8 and a scalar tail, so a rank's silu matches one
@@ -164,172 +211,188 @@ func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o
 	if o.Exact && E%n != 0 {
 		return fail("exact mode gathers equal slices of n_embd %d, which is not a multiple of %d", E, n)
 	}
-	for r := range n {
-		f0 := unit * (r*(units/n) + min(r, units%n))
-		f1 := unit * ((r+1)*(units/n) + min(r+1, units%n))
-		if r == n-1 {
-			f1 += tail
-		}
-		tp.FFNShares = append(tp.FFNShares, f1-f0)
+	return tpGeometry{n: n, H: H, Hkv: Hkv, E: E, F: F, V: V, hd: hp.HeadDimK, hdv: hp.HeadDimV,
+		kvRepl: kvRepl, unit: unit, units: units, tail: tail}, nil
+}
+
+// slices returns rank r's share of the heads and of the FFN width.
+func (g tpGeometry) slices(r int64) tpSlices {
+	n, unit, units := g.n, g.unit, g.units
+	s := tpSlices{q0: r * g.H / n, q1: (r + 1) * g.H / n, k0: r * g.Hkv / n, k1: (r + 1) * g.Hkv / n}
+	if g.kvRepl {
+		s.k0 = r * g.Hkv / n
+		s.k1 = s.k0 + 1
 	}
-	for r := range n {
-		q0, q1 := r*H/n, (r+1)*H/n
-		k0, k1 := r*Hkv/n, (r+1)*Hkv/n
-		if kvRepl {
-			k0 = r * Hkv / n
-			k1 = k0 + 1
+	s.f0 = unit * (r*(units/n) + min(r, units%n))
+	s.f1 = unit * ((r+1)*(units/n) + min(r+1, units%n))
+	if r == n-1 {
+		s.f1 += g.tail
+	}
+	return s
+}
+
+// tpBuildRank builds rank r's graph from its share of the
+// hyper-parameters and weights, inserts the collectives and checks it.
+func tpBuildRank(hp models.HParams, lookup models.WeightLookup, mo models.Options, o TPOptions, g tpGeometry, tp *TP, r int64) (*TPRank, error) {
+	s := g.slices(r)
+	rhp := hp
+	rhp.NHead, rhp.NHeadKV = s.q1-s.q0, s.k1-s.k0
+	if hp.NExpert > 0 {
+		rhp.NFFExp = s.f1 - s.f0
+	} else {
+		rhp.NFF = s.f1 - s.f0
+	}
+	rank := &TPRank{Rank: int(r), Shards: map[string]Shard{}}
+	built, err := tpShardWeights(hp, lookup, o, g, tp.VocabSplit, r, rank)
+	if err != nil {
+		return nil, err
+	}
+	rlookup := func(name string) (models.Weight, bool) {
+		w, ok := lookup(name)
+		if ne, split := built[name]; ok && split {
+			w.Ne = ne
 		}
-		f0 := unit * (r*(units/n) + min(r, units%n))
-		f1 := f0 + tp.FFNShares[r]
-		rhp := hp
-		rhp.NHead, rhp.NHeadKV = q1-q0, k1-k0
-		if hp.NExpert > 0 {
-			rhp.NFFExp = f1 - f0
-		} else {
-			rhp.NFF = f1 - f0
-		}
-		rank := &TPRank{Rank: int(r), Shards: map[string]Shard{}}
-		// built holds the dims the builder checks (the row-parallel
-		// weights as the column split, the output whole); Shards the
-		// slices the rank holds.
-		built := map[string][4]int64{}
-		split := func(name string, dim int, parts [][2]int64, builderView bool) error {
-			w, ok := lookup(name)
-			if !ok {
-				return nil
-			}
-			total := int64(0)
-			for _, p := range parts {
-				start, length := p[0], p[1]
-				if start < 0 || length < 1 || start+length > w.Ne[dim] {
-					return fmt.Errorf("tensor %q: dims %v cannot give [%d, %d) of dim %d", name, w.Ne, start, start+length, dim)
-				}
-				if dim == 0 && (start%w.Type.BlockSize() != 0 || length%w.Type.BlockSize() != 0) {
-					return fmt.Errorf("tensor %q is %s: columns [%d, %d) cut its blocks of %d values (uneven shards across blocks are not supported; --tp-exact splits its rows instead)",
-						name, w.Type, start, start+length, w.Type.BlockSize())
-				}
-				total += length
-			}
-			s := Shard{Type: w.Type, Ne: w.Ne, Dim: dim, Start: parts[0][0], Len: parts[0][1]}
-			if len(parts) > 1 {
-				s.Parts = parts
-			}
-			if total != w.Ne[dim] {
-				rank.Shards[name] = s
-			}
-			if builderView {
-				ne := w.Ne
-				ne[dim] = total
-				built[name] = ne
-			}
+		return w, ok
+	}
+	m, err := models.BuildHParams(rhp, rlookup, mo)
+	if err != nil {
+		return nil, err
+	}
+	if err := tpRewrite(m.Graph, rank, o, tp.FFNShares); err != nil {
+		return nil, err
+	}
+	m.Graph.Meta["tp_rank"] = strconv.FormatInt(r, 10)
+	m.Graph.Meta["tp_ranks"] = strconv.FormatInt(g.n, 10)
+	if o.Exact {
+		m.Graph.Meta["tp_exact"] = "true"
+	}
+	if err := ir.Verify(m.Graph); err != nil {
+		return nil, err
+	}
+	if err := CheckPartialSums(m.Graph, rank.contracting); err != nil {
+		return nil, err
+	}
+	rank.Model = m
+	return rank, nil
+}
+
+// tpShardWeights records in rank.Shards the slices of the weights rank r
+// holds and returns the dims the builder checks (the row-parallel
+// weights as the column split, the output whole).
+func tpShardWeights(hp models.HParams, lookup models.WeightLookup, o TPOptions, g tpGeometry, vocabSplit bool, r int64, rank *TPRank) (map[string][4]int64, error) {
+	built := map[string][4]int64{}
+	split := func(name string, dim int, parts [][2]int64, builderView bool) error {
+		w, ok := lookup(name)
+		if !ok {
 			return nil
 		}
-		for l := range hp.NLayer {
-			p := "blk." + strconv.FormatInt(l, 10) + "."
-			specs := []tpSpec{
-				{p + "attn_q.weight", 1, q0 * hd, (q1 - q0) * hd, true, nil},
-				{p + "attn_q.bias", 0, q0 * hd, (q1 - q0) * hd, true, nil},
-				{p + "attn_k.weight", 1, k0 * hd, (k1 - k0) * hd, true, nil},
-				{p + "attn_k.bias", 0, k0 * hd, (k1 - k0) * hd, true, nil},
-				{p + "attn_v.weight", 1, k0 * hdv, (k1 - k0) * hdv, true, nil},
-				{p + "attn_v.bias", 0, k0 * hdv, (k1 - k0) * hdv, true, nil},
-				{p + "ffn_gate.weight", 1, f0, f1 - f0, true, nil},
-				{p + "ffn_up.weight", 1, f0, f1 - f0, true, nil},
-				{p + "ffn_gate_exps.weight", 1, f0, f1 - f0, true, nil},
-				{p + "ffn_up_exps.weight", 1, f0, f1 - f0, true, nil},
+		total := int64(0)
+		for _, p := range parts {
+			start, length := p[0], p[1]
+			if start < 0 || length < 1 || start+length > w.Ne[dim] {
+				return fmt.Errorf("tensor %q: dims %v cannot give [%d, %d) of dim %d", name, w.Ne, start, start+length, dim)
 			}
-			if o.Exact {
-				specs = append(specs,
-					tpSpec{name: p + "attn_output.weight", dim: 1, start: r * E / n, size: E / n},
-					tpSpec{name: p + "ffn_down.weight", dim: 1, start: r * E / n, size: E / n},
-					tpSpec{name: p + "ffn_down_exps.weight", dim: 1, start: r * E / n, size: E / n})
-			} else {
-				specs = append(specs,
-					tpSpec{name: p + "attn_output.weight", dim: 0, start: q0 * hdv, size: (q1 - q0) * hdv, view: true},
-					tpSpec{name: p + "ffn_down.weight", dim: 0, start: f0, size: f1 - f0, view: true},
-					tpSpec{name: p + "ffn_down_exps.weight", dim: 0, start: f0, size: f1 - f0, view: true})
+			if dim == 0 && (start%w.Type.BlockSize() != 0 || length%w.Type.BlockSize() != 0) {
+				return fmt.Errorf("tensor %q is %s: columns [%d, %d) cut its blocks of %d values (uneven shards across blocks are not supported; --tp-exact splits its rows instead)",
+					name, w.Type, start, start+length, w.Type.BlockSize())
 			}
-			if hp.Arch == "phi3" {
-				// One fused projection per layer: Q, K, V rows, and gate,
-				// up rows (llama.cpp's phi3 graph); each part is split.
-				nQ, nK := H*hd, Hkv*hd
-				qkv := [][2]int64{{q0 * hd, (q1 - q0) * hd}, {nQ + k0*hd, (k1 - k0) * hd}, {nQ + nK + k0*hdv, (k1 - k0) * hdv}}
-				specs = append(specs[:0],
-					tpSpec{name: p + "attn_qkv.weight", dim: 1, view: true, parts: qkv},
-					tpSpec{name: p + "attn_qkv.bias", dim: 0, view: true, parts: qkv},
-					tpSpec{name: p + "ffn_up.weight", dim: 1, view: true, parts: [][2]int64{{f0, f1 - f0}, {F + f0, f1 - f0}}})
-				if o.Exact {
-					specs = append(specs, tpSpec{name: p + "attn_output.weight", dim: 1, start: r * E / n, size: E / n},
-						tpSpec{name: p + "ffn_down.weight", dim: 1, start: r * E / n, size: E / n})
-				} else {
-					specs = append(specs, tpSpec{name: p + "attn_output.weight", dim: 0, start: q0 * hdv, size: (q1 - q0) * hdv, view: true},
-						tpSpec{name: p + "ffn_down.weight", dim: 0, start: f0, size: f1 - f0, view: true})
-				}
+			total += length
+		}
+		s := Shard{Type: w.Type, Ne: w.Ne, Dim: dim, Start: parts[0][0], Len: parts[0][1]}
+		if len(parts) > 1 {
+			s.Parts = parts
+		}
+		if total != w.Ne[dim] {
+			rank.Shards[name] = s
+		}
+		if builderView {
+			ne := w.Ne
+			ne[dim] = total
+			built[name] = ne
+		}
+		return nil
+	}
+	sl := g.slices(r)
+	for l := range hp.NLayer {
+		p := "blk." + strconv.FormatInt(l, 10) + "."
+		for _, s := range tpLayerSpecs(hp.Arch, p, o, g, sl, r) {
+			parts := s.parts
+			if parts == nil {
+				parts = [][2]int64{{s.start, s.size}}
 			}
-			for _, s := range specs {
-				parts := s.parts
-				if parts == nil {
-					parts = [][2]int64{{s.start, s.size}}
-				}
-				if err := split(s.name, s.dim, parts, s.view); err != nil {
-					return fail("rank %d: %v", r, err)
-				}
-			}
-			if o.Exact {
-				// The builder sees the column split it builds for.
-				for _, w := range []struct {
-					name string
-					cols int64
-				}{{p + "attn_output.weight", (q1 - q0) * hdv}, {p + "ffn_down.weight", f1 - f0}, {p + "ffn_down_exps.weight", f1 - f0}} {
-					if t, ok := lookup(w.name); ok {
-						ne := t.Ne
-						ne[0] = w.cols
-						built[w.name] = ne
-					}
-				}
+			if err := split(s.name, s.dim, parts, s.view); err != nil {
+				return nil, err
 			}
 		}
-		if tp.VocabSplit {
-			if err := split("output.weight", 1, [][2]int64{{r * V / n, V / n}}, false); err != nil {
-				return fail("rank %d: %v", r, err)
-			}
-		}
-		rlookup := func(name string) (models.Weight, bool) {
-			w, ok := lookup(name)
-			if ne, split := built[name]; ok && split {
-				w.Ne = ne
-			}
-			return w, ok
-		}
-		m, err := models.BuildHParams(rhp, rlookup, mo)
-		if err != nil {
-			return fail("rank %d: %v", r, err)
-		}
-		if err := tpRewrite(m.Graph, rank, o, tp.FFNShares); err != nil {
-			return fail("rank %d: %v", r, err)
-		}
-		m.Graph.Meta["tp_rank"] = strconv.FormatInt(r, 10)
-		m.Graph.Meta["tp_ranks"] = strconv.FormatInt(n, 10)
 		if o.Exact {
-			m.Graph.Meta["tp_exact"] = "true"
+			// The builder sees the column split it builds for.
+			for _, w := range []struct {
+				name string
+				cols int64
+			}{{p + "attn_output.weight", (sl.q1 - sl.q0) * g.hdv}, {p + "ffn_down.weight", sl.f1 - sl.f0}, {p + "ffn_down_exps.weight", sl.f1 - sl.f0}} {
+				if t, ok := lookup(w.name); ok {
+					ne := t.Ne
+					ne[0] = w.cols
+					built[w.name] = ne
+				}
+			}
 		}
-		if err := ir.Verify(m.Graph); err != nil {
-			return fail("rank %d: %v", r, err)
+	}
+	if vocabSplit {
+		if err := split("output.weight", 1, [][2]int64{{r * g.V / g.n, g.V / g.n}}, false); err != nil {
+			return nil, err
 		}
-		if err := CheckPartialSums(m.Graph, rank.contracting); err != nil {
-			return fail("rank %d: %v", r, err)
+	}
+	return built, nil
+}
+
+// tpLayerSpecs lists the splits of layer p's weights for rank r:
+// column-parallel Q, K, V, gate and up; row-parallel attn_output and
+// ffn_down (column-split in exact mode).
+func tpLayerSpecs(arch, p string, o TPOptions, g tpGeometry, s tpSlices, r int64) []tpSpec {
+	n, E, hd, hdv := g.n, g.E, g.hd, g.hdv
+	q0, q1, k0, k1, f0, f1 := s.q0, s.q1, s.k0, s.k1, s.f0, s.f1
+	specs := []tpSpec{
+		{p + "attn_q.weight", 1, q0 * hd, (q1 - q0) * hd, true, nil},
+		{p + "attn_q.bias", 0, q0 * hd, (q1 - q0) * hd, true, nil},
+		{p + "attn_k.weight", 1, k0 * hd, (k1 - k0) * hd, true, nil},
+		{p + "attn_k.bias", 0, k0 * hd, (k1 - k0) * hd, true, nil},
+		{p + "attn_v.weight", 1, k0 * hdv, (k1 - k0) * hdv, true, nil},
+		{p + "attn_v.bias", 0, k0 * hdv, (k1 - k0) * hdv, true, nil},
+		{p + "ffn_gate.weight", 1, f0, f1 - f0, true, nil},
+		{p + "ffn_up.weight", 1, f0, f1 - f0, true, nil},
+		{p + "ffn_gate_exps.weight", 1, f0, f1 - f0, true, nil},
+		{p + "ffn_up_exps.weight", 1, f0, f1 - f0, true, nil},
+	}
+	if o.Exact {
+		specs = append(specs,
+			tpSpec{name: p + "attn_output.weight", dim: 1, start: r * E / n, size: E / n},
+			tpSpec{name: p + "ffn_down.weight", dim: 1, start: r * E / n, size: E / n},
+			tpSpec{name: p + "ffn_down_exps.weight", dim: 1, start: r * E / n, size: E / n})
+	} else {
+		specs = append(specs,
+			tpSpec{name: p + "attn_output.weight", dim: 0, start: q0 * hdv, size: (q1 - q0) * hdv, view: true},
+			tpSpec{name: p + "ffn_down.weight", dim: 0, start: f0, size: f1 - f0, view: true},
+			tpSpec{name: p + "ffn_down_exps.weight", dim: 0, start: f0, size: f1 - f0, view: true})
+	}
+	if arch == "phi3" {
+		// One fused projection per layer: Q, K, V rows, and gate,
+		// up rows (llama.cpp's phi3 graph); each part is split.
+		nQ, nK := g.H*hd, g.Hkv*hd
+		qkv := [][2]int64{{q0 * hd, (q1 - q0) * hd}, {nQ + k0*hd, (k1 - k0) * hd}, {nQ + nK + k0*hdv, (k1 - k0) * hdv}}
+		specs = append(specs[:0],
+			tpSpec{name: p + "attn_qkv.weight", dim: 1, view: true, parts: qkv},
+			tpSpec{name: p + "attn_qkv.bias", dim: 0, view: true, parts: qkv},
+			tpSpec{name: p + "ffn_up.weight", dim: 1, view: true, parts: [][2]int64{{f0, f1 - f0}, {g.F + f0, f1 - f0}}})
+		if o.Exact {
+			specs = append(specs, tpSpec{name: p + "attn_output.weight", dim: 1, start: r * E / n, size: E / n},
+				tpSpec{name: p + "ffn_down.weight", dim: 1, start: r * E / n, size: E / n})
+		} else {
+			specs = append(specs, tpSpec{name: p + "attn_output.weight", dim: 0, start: q0 * hdv, size: (q1 - q0) * hdv, view: true},
+				tpSpec{name: p + "ffn_down.weight", dim: 0, start: f0, size: f1 - f0, view: true})
 		}
-		rank.Model = m
-		tp.Ranks = append(tp.Ranks, rank)
 	}
-	graphs := make([]*ir.Graph, len(tp.Ranks))
-	for i, r := range tp.Ranks {
-		graphs[i] = r.Model.Graph
-	}
-	if err := ir.VerifyCollectives(graphs); err != nil {
-		return fail("%v", err)
-	}
-	return tp, nil
+	return specs
 }
 
 // contracting reports whether w is a matrix split along its contracting

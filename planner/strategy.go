@@ -271,17 +271,24 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 	if err := Validate(p, a); err != nil {
 		return nil, nil, fmt.Errorf("planner: strategy %q produced an invalid assignment: %w", inc.winner, err)
 	}
+	rep.finish(a, inc, tl.lb, start)
+	return a, rep, nil
+}
+
+// finish fills in the report of the winning assignment a: its arena and
+// strategy, when it was found, its ratio to the lower bound lb and its gap
+// to the proven bound.
+func (rep *Report) finish(a *Assignment, inc *incumbent, lb int64, start time.Time) {
 	rep.Arena = a.Arena
 	rep.Winner = inc.winner
 	rep.BestMS = float64(inc.at.Sub(start).Microseconds()) / 1000
-	rep.Ratio = Ratio(a.Arena, tl.lb)
+	rep.Ratio = Ratio(a.Arena, lb)
 	rep.Bound = min(inc.lo.Load(), a.Arena)
 	rep.Optimal = a.Arena <= rep.Bound
 	if rep.Bound > 0 {
 		rep.Gap = float64(a.Arena-rep.Bound) / float64(rep.Bound)
 	}
 	rep.MS = msSince(start)
-	return a, rep, nil
 }
 
 // bigInstance is the number of buffers above which "best" runs only

@@ -372,31 +372,8 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 1 {
 		path = pos[0]
 	}
-	if err := flags.checkShape(); err != nil {
+	if err := flags.checkCompile(); err != nil {
 		return usageError(stderr, "compile", "%v", err)
-	}
-	// Flag values that name things are checked before any work.
-	if _, err := target.Get(flags.Target); err != nil {
-		return usageError(stderr, "compile", "--target: %v", err)
-	}
-	opts, err := flags.options(0)
-	if err != nil {
-		return usageError(stderr, "compile", "%v", err)
-	}
-	if _, err := opts.Pipeline(); err != nil {
-		return usageError(stderr, "compile", "--passes: %v", err)
-	}
-	if !planner.DefaultStrategies().HasGraph(flags.Strategy) {
-		return usageError(stderr, "compile", "unknown --strategy %q (have %s)", flags.Strategy, strings.Join(planner.DefaultStrategies().GraphNames(), ", "))
-	}
-	if err := flags.checkOutputs(); err != nil {
-		return usageError(stderr, "compile", "%v", err)
-	}
-	if err := flags.TP.check(""); err != nil {
-		return usageError(stderr, "compile", "%v", err)
-	}
-	if flags.TP.Ranks > 1 && flags.Requant != "" {
-		return usageError(stderr, "compile", "--requant does not apply to --tp yet")
 	}
 	j, err := newCompileJob(path, flags)
 	if err != nil {
@@ -412,26 +389,12 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(j.Text, "%s: %s, %d layers, %d ops as built (ctx %d, ubatch %d)\n",
 		j.Out.Model, j.Out.Arch, j.Model.HParams.NLayer, j.Out.NodesBefore, j.Flags.Ctx, j.Flags.UBatch)
-	opts, _ = j.Flags.options(0) // the shape the model resolved
+	opts, _ := j.Flags.options(0) // the shape the model resolved
 	opts.Progress = func(s compiler.Stage) { fmt.Fprintf(stderr, "irtool compile: %s\n", s) }
 	cerr := j.compile(opts)
-	// Every stage that ran prints its part, also when a later one failed.
-	for _, s := range []struct {
-		stage compiler.Stage
-		out   func(*compileJob) error
-	}{
-		{compiler.StagePasses, outPasses},
-		{compiler.StageMemory, outMemory},
-		{compiler.StagePartition, outPartition},
-		{compiler.StageLower, outLower},
-	} {
-		if j.R == nil || !slices.Contains(j.R.Ran, s.stage) {
-			continue
-		}
-		if err := s.out(j); err != nil {
-			fmt.Fprintf(stderr, "irtool compile: %s: %v\n", s.stage, err)
-			return 1
-		}
+	if err := outStages(j); err != nil {
+		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
+		return 1
 	}
 	if cerr != nil {
 		fmt.Fprintf(stderr, "irtool compile: %v\n", cerr)
@@ -462,4 +425,58 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
+}
+
+// checkCompile checks compile's flags before any work: the shape, then
+// the flag values that name things (target, passes, strategy, outputs,
+// tensor parallelism).
+func (flags *compileFlags) checkCompile() error {
+	if err := flags.checkShape(); err != nil {
+		return err
+	}
+	if _, err := target.Get(flags.Target); err != nil {
+		return fmt.Errorf("--target: %w", err)
+	}
+	opts, err := flags.options(0)
+	if err != nil {
+		return err
+	}
+	if _, err := opts.Pipeline(); err != nil {
+		return fmt.Errorf("--passes: %w", err)
+	}
+	if !planner.DefaultStrategies().HasGraph(flags.Strategy) {
+		return fmt.Errorf("unknown --strategy %q (have %s)", flags.Strategy, strings.Join(planner.DefaultStrategies().GraphNames(), ", "))
+	}
+	if err := flags.checkOutputs(); err != nil {
+		return err
+	}
+	if err := flags.TP.check(""); err != nil {
+		return err
+	}
+	if flags.TP.Ranks > 1 && flags.Requant != "" {
+		return errors.New("--requant does not apply to --tp yet")
+	}
+	return nil
+}
+
+// outStages prints the part of every stage that ran, also when a later
+// one failed; its error names the stage.
+func outStages(j *compileJob) error {
+	for _, s := range []struct {
+		stage compiler.Stage
+		out   func(*compileJob) error
+	}{
+		{compiler.StagePasses, outPasses},
+		{compiler.StageMemory, outMemory},
+		{compiler.StagePartition, outPartition},
+		{compiler.StageLower, outLower},
+	} {
+		if j.R == nil || !slices.Contains(j.R.Ran, s.stage) {
+			continue
+		}
+		if err := s.out(j); err != nil {
+			return fmt.Errorf("%s: %w", s.stage, err)
+		}
+	}
+	return nil
 }

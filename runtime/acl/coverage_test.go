@@ -50,7 +50,7 @@ func TestEveryClaimedOpHasARecipe(t *testing.T) {
 				}
 				continue
 			}
-			t.Errorf("target %s claims op %s for the NPU, but runtime/acl has no aclnn recipe for it: add one (recipes.go) or make the target refuse it with the reason (target/ops.go)", name, op)
+			t.Errorf("target %s claims op %s for the NPU, but runtime/acl has no aclnn recipe for it: add one (recipes_<family>.go and a row of the recipes table in recipes.go) or make the target refuse it with the reason (target/<family>.go)", name, op)
 		}
 	}
 }
