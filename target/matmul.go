@@ -39,8 +39,9 @@ func mulMat(n *ir.Node) Support {
 		if !Contiguous(a) || !Contiguous(b) {
 			return no("quantised matmul needs contiguous operands (ggml-cann's supports_op and compute_forward)")
 		}
-		// Input cast to f16, weight-quant matmul, output cast back to f32.
-		return yes("aclnnWeightQuantBatchMatmulV2", "aclnnCast", "aclnnWeightQuantBatchMatmulV2", "aclnnCast")
+		// Input cast to f16, weight-quant matmul (one call per
+		// WQBMMMaxDim output columns), output cast back to f32.
+		return yes("aclnnWeightQuantBatchMatmulV2", wqbmmCalls(a)...)
 	default:
 		return no("mul_mat with %s weights: the CANN backend runs only q4_0 and q8_0 quantised matmul (ggml-cann's supports_op and compute_forward); requantise to run it on the NPU", dt)
 	}

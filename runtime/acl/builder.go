@@ -671,10 +671,10 @@ func (b *builder) matmul(op C.int, self, mat2, out C.uintptr_t) {
 }
 
 // wqbmm adds aclnnWeightQuantBatchMatmulV2(x, weight, antiquantScale, y)
-// with ggml's block of 32 as the antiquant group.
-func (b *builder) wqbmm(x, w, scale, y C.uintptr_t) {
+// with antiquantGroupSize group (recipes call it through wqbmmSplit).
+func (b *builder) wqbmm(x, w, scale, y C.uintptr_t, group int64) {
 	a := tensors(x, w, scale, y)
-	a.i[0] = 32
+	a.i[0] = C.int64_t(group)
 	b.call(C.IRT_WQBMM, a)
 }
 
