@@ -1328,6 +1328,8 @@ aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *ga
 	tr(",\"epsilon\":%.17g", epsilon);
 	c.ex->f[0] = epsilon;
 	check(&c, same_shape(x, yOut), "yOut must have the shape of x");
+	check(&c, x && (x->dtype == ACL_FLOAT || x->dtype == ACL_FLOAT16 || x->dtype == ACL_BF16),
+	      "x must be FLOAT, FLOAT16 or BFLOAT16");
 	if (!c.rc && x && gamma) {
 		int ok = gamma->ndim <= x->ndim;
 		for (int i = 1; ok && i <= gamma->ndim; i++) ok = gamma->dims[gamma->ndim - i] == x->dims[x->ndim - i];
@@ -1355,6 +1357,8 @@ aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1, const aclTensor
 	c.ex->f[0] = epsilon;
 	check(&c, same_shape(x1, x2) && same_shape(x1, yOut) && same_shape(x1, xOut),
 	      "x1, x2, yOut and xOut must have one shape");
+	check(&c, x1 && (x1->dtype == ACL_FLOAT || x1->dtype == ACL_FLOAT16 || x1->dtype == ACL_BF16),
+	      "x1 must be FLOAT, FLOAT16 or BFLOAT16");
 	return call_end(&c, "aclnnAddRmsNorm", workspaceSize, executor);
 }
 RUN(aclnnAddRmsNorm)
@@ -1959,6 +1963,10 @@ aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor *x, con
 	check(&c, same_shape(x, out), "out must have the shape of x");
 	check(&c, same_shape(cos, sin), "cos and sin must have one shape");
 	check(&c, x && x->ndim == 4, "x must be 4-D");
+	/* the formulas split the last dim in halves (quarters in mode 2) */
+	check(&c, x && x->dims[3] % (mode == 2 ? 4 : 2) == 0, "x: last dim %lld is not a multiple of %d for mode %lld",
+	      x ? (long long)x->dims[3] : 0LL, mode == 2 ? 4 : 2, (long long)mode);
+	check(&c, x && cos && cos->dtype == x->dtype && sin->dtype == x->dtype, "cos and sin must have x's dtype");
 	return call_end(&c, "aclnnRotaryPositionEmbedding", workspaceSize, executor);
 }
 RUN(aclnnRotaryPositionEmbedding)
