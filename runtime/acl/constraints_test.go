@@ -118,8 +118,9 @@ func goTestSources(t *testing.T) string {
 // call (n = 70000 > 65535; k = 32, where group 32 is not below k) on the
 // emulator, which refuses such calls: the recipe splits n into calls of
 // at most 65535 columns and passes group 0 for k = 32, the emulator's
-// trace shows the calls, and the result matches kernels.MulMat within the
-// f16 tolerance of TestQuantMatmulModes.
+// trace shows the calls, the result matches kernels.MulMat within the
+// f16 tolerance of TestQuantMatmulModes, and the columns around the chunk
+// boundary are bit for bit those of one call over fewer rows.
 func TestWQBMMRecipeSplits(t *testing.T) {
 	for _, c := range []struct {
 		dt     ir.DType
@@ -213,6 +214,38 @@ func TestWQBMMRecipeSplits(t *testing.T) {
 			}
 			if worst/scale > 2e-2 {
 				t.Errorf("max|Δ|/max|out| = %.3g > 2e-2", worst/scale)
+			}
+			if N <= target.WQBMMMaxDim {
+				return
+			}
+			// The split changes no bit: rows [R0, N) of the weight as a
+			// matmul of its own (one call, crossing the chunk boundary
+			// at 65535) give the same columns.
+			const R0 = 60000
+			rb := K / 32 * c.size
+			o2 := malloc(t, d, 4*M*(N-R0))
+			k2 := &device.KernelLaunch{Name: "aclnnWeightQuantBatchMatmulV2", Op: ir.OpMulMat, Node: 2,
+				Inputs: []device.TensorDesc{{DType: c.dt, Ne: [4]int64{K, N - R0, 1, 1}, Nb: [4]int64{c.size, rb, (N - R0) * rb, (N - R0) * rb}, Addr: w + device.Ptr(R0*rb)},
+					f32(xbuf, K, M)},
+				Output: f32(o2, N-R0, M), Workspace: ws, WorkspaceBytes: 2*M*K + 2*M*N}
+			if err := d.Launch(device.DefaultStream, k2); err != nil {
+				t.Fatal(err)
+			}
+			if err := d.SynchronizeStream(device.DefaultStream); err != nil {
+				t.Fatal(err)
+			}
+			got2 := make([]byte, 4*M*(N-R0))
+			if err := d.MemcpyD2H(got2, o2); err != nil {
+				t.Fatal(err)
+			}
+			for m := range int64(M) {
+				for j := range N - R0 {
+					a := binary.LittleEndian.Uint32(got[4*(m*N+R0+j):])
+					b := binary.LittleEndian.Uint32(got2[4*(m*(N-R0)+j):])
+					if a != b {
+						t.Fatalf("row %d column %d: split %#x, one call %#x", m, R0+j, a, b)
+					}
+				}
 			}
 		})
 	}
