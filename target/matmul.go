@@ -43,8 +43,9 @@ func mulMat(n *ir.Node) Support {
 			return no("quantised matmul needs contiguous operands (ggml-cann's supports_op and compute_forward)")
 		}
 		// Input cast to f16, weight-quant matmul on the weight converted
-		// at load (gguf/wqconv), output cast back to f32.
-		return yes("aclnnWeightQuantBatchMatmulV2", "aclnnCast", "aclnnWeightQuantBatchMatmulV2", "aclnnCast")
+		// at load (gguf/wqconv; one call per WQBMMMaxDim output columns),
+		// output cast back to f32.
+		return yes("aclnnWeightQuantBatchMatmulV2", wqbmmCalls(a)...)
 	}
 }
 

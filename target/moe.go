@@ -76,7 +76,9 @@ func npuMulMatID(n *ir.Node) Support {
 		}
 		calls = append(calls, "aclnnCast")
 		for range pairs(n) {
-			calls = append(calls, "aclnnWeightQuantBatchMatmulV2")
+			for range WQBMMChunks(constOr1(as.Type.Shape[1])) {
+				calls = append(calls, "aclnnWeightQuantBatchMatmulV2")
+			}
 		}
 		return yes("aclnnWeightQuantBatchMatmulV2", append(calls, "aclnnCast")...)
 	}

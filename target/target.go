@@ -71,6 +71,9 @@ type Profile struct {
 	rules *Rules
 	// gate vetoes kernels this part lacks (nil: none).
 	gate func(n *ir.Node, s Support) Support
+	// limits are the operators' documented limits checked on every
+	// supported node (limits.go).
+	limits []CallLimit
 }
 
 var profiles = map[string]func() *Profile{
@@ -154,6 +157,9 @@ func (p *Profile) Supports(n *ir.Node) Support {
 	if s.OK && p.gate != nil {
 		s = p.gate(n, s)
 	}
+	if s.OK {
+		s = checkLimits(p.limits, n, s)
+	}
 	return s
 }
 
@@ -201,6 +207,7 @@ func ascend910B() *Profile {
 		Align:        64, // aclrtMalloc starts are 64-B aligned and copies want 64-B ends; tensor data needs 32 B (CANN runtime API reference). ggml-cann pads to 128: --align 128
 		Overheads:    defaultOverheads(),
 		rules:        defaultRules,
+		limits:       a2Limits,
 	}
 }
 

@@ -54,8 +54,44 @@ type programJSON struct {
 	CapturableSegments int            `json:"capturable_segments"`
 	Copies             int            `json:"copies"`
 	KernelsByName      map[string]int `json:"kernels_by_name"`
+	SplitCalls         []splitJSON    `json:"split_calls,omitempty"`
 	Regions            []cann.Region  `json:"regions"`
 	Blockers           []string       `json:"blockers,omitempty"`
+}
+
+// splitJSON is one kernel whose operator is called more than once in an
+// eager launch because one call would break the operator's limits
+// (docs/CANN-CONSTRAINTS.md): Qwen's vocabulary projection makes three
+// aclnnWeightQuantBatchMatmulV2 calls.
+type splitJSON struct {
+	Node   int      `json:"node"`
+	Name   string   `json:"name"`
+	Kernel string   `json:"kernel"`
+	Count  int      `json:"count"`
+	Calls  []string `json:"calls"`
+}
+
+// splitCalls lists the kernels of prog whose calls split their operator
+// (target.WQBMMChunks), in program order.
+func splitCalls(prog *cann.Program) []splitJSON {
+	var out []splitJSON
+	for _, s := range prog.Segments {
+		for _, k := range s.Kernels {
+			if k.Name != "aclnnWeightQuantBatchMatmulV2" || k.Op != ir.OpMulMat && k.Op != ir.OpMulMatAdd {
+				continue
+			}
+			n := 0
+			for _, c := range k.Calls {
+				if c == k.Name {
+					n++
+				}
+			}
+			if n > 1 {
+				out = append(out, splitJSON{Node: k.Node, Name: k.NodeName, Kernel: k.Name, Count: n, Calls: k.Calls})
+			}
+		}
+	}
+	return out
 }
 
 // predictedJSON is the "predicted" object of compile --json: the cost
@@ -120,7 +156,7 @@ func outLower(j *compileJob) error {
 	f := j.Flags
 	res, prog, pr := j.R.Partition, j.R.Program, *j.R.Prediction
 	out := programJSON{Bucket: prog.Bucket, Kernels: prog.Kernels(), Segments: len(prog.Segments),
-		KernelsByName: prog.KernelsByName(), Regions: prog.Regions}
+		KernelsByName: prog.KernelsByName(), SplitCalls: splitCalls(prog), Regions: prog.Regions}
 	blockers := map[string]bool{}
 	for _, s := range prog.Segments {
 		if s.Capturable {
@@ -149,6 +185,9 @@ func outLower(j *compileJob) error {
 	fmt.Fprintf(j.Text, "lower (%s): %d kernels in %d segments (%d capturable), %d copies\n",
 		prog.Bucket, out.Kernels, out.Segments, out.CapturableSegments, out.Copies)
 	fmt.Fprintf(j.Text, "  kernels: %s\n", kernelSummary(out.KernelsByName))
+	for _, sp := range out.SplitCalls {
+		fmt.Fprintf(j.Text, "  split: node %d %s: %d %s calls (one per %d output columns)\n", sp.Node, sp.Name, sp.Count, sp.Kernel, target.WQBMMMaxDim)
+	}
 	for _, b := range out.Blockers {
 		fmt.Fprintf(j.Text, "  not captured: %s\n", b)
 	}

@@ -671,7 +671,8 @@ func (b *builder) matmul(op C.int, self, mat2, out C.uintptr_t) {
 }
 
 // wqbmm adds aclnnWeightQuantBatchMatmulV2(x, weight, antiquantScale,
-// antiquantOffset (0: none), y) with antiquantGroupSize group.
+// antiquantOffset (0: none), y) with antiquantGroupSize group (recipes
+// call it through wqbmmSplit).
 func (b *builder) wqbmm(x, w, scale, offset, y C.uintptr_t, group int64) {
 	a := tensors(x, w, scale, offset, y)
 	a.i[0] = C.int64_t(group)

@@ -28,6 +28,16 @@ import (
 // faults CANN reports as AI core exceptions (an index outside its dim, a
 // replay reading freed memory), each naming the operator.
 func TestEmulatorOperators(t *testing.T) {
+	out, err := selftest(t)
+	t.Logf("selftest:\n%s", out)
+	if err != nil {
+		t.Fatalf("selftest failed: %v", err)
+	}
+}
+
+// selftest builds the emulator's self-test and returns what it printed.
+func selftest(t *testing.T) (string, error) {
+	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "selftest")
 	cc := os.Getenv("CC")
@@ -40,10 +50,7 @@ func TestEmulatorOperators(t *testing.T) {
 		t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, out)
 	}
 	out, err := exec.Command(bin).CombinedOutput()
-	t.Logf("selftest:\n%s", out)
-	if err != nil {
-		t.Fatalf("selftest failed: %v", err)
-	}
+	return string(out), err
 }
 
 // TestKVWriteCpyRecapturesEveryStep: with the cpy KV write the cache

@@ -176,15 +176,18 @@ func quantMulMat(b *builder, a, x, out device.TensorDesc) error {
 	xt := b.tensor(C.ACL_FLOAT, xs[2:], xst[2:], 0, x.Addr)
 	x16 := b.temp("f16 input", 2*M*K, 32)
 	y16 := b.temp("f16 output", 2*M*N, 32)
-	x16t := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT16, []int64{M, K}, []int64{K, 1}, 0, x16) }
-	y16t := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT16, []int64{M, N}, []int64{N, 1}, 0, y16) }
-	b.cast(xt, x16t(), C.ACL_FLOAT16)
+	x16o := operand{C.ACL_FLOAT16, []int64{M, K}, []int64{K, 1}, 0, x16}
+	y16o := operand{C.ACL_FLOAT16, []int64{M, N}, []int64{N, 1}, 0, y16}
+	b.cast(xt, b.make(x16o), C.ACL_FLOAT16)
+	// The weight (K, N) is the transposed view of ggml's N rows of K; its
+	// scales and offsets (groups, N) likewise.
 	l := w.layout
-	b.wqbmm(x16t(), b.tensor(wqDType(l), []int64{K, N}, []int64{1, K}, 0, w.values),
-		b.wqParams(l, K, N, w.scales), b.wqParams(l, K, N, w.offsets), y16t(), int64(l.GroupSize(int(K))))
-	in := y16t()
+	if err := b.wqbmmSplit(x16o, operand{wqDType(l), []int64{K, N}, []int64{1, K}, 0, w.values},
+		wqParamOperand(l, K, N, w.scales), wqParamOperand(l, K, N, w.offsets), y16o, int64(l.GroupSize(int(K)))); err != nil {
+		return err
+	}
 	os, ost, _ := aclOrder(out)
-	b.cast(in, b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr), C.ACL_FLOAT)
+	b.cast(b.make(y16o), b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr), C.ACL_FLOAT)
 	return b.err
 }
 

@@ -116,14 +116,16 @@ func mulMatIDWQBMM(b *builder, as, x, out device.TensorDesc, e experts, xs int64
 	for p := int64(0); p < e.P; p++ {
 		t, s := p/nUsed, p%nUsed
 		row := t*ne11 + s%ne11
-		var off C.uintptr_t
+		var off *operand
 		if l.Offset {
-			off = b.wqParams(l, K, N, gof+device.Ptr(2*p*pe))
+			off = wqParamOperand(l, K, N, gof+device.Ptr(2*p*pe))
 		}
-		b.wqbmm(b.tensor(C.ACL_FLOAT16, []int64{1, K}, []int64{K, 1}, 0, x16+device.Ptr(2*row*K)),
-			b.tensor(wd, []int64{K, N}, []int64{1, K}, 0, gq+device.Ptr(p*vb)),
-			b.wqParams(l, K, N, gs+device.Ptr(2*p*pe)), off,
-			b.tensor(C.ACL_FLOAT16, []int64{1, N}, []int64{N, 1}, 0, y16+device.Ptr(2*p*N)), g)
+		if err := b.wqbmmSplit(operand{C.ACL_FLOAT16, []int64{1, K}, []int64{K, 1}, 0, x16 + device.Ptr(2*row*K)},
+			operand{wd, []int64{K, N}, []int64{1, K}, 0, gq + device.Ptr(p*vb)},
+			wqParamOperand(l, K, N, gs+device.Ptr(2*p*pe)), off,
+			operand{C.ACL_FLOAT16, []int64{1, N}, []int64{N, 1}, 0, y16 + device.Ptr(2*p*N)}, g); err != nil {
+			return err
+		}
 	}
 	yin := b.tensor(C.ACL_FLOAT16, []int64{T, nUsed, N}, []int64{nUsed * N, N, 1}, 0, y16)
 	b.cast(yin, b.tensor(C.ACL_FLOAT, []int64{T, nUsed, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, 1}, 0, out.Addr), C.ACL_FLOAT)

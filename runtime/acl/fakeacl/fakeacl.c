@@ -1328,6 +1328,8 @@ aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *ga
 	tr(",\"epsilon\":%.17g", epsilon);
 	c.ex->f[0] = epsilon;
 	check(&c, same_shape(x, yOut), "yOut must have the shape of x");
+	check(&c, x && (x->dtype == ACL_FLOAT || x->dtype == ACL_FLOAT16 || x->dtype == ACL_BF16),
+	      "x must be FLOAT, FLOAT16 or BFLOAT16");
 	if (!c.rc && x && gamma) {
 		int ok = gamma->ndim <= x->ndim;
 		for (int i = 1; ok && i <= gamma->ndim; i++) ok = gamma->dims[gamma->ndim - i] == x->dims[x->ndim - i];
@@ -1355,6 +1357,8 @@ aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1, const aclTensor
 	c.ex->f[0] = epsilon;
 	check(&c, same_shape(x1, x2) && same_shape(x1, yOut) && same_shape(x1, xOut),
 	      "x1, x2, yOut and xOut must have one shape");
+	check(&c, x1 && (x1->dtype == ACL_FLOAT || x1->dtype == ACL_FLOAT16 || x1->dtype == ACL_BF16),
+	      "x1 must be FLOAT, FLOAT16 or BFLOAT16");
 	return call_end(&c, "aclnnAddRmsNorm", workspaceSize, executor);
 }
 RUN(aclnnAddRmsNorm)
@@ -1842,27 +1846,63 @@ aclnnStatus aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(
 	y = arg(&c, "y", y, 1);
 	tr(",\"antiquantGroupSize\":%d", antiquantGroupSize);
 	c.ex->i[0] = antiquantGroupSize;
+	/* The Atlas A2/A3 rules of the operator's page (aclnnWeightQuantBatchMatmulV2,
+	 * parameter descriptions and constraints), which CANN's argument checks
+	 * (ops-nn, op_api/aclnn_weight_quant_batch_matmul_v2.cpp) enforce. */
 	check(&c, x && x->ndim == 2, "x must be 2-D (m, k)");
+	check(&c, x && (x->dtype == ACL_FLOAT16 || x->dtype == ACL_BF16), "x must be FLOAT16 or BFLOAT16");
 	check(&c, weight && (weight->dtype == ACL_INT8 || weight->dtype == ACL_INT4), "weight must be INT8 or INT4");
 	check(&c, x && weight && weight->ndim == 2 && weight->dims[0] == x->dims[1], "weight must be (k, n)");
-	check(&c, antiquantGroupSize == 0 || (antiquantGroupSize >= 32 && antiquantGroupSize % 32 == 0),
-	      "antiquantGroupSize must be 0 or a multiple of 32");
-	check(&c, x && (x->dtype == ACL_FLOAT16 || x->dtype == ACL_BF16), "x must be FLOAT16 or BFLOAT16");
-	check(&c, y && x && y->dtype == x->dtype && y->ndim == 2 && weight && y->dims[0] == x->dims[0] &&
-	              y->dims[1] == weight->dims[1],
-	      "y must be (m, n) of x's dtype");
-	if (!c.rc && antiquantGroupSize > 0) {
-		int64_t groups = (x->dims[1] + antiquantGroupSize - 1) / antiquantGroupSize;
-		check(&c, antiquantScale->ndim == 2 && antiquantScale->dims[0] == groups &&
-		              antiquantScale->dims[1] == weight->dims[1],
-		      "per-group antiquantScale must be (ceil(k/%d), n) = (%lld, %lld)", antiquantGroupSize,
-		      (long long)groups, (long long)weight->dims[1]);
-	}
-	check(&c, antiquantScale && x && antiquantScale->dtype == x->dtype, "antiquantScale must have x's dtype");
-	if (!c.rc && antiquantOffset) {
-		int same = antiquantOffset->dtype == antiquantScale->dtype && antiquantOffset->ndim == antiquantScale->ndim;
-		for (int i = 0; same && i < antiquantScale->ndim; i++) same = antiquantOffset->dims[i] == antiquantScale->dims[i];
-		check(&c, same, "antiquantOffset must have antiquantScale's dtype and shape");
+	/* CANN also takes FRACTAL_NZ under conditions; the emulator computes ND only */
+	check(&c, weight && weight->format == ACL_FORMAT_ND, "weight: only ND is emulated (format %d)",
+	      weight ? (int)weight->format : -1);
+	if (!c.rc) {
+		int64_t m = x->dims[0], k = x->dims[1], n = weight->dims[1];
+		int xt = x->strides[0] == 1 && x->strides[1] == m && m > 1; /* x stored (k, m) */
+		check(&c, k >= 1 && k <= 65535, "weight: k = %lld outside [1, 65535] (Atlas A2/A3)", (long long)k);
+		check(&c, n >= 1 && n <= 65535, "weight: n = %lld outside [1, 65535] (Atlas A2/A3)", (long long)n);
+		check(&c, m >= 1 && m <= (xt ? 65535 : 2147483647LL), "x: m = %lld outside [1, %lld]%s", (long long)m,
+		      xt ? 65535LL : 2147483647LL, xt ? " (x transposed)" : "");
+		/* contiguous (k, n), or the transposed view of a contiguous (n, k) */
+		int wc = weight->strides[1] == 1 && (weight->strides[0] == n || k == 1);
+		int wt = weight->strides[0] == 1 && (weight->strides[1] == k || n == 1);
+		check(&c, wc || wt, "weight: strides (%lld, %lld) are neither (k, n) contiguous nor its transpose",
+		      (long long)weight->strides[0], (long long)weight->strides[1]);
+		check(&c, x->strides[1] == 1 || xt, "x: non-contiguous only when transposed");
+		/* INT4: the inner (stored last) axis must be even */
+		check(&c, weight->dtype != ACL_INT4 || (wt && !wc ? k % 2 == 0 : n % 2 == 0),
+		      "weight: INT4 with an odd inner axis (%s = %lld)", wt && !wc ? "k" : "n",
+		      (long long)(wt && !wc ? k : n));
+		check(&c, antiquantGroupSize == 0 || (antiquantGroupSize >= 32 && antiquantGroupSize % 32 == 0 &&
+		                                      antiquantGroupSize <= k - 1),
+		      "antiquantGroupSize = %d: must be 0 or a multiple of 32 in [32, k-1] = [32, %lld]", antiquantGroupSize,
+		      (long long)(k - 1));
+		check(&c, y->dtype == x->dtype && y->ndim == 2 && y->dims[0] == m && y->dims[1] == n,
+		      "y must be (m, n) of x's dtype");
+		check(&c, antiquantScale->dtype == x->dtype, "antiquantScale must have x's dtype");
+		const aclTensor *s = antiquantScale;
+		if (antiquantGroupSize > 0) {
+			int64_t groups = (k + antiquantGroupSize - 1) / antiquantGroupSize;
+			check(&c, s->ndim == 2 && s->dims[0] == groups && s->dims[1] == n,
+			      "per-group antiquantScale must be (ceil(k/%d), n) = (%lld, %lld)", antiquantGroupSize,
+			      (long long)groups, (long long)n);
+		} else {
+			/* per-tensor (1,) / (1, 1), per-channel (n,) / (1, n) */
+			int ok = (s->ndim == 1 && (s->dims[0] == 1 || s->dims[0] == n)) ||
+			         (s->ndim == 2 && s->dims[0] == 1 && (s->dims[1] == 1 || s->dims[1] == n));
+			check(&c, ok, "antiquantScale without groups must be (1,), (1, 1), (n,) or (1, n) with n = %lld",
+			      (long long)n);
+		}
+		const aclTensor *o = live_tensor(antiquantOffsetOptional);
+		check(&c, !o || same_shape(o, s), "antiquantOffset must have antiquantScale's shape");
+		check(&c, !o || o->dtype == s->dtype, "antiquantOffset must have antiquantScale's dtype");
+		const aclTensor *bias = live_tensor(biasOptional);
+		check(&c, !bias || (bias->dtype == (x->dtype == ACL_FLOAT16 ? ACL_FLOAT16 : ACL_FLOAT) &&
+		                    ((bias->ndim == 1 && bias->dims[0] == n) ||
+		                     (bias->ndim == 2 && bias->dims[0] == 1 && bias->dims[1] == n))),
+		      "bias must be (n,) or (1, n), FLOAT16 with FLOAT16 x, FLOAT with BFLOAT16 x");
+		check(&c, !quantScaleOptional && !quantOffsetOptional,
+		      "quantScale/quantOffset (INT8 output) are not emulated");
 	}
 	return call_end(&c, "aclnnWeightQuantBatchMatmulV2", workspaceSize, executor);
 }
@@ -1923,6 +1963,10 @@ aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor *x, con
 	check(&c, same_shape(x, out), "out must have the shape of x");
 	check(&c, same_shape(cos, sin), "cos and sin must have one shape");
 	check(&c, x && x->ndim == 4, "x must be 4-D");
+	/* the formulas split the last dim in halves (quarters in mode 2) */
+	check(&c, x && x->dims[3] % (mode == 2 ? 4 : 2) == 0, "x: last dim %lld is not a multiple of %d for mode %lld",
+	      x ? (long long)x->dims[3] : 0LL, mode == 2 ? 4 : 2, (long long)mode);
+	check(&c, x && cos && cos->dtype == x->dtype && sin->dtype == x->dtype, "cos and sin must have x's dtype");
 	return call_end(&c, "aclnnRotaryPositionEmbedding", workspaceSize, executor);
 }
 RUN(aclnnRotaryPositionEmbedding)

@@ -16,6 +16,7 @@
 #include <string.h>
 
 void irtfake_set_soc(const char *name);
+void irtfake_set(const char *key, long long value);
 
 static int failures;
 
@@ -265,6 +266,229 @@ static void test_elementwise(void) {
 	ok(rc == 0 && dst[6] == 1 && dst[7] == 2 && dst[2] == 3 && dst[3] == 4 && dst[0] == 0, "InplaceIndexCopy writes row i of source to row index[i]", NULL);
 }
 
+/* ---- documented constraints: one rejection per constraint ----
+ * Each check is named [id]; docs/CANN-CONSTRAINTS.md cites the ids, and
+ * TestConstraintTable (runtime/acl) requires every id the table cites to
+ * print "ok". A check calls phase 1 with arguments that break exactly one
+ * documented rule and wants ACLNN_ERR_PARAM_INVALID (161002), or the
+ * given code, with a message naming the operator and the argument; most
+ * also show that the nearest legal call passes, so a check that refused
+ * everything would fail. */
+
+static char *cbuf; /* one device buffer the constraint tensors view */
+
+/* a contiguous tensor of rank nd (dims d[0..nd-1]) at the start of cbuf */
+static aclTensor *ct(aclDataType dt, int nd, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
+	int64_t d[4] = {d0, d1, d2, d3}, st[4];
+	int64_t acc = 1;
+	for (int i = nd - 1; i >= 0; i--) st[i] = acc, acc *= d[i];
+	return tensor(dt, nd, d, st, 0, cbuf);
+}
+
+/* a (k, n) weight stored as the transpose of a contiguous (n, k) */
+static aclTensor *wt(aclDataType dt, int64_t k, int64_t n) {
+	int64_t d[2] = {k, n}, st[2] = {1, k};
+	return tensor(dt, 2, d, st, 0, cbuf);
+}
+
+static uint64_t cws;
+static aclOpExecutor *cex;
+
+/* want: the expected status; op and arg must appear in the message */
+static void refuse(const char *id, aclnnStatus rc, int want, const char *op, const char *arg) {
+	const char *msg = aclGetRecentErrMsg();
+	char what[160];
+	snprintf(what, sizeof what, "[%s] %s refuses: %s", id, op, arg);
+	ok(rc == want && msg && strstr(msg, op) && strstr(msg, arg), what, msg ? msg : "(no message)");
+}
+
+static void accept(const char *id, aclnnStatus rc, const char *op) {
+	char what[160];
+	snprintf(what, sizeof what, "[%s] %s accepts the nearest legal call", id, op);
+	ok(rc == 0, what, rc ? aclGetRecentErrMsg() : NULL);
+}
+
+#define WQ "aclnnWeightQuantBatchMatmulV2"
+#define wq(x, w, s, o, g, y) aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(x, w, s, o, NULL, NULL, NULL, g, y, &cws, &cex)
+
+static void test_constraints(void) {
+	cbuf = dev(64 << 20);
+	const aclDataType F = ACL_FLOAT, H = ACL_FLOAT16;
+
+	/* aclnnWeightQuantBatchMatmulV2, Atlas A2/A3 */
+	accept("wqbmm.n", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 65535), ct(H, 2, 1, 65535, 0, 0), NULL, 0, ct(H, 2, 1, 65535, 0, 0)), WQ);
+	refuse("wqbmm.n", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 151936), ct(H, 2, 1, 151936, 0, 0), NULL, 0, ct(H, 2, 1, 151936, 0, 0)), 161002, WQ, "n = 151936");
+	refuse("wqbmm.n", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 65536), ct(H, 2, 1, 65536, 0, 0), NULL, 0, ct(H, 2, 1, 65536, 0, 0)), 161002, WQ, "n = 65536");
+	accept("wqbmm.k", wq(ct(H, 2, 1, 65535, 0, 0), wt(ACL_INT8, 65535, 8), ct(H, 2, 1, 8, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), WQ);
+	refuse("wqbmm.k", wq(ct(H, 2, 1, 70000, 0, 0), wt(ACL_INT8, 70000, 8), ct(H, 2, 1, 8, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "k = 70000");
+	refuse("wqbmm.k", wq(ct(H, 2, 1, 65536, 0, 0), wt(ACL_INT8, 65536, 8), ct(H, 2, 1, 8, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "k = 65536");
+	accept("wqbmm.group", wq(ct(H, 2, 1, 96, 0, 0), wt(ACL_INT8, 96, 8), ct(H, 2, 2, 8, 0, 0), NULL, 64, ct(H, 2, 1, 8, 0, 0)), WQ);
+	refuse("wqbmm.group", wq(ct(H, 2, 1, 96, 0, 0), wt(ACL_INT8, 96, 8), ct(H, 2, 2, 8, 0, 0), NULL, 48, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantGroupSize = 48");
+	refuse("wqbmm.group", wq(ct(H, 2, 1, 96, 0, 0), wt(ACL_INT8, 96, 8), ct(H, 2, 6, 8, 0, 0), NULL, 16, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantGroupSize = 16");
+	refuse("wqbmm.group-below-k", wq(ct(H, 2, 1, 32, 0, 0), wt(ACL_INT8, 32, 8), ct(H, 2, 1, 8, 0, 0), NULL, 32, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantGroupSize = 32");
+	refuse("wqbmm.group-below-k", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 2, 1, 8, 0, 0), NULL, 96, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantGroupSize = 96");
+	accept("wqbmm.group-below-k", wq(ct(H, 2, 1, 32, 0, 0), wt(ACL_INT8, 32, 8), ct(H, 2, 1, 8, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), WQ);
+	accept("wqbmm.int4-even", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT4, 64, 7), ct(H, 2, 2, 7, 0, 0), NULL, 32, ct(H, 2, 1, 7, 0, 0)), WQ);
+	refuse("wqbmm.int4-even", wq(ct(H, 2, 1, 33, 0, 0), wt(ACL_INT4, 33, 8), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "INT4 with an odd inner axis (k = 33)");
+	refuse("wqbmm.int4-even", wq(ct(H, 2, 1, 64, 0, 0), ct(ACL_INT4, 2, 64, 7, 0, 0), ct(H, 1, 7, 0, 0, 0), NULL, 0, ct(H, 2, 1, 7, 0, 0)), 161002, WQ, "INT4 with an odd inner axis (n = 7)");
+	refuse("wqbmm.weight-dtype", wq(ct(H, 2, 1, 64, 0, 0), wt(H, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "weight must be INT8 or INT4");
+	{
+		int64_t d[2] = {64, 8}, st[2] = {2, 128};
+		refuse("wqbmm.weight-layout", wq(ct(H, 2, 1, 64, 0, 0), tensor(ACL_INT8, 2, d, st, 0, cbuf), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "weight: strides");
+	}
+	{
+		int64_t d[2] = {2, 64}, st[2] = {128, 2};
+		refuse("wqbmm.x-layout", wq(tensor(H, 2, d, st, 0, cbuf), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(H, 2, 2, 8, 0, 0)), 161002, WQ, "x: non-contiguous only when transposed");
+	}
+	refuse("wqbmm.x-dtype", wq(ct(F, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(F, 1, 8, 0, 0, 0), NULL, 0, ct(F, 2, 1, 8, 0, 0)), 161002, WQ, "x must be FLOAT16 or BFLOAT16");
+	refuse("wqbmm.x-rank", wq(ct(H, 3, 1, 1, 64, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "x must be 2-D");
+	refuse("wqbmm.scale-dtype", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(F, 1, 8, 0, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantScale must have x's dtype");
+	refuse("wqbmm.scale-shape", wq(ct(H, 2, 1, 96, 0, 0), wt(ACL_INT8, 96, 8), ct(H, 2, 2, 8, 0, 0), NULL, 32, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "per-group antiquantScale");
+	refuse("wqbmm.scale-shape", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 4, 0, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantScale without groups");
+	refuse("wqbmm.offset", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), ct(H, 2, 1, 8, 0, 0), 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantOffset must have antiquantScale's shape");
+	refuse("wqbmm.y", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(F, 2, 1, 8, 0, 0)), 161002, WQ, "y must be (m, n) of x's dtype");
+	refuse("wqbmm.bias", aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, NULL, NULL, ct(F, 1, 8, 0, 0, 0), 0, ct(H, 2, 1, 8, 0, 0), &cws, &cex), 161002, WQ, "bias must be");
+
+	/* aclCreateTensor */
+	{
+		int64_t d9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, s9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, one = 1;
+		aclTensor *t = aclCreateTensor(d9, 9, F, s9, 0, ACL_FORMAT_ND, &one, 1, cbuf);
+		refuse("tensor.rank", t ? 0 : 161002, 161002, "aclCreateTensor", "at most 8 dims");
+		int64_t d[1] = {4}, sn[1] = {-1}, s1[1] = {1}, four = 4, three = 3;
+		t = aclCreateTensor(d, 1, F, sn, 0, ACL_FORMAT_ND, &four, 1, cbuf);
+		refuse("tensor.stride", t ? 0 : 161002, 161002, "aclCreateTensor", "stride -1");
+		t = aclCreateTensor(d, 1, F, s1, -1, ACL_FORMAT_ND, &four, 1, cbuf);
+		refuse("tensor.stride", t ? 0 : 161002, 161002, "aclCreateTensor", "negative storage offset");
+		t = aclCreateTensor(d, 1, F, s1, 0, ACL_FORMAT_ND, &three, 1, cbuf);
+		refuse("tensor.storage", t ? 0 : 161002, 161002, "aclCreateTensor", "storage holds 3");
+		float host[4];
+		t = aclCreateTensor(d, 1, F, s1, 0, ACL_FORMAT_ND, &four, 1, host);
+		refuse("tensor.device", t ? 0 : 161002, 161002, "aclCreateTensor", "not inside one device allocation");
+		t = aclCreateTensor(d, 1, (aclDataType)ACL_STRING, s1, 0, ACL_FORMAT_ND, &four, 1, cbuf);
+		refuse("tensor.dtype", t ? 0 : 161002, 161002, "aclCreateTensor", "unsupported data type");
+	}
+
+	/* norms */
+	refuse("rmsnorm.dtype", aclnnRmsNormGetWorkspaceSize(ct(ACL_INT32, 2, 2, 8, 0, 0), ct(ACL_INT32, 1, 8, 0, 0, 0), 1e-6, ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnRmsNorm", "x must be FLOAT");
+	refuse("rmsnorm.gamma", aclnnRmsNormGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 4, 0, 0, 0), 1e-6, ct(F, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnRmsNorm", "gamma must match");
+	refuse("rmsnorm.y", aclnnRmsNormGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), 1e-6, ct(F, 2, 2, 4, 0, 0), ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnRmsNorm", "yOut must have the shape of x");
+	refuse("addrmsnorm.shape", aclnnAddRmsNormGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 1, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), 1e-6, ct(F, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnAddRmsNorm", "x1, x2, yOut and xOut");
+	refuse("addrmsnorm.dtype", aclnnAddRmsNormGetWorkspaceSize(ct(ACL_INT32, 2, 2, 8, 0, 0), ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), 1e-6, ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), ct(ACL_INT32, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnAddRmsNorm", "x1 must be FLOAT");
+
+	/* elementwise: broadcasting to out, out's shape */
+	float one = 1;
+	aclScalar *alpha = aclCreateScalar(&one, F);
+	refuse("mul.broadcast", aclnnMulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 3, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnMul", "self and other must broadcast to out");
+	accept("mul.broadcast", aclnnMulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), "aclnnMul");
+	refuse("div.broadcast", aclnnDivGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 3, 8, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnDiv", "self and other must broadcast to out");
+	refuse("add.broadcast", aclnnAddGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 5, 0, 0, 0), alpha, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnAdd", "self and other must broadcast to out");
+	refuse("add.alpha", aclnnAddGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), NULL, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161001, "aclnnAdd", "alpha");
+	refuse("inplacemul.broadcast", aclnnInplaceMulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 4, 8, 0, 0), &cws, &cex), 161002, "aclnnInplaceMul", "other must broadcast to selfRef");
+	refuse("inplaceadd.broadcast", aclnnInplaceAddGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 3, 0, 0, 0), alpha, &cws, &cex), 161002, "aclnnInplaceAdd", "other must broadcast to selfRef");
+	refuse("muls.shape", aclnnMulsGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), alpha, ct(F, 2, 2, 4, 0, 0), &cws, &cex), 161002, "aclnnMuls", "out must have the shape of self");
+	refuse("silu.shape", aclnnSiluGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(F, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnSilu", "out must have the shape of self");
+	refuse("cos.shape", aclnnCosGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(F, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnCos", "out must have the shape of self");
+	refuse("sin.shape", aclnnSinGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(F, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnSin", "out must have the shape of self");
+	refuse("abs.shape", aclnnAbsGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(F, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnAbs", "out must have the shape of self");
+	refuse("round.shape", aclnnRoundGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(F, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnRound", "out must have the shape of self");
+	refuse("gelu.dtype", aclnnGeluGetWorkspaceSize(ct(ACL_INT32, 1, 8, 0, 0, 0), ct(ACL_INT32, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnGelu", "self must be FLOAT");
+	refuse("swiglu.dim", aclnnSwiGluGetWorkspaceSize(ct(F, 2, 2, 7, 0, 0), -1, ct(F, 2, 2, 3, 0, 0), &cws, &cex), 161002, "aclnnSwiGlu", "dim -1 must exist and be even");
+	refuse("swiglu.out", aclnnSwiGluGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), -1, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnSwiGlu", "out must be half of x");
+	refuse("cast.dtype", aclnnCastGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), H, ct(F, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnCast", "out's type must be dtype");
+	refuse("inplacecopy.broadcast", aclnnInplaceCopyGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 3, 8, 0, 0), &cws, &cex), 161002, "aclnnInplaceCopy", "src must broadcast to selfRef");
+	refuse("gescalar.out", aclnnGeScalarGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), alpha, ct(F, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnGeScalar", "out must be BOOL");
+	refuse("maskedfill.mask", aclnnInplaceMaskedFillScalarGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(F, 1, 8, 0, 0, 0), alpha, &cws, &cex), 161002, "aclnnInplaceMaskedFillScalar", "mask must be BOOL");
+	refuse("maskedfill.broadcast", aclnnInplaceMaskedFillScalarGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(ACL_BOOL, 1, 3, 0, 0, 0), alpha, &cws, &cex), 161002, "aclnnInplaceMaskedFillScalar", "mask must broadcast to selfRef");
+	{
+		aclTensor *parts[2] = {ct(F, 2, 2, 3, 0, 0), ct(F, 2, 2, 4, 0, 0)};
+		aclTensorList *l = aclCreateTensorList((const aclTensor *const *)parts, 2);
+		refuse("cat.dims", aclnnCatGetWorkspaceSize(l, 1, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnCat", "the tensors' dim 1 sums to 7");
+		aclTensor *bad[2] = {ct(F, 2, 2, 3, 0, 0), ct(H, 2, 2, 5, 0, 0)};
+		aclTensorList *l2 = aclCreateTensorList((const aclTensor *const *)bad, 2);
+		refuse("cat.dtype", aclnnCatGetWorkspaceSize(l2, 1, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnCat", "tensor 1 must have out's rank and dtype");
+	}
+
+	/* reductions */
+	refuse("softmax.dim", aclnnSoftmaxGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), 2, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnSoftmax", "dim 2 out of range");
+	refuse("softmax.shape", aclnnSoftmaxGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), 1, ct(F, 2, 2, 4, 0, 0), &cws, &cex), 161002, "aclnnSoftmax", "out must have the shape of self");
+	{
+		int64_t dd[1] = {2}, d1[1] = {1};
+		refuse("reducesum.dim", aclnnReduceSumGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), aclCreateIntArray(dd, 1), true, F, ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnReduceSum", "dim 2 out of range");
+		refuse("reducesum.dtype", aclnnReduceSumGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), aclCreateIntArray(d1, 1), true, H, ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnReduceSum", "out's type must be dtype");
+		refuse("amax.dtype", aclnnAmaxGetWorkspaceSize(ct(ACL_INT32, 2, 2, 8, 0, 0), aclCreateIntArray(d1, 1), true, ct(ACL_INT32, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnAmax", "self must be FLOAT");
+		refuse("amax.shape", aclnnAmaxGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), aclCreateIntArray(d1, 1), true, ct(F, 1, 2, 0, 0, 0), &cws, &cex), 161002, "aclnnAmax", "out's shape must be self's reduced");
+	}
+	refuse("topk.k", aclnnTopkGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), 9, 0, true, true, ct(F, 1, 9, 0, 0, 0), ct(ACL_INT64, 1, 9, 0, 0, 0), &cws, &cex), 161002, "aclnnTopk", "k 9 outside");
+	refuse("topk.sorted", aclnnTopkGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), 2, 0, true, false, ct(F, 1, 2, 0, 0, 0), ct(ACL_INT64, 1, 2, 0, 0, 0), &cws, &cex), 161002, "aclnnTopk", "sorted must be true");
+	refuse("topk.indices", aclnnTopkGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), 2, 0, true, true, ct(F, 1, 2, 0, 0, 0), ct(ACL_INT32, 1, 2, 0, 0, 0), &cws, &cex), 161002, "aclnnTopk", "indicesOut must be INT64");
+
+	/* matrix products */
+	refuse("mm.k", aclnnMmGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 4, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 1, &cws, &cex), 161002, "aclnnMm", "reduce dims differ");
+	refuse("mm.rank", aclnnMmGetWorkspaceSize(ct(F, 3, 1, 2, 8, 0), ct(F, 3, 1, 8, 3, 0), ct(F, 3, 1, 2, 3, 0), 1, &cws, &cex), 161002, "aclnnMm", "takes 2-D operands");
+	refuse("bmm.rank", aclnnBatchMatMulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 1, &cws, &cex), 161002, "aclnnBatchMatMul", "takes 3-D operands");
+	refuse("matmul.out", aclnnMatmulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 4, 0, 0), 1, &cws, &cex), 161002, "aclnnMatmul", "out's last dim must be mat2's");
+	refuse("matmul.cube", aclnnMatmulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 4, &cws, &cex), 161002, "aclnnMatmul", "cubeMathType 4");
+	refuse("matmul.dtype", aclnnMatmulGetWorkspaceSize(ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 1, &cws, &cex), 161002, "aclnnMatmul", "self and mat2 must be FLOAT");
+
+	/* rows */
+	refuse("gather.index", aclnnGatherV2GetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 0, ct(F, 1, 2, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnGatherV2", "index must be INT64 or INT32");
+	refuse("gather.dim", aclnnGatherV2GetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 2, ct(ACL_INT64, 1, 2, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnGatherV2", "dim 2 out of range");
+	refuse("indexcopy.index", aclnnInplaceIndexCopyGetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 0, ct(ACL_INT64, 2, 1, 2, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnInplaceIndexCopy", "index must be a 0-D or 1-D");
+	refuse("indexcopy.dim", aclnnInplaceIndexCopyGetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 3, ct(ACL_INT64, 1, 2, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnInplaceIndexCopy", "dim 3 out of range");
+	refuse("indexcopy.rank", aclnnInplaceIndexCopyGetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 0, ct(ACL_INT64, 1, 2, 0, 0, 0), ct(F, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnInplaceIndexCopy", "source must have selfRef's rank");
+
+	/* rotary position embedding */
+	refuse("rope.rank", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 3, 1, 2, 8, 0), ct(F, 3, 1, 2, 8, 0), ct(F, 3, 1, 2, 8, 0), 0, ct(F, 3, 1, 2, 8, 0), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "x must be 4-D");
+	refuse("rope.mode", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), 4, ct(F, 4, 1, 1, 2, 8), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "mode 4");
+	refuse("rope.d", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 6), ct(F, 4, 1, 1, 2, 6), ct(F, 4, 1, 1, 2, 6), 2, ct(F, 4, 1, 1, 2, 6), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "x: last dim 6 is not a multiple of 4");
+	refuse("rope.cos", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 1, 8), 0, ct(F, 4, 1, 1, 2, 8), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "cos and sin must have one shape");
+	refuse("rope.dtype", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(H, 4, 1, 1, 2, 8), ct(H, 4, 1, 1, 2, 8), 0, ct(F, 4, 1, 1, 2, 8), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "cos and sin must have x's dtype");
+	accept("rope.d", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), 2, ct(F, 4, 1, 1, 2, 8), &cws, &cex), "aclnnRotaryPositionEmbedding");
+
+	/* attention */
+	{
+		aclTensor *k1[1] = {ct(H, 4, 1, 2, 4, 8)}, *v1[1] = {ct(H, 4, 1, 2, 4, 8)};
+		aclTensorList *kl = aclCreateTensorList((const aclTensor *const *)k1, 1), *vl = aclCreateTensorList((const aclTensor *const *)v1, 1);
+		aclTensor *q = ct(H, 4, 1, 4, 1, 8), *o = ct(H, 4, 1, 4, 1, 8);
+#define FIA(qq, heads, kvheads, layout, out) aclnnFusedInferAttentionScoreV2GetWorkspaceSize(qq, kl, vl, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, heads, 0.35, 65535, 0, layout, kvheads, 0, 0, 0, 0, false, 0, 0, out, NULL, &cws, &cex)
+		refuse("fia.layout", FIA(q, 4, 2, "SBH", o), 161002, "aclnnFusedInferAttentionScoreV2", "inputLayout must be BSND, BNSD or BSH");
+		refuse("fia.heads", FIA(q, 4, 3, "BNSD", o), 161002, "aclnnFusedInferAttentionScoreV2", "numHeads must be a multiple of numKeyValueHeads");
+		refuse("fia.out", FIA(q, 4, 2, "BNSD", ct(H, 4, 1, 4, 2, 8)), 161002, "aclnnFusedInferAttentionScoreV2", "attentionOut must have the shape of query");
+#undef FIA
+	}
+
+	/* memory, streams, capture, executors (runtime API) */
+	{
+		void *p = NULL;
+		refuse("mem.size", aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM, "aclrtMalloc", "size must be > 0");
+		char host[64] = {0};
+		refuse("mem.destmax", aclrtMemcpy(cbuf, 16, host, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM, "aclrtMemcpy", "count 64 exceeds destMax 16");
+		refuse("mem.device", aclrtMemcpy(host, 64, host, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM, "aclrtMemcpy", "destination");
+		refuse("mem.kind", aclrtMemcpy(cbuf, 64, host, 64, (aclrtMemcpyKind)7), ACL_ERROR_INVALID_PARAM, "aclrtMemcpy", "bad copy kind 7");
+		aclrtStream st = NULL;
+		aclrtCreateStream(&st);
+		refuse("capture.default-stream", aclmdlRICaptureBegin(NULL, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL), ACL_ERROR_RT_STREAM_CAPTURE_IMPLICIT, "aclmdlRICaptureBegin", "default stream");
+		aclmdlRI ri = NULL;
+		refuse("capture.end-without-begin", aclmdlRICaptureEnd(st, &ri), ACL_ERROR_RT_STREAM_CAPTURE_WRONG_END, "aclmdlRICaptureEnd", "");
+		aclmdlRICaptureBegin(st, ACL_MODEL_RI_CAPTURE_MODE_GLOBAL);
+		refuse("capture.sync", aclrtSynchronizeStream(st), ACL_ERROR_RT_STREAM_CAPTURED, "aclrtSynchronizeStream", "captur");
+		refuse("capture.sync-copy", aclrtMemcpy(cbuf, 64, host, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT, "aclrtMemcpy", "captur");
+		aclmdlRICaptureEnd(st, &ri);
+		if (ri) aclmdlRIDestroy(ri);
+		aclrtDestroyStream(st);
+		/* phase 2: the workspace phase 1 asked for, and single use */
+		irtfake_set("workspace:aclnnSilu", 256);
+		aclTensor *a = ct(F, 1, 8, 0, 0, 0), *b = ct(F, 1, 8, 0, 0, 0);
+		aclnnStatus rc = aclnnSiluGetWorkspaceSize(a, b, &cws, &cex);
+		ok(rc == 0 && cws == 256, "[exec.workspace] phase 1 asks for the workspace", NULL);
+		refuse("exec.workspace", aclnnSilu(cbuf, 128, cex, NULL), 161002, "aclnnSilu", "workspace of 128 B given, 256 B required");
+		ok(aclnnSilu(cbuf + 1024, 256, cex, NULL) == 0, "[exec.single-use] the executor runs once", NULL);
+		refuse("exec.single-use", aclnnSilu(cbuf + 1024, 256, cex, NULL), 161002, "aclnnSilu", "executor is not live");
+		irtfake_set("workspace:aclnnSilu", 0);
+	}
+}
+
+
 int main(void) {
 	if (aclInit(NULL) != 0 || aclrtSetDevice(0) != 0) {
 		printf("FAIL init\n");
@@ -275,6 +499,7 @@ int main(void) {
 	test_cube();
 	test_elementwise();
 	test_faults();
+	test_constraints();
 	printf("%d failures\n", failures);
 	return failures ? 1 : 0;
 }
