@@ -36,8 +36,9 @@ func WQTypes() []ir.DType {
 }
 
 // wqRows checks a quantised weight of rows of k elements (its ne[0]) for
-// the converted layout: a type with a mapping, a static k that is a whole
-// number of blocks and within aclnnWeightQuantBatchMatmulV2's [1, 65535].
+// the converted layout: a type with a mapping and a static k that is a
+// whole number of blocks (k's limit on Atlas A2/A3 is the target's call
+// limits', target/limits.go).
 // It returns the layout and "" or the reason it does not fit.
 func wqRows(a *ir.Node) (wqconv.Layout, string) {
 	dt := a.Type.DType
@@ -48,9 +49,6 @@ func wqRows(a *ir.Node) (wqconv.Layout, string) {
 	k := a.Type.Shape[0]
 	if !k.IsConst() || k.Val%dt.BlockSize() != 0 {
 		return l, fmt.Sprintf("%s weight of %s columns (not a static multiple of %d)", dt, k, dt.BlockSize())
-	}
-	if k.Val > wqconv.MaxDim {
-		return l, fmt.Sprintf("%s weight with k = %d above aclnnWeightQuantBatchMatmulV2's %d", dt, k.Val, wqconv.MaxDim)
 	}
 	return l, ""
 }

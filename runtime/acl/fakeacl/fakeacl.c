@@ -1893,7 +1893,7 @@ aclnnStatus aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(
 			check(&c, ok, "antiquantScale without groups must be (1,), (1, 1), (n,) or (1, n) with n = %lld",
 			      (long long)n);
 		}
-		const aclTensor *o = live_tensor(antiquantOffsetOptional);
+		const aclTensor *o = antiquantOffset;
 		check(&c, !o || same_shape(o, s), "antiquantOffset must have antiquantScale's shape");
 		check(&c, !o || o->dtype == s->dtype, "antiquantOffset must have antiquantScale's dtype");
 		const aclTensor *bias = live_tensor(biasOptional);
