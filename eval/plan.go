@@ -234,7 +234,7 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 	case ir.OpMul:
 		return kernels.MulJob(dst, a[0], a[1], threads)
 	case ir.OpRMSNormMul:
-		return kernels.RMSNormMulJob(dst, a[0], a[1], f32Attr(n, "eps", 0), threads)
+		return kernels.RMSNormMulJob(dst, a[0], a[1], float32(n.Attrs.Eps()), threads)
 	case ir.OpAddRMSNormMul:
 		ne := dst.Ne
 		ne[3] = 1
@@ -246,7 +246,7 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		return kernels.AddRMSNormMulJob(norm, sum, a[0], a[1], a[2], f32Attr(n, "eps", 0), threads)
+		return kernels.AddRMSNormMulJob(norm, sum, a[0], a[1], a[2], float32(n.Attrs.Eps()), threads)
 	case ir.OpSwiGLU:
 		return kernels.SwiGLUJob(dst, a[0], a[1], threads)
 	case ir.OpGetRows:
@@ -266,9 +266,9 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 	case ir.OpDiv:
 		return kernels.DivJob(dst, a[0], a[1], threads)
 	case ir.OpRMSNorm:
-		return kernels.RMSNormJob(dst, a[0], f32Attr(n, "eps", 0), threads)
+		return kernels.RMSNormJob(dst, a[0], float32(n.Attrs.Eps()), threads)
 	case ir.OpScale:
-		return kernels.ScaleJob(dst, a[0], f32Attr(n, "scale", 1), threads)
+		return kernels.ScaleJob(dst, a[0], float32(n.Attrs.Scale()), threads)
 	case ir.OpSilu:
 		return kernels.SiluJob(dst, a[0], threads)
 	case ir.OpGelu:
@@ -278,7 +278,7 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		if len(a) > 1 {
 			mask = &a[1]
 		}
-		return kernels.SoftMaxJob(dst, a[0], mask, f32Attr(n, "scale", 1), f32Attr(n, "max_bias", 0), threads)
+		return kernels.SoftMaxJob(dst, a[0], mask, float32(n.Attrs.Scale()), float32(n.Attrs.MaxBias()), threads)
 	case ir.OpRope:
 		var ff *kernels.Tensor
 		if len(a) > 2 {
@@ -289,12 +289,12 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		}
 		return kernels.RopeJob(dst, a[0], a[1], ff, RopeParams(n), threads)
 	case ir.OpSWAMask:
-		w, _ := n.Attrs.Int("window")
+		w := n.Attrs.Window()
 		return kernels.SWAMaskJob(dst, a[0], a[1], w, threads)
 	case ir.OpCont, ir.OpCast, ir.OpCpy:
 		return kernels.CpyJob(dst, a[0], threads)
 	case ir.OpTopK:
-		return kernels.TopKJob(dst, a[0], intAttr(n, "k", 0), threads)
+		return kernels.TopKJob(dst, a[0], int(n.Attrs.K()), threads)
 	case ir.OpSumRows:
 		return kernels.SumRowsJob(dst, a[0], threads)
 	case ir.OpMulMatID:
@@ -311,7 +311,7 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		if len(a) > 3 {
 			mask = &a[3]
 		}
-		return o.AttentionJob(view, q, a[1], v, mask, f32Attr(n, "scale", 0), f32Attr(n, "max_bias", 0), threads)
+		return o.AttentionJob(view, q, a[1], v, mask, float32(n.Attrs.Scale()), float32(n.Attrs.MaxBias()), threads)
 	}
 	return nil, nil
 }

@@ -281,16 +281,6 @@ func (b *builder) unsupported(format string, args ...any) error {
 	return b.fail(device.ACLErrFeatureNotSupport, format, args...)
 }
 
-func (b *builder) attrF(key string, def float64) float64 {
-	if v, ok := b.k.Attrs.Float(key); ok {
-		return v
-	}
-	if v, ok := b.k.Attrs.Int(key); ok {
-		return float64(v)
-	}
-	return def
-}
-
 func (b *builder) attrI(key string, def int64) int64 {
 	if v, ok := b.k.Attrs.Int(key); ok {
 		return v
