@@ -20,7 +20,7 @@ import (
 )
 
 // opName is the name of operator op of IRT_ACLNN_OPS
-// (include/irtool_acl.h), the one list of the operators the binding calls.
+// (irtool_acl.h), the one list of the operators the binding calls.
 func opName(op C.int) string {
 	if n := C.irt_op_name(op); n != nil {
 		return C.GoString(n)

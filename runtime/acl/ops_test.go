@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// TestOperatorList: IRT_ACLNN_OPS (include/irtool_acl.h) is the one list of
+// TestOperatorList: IRT_ACLNN_OPS (irtool_acl.h) is the one list of
 // the aclnn operators the binding calls. Every entry has a distinct aclnn
 // name, the binding resolved both of its phases from the emulator (which
 // defines each operator against the prototypes the list declares), and
