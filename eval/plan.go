@@ -49,7 +49,7 @@ func (w *Workers) Close() {
 	w.packs.Release()
 }
 
-// Plan is a static graph compiled for the CPU: every node's storage is
+// Executable is a static graph compiled for the CPU: every node's storage is
 // resolved once (the planner's offsets inside one arena when the options
 // carry a memory plan, as the NPU path uses them), and every compute node
 // is lowered to a prepared kernel (kernels.Job) bound to those slices, so
@@ -61,7 +61,7 @@ func (w *Workers) Close() {
 // instance) run through the kernel table on the calling goroutine.
 //
 // Results are bit for bit those of the Executor on the same graph.
-type Plan struct {
+type Executable struct {
 	ex      *Executor
 	workers *Workers
 	steps   []planStep
@@ -89,10 +89,10 @@ type phaseTask struct {
 
 func (t *phaseTask) Run(worker, lo, hi int) { t.job.Run(t.phase, worker, lo, hi) }
 
-// NewPlan resolves the storage of a static graph as NewExecutor does
+// NewExecutable resolves the storage of a static graph as NewExecutor does
 // (weights from w, opts' memory plan and order) and returns the plan; the
 // kernels are prepared on the first Run after the states are bound.
-func NewPlan(g *ir.Graph, w WeightSource, opts ExecOptions, workers *Workers) (*Plan, error) {
+func NewExecutable(g *ir.Graph, w WeightSource, opts ExecOptions, workers *Workers) (*Executable, error) {
 	if workers == nil {
 		return nil, fmt.Errorf("eval: plan of graph %q: no workers", g.Name)
 	}
@@ -100,27 +100,27 @@ func NewPlan(g *ir.Graph, w WeightSource, opts ExecOptions, workers *Workers) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{ex: ex, workers: workers}, nil
+	return &Executable{ex: ex, workers: workers}, nil
 }
 
 // Graph returns the graph the plan runs.
-func (p *Plan) Graph() *ir.Graph { return p.ex.g }
+func (p *Executable) Graph() *ir.Graph { return p.ex.g }
 
 // BindState gives a state leaf (a KV cache) its persistent storage.
-func (p *Plan) BindState(name string, data []byte) error {
+func (p *Executable) BindState(name string, data []byte) error {
 	p.ready = false
 	return p.ex.BindState(name, data)
 }
 
 // SetInput copies raw little-endian bytes into an input.
-func (p *Plan) SetInput(name string, data []byte) error { return p.ex.SetInput(name, data) }
+func (p *Executable) SetInput(name string, data []byte) error { return p.ex.SetInput(name, data) }
 
 // HasInput reports whether the graph reads the named input.
-func (p *Plan) HasInput(name string) bool { return p.ex.HasInput(name) }
+func (p *Executable) HasInput(name string) bool { return p.ex.HasInput(name) }
 
 // Input returns the storage of an input, to be written in place before Run
 // (nil when the graph has no such input).
-func (p *Plan) Input(name string) []byte {
+func (p *Executable) Input(name string) []byte {
 	n, ok := p.ex.inputs[name]
 	if !ok {
 		return nil
@@ -129,12 +129,12 @@ func (p *Plan) Input(name string) []byte {
 }
 
 // Output returns the f32 values of output i (a copy).
-func (p *Plan) Output(i int) ([]float32, [4]int64, error) { return p.ex.Output(i) }
+func (p *Executable) Output(i int) ([]float32, [4]int64, error) { return p.ex.Output(i) }
 
 // OutputView returns output i as a float32 view of its storage, without
 // copying, valid until the next Run; it fails when the output is not dense
 // F32.
-func (p *Plan) OutputView(i int) ([]float32, [4]int64, error) {
+func (p *Executable) OutputView(i int) ([]float32, [4]int64, error) {
 	if i < 0 || i >= len(p.ex.g.Outputs) {
 		return nil, [4]int64{}, fmt.Errorf("eval: graph %q has %d outputs", p.ex.g.Name, len(p.ex.g.Outputs))
 	}
@@ -151,7 +151,7 @@ func (p *Plan) OutputView(i int) ([]float32, [4]int64, error) {
 
 // Prepared reports how many compute nodes run as prepared kernels and how
 // many through the kernel table (after the first Run).
-func (p *Plan) Prepared() (prepared, fallback int) {
+func (p *Executable) Prepared() (prepared, fallback int) {
 	for _, s := range p.steps {
 		if s.prepared {
 			prepared++
@@ -163,7 +163,7 @@ func (p *Plan) Prepared() (prepared, fallback int) {
 }
 
 // compile prepares every compute node's kernel.
-func (p *Plan) compile() error {
+func (p *Executable) compile() error {
 	nodes := p.ex.g.Nodes
 	if p.ex.order != nil {
 		nodes = p.ex.order
@@ -200,7 +200,7 @@ func (p *Plan) compile() error {
 }
 
 // prepare returns the prepared kernel of n, or nil when n's op has none.
-func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
+func (p *Executable) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 	if !PreparedOp(n.Op) {
 		return nil, nil
 	}
@@ -330,7 +330,7 @@ var preparedOps = map[ir.Op]bool{
 	ir.OpTopK: true, ir.OpSumRows: true, ir.OpMulMatID: true,
 }
 
-// PreparedOp reports whether a Plan runs op as a prepared kernel split
+// PreparedOp reports whether an Executable runs op as a prepared kernel split
 // across its workers (the others run through the kernel table).
 func PreparedOp(op ir.Op) bool { return preparedOps[op] }
 
@@ -338,7 +338,7 @@ func PreparedOp(op ir.Op) bool { return preparedOps[op] }
 // into chunks across the workers, except phases whose work fits in one
 // chunk (decided when the plan is compiled, from the kernel's size),
 // which run on the calling goroutine alone.
-func (p *Plan) Run() error {
+func (p *Executable) Run() error {
 	if !p.ready {
 		if err := p.compile(); err != nil {
 			return err
@@ -357,7 +357,7 @@ func (p *Plan) Run() error {
 // a panic of a kernel running on the calling goroutine (an index out of
 // range in the data) becomes an error, once for the whole run rather than
 // per step.
-func (p *Plan) runSteps(cur *int) (err error) {
+func (p *Executable) runSteps(cur *int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("kernel panicked: %v", r)

@@ -6,7 +6,7 @@
 // pipeline and the CPU/NPU partition, both on the symbolic graph) and then,
 // per symbol binding (one shape bucket: n_tokens, n_kv, ...), specialises,
 // plans memory and lowers it to a cann.Program, caching the result. A
-// Session binds programs to a device: it allocates each program region
+// Runner binds programs to a device: it allocates each program region
 // once (weights, KV caches and constants are uploaded once and shared by
 // every bucket's program; the arena, inputs and outputs are one allocation
 // each, sized for the largest program seen), runs each step's upload, segment,
@@ -94,7 +94,7 @@ func NewCompiler(m *models.Model, opts CompileOptions) (*Compiler, error) {
 	d.Target, d.Passes, d.Strategy = opts.Target, opts.Passes, opts.Strategy
 	d.NoMemory, d.Until = true, compiler.StagePartition
 	if d.Budget == 0 {
-		d.Budget = planner.DefaultBudget // each bucket's plan, as planner.PlanGraph's default
+		d.Budget = planner.DefaultBudget // each bucket's plan, as planner.PlanMemory's default
 	}
 	if d.KVWrite == "" {
 		d.KVWrite = m.Options.KVWrite.String()
