@@ -8,27 +8,28 @@ import (
 	"github.com/irtool/irtool/kernels"
 )
 
-// Workers is a persistent set of worker threads that compiled plans run
-// their kernels on (one per session, shared by the session's plans). The
-// threads are started once; between kernels they spin briefly and then
-// park, as ggml's CPU thread pool does. Running a plan on them creates no
-// goroutine, sends on no channel and allocates nothing.
+// Workers is a persistent set of worker threads that executables run
+// their kernels on (one per session, shared by the session's
+// executables). The threads are started once; between kernels they spin
+// briefly and then park, as ggml's CPU thread pool does. Running an
+// Executable on them creates no goroutine, sends on no channel and
+// allocates nothing.
 //
-// The plans run on the same Workers also share the weights that their
+// The executables run on the same Workers also share the weights that their
 // matmuls read from a copy repacked once for the SIMD kernels (Packs).
 type Workers struct {
 	pool  *threadpool.Pool
 	packs *kernels.WeightPacks
 }
 
-// NewWorkers starts threads worker threads (the goroutine that runs a plan
-// is one of them); threads <= 0 means DefaultThreads().
+// NewWorkers starts threads worker threads (the goroutine that runs an
+// executable is one of them); threads <= 0 means DefaultThreads().
 func NewWorkers(threads int) *Workers {
 	return &Workers{pool: threadpool.New(threads), packs: kernels.NewWeightPacks()}
 }
 
-// Packs holds the repacked weight copies of the plans run on w (used
-// when their ExecOptions.Kernels.Packs is nil): made when a plan is
+// Packs holds the repacked weight copies of the executables run on w (used
+// when their ExecOptions.Kernels.Packs is nil): made when an executable is
 // compiled, once per weight matrix of a model file in the process
 // (shared with every other Workers using the same file, see
 // kernels.WeightPacks), and held until Close.
@@ -42,21 +43,22 @@ func DefaultThreads() int { return threadpool.DefaultThreads() }
 func (w *Workers) Threads() int { return w.pool.Threads() }
 
 // Close stops the threads and releases the repacked copies held through
-// Packs (copies other Workers share stay). Plans using them fail
+// Packs (copies other Workers share stay). Executables using them fail
 // afterwards. Idempotent.
 func (w *Workers) Close() {
 	w.pool.Close()
 	w.packs.Release()
 }
 
-// Executable is a static graph compiled for the CPU: every node's storage is
-// resolved once (the planner's offsets inside one arena when the options
-// carry a memory plan, as the NPU path uses them), and every compute node
-// is lowered to a prepared kernel (kernels.Job) bound to those slices, so
-// that a step is a loop over a flat list of kernel calls. Each kernel's
-// phases are split by rows into chunks across the Workers. Running a plan
-// whose ops all have prepared kernels allocates nothing (the default pass
-// pipeline's graphs and the unfused ones, MoE included: see PreparedOp);
+// Executable is a static graph compiled for the CPU: every node's storage
+// is resolved once (the planner's offsets inside one arena when the
+// options carry a memory plan, as the NPU path uses them), and every
+// compute node is lowered to a prepared kernel (kernels.Job) bound to
+// those slices, so that a step is a loop over a flat list of kernel calls.
+// Each kernel's phases are split by rows into chunks across the Workers.
+// Running an Executable whose ops all have prepared kernels allocates
+// nothing (the default pass pipeline's graphs and the unfused ones, MoE
+// included: see PreparedOp);
 // the ops without one (a rope whose factors the graph computes, for
 // instance) run through the kernel table on the calling goroutine.
 //
@@ -75,7 +77,7 @@ type planStep struct {
 }
 
 // phaseTask runs one phase of a job as a thread pool task. Its size and
-// chunking are fixed when the plan is compiled (a prepared kernel's
+// chunking are fixed when the executable is compiled (a prepared kernel's
 // operands, hence its sizes, do not change).
 type phaseTask struct {
 	job      kernels.Job
@@ -90,8 +92,9 @@ type phaseTask struct {
 func (t *phaseTask) Run(worker, lo, hi int) { t.job.Run(t.phase, worker, lo, hi) }
 
 // NewExecutable resolves the storage of a static graph as NewExecutor does
-// (weights from w, opts' memory plan and order) and returns the plan; the
-// kernels are prepared on the first Run after the states are bound.
+// (weights from w, opts' memory plan and order) and returns the
+// executable; the kernels are prepared on the first Run after the states
+// are bound.
 func NewExecutable(g *ir.Graph, w WeightSource, opts ExecOptions, workers *Workers) (*Executable, error) {
 	if workers == nil {
 		return nil, fmt.Errorf("eval: plan of graph %q: no workers", g.Name)
@@ -103,7 +106,7 @@ func NewExecutable(g *ir.Graph, w WeightSource, opts ExecOptions, workers *Worke
 	return &Executable{ex: ex, workers: workers}, nil
 }
 
-// Graph returns the graph the plan runs.
+// Graph returns the graph the executable runs.
 func (p *Executable) Graph() *ir.Graph { return p.ex.g }
 
 // BindState gives a state leaf (a KV cache) its persistent storage.
@@ -221,7 +224,8 @@ func (p *Executable) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 	if (n.Op == ir.OpMulMat || n.Op == ir.OpMulMatAdd) && !isWeightData(n.Args[0]) {
 		// Only a model weight may be repacked once: a computed matrix (a
 		// concat of weights made by merge-qkv, an activation) changes
-		// between steps and is not even written when the plan is compiled.
+		// between steps and is not even written when the executable is
+		// compiled.
 		o.Packs = nil
 	}
 	switch n.Op {
@@ -334,9 +338,9 @@ var preparedOps = map[ir.Op]bool{
 // across its workers (the others run through the kernel table).
 func PreparedOp(op ir.Op) bool { return preparedOps[op] }
 
-// Run executes the plan: each step's phases in order, each phase split
+// Run runs the graph once: each kernel's phases in order, each phase split
 // into chunks across the workers, except phases whose work fits in one
-// chunk (decided when the plan is compiled, from the kernel's size),
+// chunk (decided when the executable is compiled, from the kernel's size),
 // which run on the calling goroutine alone.
 func (p *Executable) Run() error {
 	if !p.ready {
@@ -388,7 +392,8 @@ func (p *Executable) runSteps(cur *int) (err error) {
 }
 
 // isWeightData reports whether n's data is (a view of) a model weight:
-// constant for the life of the plan, so a copy of it made once stays true.
+// constant for the life of the executable, so a copy of it made once
+// stays true.
 func isWeightData(n *ir.Node) bool {
 	for n != nil {
 		info, ok := n.Info()

@@ -44,14 +44,14 @@ type CompileOptions struct {
 	// "default", "none" the required passes only).
 	Passes string
 	// Strategy is the memory planning strategy of every binding (default
-	// "greedy-size": a session compiles one program per shape bucket, so
+	// "greedy-size": a runner compiles one program per shape bucket, so
 	// planning must be fast).
 	Strategy string
 	// PrefillGraph lowers prefill segments as capturable (by default
 	// prefill runs eagerly, as upstream).
 	PrefillGraph bool
 	// Driver, when set, gives the compile driver's options beyond the
-	// ones above (registries, merge-qkv; a session refuses requantised
+	// ones above (registries, merge-qkv; a runner refuses requantised
 	// weights when it loads them); its Target,
 	// Passes and Strategy are those above.
 	Driver compiler.Options
@@ -61,7 +61,7 @@ type CompileOptions struct {
 const DefaultStrategy = planner.StrategyGreedySize
 
 // Compiler lowers one model for any binding, caching the programs. It is
-// safe for concurrent use: sessions sharing a device may share it.
+// safe for concurrent use: runners sharing a device may share it.
 type Compiler struct {
 	model   *models.Model
 	prof    *target.Profile

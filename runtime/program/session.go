@@ -21,14 +21,14 @@ import (
 
 // Options configure a Runner.
 type Options struct {
-	// Compile configures the session's own Compiler when Compiler is nil.
+	// Compile configures the runner's own Compiler when Compiler is nil.
 	// Its PrefillGraph is taken from Policy.PrefillGraphs.
 	Compile CompileOptions
-	// Compiler, when set, is shared (sessions of one model may share it).
+	// Compiler, when set, is shared (runners of one model may share it).
 	Compiler *Compiler
 	// Policy decides eager or graph execution and configures the cache.
 	Policy device.GraphPolicy
-	// DeviceID is the device the session binds (SetDevice).
+	// DeviceID is the device the runner binds (SetDevice).
 	DeviceID int
 	// Kernels are the numeric options of CPU segments; keep them equal to
 	// the device's (device.SimOptions.Kernels) for bit-identical results.
@@ -62,12 +62,12 @@ type PhaseStats struct {
 	HitRate float64 `json:"hit_rate"`
 }
 
-// Stats describe a session.
+// Stats describe a Runner.
 type Stats struct {
 	Graphs    bool       `json:"graphs"` // graph mode on
 	Prefill   PhaseStats `json:"prefill"`
 	Decode    PhaseStats `json:"decode"`
-	Programs  int        `json:"programs"` // programs the session loaded
+	Programs  int        `json:"programs"` // programs the runner loaded
 	CompileMS float64    `json:"compile_ms"`
 	// WeightConvertMS is the host time the device spent placing weights
 	// in its own layout at load (device.WeightPlacer: runtime/acl converts
@@ -104,7 +104,7 @@ var sharedRegions = map[string]bool{
 	cann.RegionHostWeights: true, cann.RegionHostKV: true, cann.RegionHostConsts: true,
 }
 
-// loaded is a program resolved against the session's regions.
+// loaded is a program resolved against the runner's regions.
 type loaded struct {
 	prog *cann.Program
 	gen  int // region generation the addresses were resolved with
@@ -127,9 +127,10 @@ type hostKernel struct {
 	args []kernels.Tensor
 }
 
-// Runner runs a model step by step on a device: prefill, then greedy
-// decode, over a KV cache that lives in device memory. It is not safe for
-// concurrent use; sessions sharing a device are.
+// Runner runs a model's lowered programs step by step on a device:
+// prefill, then greedy decode, over a KV cache that lives in device memory
+// (what session.Session does on the CPU; both are session.Steppers). It is
+// not safe for concurrent use; runners sharing a device are.
 type Runner struct {
 	model   *models.Model
 	weights eval.WeightSource
@@ -160,7 +161,7 @@ type Runner struct {
 
 // NewRunner compiles nothing yet: programs are compiled and loaded on the
 // first step of each shape bucket. It binds the device, creates the
-// session's stream and its graph cache.
+// runner's stream and its graph cache.
 func NewRunner(m *models.Model, w eval.WeightSource, dev device.Device, opts Options) (*Runner, error) {
 	comp := opts.Compiler
 	if comp == nil {
@@ -180,7 +181,7 @@ func NewRunner(m *models.Model, w eval.WeightSource, dev device.Device, opts Opt
 	s := &Runner{model: m, weights: w, dev: dev, opts: opts, comp: comp, policy: opts.Policy,
 		regions: map[string]*region{}, progs: map[string]*loaded{}}
 	s.stats.Graphs = opts.Policy.Graphs
-	// The session is a user of the device's lock until Close, which lets
+	// The runner is a user of the device's lock until Close, which lets
 	// the device go.
 	s.lock = device.AcquireDeviceLock(dev)
 	s.lock.RLock()
@@ -214,13 +215,13 @@ func (s *Runner) Rewind(pos int64) error {
 	return nil
 }
 
-// Cache returns the session's graph cache.
+// Cache returns the runner's graph cache.
 func (s *Runner) Cache() *device.GraphCache { return s.cache }
 
-// Compiler returns the session's compiler.
+// Compiler returns the runner's compiler.
 func (s *Runner) Compiler() *Compiler { return s.comp }
 
-// Stats returns the session's statistics so far.
+// Stats returns the runner's statistics so far.
 func (s *Runner) Stats() Stats {
 	st := s.stats
 	st.Prefill.finish()
@@ -329,7 +330,7 @@ func (s *Runner) Generate(prompt []int32, n int, keepLogits bool, onToken func(i
 // maxLoaded bounds the loaded-program cache (one per position in cpy mode).
 const maxLoaded = 256
 
-// load returns the program of a binding bound to the session's regions.
+// load returns the program of a binding bound to the runner's regions.
 func (s *Runner) load(b ir.Bindings) (*loaded, error) {
 	p, err := s.comp.Program(b)
 	if err != nil {
@@ -824,7 +825,7 @@ func (s *Runner) runHost(ls *loadedSeg) error {
 	o := s.opts.Kernels
 	if o.Pool == nil {
 		// The CPU segments' kernels run on a persistent pool of the
-		// session's, started by the first CPU segment and closed by Close,
+		// runner's, started by the first CPU segment and closed by Close,
 		// so a step starts no goroutine for them.
 		if s.hostPool == nil {
 			s.hostPool = kernels.NewPool(o.Threads)

@@ -28,7 +28,7 @@ type SessionOptions struct {
 	// (0: the number of physical cores, eval.DefaultThreads).
 	Threads int
 	// Reference runs every step on the reference executor (eval.Executor)
-	// instead of the compiled plan (eval.Executable): same results, slower.
+	// instead of the compiled executable (eval.Executable): same results, slower.
 	// Without Plan, the compiled plan places intermediates at the memory
 	// planner's offsets (planner.CPUPolicy, 32-byte alignment) and the
 	// reference executor gives each its own buffer.
