@@ -19,7 +19,7 @@ import (
 // "irtool run --backend cann" (the sim backend's pipeline, on a real NPU
 // through runtime/acl) and the probe of "irtool doctor".
 
-// cannBackend is a program session on an Ascend device.
+// cannBackend is a program runner on an Ascend device.
 type cannBackend struct {
 	*program.Runner
 	dev *acl.Device

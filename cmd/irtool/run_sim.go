@@ -88,7 +88,7 @@ func checkSimFlags(fs *flag.FlagSet, backend string) error {
 	return err
 }
 
-// simBackend is a program session on a simulated device.
+// simBackend is a program runner on a simulated device.
 type simBackend struct {
 	*program.Runner
 	dev *device.SimDevice
@@ -146,7 +146,7 @@ func (b *simBackend) stats() simStatsJSON { return programStats(b.Runner, b.dev.
 // summary prints one line per phase to w.
 func (b *simBackend) summary(w io.Writer) { printPhases(w, "sim", b.stats()) }
 
-// programStats gathers the "stats" object of a program session on a device
+// programStats gathers the "stats" object of a program runner on a device
 // (the sim and cann backends alike).
 func programStats(s *program.Runner, ds device.DeviceStats) simStatsJSON {
 	st := s.Stats()
