@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -457,10 +458,9 @@ type sweepJSON struct {
 	WeightBytes int64 `json:"rank_weight_bytes,omitempty"`
 }
 
-// compileSweep predicts the decode step at each degree of --tp-sweep: the
-// model split (passes.ShardTP), each rank's pass pipeline, and the link
-// model's step of each rank (target.Profile.EstimateStep); the slowest
-// rank sets the pace. No memory plan, partition or lowering runs.
+// compileSweep predicts the decode step at each degree of --tp-sweep
+// (tpSweep) for the job's model: a GGUF file, or IR text whose graph is
+// the one its weights build.
 func compileSweep(j *compileJob, opts compiler.Options) error {
 	degrees, err := parseSweep(j.Flags.TPSweep)
 	if err != nil {
@@ -470,73 +470,95 @@ func compileSweep(j *compileJob, opts compiler.Options) error {
 	if err != nil {
 		return err
 	}
-	if prof.Interconnect == nil {
-		return fmt.Errorf("--tp-sweep: target %s has no NPU interconnect to model", prof.Name)
+	if j.File == nil {
+		return fmt.Errorf("--tp-sweep: %w: the split is keyed on the weights' roles and shapes", errNoWeights)
 	}
-	o := opts
-	o.Until = compiler.StagePasses
-	o.PassOptions.DumpDir, o.PassOptions.PrintAfter, o.PassOptions.Snapshots, o.Progress = "", nil, false, nil
-	fmt.Fprintf(j.Text, "\ntensor-parallel sweep on %s (%s, link model; decode at n_kv=%d):\n", prof.Name, prof.Interconnect.Name, j.Flags.Ctx)
-	fmt.Fprintf(j.Text, "  %-4s %12s %12s %14s %14s %10s %s\n", "tp", "step us", "tok/s", "compute us", "collective us", "rank MB", "collectives per step")
-	for _, d := range degrees {
-		row, err := sweepDegree(j, prof, o, d)
-		if err != nil {
-			return fmt.Errorf("--tp-sweep %d: %w", d, err)
+	if j.Source.IsIR() {
+		if err := checkAsBuilt(j); err != nil {
+			return fmt.Errorf("--tp-sweep: %w", err)
 		}
-		j.Out.TPSweep = append(j.Out.TPSweep, row)
+	}
+	hp, err := models.ReadHParams(j.File)
+	if err != nil {
+		return err
+	}
+	lookup := func(name string) (models.Weight, bool) {
+		ti, ok := j.File.Tensor(name)
+		if !ok {
+			return models.Weight{}, false
+		}
+		return models.Weight{Type: ir.DType(ti.Type), Ne: ti.Ne}, true
+	}
+	rows, err := tpSweep(hp, lookup, j.Model.Options, opts, prof, degrees, j.Flags.TP.Exact)
+	j.Out.TPSweep = rows
+	fmt.Fprintf(j.Text, "\ntensor-parallel sweep on %s (%s, link model; decode at n_kv=%d):\n", prof.Name, prof.Interconnect.Name, j.Flags.Ctx)
+	writeSweep(j.Text, rows)
+	return err
+}
+
+// writeSweep prints the sweep's table.
+func writeSweep(w io.Writer, rows []sweepJSON) {
+	fmt.Fprintf(w, "  %-4s %10s %10s %11s %14s %10s  %s\n", "tp", "step us", "tok/s", "compute us", "collective us", "rank MB", "collectives per step (n summed)")
+	for _, row := range rows {
 		if row.Error != "" {
-			fmt.Fprintf(j.Text, "  %-4d refused: %s\n", d, row.Error)
+			fmt.Fprintf(w, "  %-4d refused: %s\n", row.TP, row.Error)
 			continue
 		}
 		var cs []string
 		for _, c := range row.Collectives {
 			cs = append(cs, fmt.Sprintf("%s x%d %.1f KB", c.Op, c.Count, c.Bytes/1024))
 		}
-		fmt.Fprintf(j.Text, "  %-4d %12.0f %12.1f %14.0f %14.0f %10.1f %s\n", d, row.StepUS, row.PredictedTokS, row.ComputeUS, row.CollectiveUS,
+		if len(cs) == 0 {
+			cs = []string{"none"}
+		}
+		fmt.Fprintf(w, "  %-4d %10.0f %10.1f %11.0f %14.0f %10.1f  %s\n", row.TP, row.StepUS, row.PredictedTokS, row.ComputeUS, row.CollectiveUS,
 			float64(row.WeightBytes)/(1<<20), strings.Join(cs, ", "))
 	}
-	return nil
 }
 
-// sweepDegree predicts one degree; a split the model refuses is a row
-// with Error set.
-func sweepDegree(j *compileJob, prof *target.Profile, o compiler.Options, d int) (sweepJSON, error) {
-	row := sweepJSON{TP: d}
-	ms := []*models.Model{j.Model}
-	var tp *passes.TP
-	if d > 1 {
-		var err error
-		if tp, err = shardTPJob(j, &tpFlags{Ranks: d, Exact: j.Flags.TP.Exact}); err != nil {
-			if j.File == nil || errors.Is(err, errNoWeights) {
-				return row, err
-			}
+// tpSweep predicts the decode step at each degree: the model split by
+// passes.ShardTP (degree 1 too, so that every row is built alike), each
+// rank's pass pipeline (opts, up to the passes), and the link model's
+// step of each rank (target.Profile.EstimateStep); the slowest rank sets
+// the pace. No memory plan, partition or lowering runs. A degree the
+// model refuses is a row with Error set.
+func tpSweep(hp models.HParams, lookup models.WeightLookup, mo models.Options, opts compiler.Options, prof *target.Profile, degrees []int, exact bool) ([]sweepJSON, error) {
+	if prof.Interconnect == nil {
+		return nil, fmt.Errorf("--tp-sweep: target %s has no NPU interconnect to model", prof.Name)
+	}
+	o := opts
+	o.Until = compiler.StagePasses
+	o.PassOptions.DumpDir, o.PassOptions.PrintAfter, o.PassOptions.Snapshots, o.Progress = "", nil, false, nil
+	var rows []sweepJSON
+	for _, d := range degrees {
+		row := sweepJSON{TP: d}
+		tp, err := passes.ShardTP(hp, lookup, mo, passes.TPOptions{Ranks: d, Exact: exact && d > 1})
+		if err != nil {
 			row.Error = err.Error()
-			return row, nil
+			rows = append(rows, row)
+			continue
 		}
-		ms = ms[:0]
-		for _, r := range tp.Ranks {
-			ms = append(ms, r.Model)
+		for i, r := range tp.Ranks {
+			res, err := compiler.Compile(context.Background(), r.Model.Graph, o)
+			if err != nil {
+				return rows, fmt.Errorf("--tp-sweep %d: rank %d: %w", d, i, err)
+			}
+			st, err := prof.EstimateStep(res.Optimised, res.DecodeBindings())
+			if err != nil {
+				return rows, fmt.Errorf("--tp-sweep %d: rank %d: %w", d, i, err)
+			}
+			if st.StepUS > row.StepUS {
+				row.StepUS, row.ComputeUS, row.CollectiveUS = st.StepUS, st.ComputeUS, st.CollectiveUS
+			}
+			if i == 0 {
+				row.Collectives = st.Collectives
+			}
+			row.WeightBytes = max(row.WeightBytes, rankWeightBytes(res.Optimised))
 		}
+		row.PredictedTokS = perSecond(row.StepUS)
+		rows = append(rows, row)
 	}
-	for i, m := range ms {
-		r, err := compiler.Compile(context.Background(), m.Graph, o)
-		if err != nil {
-			return row, fmt.Errorf("rank %d: %w", i, err)
-		}
-		st, err := prof.EstimateStep(r.Optimised, r.DecodeBindings())
-		if err != nil {
-			return row, fmt.Errorf("rank %d: %w", i, err)
-		}
-		if st.StepUS > row.StepUS {
-			row.StepUS, row.ComputeUS, row.CollectiveUS = st.StepUS, st.ComputeUS, st.CollectiveUS
-		}
-		if i == 0 {
-			row.Collectives = st.Collectives
-		}
-		row.WeightBytes = max(row.WeightBytes, rankWeightBytes(r.Optimised))
-	}
-	row.PredictedTokS = perSecond(row.StepUS)
-	return row, nil
+	return rows, nil
 }
 
 // rankWeightBytes sums the bytes of g's weights (ggml's blocks).
