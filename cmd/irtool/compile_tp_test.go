@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// compile --pp 2 --json: two stages, each rank a stage with its send and
+// recv planned, the link model's prediction the sum of the stages.
+func TestCompilePPJSON(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"compile", "--pp", "2", "--json", "--strategy", "greedy-size"}, &out, &errb), errb.String())
+	var r struct {
+		PP    map[string]any `json:"pp"`
+		Ranks []struct {
+			Stage             int `json:"stage"`
+			CollectiveBuffers struct {
+				Count int   `json:"count"`
+				Bytes int64 `json:"bytes"`
+			} `json:"collective_buffers"`
+			DeviceMemory struct {
+				HCCLBufferBytes int64 `json:"hccl_buffer_bytes"`
+				Fits            bool  `json:"fits"`
+			} `json:"device_memory"`
+			Step struct {
+				StepUS float64 `json:"step_us"`
+			} `json:"step"`
+		} `json:"ranks"`
+		Parallel struct {
+			StepUS float64 `json:"predicted_step_us"`
+			TokS   float64 `json:"predicted_tok_s"`
+		} `json:"parallel"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	require.Len(t, r.Ranks, 2)
+	require.EqualValues(t, 2, r.PP["stages"])
+	sum := 0.0
+	for i, rk := range r.Ranks {
+		require.Equal(t, i, rk.Stage)
+		require.Positive(t, rk.CollectiveBuffers.Count)
+		require.Equal(t, int64(2*200<<20), rk.DeviceMemory.HCCLBufferBytes)
+		require.True(t, rk.DeviceMemory.Fits)
+		sum += rk.Step.StepUS
+	}
+	require.InDelta(t, sum, r.Parallel.StepUS, 1e-6)
+	require.InDelta(t, 1e6/sum, r.Parallel.TokS, 1e-6)
+}
+
+// The HCCL buffers count in each rank's device memory: a buffer that does
+// not fit fails naming the rank; the environment's HCCL_BUFFSIZE is read
+// when the flag is not given.
+func TestCompileTPDeviceBudget(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 1, run([]string{"compile", "--tp", "2", "--hccl-buffsize", "40000", "--strategy", "greedy-size"}, &out, &errb))
+	require.Contains(t, errb.String(), "rank 0 (tp rank 0, stage 0): needs")
+	require.Contains(t, errb.String(), "1 communicator(s) x 2 x HCCL_BUFFSIZE 40000 MB), more than the Ascend 910B's 68719476736 B")
+	t.Setenv("HCCL_BUFFSIZE", "50")
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 0, run([]string{"compile", "--tp", "2", "--json", "--strategy", "greedy-size"}, &out, &errb), errb.String())
+	var r struct {
+		Ranks []struct {
+			DeviceMemory struct {
+				HCCLBufferBytes int64 `json:"hccl_buffer_bytes"`
+			} `json:"device_memory"`
+		} `json:"ranks"`
+		Parallel struct {
+			HCCLBuffMB int64 `json:"hccl_buffsize_mb"`
+		} `json:"parallel"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	require.EqualValues(t, 50, r.Parallel.HCCLBuffMB)
+	require.Equal(t, int64(2*50<<20), r.Ranks[1].DeviceMemory.HCCLBufferBytes)
+	t.Setenv("HCCL_BUFFSIZE", "lots")
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"compile", "--tp", "2", "--strategy", "greedy-size"}, &out, &errb))
+	require.Contains(t, errb.String(), `environment HCCL_BUFFSIZE="lots"`)
+}
+
+// --tp on IR text: the graph as built splits like its GGUF file; an
+// optimised IR is refused saying why; IR without weights names the meta.
+func TestCompileTPIRText(t *testing.T) {
+	dir := t.TempDir()
+	built, opt := filepath.Join(dir, "built.ir"), filepath.Join(dir, "opt.ir")
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"ir", "-o", built}, &out, &errb), errb.String())
+	require.Equal(t, 0, run([]string{"passes", built, "-o", opt}, &out, &errb), errb.String())
+	collectives := func(args ...string) string {
+		out.Reset()
+		errb.Reset()
+		require.Equal(t, 0, run(append([]string{"compile", "--json", "--strategy", "greedy-size"}, args...), &out, &errb), errb.String())
+		var r struct {
+			Ranks []struct {
+				Collectives []string `json:"collectives"`
+			} `json:"ranks"`
+		}
+		require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+		require.Len(t, r.Ranks, 2)
+		return strings.Join(r.Ranks[1].Collectives, "\n")
+	}
+	require.Equal(t, collectives("--tp", "2"), collectives(built, "--tp", "2"))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"compile", opt, "--tp", "2"}, &out, &errb))
+	require.Contains(t, errb.String(), "IR text must be the graph as built")
+	text, err := os.ReadFile(built)
+	require.NoError(t, err)
+	var kept []string
+	for _, l := range strings.Split(string(text), "\n") {
+		if !strings.Contains(l, "meta weights=") {
+			kept = append(kept, l)
+		}
+	}
+	bare := filepath.Join(dir, "bare.ir")
+	require.NoError(t, os.WriteFile(bare, []byte(strings.Join(kept, "\n")), 0o644))
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"compile", bare, "--tp", "2"}, &out, &errb))
+	require.Contains(t, errb.String(), "the IR names no weights file")
+}
