@@ -260,7 +260,7 @@ func splitModel(j *compileJob, f *tpFlags) ([]rankModel, error) {
 // weights file builds, over the tensor-parallel ranks.
 func shardTPJob(j *compileJob, f *tpFlags) (*passes.TP, error) {
 	if j.File == nil {
-		return nil, fmt.Errorf("--tp %d: %w: the split is keyed on the weights' roles and shapes", f.Ranks, errNoWeights)
+		return nil, fmt.Errorf("--tp %d: %w: the tensor-parallel split is keyed on the weights' roles and shapes", f.Ranks, errNoWeights)
 	}
 	if j.Source.IsIR() {
 		if err := checkAsBuilt(j); err != nil {
@@ -270,17 +270,28 @@ func shardTPJob(j *compileJob, f *tpFlags) (*passes.TP, error) {
 	return passes.ShardTPFile(j.File, j.Model.Options, passes.TPOptions{Ranks: f.Ranks, Exact: f.Exact})
 }
 
-// checkAsBuilt checks that IR text holds the graph its weights file
-// builds with the IR's cache options. passes.ShardTP rebuilds every
-// rank's graph from the hyper-parameters with the rank's share of the
-// heads and the FFN (so that every reshape, view and KV-cache shape
-// follows), so it can stand for IR text only when the text is that graph.
+// checkAsBuilt checks that the job's IR text is the graph its weights
+// file builds (checkIRAsBuilt).
 func checkAsBuilt(j *compileJob) error {
-	m, err := models.Build(j.File, j.Model.Options)
+	return checkIRAsBuilt(j.Source, j.Model.Options)
+}
+
+// checkIRAsBuilt checks that IR text holds the graph its weights file
+// builds with opts (the IR's cache options). passes.ShardTP rebuilds
+// every rank's graph from the hyper-parameters with the rank's share of
+// the heads and the FFN (so that every reshape, view and KV-cache shape
+// follows), so it can stand for IR text only when the text is that
+// graph; any other IR is an error saying so and naming its first
+// differing line.
+func checkIRAsBuilt(src *modelSource, opts models.Options) error {
+	if src.File == nil {
+		return fmt.Errorf("%w: the tensor-parallel split is keyed on the weights' roles and shapes", errNoWeights)
+	}
+	m, err := models.Build(src.File, opts)
 	if err != nil {
 		return err
 	}
-	want, got := m.Graph.Clone(), j.Input.Clone()
+	want, got := m.Graph.Clone(), src.Graph.Clone()
 	want.Meta, got.Meta = nil, nil
 	ws, gs := want.String(), got.String()
 	if ws == gs {
@@ -291,8 +302,15 @@ func checkAsBuilt(j *compileJob) error {
 	for line < len(wl) && line < len(gl) && wl[line] == gl[line] {
 		line++
 	}
-	return fmt.Errorf("the tensor-parallel split rebuilds each rank's graph from the weights' hyper-parameters, so IR text must be the graph as built (irtool ir MODEL.gguf -o FILE.ir); %s differs from the graph its weights build at node line %d (the meta lines left out)",
-		j.Source.Path, line+1)
+	first := "(end of graph)"
+	if line < len(gl) {
+		first = strings.TrimSpace(gl[line])
+		if len(first) > 120 {
+			first = first[:120] + "..."
+		}
+	}
+	return fmt.Errorf("the tensor-parallel split rebuilds each rank's graph from the weights' hyper-parameters, so IR text must be the graph as built (irtool ir MODEL.gguf -o FILE.ir); %s is not: its node %q differs from the graph its weights build",
+		src.Path, first)
 }
 
 // collectiveBuffers checks that every collective's operand and result

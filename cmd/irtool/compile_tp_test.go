@@ -122,3 +122,21 @@ func TestCompileTPIRText(t *testing.T) {
 	require.Equal(t, 1, run([]string{"compile", bare, "--tp", "2"}, &out, &errb))
 	require.Contains(t, errb.String(), "the IR names no weights file")
 }
+
+// viz --pp 2 --rank 1 draws the second stage with its recv and send;
+// --tp takes IR as built; a rank past tp×pp is a usage error.
+func TestVizPPAndIRText(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"viz", "--pp", "2", "--rank", "1"}, &out, &errb), errb.String())
+	require.Contains(t, out.String(), `label="embedded:stories260K.gguf rank 1 of 2 (stage 1) (graph)"`)
+	require.Contains(t, out.String(), ` recv\n`)
+	require.Contains(t, out.String(), ` send\n`)
+	ir := filepath.Join(t.TempDir(), "s.ir")
+	require.Equal(t, 0, run([]string{"ir", "-o", ir}, &out, &errb), errb.String())
+	out.Reset()
+	require.Equal(t, 0, run([]string{"viz", ir, "--tp", "2", "--rank", "1"}, &out, &errb), errb.String())
+	require.Contains(t, out.String(), ` all_reduce\n`)
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"viz", "--tp", "2", "--pp", "2", "--rank", "4"}, &out, &errb))
+	require.Contains(t, errb.String(), "--rank 4: want 0..3 (--tp 2, --pp 2)")
+}
