@@ -140,3 +140,22 @@ func TestVizPPAndIRText(t *testing.T) {
 	require.Equal(t, 2, run([]string{"viz", "--tp", "2", "--pp", "2", "--rank", "4"}, &out, &errb))
 	require.Contains(t, errb.String(), "--rank 4: want 0..3 (--tp 2, --pp 2)")
 }
+
+// run --tp 2 on IR as built gives the GGUF file's tokens.
+func TestRunTPIRText(t *testing.T) {
+	ir := filepath.Join(t.TempDir(), "s.ir")
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"ir", "-o", ir}, &out, &errb), errb.String())
+	tokens := func(args ...string) []int {
+		out.Reset()
+		errb.Reset()
+		require.Equal(t, 0, run(append([]string{"run", "--backend", "sim", "--tp", "2", "--tokens", "1,403,407", "-n", "6", "--json"}, args...), &out, &errb), errb.String())
+		var r struct {
+			Tokens []int `json:"tokens"`
+		}
+		require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+		require.Len(t, r.Tokens, 6)
+		return r.Tokens
+	}
+	require.Equal(t, tokens(), tokens(ir))
+}
