@@ -35,12 +35,16 @@ func init() {
 		Usage: `irtool compile [MODEL.gguf] [--target ascend910b|ascend310b|cpu] [--passes LIST|none]
                [--print-after PASS|all] [--ctx N] [--ubatch N] [--strategy NAME|best]
                [--threads N] [--out DIR] [--report FILE.html] [--json]
+               [--tp N] [--pp M] [--tp-sweep LIST] [--hccl-buffsize MB] [--link-algo mesh|ring]
 
 Builds the graph of one forward step of MODEL (default: the embedded
 stories260K), then runs the compiler's stages in order: the pass pipeline,
 memory planning for the worst case (n_tokens = ubatch, n_kv = ctx) and for
 decode (n_tokens = 1), partition and lowering. Without --json it prints a
-summary per stage; --json prints one object (see docs/CLI.md).`,
+summary per stage; --json prints one object (see docs/CLI.md). With --tp
+and/or --pp every rank's graph goes through the stages too, its device
+memory (HCCL buffers included) is checked, and the link model predicts the
+decode step; --tp-sweep predicts it at several degrees.`,
 		Run:   cmdCompile,
 		Flags: func(fs *flag.FlagSet) { new(compileFlags).declare(fs) },
 	})
@@ -69,6 +73,7 @@ type compileFlags struct {
 	TP            tpFlags
 	HCCLBuffMB    int64
 	TPSweep       string
+	LinkAlgo      string
 
 	ubatchDefault bool // --ubatch was not given: it follows --ctx
 }
@@ -95,6 +100,7 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	f.TP.declare(fs)
 	f.TP.declarePP(fs)
 	fs.Int64Var(&f.HCCLBuffMB, "hccl-buffsize", 0, "with --tp or --pp, each communicator's HCCL buffer in `MB`, counted twice (send and receive) in every rank's device memory (default: the environment's HCCL_BUFFSIZE, else CANN's default 200)")
+	fs.StringVar(&f.LinkAlgo, "link-algo", "", "with --tp, --pp or --tp-sweep, the collective `ALGORITHM` of the link model: mesh or ring (default: the target's, mesh on ascend910b)")
 	fs.StringVar(&f.TPSweep, "tp-sweep", "", "predict the decode step at each tensor-parallel degree of `LIST` (comma-separated, e.g. 1,2,4,8) with the link model, instead of compiling every rank")
 }
 
@@ -474,6 +480,9 @@ func (flags *compileFlags) checkCompile() error {
 	}
 	if flags.HCCLBuffMB < 0 || flags.HCCLBuffMB > maxHCCLBuffMB {
 		return fmt.Errorf("--hccl-buffsize %d: want 1..%d MB", flags.HCCLBuffMB, maxHCCLBuffMB)
+	}
+	if a := flags.LinkAlgo; a != "" && a != string(target.Mesh) && a != string(target.Ring) {
+		return fmt.Errorf("--link-algo %q: want mesh or ring", a)
 	}
 	if flags.TPSweep != "" {
 		if _, err := parseSweep(flags.TPSweep); err != nil {

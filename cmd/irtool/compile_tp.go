@@ -91,6 +91,7 @@ type parallelJSON struct {
 	// bytes by op and group (one rank's view; each rank issues the same).
 	Collectives  []target.CollectiveCost `json:"collectives_per_step"`
 	Interconnect string                  `json:"interconnect"`
+	Algorithm    string                  `json:"algorithm"`
 	HCCLBuffMB   int64                   `json:"hccl_buffsize_mb"`
 }
 
@@ -110,7 +111,7 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 	if err != nil {
 		return err
 	}
-	prof, err := target.Get(j.Flags.Target)
+	prof, err := linkProfile(j.Flags)
 	if err != nil {
 		return err
 	}
@@ -184,12 +185,29 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 			par.StepUS += us
 		}
 		par.PredictedTokS = perSecond(par.StepUS)
-		par.Interconnect, par.HCCLBuffMB = prof.Interconnect.Name, buffMB
+		par.Interconnect, par.Algorithm, par.HCCLBuffMB = prof.Interconnect.Name, string(prof.Interconnect.Algorithm), buffMB
 		j.Out.Parallel = &par
 		fmt.Fprintf(j.Text, "\npredicted decode over %d rank(s) (%s, link model): %.0f us per token, %.1f tok/s\n",
 			len(rms), prof.Interconnect.Name, par.StepUS, par.PredictedTokS)
 	}
 	return nil
+}
+
+// linkProfile is the target's profile with --link-algo applied.
+func linkProfile(f compileFlags) (*target.Profile, error) {
+	prof, err := target.Get(f.Target)
+	if err != nil {
+		return nil, err
+	}
+	if f.LinkAlgo != "" {
+		if prof.Interconnect == nil {
+			return nil, fmt.Errorf("--link-algo %s: target %s has no NPU interconnect", f.LinkAlgo, prof.Name)
+		}
+		ic := *prof.Interconnect
+		ic.Algorithm = target.Algorithm(f.LinkAlgo)
+		prof.Interconnect = &ic
+	}
+	return prof, nil
 }
 
 // rankLabel describes a rank's place in the split.
@@ -484,7 +502,7 @@ func compileSweep(j *compileJob, opts compiler.Options) error {
 	if err != nil {
 		return err
 	}
-	prof, err := target.Get(j.Flags.Target)
+	prof, err := linkProfile(j.Flags)
 	if err != nil {
 		return err
 	}
@@ -509,7 +527,7 @@ func compileSweep(j *compileJob, opts compiler.Options) error {
 	}
 	rows, err := tpSweep(hp, lookup, j.Model.Options, opts, prof, degrees, j.Flags.TP.Exact)
 	j.Out.TPSweep = rows
-	fmt.Fprintf(j.Text, "\ntensor-parallel sweep on %s (%s, link model; decode at n_kv=%d):\n", prof.Name, prof.Interconnect.Name, j.Flags.Ctx)
+	fmt.Fprintf(j.Text, "\ntensor-parallel sweep on %s (%s, %s algorithm; decode at n_kv=%d):\n", prof.Name, prof.Interconnect.Name, prof.Interconnect.Algorithm, j.Flags.Ctx)
 	writeSweep(j.Text, rows)
 	return err
 }

@@ -90,14 +90,16 @@ func TestTPSweepShapes(t *testing.T) {
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	for _, s := range sweepShapes {
-		rows, err := tpSweep(s.hp, s.lookup(ir.F16), mo, opts, prof, []int{1, 2, 4, 8}, false)
-		require.NoError(t, err, s.name)
-		fmt.Fprintf(&buf, "%s, F16, n_kv=4096:\n", s.name)
-		writeSweep(&buf, rows)
-		for _, r := range rows {
-			if r.Error == "" {
-				require.Greater(t, r.PredictedTokS, 0.0, "%s tp %d", s.name, r.TP)
-			}
+		for _, algo := range []target.Algorithm{target.Mesh, target.Ring} {
+			ic := *prof.Interconnect
+			ic.Algorithm = algo
+			p := *prof
+			p.Interconnect = &ic
+			rows, err := tpSweep(s.hp, s.lookup(ir.F16), mo, opts, &p, []int{1, 2, 4, 8}, false)
+			require.NoError(t, err, s.name)
+			fmt.Fprintf(&buf, "%s, F16, n_kv=4096, %s:\n", s.name, algo)
+			writeSweep(&buf, rows)
+			checkSweep(t, s.name, rows)
 		}
 	}
 	path := filepath.Join("testdata", "tp-sweep-shapes.txt")
@@ -107,4 +109,24 @@ func TestTPSweepShapes(t *testing.T) {
 	want, err := os.ReadFile(path)
 	require.NoError(t, err, "go test ./cmd/irtool -run TestTPSweepShapes -update-tp-sweep writes it")
 	require.Equal(t, string(want), buf.String())
+}
+
+func checkSweep(t *testing.T, name string, rows []sweepJSON) {
+	t.Helper()
+	{
+		for _, r := range rows {
+			if r.Error == "" {
+				require.Greater(t, r.PredictedTokS, 0.0, "%s tp %d", name, r.TP)
+				require.InDelta(t, 1e6/r.StepUS, r.PredictedTokS, 1e-9, "%s tp %d", name, r.TP)
+			}
+		}
+		// Every rank holds less weight as the degree grows.
+		last := int64(1 << 62)
+		for _, r := range rows {
+			if r.Error == "" {
+				require.Less(t, r.WeightBytes, last, "%s tp %d", name, r.TP)
+				last = r.WeightBytes
+			}
+		}
+	}
 }
