@@ -13,6 +13,7 @@ import (
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
+	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 )
 
@@ -331,15 +332,24 @@ func checkIRAsBuilt(src *modelSource, opts models.Options) error {
 		src.Path, first)
 }
 
-// collectiveBuffers checks that every collective's operand and result
-// that the decode plan holds in the arena has a fixed offset, and sums
-// their bytes.
+// collectiveBuffers checks, in both memory plans (worst case and
+// decode), that every collective's operand and result that is not a leaf
+// has a fixed place: an offset in the arena, or the outputs region for a
+// graph output; it sums the decode plan's bytes of them.
 func collectiveBuffers(j *compileJob) (collectiveBuffersJSON, error) {
 	var out collectiveBuffersJSON
-	if j.R == nil || j.R.MemoryDecode == nil {
+	if j.R == nil || j.R.MemoryDecode == nil || j.R.Memory == nil {
 		return out, nil
 	}
-	p := j.R.MemoryDecode.Plan
+	if _, err := planCollectives(j.R.Memory.Plan, j.R.Memory.Bindings, "worst-case"); err != nil {
+		return out, err
+	}
+	return planCollectives(j.R.MemoryDecode.Plan, j.R.MemoryDecode.Bindings, "decode")
+}
+
+// planCollectives checks and sums the collectives' buffers of one plan.
+func planCollectives(p *planner.GraphPlan, b ir.Bindings, what string) (collectiveBuffersJSON, error) {
+	var out collectiveBuffersJSON
 	seen := map[int]bool{}
 	isOutput := map[int]bool{}
 	for _, o := range p.Graph.Outputs {
@@ -361,7 +371,7 @@ func collectiveBuffers(j *compileJob) (collectiveBuffersJSON, error) {
 			if _, ok := p.Offsets[n.ID]; !ok && isOutput[n.ID] {
 				// A graph output lives in the program's outputs region,
 				// at an address fixed at load like the arena's.
-				bytes, err := typeBytes(n.Type, j.R.MemoryDecode.Bindings)
+				bytes, err := typeBytes(n.Type, b)
 				if err != nil {
 					return out, err
 				}
@@ -369,14 +379,14 @@ func collectiveBuffers(j *compileJob) (collectiveBuffersJSON, error) {
 				out.Bytes += bytes
 				continue
 			} else if !ok {
-				return out, fmt.Errorf("memory: %s (%s %q), operand or result of %s, has no planned offset in the decode arena", n, n.Op, n.Name, c.Node)
+				return out, fmt.Errorf("memory: %s (%s %q), operand or result of %s, has no planned offset in the %s arena", n, n.Op, n.Name, c.Node, what)
 			}
-			b, ok := p.BufferOf(n.ID)
+			bi, ok := p.BufferOf(n.ID)
 			if !ok {
 				continue // in place in an operand's buffer, counted there
 			}
 			out.Count++
-			out.Bytes += p.Problem.AlignedSize(b)
+			out.Bytes += p.Problem.AlignedSize(bi)
 		}
 	}
 	return out, nil

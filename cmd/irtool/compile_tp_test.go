@@ -2,12 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/passes"
 	"github.com/stretchr/testify/require"
 )
 
@@ -158,4 +164,32 @@ func TestRunTPIRText(t *testing.T) {
 		return r.Tokens
 	}
 	require.Equal(t, tokens(), tokens(ir))
+}
+
+// planCollectives finds every collective's buffer in the plans of a
+// rank, and names the node when one has no planned place.
+func TestPlanCollectives(t *testing.T) {
+	f, err := openModel("")
+	require.NoError(t, err)
+	defer f.Close()
+	mo, err := modelOptions(64, "f16", "set_rows")
+	require.NoError(t, err)
+	tp, err := passes.ShardTPFile(f, mo, passes.TPOptions{Ranks: 2})
+	require.NoError(t, err)
+	var flags compileFlags
+	flags.declare(flag.NewFlagSet("x", flag.ContinueOnError))
+	opts, err := flags.options(compiler.StageMemory)
+	require.NoError(t, err)
+	opts.Ctx, opts.UBatch, opts.Strategy = 64, 64, "greedy-size"
+	r, err := compiler.Compile(context.Background(), tp.Ranks[1].Model.Graph, opts)
+	require.NoError(t, err)
+	p := r.MemoryDecode.Plan
+	got, err := planCollectives(p, r.MemoryDecode.Bindings, "decode")
+	require.NoError(t, err)
+	require.Equal(t, 22, got.Count) // 11 collectives, each result and operand
+	require.Positive(t, got.Bytes)
+	c := ir.Collectives(p.Graph)[0].Node
+	delete(p.Offsets, c.ID)
+	_, err = planCollectives(p, r.MemoryDecode.Bindings, "decode")
+	require.ErrorContains(t, err, fmt.Sprintf("%s (all_reduce %q), operand or result of %s, has no planned offset in the decode arena", c, c.Name, c))
 }
