@@ -258,6 +258,9 @@ func splitModel(j *compileJob, f *tpFlags) ([]rankModel, error) {
 		}
 		graphs, err := passes.ShardPP(m.Graph, f.Stages)
 		if err != nil {
+			if j.Source.IsIR() {
+				return nil, fmt.Errorf("%w (the stages are cut by each node's layer=; an IR after passes that fuse ops across layers cannot be cut, the IR as built can: irtool ir MODEL.gguf -o FILE.ir)", err)
+			}
 			return nil, err
 		}
 		stages := make([]*models.Model, len(graphs))

@@ -193,3 +193,23 @@ func TestPlanCollectives(t *testing.T) {
 	_, err = planCollectives(p, r.MemoryDecode.Bindings, "decode")
 	require.ErrorContains(t, err, fmt.Sprintf("%s (all_reduce %q), operand or result of %s, has no planned offset in the decode arena", c, c.Name, c))
 }
+
+// compile --pp on IR: the IR as built cuts into stages; an IR whose passes
+// fused ops across layers is refused saying why.
+func TestCompilePPIRText(t *testing.T) {
+	dir := t.TempDir()
+	built, opt := filepath.Join(dir, "built.ir"), filepath.Join(dir, "opt.ir")
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run([]string{"ir", "-o", built}, &out, &errb), errb.String())
+	require.Equal(t, 0, run([]string{"passes", built, "-o", opt}, &out, &errb), errb.String())
+	out.Reset()
+	require.Equal(t, 0, run([]string{"compile", built, "--pp", "2", "--json", "--strategy", "greedy-size"}, &out, &errb), errb.String())
+	var r struct {
+		Ranks []json.RawMessage `json:"ranks"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	require.Len(t, r.Ranks, 2)
+	errb.Reset()
+	require.Equal(t, 1, run([]string{"compile", opt, "--pp", "2"}, &out, &errb))
+	require.Contains(t, errb.String(), "an IR after passes that fuse ops across layers cannot be cut")
+}
