@@ -25,6 +25,9 @@ type Chip struct {
 	MatmulFLOPS float64 // peak matrix-unit throughput, FLOP/s (FP16 for the NPU, FP32 for a CPU)
 	MemBW       float64 // peak memory bandwidth, bytes/s
 	Source      string  // where the two numbers come from
+	// MemBytes is the device memory a rank's weights, KV cache, arena
+	// and HCCL buffers must fit in (0: not modelled).
+	MemBytes int64
 }
 
 // Overheads are the fixed costs the model adds to compute and traffic. They
@@ -59,6 +62,9 @@ type Profile struct {
 	// LinkBW is the host<->device copy bandwidth in bytes/s (0 without an NPU).
 	LinkBW     float64
 	LinkSource string
+	// Interconnect is the NPU-to-NPU fabric the link model of the
+	// collectives uses (nil: the target has no multi-NPU server).
+	Interconnect *Interconnect
 	// GraphCapture reports whether the device supports aclmdlRI capture and
 	// replay; without it every NPU segment runs eagerly.
 	GraphCapture bool
@@ -198,8 +204,9 @@ func ascend910B() *Profile {
 	return &Profile{
 		Name:        "ascend910b",
 		Description: "Atlas A2 training/inference series (Ascend 910B), PCIe-attached, ACL graph capture",
-		NPU: &Chip{Name: "Ascend 910B", MatmulFLOPS: 320 * tf, MemBW: 1.2e12,
+		NPU: &Chip{Name: "Ascend 910B", MatmulFLOPS: 320 * tf, MemBW: 1.2e12, MemBytes: 64 << 30,
 			Source: "FP16 ≈320 TFLOPS and 64 GB HBM2e (boardor.com, \"Huawei Ascend 910B outperforms H20\"); HBM bandwidth 1.2 TB/s (oryoy.com, \"910B算力是多少\"); Huawei publishes no per-SKU datasheet"},
+		Interconnect: hccs910B(),
 		Host:         serverHost(),
 		LinkBW:       32 * gb,
 		LinkSource:   "PCIe 4.0 x16, ≈32 GB/s per direction (PCI-SIG); assumption that the card sits on such a link",
@@ -208,6 +215,20 @@ func ascend910B() *Profile {
 		Overheads:    defaultOverheads(),
 		rules:        defaultRules,
 		limits:       a2Limits,
+	}
+}
+
+// hccs910B is the HCCS full mesh of an 8-NPU Atlas 800T/800I A2 server
+// (docs/LOWERING.md, "Link model"): the algorithm and its formulas are the
+// HCCL user guide's; the link bandwidth and the step latency are
+// assumptions.
+func hccs910B() *Interconnect {
+	return &Interconnect{
+		Name: "HCCS full mesh, 8 NPUs (Atlas 800 A2)", LinkBW: 28 * gb, StepUS: 8,
+		ReduceBW:  1.2e12 / 3, // a sum reads two operands and writes one at HBM speed
+		Algorithm: Mesh, MaxRanks: 8,
+		Source: "HCCL user guide, Collective Communication Algorithms: Mesh (intra-server full mesh, α-β-γ costs); " +
+			"assumption: 28 GB/s per direction per HCCS link (the 392 GB/s quoted per 910B read as 7 links x 2 directions) and α = 8 µs",
 	}
 }
 

@@ -35,12 +35,16 @@ func init() {
 		Usage: `irtool compile [MODEL.gguf] [--target ascend910b|ascend310b|cpu] [--passes LIST|none]
                [--print-after PASS|all] [--ctx N] [--ubatch N] [--strategy NAME|best]
                [--threads N] [--out DIR] [--report FILE.html] [--json]
+               [--tp N] [--pp M] [--tp-sweep LIST] [--hccl-buffsize MB] [--link-algo mesh|ring]
 
 Builds the graph of one forward step of MODEL (default: the embedded
 stories260K), then runs the compiler's stages in order: the pass pipeline,
 memory planning for the worst case (n_tokens = ubatch, n_kv = ctx) and for
 decode (n_tokens = 1), partition and lowering. Without --json it prints a
-summary per stage; --json prints one object (see docs/CLI.md).`,
+summary per stage; --json prints one object (see docs/CLI.md). With --tp
+and/or --pp every rank's graph goes through the stages too, its device
+memory (HCCL buffers included) is checked, and the link model predicts the
+decode step; --tp-sweep predicts it at several degrees.`,
 		Run:   cmdCompile,
 		Flags: func(fs *flag.FlagSet) { new(compileFlags).declare(fs) },
 	})
@@ -67,6 +71,9 @@ type compileFlags struct {
 	Requant       string
 	Threads       int
 	TP            tpFlags
+	HCCLBuffMB    int64
+	TPSweep       string
+	LinkAlgo      string
 
 	ubatchDefault bool // --ubatch was not given: it follows --ctx
 }
@@ -91,6 +98,10 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.Requant, "requant", "", "re-quantise the weights the target cannot multiply to `TYPE`: q8_0 or q4_0")
 	fs.IntVar(&f.Threads, "threads", 0, "concurrent searches of the memory planner's exact search (0 = GOMAXPROCS); compile's plans are bounded by work and run the search's phases one after the other so that they do not depend on the machine, so it changes neither the output nor the plans")
 	f.TP.declare(fs)
+	f.TP.declarePP(fs)
+	fs.Int64Var(&f.HCCLBuffMB, "hccl-buffsize", 0, "with --tp or --pp, each communicator's HCCL buffer in `MB`, counted twice (send and receive) in every rank's device memory (default: the environment's HCCL_BUFFSIZE, else CANN's default 200)")
+	fs.StringVar(&f.LinkAlgo, "link-algo", "", "with --tp, --pp or --tp-sweep, the collective `ALGORITHM` of the link model: mesh or ring (default: the target's, mesh on ascend910b)")
+	fs.StringVar(&f.TPSweep, "tp-sweep", "", "predict the decode step at each tensor-parallel degree of `LIST` (comma-separated, e.g. 1,2,4,8) with the link model, instead of compiling every rank")
 }
 
 // compileJSON is the --json output. Each stage fills its own fields with
@@ -109,9 +120,14 @@ type compileJSON struct {
 	Partition    any            `json:"partition,omitempty"`
 	Program      any            `json:"program,omitempty"`
 	Predicted    any            `json:"predicted,omitempty"`
-	// TP and Ranks: with --tp N, the split and each rank's stages.
-	TP    *tpJSON    `json:"tp,omitempty"`
-	Ranks []rankJSON `json:"ranks,omitempty"`
+	// TP, PP and Ranks: with --tp N and/or --pp M, the split and each
+	// rank's stages; Parallel the link model's prediction of the step.
+	TP       *tpJSON       `json:"tp,omitempty"`
+	PP       *ppJSON       `json:"pp,omitempty"`
+	Ranks    []rankJSON    `json:"ranks,omitempty"`
+	Parallel *parallelJSON `json:"parallel,omitempty"`
+	// TPSweep: with --tp-sweep, the prediction at each degree.
+	TPSweep []sweepJSON `json:"tp_sweep,omitempty"`
 }
 
 // compileJob is one compile run: the model, the graph as built and, once
@@ -400,13 +416,16 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "irtool compile: %v\n", cerr)
 		return 1
 	}
-	if j.Flags.TP.Ranks > 1 {
-		if j.File == nil || j.Source.IsIR() {
-			fmt.Fprintf(stderr, "irtool compile: %s: --tp shards the weights of a GGUF model; IR text is not supported yet\n", j.Out.Model)
+	if f := &j.Flags.TP; f.Ranks > 1 || f.Stages > 1 {
+		fmt.Fprintf(stderr, "irtool compile: %s over %d tensor-parallel rank(s) and %d pipeline stage(s)\n", j.Out.Model, f.Ranks, f.Stages)
+		if err := compileParallel(j, opts); err != nil {
+			fmt.Fprintf(stderr, "irtool compile: %s: %v\n", j.Out.Model, err)
 			return 1
 		}
-		fmt.Fprintf(stderr, "irtool compile: tensor parallel over %d ranks\n", j.Flags.TP.Ranks)
-		if err := compileTP(j, &j.Flags.TP, opts); err != nil {
+	}
+	if j.Flags.TPSweep != "" {
+		fmt.Fprintf(stderr, "irtool compile: tensor-parallel sweep %s\n", j.Flags.TPSweep)
+		if err := compileSweep(j, opts); err != nil {
 			fmt.Fprintf(stderr, "irtool compile: %s: %v\n", j.Out.Model, err)
 			return 1
 		}
@@ -455,6 +474,23 @@ func (flags *compileFlags) checkCompile() error {
 	}
 	if flags.TP.Ranks > 1 && flags.Requant != "" {
 		return errors.New("--requant does not apply to --tp yet")
+	}
+	if flags.TP.Stages > 1 && flags.Requant != "" {
+		return errors.New("--requant does not apply to --pp yet")
+	}
+	if flags.HCCLBuffMB < 0 || flags.HCCLBuffMB > maxHCCLBuffMB {
+		return fmt.Errorf("--hccl-buffsize %d: want 1..%d MB", flags.HCCLBuffMB, maxHCCLBuffMB)
+	}
+	if a := flags.LinkAlgo; a != "" && a != string(target.Mesh) && a != string(target.Ring) {
+		return fmt.Errorf("--link-algo %q: want mesh or ring", a)
+	}
+	if flags.TPSweep != "" {
+		if _, err := parseSweep(flags.TPSweep); err != nil {
+			return err
+		}
+		if flags.TP.Ranks > 1 || flags.TP.Stages > 1 {
+			return errors.New("--tp-sweep replaces --tp and --pp; give one or the other")
+		}
 	}
 	return nil
 }

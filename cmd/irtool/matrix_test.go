@@ -129,6 +129,18 @@ func matrixModel(t *testing.T, model string) {
 		matrixJSON(t, "compile", fileIR, "--target", tgt, "--json")
 		matrixJSON(t, "compile", fileIR, "--target", tgt, "--requant", "q8_0", "--json")
 	}
+	if strings.HasSuffix(model, "stories260K.gguf") {
+		// The split model, from the GGUF file and from the IR as built.
+		for _, src := range []string{model, fileIR} {
+			for _, split := range [][]string{{"--tp", "2"}, {"--pp", "2"}} {
+				v := matrixJSON(t, append([]string{"compile", src, "--strategy", "greedy-size", "--json"}, split...)...)
+				if ranks, _ := v["ranks"].([]any); v != nil && len(ranks) != 2 {
+					t.Errorf("compile %s %v --json: %d ranks, want 2", src, split, len(ranks))
+				}
+			}
+		}
+		matrixJSON(t, "compile", model, "--tp-sweep", "1,2,4", "--json")
+	}
 	for _, what := range slices.Sorted(mapKeys(vizViews)) {
 		// Each view's default format: DOT, SVG, or a text table.
 		out := matrixRun(t, "viz", fileIR, "--what", what)

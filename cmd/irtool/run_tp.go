@@ -65,7 +65,9 @@ func (f *tpFlags) check(backend string) error {
 // pass pipeline list to each rank's graph.
 func shardTP(src *modelSource, opts models.Options, f *tpFlags, list string) (*passes.TP, error) {
 	if src.IsIR() {
-		return nil, errors.New("--tp shards the weights of a GGUF model; IR text is not supported yet")
+		if err := checkIRAsBuilt(src, opts); err != nil {
+			return nil, fmt.Errorf("--tp %d: %w", f.Ranks, err)
+		}
 	}
 	tp, err := passes.ShardTPFile(src.File, opts, passes.TPOptions{Ranks: f.Ranks, Exact: f.Exact})
 	if err != nil {

@@ -100,7 +100,8 @@ func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
 	fs.Int64Var(&c.Align, "align", c.Align, "arena alignment in `B` bytes (default: the target's)")
 	fs.StringVar(&c.Target, "target", c.Target, "the target `NAME`, as for compile")
 	c.TP.declare(fs)
-	fs.IntVar(&f.rank, "rank", 0, "with --tp, draw rank `R`'s graph and stages")
+	c.TP.declarePP(fs)
+	fs.IntVar(&f.rank, "rank", 0, "with --tp and/or --pp, draw rank `R`'s graph and stages (rank t×M+s is tensor-parallel rank t's pipeline stage s, as for compile)")
 }
 
 func cmdViz(args []string, stdout, stderr io.Writer) int {
@@ -129,8 +130,11 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	if err := f.compile.TP.check(""); err != nil {
 		return usageError(stderr, "viz", "%v", err)
 	}
-	if f.rank < 0 || f.rank >= f.compile.TP.Ranks {
-		return usageError(stderr, "viz", "--rank %d: want 0..%d (--tp %d)", f.rank, f.compile.TP.Ranks-1, f.compile.TP.Ranks)
+	if t := f.compile.TP; f.rank < 0 || f.rank >= t.Ranks*t.Stages {
+		if t.Stages > 1 {
+			return usageError(stderr, "viz", "--rank %d: want 0..%d (--tp %d, --pp %d)", f.rank, t.Ranks*t.Stages-1, t.Ranks, t.Stages)
+		}
+		return usageError(stderr, "viz", "--rank %d: want 0..%d (--tp %d)", f.rank, t.Ranks-1, t.Ranks)
 	}
 	path := ""
 	if len(pos) == 1 {
@@ -214,20 +218,17 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 	if f.after != "" {
 		opts.PassOptions.Snapshots = true
 	}
-	if t := &j.Flags.TP; t.Ranks > 1 {
-		if j.File == nil || j.Source.IsIR() {
-			return nil, fmt.Errorf("%s: --tp shards the weights of a GGUF model; IR text is not supported yet", modelName(path))
-		}
-		mo, err := modelOptions(j.Flags.Ctx, j.Flags.KVType, j.Flags.KVWrite)
-		if err != nil {
-			return nil, err
-		}
-		tp, err := passes.ShardTPFile(j.File, mo, passes.TPOptions{Ranks: t.Ranks, Exact: t.Exact})
+	if t := &j.Flags.TP; t.Ranks > 1 || t.Stages > 1 {
+		rms, err := splitModel(j, t)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", modelName(path), err)
 		}
-		j.Model, j.Input = tp.Ranks[f.rank].Model, tp.Ranks[f.rank].Model.Graph
-		path = fmt.Sprintf("%s rank %d of %d", modelName(path), f.rank, t.Ranks)
+		rm := rms[f.rank]
+		j.Model, j.Input = rm.model, rm.model.Graph
+		path = fmt.Sprintf("%s rank %d of %d", modelName(path), f.rank, len(rms))
+		if t.Stages > 1 {
+			path += fmt.Sprintf(" (stage %d)", rm.stage)
+		}
 	}
 	if err := j.compile(opts); err != nil {
 		return nil, err
