@@ -351,7 +351,7 @@ func collectiveBuffers(j *compileJob) (collectiveBuffersJSON, error) {
 }
 
 // planCollectives checks and sums the collectives' buffers of one plan.
-func planCollectives(p *planner.GraphPlan, b ir.Bindings, what string) (collectiveBuffersJSON, error) {
+func planCollectives(p *planner.MemoryPlan, b ir.Bindings, what string) (collectiveBuffersJSON, error) {
 	var out collectiveBuffersJSON
 	seen := map[int]bool{}
 	isOutput := map[int]bool{}
