@@ -420,21 +420,27 @@ func (d *Device) launchCollective(s device.Stream, k *device.KernelLaunch) error
 	case ir.OpSend:
 		x.Count = elems(k.Inputs[0])
 		x.Recv = 0
-	case ir.OpAllGather, ir.OpReduceScatter:
-		small := k.Inputs[0]
-		if k.Op == ir.OpReduceScatter {
-			small = k.Output
-		}
-		if k.Op == ir.OpAllGather && k.Attrs.Counts() != nil {
-			return fmt.Errorf("acl: %s: uneven all_gather (counts) is not lowered to HCCL", kern)
-		}
+	case ir.OpReduceScatter:
 		dim := k.Attrs.GatherDim()
 		for i := dim + 1; i < ir.MaxDims; i++ {
-			if small.Ne[i] != 1 {
-				return fmt.Errorf("acl: %s: gathering along dim %d under a dim of size %d is not lowered to HCCL (HCCL concatenates whole buffers)", kern, dim, small.Ne[i])
+			if k.Output.Ne[i] != 1 {
+				return fmt.Errorf("acl: %s: reduce_scatter along dim %d under a dim of size %d is not lowered to HCCL (HCCL scatters whole buffers)", kern, dim, k.Output.Ne[i])
 			}
 		}
-		x.Count = elems(small)
+		x.Count = elems(k.Output)
+	case ir.OpAllGather:
+		if k.Attrs.Counts() != nil {
+			return fmt.Errorf("acl: %s: uneven all_gather (counts) is not lowered to HCCL", kern)
+		}
+		x.Count = elems(k.Inputs[0])
+		dim := k.Attrs.GatherDim()
+		outer := int64(1)
+		for i := dim + 1; i < ir.MaxDims; i++ {
+			outer *= k.Inputs[0].Ne[i]
+		}
+		if outer > 1 {
+			return d.gatherInner(c, x, k, dim, outer, s)
+		}
 	}
 	if err := d.EnqueueCollective(c, x, s); err != nil {
 		return err
@@ -458,6 +464,33 @@ func (d *Device) copyOnStream(dst, src device.Ptr, n int64, s device.Stream) err
 	}
 	if rc := C.irt_d2d_async(C.uintptr_t(dst), C.uintptr_t(src), C.size_t(n), C.uintptr_t(st.h)); rc != 0 {
 		return newError("aclrtMemcpyAsync", "", int32(rc))
+	}
+	return nil
+}
+
+// gatherInner is an all_gather along inner dim dim of k's input (outer
+// blocks above it): HCCL gathers the ranks' whole inputs into k's
+// workspace, rank after rank, then one device copy per (outer block,
+// rank) puts each rank's block at its place along dim in the result.
+func (d *Device) gatherInner(c *Comm, x Collective, k *device.KernelLaunch, dim int64, outer int64, s device.Stream) error {
+	in := k.Inputs[0]
+	part := in.Bytes()
+	if k.Workspace == 0 || k.WorkspaceBytes < part*int64(c.size) {
+		return fmt.Errorf("acl: %s: all_gather along inner dim %d needs a workspace of %d B, the plan gives %d B", x.Kernel, dim, part*int64(c.size), k.WorkspaceBytes)
+	}
+	x.Recv = k.Workspace
+	if err := d.EnqueueCollective(c, x, s); err != nil {
+		return err
+	}
+	block := part / outer // the bytes of dims 0..dim of one rank's input
+	for o := range outer {
+		for r := range int64(c.size) {
+			src := k.Workspace + device.Ptr(r*part+o*block)
+			dst := k.Output.Addr + device.Ptr(o*block*int64(c.size)+r*block)
+			if err := d.copyOnStream(dst, src, block, s); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

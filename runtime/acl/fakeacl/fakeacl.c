@@ -175,7 +175,13 @@ aclError aclInit(const char *configPath) {
 		rc = ACL_ERROR_REPEAT_INITIALIZE;
 		set_err("aclInit: repeated initialisation");
 	}
-	if (!rc) initialized = 1;
+	if (!rc) {
+		initialized = 1;
+		/* IRTFAKE_DEVICE_COUNT: how many devices the emulator has (1..64,
+		 * default 1), e.g. one per rank of a tensor-parallel run */
+		const char *n = getenv("IRTFAKE_DEVICE_COUNT");
+		if (n && atoll(n) >= 1 && atoll(n) <= 64) cfg_device_count = atoll(n);
+	}
 	tr_begin("aclInit");
 	tr(",\"config\":%s", configPath ? "\"set\"" : "null");
 	tr_end(rc);
