@@ -175,13 +175,7 @@ aclError aclInit(const char *configPath) {
 		rc = ACL_ERROR_REPEAT_INITIALIZE;
 		set_err("aclInit: repeated initialisation");
 	}
-	if (!rc) {
-		initialized = 1;
-		/* IRTFAKE_DEVICE_COUNT: how many devices the emulator has (1..64,
-		 * default 1), e.g. one per rank of a tensor-parallel run */
-		const char *n = getenv("IRTFAKE_DEVICE_COUNT");
-		if (n && atoll(n) >= 1 && atoll(n) <= 64) cfg_device_count = atoll(n);
-	}
+	if (!rc) initialized = 1;
 	tr_begin("aclInit");
 	tr(",\"config\":%s", configPath ? "\"set\"" : "null");
 	tr_end(rc);
@@ -199,6 +193,15 @@ aclError aclFinalize(void) {
 	return rc;
 }
 
+/* IRTFAKE_DEVICE_COUNT, when set (1..64), is how many devices the emulator
+ * has, e.g. one per rank of a tensor-parallel run; else device_count
+ * (irtfake_set), default 1. */
+static long long device_count(void) {
+	const char *n = getenv("IRTFAKE_DEVICE_COUNT");
+	if (n && atoll(n) >= 1 && atoll(n) <= 64) return atoll(n);
+	return cfg_device_count;
+}
+
 #define NEED_INIT(name)                                                        \
 	if (!rc && !initialized) {                                             \
 		rc = ACL_ERROR_UNINITIALIZE;                                   \
@@ -209,7 +212,7 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 	LOCK();
 	int rc = injected("aclrtGetDeviceCount");
 	NEED_INIT("aclrtGetDeviceCount");
-	if (!rc) *count = (uint32_t)cfg_device_count;
+	if (!rc) *count = (uint32_t)device_count();
 	tr_begin("aclrtGetDeviceCount");
 	tr_end(rc);
 	UNLOCK();
@@ -220,9 +223,9 @@ aclError aclrtSetDevice(int32_t id) {
 	LOCK();
 	int rc = injected("aclrtSetDevice");
 	NEED_INIT("aclrtSetDevice");
-	if (!rc && (id < 0 || id >= cfg_device_count)) {
+	if (!rc && (id < 0 || id >= device_count())) {
 		rc = ACL_ERROR_RT_INVALID_DEVICEID;
-		set_err("aclrtSetDevice: device %d does not exist (%lld devices)", id, cfg_device_count);
+		set_err("aclrtSetDevice: device %d does not exist (%lld devices)", id, device_count());
 	}
 	if (!rc) cur_device = id;
 	tr_begin("aclrtSetDevice");
@@ -235,7 +238,7 @@ aclError aclrtSetDevice(int32_t id) {
 aclError aclrtResetDevice(int32_t id) {
 	LOCK();
 	int rc = injected("aclrtResetDevice");
-	if (!rc && (id < 0 || id >= cfg_device_count)) rc = ACL_ERROR_RT_INVALID_DEVICEID;
+	if (!rc && (id < 0 || id >= device_count())) rc = ACL_ERROR_RT_INVALID_DEVICEID;
 	if (!rc && cur_device == id) cur_device = -1;
 	tr_begin("aclrtResetDevice");
 	tr(",\"device\":%d", id);
