@@ -24,7 +24,8 @@ type cannTPOut struct {
 	Stats  struct {
 		Rank  *int `json:"rank"`
 		Ranks []struct {
-			Mode   string `json:"mode"`
+			Mode   string         `json:"mode"`
+			Cache  map[string]int `json:"cache"`
 			Decode struct {
 				Steps          int   `json:"steps"`
 				Replays        int64 `json:"replays"`
@@ -80,6 +81,24 @@ func TestRunTPCannMatchesOneDevice(t *testing.T) {
 		}
 		require.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left behind")
 	}
+}
+
+// With a cache of one graph, prefill captured and the cpy KV write (a new
+// graph every step), every rank captures, replays and evicts at the same
+// steps (their graphs, and so their cache keys, are the same): the
+// captured collectives keep meeting, and the tokens stay one device's.
+func TestRunTPCannEvictsInLockstep(t *testing.T) {
+	fakeCANN(t)
+	t.Setenv("IRTFAKE_DEVICE_COUNT", "2")
+	t.Setenv("IRTFAKE_HCCL_TIMEOUT_MS", "30000")
+	path := testref.Testdata("stories260K.gguf")
+	args := []string{path, "--tokens", "1,403,407,261,378", "-n", "8", "--backend", "cann", "--prefill-graph", "--graph-cache", "1", "--kv-write", "cpy"}
+	one := runCannJSON(t, args...)
+	got := runCannJSON(t, append(args, "--tp", "2")...)
+	require.Equal(t, one.Tokens, got.Tokens)
+	require.Len(t, got.Stats.Ranks, 2)
+	require.Positive(t, got.Stats.Ranks[0].Cache["evictions"])
+	require.Equal(t, got.Stats.Ranks[0].Cache, got.Stats.Ranks[1].Cache, "the ranks' graph caches")
 }
 
 // TestHelperIrtoolProcess is irtool in a child process for the tests
