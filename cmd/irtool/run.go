@@ -351,7 +351,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		if err != nil {
 			return fail(err)
 		}
-		if j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, f.fs, *f.threads, *f.check); err != nil {
+		if j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check); err != nil {
 			return fail(err)
 		}
 		j.sess = j.tp

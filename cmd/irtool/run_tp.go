@@ -60,8 +60,10 @@ func (f *tpFlags) check(backend string) error {
 	switch {
 	case f.Stages < 1 || f.Stages > 1024:
 		return fmt.Errorf("--pp %d: want 1..1024 stages", f.Stages)
-	case f.Stages > 1 && backend == "cann":
-		return errors.New("--pp runs on --backend sim or cpu (cann runs --tp only)")
+	case f.Stages > 1 && f.Ranks > 1 && backend == "cann":
+		return errors.New("--pp with --tp runs on --backend sim or cpu (cann runs --tp or --pp alone)")
+	case f.Stages > 1 && f.RootInfo != "":
+		return errors.New("--root-info runs --tp ranks, not --pp stages")
 	case f.Ranks < 1 || f.Ranks > 1024:
 		return fmt.Errorf("--tp %d: want 1..1024 ranks", f.Ranks)
 	case f.Exact && f.Ranks == 1:
@@ -133,7 +135,7 @@ func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, 
 	}
 	b := &tpBackend{tp: tp}
 	if backend == "cann" {
-		return b, b.startCann(ms, ws, f, flags, cf, fs)
+		return b, b.startCann(passes.TPGroup, ms, ws, f, flags, cf, fs)
 	}
 	return b, b.startGroups(passes.TPGroup, ms, ws, f, backend, flags, fs, threads, check)
 }
@@ -195,12 +197,15 @@ func newTPPPBackend(tp *passes.TP, stages [][]*models.Model, f *gguf.File, backe
 	return b, b.start(ms, ws, comms, fail, f, backend, flags, fs, threads, check)
 }
 
-func newPPBackend(stages []*models.Model, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+func newPPBackend(stages []*models.Model, f *gguf.File, backend string, flags *simFlags, cf *cannFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
 	ws := make([]eval.WeightSource, len(stages))
 	for i := range ws {
 		ws[i] = f
 	}
 	b := &tpBackend{stages: stages}
+	if backend == "cann" {
+		return b, b.startCann(passes.PPGroup, stages, ws, f, flags, cf, fs)
+	}
 	return b, b.startGroups(passes.PPGroup, stages, ws, f, backend, flags, fs, threads, check)
 }
 

@@ -97,9 +97,10 @@ func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, 
 		Compile: program.CompileOptions{Target: flags.Target, Passes: "none", Driver: compiler.Options{Rules: rules}}})
 }
 
-// startCann starts the ranks as goroutines of this process, rank i on
-// device --device + i.
-func (b *tpBackend) startCann(ms []*models.Model, ws []eval.WeightSource, f *gguf.File, flags *simFlags, cf *cannFlags, fs *flag.FlagSet) error {
+// startCann starts the ranks of group (the tensor-parallel ranks, or the
+// pipeline stages) as goroutines of this process, rank i on device
+// --device + i.
+func (b *tpBackend) startCann(group string, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, flags *simFlags, cf *cannFlags, fs *flag.FlagSet) error {
 	n := len(ms)
 	ids := make([]int, n)
 	for i := range ids {
@@ -117,11 +118,11 @@ func (b *tpBackend) startCann(ms []*models.Model, ws []eval.WeightSource, f *ggu
 		}
 		b.canns = append(b.canns, &cannRank{dev: dev})
 	}
-	comms, err := acl.HcclCommInitAll(passes.TPGroup, ids)
+	comms, err := acl.HcclCommInitAll(group, ids)
 	if err != nil {
 		return fail(err)
 	}
-	grp, err := device.NewGroup(passes.TPGroup, n, device.DefaultCollectiveTimeout)
+	grp, err := device.NewGroup(group, n, device.DefaultCollectiveTimeout)
 	if err != nil {
 		return fail(err)
 	}

@@ -101,6 +101,24 @@ func TestRunTPCannEvictsInLockstep(t *testing.T) {
 	require.Equal(t, got.Stats.Ranks[0].Cache, got.Stats.Ranks[1].Cache, "the ranks' graph caches")
 }
 
+// run --backend cann --pp 2: the stages on two devices, the hidden state
+// sent by HcclSend/HcclRecv inside the captured graphs, give one device's
+// tokens.
+func TestRunPPCannMatchesOneDevice(t *testing.T) {
+	fakeCANN(t)
+	t.Setenv("IRTFAKE_DEVICE_COUNT", "2")
+	t.Setenv("IRTFAKE_HCCL_TIMEOUT_MS", "30000")
+	path := testref.Testdata("stories260K.gguf")
+	args := []string{path, "--tokens", "1,403,407,261,378", "-n", "8", "--backend", "cann"}
+	one := runCannJSON(t, args...)
+	got := runCannJSON(t, append(args, "--pp", "2")...)
+	require.Equal(t, one.Tokens, got.Tokens)
+	require.Len(t, got.Stats.Ranks, 2)
+	for r, st := range got.Stats.Ranks {
+		require.Positive(t, st.Decode.Replays, "stage %d: decode replays", r)
+	}
+}
+
 // TestHelperIrtoolProcess is irtool in a child process for the tests
 // below: IRTOOL_TEST_ARGS holds run's arguments, separated by 0x1f.
 func TestHelperIrtoolProcess(t *testing.T) {

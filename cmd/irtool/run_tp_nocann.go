@@ -18,7 +18,7 @@ func (*cannRank) stats() simStatsJSON { return simStatsJSON{} }
 
 func closeCann([]*cannRank) {}
 
-func (b *tpBackend) startCann([]*models.Model, []eval.WeightSource, *gguf.File, *simFlags, *cannFlags, *flag.FlagSet) error {
+func (b *tpBackend) startCann(string, []*models.Model, []eval.WeightSource, *gguf.File, *simFlags, *cannFlags, *flag.FlagSet) error {
 	return errNoCANN
 }
 
