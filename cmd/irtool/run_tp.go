@@ -125,6 +125,16 @@ type tpBackend struct {
 	canns []*cannRank // run_tp_cann.go
 	first int         // the rank of canns[0] (--rank in a process of its own)
 	proc  bool        // one rank per process (--root-info)
+	// procStep steps that one rank (run_tp_cann.go).
+	procStep func(tokens []int32) (*session.StepResult, error)
+}
+
+// Step runs one step on every rank of this process.
+func (b *tpBackend) Step(tokens []int32) (*session.StepResult, error) {
+	if b.procStep != nil {
+		return b.procStep(tokens)
+	}
+	return b.Ranks.Step(tokens)
 }
 
 func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, cf *cannFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {

@@ -187,8 +187,15 @@ func newTPProcBackend(tp *passes.TP, f *gguf.File, flags *simFlags, cf *cannFlag
 	if rank.Session, err = rankSession(tp.Ranks[r].Model, tp.Ranks[r].Weights(f), dev, id, nil, flags, fs); err != nil {
 		return fail(fmt.Errorf("rank %d: %w", r, err))
 	}
-	if b.Ranks, err = session.NewRanks([]session.Stepper{rank}, func(int, error) { rank.comm.Destroy() }); err != nil {
-		return fail(err)
+	// A failure destroys the communicator, so that the other processes'
+	// pending collectives fail at once.
+	b.procStep = func(tokens []int32) (*session.StepResult, error) {
+		res, err := rank.Step(tokens)
+		if err != nil {
+			rank.comm.Destroy()
+			return nil, fmt.Errorf("rank %d: %w", r, err)
+		}
+		return res, nil
 	}
 	return b, nil
 }
