@@ -1,6 +1,7 @@
 package cann_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -81,4 +82,29 @@ func TestHCCLRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Under HCCLRules an all_reduce of a tensor-parallel graph runs on the
+// NPU as HcclAllReduce; under the default rules it stays on the host.
+func ExampleHCCLRules() {
+	g, err := ir.ParseString(`graph "g" {
+  %0 = input() : f32[64,n_tokens] "x"
+  %1 = all_reduce(%0) {ranks=2} : f32[64,n_tokens] "sum"
+  outputs(%1)
+}`)
+	if err != nil {
+		panic(err)
+	}
+	rules, err := cann.HCCLRules()
+	if err != nil {
+		panic(err)
+	}
+	hccl, _ := rules.Profile("ascend910b")
+	def, _ := target.Get("ascend910b")
+	n := g.Nodes[1]
+	fmt.Println(hccl.Supports(n).Kernel)
+	fmt.Println(def.Supports(n).OK)
+	// Output:
+	// HcclAllReduce
+	// false
 }

@@ -851,6 +851,7 @@ func (d *Device) Counters() Counters {
 // The device handle is unusable afterwards; no other call may run
 // concurrently with Close.
 func (d *Device) Close() error {
+	d.DetachComms() // hccl.go
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	var first error
