@@ -119,6 +119,23 @@ func TestRunPPCannMatchesOneDevice(t *testing.T) {
 	}
 }
 
+// run --backend cann --tp 2 --tp-exact gives one device's logits bit for
+// bit: its all-gathers along the feature dim of several tokens (prefill)
+// gather into the node's workspace and are moved into place on the stream.
+func TestRunTPCannExactLogits(t *testing.T) {
+	fakeCANN(t)
+	t.Setenv("IRTFAKE_DEVICE_COUNT", "2")
+	t.Setenv("IRTFAKE_HCCL_TIMEOUT_MS", "30000")
+	path := testref.Testdata("synth-llama-Q4_0.gguf")
+	args := []string{path, "--tokens", "1,403,407,261,378", "-n", "4", "--backend", "cann"}
+	one := runTPJSON(t, args...)
+	got := runTPJSON(t, append(args, "--tp", "2", "--tp-exact")...)
+	require.Equal(t, one.Tokens, got.Tokens)
+	require.Zero(t, got.Stats.TP.Collectives["all_reduce"])
+	require.Positive(t, got.Stats.TP.Collectives["all_gather"])
+	require.Equal(t, one.Logits, got.Logits, "--tp-exact logits against one device")
+}
+
 // TestHelperIrtoolProcess is irtool in a child process for the tests
 // below: IRTOOL_TEST_ARGS holds run's arguments, separated by 0x1f.
 func TestHelperIrtoolProcess(t *testing.T) {
