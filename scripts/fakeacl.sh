@@ -27,11 +27,11 @@ mkdir -p "$dir"
 # No FMA contraction: the emulated kernels round after every operation, as
 # the comment of kernels.c says.
 flags=(-shared -fPIC -O2 -ffp-contract=off -Wall -Werror -Wno-unused-parameter)
-"$cc" "${flags[@]}" -I "$root/runtime/acl/include" -o "$dir/libascendcl.so" \
+"$cc" "${flags[@]}" -I "$root/runtime/acl" -o "$dir/libascendcl.so" \
   "$root"/runtime/acl/fakeacl/*.c -lpthread -lm
 # The emulated HCCL (runtime/acl/fakeacl/hccl): collectives on the
 # emulator's streams, between threads or processes (shared memory).
-"$cc" "${flags[@]}" -I "$root/runtime/acl/include" -o "$dir/libhccl.so" \
+"$cc" "${flags[@]}" -I "$root/runtime/acl" -o "$dir/libhccl.so" \
   "$root/runtime/acl/fakeacl/hccl/hccl.c" -L "$dir" -Wl,--no-as-needed -lascendcl -Wl,-rpath,'$ORIGIN' -lpthread -lrt
 for lib in nnopbase opapi; do
   printf '/* the emulator is libascendcl.so */\n' | "$cc" -shared -fPIC -x c - -o "$dir/lib$lib.so" \
@@ -40,10 +40,10 @@ done
 # The emulator's self-test (runtime/acl/fakeacl/selftest/selftest.c) checks
 # its operators against their documented formulas through the C API alone;
 # DIR/fakeacl-selftest prints one line per check and exits 1 on a failure.
-"$cc" -O1 -Wall -Werror -I "$root/runtime/acl/include" -o "$dir/fakeacl-selftest" \
+"$cc" -O1 -Wall -Werror -I "$root/runtime/acl" -o "$dir/fakeacl-selftest" \
   "$root/runtime/acl/fakeacl/selftest/selftest.c" "$dir/libascendcl.so" -Wl,-rpath,'$ORIGIN' -lm
 # DIR/fakehccl-selftest checks libhccl.so the same way (threads, processes,
 # capture, failures).
-"$cc" -O1 -Wall -Werror -I "$root/runtime/acl/include" -o "$dir/fakehccl-selftest" \
+"$cc" -O1 -Wall -Werror -I "$root/runtime/acl" -o "$dir/fakehccl-selftest" \
   "$root/runtime/acl/fakeacl/selftest/hccl_selftest.c" "$dir/libhccl.so" "$dir/libascendcl.so" -Wl,-rpath,'$ORIGIN' -lpthread
 echo "$dir: libascendcl.so libnnopbase.so libopapi.so libhccl.so (irtool's CANN emulator), fakeacl-selftest, fakehccl-selftest"

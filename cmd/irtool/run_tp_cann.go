@@ -31,18 +31,18 @@ import (
 
 // cannRank is one rank: its session, device and communicator.
 type cannRank struct {
-	*program.Session
+	*program.Runner
 	dev  *acl.Device
 	comm *acl.Comm
 }
 
-func (r *cannRank) stats() simStatsJSON { return programStats(r.Session, r.dev.Stats()) }
+func (r *cannRank) stats() simStatsJSON { return programStats(r.Runner, r.dev.Stats()) }
 
 // close ends the session, then destroys the communicator and the device.
 func (r *cannRank) close() error {
 	var errs []error
-	if r.Session != nil {
-		errs = append(errs, r.Session.Close())
+	if r.Runner != nil {
+		errs = append(errs, r.Runner.Close())
 	}
 	r.dev.DetachComms()
 	if r.comm != nil {
@@ -76,7 +76,7 @@ func newRankDevice(f *gguf.File, cf *cannFlags, id, ranks int) (*acl.Device, err
 // rankSession builds rank's session on dev: the collectives HCCL can do
 // run on the NPU (HCCLRules), any other on the host through hostComm
 // (nil in a process of its own: there every collective must be HCCL's).
-func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, hostComm eval.Communicator, flags *simFlags, fs *flag.FlagSet) (*program.Session, error) {
+func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, hostComm eval.Communicator, flags *simFlags, fs *flag.FlagSet) (*program.Runner, error) {
 	pol, err := flags.policy(fs)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, 
 		comms = append(comms, hostComm)
 	}
 	ks := eval.NewCollectiveKernels(nil, comms...)
-	return program.NewSession(m, w, dev, program.Options{Policy: pol, DeviceID: id, Kernels: flags.Kernels, KernelSet: ks,
+	return program.NewRunner(m, w, dev, program.Options{Policy: pol, DeviceID: id, Kernels: flags.Kernels, KernelSet: ks,
 		Compile: program.CompileOptions{Target: flags.Target, Passes: "none", Driver: compiler.Options{Rules: rules}}})
 }
 
@@ -134,7 +134,7 @@ func (b *tpBackend) startCann(group string, ms []*models.Model, ws []eval.Weight
 		if err != nil {
 			return fail(err)
 		}
-		if r.Session, err = rankSession(ms[i], ws[i], r.dev, ids[i], hc, flags, fs); err != nil {
+		if r.Runner, err = rankSession(ms[i], ws[i], r.dev, ids[i], hc, flags, fs); err != nil {
 			return fail(fmt.Errorf("rank %d: %w", i, err))
 		}
 		steppers = append(steppers, r)
@@ -184,7 +184,7 @@ func newTPProcBackend(tp *passes.TP, f *gguf.File, flags *simFlags, cf *cannFlag
 		return fail(err)
 	}
 	dev.AttachComm(rank.comm)
-	if rank.Session, err = rankSession(tp.Ranks[r].Model, tp.Ranks[r].Weights(f), dev, id, nil, flags, fs); err != nil {
+	if rank.Runner, err = rankSession(tp.Ranks[r].Model, tp.Ranks[r].Weights(f), dev, id, nil, flags, fs); err != nil {
 		return fail(fmt.Errorf("rank %d: %w", r, err))
 	}
 	// A failure destroys the communicator, so that the other processes'

@@ -25,7 +25,7 @@ import (
 // (HCCL, libhccl.so; the HCCL API reference: HcclCommInitAll,
 // HcclGetRootInfo, HcclCommInitRootInfo, HcclAllReduce, HcclAllGather,
 // HcclReduceScatter, HcclSend, HcclRecv, HcclCommDestroy). The functions
-// of IRT_HCCL_FUNCS (include/irtool_hccl.h) are resolved from libhccl.so
+// of IRT_HCCL_FUNCS (irtool_hccl.h) are resolved from libhccl.so
 // in the directory of the loaded libascendcl.so; scripts/fakeacl.sh builds
 // irtool's emulation of it next to the emulated runtime. A collective is a
 // task of the stream it is enqueued on: inside a capture it is recorded

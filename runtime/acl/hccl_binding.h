@@ -3,7 +3,7 @@
 /*
  * hccl_binding.h: the C half of package acl's HCCL binding (hccl.go).
  * libhccl.so is opened with dlopen from the directory of the loaded
- * libascendcl.so and IRT_HCCL_FUNCS (include/irtool_hccl.h) resolved into a
+ * libascendcl.so and IRT_HCCL_FUNCS (irtool_hccl.h) resolved into a
  * table typed from the prototypes, as binding.c does for ACL.
  */
 #ifndef IRTOOL_HCCL_BINDING_H
@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "include/irtool_hccl.h"
+#include "irtool_hccl.h"
 
 int irt_hccl_dlopen(const char *path, char *err, int errlen);
 const char *irt_hccl_missing(void);

@@ -1,6 +1,6 @@
 /*
  * hccl.c: irtool's emulator of CANN's libhccl.so (the HCCL C API of
- * include/irtool_hccl.h) over host memory, built by scripts/fakeacl.sh as
+ * runtime/acl/irtool_hccl.h) over host memory, built by scripts/fakeacl.sh as
  * DIR/libhccl.so on top of the emulated libascendcl.so.
  *
  * A communicator's ranks meet in one shared memory segment: a header (a
