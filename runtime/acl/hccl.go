@@ -12,6 +12,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"sync"
@@ -45,23 +46,41 @@ var hcclLib struct {
 
 // LoadHCCL loads the CANN libraries (Load(nil) when none are loaded yet)
 // and opens libhccl.so from the directory of libascendcl.so, once per
-// process.
+// process (Load already opens it when it is there).
 func LoadHCCL() error {
 	if Loaded() == nil {
 		if err := Load(nil); err != nil {
 			return err
 		}
 	}
+	libs := Loaded()
+	if len(libs) == 0 {
+		return errors.New("acl: HCCL: the CANN libraries are not loaded")
+	}
+	return openHCCL(filepath.Join(filepath.Dir(libs[0]), HCCLLibrary))
+}
+
+// openHCCLNear opens libhccl.so next to libascendcl.so, libs[0], when it
+// is there: Load calls it, so that the library is mapped while its
+// directory exists.
+func openHCCLNear(libs []string) {
+	if len(libs) == 0 {
+		return
+	}
+	p := filepath.Join(filepath.Dir(libs[0]), HCCLLibrary)
+	if _, err := os.Stat(p); err == nil {
+		openHCCL(p)
+	}
+}
+
+// openHCCL opens path once per process.
+func openHCCL(path string) error {
 	hcclLib.mu.Lock()
 	defer hcclLib.mu.Unlock()
 	if hcclLib.path != "" {
 		return hcclLib.err
 	}
-	libs := Loaded()
-	if len(libs) == 0 {
-		return errors.New("acl: HCCL: the CANN libraries are not loaded")
-	}
-	hcclLib.path = filepath.Join(filepath.Dir(libs[0]), HCCLLibrary)
+	hcclLib.path = path
 	var buf [512]C.char
 	cp := C.CString(hcclLib.path)
 	defer C.free(unsafe.Pointer(cp))
