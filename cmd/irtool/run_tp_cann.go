@@ -23,13 +23,13 @@ import (
 )
 
 // This file holds run --backend cann --tp N: one Ascend device per rank
-// (device --device + rank), each rank a program session whose collectives
+// (device --device + rank), each rank a program.Runner whose collectives
 // are HCCL calls on its segments' streams (lower/cann.HCCLRules), captured
 // with the segments; the ranks are goroutines of this process
 // (HcclCommInitAll), or, with --root-info, one rank per process
 // (HcclGetRootInfo written to the file by rank 0, HcclCommInitRootInfo).
 
-// cannRank is one rank: its session, device and communicator.
+// cannRank is one rank: its runner, device and communicator.
 type cannRank struct {
 	*program.Runner
 	dev  *acl.Device
@@ -38,7 +38,7 @@ type cannRank struct {
 
 func (r *cannRank) stats() simStatsJSON { return programStats(r.Runner, r.dev.Stats()) }
 
-// close ends the session, then destroys the communicator and the device.
+// close ends the runner, then destroys the communicator and the device.
 func (r *cannRank) close() error {
 	var errs []error
 	if r.Runner != nil {
@@ -73,7 +73,7 @@ func newRankDevice(f *gguf.File, cf *cannFlags, id, ranks int) (*acl.Device, err
 	return dev, nil
 }
 
-// rankSession builds rank's session on dev: the collectives HCCL can do
+// rankSession builds rank's runner on dev: the collectives HCCL can do
 // run on the NPU (HCCLRules), any other on the host through hostComm
 // (nil in a process of its own: there every collective must be HCCL's).
 func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, hostComm eval.Communicator, flags *simFlags, fs *flag.FlagSet) (*program.Runner, error) {
