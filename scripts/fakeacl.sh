@@ -29,6 +29,10 @@ mkdir -p "$dir"
 flags=(-shared -fPIC -O2 -ffp-contract=off -Wall -Werror -Wno-unused-parameter)
 "$cc" "${flags[@]}" -I "$root/runtime/acl" -o "$dir/libascendcl.so" \
   "$root"/runtime/acl/fakeacl/*.c -lpthread -lm
+# The emulated HCCL (runtime/acl/fakeacl/hccl): collectives on the
+# emulator's streams, between threads or processes (shared memory).
+"$cc" "${flags[@]}" -I "$root/runtime/acl" -o "$dir/libhccl.so" \
+  "$root/runtime/acl/fakeacl/hccl/hccl.c" -L "$dir" -Wl,--no-as-needed -lascendcl -Wl,-rpath,'$ORIGIN' -lpthread -lrt
 for lib in nnopbase opapi; do
   printf '/* the emulator is libascendcl.so */\n' | "$cc" -shared -fPIC -x c - -o "$dir/lib$lib.so" \
     -L "$dir" -Wl,--no-as-needed -lascendcl -Wl,-rpath,'$ORIGIN'
@@ -38,4 +42,8 @@ done
 # DIR/fakeacl-selftest prints one line per check and exits 1 on a failure.
 "$cc" -O1 -Wall -Werror -I "$root/runtime/acl" -o "$dir/fakeacl-selftest" \
   "$root/runtime/acl/fakeacl/selftest/selftest.c" "$dir/libascendcl.so" -Wl,-rpath,'$ORIGIN' -lm
-echo "$dir: libascendcl.so libnnopbase.so libopapi.so (irtool's CANN emulator), fakeacl-selftest"
+# DIR/fakehccl-selftest checks libhccl.so the same way (threads, processes,
+# capture, failures).
+"$cc" -O1 -Wall -Werror -I "$root/runtime/acl" -o "$dir/fakehccl-selftest" \
+  "$root/runtime/acl/fakeacl/selftest/hccl_selftest.c" "$dir/libhccl.so" "$dir/libascendcl.so" -Wl,-rpath,'$ORIGIN' -lpthread
+echo "$dir: libascendcl.so libnnopbase.so libopapi.so libhccl.so (irtool's CANN emulator), fakeacl-selftest, fakehccl-selftest"

@@ -167,6 +167,7 @@ func declareRunFlags(fs *flag.FlagSet) *runFlags {
 	f.cann.declare(fs)
 	f.tp.declare(fs)
 	f.tp.declarePP(fs)
+	f.tp.declareProc(fs)
 	return f
 }
 
@@ -350,7 +351,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		if err != nil {
 			return fail(err)
 		}
-		if j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, f.fs, *f.threads, *f.check); err != nil {
+		if j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check); err != nil {
 			return fail(err)
 		}
 		j.sess = j.tp
@@ -362,7 +363,12 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		if err != nil {
 			return fail(err)
 		}
-		if j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, f.fs, *f.threads, *f.check); err != nil {
+		if f.tp.RootInfo != "" { // one rank in this process (run_tp_cann.go)
+			j.tp, err = newTPProcBackend(tp, src.File, &f.sim, &f.cann, &f.tp, f.fs)
+		} else {
+			j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+		}
+		if err != nil {
 			return fail(err)
 		}
 		j.sess = j.tp

@@ -36,15 +36,7 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 	if err != nil {
 		return nil, err
 	}
-	pool := cf.Pool
-	if pool == 0 {
-		pool = simMemory(f) + 2*cf.Workspace + (16 << 20) + convertedBytes(f)
-		if cf.QuantMatmul == acl.QuantMatmulGGML {
-			// f32 copies of the q4_0/q8_0 weights: at most 4/0.5625 bytes per byte.
-			pool += 8 * simMemory(f)
-		}
-	}
-	dev, err := acl.New(acl.Options{PoolBytes: pool, WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul})
+	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul})
 	if err != nil {
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
 	}
@@ -54,6 +46,20 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 		return nil, errors.Join(err, dev.Close())
 	}
 	return &cannBackend{Runner: s, dev: dev}, nil
+}
+
+// cannPool is the device memory pre-allocated for the model: --acl-pool,
+// or sized from the model file.
+func cannPool(f *gguf.File, cf *cannFlags) int64 {
+	pool := cf.Pool
+	if pool == 0 {
+		pool = simMemory(f) + 2*cf.Workspace + (16 << 20) + convertedBytes(f)
+		if cf.QuantMatmul == acl.QuantMatmulGGML {
+			// f32 copies of the q4_0/q8_0 weights: at most 4/0.5625 bytes per byte.
+			pool += 8 * simMemory(f)
+		}
+	}
+	return pool
 }
 
 // convertedBytes bounds the device bytes of the copies runtime/acl

@@ -29,6 +29,11 @@ type tpFlags struct {
 	Ranks  int
 	Exact  bool
 	Stages int // run only
+	// Rank and RootInfo (run --backend cann only): this process runs rank
+	// Rank of --tp ranks, the others run in other processes, and they meet
+	// through the HCCL root info in file RootInfo (written by rank 0).
+	Rank     int
+	RootInfo string
 }
 
 func (f *tpFlags) declare(fs *flag.FlagSet) {
@@ -41,6 +46,12 @@ func (f *tpFlags) declarePP(fs *flag.FlagSet) {
 	fs.IntVar(&f.Stages, "pp", 1, "split the layers into `N` pipeline stages, one rank each, the hidden state sent from stage to stage (the logits are one device's bit for bit)")
 }
 
+// declareProc declares run's --rank and --root-info.
+func (f *tpFlags) declareProc(fs *flag.FlagSet) {
+	fs.IntVar(&f.Rank, "rank", 0, "cann, with --tp N and --root-info: the rank `R` (0..N-1) this process runs; rank 0 writes the root info, the others read it")
+	fs.StringVar(&f.RootInfo, "root-info", "", "cann, with --tp N: run one rank per process; the ranks meet through the HCCL root info in `FILE` (written by rank 0, read by the others)")
+}
+
 // check validates the flags for backend ("" for compile).
 func (f *tpFlags) check(backend string) error {
 	if f.Stages == 0 {
@@ -49,14 +60,20 @@ func (f *tpFlags) check(backend string) error {
 	switch {
 	case f.Stages < 1 || f.Stages > 1024:
 		return fmt.Errorf("--pp %d: want 1..1024 stages", f.Stages)
-	case f.Stages > 1 && backend == "cann":
-		return errors.New("--pp runs on --backend sim or cpu (the HCCL lowering for cann is not implemented)")
+	case f.Stages > 1 && f.Ranks > 1 && backend == "cann":
+		return errors.New("--pp with --tp runs on --backend sim or cpu (cann runs --tp or --pp alone)")
+	case f.Stages > 1 && f.RootInfo != "":
+		return errors.New("--root-info runs --tp ranks, not --pp stages")
 	case f.Ranks < 1 || f.Ranks > 1024:
 		return fmt.Errorf("--tp %d: want 1..1024 ranks", f.Ranks)
 	case f.Exact && f.Ranks == 1:
 		return errors.New("--tp-exact needs --tp N with N > 1")
-	case f.Ranks > 1 && backend == "cann":
-		return errors.New("--tp runs on --backend sim or cpu (the HCCL lowering for cann is not implemented)")
+	case f.RootInfo != "" && (backend != "cann" || f.Ranks < 2):
+		return errors.New("--root-info needs --backend cann and --tp N with N > 1")
+	case f.RootInfo == "" && f.Rank != 0:
+		return errors.New("--rank needs --root-info")
+	case f.Rank < 0 || f.Rank >= max(f.Ranks, 1):
+		return fmt.Errorf("--rank %d: want 0..%d", f.Rank, f.Ranks-1)
 	}
 	return nil
 }
@@ -105,17 +122,33 @@ type tpBackend struct {
 	tp     *passes.TP
 	stages []*models.Model // rank 0's pipeline stages (--pp)
 	*session.Ranks
-	sims []*simBackend
-	cpus []*session.Session
+	sims  []*simBackend
+	cpus  []*session.Session
+	canns []*cannRank // run_tp_cann.go
+	first int         // the rank of canns[0] (--rank in a process of its own)
+	proc  bool        // one rank per process (--root-info)
+	// procStep steps that one rank (run_tp_cann.go).
+	procStep func(tokens []int32) (*session.StepResult, error)
 }
 
-func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+// Step runs one step on every rank of this process.
+func (b *tpBackend) Step(tokens []int32) (*session.StepResult, error) {
+	if b.procStep != nil {
+		return b.procStep(tokens)
+	}
+	return b.Ranks.Step(tokens)
+}
+
+func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, cf *cannFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
 	ms := make([]*models.Model, len(tp.Ranks))
 	ws := make([]eval.WeightSource, len(tp.Ranks))
 	for i, r := range tp.Ranks {
 		ms[i], ws[i] = r.Model, r.Weights(f)
 	}
 	b := &tpBackend{tp: tp}
+	if backend == "cann" {
+		return b, b.startCann(passes.TPGroup, ms, ws, f, flags, cf, fs)
+	}
 	return b, b.startGroups(passes.TPGroup, ms, ws, f, backend, flags, fs, threads, check)
 }
 
@@ -176,12 +209,15 @@ func newTPPPBackend(tp *passes.TP, stages [][]*models.Model, f *gguf.File, backe
 	return b, b.start(ms, ws, comms, fail, f, backend, flags, fs, threads, check)
 }
 
-func newPPBackend(stages []*models.Model, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+func newPPBackend(stages []*models.Model, f *gguf.File, backend string, flags *simFlags, cf *cannFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
 	ws := make([]eval.WeightSource, len(stages))
 	for i := range ws {
 		ws[i] = f
 	}
 	b := &tpBackend{stages: stages}
+	if backend == "cann" {
+		return b, b.startCann(passes.PPGroup, stages, ws, f, flags, cf, fs)
+	}
 	return b, b.startGroups(passes.PPGroup, stages, ws, f, backend, flags, fs, threads, check)
 }
 
@@ -256,6 +292,7 @@ func (b *tpBackend) Close() {
 	for _, s := range b.cpus {
 		s.Close()
 	}
+	closeCann(b.canns)
 }
 
 // tpJSON describes the split in run's and compile's --json.
@@ -314,8 +351,12 @@ func ppInfo(stages []*models.Model) ppJSON {
 type tpStatsJSON struct {
 	TP *tpJSON `json:"tp,omitempty"`
 	PP *ppJSON `json:"pp,omitempty"`
-	// Ranks holds each rank's device statistics (--backend sim).
+	// Ranks holds each rank's device statistics (--backend sim and
+	// cann; with --root-info, this process's rank only).
 	Ranks []simStatsJSON `json:"ranks,omitempty"`
+	// Rank is the rank of Ranks[0] with --root-info (one rank per
+	// process), absent otherwise.
+	Rank *int `json:"rank,omitempty"`
 }
 
 func (b *tpBackend) stats() tpStatsJSON {
@@ -330,6 +371,12 @@ func (b *tpBackend) stats() tpStatsJSON {
 	}
 	for _, s := range b.sims {
 		st.Ranks = append(st.Ranks, s.stats())
+	}
+	for _, r := range b.canns {
+		st.Ranks = append(st.Ranks, r.stats())
+	}
+	if b.proc {
+		st.Rank = &b.first
 	}
 	return st
 }
@@ -355,5 +402,8 @@ func (b *tpBackend) summary(w io.Writer) {
 			name = fmt.Sprintf("sim rank %d stage %d", i/m, i%m)
 		}
 		printPhases(w, name, s.stats())
+	}
+	for i, r := range b.canns {
+		printPhases(w, fmt.Sprintf("cann rank %d", b.first+i), r.stats())
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/device"
 )
 
@@ -548,6 +549,9 @@ func (d *Device) MemcpyD2HAsync(dst []byte, src device.Ptr, s device.Stream) err
 // Launch implements device.Device: the aclnn call sequence of k's op, on
 // descriptors built once per distinct kernel (see recipes.go).
 func (d *Device) Launch(s device.Stream, k *device.KernelLaunch) error {
+	if k != nil && ir.IsCollective(k.Op) {
+		return d.launchCollective(s, k) // hccl.go
+	}
 	defer d.leave(d.enter())
 	if k == nil {
 		return bindingError("aclnn", "", device.ACLErrParamInvalid, "nil kernel launch")
@@ -847,6 +851,7 @@ func (d *Device) Counters() Counters {
 // The device handle is unusable afterwards; no other call may run
 // concurrently with Close.
 func (d *Device) Close() error {
+	d.DetachComms() // hccl.go
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	var first error

@@ -128,6 +128,9 @@ func Load(libs []string) error {
 	lib.paths = slices.Clone(libs)
 	lib.asked = asked
 	lib.err = load(libs)
+	if lib.err == nil {
+		openHCCLNear(libs) // hccl.go
+	}
 	return lib.err
 }
 

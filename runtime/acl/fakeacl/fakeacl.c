@@ -193,6 +193,15 @@ aclError aclFinalize(void) {
 	return rc;
 }
 
+/* IRTFAKE_DEVICE_COUNT, when set (1..64), is how many devices the emulator
+ * has, e.g. one per rank of a tensor-parallel run; else device_count
+ * (irtfake_set), default 1. */
+static long long device_count(void) {
+	const char *n = getenv("IRTFAKE_DEVICE_COUNT");
+	if (n && atoll(n) >= 1 && atoll(n) <= 64) return atoll(n);
+	return cfg_device_count;
+}
+
 #define NEED_INIT(name)                                                        \
 	if (!rc && !initialized) {                                             \
 		rc = ACL_ERROR_UNINITIALIZE;                                   \
@@ -203,7 +212,7 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 	LOCK();
 	int rc = injected("aclrtGetDeviceCount");
 	NEED_INIT("aclrtGetDeviceCount");
-	if (!rc) *count = (uint32_t)cfg_device_count;
+	if (!rc) *count = (uint32_t)device_count();
 	tr_begin("aclrtGetDeviceCount");
 	tr_end(rc);
 	UNLOCK();
@@ -214,9 +223,9 @@ aclError aclrtSetDevice(int32_t id) {
 	LOCK();
 	int rc = injected("aclrtSetDevice");
 	NEED_INIT("aclrtSetDevice");
-	if (!rc && (id < 0 || id >= cfg_device_count)) {
+	if (!rc && (id < 0 || id >= device_count())) {
 		rc = ACL_ERROR_RT_INVALID_DEVICEID;
-		set_err("aclrtSetDevice: device %d does not exist (%lld devices)", id, cfg_device_count);
+		set_err("aclrtSetDevice: device %d does not exist (%lld devices)", id, device_count());
 	}
 	if (!rc) cur_device = id;
 	tr_begin("aclrtSetDevice");
@@ -229,7 +238,7 @@ aclError aclrtSetDevice(int32_t id) {
 aclError aclrtResetDevice(int32_t id) {
 	LOCK();
 	int rc = injected("aclrtResetDevice");
-	if (!rc && (id < 0 || id >= cfg_device_count)) rc = ACL_ERROR_RT_INVALID_DEVICEID;
+	if (!rc && (id < 0 || id >= device_count())) rc = ACL_ERROR_RT_INVALID_DEVICEID;
 	if (!rc && cur_device == id) cur_device = -1;
 	tr_begin("aclrtResetDevice");
 	tr(",\"device\":%d", id);
@@ -420,7 +429,7 @@ static int check_copy(const char *fn, void *dst, size_t destMax, const void *src
 #define RI_MAGIC 0x52494d44U
 
 struct task {
-	int kind; /* 0 kernel, 1 async copy */
+	int kind; /* 0 kernel, 1 async copy, 2 host task (a collective of libhccl.so) */
 	char op[64];
 	void *dst;
 	const void *src;
@@ -430,10 +439,16 @@ struct task {
 	aclOpExecutor *ex; /* kernel: a copy of the executor, bound at capture */
 	void *ws;          /* kernel: the workspace given at capture */
 	uint64_t wsSize;
+	fake_host_fn fn; /* host task */
+	void *arg;
+	void (*free_arg)(void *);
 };
 
 static void free_tasks(struct task *ts, int n) {
-	for (int i = 0; i < n; i++) free(ts[i].ex);
+	for (int i = 0; i < n; i++) {
+		free(ts[i].ex);
+		if (ts[i].free_arg) ts[i].free_arg(ts[i].arg);
+	}
 	free(ts);
 }
 
@@ -652,6 +667,60 @@ aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t cou
 	return rc;
 }
 
+int fake_enqueue_host(aclrtStream s, const char *op, fake_host_fn fn, void *arg, void (*free_arg)(void *),
+                      int nranges, const int64_t *lo, const int64_t *hi, int *captured) {
+	LOCK();
+	int rc = 0;
+	stream *p = s ? as_stream(s) : NULL;
+	*captured = 0;
+	if (s && !p) {
+		rc = ACL_ERROR_RT_PARAM_INVALID;
+		set_err("%s: not a stream", op);
+	}
+	if (!rc && nranges > 16) {
+		rc = ACL_ERROR_RT_PARAM_INVALID;
+		set_err("%s: %d buffers", op, nranges);
+	}
+	for (int k = 0; !rc && k < nranges; k++)
+		if (hi[k] > lo[k] && !find_alloc((void *)(uintptr_t)lo[k], (size_t)(hi[k] - lo[k]), 0)) {
+			rc = ACL_ERROR_RT_PARAM_INVALID;
+			set_err("%s: buffer [%p,+%lld B) is not inside one device allocation", op, (void *)(uintptr_t)lo[k],
+			        (long long)(hi[k] - lo[k]));
+		}
+	if (!rc && p && p->capturing) {
+		struct task t = {0};
+		t.kind = 2;
+		snprintf(t.op, sizeof t.op, "%s", op);
+		t.nranges = nranges;
+		for (int k = 0; k < nranges; k++) {
+			t.lo[k] = lo[k];
+			t.hi[k] = hi[k];
+		}
+		t.fn = fn;
+		t.arg = arg;
+		t.free_arg = free_arg;
+		add_task(p->building, &t);
+		*captured = 1;
+	}
+	UNLOCK();
+	return rc;
+}
+
+int fake_thread_device(void) { return cur_device; }
+
+void fake_trace_call(const char *fn, int rc, const char *fields_fmt, ...) {
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fields_fmt);
+	vsnprintf(buf, sizeof buf, fields_fmt, ap);
+	va_end(ap);
+	LOCK();
+	tr_begin(fn);
+	tr("%s", buf);
+	tr_end(rc);
+	UNLOCK();
+}
+
 aclError aclmdlRICaptureBegin(aclrtStream s, aclmdlRICaptureMode mode) {
 	LOCK();
 	int rc = injected("aclmdlRICaptureBegin");
@@ -795,6 +864,19 @@ aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream s) {
 					break;
 				}
 				memmove(t->dst, t->src, t->n);
+			}
+			if (t->kind == 2) {
+				/* a collective waits for the other ranks, whose
+				 * streams need the lock meanwhile */
+				UNLOCK();
+				int hrc = t->fn(t->arg);
+				LOCK();
+				if (hrc) {
+					char inner[512];
+					snprintf(inner, sizeof inner, "%s", errmsg);
+					set_err("aclmdlRIExecuteAsync: task %d (%s): %s", i, t->op, inner);
+					rc = hrc;
+				}
 			}
 			if (t->kind == 0) {
 				kernels++;

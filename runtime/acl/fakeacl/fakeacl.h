@@ -59,6 +59,24 @@ int fake_in_device(const void *p, size_t n);
 void fake_set_err(const char *fmt, ...);
 const char *fake_soc(void);
 
+/* Host tasks on streams, for the emulated libhccl.so (fakeacl/hccl): a
+ * collective is a task of its stream like a kernel. fake_enqueue_host
+ * checks stream s and [lo[k], hi[k]) (device memory); on a capturing stream
+ * it records fn(arg) in the capture, which then owns arg (free_arg frees it
+ * with the model) and *captured is 1; otherwise *captured is 0 and the
+ * caller runs fn(arg) now, outside the emulator's lock.
+ * aclmdlRIExecuteAsync runs a recorded fn(arg) in order with the other
+ * tasks, without holding the lock while it waits for the other ranks. fn
+ * returns 0 or an error code after fake_set_err. Returns 0 or an ACL error
+ * code with the error text set. */
+typedef int (*fake_host_fn)(void *arg);
+int fake_enqueue_host(aclrtStream s, const char *op, fake_host_fn fn, void *arg, void (*free_arg)(void *),
+                      int nranges, const int64_t *lo, const int64_t *hi, int *captured);
+/* the device set on this thread (aclrtSetDevice), -1 if none */
+int fake_thread_device(void);
+/* appends {"fn":fn,<fields>,"rc":rc} to the trace */
+void fake_trace_call(const char *fn, int rc, const char *fields_fmt, ...);
+
 /* kernels.c: runs executor ex (op name ex->op) with its workspace; 0 or an
  * error code with the error text set. */
 int fake_compute(const aclOpExecutor *ex, void *workspace, uint64_t wsSize);

@@ -1,0 +1,245 @@
+//go:build cann
+
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/lower/cann"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/passes"
+	"github.com/irtool/irtool/runtime/acl"
+	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/runtime/program"
+	"github.com/irtool/irtool/runtime/session"
+)
+
+// This file holds run --backend cann --tp N: one Ascend device per rank
+// (device --device + rank), each rank a program.Runner whose collectives
+// are HCCL calls on its segments' streams (lower/cann.HCCLRules), captured
+// with the segments; the ranks are goroutines of this process
+// (HcclCommInitAll), or, with --root-info, one rank per process
+// (HcclGetRootInfo written to the file by rank 0, HcclCommInitRootInfo).
+
+// cannRank is one rank: its runner, device and communicator.
+type cannRank struct {
+	*program.Runner
+	dev  *acl.Device
+	comm *acl.Comm
+}
+
+func (r *cannRank) stats() simStatsJSON { return programStats(r.Runner, r.dev.Stats()) }
+
+// close ends the runner, then destroys the communicator and the device.
+func (r *cannRank) close() error {
+	var errs []error
+	if r.Runner != nil {
+		errs = append(errs, r.Runner.Close())
+	}
+	r.dev.DetachComms()
+	if r.comm != nil {
+		errs = append(errs, r.comm.Destroy())
+	}
+	return errors.Join(append(errs, r.dev.Close())...)
+}
+
+func closeCann(rs []*cannRank) {
+	for _, r := range rs {
+		r.close()
+	}
+}
+
+// newRankDevice opens device id with the pool of one rank's model.
+func newRankDevice(f *gguf.File, cf *cannFlags, id, ranks int) (*acl.Device, error) {
+	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul})
+	if err != nil {
+		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
+	}
+	if err := dev.SetDevice(id); err != nil {
+		hint := ""
+		if acl.Emulated() {
+			hint = fmt.Sprintf(" (the emulator has IRTFAKE_DEVICE_COUNT devices: set it to %d or more)", id+1)
+		}
+		return nil, errors.Join(fmt.Errorf("--tp %d: rank on device %d: %w%s", ranks, id, err, hint), dev.Close())
+	}
+	return dev, nil
+}
+
+// rankSession builds rank's runner on dev: the collectives HCCL can do
+// run on the NPU (HCCLRules), any other on the host through hostComm
+// (nil in a process of its own: there every collective must be HCCL's).
+func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, hostComm eval.Communicator, flags *simFlags, fs *flag.FlagSet) (*program.Runner, error) {
+	pol, err := flags.policy(fs)
+	if err != nil {
+		return nil, err
+	}
+	// Each rank captures on its own thread while the others run: a
+	// GLOBAL-mode capture would forbid their synchronous copies.
+	pol.Cache.Mode = device.CaptureThreadLocal
+	rules, err := cann.HCCLRules()
+	if err != nil {
+		return nil, err
+	}
+	var comms []eval.Communicator
+	if hostComm != nil {
+		comms = append(comms, hostComm)
+	}
+	ks := eval.NewCollectiveKernels(nil, comms...)
+	return program.NewRunner(m, w, dev, program.Options{Policy: pol, DeviceID: id, Kernels: flags.Kernels, KernelSet: ks,
+		Compile: program.CompileOptions{Target: flags.Target, Passes: "none", Driver: compiler.Options{Rules: rules}}})
+}
+
+// startCann starts the ranks of group (the tensor-parallel ranks, or the
+// pipeline stages) as goroutines of this process, rank i on device
+// --device + i.
+func (b *tpBackend) startCann(group string, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, flags *simFlags, cf *cannFlags, fs *flag.FlagSet) error {
+	n := len(ms)
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = cf.Device + i
+	}
+	fail := func(err error) error {
+		closeCann(b.canns)
+		b.canns = nil
+		return err
+	}
+	for i := range ms {
+		dev, err := newRankDevice(f, cf, ids[i], n)
+		if err != nil {
+			return fail(err)
+		}
+		b.canns = append(b.canns, &cannRank{dev: dev})
+	}
+	comms, err := acl.HcclCommInitAll(group, ids)
+	if err != nil {
+		return fail(err)
+	}
+	grp, err := device.NewGroup(group, n, device.DefaultCollectiveTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	var steppers []session.Stepper
+	for i, r := range b.canns {
+		r.comm = comms[i]
+		r.dev.AttachComm(comms[i])
+		hc, err := grp.Comm(i)
+		if err != nil {
+			return fail(err)
+		}
+		if r.Runner, err = rankSession(ms[i], ws[i], r.dev, ids[i], hc, flags, fs); err != nil {
+			return fail(fmt.Errorf("rank %d: %w", i, err))
+		}
+		steppers = append(steppers, r)
+	}
+	// A failed rank fails the others' pending collectives at once: the
+	// host ones through the group, the HCCL ones by destroying its
+	// communicator.
+	onFail := func(i int, err error) {
+		grp.Fail(i, err)
+		b.canns[i].comm.Destroy()
+	}
+	if b.Ranks, err = session.NewRanks(steppers, onFail); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// rootInfoTimeout bounds how long a rank waits for the root info file
+// and a stale one to be replaced.
+const rootInfoTimeout = 120 * time.Second
+
+// newTPProcBackend runs rank tf.Rank of the split alone in this process;
+// the other ranks run in other processes started with the same flags and
+// their own --rank. Rank 0 writes the HCCL root info to tf.RootInfo; the
+// others wait for it (a file left by an earlier run is refused by HCCL and
+// read again until rank 0 has replaced it).
+func newTPProcBackend(tp *passes.TP, f *gguf.File, flags *simFlags, cf *cannFlags, tf *tpFlags, fs *flag.FlagSet) (*tpBackend, error) {
+	n, r := len(tp.Ranks), tf.Rank
+	id := cf.Device
+	set := false
+	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "device" })
+	if !set {
+		id = r // one device per rank unless --device says which
+	}
+	b := &tpBackend{tp: tp, first: r, proc: true}
+	dev, err := newRankDevice(f, cf, id, n)
+	if err != nil {
+		return nil, err
+	}
+	rank := &cannRank{dev: dev}
+	b.canns = []*cannRank{rank}
+	fail := func(err error) (*tpBackend, error) {
+		closeCann(b.canns)
+		return nil, err
+	}
+	if rank.comm, err = joinRootInfo(dev, tf.RootInfo, n, r); err != nil {
+		return fail(err)
+	}
+	dev.AttachComm(rank.comm)
+	if rank.Runner, err = rankSession(tp.Ranks[r].Model, tp.Ranks[r].Weights(f), dev, id, nil, flags, fs); err != nil {
+		return fail(fmt.Errorf("rank %d: %w", r, err))
+	}
+	// A failure destroys the communicator, so that the other processes'
+	// pending collectives fail at once.
+	b.procStep = func(tokens []int32) (*session.StepResult, error) {
+		res, err := rank.Step(tokens)
+		if err != nil {
+			rank.comm.Destroy()
+			return nil, fmt.Errorf("rank %d: %w", r, err)
+		}
+		return res, nil
+	}
+	return b, nil
+}
+
+// joinRootInfo makes (rank 0) or reads (the others) the root info in
+// path and joins the communicator.
+func joinRootInfo(dev *acl.Device, path string, n, r int) (*acl.Comm, error) {
+	if r == 0 {
+		info, err := acl.HcclGetRootInfo()
+		if err != nil {
+			return nil, err
+		}
+		tmp, err := os.CreateTemp(filepath.Dir(path), ".root-info-*")
+		if err != nil {
+			return nil, fmt.Errorf("--root-info: %w", err)
+		}
+		_, werr := tmp.Write(info)
+		if err := errors.Join(werr, tmp.Close()); err != nil {
+			os.Remove(tmp.Name())
+			return nil, fmt.Errorf("--root-info: %w", err)
+		}
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			os.Remove(tmp.Name())
+			return nil, fmt.Errorf("--root-info: %w", err)
+		}
+		c, err := dev.HcclCommInitRootInfo(passes.TPGroup, n, 0, info)
+		os.Remove(path) // every rank has joined (or given up)
+		return c, err
+	}
+	deadline := time.Now().Add(rootInfoTimeout)
+	for {
+		info, err := os.ReadFile(path)
+		if err == nil && len(info) == acl.RootInfoBytes {
+			c, err := dev.HcclCommInitRootInfo(passes.TPGroup, n, r, info)
+			var he *acl.HCCLError
+			if err == nil || !errors.As(err, &he) || he.Code != 6 /* HCCL_E_NOT_FOUND: a stale file */ || time.Now().After(deadline) {
+				return c, err
+			}
+		} else if err == nil {
+			err = fmt.Errorf("%d bytes, want %d", len(info), acl.RootInfoBytes)
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("--root-info %s: rank %d waited %v for rank 0's root info: %w", path, r, rootInfoTimeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
