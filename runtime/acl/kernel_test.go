@@ -486,3 +486,27 @@ func TestViewsPassAlignedTensorData(t *testing.T) {
 		t.Errorf("a view 2 B past a boundary: %v, want a refusal", err)
 	}
 }
+
+// TestMulMatAddRefusesRepeatedBias: aclnnInplaceAdd's other must
+// broadcast to selfRef (each dim equal or 1), so the mul_mat_add recipe
+// refuses a bias that would cover the product only by repetition, before
+// any call, with the node's operator named; a bias of the product's row
+// length runs.
+func TestMulMatAddRefusesRepeatedBias(t *testing.T) {
+	d := newDevice(t, Options{})
+	buf := malloc(t, d, 1<<16)
+	launch := func(bias device.TensorDesc) error {
+		k := &device.KernelLaunch{Name: "aclnnMm", Op: ir.OpMulMatAdd,
+			Inputs: []device.TensorDesc{f32(buf, 8, 4), f32(buf+1024, 8, 2), bias}, Output: f32(buf+4096, 4, 2),
+			Workspace: buf + 8192, WorkspaceBytes: 4096}
+		return d.Launch(device.DefaultStream, k)
+	}
+	if err := launch(f32(buf+2048, 4, 1)); err != nil {
+		t.Fatalf("a (4, 1) bias over a (4, 2) product: %v", err)
+	}
+	err := launch(f32(buf+2048, 2, 1))
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(err.Error(), "only by repetition") {
+		t.Errorf("a (2, 1) bias over a (4, 2) product: %v, want a refusal", err)
+	}
+}

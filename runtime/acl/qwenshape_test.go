@@ -60,7 +60,7 @@ func TestQwenShapeGreedy(t *testing.T) {
 				t.Skip(err)
 			}
 			f, m := testmodel.Build(t, path, models.Options{NCtx: 64, KVType: models.KVF16})
-			d := newDevice(t, Options{PoolBytes: modelPool(f, c.mode), WorkspaceReserve: 256 << 20, QuantMatmul: c.mode})
+			d := newDevice(t, Options{PoolBytes: modelPool(f, c.mode), WorkspaceReserve: qwenWorkspace, QuantMatmul: c.mode})
 			s, ref := pairedSessions(t, m, f, d, program.Options{Policy: device.DefaultGraphPolicy()})
 			feed := qwenShapePrompt
 			for step := 0; step < 8; step++ {
@@ -112,16 +112,21 @@ func TestQwenShapeGGMLDeparture(t *testing.T) {
 	departure(t, "qwen-q8_0", m, f, ref)
 }
 
-// modelPool is a device pool for model file f in QuantMatmul mode mode:
-// its tensors, their copies at load (PlacedBytes) and 256 MiB of
-// activations, KV cache and tables.
+// modelPool is a device pool for model file f in QuantMatmul mode mode,
+// sized as irtool run --backend cann sizes it: twice the tensors plus
+// 64 MiB, two workspace reserves of qwenWorkspace, 16 MiB, and the
+// weights' copies at load (PlacedBytes).
 func modelPool(f *gguf.File, mode string) int64 {
-	var pool int64 = 256 << 20
+	pool := int64(64<<20) + 2*qwenWorkspace + 16<<20
 	for _, ti := range f.Tensors {
-		pool += int64(ti.Size) + PlacedBytes(ir.DType(ti.Type), ti.Ne[0], ti.Ne[1]*ti.Ne[2]*ti.Ne[3], mode)
+		pool += 2*int64(ti.Size) + PlacedBytes(ir.DType(ti.Type), ti.Ne[0], ti.Ne[1]*ti.Ne[2]*ti.Ne[3], mode)
 	}
 	return pool
 }
+
+// qwenWorkspace is the workspace reserve of the tests' devices (the CLI's
+// default).
+const qwenWorkspace = 64 << 20
 
 func maxAbs(v []float32) float64 {
 	m := 0.0
