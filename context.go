@@ -122,12 +122,12 @@ func (c *Context) Compile(ctx context.Context, g *ir.Graph, opts compiler.Option
 	return compiler.Compile(ctx, g, c.CompileOptions(opts))
 }
 
-// PlanGraph plans a static graph (planner.PlanGraph) with the context's
+// PlanMemory plans a static graph (planner.PlanMemory) with the context's
 // strategies: a strategy registered in c.Strategies is a name
 // opts.Strategy may give.
-func (c *Context) PlanGraph(g *ir.Graph, opts planner.GraphOptions) (*planner.GraphPlan, error) {
+func (c *Context) PlanMemory(g *ir.Graph, opts planner.MemoryOptions) (*planner.MemoryPlan, error) {
 	if opts.Strategies == nil {
 		opts.Strategies = c.Strategies
 	}
-	return planner.PlanGraph(g, opts)
+	return planner.PlanMemory(g, opts)
 }

@@ -120,7 +120,7 @@ func ExampleContext_Compile_customStrategy() {
 		fmt.Println(err)
 		return
 	}
-	for _, mp := range []*compiler.MemoryPlan{r.Memory, r.MemoryDecode} {
+	for _, mp := range []*compiler.PlannedStep{r.Memory, r.MemoryDecode} {
 		p := mp.Plan
 		fmt.Printf("%s: %s, arena %d B = naive %v, %.2f x lower bound\n", mp.What, p.Strategy, p.ArenaBytes, p.ArenaBytes == p.NaiveBytes, p.Ratio())
 	}

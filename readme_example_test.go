@@ -42,7 +42,7 @@ func Example_ownModule() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for _, mp := range []*compiler.MemoryPlan{r.Memory, r.MemoryDecode} {
+	for _, mp := range []*compiler.PlannedStep{r.Memory, r.MemoryDecode} {
 		p := mp.Plan
 		fmt.Printf("%s (%s): arena %d B, lower bound %d B, %s\n", mp.What, mp.Bindings, p.ArenaBytes, p.LowerBound, p.Strategy)
 	}

@@ -35,7 +35,7 @@ type LayoutCompare struct {
 	GraphOrderBound  int64  `json:"graph_order_lower_bound_bytes"`
 	GallocrOverBound int64  `json:"gallocr_over_bound_bytes"`
 	// BudgetExhausted: the time budget cut our plan's search short
-	// (planner.GraphPlan.BudgetExhausted).
+	// (planner.MemoryPlan.BudgetExhausted).
 	BudgetExhausted bool `json:"budget_exhausted"`
 }
 
@@ -50,7 +50,7 @@ type Compare struct {
 // ggml's layout with the options p was made with: the strategy asked for
 // (p.Requested, never the name of the strategy that won), the budget and
 // the registered strategies.
-func compareLayouts(ctx context.Context, g *ir.Graph, p *planner.GraphPlan, opts planner.GraphOptions) (Compare, error) {
+func compareLayouts(ctx context.Context, g *ir.Graph, p *planner.MemoryPlan, opts planner.MemoryOptions) (Compare, error) {
 	var out Compare
 	tgt, err := layoutFigures(ctx, g, p, opts)
 	if err != nil {
@@ -59,9 +59,9 @@ func compareLayouts(ctx context.Context, g *ir.Graph, p *planner.GraphPlan, opts
 	tgt.Layout = fmt.Sprintf("intermediates and workspaces in the arena, %s in-place rule, %d-B alignment", p.Policy, p.Align)
 	out.Target = tgt
 
-	ggmlOpts := planner.GraphOptions{Align: planner.DefaultAlign, Strategy: p.Requested, Budget: opts.Budget,
+	ggmlOpts := planner.MemoryOptions{Align: planner.DefaultAlign, Strategy: p.Requested, Budget: opts.Budget,
 		Strategies: opts.Strategies, Workers: opts.Workers, Deterministic: opts.Deterministic, Policy: planner.CPUPolicy(), ArenaIO: true, Reorder: opts.Reorder}
-	ours, err := planner.PlanGraphContext(ctx, g, ggmlOpts)
+	ours, err := planner.PlanMemoryContext(ctx, g, ggmlOpts)
 	if err != nil {
 		return out, fmt.Errorf("ggml layout: %w", err)
 	}
@@ -78,7 +78,7 @@ func compareLayouts(ctx context.Context, g *ir.Graph, p *planner.GraphPlan, opts
 // replay of the same problem in graph order. When ours is in graph order
 // and already ran the replay (best and gallocr do), its figures are
 // reused; otherwise the replay runs.
-func layoutFigures(ctx context.Context, g *ir.Graph, ours *planner.GraphPlan, opts planner.GraphOptions) (LayoutCompare, error) {
+func layoutFigures(ctx context.Context, g *ir.Graph, ours *planner.MemoryPlan, opts planner.MemoryOptions) (LayoutCompare, error) {
 	out := LayoutCompare{OursBytes: ours.ArenaBytes, OursStrategy: ours.Strategy, OursReordered: ours.OrderChanged, OursLowerBound: ours.LowerBound,
 		BudgetExhausted: ours.BudgetExhausted}
 	if ga, ok := ours.Strategies[planner.StrategyGallocr]; ok && !ours.OrderChanged {
@@ -86,7 +86,7 @@ func layoutFigures(ctx context.Context, g *ir.Graph, ours *planner.GraphPlan, op
 	} else {
 		gopts := opts
 		gopts.Strategy, gopts.Reorder = planner.StrategyGallocr, false
-		ga, err := planner.PlanGraphContext(ctx, g, gopts)
+		ga, err := planner.PlanMemoryContext(ctx, g, gopts)
 		if err != nil {
 			return LayoutCompare{}, fmt.Errorf("gallocr: %w", err)
 		}

@@ -93,11 +93,11 @@ type Options struct {
 	Align int64
 	// Strategy is the memory planning strategy of every plan ("" : best);
 	// any name a plan reports is accepted (planner.StrategyOf). Every plan
-	// is planner.GraphOptions.Deterministic: its search is bounded by work
+	// is planner.MemoryOptions.Deterministic: its search is bounded by work
 	// (planner.WorkBudget of the problem's size), so the same graph gives
 	// the same plan on any machine; Budget (0: DefaultBudget) is only a
 	// safety cap on its wall time, and a plan it cut short says so
-	// (planner.GraphPlan.BudgetExhausted).
+	// (planner.MemoryPlan.BudgetExhausted).
 	Strategy string
 	Budget   time.Duration
 	// Threads bounds the planner's concurrent searches (0: GOMAXPROCS);
@@ -127,8 +127,8 @@ type Options struct {
 	Strategies   *planner.StrategySet
 }
 
-// MemoryPlan is one planned step of the memory stage.
-type MemoryPlan struct {
+// PlannedStep is one planned step of the memory stage.
+type PlannedStep struct {
 	// What is "worst case" or "decode".
 	What string
 	// Bindings are the symbol values the graph was specialised with (only
@@ -136,7 +136,7 @@ type MemoryPlan struct {
 	Bindings ir.Bindings
 	// Plan is the plan on the target's layout; its Graph is the
 	// specialised graph and its Order the execution order to use.
-	Plan *planner.GraphPlan
+	Plan *planner.MemoryPlan
 	// Compare puts the same graph on ggml's layout too.
 	Compare Compare
 }
@@ -159,7 +159,7 @@ type Result struct {
 	PassResult *passes.Result
 	Optimised  *ir.Graph
 	// Memory and MemoryDecode are the memory stage's two plans.
-	Memory, MemoryDecode *MemoryPlan
+	Memory, MemoryDecode *PlannedStep
 	// Requant and RequantSource are the requantisation (Options.Requant):
 	// its report and the weight source that converts on read.
 	Requant       *partition.RequantReport
@@ -172,7 +172,7 @@ type Result struct {
 	// Program is the lowered decode step, ProgramPlan its memory plan and
 	// Prediction the cost model's figures for it.
 	Program     *cann.Program
-	ProgramPlan *planner.GraphPlan
+	ProgramPlan *planner.MemoryPlan
 	Prediction  *cann.Prediction
 	// Ran lists the stages that completed.
 	Ran []Stage
@@ -402,8 +402,8 @@ func (r *Result) Align() int64 {
 }
 
 // graphOptions are the planner options of the target layout.
-func (r *Result) graphOptions() planner.GraphOptions {
-	opts := planner.GraphOptions{
+func (r *Result) graphOptions() planner.MemoryOptions {
+	opts := planner.MemoryOptions{
 		Align: r.Align(), Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies, Workers: r.Options.Threads,
 		Deterministic: true, Policy: planner.PolicyFor(r.Profile.Name), Reorder: true,
 	}
@@ -419,7 +419,7 @@ func runMemory(ctx context.Context, r *Result) error {
 	for _, c := range []struct {
 		what    string
 		nTokens int64
-		out     **MemoryPlan
+		out     **PlannedStep
 	}{
 		{"worst case", r.Options.UBatch, &r.Memory},
 		{"decode", 1, &r.MemoryDecode},
@@ -429,7 +429,7 @@ func runMemory(ctx context.Context, r *Result) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.what, err)
 		}
-		p, err := planner.PlanGraphContext(ctx, sg, opts)
+		p, err := planner.PlanMemoryContext(ctx, sg, opts)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.what, err)
 		}
@@ -437,7 +437,7 @@ func runMemory(ctx context.Context, r *Result) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.what, err)
 		}
-		*c.out = &MemoryPlan{What: c.what, Bindings: used(b, g), Plan: p, Compare: cmp}
+		*c.out = &PlannedStep{What: c.what, Bindings: used(b, g), Plan: p, Compare: cmp}
 	}
 	return nil
 }
@@ -492,11 +492,11 @@ type LowerOptions struct {
 // symbols are ignored), plans it on the target's layout and lowers it to a
 // cann.Program. The partition stage must have run. It is safe for
 // concurrent use: it reads the Result only.
-func (r *Result) Lower(b ir.Bindings, lo LowerOptions) (*cann.Program, *planner.GraphPlan, error) {
+func (r *Result) Lower(b ir.Bindings, lo LowerOptions) (*cann.Program, *planner.MemoryPlan, error) {
 	if r.Partition == nil || r.Partitioned == nil {
 		return nil, nil, fmt.Errorf("compiler: lower: the partition stage did not run")
 	}
-	popts := planner.GraphOptions{Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies, Workers: r.Options.Threads,
+	popts := planner.MemoryOptions{Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies, Workers: r.Options.Threads,
 		Deterministic: true}
 	if lo.Strategy != "" {
 		popts.Strategy = lo.Strategy

@@ -48,14 +48,14 @@ func TestMemoryStage(t *testing.T) {
 		t.Errorf("Until memory ran the partition or the lowering")
 	}
 	for _, c := range []struct {
-		mp      *compiler.MemoryPlan
+		mp      *compiler.PlannedStep
 		nTokens int64
 	}{{r.Memory, 32}, {r.MemoryDecode, 1}} {
 		p := c.mp.Plan
 		if got := p.Graph.Find("inp_tokens").Type.Shape[0].Val; got != c.nTokens {
 			t.Errorf("%s: planned for %d tokens, want %d", c.mp.What, got, c.nTokens)
 		}
-		if len(p.Workspaces) == 0 || p.Align != 64 || planner.ValidateGraphPlan(p) != nil {
+		if len(p.Workspaces) == 0 || p.Align != 64 || planner.ValidateMemoryPlan(p) != nil {
 			t.Errorf("%s: %d workspaces, align %d", c.mp.What, len(p.Workspaces), p.Align)
 		}
 		if c.mp.Bindings[models.SymKV] != 128 || c.mp.Compare.GgmlLayout.GallocrBytes == 0 {

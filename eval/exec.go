@@ -22,11 +22,11 @@ type ExecOptions struct {
 	// inside one byte slice of ArenaSize bytes (planned execution). Nodes
 	// missing from Offsets get their own buffer.
 	// Graph inputs listed in Offsets live in the arena too (a plan made
-	// with planner.GraphOptions.ArenaIO, ggml's layout).
+	// with planner.MemoryOptions.ArenaIO, ggml's layout).
 	Offsets   map[int]int64
 	ArenaSize int64
 	// Order, when set, is the execution order as node IDs (a memory plan's
-	// order, planner.GraphPlan.OrderIDs): every non-leaf node exactly once,
+	// order, planner.MemoryPlan.OrderIDs): every non-leaf node exactly once,
 	// each after its operands; leaves may appear and are skipped. Nil runs
 	// the graph's own order.
 	Order []int

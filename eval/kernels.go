@@ -109,19 +109,3 @@ func mustKernel(op ir.Op, k Kernel) {
 		panic(err)
 	}
 }
-
-// f32Attr and intAttr read an attribute with a default (the compiled
-// plan's prepared kernels, plan.go).
-func f32Attr(n *ir.Node, key string, def float64) float32 {
-	if v, ok := n.Attrs.Float(key); ok {
-		return float32(v)
-	}
-	return float32(def)
-}
-
-func intAttr(n *ir.Node, key string, def int64) int {
-	if v, ok := n.Attrs.Int(key); ok {
-		return int(v)
-	}
-	return int(def)
-}

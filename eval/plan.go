@@ -8,27 +8,28 @@ import (
 	"github.com/irtool/irtool/kernels"
 )
 
-// Workers is a persistent set of worker threads that compiled plans run
-// their kernels on (one per session, shared by the session's plans). The
-// threads are started once; between kernels they spin briefly and then
-// park, as ggml's CPU thread pool does. Running a plan on them creates no
-// goroutine, sends on no channel and allocates nothing.
+// Workers is a persistent set of worker threads that executables run
+// their kernels on (one per session, shared by the session's
+// executables). The threads are started once; between kernels they spin
+// briefly and then park, as ggml's CPU thread pool does. Running an
+// Executable on them creates no goroutine, sends on no channel and
+// allocates nothing.
 //
-// The plans run on the same Workers also share the weights that their
+// The executables run on the same Workers also share the weights that their
 // matmuls read from a copy repacked once for the SIMD kernels (Packs).
 type Workers struct {
 	pool  *threadpool.Pool
 	packs *kernels.WeightPacks
 }
 
-// NewWorkers starts threads worker threads (the goroutine that runs a plan
-// is one of them); threads <= 0 means DefaultThreads().
+// NewWorkers starts threads worker threads (the goroutine that runs an
+// executable is one of them); threads <= 0 means DefaultThreads().
 func NewWorkers(threads int) *Workers {
 	return &Workers{pool: threadpool.New(threads), packs: kernels.NewWeightPacks()}
 }
 
-// Packs holds the repacked weight copies of the plans run on w (used
-// when their ExecOptions.Kernels.Packs is nil): made when a plan is
+// Packs holds the repacked weight copies of the executables run on w (used
+// when their ExecOptions.Kernels.Packs is nil): made when an executable is
 // compiled, once per weight matrix of a model file in the process
 // (shared with every other Workers using the same file, see
 // kernels.WeightPacks), and held until Close.
@@ -42,26 +43,27 @@ func DefaultThreads() int { return threadpool.DefaultThreads() }
 func (w *Workers) Threads() int { return w.pool.Threads() }
 
 // Close stops the threads and releases the repacked copies held through
-// Packs (copies other Workers share stay). Plans using them fail
+// Packs (copies other Workers share stay). Executables using them fail
 // afterwards. Idempotent.
 func (w *Workers) Close() {
 	w.pool.Close()
 	w.packs.Release()
 }
 
-// Plan is a static graph compiled for the CPU: every node's storage is
-// resolved once (the planner's offsets inside one arena when the options
-// carry a memory plan, as the NPU path uses them), and every compute node
-// is lowered to a prepared kernel (kernels.Job) bound to those slices, so
-// that a step is a loop over a flat list of kernel calls. Each kernel's
-// phases are split by rows into chunks across the Workers. Running a plan
-// whose ops all have prepared kernels allocates nothing (the default pass
-// pipeline's graphs and the unfused ones, MoE included: see PreparedOp);
+// Executable is a static graph compiled for the CPU: every node's storage
+// is resolved once (the planner's offsets inside one arena when the
+// options carry a memory plan, as the NPU path uses them), and every
+// compute node is lowered to a prepared kernel (kernels.Job) bound to
+// those slices, so that a step is a loop over a flat list of kernel calls.
+// Each kernel's phases are split by rows into chunks across the Workers.
+// Running an Executable whose ops all have prepared kernels allocates
+// nothing (the default pass pipeline's graphs and the unfused ones, MoE
+// included: see PreparedOp);
 // the ops without one (a rope whose factors the graph computes, for
 // instance) run through the kernel table on the calling goroutine.
 //
 // Results are bit for bit those of the Executor on the same graph.
-type Plan struct {
+type Executable struct {
 	ex      *Executor
 	workers *Workers
 	steps   []planStep
@@ -75,7 +77,7 @@ type planStep struct {
 }
 
 // phaseTask runs one phase of a job as a thread pool task. Its size and
-// chunking are fixed when the plan is compiled (a prepared kernel's
+// chunking are fixed when the executable is compiled (a prepared kernel's
 // operands, hence its sizes, do not change).
 type phaseTask struct {
 	job      kernels.Job
@@ -89,10 +91,11 @@ type phaseTask struct {
 
 func (t *phaseTask) Run(worker, lo, hi int) { t.job.Run(t.phase, worker, lo, hi) }
 
-// NewPlan resolves the storage of a static graph as NewExecutor does
-// (weights from w, opts' memory plan and order) and returns the plan; the
-// kernels are prepared on the first Run after the states are bound.
-func NewPlan(g *ir.Graph, w WeightSource, opts ExecOptions, workers *Workers) (*Plan, error) {
+// NewExecutable resolves the storage of a static graph as NewExecutor does
+// (weights from w, opts' memory plan and order) and returns the
+// executable; the kernels are prepared on the first Run after the states
+// are bound.
+func NewExecutable(g *ir.Graph, w WeightSource, opts ExecOptions, workers *Workers) (*Executable, error) {
 	if workers == nil {
 		return nil, fmt.Errorf("eval: plan of graph %q: no workers", g.Name)
 	}
@@ -100,27 +103,27 @@ func NewPlan(g *ir.Graph, w WeightSource, opts ExecOptions, workers *Workers) (*
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{ex: ex, workers: workers}, nil
+	return &Executable{ex: ex, workers: workers}, nil
 }
 
-// Graph returns the graph the plan runs.
-func (p *Plan) Graph() *ir.Graph { return p.ex.g }
+// Graph returns the graph the executable runs.
+func (p *Executable) Graph() *ir.Graph { return p.ex.g }
 
 // BindState gives a state leaf (a KV cache) its persistent storage.
-func (p *Plan) BindState(name string, data []byte) error {
+func (p *Executable) BindState(name string, data []byte) error {
 	p.ready = false
 	return p.ex.BindState(name, data)
 }
 
 // SetInput copies raw little-endian bytes into an input.
-func (p *Plan) SetInput(name string, data []byte) error { return p.ex.SetInput(name, data) }
+func (p *Executable) SetInput(name string, data []byte) error { return p.ex.SetInput(name, data) }
 
 // HasInput reports whether the graph reads the named input.
-func (p *Plan) HasInput(name string) bool { return p.ex.HasInput(name) }
+func (p *Executable) HasInput(name string) bool { return p.ex.HasInput(name) }
 
 // Input returns the storage of an input, to be written in place before Run
 // (nil when the graph has no such input).
-func (p *Plan) Input(name string) []byte {
+func (p *Executable) Input(name string) []byte {
 	n, ok := p.ex.inputs[name]
 	if !ok {
 		return nil
@@ -129,12 +132,12 @@ func (p *Plan) Input(name string) []byte {
 }
 
 // Output returns the f32 values of output i (a copy).
-func (p *Plan) Output(i int) ([]float32, [4]int64, error) { return p.ex.Output(i) }
+func (p *Executable) Output(i int) ([]float32, [4]int64, error) { return p.ex.Output(i) }
 
 // OutputView returns output i as a float32 view of its storage, without
 // copying, valid until the next Run; it fails when the output is not dense
 // F32.
-func (p *Plan) OutputView(i int) ([]float32, [4]int64, error) {
+func (p *Executable) OutputView(i int) ([]float32, [4]int64, error) {
 	if i < 0 || i >= len(p.ex.g.Outputs) {
 		return nil, [4]int64{}, fmt.Errorf("eval: graph %q has %d outputs", p.ex.g.Name, len(p.ex.g.Outputs))
 	}
@@ -151,7 +154,7 @@ func (p *Plan) OutputView(i int) ([]float32, [4]int64, error) {
 
 // Prepared reports how many compute nodes run as prepared kernels and how
 // many through the kernel table (after the first Run).
-func (p *Plan) Prepared() (prepared, fallback int) {
+func (p *Executable) Prepared() (prepared, fallback int) {
 	for _, s := range p.steps {
 		if s.prepared {
 			prepared++
@@ -163,7 +166,7 @@ func (p *Plan) Prepared() (prepared, fallback int) {
 }
 
 // compile prepares every compute node's kernel.
-func (p *Plan) compile() error {
+func (p *Executable) compile() error {
 	nodes := p.ex.g.Nodes
 	if p.ex.order != nil {
 		nodes = p.ex.order
@@ -200,7 +203,7 @@ func (p *Plan) compile() error {
 }
 
 // prepare returns the prepared kernel of n, or nil when n's op has none.
-func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
+func (p *Executable) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 	if !PreparedOp(n.Op) {
 		return nil, nil
 	}
@@ -221,7 +224,8 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 	if (n.Op == ir.OpMulMat || n.Op == ir.OpMulMatAdd) && !isWeightData(n.Args[0]) {
 		// Only a model weight may be repacked once: a computed matrix (a
 		// concat of weights made by merge-qkv, an activation) changes
-		// between steps and is not even written when the plan is compiled.
+		// between steps and is not even written when the executable is
+		// compiled.
 		o.Packs = nil
 	}
 	switch n.Op {
@@ -234,7 +238,7 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 	case ir.OpMul:
 		return kernels.MulJob(dst, a[0], a[1], threads)
 	case ir.OpRMSNormMul:
-		return kernels.RMSNormMulJob(dst, a[0], a[1], f32Attr(n, "eps", 0), threads)
+		return kernels.RMSNormMulJob(dst, a[0], a[1], float32(n.Attrs.Eps()), threads)
 	case ir.OpAddRMSNormMul:
 		ne := dst.Ne
 		ne[3] = 1
@@ -246,7 +250,7 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		if err != nil {
 			return nil, err
 		}
-		return kernels.AddRMSNormMulJob(norm, sum, a[0], a[1], a[2], f32Attr(n, "eps", 0), threads)
+		return kernels.AddRMSNormMulJob(norm, sum, a[0], a[1], a[2], float32(n.Attrs.Eps()), threads)
 	case ir.OpSwiGLU:
 		return kernels.SwiGLUJob(dst, a[0], a[1], threads)
 	case ir.OpGetRows:
@@ -266,9 +270,9 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 	case ir.OpDiv:
 		return kernels.DivJob(dst, a[0], a[1], threads)
 	case ir.OpRMSNorm:
-		return kernels.RMSNormJob(dst, a[0], f32Attr(n, "eps", 0), threads)
+		return kernels.RMSNormJob(dst, a[0], float32(n.Attrs.Eps()), threads)
 	case ir.OpScale:
-		return kernels.ScaleJob(dst, a[0], f32Attr(n, "scale", 1), threads)
+		return kernels.ScaleJob(dst, a[0], float32(n.Attrs.Scale()), threads)
 	case ir.OpSilu:
 		return kernels.SiluJob(dst, a[0], threads)
 	case ir.OpGelu:
@@ -278,7 +282,7 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		if len(a) > 1 {
 			mask = &a[1]
 		}
-		return kernels.SoftMaxJob(dst, a[0], mask, f32Attr(n, "scale", 1), f32Attr(n, "max_bias", 0), threads)
+		return kernels.SoftMaxJob(dst, a[0], mask, float32(n.Attrs.Scale()), float32(n.Attrs.MaxBias()), threads)
 	case ir.OpRope:
 		var ff *kernels.Tensor
 		if len(a) > 2 {
@@ -289,12 +293,12 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		}
 		return kernels.RopeJob(dst, a[0], a[1], ff, RopeParams(n), threads)
 	case ir.OpSWAMask:
-		w, _ := n.Attrs.Int("window")
+		w := n.Attrs.Window()
 		return kernels.SWAMaskJob(dst, a[0], a[1], w, threads)
 	case ir.OpCont, ir.OpCast, ir.OpCpy:
 		return kernels.CpyJob(dst, a[0], threads)
 	case ir.OpTopK:
-		return kernels.TopKJob(dst, a[0], intAttr(n, "k", 0), threads)
+		return kernels.TopKJob(dst, a[0], int(n.Attrs.K()), threads)
 	case ir.OpSumRows:
 		return kernels.SumRowsJob(dst, a[0], threads)
 	case ir.OpMulMatID:
@@ -311,7 +315,7 @@ func (p *Plan) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 		if len(a) > 3 {
 			mask = &a[3]
 		}
-		return o.AttentionJob(view, q, a[1], v, mask, f32Attr(n, "scale", 0), f32Attr(n, "max_bias", 0), threads)
+		return o.AttentionJob(view, q, a[1], v, mask, float32(n.Attrs.Scale()), float32(n.Attrs.MaxBias()), threads)
 	}
 	return nil, nil
 }
@@ -330,15 +334,15 @@ var preparedOps = map[ir.Op]bool{
 	ir.OpTopK: true, ir.OpSumRows: true, ir.OpMulMatID: true,
 }
 
-// PreparedOp reports whether a Plan runs op as a prepared kernel split
+// PreparedOp reports whether an Executable runs op as a prepared kernel split
 // across its workers (the others run through the kernel table).
 func PreparedOp(op ir.Op) bool { return preparedOps[op] }
 
-// Run executes the plan: each step's phases in order, each phase split
+// Run runs the graph once: each kernel's phases in order, each phase split
 // into chunks across the workers, except phases whose work fits in one
-// chunk (decided when the plan is compiled, from the kernel's size),
+// chunk (decided when the executable is compiled, from the kernel's size),
 // which run on the calling goroutine alone.
-func (p *Plan) Run() error {
+func (p *Executable) Run() error {
 	if !p.ready {
 		if err := p.compile(); err != nil {
 			return err
@@ -357,7 +361,7 @@ func (p *Plan) Run() error {
 // a panic of a kernel running on the calling goroutine (an index out of
 // range in the data) becomes an error, once for the whole run rather than
 // per step.
-func (p *Plan) runSteps(cur *int) (err error) {
+func (p *Executable) runSteps(cur *int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("kernel panicked: %v", r)
@@ -388,7 +392,8 @@ func (p *Plan) runSteps(cur *int) (err error) {
 }
 
 // isWeightData reports whether n's data is (a view of) a model weight:
-// constant for the life of the plan, so a copy of it made once stays true.
+// constant for the life of the executable, so a copy of it made once
+// stays true.
 func isWeightData(n *ir.Node) bool {
 	for n != nil {
 		info, ok := n.Info()

@@ -23,7 +23,7 @@ func TestPlanWeightsAreTheFile(t *testing.T) {
 		}
 		w := NewWorkers(2)
 		defer w.Close()
-		p, err := NewPlan(g, f, ExecOptions{}, w)
+		p, err := NewExecutable(g, f, ExecOptions{}, w)
 		if err != nil {
 			t.Fatal(err)
 		}

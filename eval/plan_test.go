@@ -98,7 +98,7 @@ func TestPlanMatchesExecutor(t *testing.T) {
 					for _, threads := range []int{1, 2, 3} {
 						workers := eval.NewWorkers(threads)
 						defer workers.Close()
-						p, err := eval.NewPlan(g, w, eval.ExecOptions{}, workers)
+						p, err := eval.NewExecutable(g, w, eval.ExecOptions{}, workers)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -124,19 +124,19 @@ func TestPlanMatchesExecutor(t *testing.T) {
 }
 
 // ranDecodePlan compiles the default pipeline's one-token step graph of
-// model name at position pos to a Plan on 2 workers (closed when the test
+// model name at position pos to an Executable on 2 workers (closed when the test
 // ends) and runs it once.
-func ranDecodePlan(t *testing.T, name string, pos int64) *eval.Plan {
+func ranDecodePlan(t *testing.T, name string, pos int64) *eval.Executable {
 	return ranDecodePlanPipe(t, name, "default", pos)
 }
 
 // ranDecodePlanPipe is ranDecodePlan with the pass pipeline pipe.
-func ranDecodePlanPipe(t *testing.T, name, pipe string, pos int64) *eval.Plan {
+func ranDecodePlanPipe(t *testing.T, name, pipe string, pos int64) *eval.Executable {
 	t.Helper()
 	g, w, in, states := stepGraph(t, name, pipe, 1, pos)
 	workers := eval.NewWorkers(2)
 	t.Cleanup(workers.Close)
-	p, err := eval.NewPlan(g, w, eval.ExecOptions{}, workers)
+	p, err := eval.NewExecutable(g, w, eval.ExecOptions{}, workers)
 	if err != nil {
 		t.Fatal(err)
 	}

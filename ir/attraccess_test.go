@@ -25,6 +25,8 @@ func TestAttrAccessors(t *testing.T) {
 		{"max_bias", func(a ir.Attrs) any { return a.MaxBias() }, ir.Attrs{ir.AttrMaxBias: 8.0}, 8.0},
 		{"window default", func(a ir.Attrs) any { return a.Window() }, nil, int64(0)},
 		{"window", func(a ir.Attrs) any { return a.Window() }, ir.Attrs{ir.AttrWindow: int64(512)}, int64(512)},
+		{"bias default", func(a ir.Attrs) any { return a.Bias() }, nil, 0.0},
+		{"bias", func(a ir.Attrs) any { return a.Bias() }, ir.Attrs{ir.AttrBias: 0.5}, 0.5},
 		{"k", func(a ir.Attrs) any { return a.K() }, ir.Attrs{ir.AttrK: int64(2)}, int64(2)},
 		{"concat dim", func(a ir.Attrs) any { return a.ConcatDim() }, ir.Attrs{ir.AttrDim: int64(1)}, int64(1)},
 		{"transfer", func(a ir.Attrs) any { return a.From() + ">" + a.To() }, ir.Attrs{ir.AttrFrom: "cpu", ir.AttrTo: "npu"}, "cpu>npu"},

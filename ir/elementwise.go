@@ -35,6 +35,9 @@ const (
 // Scale returns attribute scale, 1 (no scaling) when absent.
 func (a Attrs) Scale() float64 { return a.floatOr(AttrScale, 1) }
 
+// Bias returns attribute bias, 0 when absent.
+func (a Attrs) Bias() float64 { return a.floatOr(AttrBias, 0) }
+
 func init() {
 	MustRegister(OpInfo{Name: OpMul, Attrs: noAttrs, MinArgs: 2, Inplace: true, ElementWise: true, Commutative: false, Infer: elementwiseBinary,
 		Doc: "mul(a, b): a * b, b broadcast over a"})

@@ -43,7 +43,7 @@
 // llama.cpp c392e50) call for call, so that the IR side can replay a graph in
 // ggml's node order and obtain llama.cpp's compute-buffer size byte for byte.
 //
-// The graph layer (PlanGraph) turns a static ir.Graph into such a Problem:
+// The graph layer (PlanMemory) turns a static ir.Graph into such a Problem:
 // liveness over an execution order (views alias their root, cpy and
 // set_rows results alias the tensor they write, inputs, outputs, weights,
 // KV caches and constants are persistent), in-place merges allowed by a
@@ -52,8 +52,8 @@
 // order when it lowers the bound. It runs ggml-alloc's own bookkeeping
 // symbolically, so the "gallocr" strategy replays exactly the allocator
 // calls llama.cpp makes and gives its compute buffer to the byte (with
-// GraphOptions.ArenaIO, which places inputs and outputs in the arena as
-// ggml does). ValidateGraphPlan re-checks every plan against the graph
+// MemoryOptions.ArenaIO, which places inputs and outputs in the arena as
+// ggml does). ValidateMemoryPlan re-checks every plan against the graph
 // without trusting that analysis, and the planned-execution tests run
 // each reference model inside one arena and compare logits bit for bit.
 package planner

@@ -10,7 +10,7 @@ import (
 // Plan a small static graph: rms_norm and mul run in place over the
 // projection (ggml's rule on the CPU), so three intermediates share one
 // buffer; the input and the output are persistent and not planned.
-func ExamplePlanGraph() {
+func ExamplePlanMemory() {
 	g, err := ir.ParseString(`graph "chain" {
   %0 = input() : f32[64,4] "x"
   %1 = weight() : f32[64,64] "w1"
@@ -26,7 +26,7 @@ func ExamplePlanGraph() {
 		panic(err)
 	}
 	for _, pol := range []planner.InPlacePolicy{planner.CPUPolicy(), planner.NPUPolicy()} {
-		p, err := planner.PlanGraph(g, planner.GraphOptions{Policy: pol, Align: 32})
+		p, err := planner.PlanMemory(g, planner.MemoryOptions{Policy: pol, Align: 32})
 		if err != nil {
 			panic(err)
 		}

@@ -16,27 +16,27 @@ import (
 // so Solve (which sees only intervals) does not offer it.
 const StrategyGallocr = "gallocr"
 
-// DefaultAlign is the arena alignment used when GraphOptions.Align is 0:
+// DefaultAlign is the arena alignment used when MemoryOptions.Align is 0:
 // ggml's TENSOR_ALIGNMENT, the alignment of its CPU buffers.
 const DefaultAlign = 32
 
-// GraphStrategies returns the built-in strategy names PlanGraph accepts,
-// "best" last. PlanGraph also takes the strategies registered in
-// GraphOptions.Strategies (StrategySet.GraphNames lists both) and the
+// GraphStrategies returns the built-in strategy names PlanMemory accepts,
+// "best" last. PlanMemory also takes the strategies registered in
+// MemoryOptions.Strategies (StrategySet.GraphNames lists both) and the
 // search phases' names (StrategyOf), so whatever a plan reports as its
 // Strategy plans again.
 func GraphStrategies() []string {
 	return append(slices.Clone(cheapStrategies), StrategyGreedyArea, StrategyExact, StrategyGallocr, StrategySearch, StrategyBest)
 }
 
-// GraphOptions configure PlanGraph.
-type GraphOptions struct {
+// MemoryOptions configure PlanMemory.
+type MemoryOptions struct {
 	// Align is the arena alignment in bytes: sizes round up to it and
 	// offsets are multiples of it (0 means DefaultAlign; 32 is ggml's CPU
 	// alignment, 64 the NPU default).
 	Align int64
 	// Strategy names the offset strategy: one of GraphStrategies, one
-	// registered in Strategies, or what a GraphPlan reported as its
+	// registered in Strategies, or what a MemoryPlan reported as its
 	// Strategy; "" means best.
 	Strategy string
 	// Strategies holds the registered strategies Strategy may name (nil:
@@ -59,7 +59,7 @@ type GraphOptions struct {
 	// each workspace is planned as a tensor live during its node only.
 	Workspace func(*ir.Node) int64
 	// Reorder lets the planner pick another topological execution order
-	// when it lowers the lower bound (see GraphPlan.Order).
+	// when it lowers the lower bound (see MemoryPlan.Order).
 	Reorder bool
 	// ArenaIO places graph inputs and outputs in the arena as ggml-alloc
 	// does (inputs allocated before the first node and freed after their
@@ -78,7 +78,7 @@ type WorkspaceSlot struct {
 	Bytes  int64 `json:"bytes"`
 }
 
-// GraphPlan is the memory plan of one static graph: an execution order and
+// MemoryPlan is the memory plan of one static graph: an execution order and
 // an arena offset for every node that owns planned storage.
 //
 // Planned storage: every compute node (not a leaf, not a view) whose value
@@ -88,7 +88,7 @@ type WorkspaceSlot struct {
 // their root's storage; weights, KV caches (state) and constants are never
 // planned. A node that runs in place shares the buffer of the operand it
 // overwrites, so both IDs map to the same offset.
-type GraphPlan struct {
+type MemoryPlan struct {
 	// Graph is the graph the plan is for.
 	Graph *ir.Graph
 	// Order is the execution order used: every non-leaf node of Graph once,
@@ -134,7 +134,7 @@ type GraphPlan struct {
 
 // BufferOf returns the index of the buffer holding a node's value (views
 // report their root's), or false when the node has no planned storage.
-func (p *GraphPlan) BufferOf(id int) (int, bool) {
+func (p *MemoryPlan) BufferOf(id int) (int, bool) {
 	if id < 0 || id >= len(p.storage) {
 		return 0, false
 	}
@@ -145,7 +145,7 @@ func (p *GraphPlan) BufferOf(id int) (int, bool) {
 }
 
 // OrderIDs returns Order as node IDs (eval.ExecOptions.Order).
-func (p *GraphPlan) OrderIDs() []int {
+func (p *MemoryPlan) OrderIDs() []int {
 	out := make([]int, len(p.Order))
 	for i, n := range p.Order {
 		out[i] = n.ID
@@ -154,20 +154,20 @@ func (p *GraphPlan) OrderIDs() []int {
 }
 
 // Ratio is ArenaBytes / LowerBound.
-func (p *GraphPlan) Ratio() float64 { return Ratio(p.ArenaBytes, p.LowerBound) }
+func (p *MemoryPlan) Ratio() float64 { return Ratio(p.ArenaBytes, p.LowerBound) }
 
-// PlanGraph plans a static graph (see GraphPlan); it is PlanGraphContext
+// PlanMemory plans a static graph (see MemoryPlan); it is PlanMemoryContext
 // without cancellation.
-func PlanGraph(g *ir.Graph, opts GraphOptions) (*GraphPlan, error) {
-	return PlanGraphContext(context.Background(), g, opts)
+func PlanMemory(g *ir.Graph, opts MemoryOptions) (*MemoryPlan, error) {
+	return PlanMemoryContext(context.Background(), g, opts)
 }
 
-// PlanGraphContext computes lifetimes over the execution order (with the
+// PlanMemoryContext computes lifetimes over the execution order (with the
 // in-place merges the policy allows), assigns arena offsets with the
-// strategy, and checks the result with ValidateGraphPlan before returning
+// strategy, and checks the result with ValidateMemoryPlan before returning
 // it. With Reorder it also tries a memory-aware topological order and
 // keeps whichever order has the lower bound (the graph's own on ties).
-func PlanGraphContext(ctx context.Context, g *ir.Graph, opts GraphOptions) (plan *GraphPlan, err error) {
+func PlanMemoryContext(ctx context.Context, g *ir.Graph, opts MemoryOptions) (plan *MemoryPlan, err error) {
 	start := time.Now()
 	if g == nil {
 		return nil, fmt.Errorf("planner: nil graph")
@@ -226,7 +226,7 @@ func PlanGraphContext(ctx context.Context, g *ir.Graph, opts GraphOptions) (plan
 			order, lv, lb = o, l, b
 		}
 	}
-	plan = &GraphPlan{
+	plan = &MemoryPlan{
 		Graph: g, Order: order, OrderChanged: !slices.Equal(order, orders[0]),
 		Problem: lv.prob, Buffers: lv.bufs, InPlace: lv.inplace, LowerBound: lb,
 		NaiveBytes: NaiveSize(lv.prob), Requested: requested, Strategies: map[string]int64{},
@@ -236,7 +236,7 @@ func PlanGraphContext(ctx context.Context, g *ir.Graph, opts GraphOptions) (plan
 		return nil, fmt.Errorf("planner: graph %q: %w", g.Name, err)
 	}
 	plan.fill(lay)
-	if err := ValidateGraphPlan(plan); err != nil {
+	if err := ValidateMemoryPlan(plan); err != nil {
 		return nil, fmt.Errorf("planner: graph %q: strategy %q: %w", g.Name, plan.Strategy, err)
 	}
 	plan.MS = msSince(start)
@@ -244,7 +244,7 @@ func PlanGraphContext(ctx context.Context, g *ir.Graph, opts GraphOptions) (plan
 }
 
 // solve runs the strategy (and, for best, the gallocr replay as well).
-func (p *GraphPlan) solve(ctx context.Context, lv *liveness, opts *GraphOptions) error {
+func (p *MemoryPlan) solve(ctx context.Context, lv *liveness, opts *MemoryOptions) error {
 	var ga *Assignment
 	var gerr error
 	if opts.Strategy == StrategyGallocr || opts.Strategy == StrategyBest {
@@ -281,7 +281,7 @@ func (p *GraphPlan) solve(ctx context.Context, lv *liveness, opts *GraphOptions)
 }
 
 // fill derives Offsets, BufferNode and Workspaces from the assignment.
-func (p *GraphPlan) fill(lay []ir.Layout) {
+func (p *MemoryPlan) fill(lay []ir.Layout) {
 	p.Offsets = map[int]int64{}
 	p.Workspaces = map[int]WorkspaceSlot{}
 	p.BufferNode = make([]int, len(p.Buffers))

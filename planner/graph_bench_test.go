@@ -75,15 +75,15 @@ func BenchmarkPlanQwen25_05B(b *testing.B) {
 		}
 		for _, v := range []struct {
 			name string
-			opts planner.GraphOptions
+			opts planner.MemoryOptions
 		}{
-			{"cpu", planner.GraphOptions{Policy: planner.CPUPolicy(), Reorder: true, Align: 32}},
-			{"npu", planner.GraphOptions{Policy: planner.NPUPolicy(), Reorder: true, Align: 64}},
+			{"cpu", planner.MemoryOptions{Policy: planner.CPUPolicy(), Reorder: true, Align: 32}},
+			{"npu", planner.MemoryOptions{Policy: planner.NPUPolicy(), Reorder: true, Align: 64}},
 		} {
 			b.Run(c.name+"/"+v.name, func(b *testing.B) {
-				var p *planner.GraphPlan
+				var p *planner.MemoryPlan
 				for b.Loop() {
-					if p, err = planner.PlanGraph(g, v.opts); err != nil {
+					if p, err = planner.PlanMemory(g, v.opts); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -107,7 +107,7 @@ func TestQwenShapesPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy(), Reorder: true})
+	p := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy(), Reorder: true})
 	if p.ArenaBytes != p.LowerBound {
 		t.Errorf("decode arena %d, LB %d", p.ArenaBytes, p.LowerBound)
 	}
@@ -132,23 +132,23 @@ func BenchmarkPlanReferenceModels(b *testing.B) {
 			name    string
 			kv      models.KVWrite
 			nTokens int64
-			opts    planner.GraphOptions
+			opts    planner.MemoryOptions
 		}
 		for _, v := range []variant{
-			{"worst-ggml", models.KVCpy, 256, planner.GraphOptions{Policy: planner.CPUPolicy(), ArenaIO: true, Align: 32}},
-			{"decode-ggml", models.KVCpy, 1, planner.GraphOptions{Policy: planner.CPUPolicy(), ArenaIO: true, Align: 32}},
-			{"worst-cpu", models.KVSetRows, 256, planner.GraphOptions{Policy: planner.CPUPolicy(), Align: 32, Reorder: true}},
-			{"decode-cpu", models.KVSetRows, 1, planner.GraphOptions{Policy: planner.CPUPolicy(), Align: 32, Reorder: true}},
-			{"worst-npu", models.KVSetRows, 256, planner.GraphOptions{Policy: planner.NPUPolicy(), Align: 64, Reorder: true}},
-			{"decode-npu", models.KVSetRows, 1, planner.GraphOptions{Policy: planner.NPUPolicy(), Align: 64, Reorder: true}},
+			{"worst-ggml", models.KVCpy, 256, planner.MemoryOptions{Policy: planner.CPUPolicy(), ArenaIO: true, Align: 32}},
+			{"decode-ggml", models.KVCpy, 1, planner.MemoryOptions{Policy: planner.CPUPolicy(), ArenaIO: true, Align: 32}},
+			{"worst-cpu", models.KVSetRows, 256, planner.MemoryOptions{Policy: planner.CPUPolicy(), Align: 32, Reorder: true}},
+			{"decode-cpu", models.KVSetRows, 1, planner.MemoryOptions{Policy: planner.CPUPolicy(), Align: 32, Reorder: true}},
+			{"worst-npu", models.KVSetRows, 256, planner.MemoryOptions{Policy: planner.NPUPolicy(), Align: 64, Reorder: true}},
+			{"decode-npu", models.KVSetRows, 1, planner.MemoryOptions{Policy: planner.NPUPolicy(), Align: 64, Reorder: true}},
 		} {
 			b.Run(modelBase(path)+"/"+v.name, func(b *testing.B) {
 				_, m := testmodel.Build(b, path, models.Options{NCtx: 256, KVWrite: v.kv})
 				g := specialise(b, m, v.nTokens, 256, v.nTokens)
-				var p *planner.GraphPlan
+				var p *planner.MemoryPlan
 				var err error
 				for b.Loop() {
-					if p, err = planner.PlanGraph(g, v.opts); err != nil {
+					if p, err = planner.PlanMemory(g, v.opts); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -116,7 +116,7 @@ func randomGraph(rng *rand.Rand, nOps int) (*ir.Graph, weightMap, map[string][]b
 }
 
 // execute runs g (optionally with a plan) and returns its outputs.
-func execute(t *testing.T, g *ir.Graph, w weightMap, in map[string][]byte, p *planner.GraphPlan) [][]float32 {
+func execute(t *testing.T, g *ir.Graph, w weightMap, in map[string][]byte, p *planner.MemoryPlan) [][]float32 {
 	t.Helper()
 	var eo eval.ExecOptions
 	if p != nil {
@@ -161,7 +161,7 @@ func TestPlanGraphRandomProperty(t *testing.T) {
 	for i := 0; i < n; i++ {
 		g, w, in := randomGraph(rng, 4+rng.IntN(30))
 		want := execute(t, g, w, in, nil)
-		opts := planner.GraphOptions{
+		opts := planner.MemoryOptions{
 			Policy:  policies[rng.IntN(len(policies))],
 			ArenaIO: rng.IntN(2) == 0,
 			Reorder: rng.IntN(2) == 0,
@@ -170,11 +170,11 @@ func TestPlanGraphRandomProperty(t *testing.T) {
 		other := planner.GraphStrategies()[rng.IntN(len(planner.GraphStrategies()))]
 		for _, s := range []string{planner.StrategyBest, other} {
 			opts.Strategy = s
-			p, err := planner.PlanGraph(g, opts)
+			p, err := planner.PlanMemory(g, opts)
 			if err != nil {
 				t.Fatalf("graph %d %+v: %v", i, opts, err)
 			}
-			if err := planner.ValidateGraphPlan(p); err != nil {
+			if err := planner.ValidateMemoryPlan(p); err != nil {
 				t.Fatalf("graph %d: %v", i, err)
 			}
 			if p.ArenaBytes < p.LowerBound {

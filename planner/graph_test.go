@@ -17,13 +17,13 @@ func parse(t testing.TB, src string) *ir.Graph {
 	return g
 }
 
-func plan(t testing.TB, g *ir.Graph, opts planner.GraphOptions) *planner.GraphPlan {
+func plan(t testing.TB, g *ir.Graph, opts planner.MemoryOptions) *planner.MemoryPlan {
 	t.Helper()
-	p, err := planner.PlanGraph(g, opts)
+	p, err := planner.PlanMemory(g, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := planner.ValidateGraphPlan(p); err != nil {
+	if err := planner.ValidateMemoryPlan(p); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -68,7 +68,7 @@ func TestPlanGraphInPlacePolicies(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := parse(t, chainIR)
-			p := plan(t, g, planner.GraphOptions{Policy: c.policy})
+			p := plan(t, g, planner.MemoryOptions{Policy: c.policy})
 			if p.InPlace != c.inplace || len(p.Problem.Buffers) != c.buffers || p.ArenaBytes != c.arena || p.LowerBound != c.lowerBound {
 				t.Errorf("in place %d, buffers %d, arena %d, LB %d; want %d, %d, %d, %d",
 					p.InPlace, len(p.Problem.Buffers), p.ArenaBytes, p.LowerBound, c.inplace, c.buffers, c.arena, c.lowerBound)
@@ -99,7 +99,7 @@ func TestPlanGraphInPlacePolicies(t *testing.T) {
 
 func TestPlanGraphArenaIO(t *testing.T) {
 	g := parse(t, chainIR)
-	p := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy(), ArenaIO: true})
+	p := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy(), ArenaIO: true})
 	// x (1024 B) lives until a is computed; a/b/c (1024 B) until d; d
 	// (256 B) to the end.
 	if p.LowerBound != 2048 || p.ArenaBytes != 2048 {
@@ -134,7 +134,7 @@ const viewIR = `graph "view" {
 
 func TestPlanGraphViewsKeepRootAlive(t *testing.T) {
 	g := parse(t, viewIR)
-	p := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy()})
+	p := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy()})
 	if p.InPlace != 0 {
 		t.Errorf("%d in-place merges; scale must not overwrite a while its view is live", p.InPlace)
 	}
@@ -159,7 +159,7 @@ func TestPlanGraphDoubleUseIsNotInPlace(t *testing.T) {
   %4 = mul_mat(%1, %3) : f32[64,4] "o"
   outputs(%4)
 }`)
-	p := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy()})
+	p := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy()})
 	if p.InPlace != 0 || p.ArenaBytes != 2048 {
 		t.Errorf("in place %d, arena %d; want 0, 2048 (ggml: n_children == 2)", p.InPlace, p.ArenaBytes)
 	}
@@ -173,7 +173,7 @@ func TestPlanGraphWorkspaces(t *testing.T) {
 		}
 		return 0
 	}
-	p := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy(), Workspace: ws, Align: 64})
+	p := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy(), Workspace: ws, Align: 64})
 	if len(p.Workspaces) != 2 {
 		t.Fatalf("workspaces %v, want one per mul_mat", p.Workspaces)
 	}
@@ -193,7 +193,7 @@ func TestPlanGraphWorkspaces(t *testing.T) {
 	if p.LowerBound != 1024+128 || p.ArenaBytes != p.LowerBound {
 		t.Errorf("arena %d, LB %d; want %d", p.ArenaBytes, p.LowerBound, 1024+128)
 	}
-	if _, err := planner.PlanGraph(g, planner.GraphOptions{Workspace: func(*ir.Node) int64 { return -1 }}); err == nil || !strings.Contains(err.Error(), "negative workspace") {
+	if _, err := planner.PlanMemory(g, planner.MemoryOptions{Workspace: func(*ir.Node) int64 { return -1 }}); err == nil || !strings.Contains(err.Error(), "negative workspace") {
 		t.Errorf("negative workspace: %v", err)
 	}
 }
@@ -217,8 +217,8 @@ const reorderIR = `graph "reorder" {
 
 func TestPlanGraphReorder(t *testing.T) {
 	g := parse(t, reorderIR)
-	fixed := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy()})
-	re := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy(), Reorder: true})
+	fixed := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy()})
+	re := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy(), Reorder: true})
 	if fixed.OrderChanged || fixed.LowerBound != 256+4096+256 {
 		t.Errorf("graph order: changed %v, LB %d; want false, 4608", fixed.OrderChanged, fixed.LowerBound)
 	}
@@ -233,7 +233,7 @@ func TestPlanGraphReorder(t *testing.T) {
 		t.Errorf("order %q", got)
 	}
 	// Reordering never makes a graph that is already good worse.
-	c := plan(t, parse(t, chainIR), planner.GraphOptions{Policy: planner.CPUPolicy(), Reorder: true})
+	c := plan(t, parse(t, chainIR), planner.MemoryOptions{Policy: planner.CPUPolicy(), Reorder: true})
 	if c.OrderChanged {
 		t.Error("chain reordered")
 	}
@@ -241,7 +241,7 @@ func TestPlanGraphReorder(t *testing.T) {
 
 func TestPlanGraphStrategies(t *testing.T) {
 	g := parse(t, viewIR)
-	best := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy()})
+	best := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy()})
 	for _, s := range planner.GraphStrategies() {
 		// best runs every cheap strategy, the gallocr replay and the
 		// search (whose exact ladder and greedy-area seed report as search).
@@ -249,7 +249,7 @@ func TestPlanGraphStrategies(t *testing.T) {
 		if _, ok := best.Strategies[s]; !ok && ranByBest {
 			t.Errorf("best did not run %s: %v", s, best.Strategies)
 		}
-		p := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy(), Strategy: s})
+		p := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy(), Strategy: s})
 		if p.Requested != s || p.ArenaBytes < p.LowerBound || p.ArenaBytes < best.ArenaBytes {
 			t.Errorf("%s: requested %q, arena %d, LB %d, best %d", s, p.Requested, p.ArenaBytes, p.LowerBound, best.ArenaBytes)
 		}
@@ -265,15 +265,15 @@ func TestPlanGraphErrors(t *testing.T) {
 }`)
 	for _, c := range []struct {
 		g    *ir.Graph
-		opts planner.GraphOptions
+		opts planner.MemoryOptions
 		want string
 	}{
-		{nil, planner.GraphOptions{}, "nil graph"},
-		{sym, planner.GraphOptions{}, `graph "sym" is not static (symbols [n_tokens])`},
-		{g, planner.GraphOptions{Strategy: "magic"}, `unknown strategy "magic"`},
-		{g, planner.GraphOptions{Align: -4}, "alignment -4 out of range"},
+		{nil, planner.MemoryOptions{}, "nil graph"},
+		{sym, planner.MemoryOptions{}, `graph "sym" is not static (symbols [n_tokens])`},
+		{g, planner.MemoryOptions{Strategy: "magic"}, `unknown strategy "magic"`},
+		{g, planner.MemoryOptions{Align: -4}, "alignment -4 out of range"},
 	} {
-		_, err := planner.PlanGraph(c.g, c.opts)
+		_, err := planner.PlanMemory(c.g, c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.opts, err, c.want)
 		}
@@ -288,24 +288,24 @@ func TestValidateGraphPlanCatchesClobbers(t *testing.T) {
 	a, s := node(t, g, "a").ID, node(t, g, "s").ID
 	for _, c := range []struct {
 		name   string
-		break_ func(p *planner.GraphPlan)
+		break_ func(p *planner.MemoryPlan)
 		want   string
 	}{
-		{"scale over a live view's root", func(p *planner.GraphPlan) { p.Offsets[s] = p.Offsets[a] }, "over %3"},
-		{"misaligned", func(p *planner.GraphPlan) { p.Offsets[s] += 4 }, "misaligned"},
-		{"missing offset", func(p *planner.GraphPlan) { delete(p.Offsets, s) }, "has no offset"},
-		{"view with an offset", func(p *planner.GraphPlan) { p.Offsets[node(t, g, "a2").ID] = 0 }, "no planned storage"},
-		{"output in the arena", func(p *planner.GraphPlan) { p.Offsets[node(t, g, "o").ID] = 0 }, "no planned storage"},
-		{"operand after its user", func(p *planner.GraphPlan) { p.Order[0], p.Order[1] = p.Order[1], p.Order[0] }, "before its operand"},
-		{"node twice", func(p *planner.GraphPlan) { p.Order[4] = p.Order[3] }, "twice"},
-		{"workspace over a live value", func(p *planner.GraphPlan) {
+		{"scale over a live view's root", func(p *planner.MemoryPlan) { p.Offsets[s] = p.Offsets[a] }, "over %3"},
+		{"misaligned", func(p *planner.MemoryPlan) { p.Offsets[s] += 4 }, "misaligned"},
+		{"missing offset", func(p *planner.MemoryPlan) { delete(p.Offsets, s) }, "has no offset"},
+		{"view with an offset", func(p *planner.MemoryPlan) { p.Offsets[node(t, g, "a2").ID] = 0 }, "no planned storage"},
+		{"output in the arena", func(p *planner.MemoryPlan) { p.Offsets[node(t, g, "o").ID] = 0 }, "no planned storage"},
+		{"operand after its user", func(p *planner.MemoryPlan) { p.Order[0], p.Order[1] = p.Order[1], p.Order[0] }, "before its operand"},
+		{"node twice", func(p *planner.MemoryPlan) { p.Order[4] = p.Order[3] }, "twice"},
+		{"workspace over a live value", func(p *planner.MemoryPlan) {
 			p.Workspaces[s] = planner.WorkspaceSlot{Offset: p.Offsets[a], Bytes: 32}
 		}, "its workspace"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			p := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy(), Strategy: planner.StrategyGreedySize})
+			p := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy(), Strategy: planner.StrategyGreedySize})
 			c.break_(p)
-			err := planner.ValidateGraphPlan(p)
+			err := planner.ValidateMemoryPlan(p)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("error %v, want %q", err, c.want)
 			}

@@ -6,7 +6,7 @@ import (
 	"github.com/irtool/irtool/ir"
 )
 
-// ValidateGraphPlan checks a graph plan against its graph directly, without
+// ValidateMemoryPlan checks a graph plan against its graph directly, without
 // trusting the liveness analysis that produced its Problem:
 //
 //   - Order runs every non-leaf node exactly once, after its operands;
@@ -21,7 +21,7 @@ import (
 //     which it reads directly and only once.
 //
 // It also validates Problem and Assignment with Validate.
-func ValidateGraphPlan(p *GraphPlan) error {
+func ValidateMemoryPlan(p *MemoryPlan) error {
 	if p == nil || p.Graph == nil {
 		return fmt.Errorf("planner: plan: no graph")
 	}
@@ -50,10 +50,10 @@ func ValidateGraphPlan(p *GraphPlan) error {
 	return c.checkClobbers()
 }
 
-// planCheck is ValidateGraphPlan's state: each node's step in the order and
+// planCheck is ValidateMemoryPlan's state: each node's step in the order and
 // the last step reading each storage root.
 type planCheck struct {
-	p        *GraphPlan
+	p        *MemoryPlan
 	lay      []ir.Layout
 	step     []int // node ID -> step, -1 for leaves
 	isOut    []bool

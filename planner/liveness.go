@@ -13,9 +13,9 @@ const (
 	KindTensor = "tensor"
 	// KindWorkspace is a kernel's scratch space, live during its node only.
 	KindWorkspace = "workspace"
-	// KindInput is a graph input placed in the arena (GraphOptions.ArenaIO).
+	// KindInput is a graph input placed in the arena (MemoryOptions.ArenaIO).
 	KindInput = "input"
-	// KindOutput is a graph output placed in the arena (GraphOptions.ArenaIO).
+	// KindOutput is a graph output placed in the arena (MemoryOptions.ArenaIO).
 	KindOutput = "output"
 )
 
@@ -69,7 +69,7 @@ type liveness struct {
 // step.
 //
 // The buffer of a tensor lives over [allocating step, freeing step + 1).
-func analyse(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *GraphOptions) (*liveness, error) {
+func analyse(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *MemoryOptions) (*liveness, error) {
 	var an analysis // on the stack: analyse allocates only what it returns
 	if err := an.init(g, lay, order, opts); err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func analyse(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *GraphOptions)
 // the liveness being built.
 type analysis struct {
 	lay      []ir.Layout
-	opts     *GraphOptions
+	opts     *MemoryOptions
 	kind     []ir.Kind
 	children []int // n_children
 	views    []int // n_views of a storage root
@@ -116,7 +116,7 @@ type analysis struct {
 }
 
 // init counts each node's kind, children and views over order.
-func (an *analysis) init(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *GraphOptions) error {
+func (an *analysis) init(g *ir.Graph, lay []ir.Layout, order []*ir.Node, opts *MemoryOptions) error {
 	nn := len(g.Nodes)
 	an.lay, an.opts = lay, opts
 	root := an.root

@@ -73,11 +73,11 @@ func TestGallocrReproducesLlamaCpp(t *testing.T) {
 		checked++
 		t.Run(modelBase(path), func(t *testing.T) {
 			g := llamaCppGraph(t, path)
-			p := plan(t, g, planner.GraphOptions{Strategy: planner.StrategyGallocr, Policy: planner.CPUPolicy(), ArenaIO: true, Align: 32})
+			p := plan(t, g, planner.MemoryOptions{Strategy: planner.StrategyGallocr, Policy: planner.CPUPolicy(), ArenaIO: true, Align: 32})
 			if p.ArenaBytes != want || p.Strategy != planner.StrategyGallocr {
 				t.Errorf("gallocr arena %d (%s), llama.cpp %d", p.ArenaBytes, p.Strategy, want)
 			}
-			best := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy(), ArenaIO: true, Align: 32})
+			best := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy(), ArenaIO: true, Align: 32})
 			if best.ArenaBytes != best.LowerBound || best.ArenaBytes >= want {
 				t.Errorf("best arena %d, lower bound %d, llama.cpp %d", best.ArenaBytes, best.LowerBound, want)
 			}
@@ -112,7 +112,7 @@ func TestGraphPlanMatchesSimulation(t *testing.T) {
 	} {
 		_, m := testmodel.Build(t, testref.Testdata(c.model), models.Options{NCtx: 256, KVWrite: models.KVCpy})
 		g := specialise(t, m, c.nTokens, c.nKV, c.nOut)
-		opts := planner.GraphOptions{ArenaIO: true, Align: 32}
+		opts := planner.MemoryOptions{ArenaIO: true, Align: 32}
 		if c.inplace {
 			opts.Policy = planner.CPUPolicy()
 		}
@@ -144,7 +144,7 @@ func TestBestReachesLowerBound(t *testing.T) {
 				g := specialise(t, m, shape[0], shape[1], shape[2])
 				for _, pol := range []planner.InPlacePolicy{planner.CPUPolicy(), planner.NPUPolicy()} {
 					for _, io := range []bool{false, true} {
-						p := plan(t, g, planner.GraphOptions{Policy: pol, ArenaIO: io, Reorder: true, Align: 64})
+						p := plan(t, g, planner.MemoryOptions{Policy: pol, ArenaIO: io, Reorder: true, Align: 64})
 						if p.ArenaBytes != p.LowerBound {
 							t.Errorf("%s %s T=%d %s io=%v: arena %d > LB %d (%s)", modelBase(path), kv, shape[0], pol.Name, io, p.ArenaBytes, p.LowerBound, p.Strategy)
 						}
@@ -163,12 +163,12 @@ func TestBestReachesLowerBound(t *testing.T) {
 // logits. planOpts nil runs unplanned (every tensor its own buffer);
 // otherwise each step's graph is planned and executed inside one arena, in
 // the plan's order; mutate, if set, edits each plan first.
-func runSteps(t *testing.T, f *gguf.File, m *models.Model, planOpts *planner.GraphOptions, mutate func(*planner.GraphPlan)) [][]float32 {
+func runSteps(t *testing.T, f *gguf.File, m *models.Model, planOpts *planner.MemoryOptions, mutate func(*planner.MemoryPlan)) [][]float32 {
 	t.Helper()
 	opts := session.SessionOptions{AllLogits: true}
 	if planOpts != nil {
 		opts.Plan = func(g *ir.Graph) (eval.ExecOptions, error) {
-			p, err := planner.PlanGraph(g, *planOpts)
+			p, err := planner.PlanMemory(g, *planOpts)
 			if err != nil {
 				return eval.ExecOptions{}, err
 			}
@@ -219,12 +219,12 @@ func sameBits(a, b [][]float32) (int, int, bool) {
 func TestPlannedExecutionMatches(t *testing.T) {
 	variants := []struct {
 		name string
-		opts planner.GraphOptions
+		opts planner.MemoryOptions
 	}{
-		{"cpu-best-reorder", planner.GraphOptions{Policy: planner.CPUPolicy(), Reorder: true}},
-		{"npu-best", planner.GraphOptions{Policy: planner.NPUPolicy(), Align: 64}},
-		{"ggml-gallocr", planner.GraphOptions{Policy: planner.CPUPolicy(), ArenaIO: true, Strategy: planner.StrategyGallocr}},
-		{"ggml-best", planner.GraphOptions{Policy: planner.CPUPolicy(), ArenaIO: true}},
+		{"cpu-best-reorder", planner.MemoryOptions{Policy: planner.CPUPolicy(), Reorder: true}},
+		{"npu-best", planner.MemoryOptions{Policy: planner.NPUPolicy(), Align: 64}},
+		{"ggml-gallocr", planner.MemoryOptions{Policy: planner.CPUPolicy(), ArenaIO: true, Strategy: planner.StrategyGallocr}},
+		{"ggml-best", planner.MemoryOptions{Policy: planner.CPUPolicy(), ArenaIO: true}},
 	}
 	paths := testref.Models(t)
 	if testing.Short() && len(paths) > 2 {
@@ -250,7 +250,7 @@ func TestPlannedExecutionMatches(t *testing.T) {
 func TestPlannedExecutionDetectsClobbers(t *testing.T) {
 	f, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64})
 	want := runSteps(t, f, m, nil, nil)
-	got := runSteps(t, f, m, &planner.GraphOptions{Policy: planner.CPUPolicy()}, func(p *planner.GraphPlan) {
+	got := runSteps(t, f, m, &planner.MemoryOptions{Policy: planner.CPUPolicy()}, func(p *planner.MemoryPlan) {
 		q := p.Offsets[p.Graph.Find("Qcur-0").ID]
 		for _, n := range p.Graph.Nodes {
 			if _, ok := p.Offsets[n.ID]; ok && n.Name == "Kcur-0" {

@@ -87,14 +87,14 @@ func (s *StrategySet) Names() []string {
 	return append(Strategies(), custom...)
 }
 
-// GraphNames lists the strategies PlanGraph accepts with s: the built-in
+// GraphNames lists the strategies PlanMemory accepts with s: the built-in
 // graph strategies (GraphStrategies), then the registered ones.
 func (s *StrategySet) GraphNames() []string {
 	names := s.Names()
 	return append(GraphStrategies(), names[len(Strategies()):]...)
 }
 
-// HasGraph reports whether PlanGraph with s accepts the strategy name:
+// HasGraph reports whether PlanMemory with s accepts the strategy name:
 // a built-in graph strategy, a registered one, or a search phase's name.
 func (s *StrategySet) HasGraph(name string) bool {
 	name = StrategyOf(name)

@@ -87,7 +87,7 @@ const (
 )
 
 // StrategyOf returns the strategy that produces results reported under
-// name (Report.Winner, GraphPlan.Strategy): a strategy name is itself, a
+// name (Report.Winner, MemoryPlan.Strategy): a strategy name is itself, a
 // search phase (PhaseRepair, PhaseOrders) is "search". Every function that
 // takes a strategy name accepts what a plan or report gives back.
 func StrategyOf(name string) string {

@@ -10,7 +10,7 @@ import (
 
 // TestReportedStrategyPlansAgain: every name a plan can report as its
 // Strategy (a seed strategy, exact, greedy-area, the search phases
-// repair and orders, the gallocr replay) is a name PlanGraph takes back.
+// repair and orders, the gallocr replay) is a name PlanMemory takes back.
 // Before, a worst-case plan won by the exact search reported "exact", and
 // planning another layout by that name failed with unknown strategy.
 func TestReportedStrategyPlansAgain(t *testing.T) {
@@ -18,20 +18,20 @@ func TestReportedStrategyPlansAgain(t *testing.T) {
 	reported := append(planner.GraphStrategies(), planner.PhaseRepair, planner.PhaseOrders)
 	for _, name := range reported {
 		t.Run(name, func(t *testing.T) {
-			p := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy(), Strategy: name})
+			p := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy(), Strategy: name})
 			if p.Requested != name {
 				t.Errorf("requested %q, want %q", p.Requested, name)
 			}
 			// What the plan reports plans again, to a plan no larger
 			// than the reported strategy's own on the same problem.
-			again := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy(), Strategy: p.Strategy})
+			again := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy(), Strategy: p.Strategy})
 			if again.ArenaBytes < again.LowerBound {
 				t.Errorf("%s -> %s: arena %d below the bound %d", name, p.Strategy, again.ArenaBytes, again.LowerBound)
 			}
 		})
 	}
 	for _, name := range []string{"area", "exact-ish"} {
-		if _, err := planner.PlanGraph(g, planner.GraphOptions{Strategy: name}); err == nil || !strings.Contains(err.Error(), "unknown strategy") {
+		if _, err := planner.PlanMemory(g, planner.MemoryOptions{Strategy: name}); err == nil || !strings.Contains(err.Error(), "unknown strategy") {
 			t.Errorf("strategy %q: err = %v, want unknown strategy", name, err)
 		}
 	}
@@ -59,21 +59,21 @@ func TestStrategyOf(t *testing.T) {
 }
 
 // TestPlanGraphRegisteredStrategy: a strategy registered in a set of its
-// own plans a graph through GraphOptions.Strategies, and only there.
+// own plans a graph through MemoryOptions.Strategies, and only there.
 func TestPlanGraphRegisteredStrategy(t *testing.T) {
 	g := parse(t, viewIR)
 	set := planner.NewStrategySet()
 	if err := set.Register("first-fit-graph", firstFit); err != nil {
 		t.Fatal(err)
 	}
-	p := plan(t, g, planner.GraphOptions{Policy: planner.CPUPolicy(), Strategy: "first-fit-graph", Strategies: set})
+	p := plan(t, g, planner.MemoryOptions{Policy: planner.CPUPolicy(), Strategy: "first-fit-graph", Strategies: set})
 	if p.Strategy != "first-fit-graph" || p.Strategies["first-fit-graph"] != p.ArenaBytes {
 		t.Errorf("strategy %q, strategies %v, arena %d", p.Strategy, p.Strategies, p.ArenaBytes)
 	}
 	if !set.HasGraph("first-fit-graph") || !strings.Contains(strings.Join(set.GraphNames(), ","), "gallocr,search,best,first-fit-graph") {
 		t.Errorf("GraphNames = %v", set.GraphNames())
 	}
-	if _, err := planner.PlanGraph(g, planner.GraphOptions{Strategy: "first-fit-graph"}); err == nil {
+	if _, err := planner.PlanMemory(g, planner.MemoryOptions{Strategy: "first-fit-graph"}); err == nil {
 		t.Error("the default set planned with a strategy registered elsewhere")
 	}
 	// A strategy that fails is an error naming it, not a bad plan.
@@ -83,7 +83,7 @@ func TestPlanGraphRegisteredStrategy(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := planner.PlanGraph(g, planner.GraphOptions{Strategy: "overlap", Strategies: bad}); err == nil || !strings.Contains(err.Error(), "overlap") {
+	if _, err := planner.PlanMemory(g, planner.MemoryOptions{Strategy: "overlap", Strategies: bad}); err == nil || !strings.Contains(err.Error(), "overlap") {
 		t.Errorf("overlapping strategy: err = %v", err)
 	}
 }

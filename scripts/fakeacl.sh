@@ -27,7 +27,7 @@ mkdir -p "$dir"
 # No FMA contraction: the emulated kernels round after every operation, as
 # the comment of kernels.c says.
 flags=(-shared -fPIC -O2 -ffp-contract=off -Wall -Werror -Wno-unused-parameter)
-"$cc" "${flags[@]}" -I "$root/runtime/acl/include" -o "$dir/libascendcl.so" \
+"$cc" "${flags[@]}" -I "$root/runtime/acl" -o "$dir/libascendcl.so" \
   "$root"/runtime/acl/fakeacl/*.c -lpthread -lm
 for lib in nnopbase opapi; do
   printf '/* the emulator is libascendcl.so */\n' | "$cc" -shared -fPIC -x c - -o "$dir/lib$lib.so" \
@@ -36,6 +36,6 @@ done
 # The emulator's self-test (runtime/acl/fakeacl/selftest/selftest.c) checks
 # its operators against their documented formulas through the C API alone;
 # DIR/fakeacl-selftest prints one line per check and exits 1 on a failure.
-"$cc" -O1 -Wall -Werror -I "$root/runtime/acl/include" -o "$dir/fakeacl-selftest" \
+"$cc" -O1 -Wall -Werror -I "$root/runtime/acl" -o "$dir/fakeacl-selftest" \
   "$root/runtime/acl/fakeacl/selftest/selftest.c" "$dir/libascendcl.so" -Wl,-rpath,'$ORIGIN' -lm
 echo "$dir: libascendcl.so libnnopbase.so libopapi.so (irtool's CANN emulator), fakeacl-selftest"

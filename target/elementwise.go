@@ -29,7 +29,7 @@ func unary(kernel string) rule {
 		if dt := n.Args[0].Type.DType; !isFloat(dt) {
 			return no("%s of %s", n.Op, dt)
 		}
-		if b, ok := n.Attrs.Float(ir.AttrBias); ok && b != 0 {
+		if b := n.Attrs.Bias(); b != 0 {
 			return no("%s with a bias: the CANN backend supports bias 0 only", n.Op)
 		}
 		return yes(kernel)

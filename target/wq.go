@@ -21,7 +21,7 @@ func WQLayout(dt ir.DType) (wqconv.Layout, bool) {
 	if !dt.Quantized() {
 		return wqconv.Layout{}, false
 	}
-	l, err := wqconv.Plan(gguf.GGMLType(dt))
+	l, err := wqconv.LayoutOf(gguf.GGMLType(dt))
 	return l, err == nil
 }
 

@@ -79,7 +79,7 @@ func ChartFromProblem(p *planner.Problem, a *planner.Assignment) (*Chart, error)
 // per planned buffer over the plan's execution order, labelled with the
 // node that allocated it (and the nodes that took it over in place), and
 // coloured by that node's op; kernel workspaces form their own group.
-func ChartFromPlan(gp *planner.GraphPlan) (*Chart, error) {
+func ChartFromPlan(gp *planner.MemoryPlan) (*Chart, error) {
 	if gp == nil || gp.Problem == nil || gp.Assignment == nil || gp.Graph == nil {
 		return nil, fmt.Errorf("viz: liveness: incomplete graph plan")
 	}

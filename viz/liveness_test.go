@@ -183,7 +183,7 @@ func svgRects(t *testing.T, b []byte) map[string]*box {
 }
 
 // storiesPlan plans the embedded model's graph for a step of n tokens.
-func storiesPlan(t *testing.T, n int64) *planner.GraphPlan {
+func storiesPlan(t *testing.T, n int64) *planner.MemoryPlan {
 	t.Helper()
 	f, err := gguf.Parse(irtool.EmbeddedModel, irtool.EmbeddedModelName)
 	if err != nil {
@@ -197,7 +197,7 @@ func storiesPlan(t *testing.T, n int64) *planner.GraphPlan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gp, err := planner.PlanGraph(g, planner.GraphOptions{Strategy: planner.StrategyGreedySize, Policy: planner.CPUPolicy()})
+	gp, err := planner.PlanMemory(g, planner.MemoryOptions{Strategy: planner.StrategyGreedySize, Policy: planner.CPUPolicy()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ type Band struct {
 // layerBands returns one band per layer of the plan's execution order: the
 // steps from the layer's first node to its last. Nodes outside every layer
 // (inputs, the output head) do not start or end a band.
-func layerBands(gp *planner.GraphPlan) []Band {
+func layerBands(gp *planner.MemoryPlan) []Band {
 	var bands []Band
 	index := map[int]int{}
 	for s, n := range gp.Order {

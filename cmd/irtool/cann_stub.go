@@ -25,7 +25,7 @@ func probeCANN(device int) doctorReport {
 }
 
 // cannBackend stands in for the real one of run_cann.go.
-type cannBackend struct{ *program.Session }
+type cannBackend struct{ *program.Runner }
 
 func newCannBackend(*models.Model, *gguf.File, *simFlags, *cannFlags, *flag.FlagSet) (*cannBackend, error) {
 	return nil, errNoCANN

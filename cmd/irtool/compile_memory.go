@@ -46,7 +46,7 @@ type memoryJSON struct {
 // --export-buffers.
 func outMemory(j *compileJob) error {
 	for _, c := range []struct {
-		mp  *compiler.MemoryPlan
+		mp  *compiler.PlannedStep
 		out *any
 	}{{j.R.Memory, &j.Out.Memory}, {j.R.MemoryDecode, &j.Out.MemoryDecode}} {
 		p := c.mp.Plan
@@ -96,7 +96,7 @@ func bindingString(b ir.Bindings, g *ir.Graph) string {
 	return used.String()
 }
 
-func memoryReport(p *planner.GraphPlan, bindings string) memoryJSON {
+func memoryReport(p *planner.MemoryPlan, bindings string) memoryJSON {
 	out := memoryJSON{
 		ArenaBytes: p.ArenaBytes, LowerBoundBytes: p.LowerBound, NaiveBytes: p.NaiveBytes,
 		Strategy: p.Strategy, Strategies: p.Strategies, OrderChanged: p.OrderChanged,
@@ -112,7 +112,7 @@ func memoryReport(p *planner.GraphPlan, bindings string) memoryJSON {
 // exportBuffers writes the plan's problem in the benchmark CSV format
 // (id,lower,upper,size) with sizes already rounded to the alignment, so
 // that `irtool plan F.csv` scores the same instance.
-func exportBuffers(path string, p *planner.GraphPlan) error {
+func exportBuffers(path string, p *planner.MemoryPlan) error {
 	q := &planner.Problem{Buffers: slices.Clone(p.Problem.Buffers)}
 	for i := range q.Buffers {
 		q.Buffers[i].Size = p.Problem.AlignedSize(i)

@@ -50,12 +50,12 @@ func buildReport(j *compileJob) (*viz.Report, error) {
 		{"ops", fmt.Sprintf("%d as built, %d after compiling", j.Input.NumOps(), j.Graph().NumOps())},
 	}
 	r.Columns = passColumns(j)
-	var worst, decode *planner.GraphPlan
+	var worst, decode *planner.MemoryPlan
 	if j.R.Memory != nil {
 		worst, decode = j.R.Memory.Plan, j.R.MemoryDecode.Plan
 	}
 	for _, p := range []struct {
-		gp   *planner.GraphPlan
+		gp   *planner.MemoryPlan
 		what string
 	}{{worst, "worst case"}, {decode, "decode"}, {j.R.ProgramPlan, "lowered decode step"}} {
 		gp := p.gp

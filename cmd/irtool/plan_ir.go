@@ -47,7 +47,7 @@ func planIR(path string, fl planFlags, stdout, stderr io.Writer) int {
 	if align == 1 && !flagGiven(fl, "align") {
 		align = planner.DefaultAlign
 	}
-	gp, err := planner.PlanGraphContext(context.Background(), g, planner.GraphOptions{
+	gp, err := planner.PlanMemoryContext(context.Background(), g, planner.MemoryOptions{
 		Align: align, Strategy: *fl.strategy, Budget: *fl.budget, Policy: planner.CPUPolicy(), Reorder: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %s: %v\n", path, err)

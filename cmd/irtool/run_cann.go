@@ -19,9 +19,9 @@ import (
 // "irtool run --backend cann" (the sim backend's pipeline, on a real NPU
 // through runtime/acl) and the probe of "irtool doctor".
 
-// cannBackend is a program session on an Ascend device.
+// cannBackend is a program runner on an Ascend device.
 type cannBackend struct {
-	*program.Session
+	*program.Runner
 	dev *acl.Device
 }
 
@@ -44,12 +44,12 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 	if err != nil {
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
 	}
-	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol, DeviceID: cf.Device, Kernels: sim.Kernels,
+	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, DeviceID: cf.Device, Kernels: sim.Kernels,
 		Compile: program.CompileOptions{Target: sim.Target, Passes: "none"}})
 	if err != nil {
 		return nil, errors.Join(err, dev.Close())
 	}
-	return &cannBackend{Session: s, dev: dev}, nil
+	return &cannBackend{Runner: s, dev: dev}, nil
 }
 
 // placedBytes bounds the device bytes of the copies runtime/acl makes of
@@ -65,14 +65,14 @@ func placedBytes(f *gguf.File, mode string) int64 {
 
 // Close ends the session, then releases the device.
 func (b *cannBackend) Close() error {
-	return errors.Join(b.Session.Close(), b.dev.Close())
+	return errors.Join(b.Runner.Close(), b.dev.Close())
 }
 
-func (b *cannBackend) stats() any { return programStats(b.Session, b.dev.Stats()) }
+func (b *cannBackend) stats() any { return programStats(b.Runner, b.dev.Stats()) }
 
 // summary prints one line per phase to w.
 func (b *cannBackend) summary(w io.Writer) {
-	printPhases(w, "cann", programStats(b.Session, b.dev.Stats()))
+	printPhases(w, "cann", programStats(b.Runner, b.dev.Stats()))
 }
 
 // probeCANN loads CANN and inspects one device for doctor.

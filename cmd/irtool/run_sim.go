@@ -88,9 +88,9 @@ func checkSimFlags(fs *flag.FlagSet, backend string) error {
 	return err
 }
 
-// simBackend is a program session on a simulated device.
+// simBackend is a program runner on a simulated device.
 type simBackend struct {
-	*program.Session
+	*program.Runner
 	dev *device.SimDevice
 }
 
@@ -107,12 +107,12 @@ func newSimBackend(m *models.Model, f *gguf.File, flags *simFlags, fs *flag.Flag
 	}
 	// run has applied the pipeline already: only the required passes run
 	// again inside the compiler.
-	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol, Kernels: flags.Kernels,
+	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, Kernels: flags.Kernels,
 		Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
 	if err != nil {
 		return nil, err
 	}
-	return &simBackend{Session: s, dev: dev}, nil
+	return &simBackend{Runner: s, dev: dev}, nil
 }
 
 // simMemory sizes the simulated device: the model file's bytes (weights)
@@ -141,14 +141,14 @@ type simStatsJSON struct {
 	Pool            device.PoolStats   `json:"pool"`
 }
 
-func (b *simBackend) stats() simStatsJSON { return programStats(b.Session, b.dev.Stats()) }
+func (b *simBackend) stats() simStatsJSON { return programStats(b.Runner, b.dev.Stats()) }
 
 // summary prints one line per phase to w.
 func (b *simBackend) summary(w io.Writer) { printPhases(w, "sim", b.stats()) }
 
-// programStats gathers the "stats" object of a program session on a device
+// programStats gathers the "stats" object of a program runner on a device
 // (the sim and cann backends alike).
-func programStats(s *program.Session, ds device.DeviceStats) simStatsJSON {
+func programStats(s *program.Runner, ds device.DeviceStats) simStatsJSON {
 	st := s.Stats()
 	mode := "eager"
 	if st.Graphs {

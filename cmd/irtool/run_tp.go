@@ -219,13 +219,13 @@ func (b *tpBackend) start(ms []*models.Model, ws []eval.WeightSource, comms [][]
 				b.Close()
 				return err
 			}
-			s, err := program.NewSession(m, w, dev, program.Options{Policy: pol, Kernels: flags.Kernels, KernelSet: ks,
+			s, err := program.NewRunner(m, w, dev, program.Options{Policy: pol, Kernels: flags.Kernels, KernelSet: ks,
 				Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
 			if err != nil {
 				b.Close()
 				return fmt.Errorf("rank %d: %w", i, err)
 			}
-			sb := &simBackend{Session: s, dev: dev}
+			sb := &simBackend{Runner: s, dev: dev}
 			b.sims = append(b.sims, sb)
 			steppers = append(steppers, sb)
 			continue

@@ -289,7 +289,7 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 }
 
 // vizChart returns the liveness chart of the job's worst-case plan.
-func vizChart(j *compileJob, f *vizFlags, path string) (*viz.Chart, *planner.GraphPlan, error) {
+func vizChart(j *compileJob, f *vizFlags, path string) (*viz.Chart, *planner.MemoryPlan, error) {
 	if j.R.Memory == nil {
 		return nil, nil, fmt.Errorf("--what %s needs the memory plan, and this build's compile has no memory planning stage", f.what)
 	}

@@ -12,7 +12,7 @@
 // byte, element 2i in the low nibble, as aclnnConvertWeightToINT4Pack
 // packs them.)
 //
-// One mapping per ggml type (Plan). Four are exact: the values Dequant
+// One mapping per ggml type (LayoutOf). Four are exact: the values Dequant
 // computes from the converted weights equal ggml's dequantize_row_* values
 // (gguf.Dequantize) bit for bit, up to the sign of zero:
 //

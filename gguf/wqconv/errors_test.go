@@ -189,7 +189,7 @@ func TestErrorBounds(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	files := modelFiles(t)
 	for _, typ := range Types() {
-		l, _ := Plan(typ)
+		l, _ := LayoutOf(typ)
 		t.Run(typ.String(), func(t *testing.T) {
 			var rnd, gauss, model measured
 			rows, cols := 64, 1024

@@ -45,9 +45,9 @@ func ExampleConvert() {
 
 // The layout of each type, without data: what the cost model and the
 // device budget need.
-func ExamplePlan() {
+func ExampleLayoutOf() {
 	for _, t := range []gguf.GGMLType{gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ3_K} {
-		l, err := wqconv.Plan(t)
+		l, err := wqconv.LayoutOf(t)
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -43,7 +43,7 @@ func (d Dtype) String() string {
 // error); larger n is split into calls, as ggml-cann does.
 const MaxDim = 65535
 
-// ErrUnsupported is wrapped by the errors of Convert and Plan for a type
+// ErrUnsupported is wrapped by the errors of Convert and LayoutOf for a type
 // that has no mapping.
 var ErrUnsupported = errors.New("no aclnnWeightQuantBatchMatmulV2 mapping")
 
@@ -149,8 +149,8 @@ func Types() []gguf.GGMLType {
 		gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K}
 }
 
-// Plan returns the mapping of type t, or an error wrapping ErrUnsupported.
-func Plan(t gguf.GGMLType) (Layout, error) {
+// LayoutOf returns the mapping of type t, or an error wrapping ErrUnsupported.
+func LayoutOf(t gguf.GGMLType) (Layout, error) {
 	l, ok := layouts[t]
 	if !ok {
 		return Layout{}, fmt.Errorf("wqconv: %s: %w (handled: q4_0 q4_1 q5_0 q5_1 q8_0 q2_K..q6_K; Dense gives f16 for f32, f16, bf16)", t, ErrUnsupported)
@@ -248,7 +248,7 @@ func (w *Weights) Check() error {
 }
 
 // Convert converts a rows×cols matrix of type t (raw: its ggml blocks, row
-// after row; cols is ggml's ne[0]) to the type's layout (Plan).
+// after row; cols is ggml's ne[0]) to the type's layout (LayoutOf).
 func Convert(t gguf.GGMLType, raw []byte, rows, cols int) (*Weights, error) {
 	return ConvertExperts(t, raw, 1, rows, cols)
 }
@@ -256,7 +256,7 @@ func Convert(t gguf.GGMLType, raw []byte, rows, cols int) (*Weights, error) {
 // ConvertExperts converts a 3-D [experts][rows][cols] weight of type t
 // (mul_mat_id's experts, ggml's ne[2] × ne[1] × ne[0]) expert by expert.
 func ConvertExperts(t gguf.GGMLType, raw []byte, experts, rows, cols int) (*Weights, error) {
-	l, err := Plan(t)
+	l, err := LayoutOf(t)
 	if err != nil {
 		return nil, err
 	}

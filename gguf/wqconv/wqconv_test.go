@@ -73,7 +73,7 @@ func sameValue(a, b float32) bool {
 func TestExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range Types() {
-		l, _ := Plan(typ)
+		l, _ := LayoutOf(typ)
 		if l.Accuracy != Exact {
 			continue
 		}
@@ -140,7 +140,7 @@ func TestLayouts(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, c := range cases {
-		l, err := Plan(c.typ)
+		l, err := LayoutOf(c.typ)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +183,7 @@ func TestCheck(t *testing.T) {
 		{gguf.TypeQ8_0, 65536, 32, "outside aclnnWeightQuantBatchMatmulV2's [1, 65535]"},
 	}
 	for _, c := range cases {
-		l, _ := Plan(c.typ)
+		l, _ := LayoutOf(c.typ)
 		w := &Weights{Layout: l, Experts: 1, Rows: 4, Cols: c.cols}
 		if g := w.GroupSize(); g != c.group {
 			t.Errorf("%s k=%d: group size %d, want %d", c.typ, c.cols, g, c.group)
@@ -222,8 +222,8 @@ func TestErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want %q", c.typ, err, c.want)
 		}
 	}
-	if _, err := Plan(gguf.TypeIQ2_XS); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("Plan(iq2_xs): %v, want ErrUnsupported", err)
+	if _, err := LayoutOf(gguf.TypeIQ2_XS); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("LayoutOf(iq2_xs): %v, want ErrUnsupported", err)
 	}
 	// A lossy mapping refuses a non-finite scale, naming the block.
 	raw := make([]byte, 2*144)

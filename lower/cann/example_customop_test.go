@@ -73,7 +73,7 @@ func Example_customOp() {
 		fmt.Println(err)
 		return
 	}
-	prog, _, err := cann.Compile(pg, part, prof, ir.Bindings{"n_tokens": 1}, planner.GraphOptions{Strategy: "greedy-size"}, cann.Options{})
+	prog, _, err := cann.Compile(pg, part, prof, ir.Bindings{"n_tokens": 1}, planner.MemoryOptions{Strategy: "greedy-size"}, cann.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

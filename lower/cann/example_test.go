@@ -29,7 +29,7 @@ func ExampleCompile() {
 	if err != nil {
 		panic(err)
 	}
-	prog, _, err := cann.Compile(pg, part, p, ir.Bindings{"n_tokens": 1}, planner.GraphOptions{Strategy: "greedy-size"}, cann.Options{})
+	prog, _, err := cann.Compile(pg, part, p, ir.Bindings{"n_tokens": 1}, planner.MemoryOptions{Strategy: "greedy-size"}, cann.Options{})
 	if err != nil {
 		panic(err)
 	}

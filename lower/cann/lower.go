@@ -32,17 +32,17 @@ type Options struct {
 	SourceDTypes map[string]ir.DType
 }
 
-// Plan plans a static, partitioned graph for Lower with the target's
+// PlanMemory plans a static, partitioned graph for Lower with the target's
 // alignment, in-place policy and kernel workspaces. opts may override the
 // strategy and budget; its Workspace, Align and Policy are set here.
-func Plan(g *ir.Graph, prof *target.Profile, opts planner.GraphOptions) (*planner.GraphPlan, error) {
+func PlanMemory(g *ir.Graph, prof *target.Profile, opts planner.MemoryOptions) (*planner.MemoryPlan, error) {
 	opts.Align = prof.Align
 	opts.Workspace = prof.Workspace
 	opts.Policy = planner.CPUPolicy()
 	if prof.HasNPU() {
 		opts.Policy = planner.NPUPolicy()
 	}
-	p, err := planner.PlanGraph(g, opts)
+	p, err := planner.PlanMemory(g, opts)
 	if err != nil {
 		return nil, fmt.Errorf("cann: plan: %w", err)
 	}
@@ -51,7 +51,7 @@ func Plan(g *ir.Graph, prof *target.Profile, opts planner.GraphOptions) (*planne
 
 type lowerer struct {
 	g     *ir.Graph
-	plan  *planner.GraphPlan
+	plan  *planner.MemoryPlan
 	prof  *target.Profile
 	opts  Options
 	lay   []ir.Layout
@@ -68,12 +68,12 @@ type lowerer struct {
 // needs); the op families' files (norm.go, rope.go) register them.
 var kernelExtras = map[ir.Op]func(l *lowerer, n *ir.Node, k *Kernel, d target.Device){}
 
-// Lower turns a static graph, its memory plan (planner.PlanGraph of the
-// same graph; Plan sets the target's options) and a target profile into a
+// Lower turns a static graph, its memory plan (planner.PlanMemory of the
+// same graph; PlanMemory sets the target's options) and a target profile into a
 // Program. Every compute node becomes one kernel: an aclnn call on the NPU
 // (target.Support says which), a CPU kernel otherwise; every partition
 // transfer becomes a copy step. Errors name the node at fault.
-func Lower(g *ir.Graph, plan *planner.GraphPlan, prof *target.Profile, opts Options) (*Program, error) {
+func Lower(g *ir.Graph, plan *planner.MemoryPlan, prof *target.Profile, opts Options) (*Program, error) {
 	if g == nil || plan == nil || prof == nil {
 		return nil, fmt.Errorf("cann: lower: nil graph, plan or profile")
 	}
@@ -533,10 +533,10 @@ func (l *lowerer) regions() {
 }
 
 // Compile specialises a partitioned graph for the bindings b (restricted to
-// the symbols the graph uses), plans it with Plan and lowers it. part is
+// the symbols the graph uses), plans it with PlanMemory and lowers it. part is
 // partition.Run's result for pg (nil: every compute node on the NPU). It is
 // the whole pipeline from a partition to a Program for one step shape.
-func Compile(pg *ir.Graph, part *partition.Result, prof *target.Profile, b ir.Bindings, popts planner.GraphOptions, opts Options) (*Program, *planner.GraphPlan, error) {
+func Compile(pg *ir.Graph, part *partition.Result, prof *target.Profile, b ir.Bindings, popts planner.MemoryOptions, opts Options) (*Program, *planner.MemoryPlan, error) {
 	bb := ir.Bindings{}
 	for _, s := range pg.Symbols() {
 		v, ok := b[s]
@@ -549,7 +549,7 @@ func Compile(pg *ir.Graph, part *partition.Result, prof *target.Profile, b ir.Bi
 	if err != nil {
 		return nil, nil, fmt.Errorf("cann: compile: %w", err)
 	}
-	plan, err := Plan(sg, prof, popts)
+	plan, err := PlanMemory(sg, prof, popts)
 	if err != nil {
 		return nil, nil, err
 	}

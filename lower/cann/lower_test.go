@@ -24,7 +24,7 @@ import (
 
 // fastPlan keeps the tests quick: the cheapest strategy gives valid plans
 // just as well; the CLI uses "best".
-var fastPlan = planner.GraphOptions{Strategy: "greedy-size"}
+var fastPlan = planner.MemoryOptions{Strategy: "greedy-size"}
 
 // pipeline compiles one model for one target and caches a program per
 // binding, as a runtime caches per bucket.
@@ -462,7 +462,7 @@ func TestLowerErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	p310, _ := target.Get("ascend310b")
-	plan, err := Plan(sg, p310, fastPlan)
+	plan, err := PlanMemory(sg, p310, fastPlan)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestSimDeviceGivesReferenceLogits(t *testing.T) {
 			}
 			pol := device.DefaultGraphPolicy()
 			pol.Graphs = true
-			ps, err := program.NewSession(m, f, dev, program.Options{Compile: program.CompileOptions{Target: tn}, Policy: pol})
+			ps, err := program.NewRunner(m, f, dev, program.Options{Compile: program.CompileOptions{Target: tn}, Policy: pol})
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, tn, err)
 			}

@@ -59,7 +59,7 @@ func TestBestReachesLowerBoundFused(t *testing.T) {
 				pol   planner.InPlacePolicy
 				align int64
 			}{{planner.CPUPolicy(), 32}, {planner.NPUPolicy(), 64}} {
-				p, err := planner.PlanGraph(sg, planner.GraphOptions{Policy: c.pol, Align: c.align, Reorder: true})
+				p, err := planner.PlanMemory(sg, planner.MemoryOptions{Policy: c.pol, Align: c.align, Reorder: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -73,14 +73,14 @@ func TestBestReachesLowerBoundFused(t *testing.T) {
 
 // run executes a prefill of five tokens and a decode step of the fused
 // graph over one KV cache, planned (one arena, the plan's order) or not.
-func run(t *testing.T, f *gguf.File, m *models.Model, g *ir.Graph, opts *planner.GraphOptions) [][]float32 {
+func run(t *testing.T, f *gguf.File, m *models.Model, g *ir.Graph, opts *planner.MemoryOptions) [][]float32 {
 	t.Helper()
 	fused := *m
 	fused.Graph = g
 	so := session.SessionOptions{AllLogits: true}
 	if opts != nil {
 		so.Plan = func(sg *ir.Graph) (eval.ExecOptions, error) {
-			p, err := planner.PlanGraph(sg, *opts)
+			p, err := planner.PlanMemory(sg, *opts)
 			if err != nil {
 				return eval.ExecOptions{}, err
 			}
@@ -113,7 +113,7 @@ func TestPlannedExecutionMatchesFused(t *testing.T) {
 		for _, kv := range []models.KVWrite{models.KVSetRows, models.KVCpy} {
 			f, m, g := fused(t, path, models.Options{NCtx: 64, KVWrite: kv})
 			want := run(t, f, m, g, nil)
-			for _, opts := range []planner.GraphOptions{
+			for _, opts := range []planner.MemoryOptions{
 				{Policy: planner.CPUPolicy(), Reorder: true},
 				{Policy: planner.NPUPolicy(), Align: 64, Reorder: true},
 				{Policy: planner.CPUPolicy(), ArenaIO: true, Strategy: planner.StrategyGallocr},
@@ -141,21 +141,21 @@ func BenchmarkPlanFused(b *testing.B) {
 		for _, c := range []struct {
 			name    string
 			nTokens int64
-			opts    planner.GraphOptions
+			opts    planner.MemoryOptions
 		}{
-			{"worst-cpu", 256, planner.GraphOptions{Policy: planner.CPUPolicy(), Align: 32, Reorder: true}},
-			{"decode-cpu", 1, planner.GraphOptions{Policy: planner.CPUPolicy(), Align: 32, Reorder: true}},
-			{"worst-npu", 256, planner.GraphOptions{Policy: planner.NPUPolicy(), Align: 64, Reorder: true}},
-			{"decode-npu", 1, planner.GraphOptions{Policy: planner.NPUPolicy(), Align: 64, Reorder: true}},
+			{"worst-cpu", 256, planner.MemoryOptions{Policy: planner.CPUPolicy(), Align: 32, Reorder: true}},
+			{"decode-cpu", 1, planner.MemoryOptions{Policy: planner.CPUPolicy(), Align: 32, Reorder: true}},
+			{"worst-npu", 256, planner.MemoryOptions{Policy: planner.NPUPolicy(), Align: 64, Reorder: true}},
+			{"decode-npu", 1, planner.MemoryOptions{Policy: planner.NPUPolicy(), Align: 64, Reorder: true}},
 		} {
 			b.Run(name(path)+"/"+c.name, func(b *testing.B) {
 				sg, err := g.Specialize(ir.Bindings{models.SymTokens: c.nTokens, models.SymKV: 256, models.SymOutputs: c.nTokens})
 				if err != nil {
 					b.Fatal(err)
 				}
-				var p *planner.GraphPlan
+				var p *planner.MemoryPlan
 				for b.Loop() {
-					if p, err = planner.PlanGraph(sg, c.opts); err != nil {
+					if p, err = planner.PlanMemory(sg, c.opts); err != nil {
 						b.Fatal(err)
 					}
 				}

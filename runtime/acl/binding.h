@@ -3,7 +3,7 @@
 /*
  * binding.h: the C half of package acl. The CANN libraries are opened with
  * dlopen and every function of IRT_ACL_FUNCS and both phases of every
- * operator of IRT_ACLNN_OPS (include/irtool_acl.h) are resolved into a
+ * operator of IRT_ACLNN_OPS (irtool_acl.h) are resolved into a
  * table (binding.c); the
  * irt_* wrappers below are what Go calls (cgo cannot call through a function
  * pointer). Device addresses and handles cross the boundary as uintptr_t so
@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "include/irtool_acl.h"
+#include "irtool_acl.h"
 
 /* loading */
 int irt_dlopen(const char *path, char *err, int errlen);
@@ -66,7 +66,7 @@ uintptr_t irt_aclCreateIntArray(const int64_t *v, uint64_t n);
 aclnnStatus irt_aclDestroyIntArray(uintptr_t a);
 
 /* aclnn operators: one argument block, one dispatcher per phase. The ids
- * are IRT_<ID> of each entry of IRT_ACLNN_OPS (include/irtool_acl.h), which
+ * are IRT_<ID> of each entry of IRT_ACLNN_OPS (irtool_acl.h), which
  * also says which fields of irt_args each operator reads. */
 enum irt_op {
 #define IRT_OP_ID(id, name, params, args) IRT_##id,

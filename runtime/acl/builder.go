@@ -20,7 +20,7 @@ import (
 )
 
 // opName is the name of operator op of IRT_ACLNN_OPS
-// (include/irtool_acl.h), the one list of the operators the binding calls.
+// (irtool_acl.h), the one list of the operators the binding calls.
 func opName(op C.int) string {
 	if n := C.irt_op_name(op); n != nil {
 		return C.GoString(n)
@@ -279,16 +279,6 @@ func (b *builder) fail(code device.ACLCode, format string, args ...any) error {
 
 func (b *builder) unsupported(format string, args ...any) error {
 	return b.fail(device.ACLErrFeatureNotSupport, format, args...)
-}
-
-func (b *builder) attrF(key string, def float64) float64 {
-	if v, ok := b.k.Attrs.Float(key); ok {
-		return v
-	}
-	if v, ok := b.k.Attrs.Int(key); ok {
-		return float64(v)
-	}
-	return def
 }
 
 func (b *builder) attrI(key string, def int64) int64 {

@@ -83,7 +83,7 @@ func TestRecipeCallsMatchTarget(t *testing.T) {
 			}
 			pol := device.DefaultGraphPolicy()
 			pol.Graphs = false // every step launches its kernels
-			sess, err := program.NewSession(m, f, d, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b", Passes: c.passes}})
+			sess, err := program.NewRunner(m, f, d, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b", Passes: c.passes}})
 			if err != nil {
 				t.Fatal(err)
 			}

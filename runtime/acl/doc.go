@@ -4,7 +4,7 @@
 // The package is built only with the "cann" build tag; without it only this
 // comment is compiled and the default build stays pure Go (no cgo, no SDK).
 // With the tag it needs cgo and a C compiler, but not the CANN toolkit: the
-// ACL and aclnn functions it calls are declared in include/irtool_acl.h
+// ACL and aclnn functions it calls are declared in irtool_acl.h
 // from CANN's documented signatures, and the libraries are opened with
 // dlopen at run time from $ASCEND_TOOLKIT_HOME/lib64 (as CANN's set_env.sh
 // sets it) or from the paths in $IRTOOL_ACL_LIBS. A binary built with the

@@ -44,7 +44,7 @@ func selftest(t *testing.T) (string, error) {
 	if cc == "" {
 		cc = "gcc"
 	}
-	args := []string{"-O1", "-Wall", "-Werror", "-I", "include", "-o", bin, filepath.Join("fakeacl", "selftest", "selftest.c"),
+	args := []string{"-O1", "-Wall", "-Werror", "-I", ".", "-o", bin, filepath.Join("fakeacl", "selftest", "selftest.c"),
 		fakePath, "-Wl,-rpath," + filepath.Dir(fakePath), "-lm"}
 	if out, err := exec.Command(cc, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", cc, strings.Join(args, " "), err, out)

@@ -35,7 +35,7 @@ func Example() {
 		return
 	}
 	defer dev.Close()
-	s, err := program.NewSession(m, f, dev, program.Options{Policy: device.DefaultGraphPolicy()})
+	s, err := program.NewRunner(m, f, dev, program.Options{Policy: device.DefaultGraphPolicy()})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -119,7 +119,7 @@ func departureWith(t *testing.T, name string, m *models.Model, f *gguf.File, ref
 	s, cpu := pairedSessions(t, pm, f, d, opts)
 	// The model as the other tests run it, on the same device: the probes
 	// must not change what the device computes.
-	plain, err := program.NewSession(m, f, d, opts)
+	plain, err := program.NewRunner(m, f, d, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

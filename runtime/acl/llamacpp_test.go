@@ -115,7 +115,7 @@ func runOnEmulatorWithin(t *testing.T, m *models.Model, f *gguf.File, ref *testm
 	pol.Graphs = graphs
 	// The CPU segments (K-quant matmuls among them) compute with the
 	// arithmetic of the llama.cpp build that made the run.
-	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}, Kernels: ref.Kernels(t)})
+	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}, Kernels: ref.Kernels(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func simCounts(t *testing.T, m *models.Model, f *gguf.File, ref *testmodel.Llama
 	t.Helper()
 	pol := device.DefaultGraphPolicy()
 	pol.Graphs = true
-	s, err := program.NewSession(m, f, dev, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}})
+	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,9 @@ import (
 // session of the same model, with the program's CPU kernel options
 // (opts.Kernels: the llama.cpp build whose arithmetic they reproduce);
 // both are closed when the test ends.
-func pairedSessions(t *testing.T, m *models.Model, f *gguf.File, d *Device, opts program.Options) (*program.Session, *session.Session) {
+func pairedSessions(t *testing.T, m *models.Model, f *gguf.File, d *Device, opts program.Options) (*program.Runner, *session.Session) {
 	t.Helper()
-	s, err := program.NewSession(m, f, d, opts)
+	s, err := program.NewRunner(m, f, d, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func pairedSessions(t *testing.T, m *models.Model, f *gguf.File, d *Device, opts
 
 // stepBoth feeds toks to both sessions and returns the two sessions' last
 // rows of logits (the device's first).
-func stepBoth(t *testing.T, step int, s *program.Session, ref *session.Session, toks []int32) (got, want []float32) {
+func stepBoth(t *testing.T, step int, s *program.Runner, ref *session.Session, toks []int32) (got, want []float32) {
 	t.Helper()
 	g, err := s.Step(toks)
 	if err != nil {

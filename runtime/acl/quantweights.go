@@ -138,7 +138,7 @@ func wqKey(t ir.DType, addr device.Ptr, K, rows int64, widen bool) string {
 
 // wqLayout is the layout of a converted weight (widened when asked).
 func wqLayout(t ir.DType, widen bool) (wqconv.Layout, bool) {
-	l, err := wqconv.Plan(gguf.GGMLType(t))
+	l, err := wqconv.LayoutOf(gguf.GGMLType(t))
 	if err != nil {
 		return l, false
 	}

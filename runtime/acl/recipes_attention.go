@@ -56,7 +56,7 @@ func attention(b *builder) error {
 
 func matmulAttention(b *builder) error {
 	q, k, v, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
-	if mb := b.attrF("max_bias", 0); mb != 0 {
+	if mb := b.k.Attrs.MaxBias(); mb != 0 {
 		return b.unsupported("attention with ALiBi (max_bias %g) is not bound", mb)
 	}
 	D, T, H := q.Ne[0], q.Ne[1], q.Ne[2]
@@ -91,7 +91,7 @@ func matmulAttention(b *builder) error {
 	qt := b.tensor(C.ACL_FLOAT16, []int64{Hkv, r, T, D}, []int64{r * T * D, T * D, D, 1}, 0, q16)
 	kt := b.tensor(C.ACL_FLOAT16, []int64{Hkv, 1, D, KV}, []int64{e(k, 2), 0, e(k, 0), e(k, 1)}, 0, k.Addr)
 	b.matmul(C.IRT_MATMUL, qt, kt, view(C.ACL_FLOAT, s1))
-	b.muls(view(C.ACL_FLOAT, s1), view(C.ACL_FLOAT, s2), float32(b.attrF("scale", 1)))
+	b.muls(view(C.ACL_FLOAT, s1), view(C.ACL_FLOAT, s2), float32(b.k.Attrs.Scale()))
 	cur, free := s2, s1
 	if len(b.k.Inputs) > 3 {
 		m := b.k.Inputs[3]
@@ -114,7 +114,7 @@ func matmulAttention(b *builder) error {
 // fusedAttention is attention through aclnnFusedInferAttentionScoreV2.
 func fusedAttention(b *builder) error {
 	q, k, v, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
-	if mb := b.attrF("max_bias", 0); mb != 0 {
+	if mb := b.k.Attrs.MaxBias(); mb != 0 {
 		return b.unsupported("attention with ALiBi (max_bias %g) is not bound", mb)
 	}
 	D, T, H := q.Ne[0], q.Ne[1], q.Ne[2]
@@ -154,7 +154,7 @@ func fusedAttention(b *builder) error {
 	o16t := bsnd16(o16)
 	a := tensors(bsnd16(q16), pse, 0, o16t)
 	a.l[0], a.l[1] = kl, vl
-	a.f[0] = C.double(b.attrF("scale", 1))
+	a.f[0] = C.double(b.k.Attrs.Scale())
 	a.i[0] = C.int64_t(H)
 	a.i[1], a.i[2] = 65535, 65535
 	a.i[3] = C.int64_t(Hkv)
@@ -198,7 +198,7 @@ func (b *builder) pseShift(m device.TensorDesc, H, T, KV int64) C.uintptr_t {
 // padding) are copied unchanged, as the CPU kernel does.
 func swaMask(b *builder) error {
 	mask, pos, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Output
-	w := b.attrI("window", 0)
+	w := b.k.Attrs.Window()
 	nKV, R, T := mask.Ne[0], mask.Ne[1], pos.Ne[0]
 	switch {
 	case w < 1:

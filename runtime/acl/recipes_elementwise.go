@@ -38,10 +38,10 @@ func unaryOp(b *builder, op C.int) error {
 }
 
 func scaleOp(b *builder) error {
-	if bias := b.attrF("bias", 0); bias != 0 {
+	if bias := b.k.Attrs.Bias(); bias != 0 {
 		return b.unsupported("scale with bias %g: aclnnMuls has none (the CANN backend requires bias 0)", bias)
 	}
-	b.muls(b.desc("self", b.k.Inputs[0], 4), b.desc("out", b.k.Output, 4), float32(b.attrF("scale", 1)))
+	b.muls(b.desc("self", b.k.Inputs[0], 4), b.desc("out", b.k.Output, 4), float32(b.k.Attrs.Scale()))
 	return b.err
 }
 
@@ -75,8 +75,8 @@ func concat(b *builder) error {
 	if len(b.k.Inputs) > 16 {
 		return b.unsupported("concat of %d tensors: a tensor list holds at most 16 here", len(b.k.Inputs))
 	}
-	d := b.attrI("dim", -1)
-	if d < 0 || d > 3 {
+	d, ok := b.k.Attrs.Int(ir.AttrDim)
+	if !ok || d < 0 || d > 3 {
 		return b.fail(device.ACLErrParamInvalid, "concat dim %d", d)
 	}
 	ts := make([]C.uintptr_t, len(b.k.Inputs))

@@ -38,7 +38,7 @@ func rmsNorm(b *builder) error {
 // rmsNorm adds aclnnRmsNorm(x, gamma, eps, y, rstd) with the kernel's eps.
 func (b *builder) rmsNorm(x, gamma, y, rstd C.uintptr_t) {
 	a := tensors(x, gamma, y, rstd)
-	a.f[0] = C.double(b.attrF("eps", 1e-6))
+	a.f[0] = C.double(b.k.Attrs.Eps())
 	b.call(C.IRT_RMSNORM, a)
 }
 
@@ -75,7 +75,7 @@ func addRMSNormMul(b *builder) error {
 	}
 	a := tensors(b.desc("x1", x1, 4), b.desc("x2", x2, 4), b.vector1D("gamma", w), b.desc("yOut", slot(0), 4),
 		b.rstd(x1), b.desc("xOut", slot(1), 4))
-	a.f[0] = C.double(b.attrF("eps", 1e-6))
+	a.f[0] = C.double(b.k.Attrs.Eps())
 	b.call(C.IRT_ADDRMSNORM, a)
 	return b.err
 }

@@ -17,10 +17,10 @@ import (
 
 func softMax(b *builder) error {
 	x, out := b.k.Inputs[0], b.k.Output
-	if mb := b.attrF("max_bias", 0); mb != 0 {
+	if mb := b.k.Attrs.MaxBias(); mb != 0 {
 		return b.unsupported("soft_max with ALiBi (max_bias %g) is not bound", mb)
 	}
-	scale := b.attrF("scale", 1)
+	scale := b.k.Attrs.Scale()
 	hasMask := len(b.k.Inputs) > 1
 	cur := b.desc("self", x, 4)
 	if scale != 1 || hasMask {
@@ -64,7 +64,7 @@ func sumRows(b *builder) error {
 
 func topK(b *builder) error {
 	x, out := b.k.Inputs[0], b.k.Output
-	k := b.attrI("k", 0)
+	k := b.k.Attrs.K()
 	if x.DType != ir.F32 || out.DType != ir.I32 || k < 1 || k > x.Ne[0] || out.Ne[0] != k {
 		return b.unsupported("top_k{k=%d} of %s %v into %s %v", k, x.DType, x.Ne, out.DType, out.Ne)
 	}

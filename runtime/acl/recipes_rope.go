@@ -75,15 +75,15 @@ func tablesAt(p device.Ptr, T, D int64) ropeTables {
 
 // ropeCheck accepts the RoPE variants the binding computes.
 func (b *builder) ropeCheck(head int64) (mode int64, err error) {
-	nDims := b.attrI("n_dims", 0)
-	mode = b.attrI("mode", 0)
+	nDims := b.k.Attrs.Rope().NDims
+	mode = b.k.Attrs.Rope().Mode
 	switch {
 	case nDims != head:
 		return 0, b.unsupported("partial rope (n_dims %d of head dim %d) is not bound", nDims, head)
-	case b.attrF("ext_factor", 0) != 0:
-		return 0, b.unsupported("YaRN rope (ext_factor %g) is not bound", b.attrF("ext_factor", 0))
-	case b.attrF("attn_factor", 1) != 1:
-		return 0, b.unsupported("rope with attn_factor %g is not bound", b.attrF("attn_factor", 1))
+	case b.k.Attrs.Rope().ExtFactor != 0:
+		return 0, b.unsupported("YaRN rope (ext_factor %g) is not bound", b.k.Attrs.Rope().ExtFactor)
+	case b.k.Attrs.Rope().AttnFactor != 1:
+		return 0, b.unsupported("rope with attn_factor %g is not bound", b.k.Attrs.Rope().AttnFactor)
 	case mode != 0 && mode != 2:
 		return 0, b.unsupported("rope mode %d", mode)
 	}
@@ -95,7 +95,7 @@ func (b *builder) ropeCheck(head int64) (mode int64, err error) {
 // (adjacent pairs for ggml's normal mode, halves for neox), shared by every
 // kernel with the same parameters (Options.TableRoPEAngles).
 func (b *builder) ropeTheta(D, mode int64) device.Ptr {
-	base, fscale := b.attrF("freq_base", 10000), b.attrF("freq_scale", 1)
+	base, fscale := b.k.Attrs.Rope().FreqBase, b.k.Attrs.Rope().FreqScale
 	theta := make([]byte, 4*D)
 	for j := int64(0); j < D; j++ {
 		i := j / 2
@@ -154,7 +154,7 @@ func (b *builder) angles(pos device.TensorDesc, ff *device.TensorDesc, rt ropeTa
 		return
 	}
 	b.op(C.IRT_INPLACECOPY, pairView(0), pcol)
-	ts := ropeThetaScale(b.attrF("freq_base", 10000), D)
+	ts := ropeThetaScale(b.k.Attrs.Rope().FreqBase, D)
 	for i := int64(1); i < D/2; i++ {
 		b.muls(pairView(i-1), pairView(i), ts)
 	}
@@ -172,7 +172,7 @@ const ropePositionsAttr = cann.RopePositionsAttr
 // aclnnMuls chain) computes it; pair i sits at columns 2i, 2i+1 (normal)
 // or i, i+D/2 (neox).
 func (b *builder) ropeAngleTable(P, D, mode int64) device.Ptr {
-	base := b.attrF("freq_base", 10000)
+	base := b.k.Attrs.Rope().FreqBase
 	if P*D*4 > 1<<31 {
 		b.unsupported("RoPE angle table of %d positions × %d: more than 2 GiB", P, D)
 		return 0
@@ -205,7 +205,7 @@ func (b *builder) scaleAngles(ff *device.TensorDesc, rt ropeTables, mode int64) 
 	if ff != nil {
 		b.divideByFactors(*ff, rt.ang, T, D, mode)
 	}
-	if fs := b.attrF("freq_scale", 1); fs != 1 {
+	if fs := b.k.Attrs.Rope().FreqScale; fs != 1 {
 		ang := func() C.uintptr_t { return b.tensor(C.ACL_FLOAT, []int64{T, D}, []int64{D, 1}, 0, rt.ang) }
 		b.muls(ang(), ang(), float32(fs))
 	}
@@ -348,7 +348,7 @@ func ropeCacheTable(b *builder) error {
 		in := view()
 		b.op(C.IRT_DIV, in, frow, view())
 	}
-	if fs := b.attrF("freq_scale", 1); fs != 1 {
+	if fs := b.k.Attrs.Rope().FreqScale; fs != 1 {
 		b.muls(view(), view(), float32(fs))
 	}
 	shape, strides, pair := pairShape(T, D, mode)

@@ -333,7 +333,7 @@ func decodeTrace(t *testing.T, file, pipeline string) {
 	if !pol.Graphs {
 		t.Fatal("graph mode is off by default")
 	}
-	sess, err := program.NewSession(m, f, rd, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b", Passes: pipeline}})
+	sess, err := program.NewRunner(m, f, rd, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b", Passes: pipeline}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestArchModelsMatchLlamaCpp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sim, err := NewSession(m, f, newSim(t), Options{Policy: policy(true)})
+			sim, err := NewRunner(m, f, newSim(t), Options{Policy: policy(true)})
 			if err != nil {
 				t.Fatal(err)
 			}

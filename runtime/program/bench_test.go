@@ -22,7 +22,7 @@ func BenchmarkDecodeDispatch(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				f, m := openModel(b, "stories260K.gguf", models.Options{NCtx: 256})
-				s, err := NewSession(m, f, newSim(b), Options{Policy: policy(graphs), Compile: CompileOptions{Passes: pipe}})
+				s, err := NewRunner(m, f, newSim(b), Options{Policy: policy(graphs), Compile: CompileOptions{Passes: pipe}})
 				if err != nil {
 					b.Fatal(err)
 				}

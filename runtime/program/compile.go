@@ -6,7 +6,7 @@
 // pipeline and the CPU/NPU partition, both on the symbolic graph) and then,
 // per symbol binding (one shape bucket: n_tokens, n_kv, ...), specialises,
 // plans memory and lowers it to a cann.Program, caching the result. A
-// Session binds programs to a device: it allocates each program region
+// Runner binds programs to a device: it allocates each program region
 // once (weights, KV caches and constants are uploaded once and shared by
 // every bucket's program; the arena, inputs and outputs are one allocation
 // each, sized for the largest program seen), runs each step's upload, segment,
@@ -44,14 +44,14 @@ type CompileOptions struct {
 	// "default", "none" the required passes only).
 	Passes string
 	// Strategy is the memory planning strategy of every binding (default
-	// "greedy-size": a session compiles one program per shape bucket, so
+	// "greedy-size": a runner compiles one program per shape bucket, so
 	// planning must be fast).
 	Strategy string
 	// PrefillGraph lowers prefill segments as capturable (by default
 	// prefill runs eagerly, as upstream).
 	PrefillGraph bool
 	// Driver, when set, gives the compile driver's options beyond the
-	// ones above (registries, merge-qkv; a session refuses requantised
+	// ones above (registries, merge-qkv; a runner refuses requantised
 	// weights when it loads them); its Target,
 	// Passes and Strategy are those above.
 	Driver compiler.Options
@@ -61,7 +61,7 @@ type CompileOptions struct {
 const DefaultStrategy = planner.StrategyGreedySize
 
 // Compiler lowers one model for any binding, caching the programs. It is
-// safe for concurrent use: sessions sharing a device may share it.
+// safe for concurrent use: runners sharing a device may share it.
 type Compiler struct {
 	model   *models.Model
 	prof    *target.Profile
@@ -94,7 +94,7 @@ func NewCompiler(m *models.Model, opts CompileOptions) (*Compiler, error) {
 	d.Target, d.Passes, d.Strategy = opts.Target, opts.Passes, opts.Strategy
 	d.NoMemory, d.Until = true, compiler.StagePartition
 	if d.Budget == 0 {
-		d.Budget = planner.DefaultBudget // each bucket's plan, as planner.PlanGraph's default
+		d.Budget = planner.DefaultBudget // each bucket's plan, as planner.PlanMemory's default
 	}
 	if d.KVWrite == "" {
 		d.KVWrite = m.Options.KVWrite.String()

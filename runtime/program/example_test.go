@@ -13,7 +13,7 @@ import (
 // A session compiles the model for the simulated Ascend device and
 // generates greedily; decode steps after the first of each shape bucket
 // replay a captured ACL graph.
-func ExampleNewSession() {
+func ExampleNewRunner() {
 	// The model embedded in the module; gguf.Open("model.gguf") reads a file.
 	f, err := gguf.Parse(irtool.EmbeddedModel, "stories260K.gguf")
 	if err != nil {
@@ -23,7 +23,7 @@ func ExampleNewSession() {
 	defer f.Close()
 	m, _ := models.Build(f, models.Options{NCtx: 256})
 	dev, _ := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20})
-	s, err := program.NewSession(m, f, dev, program.Options{Policy: device.DefaultGraphPolicy()})
+	s, err := program.NewRunner(m, f, dev, program.Options{Policy: device.DefaultGraphPolicy()})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -20,7 +20,7 @@ func TestDevicesReleased(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewSession(m, f, dev, Options{Policy: policy(true)})
+		s, err := NewRunner(m, f, dev, Options{Policy: policy(true)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func TestDeviceOutOfMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := program.NewSession(m, f, dev, program.Options{})
+	s, err := program.NewRunner(m, f, dev, program.Options{})
 	if err == nil {
 		_, err = s.Step([]int32{1, 403, 407})
 		if cerr := s.Close(); cerr != nil {

@@ -19,16 +19,16 @@ import (
 	"github.com/irtool/irtool/target"
 )
 
-// Options configure a Session.
+// Options configure a Runner.
 type Options struct {
-	// Compile configures the session's own Compiler when Compiler is nil.
+	// Compile configures the runner's own Compiler when Compiler is nil.
 	// Its PrefillGraph is taken from Policy.PrefillGraphs.
 	Compile CompileOptions
-	// Compiler, when set, is shared (sessions of one model may share it).
+	// Compiler, when set, is shared (runners of one model may share it).
 	Compiler *Compiler
 	// Policy decides eager or graph execution and configures the cache.
 	Policy device.GraphPolicy
-	// DeviceID is the device the session binds (SetDevice).
+	// DeviceID is the device the runner binds (SetDevice).
 	DeviceID int
 	// Kernels are the numeric options of CPU segments; keep them equal to
 	// the device's (device.SimOptions.Kernels) for bit-identical results.
@@ -62,12 +62,12 @@ type PhaseStats struct {
 	HitRate float64 `json:"hit_rate"`
 }
 
-// Stats describe a session.
+// Stats describe a Runner.
 type Stats struct {
 	Graphs    bool       `json:"graphs"` // graph mode on
 	Prefill   PhaseStats `json:"prefill"`
 	Decode    PhaseStats `json:"decode"`
-	Programs  int        `json:"programs"` // programs the session loaded
+	Programs  int        `json:"programs"` // programs the runner loaded
 	CompileMS float64    `json:"compile_ms"`
 	// WeightConvertMS is the host time the device spent placing weights
 	// in its own layout at load (device.WeightPlacer: runtime/acl converts
@@ -104,7 +104,7 @@ var sharedRegions = map[string]bool{
 	cann.RegionHostWeights: true, cann.RegionHostKV: true, cann.RegionHostConsts: true,
 }
 
-// loaded is a program resolved against the session's regions.
+// loaded is a program resolved against the runner's regions.
 type loaded struct {
 	prog *cann.Program
 	gen  int // region generation the addresses were resolved with
@@ -127,10 +127,11 @@ type hostKernel struct {
 	args []kernels.Tensor
 }
 
-// Session runs a model step by step on a device: prefill, then greedy
-// decode, over a KV cache that lives in device memory. It is not safe for
-// concurrent use; sessions sharing a device are.
-type Session struct {
+// Runner runs a model's lowered programs step by step on a device:
+// prefill, then greedy decode, over a KV cache that lives in device memory
+// (what session.Session does on the CPU; both are session.Steppers). It is
+// not safe for concurrent use; runners sharing a device are.
+type Runner struct {
 	model   *models.Model
 	weights eval.WeightSource
 	dev     device.Device
@@ -158,10 +159,10 @@ type Session struct {
 	lock      *sync.RWMutex // the device's lock (device.AcquireDeviceLock) until Close
 }
 
-// NewSession compiles nothing yet: programs are compiled and loaded on the
+// NewRunner compiles nothing yet: programs are compiled and loaded on the
 // first step of each shape bucket. It binds the device, creates the
-// session's stream and its graph cache.
-func NewSession(m *models.Model, w eval.WeightSource, dev device.Device, opts Options) (*Session, error) {
+// runner's stream and its graph cache.
+func NewRunner(m *models.Model, w eval.WeightSource, dev device.Device, opts Options) (*Runner, error) {
 	comp := opts.Compiler
 	if comp == nil {
 		co := opts.Compile
@@ -177,10 +178,10 @@ func NewSession(m *models.Model, w eval.WeightSource, dev device.Device, opts Op
 	if err := dev.SetDevice(opts.DeviceID); err != nil {
 		return nil, fmt.Errorf("program: %w", err)
 	}
-	s := &Session{model: m, weights: w, dev: dev, opts: opts, comp: comp, policy: opts.Policy,
+	s := &Runner{model: m, weights: w, dev: dev, opts: opts, comp: comp, policy: opts.Policy,
 		regions: map[string]*region{}, progs: map[string]*loaded{}}
 	s.stats.Graphs = opts.Policy.Graphs
-	// The session is a user of the device's lock until Close, which lets
+	// The runner is a user of the device's lock until Close, which lets
 	// the device go.
 	s.lock = device.AcquireDeviceLock(dev)
 	s.lock.RLock()
@@ -200,13 +201,13 @@ func NewSession(m *models.Model, w eval.WeightSource, dev device.Device, opts Op
 }
 
 // Pos is the number of tokens in the KV cache.
-func (s *Session) Pos() int64 { return s.pos }
+func (s *Runner) Pos() int64 { return s.pos }
 
 // Rewind forgets the tokens from position pos on (llama.cpp's
 // llama_kv_cache_seq_rm on the tail): the next step writes cell pos
 // again. Cells past the new position keep stale rows, which the mask
 // hides and later steps overwrite before reading.
-func (s *Session) Rewind(pos int64) error {
+func (s *Runner) Rewind(pos int64) error {
 	if pos < 0 || pos > s.pos {
 		return fmt.Errorf("program: rewind to %d: the cache holds %d tokens", pos, s.pos)
 	}
@@ -214,14 +215,14 @@ func (s *Session) Rewind(pos int64) error {
 	return nil
 }
 
-// Cache returns the session's graph cache.
-func (s *Session) Cache() *device.GraphCache { return s.cache }
+// Cache returns the runner's graph cache.
+func (s *Runner) Cache() *device.GraphCache { return s.cache }
 
-// Compiler returns the session's compiler.
-func (s *Session) Compiler() *Compiler { return s.comp }
+// Compiler returns the runner's compiler.
+func (s *Runner) Compiler() *Compiler { return s.comp }
 
-// Stats returns the session's statistics so far.
-func (s *Session) Stats() Stats {
+// Stats returns the runner's statistics so far.
+func (s *Runner) Stats() Stats {
 	st := s.stats
 	st.Prefill.finish()
 	st.Decode.finish()
@@ -236,7 +237,7 @@ func (s *Session) Stats() Stats {
 }
 
 // bindings are the symbol values of a step of n tokens at pos.
-func (s *Session) bindings(pos, n int64) ir.Bindings {
+func (s *Runner) bindings(pos, n int64) ir.Bindings {
 	return ir.Bindings{
 		models.SymTokens:  n,
 		models.SymKV:      models.KVLen(pos+n, s.model.Options.NCtx),
@@ -249,7 +250,7 @@ func (s *Session) bindings(pos, n int64) ir.Bindings {
 // last one. With prefill graphs on, a prompt is padded to its bucket
 // length (the padding tokens' KV rows land past the prompt and are
 // overwritten by later tokens before anything reads them).
-func (s *Session) Step(tokens []int32) (*session.StepResult, error) {
+func (s *Runner) Step(tokens []int32) (*session.StepResult, error) {
 	if s.closed {
 		return nil, fmt.Errorf("program: session is closed")
 	}
@@ -322,15 +323,15 @@ func i32le(v int32) []byte {
 // Generate runs prefill on the prompt, then greedy decode (argmax, lowest
 // id on ties) for n tokens in all; onToken, if set, sees each token as
 // soon as it exists.
-func (s *Session) Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*session.GenerateResult, error) {
+func (s *Runner) Generate(prompt []int32, n int, keepLogits bool, onToken func(int32)) (*session.GenerateResult, error) {
 	return session.Generate(s, prompt, n, keepLogits, onToken)
 }
 
 // maxLoaded bounds the loaded-program cache (one per position in cpy mode).
 const maxLoaded = 256
 
-// load returns the program of a binding bound to the session's regions.
-func (s *Session) load(b ir.Bindings) (*loaded, error) {
+// load returns the program of a binding bound to the runner's regions.
+func (s *Runner) load(b ir.Bindings) (*loaded, error) {
 	p, err := s.comp.Program(b)
 	if err != nil {
 		return nil, err
@@ -361,7 +362,7 @@ func (s *Session) load(b ir.Bindings) (*loaded, error) {
 // Growing a region moves it, so every loaded program is resolved again;
 // graphs captured at the old addresses stop matching and age out of the
 // cache.
-func (s *Session) ensureRegions(p *cann.Program) error {
+func (s *Runner) ensureRegions(p *cann.Program) error {
 	if s.ref != nil {
 		if err := sameLayout(s.ref, p); err != nil {
 			return err
@@ -419,7 +420,7 @@ func (s *Session) ensureRegions(p *cann.Program) error {
 	return nil
 }
 
-func (s *Session) growPinned(buf *[]byte, n int64) error {
+func (s *Runner) growPinned(buf *[]byte, n int64) error {
 	if int64(len(*buf)) >= n || n == 0 {
 		return nil
 	}
@@ -463,7 +464,7 @@ func sameLayout(p, q *cann.Program) error {
 }
 
 // alloc makes a region (the caller holds the device lock).
-func (s *Session) alloc(name string, npu bool, n int64) (*region, error) {
+func (s *Runner) alloc(name string, npu bool, n int64) (*region, error) {
 	r := &region{name: name, npu: npu, bytes: n}
 	if npu {
 		p, err := s.dev.Malloc(n)
@@ -478,7 +479,7 @@ func (s *Session) alloc(name string, npu bool, n int64) (*region, error) {
 	return r, nil
 }
 
-func (s *Session) release(r *region) error {
+func (s *Runner) release(r *region) error {
 	delete(s.regions, r.name)
 	if r.npu {
 		if err := s.dev.Free(r.ptr); err != nil {
@@ -490,7 +491,7 @@ func (s *Session) release(r *region) error {
 
 // fill writes a shared region's initial contents: weights from the model
 // file, zeroed states, constants (the caller holds the device lock).
-func (s *Session) fill(p *cann.Program, r *region) error {
+func (s *Runner) fill(p *cann.Program, r *region) error {
 	write := func(what string, a cann.Addr, data []byte) error {
 		if a.Offset < 0 || a.Offset+int64(len(data)) > r.bytes {
 			return fmt.Errorf("program: %s: [%d, +%d) lies outside region %q (%d bytes)", what, a.Offset, len(data), r.name, r.bytes)
@@ -547,7 +548,7 @@ func (s *Session) fill(p *cann.Program, r *region) error {
 // kernels that can read it: every user of the weight in the compiled
 // graph, whatever device the partition of one bucket gives it, so that a
 // later bucket's program finds its copy converted.
-func (s *Session) place(r *region, w cann.Weight, data []byte) error {
+func (s *Runner) place(r *region, w cann.Weight, data []byte) error {
 	wp, ok := s.dev.(device.WeightPlacer)
 	if !ok || !r.npu || !w.DType.Quantized() {
 		return nil
@@ -592,7 +593,7 @@ func (s *Session) place(r *region, w cann.Weight, data []byte) error {
 }
 
 // ptr resolves an address in an NPU region, checking that n bytes fit.
-func (s *Session) ptr(a cann.Addr, n int64) (device.Ptr, error) {
+func (s *Runner) ptr(a cann.Addr, n int64) (device.Ptr, error) {
 	r := s.regions[a.Region]
 	if r == nil || !r.npu {
 		return 0, fmt.Errorf("address %s: no device region %q", a, a.Region)
@@ -604,7 +605,7 @@ func (s *Session) ptr(a cann.Addr, n int64) (device.Ptr, error) {
 }
 
 // hostBytes resolves an address in a host region.
-func (s *Session) hostBytes(a cann.Addr, n int64) ([]byte, error) {
+func (s *Runner) hostBytes(a cann.Addr, n int64) ([]byte, error) {
 	r := s.regions[a.Region]
 	if r == nil || r.npu {
 		return nil, fmt.Errorf("address %s: no host region %q", a, a.Region)
@@ -615,19 +616,19 @@ func (s *Session) hostBytes(a cann.Addr, n int64) ([]byte, error) {
 	return r.host[a.Offset : a.Offset+n : a.Offset+n], nil
 }
 
-func (s *Session) devDesc(t cann.TensorDesc) (device.TensorDesc, error) {
+func (s *Runner) devDesc(t cann.TensorDesc) (device.TensorDesc, error) {
 	p, err := s.ptr(t.Addr, t.Bytes())
 	return device.TensorDesc{DType: t.DType, Ne: t.Ne, Nb: t.Nb, Addr: p}, err
 }
 
-func (s *Session) hostTensor(t cann.TensorDesc) (kernels.Tensor, error) {
+func (s *Runner) hostTensor(t cann.TensorDesc) (kernels.Tensor, error) {
 	b, err := s.hostBytes(t.Addr, t.Bytes())
 	return kernels.Tensor{Type: gguf.GGMLType(t.DType), Ne: t.Ne, Nb: t.Nb, Data: b}, err
 }
 
 // resolve turns a program's region addresses into device pointers and
 // host views, and records the properties of its capturable segments.
-func (s *Session) resolve(lp *loaded) error {
+func (s *Runner) resolve(lp *loaded) error {
 	p := lp.prog
 	lp.segs = make([]loadedSeg, len(p.Segments))
 	for i := range p.Segments {
@@ -701,7 +702,7 @@ func (s *Session) resolve(lp *loaded) error {
 
 // run performs a program's steps and waits for the device. It returns the
 // host dispatch time.
-func (s *Session) run(lp *loaded, inputs map[string][]byte, phase *PhaseStats) (time.Duration, error) {
+func (s *Runner) run(lp *loaded, inputs map[string][]byte, phase *PhaseStats) (time.Duration, error) {
 	p := lp.prog
 	var dispatch time.Duration
 	// Inputs read on the CPU are written in place; device inputs are
@@ -797,7 +798,7 @@ func (s *Session) run(lp *loaded, inputs map[string][]byte, phase *PhaseStats) (
 
 // runNPU dispatches one NPU segment: through the graph cache when graph
 // mode is on and the segment is capturable, kernel by kernel otherwise.
-func (s *Session) runNPU(ls *loadedSeg, phase *PhaseStats) error {
+func (s *Runner) runNPU(ls *loadedSeg, phase *PhaseStats) error {
 	launch := func(st device.Stream) error {
 		for i := range ls.launches {
 			if err := s.dev.Launch(st, &ls.launches[i]); err != nil {
@@ -817,14 +818,14 @@ func (s *Session) runNPU(ls *loadedSeg, phase *PhaseStats) error {
 }
 
 // runHost runs a CPU segment after the device has finished what it reads.
-func (s *Session) runHost(ls *loadedSeg) error {
+func (s *Runner) runHost(ls *loadedSeg) error {
 	if err := s.dev.SynchronizeStream(s.stream); err != nil {
 		return err
 	}
 	o := s.opts.Kernels
 	if o.Pool == nil {
 		// The CPU segments' kernels run on a persistent pool of the
-		// session's, started by the first CPU segment and closed by Close,
+		// runner's, started by the first CPU segment and closed by Close,
 		// so a step starts no goroutine for them.
 		if s.hostPool == nil {
 			s.hostPool = kernels.NewPool(o.Threads)
@@ -851,7 +852,7 @@ func runHostKernel(k hostKernel, o kernels.Options) (err error) {
 // copyStep moves a value between host and device. Same-layout copies are
 // one async memcpy; otherwise the value is laid out on the host with a
 // strided copy first (D2H: after the download; H2D: before the upload).
-func (s *Session) copyStep(k *cann.Kernel) (time.Duration, error) {
+func (s *Runner) copyStep(k *cann.Kernel) (time.Duration, error) {
 	if k == nil || len(k.Inputs) != 1 {
 		return 0, fmt.Errorf("copy step without a source")
 	}
@@ -925,7 +926,7 @@ func fail0(fail func(error) error, err error) error {
 }
 
 // output reads output i as f32 after a step.
-func (s *Session) output(lp *loaded, i int) ([]float32, error) {
+func (s *Runner) output(lp *loaded, i int) ([]float32, error) {
 	p := lp.prog
 	if i >= len(p.Outputs) {
 		return nil, fmt.Errorf("program has %d outputs", len(p.Outputs))
@@ -946,7 +947,7 @@ func (s *Session) output(lp *loaded, i int) ([]float32, error) {
 
 // Close waits for the device, destroys the cached graphs, and frees every
 // region, staging buffer and the stream.
-func (s *Session) Close() error {
+func (s *Runner) Close() error {
 	if s.closed {
 		return nil
 	}

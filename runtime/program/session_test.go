@@ -119,7 +119,7 @@ func TestSameTokensEveryPath(t *testing.T) {
 				var eager [][]float32
 				for _, graphs := range []bool{false, true} {
 					d := newSim(t)
-					s, err := NewSession(m, f, d, Options{Policy: policy(graphs), Compile: CompileOptions{Passes: pipe}})
+					s, err := NewRunner(m, f, d, Options{Policy: policy(graphs), Compile: CompileOptions{Passes: pipe}})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -183,7 +183,7 @@ func TestDecodeHitsAndCpyMisses(t *testing.T) {
 				d := newSim(t)
 				pol := policy(true)
 				pol.Cache.Capacity = 64
-				s, err := NewSession(m, f, d, Options{Policy: pol, Compile: CompileOptions{Passes: pipe}})
+				s, err := NewRunner(m, f, d, Options{Policy: pol, Compile: CompileOptions{Passes: pipe}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -247,7 +247,7 @@ func TestCloseFreesEverythingAndEvictionsDestroy(t *testing.T) {
 	d := newSim(t)
 	pol := policy(true)
 	pol.Cache.Capacity = 1
-	s, err := NewSession(m, f, d, Options{Policy: pol})
+	s, err := NewRunner(m, f, d, Options{Policy: pol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestConcurrentSessionsShareDevice(t *testing.T) {
 		wg.Add(1)
 		go func(u int) {
 			defer wg.Done()
-			s, err := NewSession(m, f, d, Options{Policy: policy(u != 2), Compiler: comp})
+			s, err := NewRunner(m, f, d, Options{Policy: policy(u != 2), Compiler: comp})
 			if err != nil {
 				t.Error(err)
 				return
@@ -343,7 +343,7 @@ func TestPrefillBuckets(t *testing.T) {
 	}
 	pol := policy(true)
 	pol.PrefillGraphs = true
-	s, err := NewSession(m, f, newSim(t), Options{Policy: pol, Compile: CompileOptions{Passes: "none"}})
+	s, err := NewRunner(m, f, newSim(t), Options{Policy: pol, Compile: CompileOptions{Passes: "none"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +380,7 @@ func TestSessionWarmup(t *testing.T) {
 	f, m := openModel(t, "stories260K.gguf", models.Options{NCtx: 256})
 	pol := policy(true)
 	pol.Cache.Warmup = true
-	s, err := NewSession(m, f, newSim(t), Options{Policy: pol, Compile: CompileOptions{Passes: "none"}})
+	s, err := NewRunner(m, f, newSim(t), Options{Policy: pol, Compile: CompileOptions{Passes: "none"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestSessionWarmup(t *testing.T) {
 
 func TestStepErrors(t *testing.T) {
 	f, m := openModel(t, "stories260K.gguf", models.Options{NCtx: 64})
-	s, err := NewSession(m, f, newSim(t), Options{Policy: policy(true)})
+	s, err := NewRunner(m, f, newSim(t), Options{Policy: policy(true)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,12 +19,12 @@ import (
 // its matmuls to be split over several goroutines.
 func TestSimSessionNoGoroutinePerKernel(t *testing.T) {
 	f, m := openModel(t, "synth-llama256-Q4_K.gguf", models.Options{NCtx: 64})
-	compareOwnPool(t, prompt, 7, func(ko kernels.Options) (*Session, error) {
+	compareOwnPool(t, prompt, 7, func(ko kernels.Options) (*Runner, error) {
 		dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 64 << 20, Kernels: ko})
 		if err != nil {
 			return nil, err
 		}
-		return NewSession(m, f, dev, Options{Policy: policy(true), Kernels: ko})
+		return NewRunner(m, f, dev, Options{Policy: policy(true), Kernels: ko})
 	})
 }
 
@@ -45,12 +45,12 @@ func TestSimSessionPrefillNoGoroutinePerKernel(t *testing.T) {
 	}
 	for _, pipe := range []string{"default", "none"} {
 		t.Run(pipe, func(t *testing.T) {
-			compareOwnPool(t, long, 2, func(ko kernels.Options) (*Session, error) {
+			compareOwnPool(t, long, 2, func(ko kernels.Options) (*Runner, error) {
 				dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: 256 << 20, Kernels: ko})
 				if err != nil {
 					return nil, err
 				}
-				return NewSession(m, f, dev, Options{Policy: policy(true), Kernels: ko, Compile: CompileOptions{Passes: pipe}})
+				return NewRunner(m, f, dev, Options{Policy: policy(true), Kernels: ko, Compile: CompileOptions{Passes: pipe}})
 			})
 		})
 	}
@@ -62,7 +62,7 @@ func TestSimSessionPrefillNoGoroutinePerKernel(t *testing.T) {
 // starting goroutines. After a first generation has started the pools, the
 // first run must create no goroutine and the second must create some (so
 // the count can fail); both give the same tokens.
-func compareOwnPool(t *testing.T, prompt []int32, steps int, open func(kernels.Options) (*Session, error)) {
+func compareOwnPool(t *testing.T, prompt []int32, steps int, open func(kernels.Options) (*Runner, error)) {
 	t.Helper()
 	closed := kernels.NewPool(4)
 	closed.Close()

@@ -25,14 +25,14 @@ import (
 
 // tpRanks starts one program session per rank of tp, each on its own
 // simulated device, their collectives in one group.
-func tpRanks(t *testing.T, tp *passes.TP, f *gguf.File, timeout time.Duration, ko kernels.Options) (*session.Ranks, *device.Group, []*Session) {
+func tpRanks(t *testing.T, tp *passes.TP, f *gguf.File, timeout time.Duration, ko kernels.Options) (*session.Ranks, *device.Group, []*Runner) {
 	t.Helper()
 	grp, err := device.NewGroup(passes.TPGroup, len(tp.Ranks), timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var steppers []session.Stepper
-	var sessions []*Session
+	var sessions []*Runner
 	for i, r := range tp.Ranks {
 		c, err := grp.Comm(i)
 		if err != nil {
@@ -43,7 +43,7 @@ func tpRanks(t *testing.T, tp *passes.TP, f *gguf.File, timeout time.Duration, k
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewSession(r.Model, r.Weights(f), dev, Options{Policy: policy(true), KernelSet: ks, Kernels: ko})
+		s, err := NewRunner(r.Model, r.Weights(f), dev, Options{Policy: policy(true), KernelSet: ks, Kernels: ko})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func checkTP(t *testing.T, path, refPath string, degrees []int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := NewSession(m, f, dev, Options{Policy: policy(true), Kernels: ko})
+	one, err := NewRunner(m, f, dev, Options{Policy: policy(true), Kernels: ko})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestTPFaultFailsEveryRank(t *testing.T) {
 				t.Fatal(err)
 			}
 			var steppers []session.Stepper
-			var sessions []*Session
+			var sessions []*Runner
 			for i, r := range tp.Ranks {
 				dc, _ := grp.Comm(i)
 				var comm eval.Communicator = dc
@@ -284,7 +284,7 @@ func TestTPFaultFailsEveryRank(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s, err := NewSession(r.Model, r.Weights(f), dev, Options{Policy: policy(true), KernelSet: ks})
+				s, err := NewRunner(r.Model, r.Weights(f), dev, Options{Policy: policy(true), KernelSet: ks})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -346,7 +346,7 @@ func TestPPMatchesOneDevice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		one, err := NewSession(m, f, newSim(t), Options{Policy: policy(true)})
+		one, err := NewRunner(m, f, newSim(t), Options{Policy: policy(true)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,7 +369,7 @@ func TestPPMatchesOneDevice(t *testing.T) {
 			}
 			sm := *m
 			sm.Graph = g
-			s, err := NewSession(&sm, f, dev, Options{Policy: policy(true), KernelSet: ks})
+			s, err := NewRunner(&sm, f, dev, Options{Policy: policy(true), KernelSet: ks})
 			if err != nil {
 				t.Fatal(err)
 			}

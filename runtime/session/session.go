@@ -28,7 +28,7 @@ type SessionOptions struct {
 	// (0: the number of physical cores, eval.DefaultThreads).
 	Threads int
 	// Reference runs every step on the reference executor (eval.Executor)
-	// instead of the compiled plan (eval.Plan): same results, slower.
+	// instead of the compiled executable (eval.Executable): same results, slower.
 	// Without Plan, the compiled plan places intermediates at the memory
 	// planner's offsets (planner.CPUPolicy, 32-byte alignment) and the
 	// reference executor gives each its own buffer.
@@ -225,7 +225,7 @@ func (s *Session) run(tokens []int32, nOut int64) (stepRunner, error) {
 			return nil, err
 		}
 	}
-	if p, ok := r.(*eval.Plan); ok {
+	if p, ok := r.(*eval.Executable); ok {
 		// Write the inputs in place: no allocation per step.
 		for _, name := range models.StepInputs {
 			if buf := p.Input(name); buf != nil && !models.FillInput(name, buf, tokens, s.pos, key.kv, nOut) {
@@ -263,7 +263,7 @@ func (s *Session) StepLogits(tokens []int32) ([]float32, error) {
 	}
 	var out []float32
 	var ne [4]int64
-	if p, ok := r.(*eval.Plan); ok {
+	if p, ok := r.(*eval.Executable); ok {
 		out, ne, err = p.OutputView(0)
 	} else {
 		out, ne, err = r.Output(0)
@@ -317,7 +317,7 @@ func (s *Session) runner(key stepKey) (stepRunner, error) {
 		// The compiled plan keeps every intermediate in one arena at
 		// the memory planner's offsets (ggml-alloc's in-place rule and
 		// alignment, as on the CPU backend of llama.cpp).
-		p, err := planner.PlanGraph(g, planner.GraphOptions{Align: 32, Policy: planner.CPUPolicy(), Budget: planBudget})
+		p, err := planner.PlanMemory(g, planner.MemoryOptions{Align: 32, Policy: planner.CPUPolicy(), Budget: planBudget})
 		if err != nil {
 			return nil, fmt.Errorf("session: memory plan for %s: %w", b, err)
 		}
@@ -326,7 +326,7 @@ func (s *Session) runner(key stepKey) (stepRunner, error) {
 	}
 	var r stepRunner
 	if s.workers != nil {
-		r, err = eval.NewPlan(g, s.weights, eo, s.workers)
+		r, err = eval.NewExecutable(g, s.weights, eo, s.workers)
 	} else {
 		r, err = eval.NewExecutor(g, s.weights, eo)
 	}

@@ -5,7 +5,7 @@
  * IRTOOL_ACL_LIBS=DIR) load it exactly as they would load CANN.
  *
  * What it does:
- *   - implements every function declared in include/irtool_acl.h over host
+ *   - implements every function declared in runtime/acl/irtool_acl.h over host
  *     memory: device memory is one posix_memalign'd host allocation per
  *     aclrtMalloc, copies are memcpy, streams and model run instances are
  *     host objects; streams run in order (a launch computes when enqueued);
