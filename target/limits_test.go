@@ -11,8 +11,9 @@ import (
 // TestWQBMMCallsSplit: on ascend910b a q8_0/q4_0 mul_mat declares one
 // aclnnWeightQuantBatchMatmulV2 per 65535 output columns (Qwen2.5's
 // vocabulary projection, n = 151936, makes three), and a node whose k
-// breaks the operator's [1, 65535] limit stays on the host with a reason
-// naming the node, the operator and the argument.
+// breaks the operator's [1, 65535] limit, or whose activations have more
+// than 2^31-1 rows (x's m), stays on the host with a reason naming the
+// node, the operator and the argument.
 func TestWQBMMCallsSplit(t *testing.T) {
 	const src = `graph "wqbmm" {
   %0 = input() : f32[896,1] "x"
@@ -26,6 +27,8 @@ func TestWQBMMCallsSplit(t *testing.T) {
   %8 = weight() : q4_0[65536,8] "wk2"
   %9 = input() : f32[65536,1] "xk2"
   %10 = mul_mat(%8, %9) : f32[8,1] "yk2"
+  %11 = input() : f32[896,2147483648] "xm"
+  %12 = mul_mat(%1, %11) : f32[151936,2147483648] "ym"
 }`
 	p, err := target.Get("ascend910b")
 	if err != nil {
@@ -41,6 +44,7 @@ func TestWQBMMCallsSplit(t *testing.T) {
 		{"y65535", []string{"aclnnCast", wq, "aclnnCast"}, ""},
 		{"yk", nil, "aclnnWeightQuantBatchMatmulV2 weight (k): k = 70016 outside [1, 65535]"},
 		{"yk2", nil, "aclnnWeightQuantBatchMatmulV2 weight (k): k = 65536 outside [1, 65535]"},
+		{"ym", nil, "aclnnWeightQuantBatchMatmulV2 x (m): m = 2147483648 outside [1, 2^31-1]"},
 	} {
 		n := node(t, src, c.name)
 		s := p.Supports(n)

@@ -9,7 +9,7 @@ import (
 	"io"
 
 	"github.com/irtool/irtool/gguf"
-	"github.com/irtool/irtool/gguf/wqconv"
+	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/acl"
 	"github.com/irtool/irtool/runtime/program"
@@ -53,31 +53,18 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 func cannPool(f *gguf.File, cf *cannFlags) int64 {
 	pool := cf.Pool
 	if pool == 0 {
-		pool = simMemory(f) + 2*cf.Workspace + (16 << 20) + convertedBytes(f)
-		if cf.QuantMatmul == acl.QuantMatmulGGML {
-			// f32 copies of the q4_0/q8_0 weights: at most 4/0.5625 bytes per byte.
-			pool += 8 * simMemory(f)
-		}
+		pool = simMemory(f) + 2*cf.Workspace + (16 << 20) + placedBytes(f, cf.QuantMatmul)
 	}
 	return pool
 }
 
-// convertedBytes bounds the device bytes of the copies runtime/acl
-// converts quantised weights to at load (gguf/wqconv's layouts, an int4
-// layout counted as the int8 copy get_rows reads, plus the int4 one).
-func convertedBytes(f *gguf.File) int64 {
+// placedBytes bounds the device bytes of the copies runtime/acl makes of
+// the quantised weights at load in QuantMatmul mode mode (acl.PlacedBytes:
+// gguf/wqconv's layouts in "wqbmm" mode, f32 copies in "ggml" mode).
+func placedBytes(f *gguf.File, mode string) int64 {
 	var n int64
 	for _, t := range f.Tensors {
-		l, err := wqconv.LayoutOf(t.Type)
-		if err != nil {
-			continue
-		}
-		rows := int(t.Ne[1] * t.Ne[2] * t.Ne[3])
-		n += l.DeviceBytes(rows, int(t.Ne[0]))
-		if l.Dtype == wqconv.Int4 {
-			l.Dtype = wqconv.Int8
-			n += l.DeviceBytes(rows, int(t.Ne[0]))
-		}
+		n += acl.PlacedBytes(ir.DType(t.Type), t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3], mode)
 	}
 	return n
 }

@@ -299,6 +299,18 @@ func (b *builder) tensor(dt C.int, shape, strides []int64, offset int64, addr de
 		b.fail(device.ACLErrParamInvalid, "descriptor with shape %v strides %v", shape, strides)
 		return 0
 	}
+	// CANN wants tensorData 32-byte aligned (aclCreateTensor): a view that
+	// starts inside a buffer passes the aligned address below it and the
+	// rest as a storage offset in elements.
+	if mis := int64(addr % tensorAlign); mis != 0 {
+		num, den := elemBytes(dt)
+		if num == 0 || mis*den%num != 0 {
+			b.fail(device.ACLErrParamInvalid, "a view at %#x is not a whole number of elements (dtype %d) past a %d-byte boundary", uint64(addr), int(dt), tensorAlign)
+			return 0
+		}
+		addr -= device.Ptr(mis)
+		offset += mis * den / num
+	}
 	storage := offset + 1
 	for i := range shape {
 		if shape[i] < 0 || strides[i] < 0 {
@@ -322,6 +334,28 @@ func (b *builder) tensor(dt C.int, shape, strides []int64, offset int64, addr de
 	}
 	b.p.tensors = append(b.p.tensors, t)
 	return t
+}
+
+// tensorAlign is the alignment aclCreateTensor's tensorData must have
+// ("must be 32-byte aligned", CANN 9.0.0's page of aclCreateTensor).
+const tensorAlign = 32
+
+// elemBytes is the size of one element of aclDataType dt as num/den bytes
+// (INT4: 1/2); 0 for a type the binding does not use.
+func elemBytes(dt C.int) (num, den int64) {
+	switch dt {
+	case C.ACL_INT4:
+		return 1, 2
+	case C.ACL_INT8, C.ACL_UINT8, C.ACL_BOOL:
+		return 1, 1
+	case C.ACL_FLOAT16, C.ACL_BF16, C.ACL_INT16:
+		return 2, 1
+	case C.ACL_FLOAT, C.ACL_INT32:
+		return 4, 1
+	case C.ACL_INT64, C.ACL_DOUBLE:
+		return 8, 1
+	}
+	return 0, 1
 }
 
 // aclOrder is a ggml descriptor in ACL order: dims and strides reversed,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/acl"
 	"github.com/irtool/irtool/runtime/device"
@@ -46,4 +47,17 @@ func Example() {
 		return
 	}
 	fmt.Println(res.Tokens)
+}
+
+// Sizing a device pool: the bytes the binding adds for a q8_0 output
+// projection of Qwen2.5's shape (896 columns, 151936 rows) in each
+// QuantMatmul mode: the int8 values and f16 scales of
+// aclnnWeightQuantBatchMatmulV2, or an f32 copy.
+func ExamplePlacedBytes() {
+	for _, mode := range []string{acl.QuantMatmulWQBMM, acl.QuantMatmulGGML} {
+		fmt.Printf("%s: %d B\n", mode, acl.PlacedBytes(ir.Q8_0, 896, 151936, mode))
+	}
+	// Output:
+	// wqbmm: 144643072 B
+	// ggml: 544538624 B
 }

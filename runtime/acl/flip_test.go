@@ -111,7 +111,8 @@ func departureWith(t *testing.T, name string, m *models.Model, f *gguf.File, ref
 	if len(probes) == 0 {
 		t.Fatalf("%s: no quantised matmul activation to probe", name)
 	}
-	d := newDevice(t, Options{PoolBytes: 256 << 20, WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML})
+	// Two sessions (probed and plain) place their own copies of the weights.
+	d := newDevice(t, Options{PoolBytes: max(256<<20, 2*modelPool(f, QuantMatmulGGML)), WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML})
 	pol := device.DefaultGraphPolicy()
 	pol.Graphs = false
 	opts := program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b", Driver: compiler.Options{Rules: rules}}, Kernels: ref.Kernels(t)}

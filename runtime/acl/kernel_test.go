@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -413,5 +414,99 @@ func TestQuantWeightRepackedOutsideCapture(t *testing.T) {
 	}
 	if n := count(trace(t), "aclrtMemcpy"); n != 0 {
 		t.Errorf("the repacked copy was made again (%d copies)", n)
+	}
+}
+
+// TestViewsPassAlignedTensorData: CANN wants aclCreateTensor's tensorData
+// 32-byte aligned, and the emulator refuses any other address; a kernel
+// on views that start 4 and 8 bytes past a boundary (rows of a larger
+// buffer) runs, its descriptors carry the boundary and the rest as an
+// element offset, and it computes on the right elements. A view that is
+// not a whole number of elements past the boundary is refused.
+func TestViewsPassAlignedTensorData(t *testing.T) {
+	d := newDevice(t, Options{})
+	buf := malloc(t, d, 4096)
+	const K, M = 8, 2
+	x := make([]float32, 1+K*M)
+	for i := range x {
+		x[i] = float32(i%5) - 1.5
+	}
+	if err := d.MemcpyH2D(buf, f32Bytes(x...)); err != nil {
+		t.Fatal(err)
+	}
+	k := &device.KernelLaunch{Name: "aclnnRmsNorm", Op: ir.OpRMSNorm, Node: 3, Attrs: ir.Attrs{"eps": 1e-5},
+		Inputs: []device.TensorDesc{f32(buf+4, K, M)}, Output: f32(buf+1024+8, K, M),
+		Workspace: buf + 2048, WorkspaceBytes: 16}
+	fake.Reset()
+	if err := d.Launch(device.DefaultStream, k); err != nil {
+		t.Fatalf("launch on views at +4 and +8 B: %v", err)
+	}
+	st := &traceState{tensors: map[int64]tensorRec{}}
+	calls := trace(t)
+	st.add(calls)
+	offsets := map[string]int64{}
+	for _, c := range calls {
+		if c.Fn != "aclnnRmsNormGetWorkspaceSize" {
+			continue
+		}
+		for _, role := range []string{"x", "yOut"} {
+			r := st.tensors[c.Int(role)]
+			if r.addr%32 != 0 {
+				t.Errorf("%s: tensorData %#x is not 32-byte aligned", role, r.addr)
+			}
+			offsets[role] = r.offset
+		}
+	}
+	if offsets["x"] != 1 || offsets["yOut"] != 2 {
+		t.Errorf("element offsets %v, want x 1 and yOut 2", offsets)
+	}
+	raw := make([]byte, 4*K*M)
+	if err := d.MemcpyD2H(raw, buf+1024+8); err != nil {
+		t.Fatal(err)
+	}
+	for r := 0; r < M; r++ {
+		row := x[1+r*K : 1+(r+1)*K]
+		ss := float32(0)
+		for _, v := range row {
+			ss += v * v
+		}
+		scale := 1 / float32(math.Sqrt(float64(ss/K+1e-5)))
+		for i, v := range row {
+			got := math.Float32frombits(binary.LittleEndian.Uint32(raw[4*(r*K+i):]))
+			if math.Abs(float64(got-v*scale)) > 1e-5 {
+				t.Fatalf("row %d col %d: %g, want %g", r, i, got, v*scale)
+			}
+		}
+	}
+	k2 := *k
+	k2.Inputs = []device.TensorDesc{f32(buf+2, K, M)}
+	err := d.Launch(device.DefaultStream, &k2)
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(err.Error(), "whole number of elements") {
+		t.Errorf("a view 2 B past a boundary: %v, want a refusal", err)
+	}
+}
+
+// TestMulMatAddRefusesRepeatedBias: aclnnInplaceAdd's other must
+// broadcast to selfRef (each dim equal or 1), so the mul_mat_add recipe
+// refuses a bias that would cover the product only by repetition, before
+// any call, with the node's operator named; a bias of the product's row
+// length runs.
+func TestMulMatAddRefusesRepeatedBias(t *testing.T) {
+	d := newDevice(t, Options{})
+	buf := malloc(t, d, 1<<16)
+	launch := func(bias device.TensorDesc) error {
+		k := &device.KernelLaunch{Name: "aclnnMm", Op: ir.OpMulMatAdd,
+			Inputs: []device.TensorDesc{f32(buf, 8, 4), f32(buf+1024, 8, 2), bias}, Output: f32(buf+4096, 4, 2),
+			Workspace: buf + 8192, WorkspaceBytes: 4096}
+		return d.Launch(device.DefaultStream, k)
+	}
+	if err := launch(f32(buf+2048, 4, 1)); err != nil {
+		t.Fatalf("a (4, 1) bias over a (4, 2) product: %v", err)
+	}
+	err := launch(f32(buf+2048, 2, 1))
+	var e *Error
+	if !errors.As(err, &e) || !strings.Contains(err.Error(), "only by repetition") {
+		t.Errorf("a (2, 1) bias over a (4, 2) product: %v, want a refusal", err)
 	}
 }

@@ -293,6 +293,41 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 	return nil
 }
 
+// PlacedBytes bounds the device bytes PlaceWeight adds to the pool for a
+// weight of type t with rows rows of K values, in QuantMatmul mode
+// (QuantMatmulWQBMM when empty), whether it feeds matmuls, get_rows or
+// both: the gguf/wqconv layout (plus its int8 widening for an int4
+// layout's rows) in "wqbmm" mode; in "ggml" mode the f32 copy of the
+// matmul types (4 bytes per value, one copy shared by matmul and the rows
+// of a re-quantised layout) and, for the others' rows, their int8 layout.
+// 0 for a type PlaceWeight leaves as it is. It sizes Options.PoolBytes.
+func PlacedBytes(t ir.DType, K, rows int64, mode string) int64 {
+	l, ok := wqLayout(t, false)
+	if !ok || K <= 0 || rows <= 0 {
+		return 0
+	}
+	var n int64
+	if mode == QuantMatmulGGML {
+		if ggmlModeTypes[t] || l.Accuracy == wqconv.Requantised {
+			n += 4 * K * rows
+		}
+		if t != ir.Q8_0 && l.Accuracy != wqconv.Requantised {
+			w, _ := wqLayout(t, true)
+			n += w.DeviceBytes(int(rows), int(K))
+		}
+		if !ggmlModeTypes[t] {
+			n += l.DeviceBytes(int(rows), int(K))
+		}
+		return n
+	}
+	n = l.DeviceBytes(int(rows), int(K))
+	if l.Dtype == wqconv.Int4 {
+		w, _ := wqLayout(t, true)
+		n += w.DeviceBytes(int(rows), int(K))
+	}
+	return n
+}
+
 // needsWiden: get_rows reads an int8 copy of an int4 layout.
 func needsWiden(t ir.DType) bool {
 	l, ok := wqLayout(t, false)

@@ -1007,6 +1007,13 @@ aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDat
 		set_err("aclCreateTensor: storage [%p,+%lld B) is not inside one device allocation", tensorData,
 		        (long long)bytes);
 	}
+	/* "tensorData must be 32-byte aligned, otherwise undefined errors may
+	 * occur" (aclCreateTensor, CANN 9.0.0): refused here, so that a view
+	 * into a buffer passes the aligned address and an element offset. */
+	if (!rc && !empty && ((uintptr_t)tensorData & 31)) {
+		rc = ACLNN_ERR_PARAM_INVALID;
+		set_err("aclCreateTensor: tensorData %p is not 32-byte aligned", tensorData);
+	}
 	if (!rc) {
 		t = calloc(1, sizeof *t);
 		t->magic = TENSOR_MAGIC;

@@ -578,6 +578,23 @@ static int k_matmul(kctx *c) {
 	int64_t M = a->ndim >= 2 ? a->dims[a->ndim - 2] : 1, K = a->dims[a->ndim - 1];
 	int64_t N = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
 	int64_t bdims[8], batches = 1, cc[8], ca[8], cb[8];
+	if (a->ndim == 2 && b->ndim == 2 && out->ndim == 2 && a->dtype == ACL_FLOAT && b->dtype == ACL_FLOAT && cube == 0) {
+		/* 2-D float32 kept in float32: the general loop's sums (over k in
+		 * order), read through pointers, column n of mat2 gathered once */
+		const float *pa = (const float *)a->data + a->offset, *pb = (const float *)b->data + b->offset;
+		float *col = malloc(sizeof(float) * (size_t)(K ? K : 1));
+		for (int64_t n = 0; n < N; n++) {
+			for (int64_t k = 0; k < K; k++) col[k] = pb[k * b->strides[0] + n * b->strides[1]];
+			for (int64_t m = 0; m < M; m++) {
+				const float *row = pa + m * a->strides[0];
+				float acc = 0;
+				for (int64_t k = 0; k < K; k++) acc += row[k * a->strides[1]] * col[k];
+				st(out, out->offset + m * out->strides[0] + n * out->strides[1], acc);
+			}
+		}
+		free(col);
+		return 0;
+	}
 	for (int i = 0; i < nd - 2; i++) {
 		bdims[i] = out->dims[i];
 		batches *= bdims[i];
@@ -630,8 +647,8 @@ static int k_wqbmm(kctx *c) {
 	int64_t M = x->dims[0], K = x->dims[1], N = w->dims[1], g = c->e->i[0];
 	aclDataType dt = x->dtype; /* the dequantised weight takes the activation's type */
 	float *wd = malloc(sizeof(float) * (size_t)(K * N));
-	for (int64_t k = 0; k < K; k++) {
-		for (int64_t n = 0; n < N; n++) {
+	for (int64_t n = 0; n < N; n++) {
+		for (int64_t k = 0; k < K; k++) {
 			int64_t sc[2] = {0, n};
 			if (g > 0) sc[0] = k / g;
 			int64_t so = s->ndim == 2 ? toff(s, sc, 2) : s->ndim == 1 && s->dims[0] == N ? s->offset + n * s->strides[0] : s->offset;
@@ -640,17 +657,23 @@ static int k_wqbmm(kctx *c) {
 				int64_t oo = off->ndim == 2 ? toff(off, sc, 2) : off->ndim == 1 && off->dims[0] == N ? off->offset + n * off->strides[0] : off->offset;
 				q = (float)round_to(dt, q + (float)ld(off, oo));
 			}
-			wd[k * N + n] = (float)round_to(dt, q * (float)ld(s, so));
+			wd[n * K + k] = (float)round_to(dt, q * (float)ld(s, so));
 		}
 	}
+	/* Column n of the weight and row m of x are read contiguously (the sum
+	 * still runs over k in order). */
+	float *xr = malloc(sizeof(float) * (size_t)K);
 	for (int64_t m = 0; m < M; m++) {
+		for (int64_t k = 0; k < K; k++) xr[k] = (float)ld(x, x->offset + m * x->strides[0] + k * x->strides[1]);
 		for (int64_t n = 0; n < N; n++) {
 			float acc = 0;
-			for (int64_t k = 0; k < K; k++) acc += (float)ld(x, x->offset + m * x->strides[0] + k * x->strides[1]) * wd[k * N + n];
+			const float *wn = wd + n * K;
+			for (int64_t k = 0; k < K; k++) acc += xr[k] * wn[k];
 			if (bias->magic) acc += (float)ld(bias, bias->offset + (bias->dims[bias->ndim - 1] == 1 ? 0 : n * bias->strides[bias->ndim - 1]));
 			st(y, y->offset + m * y->strides[0] + n * y->strides[1], acc);
 		}
 	}
+	free(xr);
 	free(wd);
 	return 0;
 }

@@ -342,6 +342,12 @@ static void test_constraints(void) {
 	}
 	refuse("wqbmm.x-dtype", wq(ct(F, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(F, 1, 8, 0, 0, 0), NULL, 0, ct(F, 2, 1, 8, 0, 0)), 161002, WQ, "x must be FLOAT16 or BFLOAT16");
 	refuse("wqbmm.x-rank", wq(ct(H, 3, 1, 1, 64, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "x must be 2-D");
+	{
+		/* x transposed ((m, k) viewed from a contiguous (k, m)): m at most 65535 */
+		int64_t d[2] = {65536, 64}, st[2] = {1, 65536}, d1[2] = {65535, 64}, st1[2] = {1, 65535};
+		accept("wqbmm.x-m", wq(tensor(H, 2, d1, st1, 0, cbuf), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(H, 2, 65535, 8, 0, 0)), WQ);
+		refuse("wqbmm.x-m", wq(tensor(H, 2, d, st, 0, cbuf), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(H, 2, 65536, 8, 0, 0)), 161002, WQ, "x: m = 65536 outside [1, 65535] (x transposed)");
+	}
 	refuse("wqbmm.scale-dtype", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(F, 1, 8, 0, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantScale must have x's dtype");
 	refuse("wqbmm.scale-shape", wq(ct(H, 2, 1, 96, 0, 0), wt(ACL_INT8, 96, 8), ct(H, 2, 2, 8, 0, 0), NULL, 32, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "per-group antiquantScale");
 	refuse("wqbmm.scale-shape", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 4, 0, 0, 0), NULL, 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantScale without groups");
@@ -366,6 +372,11 @@ static void test_constraints(void) {
 		refuse("tensor.device", t ? 0 : 161002, 161002, "aclCreateTensor", "not inside one device allocation");
 		t = aclCreateTensor(d, 1, (aclDataType)ACL_STRING, s1, 0, ACL_FORMAT_ND, &four, 1, cbuf);
 		refuse("tensor.dtype", t ? 0 : 161002, 161002, "aclCreateTensor", "unsupported data type");
+		int64_t five = 5;
+		t = aclCreateTensor(d, 1, F, s1, 1, ACL_FORMAT_ND, &five, 1, cbuf);
+		accept("tensor.align", t ? 0 : 161002, "aclCreateTensor");
+		t = aclCreateTensor(d, 1, F, s1, 0, ACL_FORMAT_ND, &four, 1, cbuf + 4);
+		refuse("tensor.align", t ? 0 : 161002, 161002, "aclCreateTensor", "not 32-byte aligned");
 	}
 
 	/* norms */
