@@ -148,6 +148,17 @@ func (p *Profile) Estimate(n *ir.Node, d Device, b ir.Bindings) (Estimate, error
 			return e, fmt.Errorf("target: %s cannot run %s (%s %q) on the NPU: %s", p.Name, n, n.Op, n.Name, s.Reason)
 		}
 		e.Calls = len(s.Calls)
+		if ir.IsCollective(n.Op) && p.Interconnect != nil {
+			// HCCL on the NPUs' fabric: the link model's time (link.go),
+			// the same EstimateStep gives the collective.
+			us, err := p.linkUS(n, b)
+			if err != nil {
+				return e, err
+			}
+			e.DeviceUS = us
+			e.LaunchUS = float64(e.Calls) * o.LaunchUS
+			return e, nil
+		}
 		// Quantised weights are read in the layout converted at load.
 		bytes += npuWeightBytes(n, s, b)
 		e.Bytes = bytes

@@ -128,18 +128,23 @@ type CollectiveCost struct {
 	Count int     `json:"count"`
 	Bytes float64 `json:"bytes"` // n summed over the calls
 	US    float64 `json:"us"`
+	// Host counts the calls the profile's rules leave on the host (a
+	// host collective over the ranks' communicator, costed as a CPU
+	// node); US is the link time of the others.
+	Host int `json:"host,omitempty"`
 }
 
 // StepEstimate is the modelled decode step of one rank's graph.
 type StepEstimate struct {
-	// ComputeUS is the device time of the non-collective nodes: each on
-	// the NPU when the profile supports it there, else on the CPU plus
-	// the two copies that take its operands off the NPU and its result
-	// back.
+	// ComputeUS is the device time of the nodes other than the NPU's
+	// collectives: each on the NPU when the profile supports it there,
+	// else on the CPU plus the two copies that take its operands off the
+	// NPU and its result back.
 	ComputeUS float64 `json:"compute_us"`
 	// CPUNodes counts the nodes the profile leaves on the CPU.
 	CPUNodes int `json:"cpu_nodes"`
-	// CollectiveUS is the link time of the collectives (CollectiveUS).
+	// CollectiveUS is the link time of the collectives on the NPU
+	// (CollectiveUS).
 	CollectiveUS float64 `json:"collective_us"`
 	// LaunchUS is one graph replay's host launch plus the upload of the
 	// inputs and the download of the outputs.
@@ -150,13 +155,34 @@ type StepEstimate struct {
 	Collectives []CollectiveCost `json:"collectives"`
 }
 
+// linkUS is the link model's time of collective node n under b.
+func (p *Profile) linkUS(n *ir.Node, b ir.Bindings) (float64, error) {
+	c := ir.Collective{Node: n, Op: n.Op, Ranks: n.Attrs.Ranks(), Type: n.Type, Result: n.Type}
+	if n.Op != ir.OpRecv && len(n.Args) > 0 {
+		c.Type = n.Args[0].Type
+	}
+	nb, err := CollectiveBytes(c, b)
+	if err != nil {
+		return 0, err
+	}
+	us, err := p.Interconnect.CollectiveUS(c.Op, nb, int(c.Ranks))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", n, err)
+	}
+	return us, nil
+}
+
 // EstimateStep models one step of g under bindings b as one captured
-// graph (aclmdlRI) with its collectives issued on the NPU's stream
-// (HcclAllReduce and the others inside the capture): every node's device
-// time (Estimate), the collectives' link time, one GraphLaunchUS and the
-// host copies of the graph's inputs and outputs. It is the model of a
-// tensor- or pipeline-parallel rank, not a lowered program's
-// prediction (cann.Predict), which follows the program's segments.
+// graph (aclmdlRI) with the collectives the profile's rules put on the NPU
+// issued on its stream (HcclAllReduce and the others inside the capture,
+// lower/cann.HCCLRules): every node's device time (Estimate; a
+// collective's is its link time), one GraphLaunchUS and the host copies of
+// the graph's inputs and outputs. A node the rules leave on the CPU,
+// collectives included (a host collective moves host memory, not the
+// link), costs its CPU time plus the copies of its operands and result.
+// It is the model of a tensor- or pipeline-parallel rank; a lowered
+// program's prediction (cann.Predict) follows the program's segments and
+// gives the same time when the program is one captured segment.
 func (p *Profile) EstimateStep(g *ir.Graph, b ir.Bindings) (StepEstimate, error) {
 	var st StepEstimate
 	if p.NPU == nil {
@@ -168,10 +194,6 @@ func (p *Profile) EstimateStep(g *ir.Graph, b ir.Bindings) (StepEstimate, error)
 		if err != nil {
 			return st, err
 		}
-		us, err := p.Interconnect.CollectiveUS(c.Op, n, int(c.Ranks))
-		if err != nil {
-			return st, fmt.Errorf("%s: %w", c.Node, err)
-		}
 		key := fmt.Sprintf("%s\x00%s\x00%d", c.Op, c.Group, c.Ranks)
 		cc := costs[key]
 		if cc == nil {
@@ -180,11 +202,19 @@ func (p *Profile) EstimateStep(g *ir.Graph, b ir.Bindings) (StepEstimate, error)
 		}
 		cc.Count++
 		cc.Bytes += n
+		if !p.Supports(c.Node).OK {
+			cc.Host++ // costed below with the CPU nodes
+			continue
+		}
+		us, err := p.Interconnect.CollectiveUS(c.Op, n, int(c.Ranks))
+		if err != nil {
+			return st, fmt.Errorf("%s: %w", c.Node, err)
+		}
 		cc.US += us
 		st.CollectiveUS += us
 	}
 	for _, n := range g.Nodes {
-		if n == nil || ir.IsCollective(n.Op) {
+		if n == nil {
 			continue
 		}
 		info, ok := n.Info()
@@ -195,6 +225,9 @@ func (p *Profile) EstimateStep(g *ir.Graph, b ir.Bindings) (StepEstimate, error)
 			continue
 		}
 		if s := p.Supports(n); s.OK {
+			if ir.IsCollective(n.Op) {
+				continue // its link time, above
+			}
 			e, err := p.Estimate(n, NPU, b)
 			if err != nil {
 				return st, err

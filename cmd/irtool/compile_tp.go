@@ -46,6 +46,9 @@ type rankJSON struct {
 	MemoryDecode any            `json:"memory_decode,omitempty"`
 	Partition    any            `json:"partition,omitempty"`
 	Program      any            `json:"program,omitempty"`
+	// Predicted is the cost model's decode step of the rank's lowered
+	// program (the "predicted" object of the whole model, cann.Predict).
+	Predicted any `json:"predicted,omitempty"`
 	// CollectiveBuffers are the collectives' operands and results in the
 	// rank's decode arena: planned like any tensor, at fixed offsets.
 	CollectiveBuffers collectiveBuffersJSON `json:"collective_buffers"`
@@ -120,6 +123,10 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 	if err != nil {
 		return err
 	}
+	rules, err := rankRules()
+	if err != nil {
+		return err
+	}
 	j.Out.Ranks = []rankJSON{}
 	stageUS := make([]float64, max(f.Stages, 1))
 	var par parallelJSON
@@ -131,6 +138,7 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 		fmt.Fprintf(j.Text, "\nrank %d of %d (%s):\n", i, len(rms), rankLabel(f, rm))
 		o := opts
 		o.PassOptions.DumpDir, o.PassOptions.PrintAfter, o.Progress = "", nil, nil
+		o.Rules = rules
 		if err := rj.compile(o); err != nil {
 			return fmt.Errorf("rank %d: %w", i, err)
 		}
@@ -149,7 +157,7 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 		}
 		fmt.Fprintf(j.Text, "  %d ops, %d collectives per step\n", g.NumOps(), len(colls))
 		out := rankJSON{Rank: i, TPRank: rm.tpRank, Stage: rm.stage, Nodes: g.NumOps(), Ops: opCounts(g), Collectives: colls,
-			Memory: rj.Out.Memory, MemoryDecode: rj.Out.MemoryDecode, Partition: rj.Out.Partition, Program: rj.Out.Program}
+			Memory: rj.Out.Memory, MemoryDecode: rj.Out.MemoryDecode, Partition: rj.Out.Partition, Program: rj.Out.Program, Predicted: rj.Out.Predicted}
 		if out.CollectiveBuffers, err = collectiveBuffers(&rj); err != nil {
 			return fmt.Errorf("rank %d: %w", i, err)
 		}
@@ -194,9 +202,10 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 	return nil
 }
 
-// linkProfile is the target's profile with --link-algo applied.
+// linkProfile is the target's profile under rankRules with --link-algo
+// applied.
 func linkProfile(f compileFlags) (*target.Profile, error) {
-	prof, err := target.Get(f.Target)
+	prof, err := rankProfile(f.Target)
 	if err != nil {
 		return nil, err
 	}
@@ -466,6 +475,7 @@ func mergeCosts(a, b []target.CollectiveCost) []target.CollectiveCost {
 				a[i].Count += c.Count
 				a[i].Bytes += c.Bytes
 				a[i].US += c.US
+				a[i].Host += c.Host
 				found = true
 				break
 			}

@@ -13,7 +13,6 @@ import (
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
-	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/acl"
@@ -73,9 +72,10 @@ func newRankDevice(f *gguf.File, cf *cannFlags, id, ranks int) (*acl.Device, err
 	return dev, nil
 }
 
-// rankSession builds rank's runner on dev: the collectives HCCL can do
-// run on the NPU (HCCLRules), any other on the host through hostComm
-// (nil in a process of its own: there every collective must be HCCL's).
+// rankSession builds rank's runner on dev with rankRules, the rules
+// compile --tp lowers with: the collectives HCCL can do run on the NPU,
+// any other on the host through hostComm (nil in a process of its own:
+// there every collective must be HCCL's).
 func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, hostComm eval.Communicator, flags *simFlags, fs *flag.FlagSet) (*program.Runner, error) {
 	pol, err := flags.policy(fs)
 	if err != nil {
@@ -84,7 +84,7 @@ func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, 
 	// Each rank captures on its own thread while the others run: a
 	// GLOBAL-mode capture would forbid their synchronous copies.
 	pol.Cache.Mode = device.CaptureThreadLocal
-	rules, err := cann.HCCLRules()
+	rules, err := rankRules()
 	if err != nil {
 		return nil, err
 	}

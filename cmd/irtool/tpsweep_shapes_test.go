@@ -79,7 +79,7 @@ func TestTPSweepShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds 7B-shaped graphs")
 	}
-	prof, err := target.Get("ascend910b")
+	prof, err := rankProfile("ascend910b")
 	require.NoError(t, err)
 	var flags compileFlags
 	flags.declare(flag.NewFlagSet("x", flag.ContinueOnError))

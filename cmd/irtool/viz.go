@@ -225,6 +225,9 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 		}
 		rm := rms[f.rank]
 		j.Model, j.Input = rm.model, rm.model.Graph
+		if opts.Rules, err = rankRules(); err != nil {
+			return nil, err
+		}
 		path = fmt.Sprintf("%s rank %d of %d", modelName(path), f.rank, len(rms))
 		if t.Stages > 1 {
 			path += fmt.Sprintf(" (stage %d)", rm.stage)
