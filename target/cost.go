@@ -172,6 +172,16 @@ func (p *Profile) Estimate(n *ir.Node, d Device, b ir.Bindings) (Estimate, error
 		e.Calls = 1
 		work := max(bytes/p.Host.MemBW, flops/p.Host.MatmulFLOPS)
 		e.DeviceUS = o.CPUOpUS + work*1e6
+		if ir.IsCollective(n.Op) && p.Interconnect != nil {
+			// A host collective still moves the ranks' bytes between
+			// the NPUs: the link model's time too, so that where a
+			// collective runs is decided by the copies around it, not by
+			// the link. Over more ranks than the fabric joins the model
+			// has no figure and the host op is all that is costed.
+			if us, err := p.linkUS(n, b); err == nil {
+				e.DeviceUS += us
+			}
+		}
 	default:
 		return e, fmt.Errorf("target: unknown device %q", d)
 	}

@@ -129,22 +129,21 @@ type CollectiveCost struct {
 	Bytes float64 `json:"bytes"` // n summed over the calls
 	US    float64 `json:"us"`
 	// Host counts the calls the profile's rules leave on the host (a
-	// host collective over the ranks' communicator, costed as a CPU
-	// node); US is the link time of the others.
+	// host collective over the ranks' communicator, costed as a CPU node
+	// with the copies around it, plus its link time).
 	Host int `json:"host,omitempty"`
 }
 
 // StepEstimate is the modelled decode step of one rank's graph.
 type StepEstimate struct {
-	// ComputeUS is the device time of the nodes other than the NPU's
-	// collectives: each on the NPU when the profile supports it there,
-	// else on the CPU plus the two copies that take its operands off the
-	// NPU and its result back.
+	// ComputeUS is the device time of the nodes less the collectives'
+	// link time: each on the NPU when the profile supports it there, else
+	// on the CPU plus the two copies that take its operands off the NPU
+	// and its result back.
 	ComputeUS float64 `json:"compute_us"`
 	// CPUNodes counts the nodes the profile leaves on the CPU.
 	CPUNodes int `json:"cpu_nodes"`
-	// CollectiveUS is the link time of the collectives on the NPU
-	// (CollectiveUS).
+	// CollectiveUS is the link time of the collectives (CollectiveUS).
 	CollectiveUS float64 `json:"collective_us"`
 	// LaunchUS is one graph replay's host launch plus the upload of the
 	// inputs and the download of the outputs.
@@ -177,22 +176,27 @@ func (p *Profile) linkUS(n *ir.Node, b ir.Bindings) (float64, error) {
 // issued on its stream (HcclAllReduce and the others inside the capture,
 // lower/cann.HCCLRules): every node's device time (Estimate; a
 // collective's is its link time), one GraphLaunchUS and the host copies of
-// the graph's inputs and outputs. A node the rules leave on the CPU,
-// collectives included (a host collective moves host memory, not the
-// link), costs its CPU time plus the copies of its operands and result.
-// It is the model of a tensor- or pipeline-parallel rank; a lowered
-// program's prediction (cann.Predict) follows the program's segments and
-// gives the same time when the program is one captured segment.
+// the graph's inputs and outputs. A node the rules leave on the CPU costs
+// its CPU time plus the copies of its operands and result; a collective
+// there costs its link time too. It is the model of a tensor- or
+// pipeline-parallel rank; a lowered program's prediction (cann.Predict)
+// follows the program's segments and gives the same time when the program
+// is one captured segment.
 func (p *Profile) EstimateStep(g *ir.Graph, b ir.Bindings) (StepEstimate, error) {
 	var st StepEstimate
 	if p.NPU == nil {
 		return st, fmt.Errorf("target: %s has no NPU to model a rank's step on", p.Name)
 	}
 	costs := map[string]*CollectiveCost{}
+	link := map[*ir.Node]float64{}
 	for _, c := range ir.Collectives(g) {
 		n, err := CollectiveBytes(c, b)
 		if err != nil {
 			return st, err
+		}
+		us, err := p.Interconnect.CollectiveUS(c.Op, n, int(c.Ranks))
+		if err != nil {
+			return st, fmt.Errorf("%s: %w", c.Node, err)
 		}
 		key := fmt.Sprintf("%s\x00%s\x00%d", c.Op, c.Group, c.Ranks)
 		cc := costs[key]
@@ -202,16 +206,12 @@ func (p *Profile) EstimateStep(g *ir.Graph, b ir.Bindings) (StepEstimate, error)
 		}
 		cc.Count++
 		cc.Bytes += n
-		if !p.Supports(c.Node).OK {
-			cc.Host++ // costed below with the CPU nodes
-			continue
-		}
-		us, err := p.Interconnect.CollectiveUS(c.Op, n, int(c.Ranks))
-		if err != nil {
-			return st, fmt.Errorf("%s: %w", c.Node, err)
-		}
 		cc.US += us
 		st.CollectiveUS += us
+		link[c.Node] = us
+		if !p.Supports(c.Node).OK {
+			cc.Host++
+		}
 	}
 	for _, n := range g.Nodes {
 		if n == nil {
@@ -239,6 +239,7 @@ func (p *Profile) EstimateStep(g *ir.Graph, b ir.Bindings) (StepEstimate, error)
 		if err != nil {
 			return st, err
 		}
+		e.DeviceUS -= link[n] // counted in CollectiveUS
 		st.CPUNodes++
 		in, out, _, err := ioBytes(n, b)
 		if err != nil {
