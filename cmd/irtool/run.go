@@ -339,7 +339,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 				return fail(fmt.Errorf("rank %d: %w", t, err))
 			}
 		}
-		if j.tp, err = newTPPPBackend(tp, stages, src.File, *f.backend, &f.sim, f.fs, *f.threads, *f.check); err != nil {
+		if j.tp, err = newTPPPBackend(tp, stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check); err != nil {
 			return fail(err)
 		}
 		j.sess = j.tp

@@ -60,8 +60,6 @@ func (f *tpFlags) check(backend string) error {
 	switch {
 	case f.Stages < 1 || f.Stages > 1024:
 		return fmt.Errorf("--pp %d: want 1..1024 stages", f.Stages)
-	case f.Stages > 1 && f.Ranks > 1 && backend == "cann":
-		return errors.New("--pp with --tp runs on --backend sim or cpu (cann runs --tp or --pp alone)")
 	case f.Stages > 1 && f.RootInfo != "":
 		return errors.New("--root-info runs --tp ranks, not --pp stages")
 	case f.Ranks < 1 || f.Ranks > 1024:
@@ -155,8 +153,38 @@ func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, 
 // newTPPPBackend runs the pipeline stages of every tensor-parallel rank:
 // stages[t][s] is stage s of rank t, in tensor-parallel group s (with the
 // other ranks' stage s) and pipeline group t (with its own stages).
-func newTPPPBackend(tp *passes.TP, stages [][]*models.Model, f *gguf.File, backend string, flags *simFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+// With --backend cann, rank t×M+s runs on device --device + t×M+s and
+// joins two HCCL communicators, tp (its stage's ranks) and pp (its own
+// stages).
+func newTPPPBackend(tp *passes.TP, stages [][]*models.Model, f *gguf.File, backend string, flags *simFlags, cf *cannFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
 	n, m := len(stages), len(stages[0])
+	if backend == "cann" {
+		b := &tpBackend{tp: tp, stages: stages[0]}
+		var ms []*models.Model
+		var ws []eval.WeightSource
+		for t := range n {
+			for s := range m {
+				ms = append(ms, stages[t][s])
+				ws = append(ws, tp.Ranks[t].Weights(f))
+			}
+		}
+		var groups []cannGroup
+		for s := range m {
+			g := cannGroup{name: passes.TPGroup}
+			for t := range n {
+				g.members = append(g.members, t*m+s)
+			}
+			groups = append(groups, g)
+		}
+		for t := range n {
+			g := cannGroup{name: passes.PPGroup}
+			for s := range m {
+				g.members = append(g.members, t*m+s)
+			}
+			groups = append(groups, g)
+		}
+		return b, b.startCannGroups(groups, ms, ws, f, flags, cf, fs)
+	}
 	tpGroups, ppGroups := make([]*device.Group, m), make([]*device.Group, n)
 	var err error
 	for s := range m {
@@ -404,6 +432,10 @@ func (b *tpBackend) summary(w io.Writer) {
 		printPhases(w, name, s.stats())
 	}
 	for i, r := range b.canns {
-		printPhases(w, fmt.Sprintf("cann rank %d", b.first+i), r.stats())
+		name := fmt.Sprintf("cann rank %d", b.first+i)
+		if m := len(b.stages); m > 0 {
+			name = fmt.Sprintf("cann rank %d stage %d", i/m, i%m)
+		}
+		printPhases(w, name, r.stats())
 	}
 }

@@ -28,25 +28,34 @@ import (
 // (HcclCommInitAll), or, with --root-info, one rank per process
 // (HcclGetRootInfo written to the file by rank 0, HcclCommInitRootInfo).
 
-// cannRank is one rank: its runner, device and communicator.
+// cannRank is one rank: its runner, device and communicators (one per
+// group it joins: tp, pp, or both with --tp and --pp).
 type cannRank struct {
 	*program.Runner
-	dev  *acl.Device
-	comm *acl.Comm
+	dev   *acl.Device
+	comms []*acl.Comm
 }
 
 func (r *cannRank) stats() simStatsJSON { return programStats(r.Runner, r.dev.Stats()) }
 
-// close ends the runner, then destroys the communicator and the device.
+// destroyComms destroys the rank's communicators, so that the other
+// ranks' pending HCCL calls on them fail at once.
+func (r *cannRank) destroyComms() error {
+	var errs []error
+	for _, c := range r.comms {
+		errs = append(errs, c.Destroy())
+	}
+	return errors.Join(errs...)
+}
+
+// close ends the runner, then destroys the communicators and the device.
 func (r *cannRank) close() error {
 	var errs []error
 	if r.Runner != nil {
 		errs = append(errs, r.Runner.Close())
 	}
 	r.dev.DetachComms()
-	if r.comm != nil {
-		errs = append(errs, r.comm.Destroy())
-	}
+	errs = append(errs, r.destroyComms())
 	return errors.Join(append(errs, r.dev.Close())...)
 }
 
@@ -67,16 +76,16 @@ func newRankDevice(f *gguf.File, cf *cannFlags, id, ranks int) (*acl.Device, err
 		if acl.Emulated() {
 			hint = fmt.Sprintf(" (the emulator has IRTFAKE_DEVICE_COUNT devices: set it to %d or more)", id+1)
 		}
-		return nil, errors.Join(fmt.Errorf("--tp %d: rank on device %d: %w%s", ranks, id, err, hint), dev.Close())
+		return nil, errors.Join(fmt.Errorf("%d rank(s): rank on device %d: %w%s", ranks, id, err, hint), dev.Close())
 	}
 	return dev, nil
 }
 
 // rankSession builds rank's runner on dev with rankRules, the rules
 // compile --tp lowers with: the collectives HCCL can do run on the NPU,
-// any other on the host through hostComm (nil in a process of its own:
+// any other on the host through hostComms (none in a process of its own:
 // there every collective must be HCCL's).
-func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, hostComm eval.Communicator, flags *simFlags, fs *flag.FlagSet) (*program.Runner, error) {
+func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, hostComms []eval.Communicator, flags *simFlags, fs *flag.FlagSet) (*program.Runner, error) {
 	pol, err := flags.policy(fs)
 	if err != nil {
 		return nil, err
@@ -88,19 +97,33 @@ func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, 
 	if err != nil {
 		return nil, err
 	}
-	var comms []eval.Communicator
-	if hostComm != nil {
-		comms = append(comms, hostComm)
-	}
-	ks := eval.NewCollectiveKernels(nil, comms...)
+	ks := eval.NewCollectiveKernels(nil, hostComms...)
 	return program.NewRunner(m, w, dev, program.Options{Policy: pol, DeviceID: id, Kernels: flags.Kernels, KernelSet: ks,
 		Compile: program.CompileOptions{Target: flags.Target, Passes: "none", Driver: compiler.Options{Rules: rules}}})
+}
+
+// cannGroup is one communicator of the ranks of this process: its group
+// name and its members, indices of the ranks in communicator rank order.
+type cannGroup struct {
+	name    string
+	members []int
 }
 
 // startCann starts the ranks of group (the tensor-parallel ranks, or the
 // pipeline stages) as goroutines of this process, rank i on device
 // --device + i.
 func (b *tpBackend) startCann(group string, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, flags *simFlags, cf *cannFlags, fs *flag.FlagSet) error {
+	all := make([]int, len(ms))
+	for i := range all {
+		all[i] = i
+	}
+	return b.startCannGroups([]cannGroup{{group, all}}, ms, ws, f, flags, cf, fs)
+}
+
+// startCannGroups starts the ranks ms as goroutines of this process, rank
+// i on device --device + i, with one HCCL communicator (HcclCommInitAll)
+// and one host group per entry of groups.
+func (b *tpBackend) startCannGroups(groups []cannGroup, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, flags *simFlags, cf *cannFlags, fs *flag.FlagSet) error {
 	n := len(ms)
 	ids := make([]int, n)
 	for i := range ids {
@@ -118,34 +141,54 @@ func (b *tpBackend) startCann(group string, ms []*models.Model, ws []eval.Weight
 		}
 		b.canns = append(b.canns, &cannRank{dev: dev})
 	}
-	comms, err := acl.HcclCommInitAll(group, ids)
-	if err != nil {
-		return fail(err)
-	}
-	grp, err := device.NewGroup(group, n, device.DefaultCollectiveTimeout)
-	if err != nil {
-		return fail(err)
-	}
-	var steppers []session.Stepper
-	for i, r := range b.canns {
-		r.comm = comms[i]
-		r.dev.AttachComm(comms[i])
-		hc, err := grp.Comm(i)
+	hostComms := make([][]eval.Communicator, n)
+	grps := make([]*device.Group, len(groups))
+	pos := make([]map[int]int, len(groups)) // rank -> its place in group g
+	for g, gr := range groups {
+		devs := make([]int, len(gr.members))
+		for k, i := range gr.members {
+			devs[k] = ids[i]
+		}
+		comms, err := acl.HcclCommInitAll(gr.name, devs)
 		if err != nil {
 			return fail(err)
 		}
-		if r.Runner, err = rankSession(ms[i], ws[i], r.dev, ids[i], hc, flags, fs); err != nil {
+		if grps[g], err = device.NewGroup(gr.name, len(gr.members), device.DefaultCollectiveTimeout); err != nil {
+			return fail(err)
+		}
+		pos[g] = map[int]int{}
+		for k, i := range gr.members {
+			r := b.canns[i]
+			r.comms = append(r.comms, comms[k])
+			r.dev.AttachComm(comms[k])
+			hc, err := grps[g].Comm(k)
+			if err != nil {
+				return fail(err)
+			}
+			hostComms[i] = append(hostComms[i], hc)
+			pos[g][i] = k
+		}
+	}
+	var steppers []session.Stepper
+	for i, r := range b.canns {
+		var err error
+		if r.Runner, err = rankSession(ms[i], ws[i], r.dev, ids[i], hostComms[i], flags, fs); err != nil {
 			return fail(fmt.Errorf("rank %d: %w", i, err))
 		}
 		steppers = append(steppers, r)
 	}
 	// A failed rank fails the others' pending collectives at once: the
-	// host ones through the group, the HCCL ones by destroying its
-	// communicator.
+	// host ones through its groups, the HCCL ones by destroying its
+	// communicators (a rank waiting in another group then fails in turn).
 	onFail := func(i int, err error) {
-		grp.Fail(i, err)
-		b.canns[i].comm.Destroy()
+		for g := range groups {
+			if k, ok := pos[g][i]; ok {
+				grps[g].Fail(k, err)
+			}
+		}
+		b.canns[i].destroyComms()
 	}
+	var err error
 	if b.Ranks, err = session.NewRanks(steppers, onFail); err != nil {
 		return fail(err)
 	}
@@ -180,10 +223,12 @@ func newTPProcBackend(tp *passes.TP, f *gguf.File, flags *simFlags, cf *cannFlag
 		closeCann(b.canns)
 		return nil, err
 	}
-	if rank.comm, err = joinRootInfo(dev, tf.RootInfo, n, r); err != nil {
+	comm, err := joinRootInfo(dev, tf.RootInfo, n, r)
+	if err != nil {
 		return fail(err)
 	}
-	dev.AttachComm(rank.comm)
+	rank.comms = []*acl.Comm{comm}
+	dev.AttachComm(comm)
 	if rank.Runner, err = rankSession(tp.Ranks[r].Model, tp.Ranks[r].Weights(f), dev, id, nil, flags, fs); err != nil {
 		return fail(fmt.Errorf("rank %d: %w", r, err))
 	}
@@ -192,7 +237,7 @@ func newTPProcBackend(tp *passes.TP, f *gguf.File, flags *simFlags, cf *cannFlag
 	b.procStep = func(tokens []int32) (*session.StepResult, error) {
 		res, err := rank.Step(tokens)
 		if err != nil {
-			rank.comm.Destroy()
+			rank.destroyComms()
 			return nil, fmt.Errorf("rank %d: %w", r, err)
 		}
 		return res, nil

@@ -119,6 +119,35 @@ func TestRunPPCannMatchesOneDevice(t *testing.T) {
 	}
 }
 
+// run --backend cann --tp 2 --pp 2: four ranks, each on its own emulated
+// device, each joining a tp and a pp communicator, give one device's
+// tokens and sim --tp 2 --pp 2's, with decode replays on every rank.
+func TestRunTPPPCannMatchesOneDevice(t *testing.T) {
+	fakeCANN(t)
+	t.Setenv("IRTFAKE_DEVICE_COUNT", "4")
+	t.Setenv("IRTFAKE_HCCL_TIMEOUT_MS", "30000")
+	for _, model := range []string{"stories260K", "synth-llama-Q4_0"} {
+		path := testref.Testdata(model + ".gguf")
+		args := []string{path, "--tokens", "1,403,407,261,378", "-n", "8"}
+		one := runCannJSON(t, append(args, "--backend", "cann")...)
+		sim := runCannJSON(t, append(args, "--backend", "sim", "--tp", "2", "--pp", "2")...)
+		before := runtime.NumGoroutine()
+		got := runCannJSON(t, append(args, "--backend", "cann", "--tp", "2", "--pp", "2")...)
+		require.Equal(t, one.Tokens, got.Tokens, "%s: cann --tp 2 --pp 2 against one device", model)
+		require.Equal(t, sim.Tokens, got.Tokens, "%s: cann --tp 2 --pp 2 against sim", model)
+		require.Len(t, got.Stats.Ranks, 4)
+		for r, st := range got.Stats.Ranks {
+			require.Equal(t, "graph", st.Mode, "rank %d", r)
+			require.Positive(t, st.Decode.Replays, "%s rank %d stage %d: decode replays", model, r/2, r%2)
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		require.LessOrEqual(t, runtime.NumGoroutine(), before, "goroutines left behind")
+	}
+}
+
 // run --backend cann --tp 2 --tp-exact gives one device's logits bit for
 // bit: its all-gathers along the feature dim of several tokens (prefill)
 // gather into the node's workspace and are moved into place on the stream.

@@ -22,6 +22,16 @@ func (b *tpBackend) startCann(string, []*models.Model, []eval.WeightSource, *ggu
 	return errNoCANN
 }
 
+func (b *tpBackend) startCannGroups([]cannGroup, []*models.Model, []eval.WeightSource, *gguf.File, *simFlags, *cannFlags, *flag.FlagSet) error {
+	return errNoCANN
+}
+
+// cannGroup stands in for the real one of run_tp_cann.go.
+type cannGroup struct {
+	name    string
+	members []int
+}
+
 func newTPProcBackend(*passes.TP, *gguf.File, *simFlags, *cannFlags, *tpFlags, *flag.FlagSet) (*tpBackend, error) {
 	return nil, errNoCANN
 }

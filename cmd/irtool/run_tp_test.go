@@ -96,7 +96,7 @@ func TestRunTPRefused(t *testing.T) {
 	}{
 		{[]string{"run", "--tp-exact"}, "--tp-exact needs --tp N with N > 1"},
 		{[]string{"run", "--tp", "0"}, "--tp 0: want 1..1024 ranks"},
-		{[]string{"run", "--pp", "2", "--tp", "2", "--backend", "cann"}, "--pp with --tp runs on --backend sim or cpu"},
+		{[]string{"run", "--pp", "2", "--tp", "2", "--backend", "cann", "--root-info", "f"}, "--root-info runs --tp ranks, not --pp stages"},
 		{[]string{"run", "--tp", "2", "--root-info", "f"}, "--root-info needs --backend cann"},
 		{[]string{"run", "--tp", "2", "--backend", "cann", "--rank", "1"}, "--rank needs --root-info"},
 		{[]string{"run", "--tp", "2", "--backend", "cann", "--rank", "2", "--root-info", "f"}, "--rank 2: want 0..1"},
