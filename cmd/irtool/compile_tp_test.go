@@ -213,3 +213,90 @@ func TestCompilePPIRText(t *testing.T) {
 	require.Equal(t, 1, run([]string{"compile", opt, "--pp", "2"}, &out, &errb))
 	require.Contains(t, errb.String(), "an IR after passes that fuse ops across layers cannot be cut")
 }
+
+// compile --tp/--pp lowers every rank with rankRules, the rules run
+// --backend cann --tp/--pp uses: the collectives are HCCL kernels inside
+// the rank's one captured segment (no CPU node, no copy), their count per
+// rank is the collectives per step, and the program's predicted step is
+// the link model's step. With --tp-exact on stories260K the FFN's uneven
+// all_gathers (counts) stay host collectives, named as such.
+func TestCompileTPLowersHCCL(t *testing.T) {
+	type rank struct {
+		Partition struct {
+			CPUNodes  int `json:"cpu_nodes"`
+			Segments  int `json:"segments"`
+			Copies    int `json:"copies"`
+			Fallbacks []struct {
+				Op     string `json:"op"`
+				Reason string `json:"reason"`
+			} `json:"fallbacks"`
+		} `json:"partition"`
+		Program struct {
+			KernelsByName map[string]int `json:"kernels_by_name"`
+		} `json:"program"`
+		Predicted struct {
+			GraphUS float64 `json:"graph_us_per_token"`
+		} `json:"predicted"`
+		Step struct {
+			StepUS float64 `json:"step_us"`
+		} `json:"step"`
+	}
+	type out struct {
+		Ranks    []rank `json:"ranks"`
+		Parallel struct {
+			Collectives []struct {
+				Op    string  `json:"op"`
+				Count int     `json:"count"`
+				Bytes float64 `json:"bytes"`
+				Host  int     `json:"host"`
+			} `json:"collectives_per_step"`
+		} `json:"parallel"`
+	}
+	compile := func(args ...string) out {
+		t.Helper()
+		var o, errb bytes.Buffer
+		code := run(append([]string{"compile", "--json", "--target", "ascend910b", "--strategy", "greedy-size"}, args...), &o, &errb)
+		require.Equal(t, 0, code, errb.String())
+		var r out
+		require.NoError(t, json.Unmarshal(o.Bytes(), &r))
+		return r
+	}
+	kernel := map[string]string{"all_reduce": "HcclAllReduce", "all_gather": "HcclAllGather", "send": "HcclSend", "recv": "HcclRecv"}
+	for _, args := range [][]string{
+		{"testdata/stories260K.gguf", "--tp", "2"},
+		{"testdata/synth-llama-Q4_0.gguf", "--tp", "2"},
+		{"testdata/synth-llama-Q4_0.gguf", "--tp", "2", "--tp-exact"},
+		{"testdata/stories260K.gguf", "--pp", "2"},
+		{"testdata/synth-llama-Q4_0.gguf", "--tp", "2", "--pp", "2"},
+	} {
+		args[0] = filepath.Join("..", "..", args[0])
+		r := compile(args...)
+		require.NotEmpty(t, r.Ranks, "%v", args)
+		for i, rk := range r.Ranks {
+			require.Zero(t, rk.Partition.CPUNodes, "%v rank %d: %+v", args, i, rk.Partition.Fallbacks)
+			require.Equal(t, 1, rk.Partition.Segments, "%v rank %d", args, i)
+			require.Zero(t, rk.Partition.Copies, "%v rank %d", args, i)
+			require.InDelta(t, rk.Step.StepUS, rk.Predicted.GraphUS, 1e-6*rk.Step.StepUS, "%v rank %d: predicted against the link model", args, i)
+		}
+		if len(args) == 3 && args[1] == "--tp" { // --tp 2 alone: rank 0's calls are every rank's
+			for _, c := range r.Parallel.Collectives {
+				require.Zero(t, c.Host, "%v %s", args, c.Op)
+				require.Positive(t, c.Bytes, "%v %s", args, c.Op)
+				require.Equal(t, c.Count, r.Ranks[0].Program.KernelsByName[kernel[c.Op]], "%v: %s per step against the program's %s kernels", args, c.Op, kernel[c.Op])
+			}
+		}
+	}
+	r := compile(filepath.Join("..", "..", "testdata", "stories260K.gguf"), "--tp", "2", "--tp-exact")
+	for i, rk := range r.Ranks {
+		host := 0
+		for _, f := range rk.Partition.Fallbacks {
+			if f.Op == "all_gather" && strings.Contains(f.Reason, "unequal parts") {
+				host++
+			}
+		}
+		require.Equal(t, 5, host, "rank %d: the FFN's uneven all_gathers", i)
+		require.Equal(t, 21-host, rk.Program.KernelsByName["HcclAllGather"], "rank %d", i)
+	}
+	require.Len(t, r.Parallel.Collectives, 1)
+	require.Equal(t, 5, r.Parallel.Collectives[0].Host)
+}
