@@ -121,7 +121,9 @@ func TestRunPPCannMatchesOneDevice(t *testing.T) {
 
 // run --backend cann --tp 2 --pp 2: four ranks, each on its own emulated
 // device, each joining a tp and a pp communicator, give one device's
-// tokens and sim --tp 2 --pp 2's, with decode replays on every rank.
+// tokens and sim --tp 2 --pp 2's, with decode replays on every rank, each
+// rank's decode capture launching the kernels of its program in compile
+// --tp 2 --pp 2.
 func TestRunTPPPCannMatchesOneDevice(t *testing.T) {
 	fakeCANN(t)
 	t.Setenv("IRTFAKE_DEVICE_COUNT", "4")
@@ -136,9 +138,23 @@ func TestRunTPPPCannMatchesOneDevice(t *testing.T) {
 		require.Equal(t, one.Tokens, got.Tokens, "%s: cann --tp 2 --pp 2 against one device", model)
 		require.Equal(t, sim.Tokens, got.Tokens, "%s: cann --tp 2 --pp 2 against sim", model)
 		require.Len(t, got.Stats.Ranks, 4)
+		// compile --tp 2 --pp 2 shows each rank's program: its decode
+		// capture launches that program's kernels, HCCL calls included.
+		var cout, cerr bytes.Buffer
+		require.Equal(t, 0, run([]string{"compile", path, "--json", "--tp", "2", "--pp", "2", "--strategy", "greedy-size"}, &cout, &cerr), cerr.String())
+		var comp struct {
+			Ranks []struct {
+				Program struct {
+					Kernels int `json:"kernels"`
+				} `json:"program"`
+			} `json:"ranks"`
+		}
+		require.NoError(t, json.Unmarshal(cout.Bytes(), &comp))
+		require.Len(t, comp.Ranks, 4)
 		for r, st := range got.Stats.Ranks {
 			require.Equal(t, "graph", st.Mode, "rank %d", r)
 			require.Positive(t, st.Decode.Replays, "%s rank %d stage %d: decode replays", model, r/2, r%2)
+			require.EqualValues(t, comp.Ranks[r].Program.Kernels, st.Decode.KernelLaunches, "%s rank %d stage %d: decode launches against compile's program", model, r/2, r%2)
 		}
 		deadline := time.Now().Add(2 * time.Second)
 		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
