@@ -142,6 +142,12 @@ func TestVizPPAndIRText(t *testing.T) {
 	out.Reset()
 	require.Equal(t, 0, run([]string{"viz", ir, "--tp", "2", "--rank", "1"}, &out, &errb), errb.String())
 	require.Contains(t, out.String(), ` all_reduce\n`)
+	// The rank's segments are compile's: one captured segment, the
+	// collectives in it (rankRules).
+	out.Reset()
+	require.Equal(t, 0, run([]string{"viz", "--tp", "2", "--rank", "1", "--what", "segments"}, &out, &errb), errb.String())
+	require.Contains(t, out.String(), `label="segment 0: 87 kernels, captured`)
+	require.NotContains(t, out.String(), `label="segment 1`)
 	errb.Reset()
 	require.Equal(t, 2, run([]string{"viz", "--tp", "2", "--pp", "2", "--rank", "4"}, &out, &errb))
 	require.Contains(t, errb.String(), "--rank 4: want 0..3 (--tp 2, --pp 2)")
