@@ -368,8 +368,8 @@ func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr devic
 		specs = append(specs, spec{C.ACL_FLOAT, []int64{1}, []int64{1}, b.table("f32 1", f32Bytes(1))}) // 8 one
 	case q1:
 		specs = append(specs, spec{}, // 8 unused
-			spec{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offSumQ)}, // 9 Σq
-			spec{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offS)},    // 10 s
+			spec{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offSumQ)},  // 9 Σq
+			spec{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offS)},     // 10 s
 			spec{C.ACL_FLOAT16, per, perSt, buf + device.Ptr(offS16)}) // 11 s16
 	}
 	for i, s := range specs {
