@@ -66,31 +66,105 @@ import (
 // than llama.cpp and moved by 0.11). The "wqbmm" mode's bound is
 // TestQuantMatmulModes's, per matmul.
 
+// The bounds on max|Δlogit| / max|logit| against llama.cpp for a
+// file holding quantised matrices, per Options.QuantMatmul mode, and the
+// top-1/top-2 gap (of max|logit|) above which the greedy token must be
+// llama.cpp's.
+const (
+	ggmlModeBound  = 1e-2
+	wqbmmModeBound = 3e-2
+	quantTieGap    = 6e-2
+)
+
+// weightTypes is what emuTolerance judges a file by: the types of the
+// matrices it actually holds, read from its tensor infos.
+type weightTypes struct {
+	quant   map[ir.DType]bool // quantised matrices (2-D and expert stacks)
+	f16     bool              // f16 matrices
+	experts bool              // 3-D expert stacks (mul_mat_id)
+}
+
+func weightTypesOf(f *gguf.File) weightTypes {
+	w := weightTypes{quant: map[ir.DType]bool{}}
+	for _, ti := range f.Tensors {
+		if ti.NDims < 2 {
+			continue
+		}
+		dt := ir.DType(ti.Type)
+		switch {
+		case dt.Quantized():
+			w.quant[dt] = true
+		case dt == ir.F16:
+			w.f16 = true
+		}
+		if ti.NDims == 3 && ti.Ne[2] > 1 {
+			w.experts = true
+		}
+	}
+	return w
+}
+
+// q8_0Only: every quantised matrix type has q8_0 activations in ggml-cpu
+// (q4_0, q5_0, q8_0, iq4_nl).
+func (w weightTypes) q8_0Only() bool {
+	for dt := range w.quant {
+		if dt != ir.Q4_0 && dt != ir.Q5_0 && dt != ir.Q8_0 && dt != ir.IQ4_NL {
+			return false
+		}
+	}
+	return true
+}
+
+// emuMeasured lists the reference models that do not meet their type's
+// bound in the "ggml" QuantMatmul mode, with the worst max|Δ|/max|logit|
+// measured over their 32 steps (TestModelsMatchLlamaCppOnEmulatedCANN's
+// log); each is held to its measured value rounded up instead. Their
+// departures are q8 rounding flips of the attention output (the wo
+// matmul's input) that then cascade through the next quantisations
+// (TestQuantisedDeparturesAreRoundingFlips names each first flip): the
+// attention's f16 roundings (K/V cache, query, probabilities) see f32
+// values that differ from ggml-cpu's in their last bits (aclnnRmsNorm,
+// aclnnSoftmax's exp and the matmuls' summation order are not ggml's),
+// and once one q8 value differs the rest of the run carries llama.cpp's
+// whole activation quantisation noise (1.6–2.4e-2 on the K-quant files,
+// see the dequantised-f32 runs of the reference data).
+var emuMeasured = map[string]float64{}
+
 // emuTolerance is the bound on max|Δlogit| / max|logit| against llama.cpp
-// for a model on the CANN path, and the top-1/top-2 gap above which the
-// argmax must agree.
+// for the model in f on the CANN path with QuantMatmul "ggml", and the
+// top-1/top-2 gap above which the argmax must agree, judged by the
+// matrix types f holds (not its name):
 //
-// q4_1 and q5_1 reach 2.1e-2 and 3.1e-2: the "ggml" mode quantises their
-// activations to q8_0 on the device where ggml-cpu uses q8_1 (whose f16
-// block sum carries the min term), held to 4e-2 until it does; the models
-// whose matmuls stay on the CPU (iq4_nl, iq4_xs: no NPU recipe) still pass
-// their attention output through the same f16 roundings (2.8e-3), held to
-// the K-quant bound.
-func emuTolerance(name string) (tol, tieGap float64) {
-	if strings.Contains(name, "Q4_1") || strings.Contains(name, "Q5_1") {
-		return 4e-2, 6e-2
+//   - f32/f16 matrices only: 1e-3 and 1e-3 (aclnn's f32 arithmetic against
+//     ggml-cpu's);
+//   - quantised matrices: the ggmlModeBound (1e-2) and a gap of
+//     6e-2, or 2e-2 for dense files whose matrices all take q8_0
+//     activations (q4_0, q5_0, q8_0, iq4_nl), which keep to it;
+//   - a reference model listed in emuMeasured: its measured value instead
+//     of the bound.
+func emuTolerance(name string, f *gguf.File) (tol, tieGap float64) {
+	w := weightTypesOf(f)
+	if len(w.quant) == 0 {
+		return 1e-3, 1e-3
 	}
-	for _, q := range []string{"Q8_0", "Q4_0"} {
-		if strings.Contains(name, q) && !strings.Contains(name, "moe") {
-			return 1e-2, 2e-2
-		}
+	tol, tieGap = ggmlModeBound, quantTieGap
+	if w.q8_0Only() && !w.experts {
+		tieGap = 2e-2
 	}
-	for _, q := range []string{"Q8_0", "Q4_0", "_K", "Q4_1", "Q5_0", "Q5_1", "IQ4_"} {
-		if strings.Contains(name, q) {
-			return 3e-2, 6e-2
-		}
+	if m, ok := emuMeasured[name]; ok {
+		tol = m
 	}
-	return 1e-3, 1e-3
+	return tol, tieGap
+}
+
+// wqbmmMeasured lists the reference models above wqbmmModeBound in the
+// "wqbmm" mode (TestWQBMMModeOnEmulatedCANN), with the measured value
+// they are held to: testdata's single-type copies, every matrix q4_K (the
+// output matrix too) and every matrix q3_K. llama-quantize's mixes keep
+// the output matrix in q6_K and stay below the bound.
+var wqbmmMeasured = map[string]float64{
+	"synth-llama256-Q4_K":   7e-2, // measured 6.4e-2
+	"synth-llama256-Q3_K_S": 7e-2, // measured 6.9e-2
 }
 
 type emuRun struct {
@@ -104,7 +178,7 @@ type emuRun struct {
 // every step against llama.cpp.
 func runOnEmulator(t *testing.T, name string, m *models.Model, f *gguf.File, ref *testmodel.LlamaRun, dev device.Device, graphs bool) emuRun {
 	t.Helper()
-	tol, tieGap := emuTolerance(name)
+	tol, tieGap := emuTolerance(name, f)
 	return runOnEmulatorWithin(t, m, f, ref, dev, graphs, tol, tieGap)
 }
 
@@ -265,7 +339,7 @@ func TestModelsMatchLlamaCppOnEmulatedCANN(t *testing.T) {
 					} else if dec.Captures != 0 || dec.Replays != 0 {
 						t.Errorf("graph mode off, yet %d captures and %d replays", dec.Captures, dec.Replays)
 					}
-					tol, _ := emuTolerance(name)
+					tol, _ := emuTolerance(name, f)
 					t.Logf("%s %s: worst max|Δ|/max|logit| %.2e over %d steps (tolerance %.2g); %d argmax differences at near-ties; decode %d captures, %d replays, %d hits",
 						name, mode, r.worst, len(ref.Generation.Tokens), tol, r.mismatches, dec.Captures, dec.Replays, dec.CacheHits)
 				})
@@ -329,16 +403,11 @@ func TestWQBMMModeOnEmulatedCANN(t *testing.T) {
 					mu.Unlock()
 				}
 			}
-			// testdata's single-type copies, synth-llama256-Q4_K (every
-			// matrix q4_K, the output matrix too) and -Q3_K_S (every matrix
-			// q3_K), measure 6.4e-2 and 6.9e-2: held to 7e-2, the argmax
-			// still checked above a 6e-2 gap. llama-quantize's mixes keep
-			// the output matrix in q6_K and stay below 3e-2.
-			tol := 3e-2
-			if name == "synth-llama256-Q4_K" || name == "synth-llama256-Q3_K_S" {
-				tol = 7e-2
+			tol := wqbmmModeBound
+			if m, ok := wqbmmMeasured[name]; ok {
+				tol = m
 			}
-			r := runOnEmulatorWithin(t, m, f, ref, d, true, tol, 6e-2)
+			r := runOnEmulatorWithin(t, m, f, ref, d, true, tol, quantTieGap)
 			if strings.Contains(name, "_K") {
 				for _, ti := range f.Tensors {
 					if dt := ir.DType(ti.Type); dt.Quantized() && strings.HasSuffix(ti.Name, ".weight") {
