@@ -19,7 +19,7 @@ import (
 // llama.cpp run of it in the reference data's JSON format (llama-ref's
 // "format": "llama-ref" or llamacpp-reference/v1: prompt tokens, prefill
 // and first-decode logits, 32 greedy tokens with their top-5 logits), with
-// the bounds: max|Δlogit|/max|logit| within wqbmmModeBound (3e-2)
+// the bounds of the reference models: max|Δlogit|/max|logit| within wqbmmModeBound (3e-2)
 // in the "wqbmm" QuantMatmul mode and within emuTolerance (1e-2 for
 // quantised files) in the "ggml" mode, the greedy token llama.cpp's
 // wherever its top-1/top-2 gap exceeds 6e-2 of max|logit|.
