@@ -36,7 +36,8 @@ import (
 // its norms in double), so such flips happen at a low rate.
 //
 // The test pins the mechanism down on every quantised reference model
-// (the external reference directory's and testdata's), in the "ggml"
+// (the external reference directory's and testdata's; q4_1/q5_1 probed
+// as q8_1: q8_0's quants and scale, and its f16 block sum), in the "ggml"
 // QuantMatmul mode, against the CPU reference executor (which matches
 // llama.cpp to ~1e-9; both with the CPU arithmetic of the llama.cpp build
 // that made the run): until the first step whose logits depart from the
