@@ -455,3 +455,42 @@ func TestWQBMMModeOnEmulatedCANN(t *testing.T) {
 		})
 	}
 }
+
+// TestEmuToleranceReadsTypes checks that emuTolerance judges a file by
+// the matrix types it holds: reference models opened under a name that
+// says nothing of their types ("model.gguf") get the bound and gap of
+// their types.
+func TestEmuToleranceReadsTypes(t *testing.T) {
+	for _, c := range []struct {
+		file     string
+		tol, gap float64
+	}{
+		{"stories260K.gguf", 1e-3, 1e-3},           // f32
+		{"synth-llama-F16.gguf", 1e-3, 1e-3},       // f16 matrices
+		{"synth-llama-Q4_0.gguf", 1e-2, 2e-2},      // q4_0 + q8_0: q8_0 activations
+		{"synth-llama-IQ4_NL.gguf", 1e-2, 2e-2},    // iq4_nl: q8_0 activations
+		{"synth-llama-Q4_1.gguf", 1e-2, 6e-2},      // q8_1 activations
+		{"synth-llama256-Q2_K.gguf", 1e-2, 6e-2},   // q8_K activations
+		{"synth-llama256-IQ4_XS.gguf", 1e-2, 6e-2}, // iq4_xs: q8_K activations
+		{"synth-llamamoe-Q4_0.gguf", 1e-2, 6e-2},   // q4_0 expert stacks
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			path := testref.Testdata(c.file)
+			if _, err := os.Stat(path); err != nil {
+				t.Skipf("%s not in testdata", c.file)
+			}
+			link := filepath.Join(t.TempDir(), "model.gguf")
+			if err := os.Symlink(path, link); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Open(link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if tol, gap := emuTolerance("model", f); tol != c.tol || gap != c.gap {
+				t.Errorf("emuTolerance = %g, gap %g; want %g, gap %g", tol, gap, c.tol, c.gap)
+			}
+		})
+	}
+}
