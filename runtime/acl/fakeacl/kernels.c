@@ -624,14 +624,26 @@ static int k_matmul(kctx *c) {
 	return 0;
 }
 
-/* y = x @ ((weight + antiquantOffset) * antiquantScale) [+ bias] */
+/* y = x @ ((weight + antiquantOffset) * antiquantScale) [+ bias]
+ *
+ * One output column at a time: the column's dequantised weight (rounded
+ * to the activation's type), then each row's dot product over k in index
+ * order, accumulated in f32. */
 static int k_wqbmm(kctx *c) {
 	const aclTensor *x = T(0), *w = T(1), *s = T(2), *off = T(3), *bias = T(6), *y = T(7);
 	int64_t M = x->dims[0], K = x->dims[1], N = w->dims[1], g = c->e->i[0];
 	aclDataType dt = x->dtype; /* the dequantised weight takes the activation's type */
-	float *wd = malloc(sizeof(float) * (size_t)(K * N));
-	for (int64_t k = 0; k < K; k++) {
-		for (int64_t n = 0; n < N; n++) {
+	float *wd = malloc(sizeof(float) * (size_t)K), *xf = malloc(sizeof(float) * (size_t)(M * K));
+	if (!wd || !xf) {
+		free(wd);
+		free(xf);
+		fake_set_err("aclnnWeightQuantBatchMatmulV2: out of host memory for a %lld x %lld weight", (long long)K, (long long)N);
+		return ACL_ERROR_RT_MEMORY_ALLOCATION;
+	}
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t k = 0; k < K; k++) xf[m * K + k] = (float)ld(x, x->offset + m * x->strides[0] + k * x->strides[1]);
+	for (int64_t n = 0; n < N; n++) {
+		for (int64_t k = 0; k < K; k++) {
 			int64_t sc[2] = {0, n};
 			if (g > 0) sc[0] = k / g;
 			int64_t so = s->ndim == 2 ? toff(s, sc, 2) : s->ndim == 1 && s->dims[0] == N ? s->offset + n * s->strides[0] : s->offset;
@@ -640,18 +652,18 @@ static int k_wqbmm(kctx *c) {
 				int64_t oo = off->ndim == 2 ? toff(off, sc, 2) : off->ndim == 1 && off->dims[0] == N ? off->offset + n * off->strides[0] : off->offset;
 				q = (float)round_to(dt, q + (float)ld(off, oo));
 			}
-			wd[k * N + n] = (float)round_to(dt, q * (float)ld(s, so));
+			wd[k] = (float)round_to(dt, q * (float)ld(s, so));
 		}
-	}
-	for (int64_t m = 0; m < M; m++) {
-		for (int64_t n = 0; n < N; n++) {
+		for (int64_t m = 0; m < M; m++) {
+			const float *xr = xf + m * K;
 			float acc = 0;
-			for (int64_t k = 0; k < K; k++) acc += (float)ld(x, x->offset + m * x->strides[0] + k * x->strides[1]) * wd[k * N + n];
+			for (int64_t k = 0; k < K; k++) acc += xr[k] * wd[k];
 			if (bias->magic) acc += (float)ld(bias, bias->offset + (bias->dims[bias->ndim - 1] == 1 ? 0 : n * bias->strides[bias->ndim - 1]));
 			st(y, y->offset + m * y->strides[0] + n * y->strides[1], acc);
 		}
 	}
 	free(wd);
+	free(xf);
 	return 0;
 }
 
