@@ -643,16 +643,21 @@ static int k_wqbmm(kctx *c) {
 	for (int64_t m = 0; m < M; m++)
 		for (int64_t k = 0; k < K; k++) xf[m * K + k] = (float)ld(x, x->offset + m * x->strides[0] + k * x->strides[1]);
 	for (int64_t n = 0; n < N; n++) {
+		float sv = 0, ov = 0; /* the group's scale and offset, read once per group */
 		for (int64_t k = 0; k < K; k++) {
-			int64_t sc[2] = {0, n};
-			if (g > 0) sc[0] = k / g;
-			int64_t so = s->ndim == 2 ? toff(s, sc, 2) : s->ndim == 1 && s->dims[0] == N ? s->offset + n * s->strides[0] : s->offset;
-			float q = (float)ld(w, w->offset + k * w->strides[0] + n * w->strides[1]);
-			if (off->magic) {
-				int64_t oo = off->ndim == 2 ? toff(off, sc, 2) : off->ndim == 1 && off->dims[0] == N ? off->offset + n * off->strides[0] : off->offset;
-				q = (float)round_to(dt, q + (float)ld(off, oo));
+			if (k == 0 || (g > 0 && k % g == 0)) {
+				int64_t sc[2] = {0, n};
+				if (g > 0) sc[0] = k / g;
+				int64_t so = s->ndim == 2 ? toff(s, sc, 2) : s->ndim == 1 && s->dims[0] == N ? s->offset + n * s->strides[0] : s->offset;
+				sv = (float)ld(s, so);
+				if (off->magic) {
+					int64_t oo = off->ndim == 2 ? toff(off, sc, 2) : off->ndim == 1 && off->dims[0] == N ? off->offset + n * off->strides[0] : off->offset;
+					ov = (float)ld(off, oo);
+				}
 			}
-			wd[k] = (float)round_to(dt, q * (float)ld(s, so));
+			float q = (float)ld(w, w->offset + k * w->strides[0] + n * w->strides[1]);
+			if (off->magic) q = (float)round_to(dt, q + ov);
+			wd[k] = (float)round_to(dt, q * sv);
 		}
 		for (int64_t m = 0; m < M; m++) {
 			const float *xr = xf + m * K;
