@@ -36,7 +36,8 @@ import (
 // its norms in double), so such flips happen at a low rate.
 //
 // The test pins the mechanism down on every quantised reference model
-// (the external reference directory's and testdata's), in the "ggml"
+// (the external reference directory's and testdata's; q4_1/q5_1 probed
+// as q8_1: q8_0's quants and scale, and its f16 block sum), in the "ggml"
 // QuantMatmul mode, against the CPU reference executor (which matches
 // llama.cpp to ~1e-9; both with the CPU arithmetic of the llama.cpp build
 // that made the run): until the first step whose logits depart from the
@@ -56,7 +57,7 @@ func TestQuantisedDeparturesAreRoundingFlips(t *testing.T) {
 	ran := 0
 	for _, path := range referenceModels(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
-		if !strings.Contains(name, "Q4_0") && !strings.Contains(name, "Q8_0") && !strings.Contains(name, "_K") {
+		if !strings.Contains(name, "Q4_0") && !strings.Contains(name, "Q8_0") && !strings.Contains(name, "Q4_1") && !strings.Contains(name, "Q5_") && !strings.Contains(name, "_K") {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
@@ -220,8 +221,10 @@ func probeActivations(t *testing.T, m *models.Model) (*models.Model, []probe) {
 		}
 		var vd string
 		switch wt := n.Args[0].Type.DType; {
-		case wt == ir.Q4_0 || wt == ir.Q8_0:
+		case wt == ir.Q4_0 || wt == ir.Q8_0 || wt == ir.Q5_0:
 			vd = "q8_0"
+		case wt == ir.Q4_1 || wt == ir.Q5_1:
+			vd = "q8_1"
 		case strings.HasSuffix(strings.ToLower(wt.String()), "_k"):
 			vd = "q8_K"
 		default:
@@ -277,7 +280,7 @@ func f16Fed(n *ir.Node, seen map[*ir.Node]bool) bool {
 		switch wt := n.Args[0].Type.DType; {
 		case wt == ir.F16:
 			return true
-		case wt == ir.Q4_0 || wt == ir.Q8_0:
+		case wt == ir.Q4_0 || wt == ir.Q8_0 || wt == ir.Q5_0:
 			// q8_0 activations: the f16 scale and the integer
 			// values absorb differences below a rounding step. (q8_K's
 			// f32 scale passes them on: look further.)
@@ -303,9 +306,17 @@ const (
 // describes the first difference.
 func (p probe) flip(got, want []float32) (int, string) {
 	switch p.vecDot {
-	case "q8_0":
+	case "q8_0", "q8_1":
 		gq, gd := quantQ8_0(got)
 		wq, wd := quantQ8_0(want)
+		if p.vecDot == "q8_1" {
+			gs, ws := q8_1Sums(got, gq), q8_1Sums(want, wq)
+			for b := range gs {
+				if gs[b] != ws[b] && gd[b] == wd[b] && slices.Equal(gq[b*32:b*32+32], wq[b*32:b*32+32]) {
+					return flipStep, fmt.Sprintf(": block %d's f16 sum s %g, reference %g (max|x| %.9g, reference %.9g)", b, gs[b], ws[b], blockMax(got, b, 32), blockMax(want, b, 32))
+				}
+			}
+		}
 		for j := range gq {
 			if gd[j/32] != wd[j/32] {
 				return flipStep, fmt.Sprintf(": block %d's f16 scale %g, reference %g (max|x| %.9g, reference %.9g)", j/32, gd[j/32], wd[j/32], blockMax(got, j/32, 32), blockMax(want, j/32, 32))
@@ -357,6 +368,21 @@ func quantQ8_0(x []float32) ([]int8, []float32) {
 		}
 	}
 	return qs, d
+}
+
+// q8_1Sums are the f16 block sums of ggml-cpu's AVX2 quantize_row_q8_1 of
+// x quantised to qs (quantQ8_0's quants): s = f16(amax/127 · Σq), the
+// scale taken before its f16 rounding.
+func q8_1Sums(x []float32, qs []int8) []float32 {
+	s := make([]float32, len(x)/32)
+	for b := range s {
+		var sum int32
+		for _, q := range qs[b*32 : b*32+32] {
+			sum += int32(q)
+		}
+		s[b] = gguf.F16ToF32(gguf.F32ToF16(blockMax(x, b, 32) / 127 * float32(sum)))
+	}
+	return s
 }
 
 // quantQ8_K is ggml's quantize_row_q8_K_ref: per block of 256, iscale =

@@ -14,12 +14,14 @@ import (
 	"github.com/irtool/irtool/runtime/device"
 )
 
-// TestQuantMatmulModes runs a q8_0 and a q4_0 mul_mat through both
+// TestQuantMatmulModes runs a mul_mat of every quantised type with an
+// NPU recipe (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K) through both
 // Options.QuantMatmul recipes on the emulator and compares them with
-// kernels.MulMat, ggml-cpu's arithmetic (activations quantised to q8_0,
-// integer dots per block): the "ggml" mode within 1e-6 of max|out| (the
-// f32 summation order), the "wqbmm" mode only within 2e-2 (f16
-// activations), and measurably further than "ggml".
+// kernels.MulMat, ggml-cpu's arithmetic (activations quantised to the
+// type's vec_dot partner, q8_0, q8_1 or q8_K, integer dots per block):
+// the "ggml" mode within 1e-6 of max|out| (the f32 summation order), the
+// "wqbmm" mode only within 2e-2 (f16 activations), and measurably further
+// than "ggml".
 func TestQuantMatmulModes(t *testing.T) {
 	const K, N, M = 256, 48, 5
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -32,16 +34,36 @@ func TestQuantMatmulModes(t *testing.T) {
 		x[2*K+j] = 0
 	}
 	for _, wt := range []struct {
-		ir   ir.DType
-		gg   gguf.GGMLType
-		size int64
-	}{{ir.Q8_0, gguf.TypeQ8_0, 34}, {ir.Q4_0, gguf.TypeQ4_0, 18}} {
-		blocks := make([]byte, N*K/32*wt.size)
+		ir    ir.DType
+		gg    gguf.GGMLType
+		size  int64
+		bs    int64
+		f16At []int64 // byte offsets of the block's f16 scales (d, and the min's scale)
+	}{
+		{ir.Q8_0, gguf.TypeQ8_0, 34, 32, []int64{0}},
+		{ir.Q4_0, gguf.TypeQ4_0, 18, 32, []int64{0}},
+		{ir.Q5_0, gguf.TypeQ5_0, 22, 32, []int64{0}},
+		{ir.Q4_1, gguf.TypeQ4_1, 20, 32, []int64{0, 2}},
+		{ir.Q5_1, gguf.TypeQ5_1, 24, 32, []int64{0, 2}},
+		{ir.Q2_K, gguf.TypeQ2_K, 84, 256, []int64{80, 82}},
+		{ir.Q3_K, gguf.TypeQ3_K, 110, 256, []int64{108}},
+		{ir.Q4_K, gguf.TypeQ4_K, 144, 256, []int64{0, 2}},
+		{ir.Q5_K, gguf.TypeQ5_K, 176, 256, []int64{0, 2}},
+		{ir.Q6_K, gguf.TypeQ6_K, 210, 256, []int64{208}},
+	} {
+		nblk := N * K / wt.bs
+		blocks := make([]byte, nblk*wt.size)
 		for i := range blocks {
 			blocks[i] = byte(rng.IntN(256))
 		}
-		for b := int64(0); b < N*K/32; b++ { // finite scales around 0.01
-			binary.LittleEndian.PutUint16(blocks[b*wt.size:], gguf.F32ToF16(float32(0.002+0.02*rng.Float64())))
+		for b := int64(0); b < nblk; b++ { // finite scales around 0.01 (K-quants: 0.001)
+			for _, at := range wt.f16At {
+				v := 0.002 + 0.02*rng.Float64()
+				if wt.bs == 256 {
+					v /= 10
+				}
+				binary.LittleEndian.PutUint16(blocks[b*wt.size+at:], gguf.F32ToF16(float32(v)))
+			}
 		}
 		a, _ := kernels.NewTensor(wt.gg, K, N)
 		copy(a.Data, blocks)
@@ -66,9 +88,9 @@ func TestQuantMatmulModes(t *testing.T) {
 					t.Fatal(err)
 				}
 				k := &device.KernelLaunch{Name: "aclnnMm", Op: ir.OpMulMat, Node: 1,
-					Inputs: []device.TensorDesc{{DType: wt.ir, Ne: [4]int64{K, N, 1, 1}, Nb: [4]int64{wt.size, K / 32 * wt.size, N * K / 32 * wt.size, N * K / 32 * wt.size}, Addr: w},
+					Inputs: []device.TensorDesc{{DType: wt.ir, Ne: [4]int64{K, N, 1, 1}, Nb: [4]int64{wt.size, K / wt.bs * wt.size, nblk * wt.size, nblk * wt.size}, Addr: w},
 						f32(buf, K, M)},
-					Output: f32(buf+8192, N, M), Workspace: buf + 16384, WorkspaceBytes: 2*M*K + 2*M*N}
+					Output: f32(buf+8192, N, M), Workspace: buf + 16384, WorkspaceBytes: 16384}
 				if err := d.Launch(device.DefaultStream, k); err != nil {
 					t.Fatalf("%s %s: %v", wt.ir, mode, err)
 				}

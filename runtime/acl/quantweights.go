@@ -82,6 +82,45 @@ func (b *builder) dequantise(a device.TensorDesc) (device.Ptr, error) {
 	return p, nil
 }
 
+// ggmlModeValues is the f32 copy of rows×K blocks of type t that
+// QuantMatmulGGML multiplies by: ggml's dequantised values
+// (DequantizeRows), except for q4_1 and q5_1, whose vec_dot with q8_1
+// activations keeps the two terms of y = d·q + m apart (the d·q products
+// against the activations' q8 values, the min m against the block's f16
+// sum s). Their copy is the rows×K values d·q (exact in f32: an f16 times
+// an integer below 32), then the rows×K/32 block minimums m.
+func ggmlModeValues(t ir.DType, blocks []byte, K, rows int64) ([]float32, error) {
+	if t != ir.Q4_1 && t != ir.Q5_1 {
+		return DequantizeRows(t, blocks, K, rows)
+	}
+	bs := int64(t.TypeSize())
+	if K%32 != 0 || int64(len(blocks)) != rows*K/32*bs {
+		return nil, fmt.Errorf("split %s: %d bytes for a %d×%d matrix", t, len(blocks), rows, K)
+	}
+	nb := rows * K / 32
+	out := make([]float32, rows*K+nb)
+	mins := out[rows*K:]
+	for b := int64(0); b < nb; b++ {
+		blk := blocks[b*bs : (b+1)*bs]
+		d := gguf.F16ToF32(binary.LittleEndian.Uint16(blk[0:]))
+		mins[b] = gguf.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		qs, qh := blk[4:20], uint32(0)
+		if t == ir.Q5_1 {
+			qh, qs = binary.LittleEndian.Uint32(blk[4:]), blk[8:24]
+		}
+		y := out[b*32 : b*32+32]
+		for j := 0; j < 16; j++ {
+			lo, hi := uint32(qs[j]&0x0f), uint32(qs[j]>>4)
+			if t == ir.Q5_1 {
+				lo |= (qh >> uint(j) & 1) << 4
+				hi |= (qh >> uint(j+16) & 1) << 4
+			}
+			y[j], y[j+16] = d*float32(lo), d*float32(hi)
+		}
+	}
+	return out, nil
+}
+
 // f32Key names the f32 copy of the weight at addr (QuantMatmulGGML).
 func f32Key(t ir.DType, addr device.Ptr, K, rows int64) string {
 	return fmt.Sprintf("f32 %s %#x [%d,%d]", t, uint64(addr), K, rows)
@@ -92,7 +131,7 @@ func f32Key(t ir.DType, addr device.Ptr, K, rows int64) string {
 // n.cmu.
 func (d *Device) placeDequantised(n *npu, key string, t ir.DType, blocks []byte, K, rows int64) (device.Ptr, error) {
 	t0 := time.Now()
-	vals, err := DequantizeRows(t, blocks, K, rows)
+	vals, err := ggmlModeValues(t, blocks, K, rows)
 	if err != nil {
 		return 0, err
 	}

@@ -267,20 +267,31 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 	if !ok {
 		return b.unsupported("activations %v", x.Nb)
 	}
-	xq := b.q8Activations([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr, a.DType)
+	xq, sums := b.q8Activations([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr, a.DType)
 	xt := b.tensor(C.ACL_FLOAT, []int64{M, K}, []int64{K, 1}, 0, xq)
 	wt := b.tensor(C.ACL_FLOAT, []int64{K, N}, []int64{1, K}, 0, w)
 	os, ost, _ := aclOrder(out)
 	b.matmul(C.IRT_MM, xt, wt, b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr))
+	if sums != 0 {
+		// q8_1: the weight's copy holds d·q, then the block minimums m
+		// [N, K/32] (ggmlModeValues); out += s · mᵀ.
+		nb := K / 32
+		mt := b.buffer(fmt.Sprintf("q8_1 min term f32[%d,%d]", M, N), 4*M*N)
+		b.matmul(C.IRT_MM, b.tensor(C.ACL_FLOAT, []int64{M, nb}, []int64{nb, 1}, 0, sums),
+			b.tensor(C.ACL_FLOAT, []int64{nb, N}, []int64{1, nb}, 0, w+device.Ptr(4*N*K)),
+			b.tensor(C.ACL_FLOAT, []int64{M, N}, []int64{N, 1}, 0, mt))
+		b.inplaceAdd(b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr), b.tensor(C.ACL_FLOAT, []int64{M, N}, []int64{N, 1}, 0, mt), 1)
+	}
 	return b.err
 }
 
 // q8Activations adds the calls that replace f32 activations by the
 // values ggml-cpu's vec_dot partner of weight type wt holds (q8Kind):
-// q8_0 (quantMulMatGGML's first ten calls) or q8_K. It returns the device
-// scratch holding them as a contiguous f32 [rows…, K] matrix. lead and
-// leadSt are the shape and strides (elements) of the row dims of x at
-// addr, inner the stride of its K values.
+// q8_0 (quantMulMatGGML's first ten calls), q8_1 or q8_K. It returns the
+// device scratch holding them as a contiguous f32 [rows…, K] matrix and,
+// for q8_1, the blocks' sums s as a contiguous f32 [rows…, K/32] matrix
+// (0 otherwise). lead and leadSt are the shape and strides (elements) of
+// the row dims of x at addr, inner the stride of its K values.
 //
 // q8_K (quantize_row_q8_K_ref, per block of 256): iscale = −127/max with
 // max the value of largest magnitude, q = nearest_int(iscale·x) (half to
@@ -292,8 +303,22 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 //	aclnnInplaceMaskedFillScalar(id, m, 0)
 //	aclnnDiv(1, id) → d;  aclnnInplaceMaskedFillScalar(d, m, 0)
 //	aclnnMul(x, id) → t;  aclnnRound(t) → t;  aclnnInplaceMul(t, d)
-func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr, wt ir.DType) device.Ptr {
-	kq := q8Kind(wt) == "q8_K"
+//
+// Its 16-value sums (bsums) need no call: ggml multiplies them by the
+// weight's mins, and the product of the q8_K values with the dequantised
+// weight carries the same term.
+//
+// q8_1 (ggml-cpu's AVX2 quantize_row_q8_1, per block of 32): q8_0's quants
+// and f16 scale, and s = f16(d·Σq) with d = amax/127 before its f16
+// rounding; ggml_vec_dot_q4_1_q8_1 and _q5_1_q8_1 multiply the weight's
+// min by s, not by the sum of the q8 values:
+//
+//	q8_0's calls up to aclnnRound (d kept in f32, its f16 copy aside);
+//	aclnnReduceSum(t, dim 2, keepDims) → Σq;  aclnnMul(d, Σq) → s;
+//	aclnnCast(s → f16 → f32);  aclnnCast(d16 → f32) → d;  aclnnInplaceMul(t, d)
+func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr, wt ir.DType) (xq, sums device.Ptr) {
+	kind := q8Kind(wt)
+	kq, q1 := kind == "q8_K", kind == "q8_1"
 	bs := int64(32)
 	if kq {
 		bs = 256
@@ -305,26 +330,30 @@ func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr devic
 	xview := append(append([]int64{}, leadSt...), bs*inner, inner)
 	per := append(append([]int64{}, lead...), nb, 1)
 	perSt := contiguous(per)
-	// Scratch: t f32[M·K], then per block amax, id, d (f32), d16 (f16), m (bool).
+	// Scratch: t f32[M·K], then per block amax, id, d (f32), d16 (f16), m
+	// (bool), and for q8_1 Σq, s (f32) and s16 (f16).
 	align := func(v int64) int64 { return (v + 63) / 64 * 64 }
 	offT, offAmax := int64(0), align(4*M*K)
 	offID := offAmax + align(4*M*nb)
 	offD := offID + align(4*M*nb)
 	offD16 := offD + align(4*M*nb)
 	offMask := offD16 + align(2*M*nb)
-	size := offMask + align(M*nb)
-	kind := "q8_0"
-	if kq {
-		kind = "q8_K"
+	offSumQ := offMask + align(M*nb)
+	offS := offSumQ + align(4*M*nb)
+	offS16 := offS + align(4*M*nb)
+	size := offSumQ
+	if q1 {
+		size = offS16 + align(2*M*nb)
 	}
 	buf := b.buffer(fmt.Sprintf("%s activations %v×%d", kind, lead, K), size)
 	c127 := b.table("f32 127", f32Bytes(127))
-	var ts [9]C.uintptr_t
-	specs := []struct {
+	var ts [12]C.uintptr_t
+	type spec struct {
 		dt        C.int
 		shape, st []int64
 		addr      device.Ptr
-	}{
+	}
+	specs := []spec{
 		{C.ACL_FLOAT, blk, xview, addr},                             // 0 x
 		{C.ACL_FLOAT, blk, contiguous(blk), buf + device.Ptr(offT)}, // 1 t
 		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offAmax)},        // 2 amax
@@ -334,15 +363,19 @@ func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr devic
 		{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offD)},           // 6 d
 		{C.ACL_FLOAT16, per, perSt, buf + device.Ptr(offD16)},       // 7 d16
 	}
-	if kq {
-		specs = append(specs, struct {
-			dt        C.int
-			shape, st []int64
-			addr      device.Ptr
-		}{C.ACL_FLOAT, []int64{1}, []int64{1}, b.table("f32 1", f32Bytes(1))}) // 8 one
+	switch {
+	case kq:
+		specs = append(specs, spec{C.ACL_FLOAT, []int64{1}, []int64{1}, b.table("f32 1", f32Bytes(1))}) // 8 one
+	case q1:
+		specs = append(specs, spec{}, // 8 unused
+			spec{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offSumQ)},  // 9 Σq
+			spec{C.ACL_FLOAT, per, perSt, buf + device.Ptr(offS)},     // 10 s
+			spec{C.ACL_FLOAT16, per, perSt, buf + device.Ptr(offS16)}) // 11 s16
 	}
 	for i, s := range specs {
-		ts[i] = b.tensor(s.dt, s.shape, s.st, 0, s.addr)
+		if s.shape != nil {
+			ts[i] = b.tensor(s.dt, s.shape, s.st, 0, s.addr)
+		}
 	}
 	b.op(C.IRT_ABS, ts[0], ts[1])
 	am := tensors(ts[1], ts[2])
@@ -351,27 +384,44 @@ func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr devic
 	b.op(C.IRT_DIV, ts[3], ts[2], ts[4])
 	b.geScalar(ts[4], ts[5], float32(math.Inf(1)))
 	b.maskedFill(ts[4], ts[5], 0)
-	if kq {
+	switch {
+	case kq:
 		b.op(C.IRT_DIV, ts[8], ts[4], ts[6])
 		b.maskedFill(ts[6], ts[5], 0)
-	} else {
+	case q1:
+		b.op(C.IRT_DIV, ts[2], ts[3], ts[6])
+		b.cast(ts[6], ts[7], C.ACL_FLOAT16)
+	default:
 		b.op(C.IRT_DIV, ts[2], ts[3], ts[6])
 		b.cast(ts[6], ts[7], C.ACL_FLOAT16)
 		b.cast(ts[7], ts[6], C.ACL_FLOAT)
 	}
 	b.op(C.IRT_MUL, ts[0], ts[4], ts[1])
 	b.op(C.IRT_ROUND, ts[1], ts[1])
+	if q1 {
+		rs := tensors(ts[1], ts[9])
+		rs.s = b.intArray(int64(L + 1))
+		rs.i[0], rs.i[1] = 1, C.ACL_FLOAT
+		b.call(C.IRT_REDUCESUM, rs)
+		b.op(C.IRT_MUL, ts[6], ts[9], ts[10])
+		b.cast(ts[10], ts[11], C.ACL_FLOAT16)
+		b.cast(ts[11], ts[10], C.ACL_FLOAT)
+		b.cast(ts[7], ts[6], C.ACL_FLOAT)
+		sums = buf + device.Ptr(offS)
+	}
 	b.op(C.IRT_INPLACEMUL, ts[1], ts[6])
-	return buf + device.Ptr(offT)
+	return buf + device.Ptr(offT), sums
 }
 
 // q8Kind is the type ggml-cpu quantises the activations of a matmul with
-// weights of type t to (its vec_dot_type): q8_K for the K-quants, q8_0
-// otherwise (q4_1 and q5_1 take q8_1, whose quants are q8_0's).
+// weights of type t to (its vec_dot_type in type_traits_cpu): q8_K for
+// the K-quants, q8_1 for q4_1 and q5_1, q8_0 otherwise.
 func q8Kind(t ir.DType) string {
 	switch t {
 	case ir.Q2_K, ir.Q3_K, ir.Q4_K, ir.Q5_K, ir.Q6_K:
 		return "q8_K"
+	case ir.Q4_1, ir.Q5_1:
+		return "q8_1"
 	}
 	return "q8_0"
 }

@@ -641,40 +641,51 @@ static int k_matmul(kctx *c) {
 	return 0;
 }
 
-/* y = x @ ((weight + antiquantOffset) * antiquantScale) [+ bias] */
+/* y = x @ ((weight + antiquantOffset) * antiquantScale) [+ bias]
+ *
+ * One output column at a time: the column's dequantised weight (rounded
+ * to the activation's type), then each row's dot product over k in index
+ * order, accumulated in f32. */
 static int k_wqbmm(kctx *c) {
 	const aclTensor *x = T(0), *w = T(1), *s = T(2), *off = T(3), *bias = T(6), *y = T(7);
 	int64_t M = x->dims[0], K = x->dims[1], N = w->dims[1], g = c->e->i[0];
 	aclDataType dt = x->dtype; /* the dequantised weight takes the activation's type */
-	float *wd = malloc(sizeof(float) * (size_t)(K * N));
-	for (int64_t n = 0; n < N; n++) {
-		for (int64_t k = 0; k < K; k++) {
-			int64_t sc[2] = {0, n};
-			if (g > 0) sc[0] = k / g;
-			int64_t so = s->ndim == 2 ? toff(s, sc, 2) : s->ndim == 1 && s->dims[0] == N ? s->offset + n * s->strides[0] : s->offset;
-			float q = (float)ld(w, w->offset + k * w->strides[0] + n * w->strides[1]);
-			if (off->magic) {
-				int64_t oo = off->ndim == 2 ? toff(off, sc, 2) : off->ndim == 1 && off->dims[0] == N ? off->offset + n * off->strides[0] : off->offset;
-				q = (float)round_to(dt, q + (float)ld(off, oo));
-			}
-			wd[n * K + k] = (float)round_to(dt, q * (float)ld(s, so));
-		}
+	float *wd = malloc(sizeof(float) * (size_t)K), *xf = malloc(sizeof(float) * (size_t)(M * K));
+	if (!wd || !xf) {
+		free(wd);
+		free(xf);
+		fake_set_err("aclnnWeightQuantBatchMatmulV2: out of host memory for a %lld x %lld weight", (long long)K, (long long)N);
+		return ACL_ERROR_RT_MEMORY_ALLOCATION;
 	}
-	/* Column n of the weight and row m of x are read contiguously (the sum
-	 * still runs over k in order). */
-	float *xr = malloc(sizeof(float) * (size_t)K);
-	for (int64_t m = 0; m < M; m++) {
-		for (int64_t k = 0; k < K; k++) xr[k] = (float)ld(x, x->offset + m * x->strides[0] + k * x->strides[1]);
-		for (int64_t n = 0; n < N; n++) {
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t k = 0; k < K; k++) xf[m * K + k] = (float)ld(x, x->offset + m * x->strides[0] + k * x->strides[1]);
+	for (int64_t n = 0; n < N; n++) {
+		float sv = 0, ov = 0; /* the group's scale and offset, read once per group */
+		for (int64_t k = 0; k < K; k++) {
+			if (k == 0 || (g > 0 && k % g == 0)) {
+				int64_t sc[2] = {0, n};
+				if (g > 0) sc[0] = k / g;
+				int64_t so = s->ndim == 2 ? toff(s, sc, 2) : s->ndim == 1 && s->dims[0] == N ? s->offset + n * s->strides[0] : s->offset;
+				sv = (float)ld(s, so);
+				if (off->magic) {
+					int64_t oo = off->ndim == 2 ? toff(off, sc, 2) : off->ndim == 1 && off->dims[0] == N ? off->offset + n * off->strides[0] : off->offset;
+					ov = (float)ld(off, oo);
+				}
+			}
+			float q = (float)ld(w, w->offset + k * w->strides[0] + n * w->strides[1]);
+			if (off->magic) q = (float)round_to(dt, q + ov);
+			wd[k] = (float)round_to(dt, q * sv);
+		}
+		for (int64_t m = 0; m < M; m++) {
+			const float *xr = xf + m * K;
 			float acc = 0;
-			const float *wn = wd + n * K;
-			for (int64_t k = 0; k < K; k++) acc += xr[k] * wn[k];
+			for (int64_t k = 0; k < K; k++) acc += xr[k] * wd[k];
 			if (bias->magic) acc += (float)ld(bias, bias->offset + (bias->dims[bias->ndim - 1] == 1 ? 0 : n * bias->strides[bias->ndim - 1]));
 			st(y, y->offset + m * y->strides[0] + n * y->strides[1], acc);
 		}
 	}
-	free(xr);
 	free(wd);
+	free(xf);
 	return 0;
 }
 
