@@ -118,6 +118,12 @@ type matmul struct {
 	// inner dimension that is not a multiple of 8.
 	vec    bool
 	vecF16 bool // vec with F16 weights (ggml_vec_dot_f16)
+	// wide: F16 rows read raw (AVX2) in tinyBLAS's order with at least
+	// four columns per b batch: each tile also widens its rows to float32
+	// once (tile.wide), for the 3x4 register tile (dotF32x3x4FMA) that
+	// converts nothing in its loop. The products of F16 values are exact,
+	// so the FMAs give the bits of dotF16F32.
+	wide bool
 	// av: vec with dense F32 weights readable in place (every stride a
 	// multiple of 4, dim 0 dense): all of a's data as float32, so that
 	// runs of rows go to matVecF32 without per-row loads (decode steps).
@@ -299,6 +305,7 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	if useAVX2 && m.kind == mmQ8_0 && legacyRaw(a.Type) || m.kind == mmQ8_K && k23Raw(a.Type) {
 		m.raw = true // legacy.go's, k23.go's kernels, decode and prefill
 	}
+	m.wide = useAVX2 && m.raw && m.kind == mmFloat && a.Type == gguf.TypeF16 && !m.vec && m.n >= 4
 	cols := int(b.NRows())
 	m.cols = cols
 	k := m.k
@@ -509,6 +516,9 @@ func (m *matmul) schedule(w int) (grain int) {
 	if m.repack || m.kind == mmQ8_K && m.pk != nil || m.iq4x8 {
 		rt = max(8, rt&^7) // whole groups of 8 rows
 	}
+	if m.wide && rt > 3 {
+		rt -= rt % 3 // whole register tiles of 3 rows
+	}
 	m.rt = rt
 	m.tilesPerBatch = (M + rt - 1) / rt
 	m.tasks = int(nA * m.tilesPerBatch)
@@ -543,6 +553,19 @@ func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
 		m.runVecTasks(out, lo, hi)
 		return
 	}
+	if m.wide {
+		p := getWide(int(m.rt) * m.k)
+		tile.wide = *p
+		m.runTiles(tile, out, lo, hi)
+		tile.wide = nil
+		widePool.Put(p)
+		return
+	}
+	m.runTiles(tile, out, lo, hi)
+}
+
+// runTiles is runTasks' loop over its tasks.
+func (m *matmul) runTiles(tile *tile, out *dstWriter, lo, hi int) {
 	a := m.a
 	M, rt := a.Ne[1], m.rt
 	for t := lo; t < hi; t++ {
@@ -594,6 +617,7 @@ type tile struct {
 	out  []float32   // matmul.pk: one column of results for a strided dst
 	out4 []float32   // mmQ8_K rows in place: four columns of results for a strided dst
 	rows [][]float32 // float kind
+	wide []float32   // matmul.wide: the raw rows widened to float32, k apart
 	buf  *[]float32
 	q    []int8 // mmQ8_0
 	d    []float32
@@ -667,6 +691,12 @@ func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
 		j := int(r - r0)
 		if m.raw {
 			t.raw[j] = a.Data[off:]
+			if m.wide {
+				if err := loadRowInto(a, off, t.wide[j*k:(j+1)*k]); err != nil {
+					panic(err)
+				}
+				continue
+			}
 			if m.packed && j%8 == 7 {
 				nb := k / 32
 				g := j / 8
@@ -862,6 +892,22 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 			c0, c1, c2, c3 := m.col(base+j0), m.col(base+j0+1), m.col(base+j0+2), m.col(base+j0+3)
 			d := out.cols4(j0, i12, i13)
 			r := 0
+			if m.wide {
+				k := m.k
+				w := t.wide
+				for ; r+3 <= nr; r += 3 {
+					var o [12]float32
+					dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)
+					for e := range 3 {
+						out.put4(&d, r0+int64(r+e), j0, i12, i13, o[4*e:4*e+4])
+					}
+				}
+				for ; r < nr; r++ {
+					var o [4]float32
+					o[0], o[1], o[2], o[3] = dotF32x4FMA(w[r*k:(r+1)*k], c0, c1, c2, c3)
+					out.put4(&d, r0+int64(r), j0, i12, i13, o[:])
+				}
+			}
 			for ; r+2 <= nr; r += 2 {
 				var o [8]float32
 				dotF16x2x4(t.raw[r], t.raw[r+1], c0, c1, c2, c3, &o)

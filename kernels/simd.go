@@ -163,6 +163,33 @@ func dotF32x4FMA(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 	return
 }
 
+// dotF32x3x4FMA sets out[4r+c] = dotF32FMA(ar, bc) for three rows a0..a2
+// and four columns b0..b3 (all of one length), sharing every load between
+// the rows and the columns (the register tile of the F16 prefill, whose
+// rows are widened to float32 once per tile).
+func dotF32x3x4FMA(a0, a1, a2, b0, b1, b2, b3 []float32, out *[12]float32) {
+	n := len(a0)
+	n8 := n &^ 7
+	if !useAVX2 || n8 == 0 {
+		dotF32x3x4FMAGo(a0, a1, a2, b0, b1, b2, b3, out)
+		return
+	}
+	a1, a2 = a1[:n], a2[:n]
+	b0, b1, b2, b3 = b0[:n], b1[:n], b2[:n], b3[:n]
+	as := [3]*float32{&a0[0], &a1[0], &a2[0]}
+	bs := [4]*float32{&b0[0], &b1[0], &b2[0], &b3[0]}
+	dotF32x3x4FMAAVX2(&as, &bs, n8, out)
+	for r, a := range [3][]float32{a0, a1, a2} {
+		for i := n8; i < n; i++ {
+			x := a[i]
+			out[4*r] = fma32(x, b0[i], out[4*r])
+			out[4*r+1] = fma32(x, b1[i], out[4*r+1])
+			out[4*r+2] = fma32(x, b2[i], out[4*r+2])
+			out[4*r+3] = fma32(x, b3[i], out[4*r+3])
+		}
+	}
+}
+
 // dotVecF16Raw is dotVec(f16 = true) with a given as raw little-endian
 // F16 values, widened on the fly (ggml_vec_dot_f16).
 func dotVecF16Raw(a []byte, b []float32) float32 {

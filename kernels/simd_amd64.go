@@ -85,3 +85,6 @@ func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int
 
 //go:noescape
 func repackQ4_0x8iAVX2(dst *byte, src *byte, stride int, nb int)
+
+//go:noescape
+func dotF32x3x4FMAAVX2(a *[3]*float32, b *[4]*float32, n int, out *[12]float32)

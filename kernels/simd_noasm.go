@@ -55,3 +55,6 @@ func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int
 	panic("kernels: no SIMD")
 }
 func repackQ4_0x8iAVX2(dst *byte, src *byte, stride int, nb int) { panic("kernels: no SIMD") }
+func dotF32x3x4FMAAVX2(a *[3]*float32, b *[4]*float32, n int, out *[12]float32) {
+	panic("kernels: no SIMD")
+}
