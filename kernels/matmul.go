@@ -124,6 +124,13 @@ type matmul struct {
 	// converts nothing in its loop. The products of F16 values are exact,
 	// so the FMAs give the bits of dotF16F32.
 	wide bool
+	// q8x: Q8_0 rows read raw (AVX2) with at least four columns per b
+	// batch: pairs of rows meet groups of four columns in dotQ8_0x2x4,
+	// which takes the columns' scales from dc4 (per group of four columns
+	// c..c+3, c a multiple of 4: per block their four scales) and the
+	// rows' from the tile (tile.rs).
+	q8x bool
+	dc4 []float32
 	// av: vec with dense F32 weights readable in place (every stride a
 	// multiple of 4, dim 0 dense): all of a's data as float32, so that
 	// runs of rows go to matVecF32 without per-row loads (decode steps).
@@ -306,6 +313,7 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		m.raw = true // legacy.go's, k23.go's kernels, decode and prefill
 	}
 	m.wide = useAVX2 && m.raw && m.kind == mmFloat && a.Type == gguf.TypeF16 && !m.vec && m.n >= 4
+	m.q8x = useAVX2 && m.raw && m.kind == mmQ8_0 && a.Type == gguf.TypeQ8_0 && m.n >= 4
 	cols := int(b.NRows())
 	m.cols = cols
 	k := m.k
@@ -326,6 +334,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 			m.bq.s = make([]float32, cols*k/32)
 		}
 		m.negs = make([]bool, cols)
+		if m.q8x {
+			m.dc4 = make([]float32, (cols+3)/4*4*(k/32))
+		}
 		if b.Type == gguf.TypeF32 && b.IsContiguous() {
 			m.bv = f32view(b.Data, cols*k)
 		}
@@ -390,6 +401,13 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 			}
 			qs, sum := m.bq.qs[c*k:(c+1)*k], m.bq.sum[c*k/32:(c+1)*k/32]
 			m.negs[c] = quantizeQ8_0(x, qs, m.bq.d[c*k/32:(c+1)*k/32])
+			if m.dc4 != nil {
+				nb := k / 32
+				dc := m.dc4[c/4*4*nb:]
+				for b, d := range m.bq.d[c*nb : (c+1)*nb] {
+					dc[4*b+c%4] = d
+				}
+			}
 			blockSums32(qs, sum)
 			if m.bq.s != nil {
 				q8_1Sums(x, qs, m.bq.s[c*k/32:(c+1)*k/32])
@@ -618,6 +636,7 @@ type tile struct {
 	out4 []float32   // mmQ8_K rows in place: four columns of results for a strided dst
 	rows [][]float32 // float kind
 	wide []float32   // matmul.wide: the raw rows widened to float32, k apart
+	rs   []float32   // matmul.q8x: the rows' scales by pairs (q8PairScales)
 	buf  *[]float32
 	q    []int8 // mmQ8_0
 	d    []float32
@@ -637,6 +656,9 @@ func newTile(m *matmul, rt int) *tile {
 		}
 		if m.kind == mmQ8_K && m.pk == nil {
 			t.out4 = make([]float32, 4*rt) // mulRawK's four columns
+		}
+		if m.q8x {
+			t.rs = make([]float32, (rt+1)/2*8*(k/32))
 		}
 		return t
 	}
@@ -695,6 +717,11 @@ func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
 				if err := loadRowInto(a, off, t.wide[j*k:(j+1)*k]); err != nil {
 					panic(err)
 				}
+				continue
+			}
+			if m.q8x {
+				nb := k / 32
+				q8PairScales(t.rs[j/2*8*nb:], t.raw[j], nb, j%2)
 				continue
 			}
 			if m.packed && j%8 == 7 {
@@ -865,7 +892,20 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		for ; j+4 <= m.n; j += 4 {
 			cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
 			d := out.cols4(j, i12, i13)
-			for r, row := range t.raw[:nr] {
+			r := 0
+			if m.q8x && (base+j)%4 == 0 {
+				nb := m.k / 32
+				g := int(base + j)
+				dc := m.dc4[g*nb : (g+4)*nb]
+				for ; r+2 <= nr; r += 2 {
+					var o [8]float32
+					dotQ8_0x2x4(t.raw[r], t.raw[r+1], &cols, t.rs[r/2*8*nb:(r/2+1)*8*nb], dc, &o)
+					out.put4(&d, r0+int64(r), j, i12, i13, o[:4])
+					out.put4(&d, r0+int64(r+1), j, i12, i13, o[4:])
+				}
+			}
+			for ; r < nr; r++ {
+				row := t.raw[r]
 				var o [4]float32
 				dotQ8_0Rawx4(row, &cols, &o)
 				out.put4(&d, r0+int64(r), j, i12, i13, o[:])

@@ -63,6 +63,6 @@ func BenchmarkPrefillTile(b *testing.B) {
 // it took before.
 func setTiled(m *matmul, on bool) {
 	if !on {
-		m.wide = false
+		m.wide, m.q8x = false, false
 	}
 }
