@@ -961,6 +961,22 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 			}
 		}
 	}
+	if m.a.Type == gguf.TypeF16 && m.vec && nr > 0 {
+		// Decode: the tile's rows in one kernel call, into dst's column
+		// when it is dense.
+		stride := int(m.a.Nb[1])
+		for j := j0; j < m.n; j++ {
+			c := m.col(base + j)
+			if d := out.col(j, i12, i13); d != nil {
+				matVecF16(t.raw[0], stride, c, d[r0:r0+int64(nr)])
+				continue
+			}
+			for r, row := range t.raw[:nr] {
+				out.put(r0+int64(r), j, i12, i13, dotVecF16Raw(row, c))
+			}
+		}
+		return
+	}
 	for j := j0; j < m.n; j++ {
 		for r, row := range t.raw[:nr] {
 			var v float32

@@ -857,3 +857,38 @@ func TestSIMDMatMulTiles(t *testing.T) {
 		}
 	}
 }
+
+// TestSIMDMatVecF16 checks the many-row F16 decode kernel against the
+// twin row by row: odd row counts, rows at a stride with gaps, odd
+// addresses, edge values, lengths with and without leftover products.
+func TestSIMDMatVecF16(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, n := range []int{32, 64, 96 + 7, 896} {
+		for _, rows := range []int{1, 2, 3, 8} {
+			stride := 2*n + 6
+			buf := make([]byte, rows*stride+1)
+			a := buf[1:]
+			for i := range rows * stride / 2 {
+				h := uint16(r.IntN(0x7c00)) | uint16(r.IntN(2))<<15
+				if r.IntN(50) == 0 {
+					h = edgeF16[r.IntN(len(edgeF16))]
+				}
+				binary.LittleEndian.PutUint16(a[2*i:], h)
+			}
+			for ci, b := range activationCases(r, n) {
+				for i := range b {
+					b[i] = roundF16(b[i])
+				}
+				b = offsetF32(b)
+				out := make([]float32, rows)
+				matVecF16(a, stride, b, out)
+				for i := range rows {
+					if want := dotVecF16RawGo(a[i*stride:i*stride+2*n], b); !sameBits(out[i], want) {
+						t.Errorf("n %d rows %d case %d row %d: %g (%#x), Go %g (%#x)", n, rows, ci, i, out[i], math.Float32bits(out[i]), want, math.Float32bits(want))
+					}
+				}
+			}
+		}
+	}
+}
