@@ -80,6 +80,10 @@ func dotQ8_0x2x4(src0, src1 []byte, c *[4]q8Row, rs, dc []float32, out *[8]float
 			_ = c[i].qs[nb*32-1]
 		}
 		ptrs := [4]*int8{&c[0].qs[0], &c[1].qs[0], &c[2].qs[0], &c[3].qs[0]}
+		if useVNNI {
+			dotQ8_0x2x4VNNI(&src0[0], &src1[0], &ptrs, &rs[0], &dc[0], nb, out)
+			return
+		}
 		dotQ8_0x2x4AVX2(&src0[0], &src1[0], &ptrs, &rs[0], &dc[0], nb, out)
 		return
 	}

@@ -1782,3 +1782,88 @@ q8x2x4done:
 	VMOVSS X7, 28(AX)
 	VZEROUPPER
 	RET
+
+// Q8X2PAIRVNNI is Q8X2PAIR with the four-byte sums of one VPDPBUSD (into
+// zero) in place of VPMADDUBSW and VPMADDWD: the same exact int32 lanes,
+// since the pairs of VPMADDUBSW never saturate here (|a| <= 128, |b| <= 127).
+#define Q8X2PAIRVNNI(A, ABS, S, ACC) \
+	VPSIGNB A, Y12, Y13        \
+	VPXOR Y9, Y9, Y9           \
+	VPDPBUSD Y13, ABS, Y9      \
+	VCVTDQ2PS Y9, Y13          \
+	VBROADCASTSS S, Y14        \
+	VFMADD231PS Y14, Y13, ACC
+
+// func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, rs *float32, dc *float32, nb int, out *[8]float32)
+// dotQ8_0x2x4AVX2 with AVX512-VNNI's VPDPBUSD on 256-bit vectors (needs
+// AVX512VL). Same lanes and order per output element, same bits.
+TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $32-56
+	MOVQ src0+0(FP), SI
+	MOVQ src1+8(FP), DI
+	MOVQ qs+16(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ rs+24(FP), BX
+	MOVQ dc+32(FP), DX
+	MOVQ nb+40(FP), CX
+	SHLQ $5, CX
+	XORQ R13, R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ  CX, CX
+	JZ     q8x2x4vdone
+
+q8x2x4vloop:
+	VPABSB 2(SI), Y10
+	VPABSB 2(DI), Y11
+	VMOVUPS (BX)(R13*1), Y14
+	VBROADCASTF128 (DX), Y13
+	VMULPS Y13, Y14, Y14
+	VMOVUPS Y14, 0(SP)
+	VMOVDQU (R8)(R13*1), Y12
+	Q8X2PAIRVNNI(2(SI), Y10, 0(SP), Y0)
+	Q8X2PAIRVNNI(2(DI), Y11, 16(SP), Y4)
+	VMOVDQU (R9)(R13*1), Y12
+	Q8X2PAIRVNNI(2(SI), Y10, 4(SP), Y1)
+	Q8X2PAIRVNNI(2(DI), Y11, 20(SP), Y5)
+	VMOVDQU (R10)(R13*1), Y12
+	Q8X2PAIRVNNI(2(SI), Y10, 8(SP), Y2)
+	Q8X2PAIRVNNI(2(DI), Y11, 24(SP), Y6)
+	VMOVDQU (R11)(R13*1), Y12
+	Q8X2PAIRVNNI(2(SI), Y10, 12(SP), Y3)
+	Q8X2PAIRVNNI(2(DI), Y11, 28(SP), Y7)
+	ADDQ $34, SI
+	ADDQ $34, DI
+	ADDQ $16, DX
+	ADDQ $32, R13
+	CMPQ R13, CX
+	JLT  q8x2x4vloop
+
+q8x2x4vdone:
+	MOVQ out+48(FP), AX
+	HSUM8(Y0, X0, X8)
+	VMOVSS X0, 0(AX)
+	HSUM8(Y1, X1, X8)
+	VMOVSS X1, 4(AX)
+	HSUM8(Y2, X2, X8)
+	VMOVSS X2, 8(AX)
+	HSUM8(Y3, X3, X8)
+	VMOVSS X3, 12(AX)
+	HSUM8(Y4, X4, X8)
+	VMOVSS X4, 16(AX)
+	HSUM8(Y5, X5, X8)
+	VMOVSS X5, 20(AX)
+	HSUM8(Y6, X6, X8)
+	VMOVSS X6, 24(AX)
+	HSUM8(Y7, X7, X8)
+	VMOVSS X7, 28(AX)
+	VZEROUPPER
+	RET

@@ -6,6 +6,9 @@ package kernels
 // architecture, or -tags purego), so the pure-Go twins run.
 const useAVX2 = false
 
+// useVNNI is false with useAVX2.
+const useVNNI = false
+
 // The assembly entry points do not exist in this build; useAVX2 keeps
 // these stubs from being called.
 
@@ -59,5 +62,8 @@ func dotF32x3x4FMAAVX2(a *[3]*float32, b *[4]*float32, n int, out *[12]float32) 
 	panic("kernels: no SIMD")
 }
 func dotQ8_0x2x4AVX2(src0, src1 *byte, qs *[4]*int8, rs *float32, dc *float32, nb int, out *[8]float32) {
+	panic("kernels: no SIMD")
+}
+func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, rs *float32, dc *float32, nb int, out *[8]float32) {
 	panic("kernels: no SIMD")
 }

@@ -223,11 +223,25 @@ func TestSIMDDotQ8_0x2x4(t *testing.T) {
 				}
 				var got [8]float32
 				dotQ8_0x2x4(w0, w1, &c4, rs, dc, &got)
-				for i := range got {
-					c := c4[i%4]
-					want := dotQ8_0RawGo([2][]byte{w0, w1}[i/4], c.qs, c.d, c.neg)
-					if !sameBits(got[i], want) {
-						t.Errorf("nb %d edge %v cols %d out %d: %g (%#x), Go %g (%#x)", nb, edge, ci, i, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+				outs := map[string][8]float32{"wrapper": got}
+				if !c4[0].neg && !c4[1].neg && !c4[2].neg && !c4[3].neg {
+					// Both assembly kernels, whichever the wrapper takes.
+					ptrs := [4]*int8{&c4[0].qs[0], &c4[1].qs[0], &c4[2].qs[0], &c4[3].qs[0]}
+					var o [8]float32
+					dotQ8_0x2x4AVX2(&w0[0], &w1[0], &ptrs, &rs[0], &dc[0], nb, &o)
+					outs["avx2"] = o
+					if useVNNI {
+						dotQ8_0x2x4VNNI(&w0[0], &w1[0], &ptrs, &rs[0], &dc[0], nb, &o)
+						outs["vnni"] = o
+					}
+				}
+				for name, got := range outs {
+					for i := range got {
+						c := c4[i%4]
+						want := dotQ8_0RawGo([2][]byte{w0, w1}[i/4], c.qs, c.d, c.neg)
+						if !sameBits(got[i], want) {
+							t.Errorf("%s nb %d edge %v cols %d out %d: %g (%#x), Go %g (%#x)", name, nb, edge, ci, i, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+						}
 					}
 				}
 			}
