@@ -127,8 +127,7 @@ type matmul struct {
 	// q8x: Q8_0 rows read raw (AVX2) with at least four columns per b
 	// batch: pairs of rows meet groups of four columns in dotQ8_0x2x4,
 	// which takes the columns' scales from dc4 (per group of four columns
-	// c..c+3, c a multiple of 4: per block their four scales) and the
-	// rows' from the tile (tile.rs).
+	// c..c+3, c a multiple of 4: per block their four scales).
 	q8x bool
 	dc4 []float32
 	// corr4: with AVX512-VNNI, per group of four columns and block, each
@@ -645,7 +644,6 @@ type tile struct {
 	out4 []float32   // mmQ8_K rows in place: four columns of results for a strided dst
 	rows [][]float32 // float kind
 	wide []float32   // matmul.wide: the raw rows widened to float32, k apart
-	rs   []float32   // matmul.q8x: the rows' scales by pairs (q8PairScales)
 	buf  *[]float32
 	q    []int8 // mmQ8_0
 	d    []float32
@@ -665,9 +663,6 @@ func newTile(m *matmul, rt int) *tile {
 		}
 		if m.kind == mmQ8_K && m.pk == nil {
 			t.out4 = make([]float32, 4*rt) // mulRawK's four columns
-		}
-		if m.q8x {
-			t.rs = make([]float32, (rt+1)/2*8*(k/32))
 		}
 		return t
 	}
@@ -726,11 +721,6 @@ func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
 				if err := loadRowInto(a, off, t.wide[j*k:(j+1)*k]); err != nil {
 					panic(err)
 				}
-				continue
-			}
-			if m.q8x {
-				nb := k / 32
-				q8PairScales(t.rs[j/2*8*nb:], t.raw[j], nb, j%2)
 				continue
 			}
 			if m.packed && j%8 == 7 {
@@ -912,7 +902,7 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				}
 				for ; r+2 <= nr; r += 2 {
 					var o [8]float32
-					dotQ8_0x2x4(t.raw[r], t.raw[r+1], &cols, t.rs[r/2*8*nb:(r/2+1)*8*nb], dc, corr, &o)
+					dotQ8_0x2x4(t.raw[r], t.raw[r+1], &cols, dc, corr, &o)
 					out.put4(&d, r0+int64(r), j, i12, i13, o[:4])
 					out.put4(&d, r0+int64(r+1), j, i12, i13, o[4:])
 				}

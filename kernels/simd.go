@@ -69,25 +69,24 @@ func dotQ8_0Rawx4(src []byte, c *[4]q8Row, out *[4]float32) {
 }
 
 // dotQ8_0x2x4 sets out[4r+c] = dotQ8_0Rawx4's out[c] for the Q8_0 rows
-// src0, src1 (r = 0, 1) and four activation columns c. rs holds the rows'
-// scales as q8PairScales lays them out and dc the columns' as
-// matmul.dc4 does (both float32, as the blocks' F16 scales widen); corr,
-// when not nil, the columns' VPDPBUSD corrections as matmul.corr4 lays
-// them out (q8Corr4), for the AVX512-VNNI kernel.
-func dotQ8_0x2x4(src0, src1 []byte, c *[4]q8Row, rs, dc []float32, corr []int32, out *[8]float32) {
+// src0, src1 (r = 0, 1) and four activation columns c. dc holds the
+// columns' scales as matmul.dc4 lays them out (per block, the four
+// columns' float32 scales); corr, when not nil, the columns' VPDPBUSD
+// corrections as matmul.corr4 does (q8Corr4), for the AVX512-VNNI kernel.
+func dotQ8_0x2x4(src0, src1 []byte, c *[4]q8Row, dc []float32, corr []int32, out *[8]float32) {
 	nb := len(c[0].d)
 	if useAVX2 && nb > 0 && !c[0].neg && !c[1].neg && !c[2].neg && !c[3].neg {
-		_, _, _, _ = src0[nb*34-1], src1[nb*34-1], rs[nb*8-1], dc[nb*4-1]
+		_, _, _ = src0[nb*34-1], src1[nb*34-1], dc[nb*4-1]
 		for i := range c {
 			_ = c[i].qs[nb*32-1]
 		}
 		ptrs := [4]*int8{&c[0].qs[0], &c[1].qs[0], &c[2].qs[0], &c[3].qs[0]}
 		if useVNNI && corr != nil {
 			_ = corr[nb*32-1]
-			dotQ8_0x2x4VNNI(&src0[0], &src1[0], &ptrs, &rs[0], &dc[0], &corr[0], nb, out)
+			dotQ8_0x2x4VNNI(&src0[0], &src1[0], &ptrs, &dc[0], &corr[0], nb, out)
 			return
 		}
-		dotQ8_0x2x4AVX2(&src0[0], &src1[0], &ptrs, &rs[0], &dc[0], nb, out)
+		dotQ8_0x2x4AVX2(&src0[0], &src1[0], &ptrs, &dc[0], nb, out)
 		return
 	}
 	var o [4]float32
@@ -109,21 +108,6 @@ func q8Corr4(corr []int32, qs []int8, slot int) {
 		for i := range o {
 			o[i] = -128 * (int32(q[4*i]) + int32(q[4*i+1]) + int32(q[4*i+2]) + int32(q[4*i+3]))
 		}
-	}
-}
-
-// q8PairScales writes the block scales of Q8_0 row src (nb blocks) into
-// rs, the layout dotQ8_0x2x4 reads for a pair of rows: per block eight
-// floats, four copies of row 0's scale then four of row 1's; half (0 or
-// 1) says which this row is.
-func q8PairScales(rs []float32, src []byte, nb, half int) {
-	tab := f16tab()
-	src = src[:nb*34]
-	rs = rs[:nb*8]
-	for b := range nb {
-		d := tab[uint16(src[34*b])|uint16(src[34*b+1])<<8]
-		o := rs[8*b+4*half : 8*b+4*half+4 : 8*b+4*half+4]
-		o[0], o[1], o[2], o[3] = d, d, d, d
 	}
 }
 

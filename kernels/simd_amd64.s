@@ -1705,13 +1705,14 @@ f32x3x4loop:
 	VBROADCASTSS S, Y14        \
 	VFMADD231PS Y14, Y13, ACC
 
-// func dotQ8_0x2x4AVX2(src0, src1 *byte, qs *[4]*int8, rs *float32, dc *float32, nb int, out *[8]float32)
+// func dotQ8_0x2x4AVX2(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32)
 // dotQ8_0Rawx4AVX2 for two Q8_0 rows at once (out[4r+c]). The scale
-// products of a block come from one multiply: rs holds per block the
-// eight floats d0,d0,d0,d0,d1,d1,d1,d1 (the rows' scales), dc the four
-// columns' scales; lane 4r+c of their product is d_r·d_c, the float32
-// product tinyBLAS takes. Same lanes and order per output element.
-TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $32-56
+// products of a block come from one multiply: the rows' F16 scales
+// widened as d0,d0,d0,d0,d1,d1,d1,d1 times the four columns' scales (dc,
+// per block, broadcast to both halves); lane 4r+c of the product is
+// d_r·d_c, the float32 product tinyBLAS takes. Same lanes and order per
+// output element.
+TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $32-48
 	MOVQ src0+0(FP), SI
 	MOVQ src1+8(FP), DI
 	MOVQ qs+16(FP), AX
@@ -1719,9 +1720,8 @@ TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $32-56
 	MOVQ 8(AX), R9
 	MOVQ 16(AX), R10
 	MOVQ 24(AX), R11
-	MOVQ rs+24(FP), BX
-	MOVQ dc+32(FP), DX
-	MOVQ nb+40(FP), CX
+	MOVQ dc+24(FP), DX
+	MOVQ nb+32(FP), CX
 	SHLQ $5, CX // 32·nb: R13 runs over 32·block
 	XORQ R13, R13
 	BCAST32($0x00010001, X15, Y15)
@@ -1739,7 +1739,10 @@ TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $32-56
 q8x2x4loop:
 	VPABSB 2(SI), Y10
 	VPABSB 2(DI), Y11
-	VMOVUPS (BX)(R13*1), Y14
+	VPBROADCASTW 0(SI), X14
+	VPBROADCASTW 0(DI), X13
+	VPUNPCKLQDQ X13, X14, X14
+	VCVTPH2PS X14, Y14
 	VBROADCASTF128 (DX), Y13
 	VMULPS Y13, Y14, Y14
 	VMOVUPS Y14, 0(SP)
@@ -1763,7 +1766,7 @@ q8x2x4loop:
 	JLT  q8x2x4loop
 
 q8x2x4done:
-	MOVQ out+48(FP), AX
+	MOVQ out+40(FP), AX
 	HSUM8(Y0, X0, X8)
 	VMOVSS X0, 0(AX)
 	HSUM8(Y1, X1, X8)
@@ -1797,12 +1800,12 @@ q8x2x4done:
 	VBROADCASTSS S, Y14        \
 	VFMADD231PS Y14, Y13, ACC
 
-// func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, rs *float32, dc *float32, corr *int32, nb int, out *[8]float32)
+// func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, dc *float32, corr *int32, nb int, out *[8]float32)
 // dotQ8_0x2x4AVX2 with AVX512-VNNI's VPDPBUSD on 256-bit vectors (needs
 // AVX512VL). corr holds per block, for each of the four columns, eight
 // int32: -128 times the sum of each four bytes of the column's block.
 // Same int32 lanes, same order per output element, same bits.
-TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $32-64
+TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $32-56
 	MOVQ src0+0(FP), SI
 	MOVQ src1+8(FP), DI
 	MOVQ qs+16(FP), AX
@@ -1810,10 +1813,9 @@ TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $32-64
 	MOVQ 8(AX), R9
 	MOVQ 16(AX), R10
 	MOVQ 24(AX), R11
-	MOVQ rs+24(FP), BX
-	MOVQ dc+32(FP), DX
-	MOVQ corr+40(FP), R12
-	MOVQ nb+48(FP), CX
+	MOVQ dc+24(FP), DX
+	MOVQ corr+32(FP), R12
+	MOVQ nb+40(FP), CX
 	SHLQ $5, CX
 	XORQ R13, R13
 	BCAST32($0x80808080, X15, Y15)
@@ -1831,7 +1833,10 @@ TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $32-64
 q8x2x4vloop:
 	VPXOR 2(SI), Y15, Y10
 	VPXOR 2(DI), Y15, Y11
-	VMOVUPS (BX)(R13*1), Y14
+	VPBROADCASTW 0(SI), X14
+	VPBROADCASTW 0(DI), X13
+	VPUNPCKLQDQ X13, X14, X14
+	VCVTPH2PS X14, Y14
 	VBROADCASTF128 (DX), Y13
 	VMULPS Y13, Y14, Y14
 	VMOVUPS Y14, 0(SP)
@@ -1856,7 +1861,7 @@ q8x2x4vloop:
 	JLT  q8x2x4vloop
 
 q8x2x4vdone:
-	MOVQ out+56(FP), AX
+	MOVQ out+48(FP), AX
 	HSUM8(Y0, X0, X8)
 	VMOVSS X0, 0(AX)
 	HSUM8(Y1, X1, X8)

@@ -210,9 +210,6 @@ func TestSIMDDotQ8_0x2x4(t *testing.T) {
 		cols := quantCases(r, nb)
 		for _, edge := range []bool{false, true} {
 			w0, w1 := randQ8Weights(r, nb, edge), randQ8Weights(r, nb, !edge)
-			rs := offsetF32(make([]float32, 8*nb))
-			q8PairScales(rs, w0, nb, 0)
-			q8PairScales(rs, w1, nb, 1)
 			for ci := range cols {
 				c4 := [4]q8Row{cols[ci], cols[(ci+1)%len(cols)], cols[(ci+5)%len(cols)], cols[(ci+7)%len(cols)]}
 				dc := offsetF32(make([]float32, 4*nb))
@@ -226,16 +223,16 @@ func TestSIMDDotQ8_0x2x4(t *testing.T) {
 					q8Corr4(corr, c4[c].qs, c)
 				}
 				var got [8]float32
-				dotQ8_0x2x4(w0, w1, &c4, rs, dc, corr, &got)
+				dotQ8_0x2x4(w0, w1, &c4, dc, corr, &got)
 				outs := map[string][8]float32{"wrapper": got}
 				if !c4[0].neg && !c4[1].neg && !c4[2].neg && !c4[3].neg {
 					// Both assembly kernels, whichever the wrapper takes.
 					ptrs := [4]*int8{&c4[0].qs[0], &c4[1].qs[0], &c4[2].qs[0], &c4[3].qs[0]}
 					var o [8]float32
-					dotQ8_0x2x4AVX2(&w0[0], &w1[0], &ptrs, &rs[0], &dc[0], nb, &o)
+					dotQ8_0x2x4AVX2(&w0[0], &w1[0], &ptrs, &dc[0], nb, &o)
 					outs["avx2"] = o
 					if useVNNI {
-						dotQ8_0x2x4VNNI(&w0[0], &w1[0], &ptrs, &rs[0], &dc[0], &corr[0], nb, &o)
+						dotQ8_0x2x4VNNI(&w0[0], &w1[0], &ptrs, &dc[0], &corr[0], nb, &o)
 						outs["vnni"] = o
 					}
 				}
