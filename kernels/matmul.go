@@ -130,9 +130,6 @@ type matmul struct {
 	// c..c+3, c a multiple of 4: per block their four scales).
 	q8x bool
 	dc4 []float32
-	// corr4: with AVX512-VNNI, per group of four columns and block, each
-	// column's eight VPDPBUSD corrections (q8Corr4).
-	corr4 []int32
 	// av: vec with dense F32 weights readable in place (every stride a
 	// multiple of 4, dim 0 dense): all of a's data as float32, so that
 	// runs of rows go to matVecF32 without per-row loads (decode steps).
@@ -338,9 +335,6 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		m.negs = make([]bool, cols)
 		if m.q8x {
 			m.dc4 = make([]float32, (cols+3)/4*4*(k/32))
-			if useVNNI {
-				m.corr4 = make([]int32, (cols+3)/4*4*k)
-			}
 		}
 		if b.Type == gguf.TypeF32 && b.IsContiguous() {
 			m.bv = f32view(b.Data, cols*k)
@@ -412,9 +406,6 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 				for b, d := range m.bq.d[c*nb : (c+1)*nb] {
 					dc[4*b+c%4] = d
 				}
-			}
-			if m.corr4 != nil {
-				q8Corr4(m.corr4[c/4*4*k:(c/4+1)*4*k], qs, c%4)
 			}
 			blockSums32(qs, sum)
 			if m.bq.s != nil {
@@ -896,13 +887,10 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				nb := m.k / 32
 				g := int(base + j)
 				dc := m.dc4[g*nb : (g+4)*nb]
-				var corr []int32
-				if m.corr4 != nil {
-					corr = m.corr4[g*m.k : (g+4)*m.k]
-				}
+
 				for ; r+2 <= nr; r += 2 {
 					var o [8]float32
-					dotQ8_0x2x4(t.raw[r], t.raw[r+1], &cols, dc, corr, &o)
+					dotQ8_0x2x4(t.raw[r], t.raw[r+1], &cols, dc, &o)
 					out.put4(&d, r0+int64(r), j, i12, i13, o[:4])
 					out.put4(&d, r0+int64(r+1), j, i12, i13, o[4:])
 				}

@@ -71,9 +71,8 @@ func dotQ8_0Rawx4(src []byte, c *[4]q8Row, out *[4]float32) {
 // dotQ8_0x2x4 sets out[4r+c] = dotQ8_0Rawx4's out[c] for the Q8_0 rows
 // src0, src1 (r = 0, 1) and four activation columns c. dc holds the
 // columns' scales as matmul.dc4 lays them out (per block, the four
-// columns' float32 scales); corr, when not nil, the columns' VPDPBUSD
-// corrections as matmul.corr4 does (q8Corr4), for the AVX512-VNNI kernel.
-func dotQ8_0x2x4(src0, src1 []byte, c *[4]q8Row, dc []float32, corr []int32, out *[8]float32) {
+// columns' float32 scales).
+func dotQ8_0x2x4(src0, src1 []byte, c *[4]q8Row, dc []float32, out *[8]float32) {
 	nb := len(c[0].d)
 	if useAVX2 && nb > 0 && !c[0].neg && !c[1].neg && !c[2].neg && !c[3].neg {
 		_, _, _ = src0[nb*34-1], src1[nb*34-1], dc[nb*4-1]
@@ -81,9 +80,8 @@ func dotQ8_0x2x4(src0, src1 []byte, c *[4]q8Row, dc []float32, corr []int32, out
 			_ = c[i].qs[nb*32-1]
 		}
 		ptrs := [4]*int8{&c[0].qs[0], &c[1].qs[0], &c[2].qs[0], &c[3].qs[0]}
-		if useVNNI && corr != nil {
-			_ = corr[nb*32-1]
-			dotQ8_0x2x4VNNI(&src0[0], &src1[0], &ptrs, &dc[0], &corr[0], nb, out)
+		if useVNNI {
+			dotQ8_0x2x4VNNI(&src0[0], &src1[0], &ptrs, &dc[0], nb, out)
 			return
 		}
 		dotQ8_0x2x4AVX2(&src0[0], &src1[0], &ptrs, &dc[0], nb, out)
@@ -94,21 +92,6 @@ func dotQ8_0x2x4(src0, src1 []byte, c *[4]q8Row, dc []float32, corr []int32, out
 	copy(out[:4], o[:])
 	dotQ8_0Rawx4(src1, c, &o)
 	copy(out[4:], o[:])
-}
-
-// q8Corr4 writes column slot (0..3) of a group's VPDPBUSD corrections
-// for the Q8_0 activation row qs: per block b, the eight int32 at
-// corr[32b+8·slot:] are -128 times the sums of the block's bytes 4i..4i+3.
-func q8Corr4(corr []int32, qs []int8, slot int) {
-	nb := len(qs) / 32
-	corr = corr[:nb*32]
-	for b := range nb {
-		q := qs[32*b : 32*b+32 : 32*b+32]
-		o := corr[32*b+8*slot : 32*b+8*slot+8 : 32*b+8*slot+8]
-		for i := range o {
-			o[i] = -128 * (int32(q[4*i]) + int32(q[4*i+1]) + int32(q[4*i+2]) + int32(q[4*i+3]))
-		}
-	}
 }
 
 // dotQ4_0x8 is dotQ4_0x8Go (llama.cpp's repacked q4_0_8x8 order) for eight

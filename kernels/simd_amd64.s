@@ -1786,26 +1786,21 @@ q8x2x4done:
 	VZEROUPPER
 	RET
 
-// Q8X2PAIRVNNI multiplies the activation block in Y12 (signed) with a
-// weight row block given as unsigned bytes a+128 (in AU) and adds the
-// sums, scaled by the product at S, into ACC. VPDPBUSD adds the four-byte
-// sums of (a+128)·b to the column's correction at C (-128 times the sums
-// of b's bytes), which leaves the exact int32 lanes of a·b that
-// VPMADDUBSW and VPMADDWD give after ggml's sign trick (the columns hold
-// no -128, which the sign trick would wrap).
-#define Q8X2PAIRVNNI(AU, C, S, ACC) \
-	VMOVDQU C, Y9              \
-	VPDPBUSD Y12, AU, Y9       \
+// Q8X2PAIRVNNI is Q8X2PAIR with the four-byte sums of one VPDPBUSD (into
+// zero) in place of VPMADDUBSW and VPMADDWD: the same exact int32 lanes,
+// since VPMADDUBSW's pairs never saturate here (|a| <= 128, |b| <= 127).
+#define Q8X2PAIRVNNI(A, ABS, S, ACC) \
+	VPSIGNB A, Y12, Y13        \
+	VPXOR Y9, Y9, Y9           \
+	VPDPBUSD Y13, ABS, Y9      \
 	VCVTDQ2PS Y9, Y13          \
 	VBROADCASTSS S, Y14        \
 	VFMADD231PS Y14, Y13, ACC
 
-// func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, dc *float32, corr *int32, nb int, out *[8]float32)
+// func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32)
 // dotQ8_0x2x4AVX2 with AVX512-VNNI's VPDPBUSD on 256-bit vectors (needs
-// AVX512VL). corr holds per block, for each of the four columns, eight
-// int32: -128 times the sum of each four bytes of the column's block.
-// Same int32 lanes, same order per output element, same bits.
-TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $32-56
+// AVX512VL). Same int32 lanes, same order per output element, same bits.
+TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $32-48
 	MOVQ src0+0(FP), SI
 	MOVQ src1+8(FP), DI
 	MOVQ qs+16(FP), AX
@@ -1814,11 +1809,9 @@ TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $32-56
 	MOVQ 16(AX), R10
 	MOVQ 24(AX), R11
 	MOVQ dc+24(FP), DX
-	MOVQ corr+32(FP), R12
-	MOVQ nb+40(FP), CX
+	MOVQ nb+32(FP), CX
 	SHLQ $5, CX
 	XORQ R13, R13
-	BCAST32($0x80808080, X15, Y15)
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
 	VXORPS Y2, Y2, Y2
@@ -1831,8 +1824,8 @@ TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $32-56
 	JZ     q8x2x4vdone
 
 q8x2x4vloop:
-	VPXOR 2(SI), Y15, Y10
-	VPXOR 2(DI), Y15, Y11
+	VPABSB 2(SI), Y10
+	VPABSB 2(DI), Y11
 	VPBROADCASTW 0(SI), X14
 	VPBROADCASTW 0(DI), X13
 	VPUNPCKLQDQ X13, X14, X14
@@ -1841,27 +1834,26 @@ q8x2x4vloop:
 	VMULPS Y13, Y14, Y14
 	VMOVUPS Y14, 0(SP)
 	VMOVDQU (R8)(R13*1), Y12
-	Q8X2PAIRVNNI(Y10, 0(R12), 0(SP), Y0)
-	Q8X2PAIRVNNI(Y11, 0(R12), 16(SP), Y4)
+	Q8X2PAIRVNNI(2(SI), Y10, 0(SP), Y0)
+	Q8X2PAIRVNNI(2(DI), Y11, 16(SP), Y4)
 	VMOVDQU (R9)(R13*1), Y12
-	Q8X2PAIRVNNI(Y10, 32(R12), 4(SP), Y1)
-	Q8X2PAIRVNNI(Y11, 32(R12), 20(SP), Y5)
+	Q8X2PAIRVNNI(2(SI), Y10, 4(SP), Y1)
+	Q8X2PAIRVNNI(2(DI), Y11, 20(SP), Y5)
 	VMOVDQU (R10)(R13*1), Y12
-	Q8X2PAIRVNNI(Y10, 64(R12), 8(SP), Y2)
-	Q8X2PAIRVNNI(Y11, 64(R12), 24(SP), Y6)
+	Q8X2PAIRVNNI(2(SI), Y10, 8(SP), Y2)
+	Q8X2PAIRVNNI(2(DI), Y11, 24(SP), Y6)
 	VMOVDQU (R11)(R13*1), Y12
-	Q8X2PAIRVNNI(Y10, 96(R12), 12(SP), Y3)
-	Q8X2PAIRVNNI(Y11, 96(R12), 28(SP), Y7)
+	Q8X2PAIRVNNI(2(SI), Y10, 12(SP), Y3)
+	Q8X2PAIRVNNI(2(DI), Y11, 28(SP), Y7)
 	ADDQ $34, SI
 	ADDQ $34, DI
 	ADDQ $16, DX
-	ADDQ $128, R12
 	ADDQ $32, R13
 	CMPQ R13, CX
 	JLT  q8x2x4vloop
 
 q8x2x4vdone:
-	MOVQ out+48(FP), AX
+	MOVQ out+40(FP), AX
 	HSUM8(Y0, X0, X8)
 	VMOVSS X0, 0(AX)
 	HSUM8(Y1, X1, X8)

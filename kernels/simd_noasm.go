@@ -64,6 +64,6 @@ func dotF32x3x4FMAAVX2(a *[3]*float32, b *[4]*float32, n int, out *[12]float32) 
 func dotQ8_0x2x4AVX2(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32) {
 	panic("kernels: no SIMD")
 }
-func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, dc *float32, corr *int32, nb int, out *[8]float32) {
+func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32) {
 	panic("kernels: no SIMD")
 }

@@ -218,12 +218,8 @@ func TestSIMDDotQ8_0x2x4(t *testing.T) {
 						dc[4*b+c] = c4[c].d[b]
 					}
 				}
-				corr := make([]int32, 32*nb)
-				for c := range 4 {
-					q8Corr4(corr, c4[c].qs, c)
-				}
 				var got [8]float32
-				dotQ8_0x2x4(w0, w1, &c4, dc, corr, &got)
+				dotQ8_0x2x4(w0, w1, &c4, dc, &got)
 				outs := map[string][8]float32{"wrapper": got}
 				if !c4[0].neg && !c4[1].neg && !c4[2].neg && !c4[3].neg {
 					// Both assembly kernels, whichever the wrapper takes.
@@ -232,7 +228,7 @@ func TestSIMDDotQ8_0x2x4(t *testing.T) {
 					dotQ8_0x2x4AVX2(&w0[0], &w1[0], &ptrs, &dc[0], nb, &o)
 					outs["avx2"] = o
 					if useVNNI {
-						dotQ8_0x2x4VNNI(&w0[0], &w1[0], &ptrs, &dc[0], &corr[0], nb, &o)
+						dotQ8_0x2x4VNNI(&w0[0], &w1[0], &ptrs, &dc[0], nb, &o)
 						outs["vnni"] = o
 					}
 				}
