@@ -297,3 +297,11 @@ func dotVecTail(red float32, a, b []float32, np int, f16 bool) float32 {
 	}
 	return red
 }
+
+// dotF32x3x4FMAGo is the pure-Go twin of dotF32x3x4FMA: dotF32x4FMAGo per
+// row.
+func dotF32x3x4FMAGo(a0, a1, a2, b0, b1, b2, b3 []float32, out *[12]float32) {
+	for r, a := range [3][]float32{a0, a1, a2} {
+		out[4*r], out[4*r+1], out[4*r+2], out[4*r+3] = dotF32x4FMAGo(a, b0, b1, b2, b3)
+	}
+}

@@ -92,6 +92,18 @@ type matmul struct {
 	// inner dimension that is not a multiple of 8.
 	vec    bool
 	vecF16 bool // vec with F16 weights (ggml_vec_dot_f16)
+	// wide: F16 rows read raw (AVX2) in tinyBLAS's order with at least
+	// four columns per b batch: each tile also widens its rows to float32
+	// once (tile.wide), for the 3x4 register tile (dotF32x3x4FMA) that
+	// converts nothing in its loop. The products of F16 values are exact,
+	// so the FMAs give the bits of dotF16F32.
+	wide bool
+	// q8x: Q8_0 rows read raw (AVX2) with at least four columns per b
+	// batch: pairs of rows meet groups of four columns in dotQ8_0x2x4,
+	// which takes the columns' scales from dc4 (per group of four columns
+	// c..c+3, c a multiple of 4: per block their four scales).
+	q8x bool
+	dc4 []float32
 	// av: vec with dense F32 weights readable in place (every stride a
 	// multiple of 4, dim 0 dense): all of a's data as float32, so that
 	// runs of rows go to matVecF32 without per-row loads (decode steps).
@@ -273,6 +285,8 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	if useAVX2 && m.kind == mmQ8_0 && legacyRaw(a.Type) || m.kind == mmQ8_K && k23Raw(a.Type) {
 		m.raw = true // legacy.go's, k23.go's kernels, decode and prefill
 	}
+	m.wide = useAVX2 && m.raw && m.kind == mmFloat && a.Type == gguf.TypeF16 && !m.vec && m.n >= 4
+	m.q8x = useAVX2 && m.raw && m.kind == mmQ8_0 && a.Type == gguf.TypeQ8_0 && m.n >= 4
 	cols := int(b.NRows())
 	m.cols = cols
 	k := m.k
@@ -293,6 +307,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 			m.bq.s = make([]float32, cols*k/32)
 		}
 		m.negs = make([]bool, cols)
+		if m.q8x {
+			m.dc4 = make([]float32, (cols+3)/4*4*(k/32))
+		}
 		if b.Type == gguf.TypeF32 && b.IsContiguous() {
 			m.bv = f32view(b.Data, cols*k)
 		}
@@ -357,6 +374,13 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 			}
 			qs, sum := m.bq.qs[c*k:(c+1)*k], m.bq.sum[c*k/32:(c+1)*k/32]
 			m.negs[c] = quantizeQ8_0(x, qs, m.bq.d[c*k/32:(c+1)*k/32])
+			if m.dc4 != nil {
+				nb := k / 32
+				dc := m.dc4[c/4*4*nb:]
+				for b, d := range m.bq.d[c*nb : (c+1)*nb] {
+					dc[4*b+c%4] = d
+				}
+			}
 			blockSums32(qs, sum)
 			if m.bq.s != nil {
 				q8_1Sums(x, qs, m.bq.s[c*k/32:(c+1)*k/32])
@@ -483,6 +507,9 @@ func (m *matmul) schedule(w int) (grain int) {
 	if m.repack || m.kind == mmQ8_K && m.pk != nil || m.iq4x8 {
 		rt = max(8, rt&^7) // whole groups of 8 rows
 	}
+	if m.wide && rt > 3 {
+		rt -= rt % 3 // whole register tiles of 3 rows
+	}
 	m.rt = rt
 	m.tilesPerBatch = (M + rt - 1) / rt
 	m.tasks = int(nA * m.tilesPerBatch)
@@ -517,6 +544,19 @@ func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
 		m.runVecTasks(out, lo, hi)
 		return
 	}
+	if m.wide {
+		p := getWide(int(m.rt) * m.k)
+		tile.wide = *p
+		m.runTiles(tile, out, lo, hi)
+		tile.wide = nil
+		widePool.Put(p)
+		return
+	}
+	m.runTiles(tile, out, lo, hi)
+}
+
+// runTiles is runTasks' loop over its tasks.
+func (m *matmul) runTiles(tile *tile, out *dstWriter, lo, hi int) {
 	a := m.a
 	M, rt := a.Ne[1], m.rt
 	for t := lo; t < hi; t++ {
@@ -568,6 +608,7 @@ type tile struct {
 	out  []float32   // matmul.pk: one column of results for a strided dst
 	out4 []float32   // mmQ8_K rows in place: four columns of results for a strided dst
 	rows [][]float32 // float kind
+	wide []float32   // matmul.wide: the raw rows widened to float32, k apart
 	buf  *[]float32
 	q    []int8 // mmQ8_0
 	d    []float32
@@ -641,6 +682,12 @@ func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
 		j := int(r - r0)
 		if m.raw {
 			t.raw[j] = a.Data[off:]
+			if m.wide {
+				if err := loadRowInto(a, off, t.wide[j*k:(j+1)*k]); err != nil {
+					panic(err)
+				}
+				continue
+			}
 			if m.packed && j%8 == 7 {
 				nb := k / 32
 				g := j / 8
@@ -809,7 +856,21 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 		for ; j+4 <= m.n; j += 4 {
 			cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
 			d := out.cols4(j, i12, i13)
-			for r, row := range t.raw[:nr] {
+			r := 0
+			if m.q8x && (base+j)%4 == 0 {
+				nb := m.k / 32
+				g := int(base + j)
+				dc := m.dc4[g*nb : (g+4)*nb]
+
+				for ; r+2 <= nr; r += 2 {
+					var o [8]float32
+					dotQ8_0x2x4(t.raw[r], t.raw[r+1], &cols, dc, &o)
+					out.put4(&d, r0+int64(r), j, i12, i13, o[:4])
+					out.put4(&d, r0+int64(r+1), j, i12, i13, o[4:])
+				}
+			}
+			for ; r < nr; r++ {
+				row := t.raw[r]
 				var o [4]float32
 				dotQ8_0Rawx4(row, &cols, &o)
 				out.put4(&d, r0+int64(r), j, i12, i13, o[:])
@@ -836,6 +897,22 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 			c0, c1, c2, c3 := m.col(base+j0), m.col(base+j0+1), m.col(base+j0+2), m.col(base+j0+3)
 			d := out.cols4(j0, i12, i13)
 			r := 0
+			if m.wide {
+				k := m.k
+				w := t.wide
+				for ; r+3 <= nr; r += 3 {
+					var o [12]float32
+					dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)
+					for e := range 3 {
+						out.put4(&d, r0+int64(r+e), j0, i12, i13, o[4*e:4*e+4])
+					}
+				}
+				for ; r < nr; r++ {
+					var o [4]float32
+					o[0], o[1], o[2], o[3] = dotF32x4FMA(w[r*k:(r+1)*k], c0, c1, c2, c3)
+					out.put4(&d, r0+int64(r), j0, i12, i13, o[:])
+				}
+			}
 			for ; r+2 <= nr; r += 2 {
 				var o [8]float32
 				dotF16x2x4(t.raw[r], t.raw[r+1], c0, c1, c2, c3, &o)
@@ -848,6 +925,22 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				out.put4(&d, r0+int64(r), j0, i12, i13, o[:])
 			}
 		}
+	}
+	if m.a.Type == gguf.TypeF16 && m.vec && nr > 0 {
+		// Decode: the tile's rows in one kernel call, into dst's column
+		// when it is dense.
+		stride := int(m.a.Nb[1])
+		for j := j0; j < m.n; j++ {
+			c := m.col(base + j)
+			if d := out.col(j, i12, i13); d != nil {
+				matVecF16(t.raw[0], stride, c, d[r0:r0+int64(nr)])
+				continue
+			}
+			for r, row := range t.raw[:nr] {
+				out.put(r0+int64(r), j, i12, i13, dotVecF16Raw(row, c))
+			}
+		}
+		return
 	}
 	for j := j0; j < m.n; j++ {
 		for r, row := range t.raw[:nr] {

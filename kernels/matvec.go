@@ -23,6 +23,25 @@ func matVecF32(a []float32, stride int, b, out []float32) {
 	}
 }
 
+// matVecF16 sets out[r] = dotVecF16Raw(a[r*stride:], b) for every r <
+// len(out): the F16 matrix-vector product of a decode step
+// (ggml_vec_dot_f16 per row), in one assembly call when the SIMD kernels
+// are in use and len(b) is a multiple of 32 (no leftover products).
+func matVecF16(a []byte, stride int, b, out []float32) {
+	rows, n := len(out), len(b)
+	if rows == 0 {
+		return
+	}
+	_ = a[(rows-1)*stride+2*n-1]
+	if useAVX2 && n > 0 && n%32 == 0 {
+		matVecF16AVX2(&a[0], stride, rows, &b[0], n, &out[0])
+		return
+	}
+	for r := range out {
+		out[r] = dotVecF16Raw(a[r*stride:r*stride+2*n], b)
+	}
+}
+
 // f16Rows widens rows rows of n little-endian halves, row r starting at
 // src[r*stride:], into dst[r*n:(r+1)*n] (exact: vcvtph2ps when the SIMD
 // kernels are in use and n is a multiple of 8, else the F16 table).

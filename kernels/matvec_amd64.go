@@ -16,3 +16,6 @@ func softmaxScaleMaxAVX2(w *float32, m *float32, n int, scale, slope float32) (m
 
 //go:noescape
 func f16T8AVX2(dst *float32, dstStride int, src *byte, stride int, n int)
+
+//go:noescape
+func matVecF16AVX2(a *byte, stride int, rows int, b *float32, n int, out *float32)

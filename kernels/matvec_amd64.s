@@ -389,3 +389,109 @@ f16t8loop:
 	JNZ  f16t8loop
 	VZEROUPPER
 	RET
+
+// F16VREDUCE reduces ggml_vec_dot_f16's four accumulators A0..A3 into the
+// low lane of X0 (A0's low half) as dotVecF16RawAVX2 does: (A0+A2) +
+// (A1+A3), the halves, two horizontal adds. T is clobbered.
+#define F16VREDUCE(A0, A1, A2, A3, X0, T) \
+	VADDPS       A2, A0, A0 \
+	VADDPS       A3, A1, A1 \
+	VADDPS       A1, A0, A0 \
+	VEXTRACTF128 $1, A0, T  \
+	VADDPS       T, X0, X0  \
+	VHADDPS      X0, X0, X0 \
+	VHADDPS      X0, X0, X0
+
+// func matVecF16AVX2(a *byte, stride int, rows int, b *float32, n int, out *float32)
+// out[r] = dotVecF16RawAVX2(a + r·stride, b, n) for r < rows (rows >= 1,
+// n a positive multiple of 32): the F16 matrix-vector product of a decode
+// step in one call. Rows go two at a time (Y0-Y3 and Y4-Y7 accumulate
+// rows r and r+1; each row's operations are unchanged), an odd last row
+// alone.
+TEXT ·matVecF16AVX2(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ stride+8(FP), DX
+	MOVQ rows+16(FP), R8
+	MOVQ b+24(FP), DI
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), R9
+
+mf2row:
+	CMPQ R8, $2
+	JLT  mfrow
+	LEAQ (SI)(DX*1), R14
+	MOVQ SI, R11
+	MOVQ DI, R12
+	MOVQ CX, R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+mf2loop:
+	VCVTPH2PS   0(R11), Y8
+	VCVTPH2PS   16(R11), Y9
+	VCVTPH2PS   32(R11), Y10
+	VCVTPH2PS   48(R11), Y11
+	VCVTPH2PS   0(R14), Y12
+	VCVTPH2PS   16(R14), Y13
+	VCVTPH2PS   32(R14), Y14
+	VCVTPH2PS   48(R14), Y15
+	VFMADD231PS 0(R12), Y8, Y0
+	VFMADD231PS 0(R12), Y12, Y4
+	VFMADD231PS 32(R12), Y9, Y1
+	VFMADD231PS 32(R12), Y13, Y5
+	VFMADD231PS 64(R12), Y10, Y2
+	VFMADD231PS 64(R12), Y14, Y6
+	VFMADD231PS 96(R12), Y11, Y3
+	VFMADD231PS 96(R12), Y15, Y7
+	ADDQ        $64, R11
+	ADDQ        $64, R14
+	ADDQ        $128, R12
+	SUBQ        $32, R13
+	JNZ         mf2loop
+
+	F16VREDUCE(Y0, Y1, Y2, Y3, X0, X8)
+	VMOVSS X0, 0(R9)
+	F16VREDUCE(Y4, Y5, Y6, Y7, X4, X8)
+	VMOVSS X4, 4(R9)
+	ADDQ   $8, R9
+	LEAQ   (SI)(DX*2), SI
+	SUBQ   $2, R8
+	JMP    mf2row
+
+mfrow:
+	TESTQ R8, R8
+	JZ    mfdone
+	MOVQ  SI, R11
+	MOVQ  DI, R12
+	MOVQ  CX, R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+mf1loop:
+	VCVTPH2PS   0(R11), Y8
+	VCVTPH2PS   16(R11), Y9
+	VCVTPH2PS   32(R11), Y10
+	VCVTPH2PS   48(R11), Y11
+	VFMADD231PS 0(R12), Y8, Y0
+	VFMADD231PS 32(R12), Y9, Y1
+	VFMADD231PS 64(R12), Y10, Y2
+	VFMADD231PS 96(R12), Y11, Y3
+	ADDQ        $64, R11
+	ADDQ        $128, R12
+	SUBQ        $32, R13
+	JNZ         mf1loop
+
+	F16VREDUCE(Y0, Y1, Y2, Y3, X0, X8)
+	VMOVSS X0, 0(R9)
+
+mfdone:
+	VZEROUPPER
+	RET

@@ -17,3 +17,7 @@ func softmaxScaleMaxAVX2(w *float32, m *float32, n int, scale, slope float32) (m
 }
 
 func f16T8AVX2(dst *float32, dstStride int, src *byte, stride int, n int) { panic("kernels: no SIMD") }
+
+func matVecF16AVX2(a *byte, stride int, rows int, b *float32, n int, out *float32) {
+	panic("kernels: no SIMD")
+}

@@ -81,3 +81,22 @@ func getF32(n int) *[]float32 {
 
 // putF32 returns a scratch slice to the pool.
 func putF32(p *[]float32) { f32Pool.Put(p) }
+
+// wideMin is the least capacity of a widePool buffer (floats): a tile of
+// F16 rows read raw holds about 160 KiB of them (matmul.schedule), 80 Ki
+// values once widened, so one size serves every product.
+const wideMin = 80 << 10
+
+// widePool recycles the float32 copies of F16 weight tiles (tile.wide),
+// apart from f32Pool so that smaller scratch slices do not displace them.
+var widePool sync.Pool
+
+// getWide returns a widePool buffer of length n.
+func getWide(n int) *[]float32 {
+	if p, ok := widePool.Get().(*[]float32); ok && cap(*p) >= n {
+		*p = (*p)[:n]
+		return p
+	}
+	s := make([]float32, n, max(n, wideMin))
+	return &s
+}

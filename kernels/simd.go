@@ -68,6 +68,32 @@ func dotQ8_0Rawx4(src []byte, c *[4]q8Row, out *[4]float32) {
 	}
 }
 
+// dotQ8_0x2x4 sets out[4r+c] = dotQ8_0Rawx4's out[c] for the Q8_0 rows
+// src0, src1 (r = 0, 1) and four activation columns c. dc holds the
+// columns' scales as matmul.dc4 lays them out (per block, the four
+// columns' float32 scales).
+func dotQ8_0x2x4(src0, src1 []byte, c *[4]q8Row, dc []float32, out *[8]float32) {
+	nb := len(c[0].d)
+	if useAVX2 && nb > 0 && !c[0].neg && !c[1].neg && !c[2].neg && !c[3].neg {
+		_, _, _ = src0[nb*34-1], src1[nb*34-1], dc[nb*4-1]
+		for i := range c {
+			_ = c[i].qs[nb*32-1]
+		}
+		ptrs := [4]*int8{&c[0].qs[0], &c[1].qs[0], &c[2].qs[0], &c[3].qs[0]}
+		if useVNNI {
+			dotQ8_0x2x4VNNI(&src0[0], &src1[0], &ptrs, &dc[0], nb, out)
+			return
+		}
+		dotQ8_0x2x4AVX2(&src0[0], &src1[0], &ptrs, &dc[0], nb, out)
+		return
+	}
+	var o [4]float32
+	dotQ8_0Rawx4(src0, c, &o)
+	copy(out[:4], o[:])
+	dotQ8_0Rawx4(src1, c, &o)
+	copy(out[4:], o[:])
+}
+
 // dotQ4_0x8 is dotQ4_0x8Go (llama.cpp's repacked q4_0_8x8 order) for eight
 // weight rows src[j·stride:] and one activation row.
 func dotQ4_0x8(src []byte, stride int, c q8Row, out *[8]float32) {
@@ -161,6 +187,33 @@ func dotF32x4FMA(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
 		r3 = fma32(x, b3[i], r3)
 	}
 	return
+}
+
+// dotF32x3x4FMA sets out[4r+c] = dotF32FMA(ar, bc) for three rows a0..a2
+// and four columns b0..b3 (all of one length), sharing every load between
+// the rows and the columns (the register tile of the F16 prefill, whose
+// rows are widened to float32 once per tile).
+func dotF32x3x4FMA(a0, a1, a2, b0, b1, b2, b3 []float32, out *[12]float32) {
+	n := len(a0)
+	n8 := n &^ 7
+	if !useAVX2 || n8 == 0 {
+		dotF32x3x4FMAGo(a0, a1, a2, b0, b1, b2, b3, out)
+		return
+	}
+	a1, a2 = a1[:n], a2[:n]
+	b0, b1, b2, b3 = b0[:n], b1[:n], b2[:n], b3[:n]
+	as := [3]*float32{&a0[0], &a1[0], &a2[0]}
+	bs := [4]*float32{&b0[0], &b1[0], &b2[0], &b3[0]}
+	dotF32x3x4FMAAVX2(&as, &bs, n8, out)
+	for r, a := range [3][]float32{a0, a1, a2} {
+		for i := n8; i < n; i++ {
+			x := a[i]
+			out[4*r] = fma32(x, b0[i], out[4*r])
+			out[4*r+1] = fma32(x, b1[i], out[4*r+1])
+			out[4*r+2] = fma32(x, b2[i], out[4*r+2])
+			out[4*r+3] = fma32(x, b3[i], out[4*r+3])
+		}
+	}
 }
 
 // dotVecF16Raw is dotVec(f16 = true) with a given as raw little-endian

@@ -8,6 +8,11 @@ import "golang.org/x/sys/cpu"
 // FMA and F16C (x/sys/cpu also checks that the OS saves the YMM state).
 var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C
 
+// useVNNI selects the kernels that also take AVX512-VNNI's VPDPBUSD on
+// 256-bit vectors (AVX512VL; x/sys/cpu sets the AVX-512 flags only when
+// the OS saves that state).
+var useVNNI = useAVX2 && cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI
+
 //go:noescape
 func quantizeQ8_0AVX2(x *float32, qs *int8, d *float32, nb int) bool
 
@@ -85,3 +90,12 @@ func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int
 
 //go:noescape
 func repackQ4_0x8iAVX2(dst *byte, src *byte, stride int, nb int)
+
+//go:noescape
+func dotF32x3x4FMAAVX2(a *[3]*float32, b *[4]*float32, n int, out *[12]float32)
+
+//go:noescape
+func dotQ8_0x2x4AVX2(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32)
+
+//go:noescape
+func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32)

@@ -1611,3 +1611,264 @@ rploop:
 rpdone:
 	VZEROUPPER
 	RET
+
+// func dotF32x3x4FMAAVX2(a *[3]*float32, b *[4]*float32, n int, out *[12]float32)
+// dotF32x4FMAAVX2 for three rows at once (out[4r+c]): each row load serves
+// four columns and each column load three rows, so the loop is bound by
+// the twelve FMAs alone. Same lanes and order per output element.
+// n is a positive multiple of 8.
+TEXT ·dotF32x3x4FMAAVX2(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	MOVQ 0(AX), SI
+	MOVQ 8(AX), DI
+	MOVQ 16(AX), BX
+	MOVQ b+8(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ DX, DX
+
+f32x3x4loop:
+	VMOVUPS (SI)(DX*4), Y12
+	VMOVUPS (DI)(DX*4), Y13
+	VMOVUPS (BX)(DX*4), Y14
+	VMOVUPS (R8)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y8
+	VMOVUPS (R9)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y1
+	VFMADD231PS Y15, Y13, Y5
+	VFMADD231PS Y15, Y14, Y9
+	VMOVUPS (R10)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y2
+	VFMADD231PS Y15, Y13, Y6
+	VFMADD231PS Y15, Y14, Y10
+	VMOVUPS (R11)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y7
+	VFMADD231PS Y15, Y14, Y11
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  f32x3x4loop
+
+	MOVQ out+24(FP), AX
+	HSUM8(Y0, X0, X12)
+	VMOVSS X0, 0(AX)
+	HSUM8(Y1, X1, X12)
+	VMOVSS X1, 4(AX)
+	HSUM8(Y2, X2, X12)
+	VMOVSS X2, 8(AX)
+	HSUM8(Y3, X3, X12)
+	VMOVSS X3, 12(AX)
+	HSUM8(Y4, X4, X12)
+	VMOVSS X4, 16(AX)
+	HSUM8(Y5, X5, X12)
+	VMOVSS X5, 20(AX)
+	HSUM8(Y6, X6, X12)
+	VMOVSS X6, 24(AX)
+	HSUM8(Y7, X7, X12)
+	VMOVSS X7, 28(AX)
+	HSUM8(Y8, X8, X12)
+	VMOVSS X8, 32(AX)
+	HSUM8(Y9, X9, X12)
+	VMOVSS X9, 36(AX)
+	HSUM8(Y10, X10, X12)
+	VMOVSS X10, 40(AX)
+	HSUM8(Y11, X11, X12)
+	VMOVSS X11, 44(AX)
+	VZEROUPPER
+	RET
+
+// Q8X2PAIR multiplies the activation block in Y12 (signed) with weight
+// row block A (its values at memory A, their magnitudes in ABS) and adds
+// the sums, scaled by the product at S, into ACC: Q8X4COL's steps.
+#define Q8X2PAIR(A, ABS, S, ACC) \
+	VPSIGNB A, Y12, Y13        \
+	VPMADDUBSW Y13, ABS, Y13   \
+	VPMADDWD Y15, Y13, Y13     \
+	VCVTDQ2PS Y13, Y13         \
+	VBROADCASTSS S, Y14        \
+	VFMADD231PS Y14, Y13, ACC
+
+// func dotQ8_0x2x4AVX2(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32)
+// dotQ8_0Rawx4AVX2 for two Q8_0 rows at once (out[4r+c]). The scale
+// products of a block come from one multiply: the rows' F16 scales
+// widened as d0,d0,d0,d0,d1,d1,d1,d1 times the four columns' scales (dc,
+// per block, broadcast to both halves); lane 4r+c of the product is
+// d_r·d_c, the float32 product tinyBLAS takes. Same lanes and order per
+// output element.
+TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $32-48
+	MOVQ src0+0(FP), SI
+	MOVQ src1+8(FP), DI
+	MOVQ qs+16(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ dc+24(FP), DX
+	MOVQ nb+32(FP), CX
+	SHLQ $5, CX // 32·nb: R13 runs over 32·block
+	XORQ R13, R13
+	BCAST32($0x00010001, X15, Y15)
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ  CX, CX
+	JZ     q8x2x4done
+
+q8x2x4loop:
+	VPABSB 2(SI), Y10
+	VPABSB 2(DI), Y11
+	VPBROADCASTW 0(SI), X14
+	VPBROADCASTW 0(DI), X13
+	VPUNPCKLQDQ X13, X14, X14
+	VCVTPH2PS X14, Y14
+	VBROADCASTF128 (DX), Y13
+	VMULPS Y13, Y14, Y14
+	VMOVUPS Y14, 0(SP)
+	VMOVDQU (R8)(R13*1), Y12
+	Q8X2PAIR(2(SI), Y10, 0(SP), Y0)
+	Q8X2PAIR(2(DI), Y11, 16(SP), Y4)
+	VMOVDQU (R9)(R13*1), Y12
+	Q8X2PAIR(2(SI), Y10, 4(SP), Y1)
+	Q8X2PAIR(2(DI), Y11, 20(SP), Y5)
+	VMOVDQU (R10)(R13*1), Y12
+	Q8X2PAIR(2(SI), Y10, 8(SP), Y2)
+	Q8X2PAIR(2(DI), Y11, 24(SP), Y6)
+	VMOVDQU (R11)(R13*1), Y12
+	Q8X2PAIR(2(SI), Y10, 12(SP), Y3)
+	Q8X2PAIR(2(DI), Y11, 28(SP), Y7)
+	ADDQ $34, SI
+	ADDQ $34, DI
+	ADDQ $16, DX
+	ADDQ $32, R13
+	CMPQ R13, CX
+	JLT  q8x2x4loop
+
+q8x2x4done:
+	MOVQ out+40(FP), AX
+	HSUM8(Y0, X0, X8)
+	VMOVSS X0, 0(AX)
+	HSUM8(Y1, X1, X8)
+	VMOVSS X1, 4(AX)
+	HSUM8(Y2, X2, X8)
+	VMOVSS X2, 8(AX)
+	HSUM8(Y3, X3, X8)
+	VMOVSS X3, 12(AX)
+	HSUM8(Y4, X4, X8)
+	VMOVSS X4, 16(AX)
+	HSUM8(Y5, X5, X8)
+	VMOVSS X5, 20(AX)
+	HSUM8(Y6, X6, X8)
+	VMOVSS X6, 24(AX)
+	HSUM8(Y7, X7, X8)
+	VMOVSS X7, 28(AX)
+	VZEROUPPER
+	RET
+
+// Q8X2PAIRVNNI is Q8X2PAIR with the four-byte sums of one VPDPBUSD (into
+// zero) in place of VPMADDUBSW and VPMADDWD: the same exact int32 lanes,
+// since VPMADDUBSW's pairs never saturate here (|a| <= 128, |b| <= 127).
+#define Q8X2PAIRVNNI(A, ABS, S, ACC) \
+	VPSIGNB A, Y12, Y13        \
+	VPXOR Y9, Y9, Y9           \
+	VPDPBUSD Y13, ABS, Y9      \
+	VCVTDQ2PS Y9, Y13          \
+	VBROADCASTSS S, Y14        \
+	VFMADD231PS Y14, Y13, ACC
+
+// func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32)
+// dotQ8_0x2x4AVX2 with AVX512-VNNI's VPDPBUSD on 256-bit vectors (needs
+// AVX512VL). Same int32 lanes, same order per output element, same bits.
+TEXT ·dotQ8_0x2x4VNNI(SB), NOSPLIT, $32-48
+	MOVQ src0+0(FP), SI
+	MOVQ src1+8(FP), DI
+	MOVQ qs+16(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ dc+24(FP), DX
+	MOVQ nb+32(FP), CX
+	SHLQ $5, CX
+	XORQ R13, R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ  CX, CX
+	JZ     q8x2x4vdone
+
+q8x2x4vloop:
+	VPABSB 2(SI), Y10
+	VPABSB 2(DI), Y11
+	VPBROADCASTW 0(SI), X14
+	VPBROADCASTW 0(DI), X13
+	VPUNPCKLQDQ X13, X14, X14
+	VCVTPH2PS X14, Y14
+	VBROADCASTF128 (DX), Y13
+	VMULPS Y13, Y14, Y14
+	VMOVUPS Y14, 0(SP)
+	VMOVDQU (R8)(R13*1), Y12
+	Q8X2PAIRVNNI(2(SI), Y10, 0(SP), Y0)
+	Q8X2PAIRVNNI(2(DI), Y11, 16(SP), Y4)
+	VMOVDQU (R9)(R13*1), Y12
+	Q8X2PAIRVNNI(2(SI), Y10, 4(SP), Y1)
+	Q8X2PAIRVNNI(2(DI), Y11, 20(SP), Y5)
+	VMOVDQU (R10)(R13*1), Y12
+	Q8X2PAIRVNNI(2(SI), Y10, 8(SP), Y2)
+	Q8X2PAIRVNNI(2(DI), Y11, 24(SP), Y6)
+	VMOVDQU (R11)(R13*1), Y12
+	Q8X2PAIRVNNI(2(SI), Y10, 12(SP), Y3)
+	Q8X2PAIRVNNI(2(DI), Y11, 28(SP), Y7)
+	ADDQ $34, SI
+	ADDQ $34, DI
+	ADDQ $16, DX
+	ADDQ $32, R13
+	CMPQ R13, CX
+	JLT  q8x2x4vloop
+
+q8x2x4vdone:
+	MOVQ out+40(FP), AX
+	HSUM8(Y0, X0, X8)
+	VMOVSS X0, 0(AX)
+	HSUM8(Y1, X1, X8)
+	VMOVSS X1, 4(AX)
+	HSUM8(Y2, X2, X8)
+	VMOVSS X2, 8(AX)
+	HSUM8(Y3, X3, X8)
+	VMOVSS X3, 12(AX)
+	HSUM8(Y4, X4, X8)
+	VMOVSS X4, 16(AX)
+	HSUM8(Y5, X5, X8)
+	VMOVSS X5, 20(AX)
+	HSUM8(Y6, X6, X8)
+	VMOVSS X6, 24(AX)
+	HSUM8(Y7, X7, X8)
+	VMOVSS X7, 28(AX)
+	VZEROUPPER
+	RET

@@ -6,6 +6,9 @@ package kernels
 // architecture, or -tags purego), so the pure-Go twins run.
 const useAVX2 = false
 
+// useVNNI is false with useAVX2.
+const useVNNI = false
+
 // The assembly entry points do not exist in this build; useAVX2 keeps
 // these stubs from being called.
 
@@ -55,3 +58,12 @@ func dotQ8_0RowsAVX2(src *byte, stride int, qs *int8, d *float32, nb int, nr int
 	panic("kernels: no SIMD")
 }
 func repackQ4_0x8iAVX2(dst *byte, src *byte, stride int, nb int) { panic("kernels: no SIMD") }
+func dotF32x3x4FMAAVX2(a *[3]*float32, b *[4]*float32, n int, out *[12]float32) {
+	panic("kernels: no SIMD")
+}
+func dotQ8_0x2x4AVX2(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32) {
+	panic("kernels: no SIMD")
+}
+func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32) {
+	panic("kernels: no SIMD")
+}

@@ -199,6 +199,53 @@ func TestSIMDDotQ8_0(t *testing.T) {
 	}
 }
 
+// TestSIMDDotQ8_0x2x4 checks the two-row Q8_0 tile (prefill) against the
+// twin per element: random and edge weight blocks (-128 values, edge
+// scales), every activation case (those holding -128 take the fallback),
+// odd addresses.
+func TestSIMDDotQ8_0x2x4(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(27, 28))
+	for _, nb := range []int{1, 3, 8, 28} {
+		cols := quantCases(r, nb)
+		for _, edge := range []bool{false, true} {
+			w0, w1 := randQ8Weights(r, nb, edge), randQ8Weights(r, nb, !edge)
+			for ci := range cols {
+				c4 := [4]q8Row{cols[ci], cols[(ci+1)%len(cols)], cols[(ci+5)%len(cols)], cols[(ci+7)%len(cols)]}
+				dc := offsetF32(make([]float32, 4*nb))
+				for b := range nb {
+					for c := range 4 {
+						dc[4*b+c] = c4[c].d[b]
+					}
+				}
+				var got [8]float32
+				dotQ8_0x2x4(w0, w1, &c4, dc, &got)
+				outs := map[string][8]float32{"wrapper": got}
+				if !c4[0].neg && !c4[1].neg && !c4[2].neg && !c4[3].neg {
+					// Both assembly kernels, whichever the wrapper takes.
+					ptrs := [4]*int8{&c4[0].qs[0], &c4[1].qs[0], &c4[2].qs[0], &c4[3].qs[0]}
+					var o [8]float32
+					dotQ8_0x2x4AVX2(&w0[0], &w1[0], &ptrs, &dc[0], nb, &o)
+					outs["avx2"] = o
+					if useVNNI {
+						dotQ8_0x2x4VNNI(&w0[0], &w1[0], &ptrs, &dc[0], nb, &o)
+						outs["vnni"] = o
+					}
+				}
+				for name, got := range outs {
+					for i := range got {
+						c := c4[i%4]
+						want := dotQ8_0RawGo([2][]byte{w0, w1}[i/4], c.qs, c.d, c.neg)
+						if !sameBits(got[i], want) {
+							t.Errorf("%s nb %d edge %v cols %d out %d: %g (%#x), Go %g (%#x)", name, nb, edge, ci, i, got[i], math.Float32bits(got[i]), want, math.Float32bits(want))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestSIMDDotQ8_0Rows checks the many-rows Q8_0 kernel (decode tiles)
 // against the twin row by row, rows at a stride with gaps, odd addresses.
 func TestSIMDDotQ8_0Rows(t *testing.T) {
@@ -389,7 +436,8 @@ func TestSIMDMatMulSame(t *testing.T) {
 	needSIMD(t)
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, ty := range []gguf.GGMLType{gguf.TypeQ8_0, gguf.TypeQ4_0} {
-		for _, sh := range [][3]int64{{64, 16, 1}, {96, 24, 5}, {64, 12, 3}, {256, 40, 9}} {
+		// Odd row counts and column counts around the four-column tiles.
+		for _, sh := range [][3]int64{{64, 16, 1}, {96, 24, 5}, {64, 12, 3}, {256, 40, 9}, {64, 13, 8}, {96, 7, 4}, {32, 5, 6}} {
 			k, m, n := sh[0], sh[1], sh[2]
 			t.Run(fmt.Sprintf("%s_%dx%dx%d", ty, k, m, n), func(t *testing.T) {
 				wv := randF32(r, int(k*m), 0.1)
@@ -662,6 +710,23 @@ func TestSIMDDotF32FMA(t *testing.T) {
 					t.Errorf("x4 n %d case %d col %d: %g, Go %g", n, ci, i, p[0], p[1])
 				}
 			}
+			// Three rows: a, an edge case and a random row.
+			a1, a2 := as[(ci+3)%len(as)], offsetF32(randF32(r, n, 1e-2))
+			var g12, w12 [12]float32
+			dotF32x3x4FMA(a, a1, a2, b[0], b[1], b[2], b[3], &g12)
+			dotF32x3x4FMAGo(a, a1, a2, b[0], b[1], b[2], b[3], &w12)
+			for i := range g12 {
+				if !sameBits(g12[i], w12[i]) {
+					t.Errorf("3x4 n %d case %d out %d: %g (%#x), Go %g (%#x)", n, ci, i, g12[i], math.Float32bits(g12[i]), w12[i], math.Float32bits(w12[i]))
+				}
+			}
+			for rr, row := range [3][]float32{a, a1, a2} {
+				for c := range 4 {
+					if want := dotF32FMAGo(row, b[c]); !sameBits(w12[4*rr+c], want) {
+						t.Errorf("3x4 twin n %d case %d row %d col %d: %g, dotF32FMAGo %g", n, ci, rr, c, w12[4*rr+c], want)
+					}
+				}
+			}
 		}
 	}
 }
@@ -736,6 +801,102 @@ func TestSIMDDotQ4_0x8i(t *testing.T) {
 						if p1[i] != p2[i] {
 							t.Fatalf("pack nb %d group %d: byte %d = %#x, from rows %#x", nb, g, i, p2[i], p1[i])
 						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSIMDMatMulTiles checks the prefill register tiles (F16: 3 rows x 4
+// columns of widened rows; Q8_0: 2 x 4) through MulMat against the twins
+// per element: row counts that leave partial tiles, column counts around
+// 4, and batched operands (b's batches broadcast over a's, n columns per
+// batch not a multiple of 4).
+func TestSIMDMatMulTiles(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(29, 30))
+	for _, ty := range []gguf.GGMLType{gguf.TypeF16, gguf.TypeQ8_0} {
+		for _, sh := range [][5]int64{{64, 3, 4, 1, 1}, {96, 7, 5, 1, 1}, {256, 13, 8, 1, 1}, {32, 64, 9, 1, 1}, {64, 5, 5, 2, 4}, {96, 6, 4, 2, 2}, {128, 96, 6, 2, 4}} {
+			k, m, n, na, nbt := sh[0], sh[1], sh[2], sh[3], sh[4]
+			t.Run(fmt.Sprintf("%s_%dx%dx%d_%d_%d", ty, k, m, n, na, nbt), func(t *testing.T) {
+				wv := randF32(r, int(k*m*na), 0.1)
+				var a Tensor
+				var err error
+				if ty == gguf.TypeF16 {
+					a, err = FromF16(wv, k, m, na)
+				} else {
+					var q []byte
+					if q, err = gguf.QuantizeQ8_0(wv); err == nil {
+						a, err = FromBytes(ty, q, k, m, na)
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				xv := randF32(r, int(k*n*nbt), 1)
+				x, _ := FromF32(xv, k, n, nbt)
+				dst, _ := NewTensor(gguf.TypeF32, m, n, nbt)
+				if err := MulMat(dst, a, x); err != nil {
+					t.Fatal(err)
+				}
+				got := vals(t, dst)
+				rowBytes, batchBytes := int(a.Nb[1]), int(a.Nb[2])
+				for j := range int(n * nbt) {
+					col := xv[j*int(k) : (j+1)*int(k)]
+					ab := j / int(n) / int(nbt/na)
+					for i := range int(m) {
+						row := a.Data[ab*batchBytes+i*rowBytes:]
+						var want float32
+						if ty == gguf.TypeF16 {
+							rc := append([]float32(nil), col...)
+							for e := range rc {
+								rc[e] = roundF16(rc[e])
+							}
+							want = dotF16F32(row, rc)
+						} else {
+							c := q8Row{qs: make([]int8, k), d: make([]float32, k/32)}
+							c.neg = quantizeQ8_0Go(col, c.qs, c.d)
+							want = dotQ8_0RawGo(row, c.qs, c.d, c.neg)
+						}
+						if g := got[j*int(m)+i]; !sameBits(g, want) {
+							t.Fatalf("[%d,%d] = %g, twin %g", i, j, g, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestSIMDMatVecF16 checks the many-row F16 decode kernel against the
+// twin row by row: odd row counts, rows at a stride with gaps, odd
+// addresses, edge values, lengths with and without leftover products.
+func TestSIMDMatVecF16(t *testing.T) {
+	needSIMD(t)
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, n := range []int{32, 64, 96 + 7, 896} {
+		for _, rows := range []int{1, 2, 3, 8} {
+			stride := 2*n + 6
+			buf := make([]byte, rows*stride+1)
+			a := buf[1:]
+			for i := range rows * stride / 2 {
+				h := uint16(r.IntN(0x7c00)) | uint16(r.IntN(2))<<15
+				if r.IntN(50) == 0 {
+					h = edgeF16[r.IntN(len(edgeF16))]
+				}
+				binary.LittleEndian.PutUint16(a[2*i:], h)
+			}
+			for ci, b := range activationCases(r, n) {
+				for i := range b {
+					b[i] = roundF16(b[i])
+				}
+				b = offsetF32(b)
+				out := make([]float32, rows)
+				matVecF16(a, stride, b, out)
+				for i := range rows {
+					if want := dotVecF16RawGo(a[i*stride:i*stride+2*n], b); !sameBits(out[i], want) {
+						t.Errorf("n %d rows %d case %d row %d: %g (%#x), Go %g (%#x)", n, rows, ci, i, out[i], math.Float32bits(out[i]), want, math.Float32bits(want))
 					}
 				}
 			}

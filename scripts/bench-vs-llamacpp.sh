@@ -4,9 +4,9 @@
 # Runs llama.cpp's llama-bench and `irtool bench` back to back on each
 # model, alternating: each of the -r runs is one llama-bench repetition
 # then one irtool repetition, for every thread count of -t, with the same
-# prompt lengths (-p, each a prefill test "ppN") and decode length (-n,
-# "tgN"; 0 skips it). Prints one table: per file, thread count and test,
-# the median tokens/s of each tool over the runs with their range
+# prompt lengths (-p, each a prefill test "ppN": -p 64,512 runs pp64 and
+# pp512) and decode length (-n, "tgN"; 0 skips it). Prints one table: per
+# file, thread count and test, the median tokens/s of each tool over the runs with their range
 # [min-max], the ratio of the medians irtool / llama.cpp and the range of
 # the per-run ratios. Compare only ratios: both run in the same minute on
 # the same load.

@@ -1,0 +1,68 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/irtool/irtool/gguf"
+)
+
+// BenchmarkPrefillTile times Qwen2.5-0.5B's FFN products (896→4864 and
+// 4864→896) with 64 activation columns (a prefill step) on one thread, in
+// CPU time (benchCPU), for the F16 and Q8_0 weights: "tile" is the
+// register tile the products take, "base" the kernel they took before it
+// (same bits).
+//
+//	go test ./kernels -run '^$' -bench PrefillTile -benchtime 20x
+func BenchmarkPrefillTile(b *testing.B) {
+	if !useAVX2 {
+		b.Skip("no assembly kernels in this build")
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	const n = 64
+	for _, ty := range []gguf.GGMLType{gguf.TypeF16, gguf.TypeQ8_0} {
+		for _, shape := range [][2]int64{{896, 4864}, {4864, 896}} {
+			k, rows := shape[0], shape[1]
+			wv := randF32(r, int(k*rows), 0.1)
+			var a Tensor
+			var err error
+			if ty == gguf.TypeF16 {
+				a, err = FromF16(wv, k, rows)
+			} else {
+				var q []byte
+				if q, err = gguf.QuantizeQ8_0(wv); err == nil {
+					a, err = FromBytes(ty, q, k, rows)
+				}
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			x, _ := FromF32(randF32(r, int(k*n), 1), k, n)
+			dst, _ := NewTensor(gguf.TypeF32, rows, n)
+			o := Options{Threads: 1}
+			for _, tiled := range []bool{true, false} {
+				name := fmt.Sprintf("%s/%dx%d/base", ty, k, rows)
+				if tiled {
+					name = fmt.Sprintf("%s/%dx%d/tile", ty, k, rows)
+				}
+				b.Run(name, func(b *testing.B) {
+					m := newMatmul(o, a, x)
+					m.convert(0, m.cols)
+					setTiled(m, tiled)
+					benchCPU(b, func() { m.run(o, dst) })
+				})
+			}
+		}
+	}
+}
+
+// setTiled switches a product between its register tile and the kernel
+// it took before.
+func setTiled(m *matmul, on bool) {
+	if !on {
+		m.wide, m.q8x = false, false
+	}
+}
