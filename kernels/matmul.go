@@ -862,9 +862,21 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				g := int(base + j)
 				dc := m.dc4[g*nb : (g+4)*nb]
 
+				q := newQ8x2x4(&cols, dc)
+				if d0, d1, d2, d3 := d[0], d[1], d[2], d[3]; d0 != nil && d1 != nil && d2 != nil && d3 != nil {
+					// Dense dst columns: stored in place.
+					for ; r+2 <= nr; r += 2 {
+						var o [8]float32
+						q.dot(t.raw[r], t.raw[r+1], &o)
+						i := r0 + int64(r)
+						_, _, _, _ = d0[i+1], d1[i+1], d2[i+1], d3[i+1]
+						d0[i], d1[i], d2[i], d3[i] = o[0], o[1], o[2], o[3]
+						d0[i+1], d1[i+1], d2[i+1], d3[i+1] = o[4], o[5], o[6], o[7]
+					}
+				}
 				for ; r+2 <= nr; r += 2 {
 					var o [8]float32
-					dotQ8_0x2x4(t.raw[r], t.raw[r+1], &cols, dc, &o)
+					q.dot(t.raw[r], t.raw[r+1], &o)
 					out.put4(&d, r0+int64(r), j, i12, i13, o[:4])
 					out.put4(&d, r0+int64(r+1), j, i12, i13, o[4:])
 				}
@@ -900,6 +912,18 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 			if m.wide {
 				k := m.k
 				w := t.wide
+				if d0, d1, d2, d3 := d[0], d[1], d[2], d[3]; d0 != nil && d1 != nil && d2 != nil && d3 != nil {
+					// Dense dst columns: stored in place.
+					for ; r+3 <= nr; r += 3 {
+						var o [12]float32
+						dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)
+						i := r0 + int64(r)
+						_, _, _, _ = d0[i+2], d1[i+2], d2[i+2], d3[i+2]
+						for e := range int64(3) {
+							d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
+						}
+					}
+				}
 				for ; r+3 <= nr; r += 3 {
 					var o [12]float32
 					dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)

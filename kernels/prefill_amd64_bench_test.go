@@ -11,7 +11,7 @@ import (
 )
 
 // BenchmarkPrefillTile times Qwen2.5-0.5B's FFN products (896→4864 and
-// 4864→896) with 64 activation columns (a prefill step) on one thread, in
+// 4864→896) with 64 and 512 activation columns (prefill steps) on one thread, in
 // CPU time (benchCPU), for the F16 and Q8_0 weights: "tile" is the
 // register tile the products take, "base" the kernel they took before it
 // (same bits).
@@ -22,38 +22,39 @@ func BenchmarkPrefillTile(b *testing.B) {
 		b.Skip("no assembly kernels in this build")
 	}
 	r := rand.New(rand.NewPCG(9, 10))
-	const n = 64
-	for _, ty := range []gguf.GGMLType{gguf.TypeF16, gguf.TypeQ8_0} {
-		for _, shape := range [][2]int64{{896, 4864}, {4864, 896}} {
-			k, rows := shape[0], shape[1]
-			wv := randF32(r, int(k*rows), 0.1)
-			var a Tensor
-			var err error
-			if ty == gguf.TypeF16 {
-				a, err = FromF16(wv, k, rows)
-			} else {
-				var q []byte
-				if q, err = gguf.QuantizeQ8_0(wv); err == nil {
-					a, err = FromBytes(ty, q, k, rows)
+	for _, n := range []int64{64, 512} {
+		for _, ty := range []gguf.GGMLType{gguf.TypeF16, gguf.TypeQ8_0} {
+			for _, shape := range [][2]int64{{896, 4864}, {4864, 896}} {
+				k, rows := shape[0], shape[1]
+				wv := randF32(r, int(k*rows), 0.1)
+				var a Tensor
+				var err error
+				if ty == gguf.TypeF16 {
+					a, err = FromF16(wv, k, rows)
+				} else {
+					var q []byte
+					if q, err = gguf.QuantizeQ8_0(wv); err == nil {
+						a, err = FromBytes(ty, q, k, rows)
+					}
 				}
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			x, _ := FromF32(randF32(r, int(k*n), 1), k, n)
-			dst, _ := NewTensor(gguf.TypeF32, rows, n)
-			o := Options{Threads: 1}
-			for _, tiled := range []bool{true, false} {
-				name := fmt.Sprintf("%s/%dx%d/base", ty, k, rows)
-				if tiled {
-					name = fmt.Sprintf("%s/%dx%d/tile", ty, k, rows)
+				if err != nil {
+					b.Fatal(err)
 				}
-				b.Run(name, func(b *testing.B) {
-					m := newMatmul(o, a, x)
-					m.convert(0, m.cols)
-					setTiled(m, tiled)
-					benchCPU(b, func() { m.run(o, dst) })
-				})
+				x, _ := FromF32(randF32(r, int(k*n), 1), k, n)
+				dst, _ := NewTensor(gguf.TypeF32, rows, n)
+				o := Options{Threads: 1}
+				for _, tiled := range []bool{true, false} {
+					name := fmt.Sprintf("n%d/%s/%dx%d/base", n, ty, k, rows)
+					if tiled {
+						name = fmt.Sprintf("n%d/%s/%dx%d/tile", n, ty, k, rows)
+					}
+					b.Run(name, func(b *testing.B) {
+						m := newMatmul(o, a, x)
+						m.convert(0, m.cols)
+						setTiled(m, tiled)
+						benchCPU(b, func() { m.run(o, dst) })
+					})
+				}
 			}
 		}
 	}

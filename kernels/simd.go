@@ -73,24 +73,49 @@ func dotQ8_0Rawx4(src []byte, c *[4]q8Row, out *[4]float32) {
 // columns' scales as matmul.dc4 lays them out (per block, the four
 // columns' float32 scales).
 func dotQ8_0x2x4(src0, src1 []byte, c *[4]q8Row, dc []float32, out *[8]float32) {
-	nb := len(c[0].d)
+	q := newQ8x2x4(c, dc)
+	q.dot(src0, src1, out)
+}
+
+// q8x2x4 is dotQ8_0x2x4 for one group of four activation columns, checked
+// once for the many weight row pairs a prefill tile multiplies with it.
+type q8x2x4 struct {
+	c    *[4]q8Row
+	dc   []float32
+	ptrs [4]*int8
+	nb   int
+	asm  bool // the columns suit the assembly kernels
+}
+
+func newQ8x2x4(c *[4]q8Row, dc []float32) (q q8x2x4) {
+	q.c, q.dc, q.nb = c, dc, len(c[0].d)
+	nb := q.nb
 	if useAVX2 && nb > 0 && !c[0].neg && !c[1].neg && !c[2].neg && !c[3].neg {
-		_, _, _ = src0[nb*34-1], src1[nb*34-1], dc[nb*4-1]
+		_ = dc[nb*4-1]
 		for i := range c {
 			_ = c[i].qs[nb*32-1]
 		}
-		ptrs := [4]*int8{&c[0].qs[0], &c[1].qs[0], &c[2].qs[0], &c[3].qs[0]}
+		q.ptrs = [4]*int8{&c[0].qs[0], &c[1].qs[0], &c[2].qs[0], &c[3].qs[0]}
+		q.asm = true
+	}
+	return q
+}
+
+// dot is dotQ8_0x2x4(src0, src1, q.c, q.dc, out).
+func (q *q8x2x4) dot(src0, src1 []byte, out *[8]float32) {
+	if q.asm {
+		_, _ = src0[q.nb*34-1], src1[q.nb*34-1]
 		if useVNNI {
-			dotQ8_0x2x4VNNI(&src0[0], &src1[0], &ptrs, &dc[0], nb, out)
+			dotQ8_0x2x4VNNI(&src0[0], &src1[0], &q.ptrs, &q.dc[0], q.nb, out)
 			return
 		}
-		dotQ8_0x2x4AVX2(&src0[0], &src1[0], &ptrs, &dc[0], nb, out)
+		dotQ8_0x2x4AVX2(&src0[0], &src1[0], &q.ptrs, &q.dc[0], q.nb, out)
 		return
 	}
 	var o [4]float32
-	dotQ8_0Rawx4(src0, c, &o)
+	dotQ8_0Rawx4(src0, q.c, &o)
 	copy(out[:4], o[:])
-	dotQ8_0Rawx4(src1, c, &o)
+	dotQ8_0Rawx4(src1, q.c, &o)
 	copy(out[4:], o[:])
 }
 
