@@ -3,7 +3,6 @@
 package acl
 
 import (
-	"encoding/binary"
 	"math"
 
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/irtool/irtool/internal/floatbits"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/device"
 )
@@ -84,22 +84,6 @@ func hcclRanks(t *testing.T, n int) ([]*Device, []*Comm) {
 func rankValue(r, i int) float32 {
 	v := []float32{1e8, 1, -1e8, 3}[r%4]
 	return v * float32(i+1)
-}
-
-func f32bytes(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
-}
-
-func bytesf32(b []byte) []float32 {
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v
 }
 
 // TestHcclAllReduceCapturedOnRanks: two ranks, one goroutine and one
@@ -182,7 +166,7 @@ func allReduceRank(d *Device, r, elems int) ([][]float32, error) {
 		for i := range v {
 			v[i] = rankValue(r, i) * scale
 		}
-		return d.MemcpyH2D(in, f32bytes(v))
+		return d.MemcpyH2D(in, floatbits.Bytes(v...))
 	}
 	read := func() ([]float32, error) {
 		b := make([]byte, 4*elems)
@@ -190,7 +174,7 @@ func allReduceRank(d *Device, r, elems int) ([][]float32, error) {
 			return nil, err
 		}
 		err := d.MemcpyD2H(b, out)
-		return bytesf32(b), err
+		return floatbits.Floats(b), err
 	}
 	var res [][]float32
 	if err := load(1); err != nil {
