@@ -121,7 +121,10 @@ models+=("$@")
 
 IFS=',' read -r -a plens <<<"$plist"
 IFS=',' read -r -a threads <<<"$tlist"
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1 || true)"
+cpu_flags="$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1 | tr ' ' '\n' | grep -xE 'avx2|fma|f16c|avx512f|avx512_vnni|avx_vnni' | tr '\n' ' ' | sed "s/ $//" || true)"
+[ -n "$cpu_flags" ] && cpu_model="$cpu_model; $cpu_flags"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs (${cpu_model:-unknown model}), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $(basename "$lb") ${LLAMA_BENCH_ARGS:-} vs $(basename "$irtool") bench; -p $plist -n $n -t $tlist, $r alternating runs of each"
 list="$tmp/runs.txt"
 : >"$list"
