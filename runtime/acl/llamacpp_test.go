@@ -126,31 +126,28 @@ func (w weightTypes) allHaveRecipes() bool {
 // emuMeasured lists the reference models that do not meet their type's
 // bound in the "ggml" QuantMatmul mode, with the worst max|Δ|/max|logit|
 // measured over their 32 steps (TestModelsMatchLlamaCppOnEmulatedCANN's
-// log); each is held to its measured value rounded up instead. Their
-// departures are q8 rounding flips of the attention output (the wo
-// matmul's input) that then cascade through the next quantisations
-// (TestQuantisedDeparturesAreRoundingFlips names each first flip): the
-// attention's f16 roundings (K/V cache, query, probabilities) see f32
-// values that differ from ggml-cpu's in their last bits (aclnnRmsNorm,
-// aclnnSoftmax's exp and the matmuls' summation order are not ggml's),
-// and once one q8 value differs the rest of the run carries llama.cpp's
-// whole activation quantisation noise (1.6–2.4e-2 on the K-quant files,
-// see the dequantised-f32 runs of the reference data).
+// log); each is held to its measured value rounded up instead. The mode
+// runs the emulator with ggml-cpu's arithmetic (newDevice), so every
+// operator but the quantised matmuls computes llama.cpp's bits (the f32
+// and f16 models match the CPU reference executor bit for bit,
+// TestGGMLArithmeticMatchesReferenceExecutor). What is left are the
+// K-quant matmuls: an aclnnMm of the q8_K values (d·q rounded to f32) by
+// the dequantised weight, whose f32 sums differ from ggml's integer
+// super-block dots in the last bits (TestQuantMatmulModes: within 1e-6).
+// Those last bits flip a q8_K rounding of a later activation now and then
+// (TestQuantisedDeparturesAreRoundingFlips names each first flip), and
+// from there the run carries llama.cpp's whole activation quantisation
+// noise (1.6–2.4e-2 on the K-quant files, see the dequantised-f32 runs of
+// the reference data). Q5_K_M measured 1.08e-2 with the device's
+// arithmetic and 1.37e-2 now: its first flip moved from a q8_K value at
+// step 5 to a q8_K block scale at step 5 (ffn_gate's input), and the
+// noise after a flip is of that size either way.
 var emuMeasured = map[string]float64{
-	// K-quants (q8_K activations): first flip at steps 0..7.
-	"synth-llama256-Q2_K":   1.6e-2, // measured 1.57e-2
-	"synth-llama256-Q3_K_M": 1.9e-2, // measured 1.88e-2
-	"synth-llama256-Q4_K_M": 1.8e-2, // measured 1.72e-2
-	"synth-llama256-Q5_K_M": 1.1e-2, // measured 1.08e-2
-	"synth-llama256-Q6_K":   1.5e-2, // measured 1.46e-2
+	// K-quants (q8_K activations): first flip at steps 0..6.
+	"synth-llama256-Q2_K":   1.6e-2, // measured 1.50e-2
+	"synth-llama256-Q5_K_M": 1.4e-2, // measured 1.37e-2
+	"synth-llama256-Q6_K":   1.4e-2, // measured 1.31e-2
 	"synth-llama256-Q4_K":   1.8e-2, // measured 1.72e-2
-	// q4_1/q5_1 (q8_1 activations): first flip at steps 9 and 22.
-	"synth-llama-Q4_1": 1.1e-2, // measured 1.03e-2
-	"synth-llama-Q5_1": 1.1e-2, // measured 1.05e-2
-	// Mixtures of q4_0 experts: the same attention-output flip, and the
-	// top-k routing is discontinuous too.
-	"synth-llamamoe-Q4_0": 1.1e-2, // measured 1.02e-2
-	"synth-qwen3moe-Q4_0": 1.2e-2, // measured 1.12e-2
 }
 
 // emuTolerance is the bound on max|Δlogit| / max|logit| against llama.cpp
