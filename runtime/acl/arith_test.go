@@ -9,15 +9,17 @@ import (
 
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testmodel"
+	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
 )
 
 // againstReference runs m on a device in the "ggml" QuantMatmul mode with
-// the emulator's arithmetic arith (1 ggml-cpu's, 0 the device's) and the
-// CPU reference executor in step over ref's tokens, and returns the worst
-// max|Δ|/max|logit| of a step and the first step above 2e-6 (-1: none).
+// the emulator's arithmetic arith (1 ggml-cpu's, 0 the device's, -1
+// IRTFAKE_ARITH's) and the CPU reference executor in step over ref's
+// tokens, and returns the worst max|Δ|/max|logit| of a step and the first
+// step above 2e-6 (-1: none).
 func againstReference(t *testing.T, m *models.Model, f *gguf.File, ref *testmodel.LlamaRun, arith int64) (worst float64, first int) {
 	t.Helper()
 	d := newDevice(t, Options{PoolBytes: max(256<<20, 2*modelPool(f, QuantMatmulGGML)), WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML})
@@ -85,5 +87,28 @@ func TestGGMLArithmeticMatchesReferenceExecutor(t *testing.T) {
 	}
 	if ran == 0 {
 		t.Fatal("no reference model with f32/f16 matrices")
+	}
+}
+
+// TestArithFromEnvironment: without a test's setting (irtfake_set("arith",
+// -1)) the emulator takes its arithmetic from IRTFAKE_ARITH, as users of
+// irtool run --backend cann set it: "ggml" gives stories260K's logits
+// bit-identical to the reference executor, unset the device's arithmetic.
+func TestArithFromEnvironment(t *testing.T) {
+	_, ref, f, m, ok := openReference(t, testref.Testdata("stories260K.gguf"))
+	if !ok {
+		t.Skip("no llama.cpp run")
+	}
+	for _, c := range []struct {
+		env  string
+		ggml bool
+	}{{"ggml", true}, {"", false}, {"cann", false}} {
+		t.Run("IRTFAKE_ARITH="+c.env, func(t *testing.T) {
+			t.Setenv("IRTFAKE_ARITH", c.env)
+			worst, _ := againstReference(t, m, f, ref, -1)
+			if c.ggml != (worst == 0) {
+				t.Errorf("IRTFAKE_ARITH=%q: max|Δ|/max|logit| %.3g against the reference executor", c.env, worst)
+			}
+		})
 	}
 }
