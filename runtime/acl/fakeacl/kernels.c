@@ -164,7 +164,7 @@ static float round_hf32(float f) {
  *     fmaf(x0, cos, -(x1·sin)) and fmaf(x0, sin, x1·cos).
  * The rest (casts, adds, multiplies, gathers) already round as ggml does.
  * This proves a lowering computes llama.cpp's function; it is not what an
- * NPU computes. The orders are those of runtime irtool's kernels package
+ * NPU computes. The orders are those of irtool's CPU kernels package
  * (kernels/dot.go, expf.go, norm.go, softmax.go, rope.go, gelu.go). */
 
 static int gg(const kctx *c) { return c->e->arith == ARITH_GGML; }
