@@ -55,10 +55,18 @@ func TestMain(m *testing.M) {
 }
 
 // newDevice returns a device on device 0 with a 64 MiB pool, closed at
-// the end of the test, and a fresh trace.
+// the end of the test, and a fresh trace. In the "ggml" QuantMatmul mode
+// the emulator computes with ggml-cpu's arithmetic (fakeacl/README.md,
+// "Arithmetic"; fake.Set("arith", 1)), so that the mode means llama.cpp's
+// arithmetic throughout; otherwise with the device's documented one.
 func newDevice(t *testing.T, opts Options) *Device {
 	t.Helper()
 	fake.Reset()
+	if opts.QuantMatmul == QuantMatmulGGML {
+		fake.Set("arith", 1)
+	} else {
+		fake.Set("arith", 0)
+	}
 	if opts.PoolBytes == 0 {
 		opts.PoolBytes = 64 << 20
 	}
@@ -71,6 +79,7 @@ func newDevice(t *testing.T, opts Options) *Device {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		fake.Set("arith", -1)
 		if err := d.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}

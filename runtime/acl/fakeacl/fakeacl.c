@@ -57,6 +57,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static long long cfg_device_count = 1;
 static long long cfg_total_mem = 1LL << 32; /* 4 GiB of "HBM" */
 static long long cfg_capture_supported = 1;
+static long long cfg_arith = -1; /* -1: IRTFAKE_ARITH decides */
 static char cfg_soc[64] = "Ascend910B3";
 
 #define MAX_WS_RULES 64
@@ -200,6 +201,17 @@ static long long device_count(void) {
 	const char *n = getenv("IRTFAKE_DEVICE_COUNT");
 	if (n && atoll(n) >= 1 && atoll(n) <= 64) return atoll(n);
 	return cfg_device_count;
+}
+
+/* The arithmetic of the operators (kernels.c): IRTFAKE_ARITH=ggml makes
+ * every executor made from then on compute with ggml-cpu's arithmetic
+ * instead of the device's documented one; irtfake_set("arith", 1 or 0)
+ * overrides the variable (-1 hands the choice back to it). Emulator only:
+ * CANN has nothing like it. */
+int fake_arith(void) {
+	if (cfg_arith >= 0) return cfg_arith == 1 ? ARITH_GGML : ARITH_CANN;
+	const char *a = getenv("IRTFAKE_ARITH");
+	return a && strcmp(a, "ggml") == 0 ? ARITH_GGML : ARITH_CANN;
 }
 
 #define NEED_INIT(name)                                                        \
@@ -1211,6 +1223,7 @@ static void call_begin(call *c, const char *fn) {
 	c->fn = fn;
 	c->rc = injected(fn);
 	c->ex = calloc(1, sizeof *c->ex);
+	c->ex->arith = fake_arith();
 	tr_begin(fn);
 }
 
@@ -2139,6 +2152,7 @@ void irtfake_set(const char *key, long long value) {
 	if (strcmp(key, "device_count") == 0) cfg_device_count = value;
 	else if (strcmp(key, "total_mem") == 0) cfg_total_mem = value;
 	else if (strcmp(key, "capture_supported") == 0) cfg_capture_supported = value;
+	else if (strcmp(key, "arith") == 0) cfg_arith = value;
 	else if (strncmp(key, "workspace:", 10) == 0) {
 		int i;
 		for (i = 0; i < n_ws_rules; i++)

@@ -52,12 +52,20 @@ struct aclOpExecutor {
 	double f[4];
 	int64_t i[12];
 	char s[16];
+	/* the arithmetic phase 2 computes with (fake_arith at phase 1):
+	 * ARITH_CANN, or ARITH_GGML (ggml-cpu's, kernels.c) */
+	int arith;
 };
+
+enum { ARITH_CANN = 0, ARITH_GGML = 1 };
 
 /* shared helpers of fakeacl.c */
 int fake_in_device(const void *p, size_t n);
 void fake_set_err(const char *fmt, ...);
 const char *fake_soc(void);
+/* the arithmetic new executors take: irtfake_set("arith", …) when set,
+ * else IRTFAKE_ARITH ("ggml" or "cann", default "cann") */
+int fake_arith(void);
 
 /* Host tasks on streams, for the emulated libhccl.so (fakeacl/hccl): a
  * collective is a task of its stream like a kernel. fake_enqueue_host

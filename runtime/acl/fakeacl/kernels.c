@@ -135,6 +135,134 @@ static float round_hf32(float f) {
 	return f;
 }
 
+/* ---------------- ggml-cpu's arithmetic (IRTFAKE_ARITH=ggml) ----------------
+ *
+ * An executor made while the emulator's arithmetic is "ggml" (fake_arith,
+ * snapshot in ex->arith) computes its floats as ggml-cpu does in the
+ * llama.cpp build of x86-64 with AVX2, FMA and F16C (the build of
+ * llama.cpp's reference runs), where an operator has a ggml counterpart:
+ *   - aclnnRmsNorm / aclnnAddRmsNorm: the squares rounded to float32 and
+ *     summed in double (ggml_float), the mean narrowed to float32, then
+ *     1/sqrtf(mean + eps); y = float32(x·scale)·gamma (rms_norm, then mul);
+ *   - aclnnSoftmax: ggml_vec_soft_max_f32: exp by ggml's vectorised expf
+ *     (gg_vexpf) on the first len&~7 values of a row, each block of 8 added
+ *     to a double sum by the AVX horizontal add (gg_hsum8), libm expf and
+ *     double adds for the rest; the row scaled by float32(1/sum);
+ *   - aclnnSilu, aclnnSwiGlu: x/(1 + gg_vexpf(-x)) on the first len&~7
+ *     values of each row (the last dim), x/(1 + expf(-x)) on the rest;
+ *   - aclnnGelu on FLOAT16: ggml's GELU table entry, f16(gelu(x)) with
+ *     ggml_gelu_f32's float32 formula (1 + a·x·x fused), 0 below -10 and x
+ *     from 10 up;
+ *   - aclnnMatmul / aclnnMm / aclnnBatchMatMul: each output is the dot
+ *     product ggml's mul_mat takes for such operands (gg_dot): with a
+ *     single row in self or k not a multiple of 8, ggml_vec_dot_f16 /
+ *     _f32 (32 lanes, reduced as GGML_F32_VEC_REDUCE); otherwise
+ *     llamafile's tinyBLAS (8 lanes, reduced as the AVX horizontal add);
+ *     FLOAT16 operands (exact products) by plain adds, float32 ones by
+ *     fused multiply-adds; cubeMathType does not round the inputs;
+ *   - aclnnRotaryPositionEmbedding: ggml's rotation of a pair (x0, x1),
+ *     fmaf(x0, cos, -(x1·sin)) and fmaf(x0, sin, x1·cos).
+ * The rest (casts, adds, multiplies, gathers) already round as ggml does.
+ * This proves a lowering computes llama.cpp's function; it is not what an
+ * NPU computes. The orders are those of irtool's CPU kernels package
+ * (kernels/dot.go, expf.go, norm.go, softmax.go, rope.go, gelu.go). */
+
+static int gg(const kctx *c) { return c->e->arith == ARITH_GGML; }
+
+static uint32_t f32_bits(float f) {
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	return u;
+}
+
+static float f32_from(uint32_t u) {
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* ggml_v_expf (AVX2 + FMA), one lane: x = n·ln2 + b, a degree-5
+ * polynomial in b, 2^n built in the exponent, the special path for
+ * |n| > 126 */
+static float gg_vexpf(float x) {
+	const float r = 0x1.8p23f, log2e = 0x1.715476p+0f, ln2hi = 0x1.62e4p-1f, ln2lo = 0x1.7f7d1cp-20f;
+	const float c5 = 0x1.0e4020p-7f, c4 = 0x1.573e2ep-5f, c3 = 0x1.555e66p-3f, c2 = 0x1.fffdb6p-2f,
+	            c1 = 0x1.ffffecp-1f;
+	float z = fmaf(x, log2e, r);
+	float n = z - r;
+	float b = fmaf(-n, ln2lo, fmaf(-n, ln2hi, x));
+	uint32_t e = f32_bits(z) << 23;
+	float k = f32_from(e + 0x3f800000u);
+	float u = b * b;
+	float j = fmaf(fmaf(fmaf(c5, b, c4), u, fmaf(c3, b, c2)), u, c1 * b);
+	float an = fabsf(n);
+	if (!(an > 126)) return fmaf(j, k, k);
+	uint32_t g = n <= 0 ? 0x82000000u : 0;
+	float s1 = f32_from(g + 0x7f000000u), s2 = f32_from(e - g);
+	if (an > 192) return s1 * s1;
+	return fmaf(s2, j, s2) * s1;
+}
+
+/* the AVX horizontal sum of 8 lanes */
+static float gg_hsum8(const float *v) {
+	float t0 = v[0] + v[4], t1 = v[1] + v[5], t2 = v[2] + v[6], t3 = v[3] + v[7];
+	return (t0 + t2) + (t1 + t3);
+}
+
+/* ggml's silu of the value at position pos of a row of len values */
+static float gg_silu(float x, int64_t pos, int64_t len) {
+	if (pos < (len & ~(int64_t)7)) return x / (1.0f + gg_vexpf(-x));
+	return x / (1.0f + expf(-x));
+}
+
+/* ggml_gelu_f32 (1 + a·x·x contracted to one FMA, as gcc does) */
+static float gg_gelu(float x) {
+	if (x <= -10.0f) return 0;
+	if (x >= 10.0f) return x;
+	const float a = 0.044715f, s2pi = 0.79788456080286535587989211986876f;
+	float inner = fmaf(a * x, x, 1.0f);
+	float t = (float)tanh((double)(s2pi * x * inner));
+	return 0.5f * x * (1.0f + t);
+}
+
+/* the dot product of x and y (k values each) that ggml's mul_mat computes
+ * for operands of this kind: f16 (FLOAT16 operands, exact products: plain
+ * adds) or f32 (fused multiply-adds); vec: ggml_vec_dot_* (a single row,
+ * or k not a multiple of 8), else tinyBLAS */
+static float gg_dot(const float *x, const float *y, int64_t k, int f16, int vec) {
+	if (vec) {
+		int64_t np = k & ~(int64_t)31;
+		float red = 0;
+		if (np > 0) {
+			float g[4][8] = {{0}};
+			for (int64_t i = 0; i < np; i += 32)
+				for (int q = 0; q < 4; q++)
+					for (int e = 0; e < 8; e++) {
+						int64_t j = i + 8 * q + e;
+						g[q][e] = f16 ? g[q][e] + x[j] * y[j] : fmaf(x[j], y[j], g[q][e]);
+					}
+			float v[8];
+			for (int e = 0; e < 8; e++) v[e] = (g[0][e] + g[2][e]) + (g[1][e] + g[3][e]);
+			float t0 = v[0] + v[4], t1 = v[1] + v[5], t2 = v[2] + v[6], t3 = v[3] + v[7];
+			red = (t0 + t1) + (t2 + t3);
+		}
+		if (f16) {
+			double sum = red;
+			for (int64_t i = np; i < k; i++) sum += (double)(x[i] * y[i]);
+			return (float)sum;
+		}
+		for (int64_t i = np; i < k; i++) red += x[i] * y[i];
+		return red;
+	}
+	float s[8] = {0};
+	int64_t i = 0;
+	for (; i + 8 <= k; i += 8)
+		for (int e = 0; e < 8; e++) s[e] = f16 ? s[e] + x[i + e] * y[i + e] : fmaf(x[i + e], y[i + e], s[e]);
+	float sum = gg_hsum8(s);
+	for (; i < k; i++) sum = f16 ? sum + x[i] * y[i] : fmaf(x[i], y[i], sum);
+	return sum;
+}
+
 static int esize(aclDataType t) {
 	switch (t) {
 	case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: return 4;
@@ -263,6 +391,7 @@ static int rms(kctx *c, const aclTensor *x1, const aclTensor *x2, const aclTenso
 	for (int64_t r = 0; r < rows; r++) {
 		coords(r, lead, nd, cc);
 		float ss = 0;
+		double dss = 0; /* ggml: the squares summed in double */
 		for (int64_t j = 0; j < inner; j++) {
 			coords(j, gamma->dims, g, gc);
 			for (int i = 0; i < g; i++) cc[nd - g + i] = gc[i];
@@ -273,8 +402,10 @@ static int rms(kctx *c, const aclTensor *x1, const aclTensor *x2, const aclTenso
 			}
 			v[j] = a;
 			ss += a * a;
+			dss += (double)(a * a);
 		}
-		float rs = 1.0f / sqrtf(ss / (float)inner + (float)eps);
+		float rs = gg(c) ? 1.0f / sqrtf((float)(dss / (double)inner) + (float)eps)
+		                 : 1.0f / sqrtf(ss / (float)inner + (float)eps);
 		for (int64_t j = 0; j < inner; j++) {
 			coords(j, gamma->dims, g, gc);
 			for (int i = 0; i < g; i++) cc[nd - g + i] = gc[i];
@@ -341,7 +472,10 @@ static int ew_unary(kctx *c, const aclTensor *a, const aclTensor *out, int op) {
 		double v = ld(a, toff(a, cc, out->ndim));
 		float x = (float)v, r;
 		switch (op) {
-		case UN_SILU: r = x / (1.0f + expf(-x)); break;
+		case UN_SILU:
+			r = !gg(c) ? x / (1.0f + expf(-x))
+			           : out->ndim ? gg_silu(x, cc[out->ndim - 1], out->dims[out->ndim - 1]) : gg_silu(x, 0, 1);
+			break;
 		case UN_COS: r = (float)cos((double)x); break;
 		case UN_SIN: r = (float)sin((double)x); break;
 		case UN_ABS: r = fabsf(x); break;
@@ -375,7 +509,7 @@ static int k_swiglu(kctx *c) {
 		cc[d] += h;
 		float b = (float)ld(x, toff(x, cc, nd));
 		cc[d] -= h;
-		float s = (float)round_to(x->dtype, a / (1.0f + expf(-a)));
+		float s = (float)round_to(x->dtype, gg(c) ? gg_silu(a, cc[nd - 1], out->dims[nd - 1]) : a / (1.0f + expf(-a)));
 		st(out, toff(out, cc, nd), round_to(out->dtype, s * b));
 	}
 	return 0;
@@ -409,7 +543,8 @@ static int k_gelu(kctx *c) {
 	for (int64_t i = 0; i < n; i++) {
 		coords(i, out->dims, out->ndim, cc);
 		float x = (float)ld(a, toff(a, cc, out->ndim));
-		float r = 0.5f * x * (1.0f + tanhf(s2pi * (x + 0.044715f * x * x * x)));
+		float r = gg(c) && a->dtype == ACL_FLOAT16 ? gg_gelu(x)
+		                                           : 0.5f * x * (1.0f + tanhf(s2pi * (x + 0.044715f * x * x * x)));
 		st(out, toff(out, cc, out->ndim), round_to(out->dtype, r));
 	}
 	return 0;
@@ -456,6 +591,24 @@ static int k_softmax(kctx *c) {
 			cc[d] = j;
 			buf[j] = (float)ld(x, toff(x, cc, nd));
 			if (buf[j] > m) m = buf[j];
+		}
+		if (gg(c)) {
+			double dsum = 0;
+			int64_t n8 = len & ~(int64_t)7, j = 0;
+			for (; j < n8; j += 8) {
+				for (int q = 0; q < 8; q++) buf[j + q] = gg_vexpf(buf[j + q] - m);
+				dsum += (double)gg_hsum8(buf + j);
+			}
+			for (; j < len; j++) {
+				buf[j] = expf(buf[j] - m);
+				dsum += (double)buf[j];
+			}
+			float inv = (float)(1.0 / dsum);
+			for (j = 0; j < len; j++) {
+				cc[d] = j;
+				st(out, toff(out, cc, nd), round_to(out->dtype, buf[j] * inv));
+			}
+			continue;
 		}
 		for (int64_t j = 0; j < len; j++) {
 			buf[j] = expf(buf[j] - m);
@@ -570,6 +723,71 @@ static float cube_in(float v, aclDataType t, int cube) {
 	}
 }
 
+/* k_matmul with ggml's dot products (gg_dot): per batch, self's rows and
+ * mat2's columns gathered into float32 buffers (no cubeMathType rounding) */
+static int matmul_ggml(kctx *c) {
+	const aclTensor *a = T(0), *b = T(1), *out = T(2);
+	int nd = out->ndim < 2 ? 2 : out->ndim;
+	int64_t M = a->ndim >= 2 ? a->dims[a->ndim - 2] : 1, K = a->dims[a->ndim - 1];
+	int64_t N = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
+	int64_t bdims[8], batches = 1, cc[8], ca[8], cb[8];
+	for (int i = 0; i < nd - 2; i++) {
+		bdims[i] = out->dims[i];
+		batches *= bdims[i];
+	}
+	aclTensor A = *a, B = *b, O = *out;
+	if (A.ndim == 1) {
+		A.ndim = 2;
+		A.dims[1] = A.dims[0], A.strides[1] = A.strides[0];
+		A.dims[0] = 1, A.strides[0] = 0;
+	}
+	if (B.ndim == 1) {
+		B.ndim = 2;
+		B.dims[1] = 1, B.strides[1] = 0;
+	}
+	if (O.ndim == 1) {
+		O.ndim = 2;
+		if (a->ndim == 1) {
+			O.dims[1] = O.dims[0], O.strides[1] = O.strides[0];
+			O.dims[0] = 1, O.strides[0] = 0;
+		} else {
+			O.dims[1] = 1, O.strides[1] = 0;
+		}
+	}
+	int f16 = a->dtype == ACL_FLOAT16 && b->dtype == ACL_FLOAT16, vec = M < 2 || K % 8 != 0;
+	size_t kk = (size_t)(K ? K : 1);
+	float *rows = malloc(sizeof(float) * kk * (size_t)(M ? M : 1)), *cols = malloc(sizeof(float) * kk * (size_t)(N ? N : 1));
+	if (!rows || !cols) {
+		free(rows);
+		free(cols);
+		fake_set_err("%s: out of host memory", c->e->op);
+		return ACL_ERROR_RT_MEMORY_ALLOCATION;
+	}
+	for (int64_t bi = 0; bi < batches; bi++) {
+		coords(bi, bdims, nd - 2, cc);
+		memcpy(ca, cc, sizeof cc);
+		memcpy(cb, cc, sizeof cc);
+		for (int64_t m = 0; m < M; m++)
+			for (int64_t k = 0; k < K; k++) {
+				ca[nd - 2] = m, ca[nd - 1] = k;
+				rows[m * K + k] = (float)ld(&A, toff(&A, ca, nd));
+			}
+		for (int64_t n = 0; n < N; n++)
+			for (int64_t k = 0; k < K; k++) {
+				cb[nd - 2] = k, cb[nd - 1] = n;
+				cols[n * K + k] = (float)ld(&B, toff(&B, cb, nd));
+			}
+		for (int64_t m = 0; m < M; m++)
+			for (int64_t n = 0; n < N; n++) {
+				cc[nd - 2] = m, cc[nd - 1] = n;
+				st(&O, toff(&O, cc, nd), gg_dot(rows + m * K, cols + n * K, K, f16, vec));
+			}
+	}
+	free(rows);
+	free(cols);
+	return 0;
+}
+
 /* out[..., m, n] = Σ_k self[..., m, k] · mat2[..., k, n], batch dims
  * broadcast; 1-D operands are a row (self) or a column (mat2) */
 static int k_matmul(kctx *c) {
@@ -578,6 +796,7 @@ static int k_matmul(kctx *c) {
 	int64_t M = a->ndim >= 2 ? a->dims[a->ndim - 2] : 1, K = a->dims[a->ndim - 1];
 	int64_t N = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
 	int64_t bdims[8], batches = 1, cc[8], ca[8], cb[8];
+	if (gg(c)) return matmul_ggml(c);
 	if (a->ndim == 2 && b->ndim == 2 && out->ndim == 2 && a->dtype == ACL_FLOAT && b->dtype == ACL_FLOAT && cube == 0) {
 		/* 2-D float32 kept in float32: the general loop's sums (over k in
 		 * order), read through pointers, column n of mat2 gathered once */
@@ -776,7 +995,10 @@ static int k_rope(kctx *c) {
 		float xv = (float)ld(x, toff(x, cc, 4)), rv = sign * (float)ld(x, toff(x, rc, 4));
 		float co = (float)ld(cs, toff(cs, cc, 4)), si = (float)ld(sn, toff(sn, cc, 4));
 		float a = xv * co, b = rv * si;
-		st(out, toff(out, cc, 4), round_to(out->dtype, a + b));
+		if (gg(c)) /* ggml: fmaf(x0, cos, -(x1·sin)), fmaf(x0, sin, x1·cos) */
+			st(out, toff(out, cc, 4), round_to(out->dtype, sign < 0 ? fmaf(xv, co, b) : fmaf(rv, si, a)));
+		else
+			st(out, toff(out, cc, 4), round_to(out->dtype, a + b));
 	}
 	return 0;
 }

@@ -89,7 +89,9 @@ func Open(path string) (*Lib, error) {
 func (l *Lib) Reset() { C.fk_reset(l.reset) }
 
 // Set sets a configuration value: "device_count", "total_mem",
-// "capture_supported", or "workspace:<aclnn op>" (the size phase 1
+// "capture_supported", "arith" (1: the operators made from then on
+// compute with ggml-cpu's arithmetic, 0: the device's, -1: what
+// IRTFAKE_ARITH says), or "workspace:<aclnn op>" (the size phase 1
 // reports for that operator).
 func (l *Lib) Set(key string, v int64) {
 	ck := C.CString(key)
