@@ -544,6 +544,10 @@ func (m *matmul) runTasks(tile *tile, out *dstWriter, lo, hi int) {
 		m.runVecTasks(out, lo, hi)
 		return
 	}
+	if m.raw && m.vecF16 && m.a.Nb[0] == 2 && out.view != nil && out.t.Nb[0] == 4 {
+		m.runVecF16Tasks(out, lo, hi)
+		return
+	}
 	if m.wide {
 		p := getWide(int(m.rt) * m.k)
 		tile.wide = *p
@@ -595,6 +599,33 @@ func (m *matmul) runVecTasks(out *dstWriter, lo, hi int) {
 				base := m.n * (i12 + m.b.Ne[2]*i13)
 				for j := range m.n {
 					matVecF32(rows, stride, m.col(base+j), out.col(j, i12, i13)[r0:r1])
+				}
+			}
+		}
+	}
+}
+
+// runVecF16Tasks is runVecTasks for F16 weights read raw (m.raw, m.vecF16,
+// dim 0 dense) into a dst dense along dim 0: the tasks' rows of one weight
+// batch form one run, multiplied with each activation column by one
+// matVecF16 call, without a tile. Every element is dotVecF16Raw(row,
+// column), as tile.mulRaw computes it.
+func (m *matmul) runVecF16Tasks(out *dstWriter, lo, hi int) {
+	a := m.a
+	M, rt, tpb := a.Ne[1], m.rt, m.tilesPerBatch
+	stride := int(a.Nb[1])
+	for t := int64(lo); t < int64(hi); {
+		ab := t / tpb
+		end := min(int64(hi), (ab+1)*tpb)
+		r0, r1 := (t%tpb)*rt, min(M, ((end-1)%tpb+1)*rt)
+		t = end
+		i02, i03 := ab%a.Ne[2], ab/a.Ne[2]
+		rows := a.Data[a.rowOff(r0, i02, i03):]
+		for i13 := i03 * m.r3; i13 < (i03+1)*m.r3; i13++ {
+			for i12 := i02 * m.r2; i12 < (i02+1)*m.r2; i12++ {
+				base := m.n * (i12 + m.b.Ne[2]*i13)
+				for j := range m.n {
+					matVecF16(rows, stride, m.col(base+j), out.col(j, i12, i13)[r0:r1])
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 
@@ -312,6 +313,70 @@ func TestMulMatVecPathStrided(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestMulMatVecF16PathStrided is TestMulMatVecPathStrided for F16
+// weights, read raw: matmuls whose products are ggml_vec_dot_f16's (one
+// activation column per batch, or an inner dimension that is not a
+// multiple of 8) on strided views with broadcast batches, through MulMat
+// and through a job run in its own chunks (the rows of a chunk's tasks go
+// to one matVecF16 call per column) and one task per chunk over two
+// workers. Every element is checked
+// against dotVecF16RawGo of its row's bytes and its column rounded to
+// F16.
+func TestMulMatVecF16PathStrided(t *testing.T) {
+	r := rand.New(rand.NewPCG(55, 56))
+	for _, c := range []struct{ k, m, n int64 }{{64, 8, 1}, {896, 37, 1}, {172, 13, 1}, {12, 9, 3}, {33, 40, 2}, {96, 130, 1}} {
+		// a: [k, m, 2, 3] inside a larger buffer: row stride k+5 halves.
+		rs := c.k + 5
+		buf := randF32(r, int(rs*c.m*2*3+7), 1)
+		base := f16t(t, buf, int64(len(buf)))
+		a, err := base.View([MaxDims]int64{c.k, c.m, 2, 3}, [MaxDims]int64{2, 2 * rs, 2 * rs * c.m, 2 * rs * c.m * 2}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := f32t(t, randF32(r, int(c.k*c.n*4*3), 1), c.k, c.n, 4, 3)
+		bv := vals(t, b)
+		check := func(how string, dst Tensor) {
+			t.Helper()
+			got := vals(t, dst)
+			for i3 := range int64(3) {
+				for i2 := range int64(4) {
+					for j := range c.n {
+						col := append([]float32(nil), bv[((i3*4+i2)*c.n+j)*c.k:][:c.k]...)
+						for e := range col {
+							col[e] = roundF16(col[e])
+						}
+						for i := range c.m {
+							off := 2 + 2*(((i3*2+i2/2)*c.m+i)*rs)
+							want := dotVecF16RawGo(base.Data[off:off+2*c.k], col)
+							if g := got[((i3*4+i2)*c.n+j)*c.m+i]; !sameBits(g, want) {
+								t.Fatalf("%s: k %d m %d n %d: dst[%d,%d,%d,%d] = %g, dotVecF16RawGo %g", how, c.k, c.m, c.n, i, j, i2, i3, g, want)
+							}
+						}
+					}
+				}
+			}
+		}
+		dst := f32t(t, make([]float32, c.m*c.n*4*3), c.m, c.n, 4, 3)
+		if err := MulMat(dst, a, b); err != nil {
+			t.Fatal(err)
+		}
+		check("MulMat", dst)
+		for _, chunked := range []bool{false, true} {
+			dst := f32t(t, make([]float32, c.m*c.n*4*3), c.m, c.n, 4, 3)
+			j, err := Options{}.MulMatJob(dst, a, b, nil, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if chunked {
+				runJobChunked(j, 2)
+			} else {
+				runJobSerial(j)
+			}
+			check(fmt.Sprintf("job (one task per chunk %v)", chunked), dst)
 		}
 	}
 }

@@ -869,14 +869,22 @@ func TestSIMDMatMulTiles(t *testing.T) {
 	}
 }
 
-// TestSIMDMatVecF16 checks the many-row F16 decode kernel against the
-// twin row by row: odd row counts, rows at a stride with gaps, odd
+// TestSIMDMatVecF16 checks the many-row F16 decode kernels against the
+// twin row by row: the dispatching matVecF16 and the assembly kernel
+// itself, on row counts that are and are not multiples of 2, rows at a stride with gaps, odd
 // addresses, edge values, lengths with and without leftover products.
 func TestSIMDMatVecF16(t *testing.T) {
 	needSIMD(t)
+	type kernel struct {
+		name string
+		fn   func(a []byte, stride int, b, out []float32)
+	}
+	ks := []kernel{{"matVecF16", matVecF16}, {"avx2", func(a []byte, stride int, b, out []float32) {
+		matVecF16AVX2(&a[0], stride, len(out), &b[0], len(b), &out[0])
+	}}}
 	r := rand.New(rand.NewPCG(31, 32))
-	for _, n := range []int{32, 64, 96 + 7, 896} {
-		for _, rows := range []int{1, 2, 3, 8} {
+	for _, n := range []int{32, 64, 96 + 7, 896, 4864} {
+		for _, rows := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13} {
 			stride := 2*n + 6
 			buf := make([]byte, rows*stride+1)
 			a := buf[1:]
@@ -892,11 +900,16 @@ func TestSIMDMatVecF16(t *testing.T) {
 					b[i] = roundF16(b[i])
 				}
 				b = offsetF32(b)
-				out := make([]float32, rows)
-				matVecF16(a, stride, b, out)
-				for i := range rows {
-					if want := dotVecF16RawGo(a[i*stride:i*stride+2*n], b); !sameBits(out[i], want) {
-						t.Errorf("n %d rows %d case %d row %d: %g (%#x), Go %g (%#x)", n, rows, ci, i, out[i], math.Float32bits(out[i]), want, math.Float32bits(want))
+				for _, k := range ks {
+					if k.name != "matVecF16" && n%32 != 0 {
+						continue // the assembly kernels take whole steps of 32
+					}
+					out := make([]float32, rows)
+					k.fn(a, stride, b, out)
+					for i := range rows {
+						if want := dotVecF16RawGo(a[i*stride:i*stride+2*n], b); !sameBits(out[i], want) {
+							t.Errorf("%s: n %d rows %d case %d row %d: %g (%#x), Go %g (%#x)", k.name, n, rows, ci, i, out[i], math.Float32bits(out[i]), want, math.Float32bits(want))
+						}
 					}
 				}
 			}
