@@ -104,6 +104,9 @@ type matmul struct {
 	// c..c+3, c a multiple of 4: per block their four scales).
 	q8x bool
 	dc4 []float32
+	// ns4: with useAVX512, per group of four columns and block, the
+	// columns' q8NegLaneSums for the four-row tile dotQ8_0x4x4AVX512.
+	ns4 []int32
 	// av: vec with dense F32 weights readable in place (every stride a
 	// multiple of 4, dim 0 dense): all of a's data as float32, so that
 	// runs of rows go to matVecF32 without per-row loads (decode steps).
@@ -309,6 +312,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		m.negs = make([]bool, cols)
 		if m.q8x {
 			m.dc4 = make([]float32, (cols+3)/4*4*(k/32))
+			if useAVX512 {
+				m.ns4 = make([]int32, (cols+3)/4*k)
+			}
 		}
 		if b.Type == gguf.TypeF32 && b.IsContiguous() {
 			m.bv = f32view(b.Data, cols*k)
@@ -379,6 +385,9 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 				dc := m.dc4[c/4*4*nb:]
 				for b, d := range m.bq.d[c*nb : (c+1)*nb] {
 					dc[4*b+c%4] = d
+				}
+				if m.ns4 != nil {
+					q8NegLaneSums(qs, c%4, m.ns4[c/4*k:(c/4+1)*k])
 				}
 			}
 			blockSums32(qs, sum)
@@ -509,6 +518,9 @@ func (m *matmul) schedule(w int) (grain int) {
 	}
 	if m.wide && rt > 3 {
 		rt -= rt % 3 // whole register tiles of 3 rows
+		if useAVX512 && rt > 6 {
+			rt -= rt % 6 // or of 6 rows (dotF32x6x4FMA)
+		}
 	}
 	m.rt = rt
 	m.tilesPerBatch = (M + rt - 1) / rt
@@ -865,6 +877,21 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				q := newQ8x2x4(&cols, dc)
 				if d0, d1, d2, d3 := d[0], d[1], d[2], d[3]; d0 != nil && d1 != nil && d2 != nil && d3 != nil {
 					// Dense dst columns: stored in place.
+					if m.ns4 != nil && q.asm {
+						// Four rows at a time (the tile's rows lie at the
+						// matrix's row stride).
+						ns := m.ns4[g/4*m.k : (g/4+1)*m.k]
+						stride := int(m.a.Nb[1])
+						for ; r+4 <= nr; r += 4 {
+							var o [16]float32
+							q.dot4(t.raw[r], stride, ns, &o)
+							i := r0 + int64(r)
+							_, _, _, _ = d0[i+3], d1[i+3], d2[i+3], d3[i+3]
+							for e := range int64(4) {
+								d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
+							}
+						}
+					}
 					for ; r+2 <= nr; r += 2 {
 						var o [8]float32
 						q.dot(t.raw[r], t.raw[r+1], &o)
@@ -914,6 +941,22 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				w := t.wide
 				if d0, d1, d2, d3 := d[0], d[1], d[2], d[3]; d0 != nil && d1 != nil && d2 != nil && d3 != nil {
 					// Dense dst columns: stored in place.
+					if useAVX512 {
+						b4 := [4][]float32{c0, c1, c2, c3}
+						for ; r+6 <= nr; r += 6 {
+							var a6 [6][]float32
+							for e := range a6 {
+								a6[e] = w[(r+e)*k : (r+e+1)*k]
+							}
+							var o [24]float32
+							dotF32x6x4FMA(&a6, &b4, &o)
+							i := r0 + int64(r)
+							_, _, _, _ = d0[i+5], d1[i+5], d2[i+5], d3[i+5]
+							for e := range int64(6) {
+								d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
+							}
+						}
+					}
 					for ; r+3 <= nr; r += 3 {
 						var o [12]float32
 						dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)
