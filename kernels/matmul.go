@@ -104,6 +104,9 @@ type matmul struct {
 	// c..c+3, c a multiple of 4: per block their four scales).
 	q8x bool
 	dc4 []float32
+	// ns4: with useAVX512, per group of four columns and block, the
+	// columns' q8NegLaneSums for the four-row tile dotQ8_0x4x4AVX512.
+	ns4 []int32
 	// av: vec with dense F32 weights readable in place (every stride a
 	// multiple of 4, dim 0 dense): all of a's data as float32, so that
 	// runs of rows go to matVecF32 without per-row loads (decode steps).
@@ -309,6 +312,9 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 		m.negs = make([]bool, cols)
 		if m.q8x {
 			m.dc4 = make([]float32, (cols+3)/4*4*(k/32))
+			if useAVX512 {
+				m.ns4 = make([]int32, (cols+3)/4*k)
+			}
 		}
 		if b.Type == gguf.TypeF32 && b.IsContiguous() {
 			m.bv = f32view(b.Data, cols*k)
@@ -379,6 +385,9 @@ func (m *matmul) convertWith(scratch []float32, lo, hi int) {
 				dc := m.dc4[c/4*4*nb:]
 				for b, d := range m.bq.d[c*nb : (c+1)*nb] {
 					dc[4*b+c%4] = d
+				}
+				if m.ns4 != nil {
+					q8NegLaneSums(qs, c%4, m.ns4[c/4*k:(c/4+1)*k])
 				}
 			}
 			blockSums32(qs, sum)
@@ -509,6 +518,9 @@ func (m *matmul) schedule(w int) (grain int) {
 	}
 	if m.wide && rt > 3 {
 		rt -= rt % 3 // whole register tiles of 3 rows
+		if useAVX512 && rt > 6 {
+			rt -= rt % 6 // or of 6 rows (dotF32x6x4FMA)
+		}
 	}
 	m.rt = rt
 	m.tilesPerBatch = (M + rt - 1) / rt
@@ -632,14 +644,60 @@ func (m *matmul) runVecF16Tasks(out *dstWriter, lo, hi int) {
 	}
 }
 
+// mulWideZ computes, with the AVX-512 six-row tile, rows [0, nr − nr mod
+// 6) of the tile for every full group of four columns when all of their
+// dst columns are dense, and returns that row count (0 when it computed
+// nothing). Six rows outer, the column groups inner: the six widened rows
+// stay in cache while the columns pass, which loads less from L2 than the
+// loop over rows per column group when the columns fit in L2 (measured
+// with BenchmarkPrefillTile: about 5% faster at 64 columns, much slower
+// at 512 columns of 896 values, hence the caller's bound).
+func (t *tile) mulWideZ(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) int {
+	ng := int(m.n / 4)
+	if nr < 6 || ng == 0 {
+		return 0
+	}
+	t.zd, t.zb = t.zd[:0], t.zb[:0]
+	for g := range ng {
+		j := int64(4 * g)
+		d := out.cols4(j, i12, i13)
+		if d[0] == nil || d[1] == nil || d[2] == nil || d[3] == nil {
+			return 0
+		}
+		t.zd = append(t.zd, d)
+		t.zb = append(t.zb, [4][]float32{m.col(base + j), m.col(base + j + 1), m.col(base + j + 2), m.col(base + j + 3)})
+	}
+	k, w := m.k, t.wide
+	r := 0
+	for ; r+6 <= nr; r += 6 {
+		var a6 [6][]float32
+		for e := range a6 {
+			a6[e] = w[(r+e)*k : (r+e+1)*k]
+		}
+		i := r0 + int64(r)
+		for g := range t.zd {
+			var o [24]float32
+			dotF32x6x4FMA(&a6, &t.zb[g], &o)
+			d0, d1, d2, d3 := t.zd[g][0], t.zd[g][1], t.zd[g][2], t.zd[g][3]
+			_, _, _, _ = d0[i+5], d1[i+5], d2[i+5], d3[i+5]
+			for e := range int64(6) {
+				d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
+			}
+		}
+	}
+	return r
+}
+
 // tile holds decoded weight rows for one task.
 type tile struct {
-	raw  [][]byte    // undecoded rows (matmul.raw)
-	pack []byte      // rows repacked by packQ4_0x8 (matmul.packed)
-	out  []float32   // matmul.pk: one column of results for a strided dst
-	out4 []float32   // mmQ8_K rows in place: four columns of results for a strided dst
-	rows [][]float32 // float kind
-	wide []float32   // matmul.wide: the raw rows widened to float32, k apart
+	zd   [][4][]float32 // mulWideZ: per group of four columns, its dst columns
+	zb   [][4][]float32 // and its activation columns
+	raw  [][]byte       // undecoded rows (matmul.raw)
+	pack []byte         // rows repacked by packQ4_0x8 (matmul.packed)
+	out  []float32      // matmul.pk: one column of results for a strided dst
+	out4 []float32      // mmQ8_K rows in place: four columns of results for a strided dst
+	rows [][]float32    // float kind
+	wide []float32      // matmul.wide: the raw rows widened to float32, k apart
 	buf  *[]float32
 	q    []int8 // mmQ8_0
 	d    []float32
@@ -896,6 +954,21 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 				q := newQ8x2x4(&cols, dc)
 				if d0, d1, d2, d3 := d[0], d[1], d[2], d[3]; d0 != nil && d1 != nil && d2 != nil && d3 != nil {
 					// Dense dst columns: stored in place.
+					if m.ns4 != nil && q.asm {
+						// Four rows at a time (the tile's rows lie at the
+						// matrix's row stride).
+						ns := m.ns4[g/4*m.k : (g/4+1)*m.k]
+						stride := int(m.a.Nb[1])
+						for ; r+4 <= nr; r += 4 {
+							var o [16]float32
+							q.dot4(t.raw[r], stride, ns, &o)
+							i := r0 + int64(r)
+							_, _, _, _ = d0[i+3], d1[i+3], d2[i+3], d3[i+3]
+							for e := range int64(4) {
+								d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
+							}
+						}
+					}
 					for ; r+2 <= nr; r += 2 {
 						var o [8]float32
 						q.dot(t.raw[r], t.raw[r+1], &o)
@@ -935,16 +1008,37 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 	}
 	var j0 int64
 	if m.a.Type == gguf.TypeF16 && !m.vec {
+		rz := 0 // rows every group of four columns has from mulWideZ
+		if m.wide && useAVX512 && m.n*int64(m.k)*4 <= 3<<19 {
+			// The columns (at most 1.5 MiB) stay in L2.
+			rz = t.mulWideZ(m, out, r0, nr, base, i12, i13)
+		}
 		// tinyBLAS order, four columns at a time.
 		for ; j0+4 <= m.n; j0 += 4 {
 			c0, c1, c2, c3 := m.col(base+j0), m.col(base+j0+1), m.col(base+j0+2), m.col(base+j0+3)
 			d := out.cols4(j0, i12, i13)
-			r := 0
+			r := rz
 			if m.wide {
 				k := m.k
 				w := t.wide
 				if d0, d1, d2, d3 := d[0], d[1], d[2], d[3]; d0 != nil && d1 != nil && d2 != nil && d3 != nil {
 					// Dense dst columns: stored in place.
+					if useAVX512 {
+						b4 := [4][]float32{c0, c1, c2, c3}
+						for ; r+6 <= nr; r += 6 {
+							var a6 [6][]float32
+							for e := range a6 {
+								a6[e] = w[(r+e)*k : (r+e+1)*k]
+							}
+							var o [24]float32
+							dotF32x6x4FMA(&a6, &b4, &o)
+							i := r0 + int64(r)
+							_, _, _, _ = d0[i+5], d1[i+5], d2[i+5], d3[i+5]
+							for e := range int64(6) {
+								d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
+							}
+						}
+					}
 					for ; r+3 <= nr; r += 3 {
 						var o [12]float32
 						dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)

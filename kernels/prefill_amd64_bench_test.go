@@ -14,7 +14,8 @@ import (
 // 4864→896) with 64 and 512 activation columns (prefill steps) on one thread, in
 // CPU time (benchCPU), for the F16 and Q8_0 weights: "tile" is the
 // register tile the products take, "base" the kernel they took before it
-// (same bits).
+// (same bits); "avx2" is the register tile without the AVX-512 tiles
+// (avx512_amd64.s), on CPUs that have them.
 //
 //	go test ./kernels -run '^$' -bench PrefillTile -benchtime 20x
 func BenchmarkPrefillTile(b *testing.B) {
@@ -43,15 +44,19 @@ func BenchmarkPrefillTile(b *testing.B) {
 				x, _ := FromF32(randF32(r, int(k*n), 1), k, n)
 				dst, _ := NewTensor(gguf.TypeF32, rows, n)
 				o := Options{Threads: 1}
-				for _, tiled := range []bool{true, false} {
-					name := fmt.Sprintf("n%d/%s/%dx%d/base", n, ty, k, rows)
-					if tiled {
-						name = fmt.Sprintf("n%d/%s/%dx%d/tile", n, ty, k, rows)
-					}
+				for _, v := range []string{"tile", "avx2", "base"} {
+					name := fmt.Sprintf("n%d/%s/%dx%d/%s", n, ty, k, rows, v)
 					b.Run(name, func(b *testing.B) {
+						if v == "avx2" {
+							if !useAVX512 {
+								b.Skip("no AVX-512 tiles on this CPU")
+							}
+							defer func(z bool) { useAVX512 = z }(useAVX512)
+							useAVX512 = false
+						}
 						m := newMatmul(o, a, x)
 						m.convert(0, m.cols)
-						setTiled(m, tiled)
+						setTiled(m, v != "base")
 						benchCPU(b, func() { m.run(o, dst) })
 					})
 				}

@@ -809,7 +809,8 @@ func TestSIMDDotQ4_0x8i(t *testing.T) {
 }
 
 // TestSIMDMatMulTiles checks the prefill register tiles (F16: 3 rows x 4
-// columns of widened rows; Q8_0: 2 x 4) through MulMat against the twins
+// columns of widened rows, or 6 x 4 with AVX-512; Q8_0: 2 x 4, or 4 x 4)
+// through MulMat against the twins
 // per element: row counts that leave partial tiles, column counts around
 // 4, and batched operands (b's batches broadcast over a's, n columns per
 // batch not a multiple of 4).
@@ -817,7 +818,7 @@ func TestSIMDMatMulTiles(t *testing.T) {
 	needSIMD(t)
 	r := rand.New(rand.NewPCG(29, 30))
 	for _, ty := range []gguf.GGMLType{gguf.TypeF16, gguf.TypeQ8_0} {
-		for _, sh := range [][5]int64{{64, 3, 4, 1, 1}, {96, 7, 5, 1, 1}, {256, 13, 8, 1, 1}, {32, 64, 9, 1, 1}, {64, 5, 5, 2, 4}, {96, 6, 4, 2, 2}, {128, 96, 6, 2, 4}} {
+		for _, sh := range [][5]int64{{64, 3, 4, 1, 1}, {96, 7, 5, 1, 1}, {256, 13, 8, 1, 1}, {32, 64, 9, 1, 1}, {64, 5, 5, 2, 4}, {96, 6, 4, 2, 2}, {128, 96, 6, 2, 4}, {64, 100, 12, 1, 1}, {64, 200, 7, 1, 1}} {
 			k, m, n, na, nbt := sh[0], sh[1], sh[2], sh[3], sh[4]
 			t.Run(fmt.Sprintf("%s_%dx%dx%d_%d_%d", ty, k, m, n, na, nbt), func(t *testing.T) {
 				wv := randF32(r, int(k*m*na), 0.1)

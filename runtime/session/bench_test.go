@@ -1,6 +1,9 @@
 package session_test
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/irtool/irtool/eval"
@@ -63,11 +66,19 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// BenchmarkPrefill measures a 64-token prefill step.
+// BenchmarkPrefill measures a 64-token prefill step. IRTOOL_BENCH_MODELS
+// (paths, colon-separated) adds larger GGUF files, e.g. the
+// Qwen2.5-0.5B-shaped ones of docs/PERFORMANCE.md.
+//
+//	go test ./runtime/session -run '^$' -bench 'Prefill$' -benchtime 10x
 func BenchmarkPrefill(b *testing.B) {
-	for _, name := range []string{"stories260K", "synth-llama-Q4_0"} {
-		b.Run(name, func(b *testing.B) {
-			f, m := testmodel.Build(b, testref.Testdata(name+".gguf"), models.Options{NCtx: 256})
+	paths := []string{testref.Testdata("stories260K.gguf"), testref.Testdata("synth-llama-Q4_0.gguf")}
+	if env := os.Getenv("IRTOOL_BENCH_MODELS"); env != "" {
+		paths = append(paths, strings.Split(env, ":")...)
+	}
+	for _, path := range paths {
+		b.Run(strings.TrimSuffix(filepath.Base(path), ".gguf"), func(b *testing.B) {
+			f, m := testmodel.Build(b, path, models.Options{NCtx: 256})
 			prompt := make([]int32, 64)
 			for i := range prompt {
 				prompt[i] = int32(3 + i*7%500)
