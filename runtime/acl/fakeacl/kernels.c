@@ -723,6 +723,30 @@ static float cube_in(float v, aclDataType t, int cube) {
 	}
 }
 
+/* matmul_views indexes 1-D matmul operands as 2-D ones: self as one row,
+ * mat2 as one column, out as whichever of the two it is */
+static void matmul_views(const aclTensor *a, const aclTensor *b, const aclTensor *out, aclTensor *A, aclTensor *B, aclTensor *O) {
+	*A = *a, *B = *b, *O = *out;
+	if (A->ndim == 1) {
+		A->ndim = 2;
+		A->dims[1] = A->dims[0], A->strides[1] = A->strides[0];
+		A->dims[0] = 1, A->strides[0] = 0;
+	}
+	if (B->ndim == 1) {
+		B->ndim = 2;
+		B->dims[1] = 1, B->strides[1] = 0;
+	}
+	if (O->ndim == 1) {
+		O->ndim = 2;
+		if (a->ndim == 1) {
+			O->dims[1] = O->dims[0], O->strides[1] = O->strides[0];
+			O->dims[0] = 1, O->strides[0] = 0;
+		} else {
+			O->dims[1] = 1, O->strides[1] = 0;
+		}
+	}
+}
+
 /* k_matmul with ggml's dot products (gg_dot): per batch, self's rows and
  * mat2's columns gathered into float32 buffers (no cubeMathType rounding) */
 static int matmul_ggml(kctx *c) {
@@ -735,25 +759,8 @@ static int matmul_ggml(kctx *c) {
 		bdims[i] = out->dims[i];
 		batches *= bdims[i];
 	}
-	aclTensor A = *a, B = *b, O = *out;
-	if (A.ndim == 1) {
-		A.ndim = 2;
-		A.dims[1] = A.dims[0], A.strides[1] = A.strides[0];
-		A.dims[0] = 1, A.strides[0] = 0;
-	}
-	if (B.ndim == 1) {
-		B.ndim = 2;
-		B.dims[1] = 1, B.strides[1] = 0;
-	}
-	if (O.ndim == 1) {
-		O.ndim = 2;
-		if (a->ndim == 1) {
-			O.dims[1] = O.dims[0], O.strides[1] = O.strides[0];
-			O.dims[0] = 1, O.strides[0] = 0;
-		} else {
-			O.dims[1] = 1, O.strides[1] = 0;
-		}
-	}
+	aclTensor A, B, O;
+	matmul_views(a, b, out, &A, &B, &O);
 	int f16 = a->dtype == ACL_FLOAT16 && b->dtype == ACL_FLOAT16, vec = M < 2 || K % 8 != 0;
 	size_t kk = (size_t)(K ? K : 1);
 	float *rows = malloc(sizeof(float) * kk * (size_t)(M ? M : 1)), *cols = malloc(sizeof(float) * kk * (size_t)(N ? N : 1));
@@ -818,26 +825,8 @@ static int k_matmul(kctx *c) {
 		bdims[i] = out->dims[i];
 		batches *= bdims[i];
 	}
-	/* index views of 1-D operands as 2-D ones */
-	aclTensor A = *a, B = *b, O = *out;
-	if (A.ndim == 1) {
-		A.ndim = 2;
-		A.dims[1] = A.dims[0], A.strides[1] = A.strides[0];
-		A.dims[0] = 1, A.strides[0] = 0;
-	}
-	if (B.ndim == 1) {
-		B.ndim = 2;
-		B.dims[1] = 1, B.strides[1] = 0;
-	}
-	if (O.ndim == 1) {
-		O.ndim = 2;
-		if (a->ndim == 1) {
-			O.dims[1] = O.dims[0], O.strides[1] = O.strides[0];
-			O.dims[0] = 1, O.strides[0] = 0;
-		} else {
-			O.dims[1] = 1, O.strides[1] = 0;
-		}
-	}
+	aclTensor A, B, O;
+	matmul_views(a, b, out, &A, &B, &O);
 	for (int64_t bi = 0; bi < batches; bi++) {
 		coords(bi, bdims, nd - 2, cc);
 		memcpy(ca, cc, sizeof cc);
