@@ -293,7 +293,10 @@ aclnnStatus aclDestroyTensorList(const aclTensorList *array);
 	X(ABS, aclnnAbs, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                      \
 	X(AMAX, aclnnAmax, (const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out),            \
 	  (T(0), INTARRAY, BOOL(0), T(1)))                                                                            \
-	X(ROUND, aclnnRound, (const aclTensor *self, aclTensor *out), (T(0), T(1)))
+	X(ROUND, aclnnRound, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                  \
+	X(INPLACEADDCMUL, aclnnInplaceAddcmul,                                                                        \
+	  (const aclTensor *selfRef, const aclTensor *tensor1, const aclTensor *tensor2, const aclScalar *value),     \
+	  (T(0), T(1), T(2), SCALAR))
 
 #define IRT_ACLNN_RUN(name) \
 	aclnnStatus name(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream)

@@ -1693,6 +1693,34 @@ aclnnStatus aclnnRoundGetWorkspaceSize(const aclTensor *self, aclTensor *out, ui
 }
 RUN(aclnnRound)
 
+/* aclnnInplaceAddcmul: selfRef = selfRef + value·tensor1·tensor2, tensor1
+ * and tensor2 broadcasting to selfRef (aclnnAddcmul&aclnnInplaceAddcmul) */
+aclnnStatus aclnnInplaceAddcmulGetWorkspaceSize(const aclTensor *selfRef, const aclTensor *tensor1,
+                                                const aclTensor *tensor2, const aclScalar *value,
+                                                uint64_t *workspaceSize, aclOpExecutor **executor) {
+	LOCK();
+	call c;
+	call_begin(&c, "aclnnInplaceAddcmulGetWorkspaceSize");
+	selfRef = arg(&c, "selfRef", selfRef, 1);
+	tensor1 = arg(&c, "tensor1", tensor1, 1);
+	tensor2 = arg(&c, "tensor2", tensor2, 1);
+	int ok = value && value->magic == 0x5343414cU;
+	tr(",\"value\":%.17g", ok ? value->v : 0.0);
+	c.ex->f[0] = ok ? value->v : 1;
+	if (!c.rc && !ok) {
+		c.rc = ACLNN_ERR_PARAM_NULLPTR;
+		set_err("aclnnInplaceAddcmulGetWorkspaceSize: value is not a scalar");
+	}
+	check(&c, broadcasts(tensor1, selfRef) && broadcasts(tensor2, selfRef),
+	      "tensor1 and tensor2 must broadcast to selfRef");
+	check(&c, selfRef && tensor1 && tensor2 &&
+	              (selfRef->dtype == ACL_FLOAT || selfRef->dtype == ACL_FLOAT16 || selfRef->dtype == ACL_BF16) &&
+	              tensor1->dtype == selfRef->dtype && tensor2->dtype == selfRef->dtype,
+	      "selfRef, tensor1 and tensor2 must be FLOAT, FLOAT16 or BFLOAT16 of one dtype");
+	return call_end(&c, "aclnnInplaceAddcmul", workspaceSize, executor);
+}
+RUN(aclnnInplaceAddcmul)
+
 /* a scalar's value; non-finite values are traced as strings (JSON has no
  * infinities) */
 static int scalar_arg(call *c, const char *key, const aclScalar *v, double *out) {

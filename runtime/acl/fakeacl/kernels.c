@@ -161,7 +161,10 @@ static float round_hf32(float f) {
  *     FLOAT16 operands (exact products) by plain adds, float32 ones by
  *     fused multiply-adds; cubeMathType does not round the inputs;
  *   - aclnnRotaryPositionEmbedding: ggml's rotation of a pair (x0, x1),
- *     fmaf(x0, cos, -(x1·sin)) and fmaf(x0, sin, x1·cos).
+ *     fmaf(x0, cos, -(x1·sin)) and fmaf(x0, sin, x1·cos);
+ *   - aclnnInplaceAddcmul with value 1: one fused multiply-add,
+ *     fmaf(tensor1, tensor2, selfRef) (the acc = fma(d, lane, acc) chains
+ *     of ggml_vec_dot_q*_K_q8_K and of the repacked q4_K kernels).
  * The rest (casts, adds, multiplies, gathers) already round as ggml does.
  * This proves a lowering computes llama.cpp's function; it is not what an
  * NPU computes. The orders are those of irtool's CPU kernels package
@@ -449,6 +452,27 @@ static int k_inplace_mul(kctx *c) { return ew_binary(c, T(0), T(1), T(0), EW_MUL
 static int k_add(kctx *c) { return ew_binary(c, T(0), T(1), T(2), EW_ADD, c->e->f[0]); }
 static int k_inplace_add(kctx *c) { return ew_binary(c, T(0), T(1), T(0), EW_ADD, c->e->f[0]); }
 static int k_div(kctx *c) { return ew_binary(c, T(0), T(1), T(2), EW_DIV, 1); }
+
+/* aclnnInplaceAddcmul: selfRef += value·tensor1·tensor2, the product
+ * rounded to the compute dtype, then the sum (CANN does not document a
+ * fused rounding). Under ggml's arithmetic with value 1 it is one fused
+ * multiply-add, fmaf(tensor1, tensor2, selfRef), as the FMA chains of
+ * ggml-cpu's K-quant dot products (ggml_vec_dot_q*_K_q8_K) accumulate. */
+static int k_inplace_addcmul(kctx *c) {
+	const aclTensor *self = T(0), *a = T(1), *b = T(2);
+	aclDataType ct = self->dtype;
+	double value = c->e->f[0];
+	int fused = gg(c) && value == 1;
+	int64_t n = numel(self), cc[8];
+	for (int64_t i = 0; i < n; i++) {
+		coords(i, self->dims, self->ndim, cc);
+		int64_t o = toff(self, cc, self->ndim);
+		float s = (float)ld(self, o), x = (float)ld(a, toff(a, cc, self->ndim)), y = (float)ld(b, toff(b, cc, self->ndim));
+		float r = fused ? fmaf(x, y, s) : s + (float)round_to(ct, (float)round_to(ct, (float)value * x) * y);
+		st(self, o, round_to(ct, r));
+	}
+	return 0;
+}
 
 /* aclnnMuls: a float scalar keeps a floating tensor's dtype */
 static int k_muls(kctx *c) {
@@ -1128,6 +1152,7 @@ static const struct kdef {
     {"aclnnGelu", k_gelu},
     {"aclnnAbs", k_abs},
     {"aclnnRound", k_round},
+    {"aclnnInplaceAddcmul", k_inplace_addcmul},
     {"aclnnCast", k_cast},
     {"aclnnInplaceCopy", k_inplace_copy},
     {"aclnnGeScalar", k_ge_scalar},

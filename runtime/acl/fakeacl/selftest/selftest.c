@@ -264,6 +264,23 @@ static void test_elementwise(void) {
 	int64_t dd[] = {4, 2}, ds[] = {2, 1}, sd[] = {2, 2}, id[] = {2};
 	rc = run2("aclnnInplaceIndexCopy", aclnnInplaceIndexCopyGetWorkspaceSize(tensor(ACL_FLOAT, 2, dd, ds, 0, dst), 0, tensor(ACL_INT64, 1, id, st1, 0, ix), tensor(ACL_FLOAT, 2, sd, ds, 0, src), &wsz, &ex), &wsz, &ex, aclnnInplaceIndexCopy, NULL);
 	ok(rc == 0 && dst[6] == 1 && dst[7] == 2 && dst[2] == 3 && dst[3] == 4 && dst[0] == 0, "InplaceIndexCopy writes row i of source to row index[i]", NULL);
+
+	/* InplaceAddcmul: s = -(1 + 2^-11), t1 = t2 = 1 + 2^-12, value 1, so
+	 * s + t1·t2 = 2^-24 exactly. The device's arithmetic rounds the
+	 * product first (a tie, to even: 1 + 2^-11) and gets 0; ggml's (one
+	 * fmaf) keeps 2^-24. t2 broadcasts over the two elements of s. */
+	float *as = dev(4 * 2), *a1 = dev(4 * 2), *a2 = dev(4);
+	int64_t two[] = {2};
+	for (int arith = 0; arith < 2; arith++) {
+		irtfake_set("arith", arith);
+		as[0] = as[1] = -(1.0f + 1.0f / 2048);
+		a1[0] = a1[1] = *a2 = 1.0f + 1.0f / 4096;
+		aclScalar *v1 = aclCreateScalar(&(float){1}, ACL_FLOAT);
+		rc = run2("aclnnInplaceAddcmul", aclnnInplaceAddcmulGetWorkspaceSize(tensor(ACL_FLOAT, 1, two, st1, 0, as), tensor(ACL_FLOAT, 1, two, st1, 0, a1), tensor(ACL_FLOAT, 1, one, st1, 0, a2), v1, &wsz, &ex), &wsz, &ex, aclnnInplaceAddcmul, NULL);
+		float want = arith ? 1.0f / 16777216 : 0;
+		ok(rc == 0 && as[0] == want && as[1] == want, arith ? "InplaceAddcmul under ggml's arithmetic is one fmaf" : "InplaceAddcmul rounds the product, then adds", NULL);
+	}
+	irtfake_set("arith", -1);
 }
 
 /* ---- documented constraints: one rejection per constraint ----
@@ -401,6 +418,9 @@ static void test_constraints(void) {
 	refuse("cos.shape", aclnnCosGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(F, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnCos", "out must have the shape of self");
 	refuse("sin.shape", aclnnSinGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(F, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnSin", "out must have the shape of self");
 	refuse("abs.shape", aclnnAbsGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(F, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnAbs", "out must have the shape of self");
+	refuse("inplaceaddcmul.broadcast", aclnnInplaceAddcmulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 2, 8, 0, 0), ct(F, 1, 3, 0, 0, 0), alpha, &cws, &cex), 161002, "aclnnInplaceAddcmul", "tensor1 and tensor2 must broadcast to selfRef");
+	accept("inplaceaddcmul.broadcast", aclnnInplaceAddcmulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), alpha, &cws, &cex), "aclnnInplaceAddcmul");
+	refuse("inplaceaddcmul.dtype", aclnnInplaceAddcmulGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(H, 1, 8, 0, 0, 0), ct(F, 1, 8, 0, 0, 0), alpha, &cws, &cex), 161002, "aclnnInplaceAddcmul", "of one dtype");
 	refuse("round.shape", aclnnRoundGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), ct(F, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnRound", "out must have the shape of self");
 	refuse("gelu.dtype", aclnnGeluGetWorkspaceSize(ct(ACL_INT32, 1, 8, 0, 0, 0), ct(ACL_INT32, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnGelu", "self must be FLOAT");
 	refuse("swiglu.dim", aclnnSwiGluGetWorkspaceSize(ct(F, 2, 2, 7, 0, 0), -1, ct(F, 2, 2, 3, 0, 0), &cws, &cex), 161002, "aclnnSwiGlu", "dim -1 must exist and be even");
