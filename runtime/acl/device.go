@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/runtime/device"
 )
 
@@ -63,6 +64,11 @@ type Options struct {
 	// rounding steps (docs/LOWERING.md); it needs no n_pos and no table
 	// of n_pos rows.
 	TableRoPEAngles bool
+	// LlamaBuild is the llama.cpp build whose K-quant summation orders
+	// the "ggml" QuantMatmul mode reproduces where builds differ (a
+	// repacked q4_K, q6_K's block-sum offset; kernels.LlamaBuild): the
+	// default 3f545bec, or c392e50 for runs made by older builds.
+	LlamaBuild kernels.LlamaBuild
 }
 
 // Device implements device.Device on CANN. It is safe for concurrent use;

@@ -130,11 +130,17 @@ func f32Key(t ir.DType, addr device.Ptr, K, rows int64) string {
 // (ggml's dequantize_row_*) into the pool under key. The caller holds
 // n.cmu.
 func (d *Device) placeDequantised(n *npu, key string, t ir.DType, blocks []byte, K, rows int64) (device.Ptr, error) {
-	t0 := time.Now()
 	vals, err := ggmlModeValues(t, blocks, K, rows)
 	if err != nil {
 		return 0, err
 	}
+	return d.placeF32(n, key, fmt.Sprintf("dequantised %s weight", t), vals)
+}
+
+// placeF32 uploads vals into the pool under key (what names them in
+// errors), replacing what the key held. The caller holds n.cmu.
+func (d *Device) placeF32(n *npu, key, what string, vals []float32) (device.Ptr, error) {
+	t0 := time.Now()
 	raw := make([]byte, 4*len(vals))
 	for i, v := range vals {
 		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
@@ -146,12 +152,12 @@ func (d *Device) placeDequantised(n *npu, key string, t ir.DType, blocks []byte,
 	}
 	off, _, err := n.pool.Alloc(int64(len(raw)))
 	if err != nil {
-		return 0, fmt.Errorf("dequantised %s weight: %w", t, err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	p := n.base + device.Ptr(off)
 	if rc := C.irt_h2d(C.uintptr_t(p), hostPtr(raw), C.size_t(len(raw))); rc != 0 {
 		n.pool.Free(off)
-		return 0, newError("aclrtMemcpy", "dequantised weight", int32(rc))
+		return 0, newError("aclrtMemcpy", what, int32(rc))
 	}
 	d.bytesH2D.Add(int64(len(raw)))
 	d.convertedBytes.Add(int64(len(raw)))
@@ -309,7 +315,15 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 	if d.quantMode() == QuantMatmulGGML {
 		// ggml's arithmetic: f32 values for the matmuls and for the rows
 		// of a re-quantised layout's table.
-		if use.Matmul && ggmlModeTypes[t.DType] || rows8 && l.Accuracy == wqconv.Requantised {
+		// 2-D K-quant matrices: the integer layout of quantMulMatK.
+		kq := use.Matmul && kqTypes[t.DType] && t.Ne[2]*t.Ne[3] == 1 && K%256 == 0
+		if kq {
+			kl := newKQLayout(t.DType, K, rows, kqVariantOf(t.DType, rows, d.opts.LlamaBuild))
+			if _, err := d.placeKQ(n, kqKey(kl, t.Addr), kl, data); err != nil {
+				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
+			}
+		}
+		if use.Matmul && ggmlModeTypes[t.DType] && !kq || rows8 && l.Accuracy == wqconv.Requantised {
 			if _, err := d.placeDequantised(n, f32Key(t.DType, t.Addr, K, rows), t.DType, data, K, rows); err != nil {
 				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
 			}
@@ -338,7 +352,9 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 // both: the gguf/wqconv layout (plus its int8 widening for an int4
 // layout's rows) in "wqbmm" mode; in "ggml" mode the f32 copy of the
 // matmul types (4 bytes per value, one copy shared by matmul and the rows
-// of a re-quantised layout) and, for the others' rows, their int8 layout.
+// of a re-quantised layout), for the K-quants also the integer layout of
+// their 2-D matmuls (kqLayout: 4 bytes per value, 8 for q6_K, plus the
+// per-block scales) and, for the others' rows, their int8 layout.
 // 0 for a type PlaceWeight leaves as it is. It sizes Options.PoolBytes.
 func PlacedBytes(t ir.DType, K, rows int64, mode string) int64 {
 	l, ok := wqLayout(t, false)
@@ -349,6 +365,14 @@ func PlacedBytes(t ir.DType, K, rows int64, mode string) int64 {
 	if mode == QuantMatmulGGML {
 		if ggmlModeTypes[t] || l.Accuracy == wqconv.Requantised {
 			n += 4 * K * rows
+		}
+		if kqTypes[t] && K%256 == 0 {
+			// quantMulMatK's copy of a 2-D matrix (its largest variant).
+			v := kqLanes
+			if t == ir.Q6_K {
+				v = kqQ6Bsums
+			}
+			n += 4 * newKQLayout(t, K, rows, v).size
 		}
 		if t != ir.Q8_0 && l.Accuracy != wqconv.Requantised {
 			w, _ := wqLayout(t, true)

@@ -33,6 +33,9 @@ func mulMat(b *builder) error {
 		if !recipeTakes(b.k.Op, a.DType) {
 			return b.unsupported("%s with %s weights: no recipe for the type", b.k.Op, a.DType)
 		}
+		if b.d.quantMode() == QuantMatmulGGML && kqTypes[a.DType] {
+			return quantMulMatK(b, a, x, out)
+		}
 		if b.d.quantMode() == QuantMatmulGGML && ggmlModeTypes[a.DType] {
 			return quantMulMatGGML(b, a, x, out)
 		}
@@ -317,6 +320,15 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 //	aclnnReduceSum(t, dim 2, keepDims) → Σq;  aclnnMul(d, Σq) → s;
 //	aclnnCast(s → f16 → f32);  aclnnCast(d16 → f32) → d;  aclnnInplaceMul(t, d)
 func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr, wt ir.DType) (xq, sums device.Ptr) {
+	xq, sums, _ = b.q8Quantise(lead, leadSt, inner, K, addr, wt, false)
+	return xq, sums
+}
+
+// q8Quantise is q8Activations; with keepQ it leaves out the last call
+// (aclnnInplaceMul(t, d)): xq then holds the integers q (in f32) and d
+// the address of the blocks' scales d, a contiguous f32 [rows…, K/bs]
+// matrix (the K-quant recipe, quantMulMatK, multiplies them itself).
+func (b *builder) q8Quantise(lead, leadSt []int64, inner, K int64, addr device.Ptr, wt ir.DType, keepQ bool) (xq, sums, d device.Ptr) {
 	kind := q8Kind(wt)
 	kq, q1 := kind == "q8_K", kind == "q8_1"
 	bs := int64(32)
@@ -409,8 +421,11 @@ func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr devic
 		b.cast(ts[7], ts[6], C.ACL_FLOAT)
 		sums = buf + device.Ptr(offS)
 	}
+	if keepQ {
+		return buf + device.Ptr(offT), sums, buf + device.Ptr(offD)
+	}
 	b.op(C.IRT_INPLACEMUL, ts[1], ts[6])
-	return buf + device.Ptr(offT), sums
+	return buf + device.Ptr(offT), sums, buf + device.Ptr(offD)
 }
 
 // q8Kind is the type ggml-cpu quantises the activations of a matmul with
