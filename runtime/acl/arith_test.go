@@ -22,7 +22,7 @@ import (
 // step above 2e-6 (-1: none).
 func againstReference(t *testing.T, m *models.Model, f *gguf.File, ref *testmodel.LlamaRun, arith int64) (worst float64, first int) {
 	t.Helper()
-	d := newDevice(t, Options{PoolBytes: max(256<<20, 2*modelPool(f, QuantMatmulGGML)), WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML})
+	d := newDevice(t, Options{PoolBytes: max(256<<20, 2*modelPool(f, QuantMatmulGGML)), WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML, LlamaBuild: ref.Kernels(t).LlamaBuild})
 	fake.Set("arith", arith)
 	pol := device.DefaultGraphPolicy()
 	pol.Graphs = false

@@ -120,7 +120,7 @@ func departureWith(t *testing.T, name string, m *models.Model, f *gguf.File, ref
 		t.Fatalf("%s: no quantised matmul activation to probe", name)
 	}
 	// Two sessions (probed and plain) place their own copies of the weights.
-	d := newDevice(t, Options{PoolBytes: max(256<<20, 2*modelPool(f, QuantMatmulGGML)), WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML})
+	d := newDevice(t, Options{PoolBytes: max(256<<20, 2*modelPool(f, QuantMatmulGGML)), WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML, LlamaBuild: ref.Kernels(t).LlamaBuild})
 	pol := device.DefaultGraphPolicy()
 	pol.Graphs = false
 	opts := program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b", Driver: compiler.Options{Rules: rules}}, Kernels: ref.Kernels(t)}

@@ -52,17 +52,21 @@ import (
 // weight type's vec_dot partner in ggml-cpu (q8_0; q8_1 for q4_1/q5_1,
 // whose min term takes the f16 block sum; q8_K for the K-quants), the
 // weight's ggml values in f32 (TestQuantMatmulModes: every type within
-// 1e-6 of ggml-cpu's kernels per matmul), the q8_0 token table
-// dequantised in f32. The q8_0 and q5_0 files, q5_1, iq4_nl, iq4_xs and
-// the q4_0 models but two match to 2e-7; synth-llama-Q4_0,
-// synth-qwen2-tied-Q4_0, q4_1 and the K-quant files depart from llama.cpp
-// at one q8 rounding flip (the quantised matmuls' f32 sums are not ggml's
-// integer block dots), after which the run carries llama.cpp's activation
+// 1e-6 of ggml-cpu's kernels per matmul; the K-quants bit for bit, with
+// the integer lanes and FMA chains of ggml-cpu's K-quant dots,
+// quantMulMatK and TestKQuantMatmulMatchesKernelsBitForBit), the q8_0
+// token table dequantised in f32. The files of the other types (q8_0,
+// q5_0, q5_1, iq4_nl, iq4_xs and the q4_0 models but two) match to 2e-7;
+// synth-llama-Q4_0, synth-qwen2-tied-Q4_0 and q4_1 depart from llama.cpp
+// at one q8 rounding flip (their matmuls' f32 sums are not ggml's integer
+// block dots), after which the run carries llama.cpp's activation
 // quantisation noise (TestQuantisedDeparturesAreRoundingFlips checks this
 // on every quantised model; docs/LOWERING.md, "Why the quantised models
-// stay above 1e-3"): within ggmlModeBound, or emuMeasured's measured error
-// for four K-quant files (1.3e-2 to 1.7e-2). The CPU segments compute with
-// the arithmetic of the llama.cpp build that made the run (ref.Kernels).
+// stay above 1e-3"), within ggmlModeBound. The K-quant files match
+// llama.cpp to 4e-9 (the CPU reference executor's bits). The CPU
+// segments and the device's K-quant matmuls (Options.LlamaBuild) compute
+// with the arithmetic of the llama.cpp build that made the run
+// (ref.Kernels).
 // The "wqbmm" mode (the device's arithmetic) has
 // TestWQBMMModeOnEmulatedCANN's bounds.
 
@@ -126,33 +130,6 @@ func (w weightTypes) allHaveRecipes() bool {
 	return true
 }
 
-// emuMeasured lists the reference models that do not meet their type's
-// bound in the "ggml" QuantMatmul mode, with the worst max|Δ|/max|logit|
-// measured over their 32 steps (TestModelsMatchLlamaCppOnEmulatedCANN's
-// log); each is held to its measured value rounded up instead. The mode
-// runs the emulator with ggml-cpu's arithmetic (newDevice), so every
-// operator but the quantised matmuls computes llama.cpp's bits (the f32
-// and f16 models match the CPU reference executor bit for bit,
-// TestGGMLArithmeticMatchesReferenceExecutor). What is left are the
-// K-quant matmuls: an aclnnMm of the q8_K values (d·q rounded to f32) by
-// the dequantised weight, whose f32 sums differ from ggml's integer
-// super-block dots in the last bits (TestQuantMatmulModes: within 1e-6).
-// Those last bits flip a q8_K rounding of a later activation now and then
-// (TestQuantisedDeparturesAreRoundingFlips names each first flip), and
-// from there the run carries llama.cpp's whole activation quantisation
-// noise (1.6–2.4e-2 on the K-quant files, see the dequantised-f32 runs of
-// the reference data). Q5_K_M measured 1.08e-2 with the device's
-// arithmetic and 1.37e-2 now: its first flip moved from a q8_K value at
-// step 5 to a q8_K block scale at step 5 (ffn_gate's input), and the
-// noise after a flip is of that size either way.
-var emuMeasured = map[string]float64{
-	// K-quants (q8_K activations): first flip at steps 0..6.
-	"synth-llama256-Q2_K":   1.6e-2, // measured 1.50e-2
-	"synth-llama256-Q5_K_M": 1.4e-2, // measured 1.37e-2
-	"synth-llama256-Q6_K":   1.4e-2, // measured 1.31e-2
-	"synth-llama256-Q4_K":   1.8e-2, // measured 1.72e-2
-}
-
 // emuTolerance is the bound on max|Δlogit| / max|logit| against llama.cpp
 // for the model in f on the CANN path with QuantMatmul "ggml", and the
 // top-1/top-2 gap above which the argmax must agree, judged by the
@@ -162,9 +139,7 @@ var emuMeasured = map[string]float64{
 //     ggml-cpu's);
 //   - quantised matrices: ggmlModeBound (1e-2) and a gap of
 //     6e-2, or 2e-2 for dense files whose matrices all take q8_0
-//     activations (q4_0, q5_0, q8_0, iq4_nl), which keep to it;
-//   - a reference model listed in emuMeasured: its measured value instead
-//     of the bound.
+//     activations (q4_0, q5_0, q8_0, iq4_nl), which keep to it.
 func emuTolerance(name string, f *gguf.File) (tol, tieGap float64) {
 	w := weightTypesOf(f)
 	if len(w.quant) == 0 {
@@ -173,9 +148,6 @@ func emuTolerance(name string, f *gguf.File) (tol, tieGap float64) {
 	tol, tieGap = ggmlModeBound, quantTieGap
 	if w.q8_0Only() && !w.experts {
 		tieGap = 2e-2
-	}
-	if m, ok := emuMeasured[name]; ok {
-		tol = m
 	}
 	return tol, tieGap
 }
@@ -347,7 +319,7 @@ func TestModelsMatchLlamaCppOnEmulatedCANN(t *testing.T) {
 			for _, graphs := range []bool{true, false} {
 				mode := map[bool]string{true: "graph", false: "eager"}[graphs]
 				t.Run(mode, func(t *testing.T) {
-					d := newDevice(t, Options{PoolBytes: 256 << 20, WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML})
+					d := newDevice(t, Options{PoolBytes: 256 << 20, WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML, LlamaBuild: ref.Kernels(t).LlamaBuild})
 					r := runOnEmulator(t, name, m, f, ref, d, graphs)
 					dec := r.stats.Decode
 					if graphs {
