@@ -36,7 +36,8 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 	if err != nil {
 		return nil, err
 	}
-	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul})
+	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul,
+		LlamaBuild: sim.Kernels.LlamaBuild})
 	if err != nil {
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
 	}

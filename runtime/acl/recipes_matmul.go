@@ -222,7 +222,9 @@ const (
 	// multiplied in f32 by the weight dequantised once to f32. Both
 	// operands are then exactly ggml's values, and the product differs
 	// from ggml's integer dot only by the f32 summation order. The weight
-	// takes 4 bytes per value in HBM.
+	// takes 4 bytes per value in HBM. 2-D K-quant matrices compute
+	// ggml-cpu's bits instead (quantMulMatK: its integer lanes and FMA
+	// chains, in the order of Options.LlamaBuild).
 	QuantMatmulGGML = "ggml"
 )
 
