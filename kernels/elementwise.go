@@ -2,16 +2,11 @@ package kernels
 
 import (
 	"fmt"
-	"math"
 )
 
 // elemGrain is the number of elements below which row loops stay on one
 // goroutine.
 const elemGrain = 1 << 14
-
-// expf is C's expf: exp in float32, correctly rounded in all but a few
-// double-rounding cases (glibc's expf is computed the same way).
-func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
 
 // silu is ggml_silu_f32: x / (1 + expf(-x)).
 func silu(x float32) float32 { return x / (1 + expf(-x)) }

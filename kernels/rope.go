@@ -28,8 +28,6 @@ type RopeParams struct {
 }
 
 func logf(x float32) float32   { return float32(math.Log(float64(x))) }
-func cosf(x float32) float32   { return float32(math.Cos(float64(x))) }
-func sinf(x float32) float32   { return float32(math.Sin(float64(x))) }
 func floorf(x float32) float32 { return float32(math.Floor(float64(x))) }
 func ceilf(x float32) float32  { return float32(math.Ceil(float64(x))) }
 
@@ -62,7 +60,8 @@ func ropeYarn(thetaExtrap, freqScale float32, corr [2]float32, i0 int, extFactor
 		theta = float32(thetaInterp*(1-rampMix)) + float32(thetaExtrap*rampMix)
 		mscale *= 1 + float32(0.1*logf(1/freqScale))
 	}
-	return cosf(theta) * mscale, sinf(theta) * mscale
+	sn, cs := sincosf(theta)
+	return cs * mscale, sn * mscale
 }
 
 // ropeRow fills cache (NDims floats: cos, sin per pair) for position pos,

@@ -8,7 +8,6 @@ import (
 )
 
 // powf is C's powf.
-func powf(x, y float32) float32 { return float32(math.Pow(float64(x), float64(y))) }
 
 // alibi holds the ALiBi slope parameters of ggml_compute_forward_soft_max_f32.
 type alibi struct {
