@@ -50,7 +50,7 @@ func init() {
 	mustKernel(ir.OpRopeTheta, func(n *ir.Node, dst kernels.Tensor, _ []kernels.Tensor, _ kernels.Options) error {
 		r := n.Attrs.Rope()
 		nd := r.NDims
-		ts := float32(math.Pow(float64(float32(r.FreqBase)), float64(-2/float32(nd))))
+		ts := kernels.Powf(float32(r.FreqBase), -2/float32(nd))
 		t := float32(1)
 		for i := range nd / 2 {
 			if err := dst.SetFloat(t, i, 0, 0, 0); err != nil {

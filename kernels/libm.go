@@ -277,6 +277,10 @@ func powfCheckInt(iy uint32) int {
 	return 2
 }
 
+// Powf is C's powf(x, y) as GNU libc computes it (see powf): the value
+// ggml's host code gets for RoPE's theta_scale = powf(freq_base, -2/n_dims).
+func Powf(x, y float32) float32 { return powf(x, y) }
+
 // zeroInfNaN reports ±0, ±Inf or NaN.
 func zeroInfNaN(i uint32) bool { return 2*i-1 >= 2*0x7f800000-1 }
 

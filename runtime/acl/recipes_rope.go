@@ -13,6 +13,7 @@ import (
 	"math"
 
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/runtime/device"
 )
@@ -109,9 +110,10 @@ func (b *builder) ropeTheta(D, mode int64) device.Ptr {
 }
 
 // ropeThetaScale is ggml's theta_scale, powf(freq_base, -2/n_dims) in
-// float32 (ggml_rope_cache_init multiplies the angle by it once per pair).
+// float32 with C's powf as GNU libc computes it (ggml_rope_cache_init
+// multiplies the angle by it once per pair).
 func ropeThetaScale(base float64, D int64) float32 {
-	return float32(math.Pow(float64(float32(base)), float64(-2/float32(D))))
+	return kernels.Powf(float32(base), -2/float32(D))
 }
 
 // angles emits the calls that fill rt from positions pos (i32 [T]) as

@@ -20,8 +20,10 @@ import (
 // TestRopeCacheAnglesAreGgml launches rope_cache on the emulator for
 // positions up to 4095 and compares the table with the CPU kernel
 // (ggml_rope_cache_init's arithmetic): by default the angles are ggml's
-// chain, so the table is identical (the emulated cos and sin round the
-// exact values, as the CPU kernel does); with Options.TableRoPEAngles
+// chain, and with the emulator's ggml-cpu arithmetic (whose cos and sin
+// are the C library's cosf and sinf, as the CPU kernel's are) the table
+// is identical; with the device's arithmetic (correctly rounded cos and
+// sin) a few values differ by one ulp; with Options.TableRoPEAngles
 // (positions × base^(-2i/D)) the angles differ from ggml's in their last
 // bits, which at large positions moves cos and sin by more than 1e-6.
 func TestRopeCacheAnglesAreGgml(t *testing.T) {
@@ -57,6 +59,7 @@ func TestRopeCacheAnglesAreGgml(t *testing.T) {
 				attrs[ropePositionsAttr] = c.nPos
 			}
 			d := newDevice(t, Options{WorkspaceReserve: 1 << 20, TableRoPEAngles: c.table})
+			fake.Set("arith", 1)
 			buf := malloc(t, d, 1<<16)
 			pb := make([]byte, 4*T)
 			for i, p := range pos {

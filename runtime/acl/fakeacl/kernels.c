@@ -164,7 +164,9 @@ static float round_hf32(float f) {
  *     fmaf(x0, cos, -(x1·sin)) and fmaf(x0, sin, x1·cos);
  *   - aclnnInplaceAddcmul with value 1: one fused multiply-add,
  *     fmaf(tensor1, tensor2, selfRef) (the acc = fma(d, lane, acc) chains
- *     of ggml_vec_dot_q*_K_q8_K and of the repacked q4_K kernels).
+ *     of ggml_vec_dot_q*_K_q8_K and of the repacked q4_K kernels);
+ *   - aclnnCos, aclnnSin: the C library's cosf and sinf (GNU libc's are
+ *     not correctly rounded; ggml's RoPE table takes them, kernels/libm.go).
  * The rest (casts, adds, multiplies, gathers) already round as ggml does.
  * This proves a lowering computes llama.cpp's function; it is not what an
  * NPU computes. The orders are those of irtool's CPU kernels package
@@ -500,8 +502,10 @@ static int ew_unary(kctx *c, const aclTensor *a, const aclTensor *out, int op) {
 			r = !gg(c) ? x / (1.0f + expf(-x))
 			           : out->ndim ? gg_silu(x, cc[out->ndim - 1], out->dims[out->ndim - 1]) : gg_silu(x, 0, 1);
 			break;
-		case UN_COS: r = (float)cos((double)x); break;
-		case UN_SIN: r = (float)sin((double)x); break;
+		/* The device's cos and sin are correctly rounded here; ggml-cpu
+		 * calls the C library's cosf and sinf, which are not always. */
+		case UN_COS: r = gg(c) ? cosf(x) : (float)cos((double)x); break;
+		case UN_SIN: r = gg(c) ? sinf(x) : (float)sin((double)x); break;
 		case UN_ABS: r = fabsf(x); break;
 		case UN_ROUND: r = nearbyintf(x); break; /* the default rounding mode: ties to even */
 		default:
