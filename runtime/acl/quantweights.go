@@ -323,7 +323,15 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
 			}
 		}
-		if use.Matmul && ggmlModeTypes[t.DType] && !kq || rows8 && l.Accuracy == wqconv.Requantised {
+		// q4_0 … q5_1 matrices and expert stacks: the integer layout of
+		// quantMulMatQ8 and mulMatIDQ8.
+		q8 := use.Matmul && q8Types[t.DType] && K%32 == 0
+		if q8 {
+			if _, err := d.placeQ8(n, q8Key(t.DType, t.Addr, K, rows), newQ8Layout(t.DType, K, rows), data); err != nil {
+				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
+			}
+		}
+		if use.Matmul && ggmlModeTypes[t.DType] && !kq && !q8 || rows8 && l.Accuracy == wqconv.Requantised {
 			if _, err := d.placeDequantised(n, f32Key(t.DType, t.Addr, K, rows), t.DType, data, K, rows); err != nil {
 				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
 			}
@@ -363,8 +371,11 @@ func PlacedBytes(t ir.DType, K, rows int64, mode string) int64 {
 	}
 	var n int64
 	if mode == QuantMatmulGGML {
-		if ggmlModeTypes[t] || l.Accuracy == wqconv.Requantised {
+		if kqTypes[t] || l.Accuracy == wqconv.Requantised {
 			n += 4 * K * rows
+		}
+		if q8Types[t] && K%32 == 0 {
+			n += 4 * newQ8Layout(t, K, rows).size
 		}
 		if kqTypes[t] && K%256 == 0 {
 			// quantMulMatK's copy of a 2-D matrix (its largest variant).

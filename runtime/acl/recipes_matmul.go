@@ -36,8 +36,8 @@ func mulMat(b *builder) error {
 		if b.d.quantMode() == QuantMatmulGGML && kqTypes[a.DType] {
 			return quantMulMatK(b, a, x, out)
 		}
-		if b.d.quantMode() == QuantMatmulGGML && ggmlModeTypes[a.DType] {
-			return quantMulMatGGML(b, a, x, out)
+		if b.d.quantMode() == QuantMatmulGGML && q8Types[a.DType] {
+			return quantMulMatQ8(b, a, x, out)
 		}
 		return quantMulMat(b, a, x, out)
 	}
@@ -216,15 +216,18 @@ const (
 	// in HBM. Its logits differ from ggml-cpu's by up to a few 1e-2 of
 	// max|logit| (docs/LOWERING.md).
 	QuantMatmulWQBMM = "wqbmm"
-	// QuantMatmulGGML computes ggml-cpu's arithmetic: the activations are
-	// quantised to q8_0 on the device (per block of 32: d = amax/127 stored
-	// as f16, q = round-half-even(x·127/amax)), replaced by f16(d)·q, and
-	// multiplied in f32 by the weight dequantised once to f32. Both
-	// operands are then exactly ggml's values, and the product differs
-	// from ggml's integer dot only by the f32 summation order. The weight
-	// takes 4 bytes per value in HBM. 2-D K-quant matrices compute
-	// ggml-cpu's bits instead (quantMulMatK: its integer lanes and FMA
-	// chains, in the order of Options.LlamaBuild).
+	// QuantMatmulGGML computes ggml-cpu's bits: the activations are
+	// quantised on the device as ggml quantises them (q8_0, q8_1 or q8_K,
+	// q8Quantise), the integer block dots are exact f32 matmuls of
+	// integer-valued operands (the weight converted once at load to
+	// integers in f32, 4 bytes per value in HBM), and ggml's float chains
+	// (per block d = d_x·d_w, acc = fma(d, lane, acc), its horizontal sums)
+	// are elementwise operators, in the order of Options.LlamaBuild:
+	// quantMulMatK for 2-D K-quant matrices, quantMulMatQ8 for q4_0, q5_0,
+	// q8_0, q4_1 and q5_1 matrices, mulMatIDQ8 for their expert stacks.
+	// K-quant expert stacks (mulMatIDGGML) multiply the q8_K values by the
+	// weight dequantised to f32 instead: ggml's operands, not its
+	// summation order.
 	QuantMatmulGGML = "ggml"
 )
 
@@ -244,59 +247,25 @@ func checkQuantMatmul(mode string) error {
 	return fmt.Errorf("acl: Options.QuantMatmul %q: want %q or %q", mode, QuantMatmulWQBMM, QuantMatmulGGML)
 }
 
-// quantMulMatGGML is the QuantMatmulGGML recipe of a q4_0/q8_0 mul_mat:
-// out[M, N] = q8_0(x)[M, K] · W[N, K]ᵀ. With x viewed as [M, K/32, 32]:
+// q8Activations adds the calls that replace f32 activations by the
+// values ggml-cpu's vec_dot partner of weight type wt holds (q8Kind):
+// q8_0, q8_1 or q8_K. It returns the
+// device scratch holding them as a contiguous f32 [rows…, K] matrix and,
+// for q8_1, the blocks' sums s as a contiguous f32 [rows…, K/32] matrix
+// (0 otherwise). lead and leadSt are the shape and strides (elements) of
+// the row dims of x at addr, inner the stride of its K values.
+//
+// q8_0 (ggml-cpu's AVX2 quantize_row_q8_0: id = 127/amax, products
+// rounded to nearest even; per block of 32, x viewed as [rows, K/32, 32]):
 //
 //	aclnnAbs(x) → t;  aclnnAmax(t, dim 2, keepDim) → amax
 //	aclnnDiv(127, amax) → id;  aclnnGeScalar(id, +inf) → m;
 //	aclnnInplaceMaskedFillScalar(id, m, 0)          (id = 0 where amax = 0)
 //	aclnnDiv(amax, 127) → d;  aclnnCast(d → f16 → f32)  (the block's f16 scale)
 //	aclnnMul(x, id) → t;  aclnnRound(t) → t (half to even);  aclnnInplaceMul(t, d)
-//	aclnnMm(t, Wᵀ) → out, W the dequantised f32 weight, cubeMathType KEEP_DTYPE on 910B
 //
-// which is ggml-cpu's quantize_row_q8_0 (x86 AVX2: id = 127/amax, products
-// rounded to nearest even) followed by the exact values of its q·d
-// operands. A block whose 127/amax overflows (amax = 0, or below 127/FLT_MAX)
-// gets id = 0, so q = 0 (ggml: only amax = 0).
-func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
-	K, N, M := a.Ne[0], a.Ne[1], x.Ne[1]
-	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
-		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
-	}
-	if K%32 != 0 || K%a.DType.BlockSize() != 0 {
-		return b.unsupported("%s weight with %d columns (not a multiple of its block)", a.DType, K)
-	}
-
-	w := b.dequantised(a)
-	_, xst, ok := aclOrder(x)
-	if !ok {
-		return b.unsupported("activations %v", x.Nb)
-	}
-	xq, sums := b.q8Activations([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr, a.DType)
-	xt := b.tensor(C.ACL_FLOAT, []int64{M, K}, []int64{K, 1}, 0, xq)
-	wt := b.tensor(C.ACL_FLOAT, []int64{K, N}, []int64{1, K}, 0, w)
-	os, ost, _ := aclOrder(out)
-	b.matmul(C.IRT_MM, xt, wt, b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr))
-	if sums != 0 {
-		// q8_1: the weight's copy holds d·q, then the block minimums m
-		// [N, K/32] (ggmlModeValues); out += s · mᵀ.
-		nb := K / 32
-		mt := b.buffer(fmt.Sprintf("q8_1 min term f32[%d,%d]", M, N), 4*M*N)
-		b.matmul(C.IRT_MM, b.tensor(C.ACL_FLOAT, []int64{M, nb}, []int64{nb, 1}, 0, sums),
-			b.tensor(C.ACL_FLOAT, []int64{nb, N}, []int64{1, nb}, 0, w+device.Ptr(4*N*K)),
-			b.tensor(C.ACL_FLOAT, []int64{M, N}, []int64{N, 1}, 0, mt))
-		b.inplaceAdd(b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr), b.tensor(C.ACL_FLOAT, []int64{M, N}, []int64{N, 1}, 0, mt), 1)
-	}
-	return b.err
-}
-
-// q8Activations adds the calls that replace f32 activations by the
-// values ggml-cpu's vec_dot partner of weight type wt holds (q8Kind):
-// q8_0 (quantMulMatGGML's first ten calls), q8_1 or q8_K. It returns the
-// device scratch holding them as a contiguous f32 [rows…, K] matrix and,
-// for q8_1, the blocks' sums s as a contiguous f32 [rows…, K/32] matrix
-// (0 otherwise). lead and leadSt are the shape and strides (elements) of
-// the row dims of x at addr, inner the stride of its K values.
+// A block whose 127/amax overflows (amax = 0, or below 127/FLT_MAX) gets
+// id = 0, so q = 0 (ggml: only amax = 0).
 //
 // q8_K (quantize_row_q8_K_ref, per block of 256): iscale = −127/max with
 // max the value of largest magnitude, q = nearest_int(iscale·x) (half to

@@ -52,6 +52,9 @@ func mulMatID(b *builder) error {
 	if !recipeTakes(ir.OpMulMatID, as.DType) {
 		return b.unsupported("mul_mat_id with %s experts: no recipe for the type", as.DType)
 	}
+	if b.d.quantMode() == QuantMatmulGGML && q8Types[as.DType] {
+		return mulMatIDQ8(b, as, x, ids, out, xs)
+	}
 	if b.d.quantMode() == QuantMatmulGGML && ggmlModeTypes[as.DType] {
 		return mulMatIDGGML(b, as, x, ids, out, xs)
 	}
