@@ -92,21 +92,25 @@ func TestQ8MatmulMatchesKernelsBitForBit(t *testing.T) {
 	}
 }
 
-// TestQ8ExpertsMatchKernelsBitForBit runs mul_mat_id over four experts of
-// q4_0, q5_0, q8_0, q4_1 and q5_1 (16 and 12 rows, three tokens, two
-// slots each, the activations shared by the slots or one per slot)
-// through the "ggml" recipe (mulMatIDQ8) and requires kernels.MulMatID's
-// result bit for bit.
-func TestQ8ExpertsMatchKernelsBitForBit(t *testing.T) {
+// TestQuantExpertsMatchKernelsBitForBit runs mul_mat_id over four experts
+// of every type of quantTypes (16 and 12 rows, three tokens, two slots
+// each, the activations shared by the slots or one per slot) through the
+// "ggml" recipes (mulMatIDQ8, mulMatIDK) for both llama.cpp builds and
+// requires kernels.MulMatID's result of the same build bit for bit.
+func TestQuantExpertsMatchKernelsBitForBit(t *testing.T) {
 	const K, E, nUsed, T = 256, 4, 2, 3
 	ids := []int32{2, 0, 1, 3, 3, 2}
-	for _, ty := range []ir.DType{ir.Q4_0, ir.Q5_0, ir.Q8_0, ir.Q4_1, ir.Q5_1} {
-		for _, N := range []int64{16, 12} {
-			for _, ne11 := range []int64{1, nUsed} {
-				t.Run(fmt.Sprintf("%s/N=%d/ne11=%d", ty, N, ne11), func(t *testing.T) {
+	for _, ty := range quantTypes {
+		for _, c := range []struct {
+			N, ne11 int64
+			lb      kernels.LlamaBuild
+		}{{16, 1, kernels.LlamaCurrent}, {16, nUsed, kernels.LlamaCurrent}, {12, nUsed, kernels.LlamaCurrent}, {16, nUsed, kernels.LlamaC392e50}} {
+			N, ne11 := c.N, c.ne11
+			{
+				t.Run(fmt.Sprintf("%s/N=%d/ne11=%d/%s", ty, N, ne11, c.lb), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(ty), uint64(N*ne11)))
-					blocks := randomBlocks(rng, ty, E*N*K/32)
-					rowBytes := K / 32 * ty.TypeSize()
+					blocks := randomBlocks(rng, ty, E*N*K/ty.BlockSize())
+					rowBytes := K / ty.BlockSize() * ty.TypeSize()
 					as, _ := kernels.NewTensor(gguf.GGMLType(ty), K, N, E)
 					copy(as.Data, blocks)
 					xb, _ := kernels.NewTensor(gguf.TypeF32, K, ne11, T)
@@ -118,10 +122,10 @@ func TestQ8ExpertsMatchKernelsBitForBit(t *testing.T) {
 						binary.LittleEndian.PutUint32(it.Data[4*i:], uint32(v))
 					}
 					want, _ := kernels.NewTensor(gguf.TypeF32, N, nUsed, T)
-					if err := (kernels.Options{}).MulMatID(want, as, xb, it); err != nil {
+					if err := (kernels.Options{LlamaBuild: c.lb}).MulMatID(want, as, xb, it); err != nil {
 						t.Fatal(err)
 					}
-					d := newDevice(t, Options{QuantMatmul: QuantMatmulGGML, WorkspaceReserve: 1 << 20, PoolBytes: 64 << 20})
+					d := newDevice(t, Options{QuantMatmul: QuantMatmulGGML, LlamaBuild: c.lb, WorkspaceReserve: 1 << 20, PoolBytes: 64 << 20})
 					w := malloc(t, d, int64(len(blocks)))
 					buf := malloc(t, d, 1<<20)
 					desc := device.TensorDesc{DType: ty, Ne: [4]int64{K, N, E, 1}, Nb: [4]int64{ty.TypeSize(), rowBytes, N * rowBytes, E * N * rowBytes}, Addr: w}

@@ -82,45 +82,6 @@ func (b *builder) dequantise(a device.TensorDesc) (device.Ptr, error) {
 	return p, nil
 }
 
-// ggmlModeValues is the f32 copy of rows×K blocks of type t that
-// QuantMatmulGGML multiplies by: ggml's dequantised values
-// (DequantizeRows), except for q4_1 and q5_1, whose vec_dot with q8_1
-// activations keeps the two terms of y = d·q + m apart (the d·q products
-// against the activations' q8 values, the min m against the block's f16
-// sum s). Their copy is the rows×K values d·q (exact in f32: an f16 times
-// an integer below 32), then the rows×K/32 block minimums m.
-func ggmlModeValues(t ir.DType, blocks []byte, K, rows int64) ([]float32, error) {
-	if t != ir.Q4_1 && t != ir.Q5_1 {
-		return DequantizeRows(t, blocks, K, rows)
-	}
-	bs := int64(t.TypeSize())
-	if K%32 != 0 || int64(len(blocks)) != rows*K/32*bs {
-		return nil, fmt.Errorf("split %s: %d bytes for a %d×%d matrix", t, len(blocks), rows, K)
-	}
-	nb := rows * K / 32
-	out := make([]float32, rows*K+nb)
-	mins := out[rows*K:]
-	for b := int64(0); b < nb; b++ {
-		blk := blocks[b*bs : (b+1)*bs]
-		d := gguf.F16ToF32(binary.LittleEndian.Uint16(blk[0:]))
-		mins[b] = gguf.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
-		qs, qh := blk[4:20], uint32(0)
-		if t == ir.Q5_1 {
-			qh, qs = binary.LittleEndian.Uint32(blk[4:]), blk[8:24]
-		}
-		y := out[b*32 : b*32+32]
-		for j := 0; j < 16; j++ {
-			lo, hi := uint32(qs[j]&0x0f), uint32(qs[j]>>4)
-			if t == ir.Q5_1 {
-				lo |= (qh >> uint(j) & 1) << 4
-				hi |= (qh >> uint(j+16) & 1) << 4
-			}
-			y[j], y[j+16] = d*float32(lo), d*float32(hi)
-		}
-	}
-	return out, nil
-}
-
 // f32Key names the f32 copy of the weight at addr (QuantMatmulGGML).
 func f32Key(t ir.DType, addr device.Ptr, K, rows int64) string {
 	return fmt.Sprintf("f32 %s %#x [%d,%d]", t, uint64(addr), K, rows)
@@ -130,7 +91,7 @@ func f32Key(t ir.DType, addr device.Ptr, K, rows int64) string {
 // (ggml's dequantize_row_*) into the pool under key. The caller holds
 // n.cmu.
 func (d *Device) placeDequantised(n *npu, key string, t ir.DType, blocks []byte, K, rows int64) (device.Ptr, error) {
-	vals, err := ggmlModeValues(t, blocks, K, rows)
+	vals, err := DequantizeRows(t, blocks, K, rows)
 	if err != nil {
 		return 0, err
 	}
@@ -316,10 +277,18 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 		// ggml's arithmetic: f32 values for the matmuls and for the rows
 		// of a re-quantised layout's table.
 		// 2-D K-quant matrices: the integer layout of quantMulMatK.
-		kq := use.Matmul && kqTypes[t.DType] && t.Ne[2]*t.Ne[3] == 1 && K%256 == 0
+		// Expert stacks ([K, N, E]): E copies of one expert's layout
+		// (mulMatIDK).
+		kq := use.Matmul && kqTypes[t.DType] && t.Ne[3] == 1 && K%256 == 0
 		if kq {
-			kl := newKQLayout(t.DType, K, rows, kqVariantOf(t.DType, rows, d.opts.LlamaBuild))
-			if _, err := d.placeKQ(n, kqKey(kl, t.Addr), kl, data); err != nil {
+			kl := newKQLayout(t.DType, K, t.Ne[1], kqVariantOf(t.DType, t.Ne[1], d.opts.LlamaBuild))
+			var err error
+			if t.Ne[2] == 1 {
+				_, err = d.placeKQ(n, kqKey(kl, t.Addr), kl, data)
+			} else {
+				_, err = d.placeKQExperts(n, kqExpertsKey(kl, t.Addr, t.Ne[2]), kl, t.Ne[2], data)
+			}
+			if err != nil {
 				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
 			}
 		}

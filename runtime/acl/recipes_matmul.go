@@ -225,9 +225,7 @@ const (
 	// are elementwise operators, in the order of Options.LlamaBuild:
 	// quantMulMatK for 2-D K-quant matrices, quantMulMatQ8 for q4_0, q5_0,
 	// q8_0, q4_1 and q5_1 matrices, mulMatIDQ8 for their expert stacks.
-	// K-quant expert stacks (mulMatIDGGML) multiply the q8_K values by the
-	// weight dequantised to f32 instead: ggml's operands, not its
-	// summation order.
+	// mulMatIDK for K-quant expert stacks.
 	QuantMatmulGGML = "ggml"
 )
 
@@ -247,13 +245,16 @@ func checkQuantMatmul(mode string) error {
 	return fmt.Errorf("acl: Options.QuantMatmul %q: want %q or %q", mode, QuantMatmulWQBMM, QuantMatmulGGML)
 }
 
-// q8Activations adds the calls that replace f32 activations by the
-// values ggml-cpu's vec_dot partner of weight type wt holds (q8Kind):
-// q8_0, q8_1 or q8_K. It returns the
-// device scratch holding them as a contiguous f32 [rows…, K] matrix and,
-// for q8_1, the blocks' sums s as a contiguous f32 [rows…, K/32] matrix
-// (0 otherwise). lead and leadSt are the shape and strides (elements) of
-// the row dims of x at addr, inner the stride of its K values.
+// q8Quantise adds the calls that quantise f32 activations as ggml-cpu
+// does for weight type wt (its vec_dot partner, q8Kind): q8_0, q8_1 or
+// q8_K. It returns the device scratch holding the values as a contiguous
+// f32 [rows…, K] matrix, for q8_1 the blocks' sums s as a contiguous f32
+// [rows…, K/32] matrix (0 otherwise), and the blocks' scales d, a
+// contiguous f32 [rows…, K/bs] matrix. lead and leadSt are the shape and
+// strides (elements) of the row dims of x at addr, inner the stride of
+// its K values. With keepQ the values are the integers q (in f32), as the
+// recipes multiply them (quantMulMatK, quantMulMatQ8); without it the
+// last call multiplies them by d.
 //
 // q8_0 (ggml-cpu's AVX2 quantize_row_q8_0: id = 127/amax, products
 // rounded to nearest even; per block of 32, x viewed as [rows, K/32, 32]):
@@ -278,9 +279,8 @@ func checkQuantMatmul(mode string) error {
 //	aclnnDiv(1, id) → d;  aclnnInplaceMaskedFillScalar(d, m, 0)
 //	aclnnMul(x, id) → t;  aclnnRound(t) → t;  aclnnInplaceMul(t, d)
 //
-// Its 16-value sums (bsums) need no call: ggml multiplies them by the
-// weight's mins, and the product of the q8_K values with the dequantised
-// weight carries the same term.
+// Its 16-value sums (bsums) are taken by the K-quant recipe
+// (aclnnReduceSum).
 //
 // q8_1 (ggml-cpu's AVX2 quantize_row_q8_1, per block of 32): q8_0's quants
 // and f16 scale, and s = f16(d·Σq) with d = amax/127 before its f16
@@ -290,15 +290,6 @@ func checkQuantMatmul(mode string) error {
 //	q8_0's calls up to aclnnRound (d kept in f32, its f16 copy aside);
 //	aclnnReduceSum(t, dim 2, keepDims) → Σq;  aclnnMul(d, Σq) → s;
 //	aclnnCast(s → f16 → f32);  aclnnCast(d16 → f32) → d;  aclnnInplaceMul(t, d)
-func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr, wt ir.DType) (xq, sums device.Ptr) {
-	xq, sums, _ = b.q8Quantise(lead, leadSt, inner, K, addr, wt, false)
-	return xq, sums
-}
-
-// q8Quantise is q8Activations; with keepQ it leaves out the last call
-// (aclnnInplaceMul(t, d)): xq then holds the integers q (in f32) and d
-// the address of the blocks' scales d, a contiguous f32 [rows…, K/bs]
-// matrix (the K-quant recipe, quantMulMatK, multiplies them itself).
 func (b *builder) q8Quantise(lead, leadSt []int64, inner, K int64, addr device.Ptr, wt ir.DType, keepQ bool) (xq, sums, d device.Ptr) {
 	kind := q8Kind(wt)
 	kq, q1 := kind == "q8_K", kind == "q8_1"
