@@ -274,9 +274,9 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 	rows8 := use.Rows && t.DType != ir.Q8_0 // q8_0 tables are gathered from their blocks
 	l, _ := wqLayout(t.DType, false)
 	if d.quantMode() == QuantMatmulGGML {
-		// ggml's arithmetic: f32 values for the matmuls and for the rows
-		// of a re-quantised layout's table.
-		// 2-D K-quant matrices: the integer layout of quantMulMatK.
+		// ggml's arithmetic: the integer layouts of the matmuls, f32
+		// values for the rows of a re-quantised layout's table.
+		// K-quant matrices: the integer layout of quantMulMatK.
 		// Expert stacks ([K, N, E]): E copies of one expert's layout
 		// (mulMatIDK).
 		kq := use.Matmul && kqTypes[t.DType] && t.Ne[3] == 1 && K%256 == 0
@@ -327,11 +327,13 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 // weight of type t with rows rows of K values, in QuantMatmul mode
 // (QuantMatmulWQBMM when empty), whether it feeds matmuls, get_rows or
 // both: the gguf/wqconv layout (plus its int8 widening for an int4
-// layout's rows) in "wqbmm" mode; in "ggml" mode the f32 copy of the
-// matmul types (4 bytes per value, one copy shared by matmul and the rows
-// of a re-quantised layout), for the K-quants also the integer layout of
-// their 2-D matmuls (kqLayout: 4 bytes per value, 8 for q6_K, plus the
-// per-block scales) and, for the others' rows, their int8 layout.
+// layout's rows) in "wqbmm" mode; in "ggml" mode the integer layout of
+// the matmuls (q8Layout for q4_0…q5_1, kqLayout for the K-quants: 4 bytes
+// per value, 8 for q6_K, plus the per-block scales; expert stacks alike),
+// an f32 copy of the values (4 bytes per value: the rows of a re-quantised
+// layout, or a K-quant weight without an integer layout; counted for
+// every K-quant, which also covers the alignment of an expert stack's
+// per-expert layouts) and, for the others' rows, their int8 layout.
 // 0 for a type PlaceWeight leaves as it is. It sizes Options.PoolBytes.
 func PlacedBytes(t ir.DType, K, rows int64, mode string) int64 {
 	l, ok := wqLayout(t, false)
