@@ -13,6 +13,7 @@ import (
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/acl"
@@ -65,9 +66,11 @@ func closeCann(rs []*cannRank) {
 	}
 }
 
-// newRankDevice opens device id with the pool of one rank's model.
-func newRankDevice(f *gguf.File, cf *cannFlags, id, ranks int) (*acl.Device, error) {
-	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul})
+// newRankDevice opens device id with the pool of one rank's model and the
+// llama.cpp build of run's --llama-build (the "ggml" QuantMatmul mode's
+// summation orders), as the single-device backend does.
+func newRankDevice(f *gguf.File, cf *cannFlags, lb kernels.LlamaBuild, id, ranks int) (*acl.Device, error) {
+	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul, LlamaBuild: lb})
 	if err != nil {
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
 	}
@@ -135,7 +138,7 @@ func (b *tpBackend) startCannGroups(groups []cannGroup, ms []*models.Model, ws [
 		return err
 	}
 	for i := range ms {
-		dev, err := newRankDevice(f, cf, ids[i], n)
+		dev, err := newRankDevice(f, cf, flags.Kernels.LlamaBuild, ids[i], n)
 		if err != nil {
 			return fail(err)
 		}
@@ -213,7 +216,7 @@ func newTPProcBackend(tp *passes.TP, f *gguf.File, flags *simFlags, cf *cannFlag
 		id = r // one device per rank unless --device says which
 	}
 	b := &tpBackend{tp: tp, first: r, proc: true}
-	dev, err := newRankDevice(f, cf, id, n)
+	dev, err := newRankDevice(f, cf, flags.Kernels.LlamaBuild, id, n)
 	if err != nil {
 		return nil, err
 	}

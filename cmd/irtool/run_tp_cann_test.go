@@ -181,6 +181,27 @@ func TestRunTPCannExactLogits(t *testing.T) {
 	require.Equal(t, one.Logits, got.Logits, "--tp-exact logits against one device")
 }
 
+// The ranks' devices take run's --llama-build: in the "ggml" QuantMatmul
+// mode a q4_K model gives one device's logits bit for bit with
+// --tp 2 --tp-exact for either build (3f545bec repacks its matrices to
+// q4_K_8x8, c392e50 does not: other summation orders, other bits).
+func TestRunTPCannTakesLlamaBuild(t *testing.T) {
+	fakeCANN(t)
+	t.Setenv("IRTFAKE_DEVICE_COUNT", "2")
+	t.Setenv("IRTFAKE_HCCL_TIMEOUT_MS", "30000")
+	t.Setenv("IRTFAKE_ARITH", "ggml")
+	path := testref.Testdata("synth-llama256-Q4_K.gguf")
+	var logits [][][]float64
+	for _, lb := range []string{"c392e50", "3f545bec"} {
+		args := []string{path, "--tokens", "1,403,407,261,378", "-n", "3", "--backend", "cann", "--acl-quant-matmul", "ggml", "--llama-build", lb}
+		one := runTPJSON(t, args...)
+		got := runTPJSON(t, append(args, "--tp", "2", "--tp-exact")...)
+		require.Equal(t, one.Logits, got.Logits, "--llama-build %s: --tp-exact logits against one device", lb)
+		logits = append(logits, one.Logits)
+	}
+	require.NotEqual(t, logits[0], logits[1], "the two builds' logits")
+}
+
 // TestHelperIrtoolProcess is irtool in a child process for the tests
 // below: IRTOOL_TEST_ARGS holds run's arguments, separated by 0x1f.
 func TestHelperIrtoolProcess(t *testing.T) {

@@ -52,11 +52,10 @@ func againstReference(t *testing.T, m *models.Model, f *gguf.File, ref *testmode
 // the device's arithmetic instead (the switch off, everything else equal)
 // the same runs differ, by 1.3e-5 to 7.1e-4 of max|logit| measured (held
 // to 1e-3, the bound of f32/f16 files against llama.cpp): the test fails if
-// the switch stops reaching the kernels. Quantised files are
-// left to TestQuantisedDeparturesAreRoundingFlips: the matmuls of the
-// q8_0/q8_1-activation types are aclnnMm products of the q8 values by the
-// dequantised weight, whose f32 sums are not ggml's integer block dots
-// (the K-quants' compute ggml's bits, TestKQuantMatmulMatchesKernelsBitForBit).
+// the switch stops reaching the kernels. Quantised files are left to
+// TestQuantisedDeparturesAreRoundingFlips (their matmuls compute ggml's
+// bits too: TestQ8MatmulMatchesKernelsBitForBit,
+// TestKQuantMatmulMatchesKernelsBitForBit).
 func TestGGMLArithmeticMatchesReferenceExecutor(t *testing.T) {
 	ran := 0
 	for _, path := range referenceModels(t) {

@@ -59,5 +59,5 @@ func ExamplePlacedBytes() {
 	}
 	// Output:
 	// wqbmm: 144643072 B
-	// ggml: 544538624 B
+	// ggml: 561555456 B
 }

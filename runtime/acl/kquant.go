@@ -235,3 +235,21 @@ func kqValues(l kqLayout, blocks []byte) ([]float32, error) {
 	}
 	return out, nil
 }
+
+// kqStackValues converts E stacked matrices of layout l (blocks, expert
+// after expert) into E copies of that layout, l.size elements apart.
+func kqStackValues(l kqLayout, E int64, blocks []byte) ([]float32, error) {
+	per := l.N * l.nsb * l.t.TypeSize()
+	if E <= 0 || int64(len(blocks)) != E*per {
+		return nil, fmt.Errorf("%s: %d bytes for %d experts of %d×%d", l.t, len(blocks), E, l.N, l.K)
+	}
+	out := make([]float32, 0, E*l.size)
+	for e := range E {
+		v, err := kqValues(l, blocks[e*per:(e+1)*per])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v...)
+	}
+	return out, nil
+}

@@ -52,7 +52,7 @@ func runKQ(t *testing.T, d *Device, node int, wt ir.DType, blocks []byte, x []fl
 	if err := d.MemcpyH2D(xb, raw); err != nil {
 		t.Fatal(err)
 	}
-	row := K / 256 * size
+	row := K / wt.BlockSize() * size
 	k := &device.KernelLaunch{Name: "aclnnMm", Op: ir.OpMulMat, Node: node,
 		Inputs: []device.TensorDesc{{DType: wt, Ne: [4]int64{K, N, 1, 1}, Nb: [4]int64{size, row, N * row, N * row}, Addr: w}, f32(xb, K, M)},
 		Output: f32(ob, N, M)}

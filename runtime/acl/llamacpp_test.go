@@ -50,23 +50,17 @@ import (
 // llama.cpp's wherever its top-1/top-2 gap exceeds 1e-3 of max|logit|.
 // Quantised models: the activations are quantised on the device to the
 // weight type's vec_dot partner in ggml-cpu (q8_0; q8_1 for q4_1/q5_1,
-// whose min term takes the f16 block sum; q8_K for the K-quants), the
-// weight's ggml values in f32 (TestQuantMatmulModes: every type within
-// 1e-6 of ggml-cpu's kernels per matmul; the K-quants bit for bit, with
-// the integer lanes and FMA chains of ggml-cpu's K-quant dots,
-// quantMulMatK and TestKQuantMatmulMatchesKernelsBitForBit), the q8_0
-// token table dequantised in f32. The files of the other types (q8_0,
-// q5_0, q5_1, iq4_nl, iq4_xs and the q4_0 models but two) match to 2e-7;
-// synth-llama-Q4_0, synth-qwen2-tied-Q4_0 and q4_1 depart from llama.cpp
-// at one q8 rounding flip (their matmuls' f32 sums are not ggml's integer
-// block dots), after which the run carries llama.cpp's activation
-// quantisation noise (TestQuantisedDeparturesAreRoundingFlips checks this
-// on every quantised model; docs/LOWERING.md, "Why the quantised models
-// stay above 1e-3"), within ggmlModeBound. The K-quant files match
-// llama.cpp to 4e-9 (the CPU reference executor's bits). The CPU
-// segments and the device's K-quant matmuls (Options.LlamaBuild) compute
-// with the arithmetic of the llama.cpp build that made the run
-// (ref.Kernels).
+// whose min term takes the f16 block sum; q8_K for the K-quants), and
+// every matmul and mul_mat_id of the NPU's types computes ggml-cpu's bits
+// (ggml's exact integer block dots and its FMA chains: quantMulMatQ8,
+// quantMulMatK, mulMatIDQ8, mulMatIDK; TestQ8MatmulMatchesKernelsBitForBit,
+// TestKQuantMatmulMatchesKernelsBitForBit,
+// TestQuantExpertsMatchKernelsBitForBit), the q8_0 token table
+// dequantised in f32: every quantised file matches llama.cpp to 4e-9 (the
+// CPU reference executor's bits, TestQuantisedDeparturesAreRoundingFlips),
+// held to ggmlModeBound. The CPU segments and the device's quantised
+// matmuls (Options.LlamaBuild) compute with the arithmetic of the
+// llama.cpp build that made the run (ref.Kernels).
 // The "wqbmm" mode (the device's arithmetic) has
 // TestWQBMMModeOnEmulatedCANN's bounds.
 

@@ -82,45 +82,6 @@ func (b *builder) dequantise(a device.TensorDesc) (device.Ptr, error) {
 	return p, nil
 }
 
-// ggmlModeValues is the f32 copy of rows×K blocks of type t that
-// QuantMatmulGGML multiplies by: ggml's dequantised values
-// (DequantizeRows), except for q4_1 and q5_1, whose vec_dot with q8_1
-// activations keeps the two terms of y = d·q + m apart (the d·q products
-// against the activations' q8 values, the min m against the block's f16
-// sum s). Their copy is the rows×K values d·q (exact in f32: an f16 times
-// an integer below 32), then the rows×K/32 block minimums m.
-func ggmlModeValues(t ir.DType, blocks []byte, K, rows int64) ([]float32, error) {
-	if t != ir.Q4_1 && t != ir.Q5_1 {
-		return DequantizeRows(t, blocks, K, rows)
-	}
-	bs := int64(t.TypeSize())
-	if K%32 != 0 || int64(len(blocks)) != rows*K/32*bs {
-		return nil, fmt.Errorf("split %s: %d bytes for a %d×%d matrix", t, len(blocks), rows, K)
-	}
-	nb := rows * K / 32
-	out := make([]float32, rows*K+nb)
-	mins := out[rows*K:]
-	for b := int64(0); b < nb; b++ {
-		blk := blocks[b*bs : (b+1)*bs]
-		d := gguf.F16ToF32(binary.LittleEndian.Uint16(blk[0:]))
-		mins[b] = gguf.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
-		qs, qh := blk[4:20], uint32(0)
-		if t == ir.Q5_1 {
-			qh, qs = binary.LittleEndian.Uint32(blk[4:]), blk[8:24]
-		}
-		y := out[b*32 : b*32+32]
-		for j := 0; j < 16; j++ {
-			lo, hi := uint32(qs[j]&0x0f), uint32(qs[j]>>4)
-			if t == ir.Q5_1 {
-				lo |= (qh >> uint(j) & 1) << 4
-				hi |= (qh >> uint(j+16) & 1) << 4
-			}
-			y[j], y[j+16] = d*float32(lo), d*float32(hi)
-		}
-	}
-	return out, nil
-}
-
 // f32Key names the f32 copy of the weight at addr (QuantMatmulGGML).
 func f32Key(t ir.DType, addr device.Ptr, K, rows int64) string {
 	return fmt.Sprintf("f32 %s %#x [%d,%d]", t, uint64(addr), K, rows)
@@ -130,7 +91,7 @@ func f32Key(t ir.DType, addr device.Ptr, K, rows int64) string {
 // (ggml's dequantize_row_*) into the pool under key. The caller holds
 // n.cmu.
 func (d *Device) placeDequantised(n *npu, key string, t ir.DType, blocks []byte, K, rows int64) (device.Ptr, error) {
-	vals, err := ggmlModeValues(t, blocks, K, rows)
+	vals, err := DequantizeRows(t, blocks, K, rows)
 	if err != nil {
 		return 0, err
 	}
@@ -313,17 +274,33 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 	rows8 := use.Rows && t.DType != ir.Q8_0 // q8_0 tables are gathered from their blocks
 	l, _ := wqLayout(t.DType, false)
 	if d.quantMode() == QuantMatmulGGML {
-		// ggml's arithmetic: f32 values for the matmuls and for the rows
-		// of a re-quantised layout's table.
-		// 2-D K-quant matrices: the integer layout of quantMulMatK.
-		kq := use.Matmul && kqTypes[t.DType] && t.Ne[2]*t.Ne[3] == 1 && K%256 == 0
+		// ggml's arithmetic: the integer layouts of the matmuls, f32
+		// values for the rows of a re-quantised layout's table.
+		// K-quant matrices: the integer layout of quantMulMatK.
+		// Expert stacks ([K, N, E]): E copies of one expert's layout
+		// (mulMatIDK).
+		kq := use.Matmul && kqTypes[t.DType] && t.Ne[3] == 1 && K%256 == 0
 		if kq {
-			kl := newKQLayout(t.DType, K, rows, kqVariantOf(t.DType, rows, d.opts.LlamaBuild))
-			if _, err := d.placeKQ(n, kqKey(kl, t.Addr), kl, data); err != nil {
+			kl := newKQLayout(t.DType, K, t.Ne[1], kqVariantOf(t.DType, t.Ne[1], d.opts.LlamaBuild))
+			var err error
+			if t.Ne[2] == 1 {
+				_, err = d.placeKQ(n, kqKey(kl, t.Addr), kl, data)
+			} else {
+				_, err = d.placeKQExperts(n, kqExpertsKey(kl, t.Addr, t.Ne[2]), kl, t.Ne[2], data)
+			}
+			if err != nil {
 				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
 			}
 		}
-		if use.Matmul && ggmlModeTypes[t.DType] && !kq || rows8 && l.Accuracy == wqconv.Requantised {
+		// q4_0 … q5_1 matrices and expert stacks: the integer layout of
+		// quantMulMatQ8 and mulMatIDQ8.
+		q8 := use.Matmul && q8Types[t.DType] && K%32 == 0
+		if q8 {
+			if _, err := d.placeQ8(n, q8Key(t.DType, t.Addr, K, rows), newQ8Layout(t.DType, K, rows), data); err != nil {
+				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
+			}
+		}
+		if use.Matmul && ggmlModeTypes[t.DType] && !kq && !q8 || rows8 && l.Accuracy == wqconv.Requantised {
 			if _, err := d.placeDequantised(n, f32Key(t.DType, t.Addr, K, rows), t.DType, data, K, rows); err != nil {
 				return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
 			}
@@ -350,11 +327,13 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 // weight of type t with rows rows of K values, in QuantMatmul mode
 // (QuantMatmulWQBMM when empty), whether it feeds matmuls, get_rows or
 // both: the gguf/wqconv layout (plus its int8 widening for an int4
-// layout's rows) in "wqbmm" mode; in "ggml" mode the f32 copy of the
-// matmul types (4 bytes per value, one copy shared by matmul and the rows
-// of a re-quantised layout), for the K-quants also the integer layout of
-// their 2-D matmuls (kqLayout: 4 bytes per value, 8 for q6_K, plus the
-// per-block scales) and, for the others' rows, their int8 layout.
+// layout's rows) in "wqbmm" mode; in "ggml" mode the integer layout of
+// the matmuls (q8Layout for q4_0…q5_1, kqLayout for the K-quants: 4 bytes
+// per value, 8 for q6_K, plus the per-block scales; expert stacks alike),
+// an f32 copy of the values (4 bytes per value: the rows of a re-quantised
+// layout, or a K-quant weight without an integer layout; counted for
+// every K-quant, which also covers the alignment of an expert stack's
+// per-expert layouts) and, for the others' rows, their int8 layout.
 // 0 for a type PlaceWeight leaves as it is. It sizes Options.PoolBytes.
 func PlacedBytes(t ir.DType, K, rows int64, mode string) int64 {
 	l, ok := wqLayout(t, false)
@@ -363,8 +342,11 @@ func PlacedBytes(t ir.DType, K, rows int64, mode string) int64 {
 	}
 	var n int64
 	if mode == QuantMatmulGGML {
-		if ggmlModeTypes[t] || l.Accuracy == wqconv.Requantised {
+		if kqTypes[t] || l.Accuracy == wqconv.Requantised {
 			n += 4 * K * rows
+		}
+		if q8Types[t] && K%32 == 0 {
+			n += 4 * newQ8Layout(t, K, rows).size
 		}
 		if kqTypes[t] && K%256 == 0 {
 			// quantMulMatK's copy of a 2-D matrix (its largest variant).

@@ -56,8 +56,10 @@ import "github.com/irtool/irtool/ir"
 //	                    transposed view of a (GQA broadcast by an inserted dim);
 //	                    q8_0/q4_0: aclnnCast(b → f16) aclnnWeightQuantBatchMatmulV2
 //	                    aclnnCast(→ f32), the f16 staging in the workspace, or with
-//	                    QuantMatmulGGML the activations' q8_0 values and aclnnMm
-//	                    against the weight dequantised to f32
+//	                    QuantMatmulGGML the activations' q8 integers, exact integer
+//	                    lanes by aclnnBatchMatMul against the weight's integers and
+//	                    ggml's FMA chains by aclnnInplaceAddcmul (recipes_q8.go,
+//	                    recipes_kquant.go)
 //	mul_mat_add         the mul_mat recipe, then aclnnInplaceAdd(out, bias)
 //
 // recipes_moe.go
@@ -67,7 +69,8 @@ import "github.com/irtool/irtool/ir"
 //	                    resident), then f32: one broadcasting aclnnMatmul;
 //	                    q8_0/q4_0: aclnnCast(b → f16), aclnnWeightQuantBatchMatmulV2
 //	                    per (token, slot) on the gathered quants and scales,
-//	                    aclnnCast(→ f32). The ids never leave the device, so a
+//	                    aclnnCast(→ f32); with QuantMatmulGGML mul_mat's recipe
+//	                    on the gathered experts' integers. The ids never leave the device, so a
 //	                    segment with routing in it is capturable.
 //
 // recipes_rope.go

@@ -56,7 +56,7 @@ var kqTypes = map[ir.DType]bool{ir.Q2_K: true, ir.Q3_K: true, ir.Q4_K: true, ir.
 //     four min lanes (m0+m2)+(m1+m3), q5_K's scalar min chain, or the
 //     repacked q4_K's acc − accMin.
 func quantMulMatK(b *builder, a, x, out device.TensorDesc) error {
-	K, N, M := a.Ne[0], a.Ne[1], x.Ne[1]
+	K, M := a.Ne[0], x.Ne[1]
 	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
 		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
 	}
@@ -73,6 +73,17 @@ func quantMulMatK(b *builder, a, x, out device.TensorDesc) error {
 		return b.err
 	}
 	xq, _, dy := b.q8Quantise([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr, a.DType, true)
+	b.kqDot(l, w, M, xq, dy, out.Addr, ost[2], ost[3])
+	return b.err
+}
+
+// kqDot adds quantMulMatK's calls after the quantisation: out[m, n] (at
+// oaddr, rows ostRow and values ostCol elements apart) for the M
+// activation rows of q8_K integers xq (contiguous [M, K]) with block
+// scales dy ([M, K/256]) and the N rows of the weight converted to
+// layout l at w.
+func (b *builder) kqDot(l kqLayout, w device.Ptr, M int64, xq, dy, oaddr device.Ptr, ostRow, ostCol int64) {
+	K, N := l.K, l.N
 	nsb, G16 := K/256, K/16
 	MN := M * N
 
@@ -140,7 +151,7 @@ func quantMulMatK(b *builder, a, x, out device.TensorDesc) error {
 		b.add(f32([]int64{rows, N}, []int64{2 * N, 2}, 0, at(iU)), f32([]int64{rows, N}, []int64{2 * N, 2}, 1, at(iU)), dst, 1)
 	}
 	outRows := func(m0, rows int64) C.uintptr_t {
-		return f32([]int64{rows, N}, []int64{ost[2], ost[3]}, m0*ost[2], out.Addr)
+		return f32([]int64{rows, N}, []int64{ostRow, ostCol}, m0*ostRow, oaddr)
 	}
 	plain := func(p device.Ptr, rows int64) C.uintptr_t {
 		return f32([]int64{rows, N}, []int64{N, 1}, 0, p)
@@ -179,7 +190,7 @@ func quantMulMatK(b *builder, a, x, out device.TensorDesc) error {
 			chain(at(iAccM), Mg, Mv, 1, nsb, 1, term{at(iDM), at(iMM)})
 			b.add(plain(at(iAcc), Mv), plain(at(iAccM), Mv), outRows(Mg, Mv), -1)
 		}
-		return b.err
+		return
 	}
 
 	// Lane order: value c·32 + 4k + j of a super-block to k·32 + c·4 + j.
@@ -217,7 +228,6 @@ func quantMulMatK(b *builder, a, x, out device.TensorDesc) error {
 	default:
 		hsum8(at(iAcc), M, outRows(0, M))
 	}
-	return b.err
 }
 
 // kqKey names the converted copy of the K-quant weight at addr.
@@ -277,4 +287,95 @@ func (d *Device) placeKQ(n *npu, key string, l kqLayout, blocks []byte) (device.
 		return 0, err
 	}
 	return d.placeF32(n, key, fmt.Sprintf("converted %s weight", l.t), vals)
+}
+
+// kqExpertsKey names the converted copy of the stack of E K-quant expert
+// matrices at addr, each in layout l.
+func kqExpertsKey(l kqLayout, addr device.Ptr, E int64) string {
+	return fmt.Sprintf("%s experts %d", kqKey(l, addr), E)
+}
+
+// kqExperts returns the layout of one expert matrix of the K-quant stack
+// as ([K, N, E]) and the device address of its converted copy
+// (kqStackValues: E copies of that layout, l.size elements apart): the
+// one placed at load, else, outside a capture, one made now.
+func (b *builder) kqExperts(as device.TensorDesc) (kqLayout, device.Ptr) {
+	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
+	l := newKQLayout(as.DType, K, N, kqVariantOf(as.DType, N, b.d.opts.LlamaBuild))
+	if b.err != nil {
+		return l, 0
+	}
+	if !dense(as) {
+		b.unsupported("non-contiguous %s experts (nb %v)", as.DType, as.Nb)
+		return l, 0
+	}
+	key := kqExpertsKey(l, as.Addr, E)
+	n := b.n
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	if p, ok := n.tables[key]; ok {
+		return l, p
+	}
+	b.d.mu.Lock()
+	strict := n.strict
+	b.d.mu.Unlock()
+	if strict > 0 {
+		b.fail(device.ACLErrCaptureModeNotSupport,
+			"the %s experts at %#x were not converted at load (PlaceWeight) and cannot be converted during a capture: launch them once eagerly first", as.DType, uint64(as.Addr))
+		return l, 0
+	}
+	blocks := make([]byte, as.Bytes())
+	if rc := C.irt_d2h(hostPtr(blocks), C.uintptr_t(as.Addr), C.size_t(len(blocks))); rc != 0 {
+		b.setErr(newError("aclrtMemcpy", b.p.label, int32(rc)))
+		return l, 0
+	}
+	b.d.bytesD2H.Add(int64(len(blocks)))
+	p, err := b.d.placeKQExperts(n, key, l, E, blocks)
+	if err != nil {
+		b.setErr(fmt.Errorf("acl: %s: %w", b.p.label, err))
+		return l, 0
+	}
+	return l, p
+}
+
+// placeKQExperts converts E stacked expert matrices (blocks) into E
+// copies of layout l and uploads them under key. The caller holds n.cmu.
+func (d *Device) placeKQExperts(n *npu, key string, l kqLayout, E int64, blocks []byte) (device.Ptr, error) {
+	vals, err := kqStackValues(l, E, blocks)
+	if err != nil {
+		return 0, err
+	}
+	return d.placeF32(n, key, fmt.Sprintf("converted %s experts", l.t), vals)
+}
+
+// mulMatIDK is mul_mat_id over K-quant experts with QuantMatmulGGML:
+// ggml-cpu multiplies each (token, slot) with its expert's matrix as one
+// single-column mul_mat (kernels' MulMatID, the expert a 2-D matrix of N
+// rows: q4_K repacked when N is a multiple of 8 under 3f545bec), so each
+// slot is quantMulMatK's GEMV: the activations quantised to q8_K once,
+// then per slot the chosen expert's converted copy gathered by its id on
+// the device (aclnnGatherV2 of one row of the stack's copies) and
+// kqDot's calls on the slot's activation row.
+func mulMatIDK(b *builder, as, x, ids, out device.TensorDesc, xs int64) error {
+	K, N := as.Ne[0], as.Ne[1]
+	nUsed, T, ne11 := ids.Ne[0], ids.Ne[1], x.Ne[1]
+	if K%256 != 0 {
+		return b.unsupported("%s experts with %d columns (not a multiple of 256)", as.DType, K)
+	}
+	l, w := b.kqExperts(as)
+	if b.err != nil {
+		return b.err
+	}
+	E, nsb := as.Ne[2], K/256
+	xq, _, dy := b.q8Quantise([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr, as.DType, true)
+	g := b.buffer(fmt.Sprintf("kq expert f32[%d]", l.size), 4*l.size)
+	stack := b.tensor(C.ACL_FLOAT, []int64{E, l.size}, []int64{l.size, 1}, 0, w)
+	for p := range nUsed * T {
+		t, s := p/nUsed, p%nUsed
+		row := t*ne11 + s%ne11
+		b.gather(stack, b.tensor(C.ACL_INT32, []int64{1}, []int64{1}, p, ids.Addr),
+			b.tensor(C.ACL_FLOAT, []int64{1, l.size}, []int64{l.size, 1}, 0, g))
+		b.kqDot(l, g, 1, xq+device.Ptr(4*row*K), dy+device.Ptr(4*row*nsb), out.Addr+device.Ptr(s*out.Nb[1]+t*out.Nb[2]), N, 1)
+	}
+	return b.err
 }

@@ -36,8 +36,8 @@ func mulMat(b *builder) error {
 		if b.d.quantMode() == QuantMatmulGGML && kqTypes[a.DType] {
 			return quantMulMatK(b, a, x, out)
 		}
-		if b.d.quantMode() == QuantMatmulGGML && ggmlModeTypes[a.DType] {
-			return quantMulMatGGML(b, a, x, out)
+		if b.d.quantMode() == QuantMatmulGGML && q8Types[a.DType] {
+			return quantMulMatQ8(b, a, x, out)
 		}
 		return quantMulMat(b, a, x, out)
 	}
@@ -216,15 +216,16 @@ const (
 	// in HBM. Its logits differ from ggml-cpu's by up to a few 1e-2 of
 	// max|logit| (docs/LOWERING.md).
 	QuantMatmulWQBMM = "wqbmm"
-	// QuantMatmulGGML computes ggml-cpu's arithmetic: the activations are
-	// quantised to q8_0 on the device (per block of 32: d = amax/127 stored
-	// as f16, q = round-half-even(x·127/amax)), replaced by f16(d)·q, and
-	// multiplied in f32 by the weight dequantised once to f32. Both
-	// operands are then exactly ggml's values, and the product differs
-	// from ggml's integer dot only by the f32 summation order. The weight
-	// takes 4 bytes per value in HBM. 2-D K-quant matrices compute
-	// ggml-cpu's bits instead (quantMulMatK: its integer lanes and FMA
-	// chains, in the order of Options.LlamaBuild).
+	// QuantMatmulGGML computes ggml-cpu's bits: the activations are
+	// quantised on the device as ggml quantises them (q8_0, q8_1 or q8_K,
+	// q8Quantise), the integer block dots are exact f32 matmuls of
+	// integer-valued operands (the weight converted once at load to
+	// integers in f32, 4 bytes per value in HBM), and ggml's float chains
+	// (per block d = d_x·d_w, acc = fma(d, lane, acc), its horizontal sums)
+	// are elementwise operators, in the order of Options.LlamaBuild:
+	// quantMulMatK for 2-D K-quant matrices, quantMulMatQ8 for q4_0, q5_0,
+	// q8_0, q4_1 and q5_1 matrices, mulMatIDQ8 for their expert stacks.
+	// mulMatIDK for K-quant expert stacks.
 	QuantMatmulGGML = "ggml"
 )
 
@@ -244,59 +245,28 @@ func checkQuantMatmul(mode string) error {
 	return fmt.Errorf("acl: Options.QuantMatmul %q: want %q or %q", mode, QuantMatmulWQBMM, QuantMatmulGGML)
 }
 
-// quantMulMatGGML is the QuantMatmulGGML recipe of a q4_0/q8_0 mul_mat:
-// out[M, N] = q8_0(x)[M, K] · W[N, K]ᵀ. With x viewed as [M, K/32, 32]:
+// q8Quantise adds the calls that quantise f32 activations as ggml-cpu
+// does for weight type wt (its vec_dot partner, q8Kind): q8_0, q8_1 or
+// q8_K. It returns the device scratch holding the values as a contiguous
+// f32 [rows…, K] matrix, for q8_1 the blocks' sums s as a contiguous f32
+// [rows…, K/32] matrix (0 otherwise), and the blocks' scales d, a
+// contiguous f32 [rows…, K/bs] matrix. lead and leadSt are the shape and
+// strides (elements) of the row dims of x at addr, inner the stride of
+// its K values. With keepQ the values are the integers q (in f32), as the
+// recipes multiply them (quantMulMatK, quantMulMatQ8); without it the
+// last call multiplies them by d.
+//
+// q8_0 (ggml-cpu's AVX2 quantize_row_q8_0: id = 127/amax, products
+// rounded to nearest even; per block of 32, x viewed as [rows, K/32, 32]):
 //
 //	aclnnAbs(x) → t;  aclnnAmax(t, dim 2, keepDim) → amax
 //	aclnnDiv(127, amax) → id;  aclnnGeScalar(id, +inf) → m;
 //	aclnnInplaceMaskedFillScalar(id, m, 0)          (id = 0 where amax = 0)
 //	aclnnDiv(amax, 127) → d;  aclnnCast(d → f16 → f32)  (the block's f16 scale)
 //	aclnnMul(x, id) → t;  aclnnRound(t) → t (half to even);  aclnnInplaceMul(t, d)
-//	aclnnMm(t, Wᵀ) → out, W the dequantised f32 weight, cubeMathType KEEP_DTYPE on 910B
 //
-// which is ggml-cpu's quantize_row_q8_0 (x86 AVX2: id = 127/amax, products
-// rounded to nearest even) followed by the exact values of its q·d
-// operands. A block whose 127/amax overflows (amax = 0, or below 127/FLT_MAX)
-// gets id = 0, so q = 0 (ggml: only amax = 0).
-func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
-	K, N, M := a.Ne[0], a.Ne[1], x.Ne[1]
-	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
-		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
-	}
-	if K%32 != 0 || K%a.DType.BlockSize() != 0 {
-		return b.unsupported("%s weight with %d columns (not a multiple of its block)", a.DType, K)
-	}
-
-	w := b.dequantised(a)
-	_, xst, ok := aclOrder(x)
-	if !ok {
-		return b.unsupported("activations %v", x.Nb)
-	}
-	xq, sums := b.q8Activations([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr, a.DType)
-	xt := b.tensor(C.ACL_FLOAT, []int64{M, K}, []int64{K, 1}, 0, xq)
-	wt := b.tensor(C.ACL_FLOAT, []int64{K, N}, []int64{1, K}, 0, w)
-	os, ost, _ := aclOrder(out)
-	b.matmul(C.IRT_MM, xt, wt, b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr))
-	if sums != 0 {
-		// q8_1: the weight's copy holds d·q, then the block minimums m
-		// [N, K/32] (ggmlModeValues); out += s · mᵀ.
-		nb := K / 32
-		mt := b.buffer(fmt.Sprintf("q8_1 min term f32[%d,%d]", M, N), 4*M*N)
-		b.matmul(C.IRT_MM, b.tensor(C.ACL_FLOAT, []int64{M, nb}, []int64{nb, 1}, 0, sums),
-			b.tensor(C.ACL_FLOAT, []int64{nb, N}, []int64{1, nb}, 0, w+device.Ptr(4*N*K)),
-			b.tensor(C.ACL_FLOAT, []int64{M, N}, []int64{N, 1}, 0, mt))
-		b.inplaceAdd(b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr), b.tensor(C.ACL_FLOAT, []int64{M, N}, []int64{N, 1}, 0, mt), 1)
-	}
-	return b.err
-}
-
-// q8Activations adds the calls that replace f32 activations by the
-// values ggml-cpu's vec_dot partner of weight type wt holds (q8Kind):
-// q8_0 (quantMulMatGGML's first ten calls), q8_1 or q8_K. It returns the
-// device scratch holding them as a contiguous f32 [rows…, K] matrix and,
-// for q8_1, the blocks' sums s as a contiguous f32 [rows…, K/32] matrix
-// (0 otherwise). lead and leadSt are the shape and strides (elements) of
-// the row dims of x at addr, inner the stride of its K values.
+// A block whose 127/amax overflows (amax = 0, or below 127/FLT_MAX) gets
+// id = 0, so q = 0 (ggml: only amax = 0).
 //
 // q8_K (quantize_row_q8_K_ref, per block of 256): iscale = −127/max with
 // max the value of largest magnitude, q = nearest_int(iscale·x) (half to
@@ -309,9 +279,8 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 //	aclnnDiv(1, id) → d;  aclnnInplaceMaskedFillScalar(d, m, 0)
 //	aclnnMul(x, id) → t;  aclnnRound(t) → t;  aclnnInplaceMul(t, d)
 //
-// Its 16-value sums (bsums) need no call: ggml multiplies them by the
-// weight's mins, and the product of the q8_K values with the dequantised
-// weight carries the same term.
+// Its 16-value sums (bsums) are taken by the K-quant recipe
+// (aclnnReduceSum).
 //
 // q8_1 (ggml-cpu's AVX2 quantize_row_q8_1, per block of 32): q8_0's quants
 // and f16 scale, and s = f16(d·Σq) with d = amax/127 before its f16
@@ -321,15 +290,6 @@ func quantMulMatGGML(b *builder, a, x, out device.TensorDesc) error {
 //	q8_0's calls up to aclnnRound (d kept in f32, its f16 copy aside);
 //	aclnnReduceSum(t, dim 2, keepDims) → Σq;  aclnnMul(d, Σq) → s;
 //	aclnnCast(s → f16 → f32);  aclnnCast(d16 → f32) → d;  aclnnInplaceMul(t, d)
-func (b *builder) q8Activations(lead, leadSt []int64, inner, K int64, addr device.Ptr, wt ir.DType) (xq, sums device.Ptr) {
-	xq, sums, _ = b.q8Quantise(lead, leadSt, inner, K, addr, wt, false)
-	return xq, sums
-}
-
-// q8Quantise is q8Activations; with keepQ it leaves out the last call
-// (aclnnInplaceMul(t, d)): xq then holds the integers q (in f32) and d
-// the address of the blocks' scales d, a contiguous f32 [rows…, K/bs]
-// matrix (the K-quant recipe, quantMulMatK, multiplies them itself).
 func (b *builder) q8Quantise(lead, leadSt []int64, inner, K int64, addr device.Ptr, wt ir.DType, keepQ bool) (xq, sums, d device.Ptr) {
 	kind := q8Kind(wt)
 	kq, q1 := kind == "q8_K", kind == "q8_1"

@@ -8,8 +8,6 @@ package acl
 import "C"
 
 import (
-	"fmt"
-
 	"github.com/irtool/irtool/gguf/wqconv"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/device"
@@ -52,8 +50,11 @@ func mulMatID(b *builder) error {
 	if !recipeTakes(ir.OpMulMatID, as.DType) {
 		return b.unsupported("mul_mat_id with %s experts: no recipe for the type", as.DType)
 	}
-	if b.d.quantMode() == QuantMatmulGGML && ggmlModeTypes[as.DType] {
-		return mulMatIDGGML(b, as, x, ids, out, xs)
+	if b.d.quantMode() == QuantMatmulGGML && q8Types[as.DType] {
+		return mulMatIDQ8(b, as, x, ids, out, xs)
+	}
+	if b.d.quantMode() == QuantMatmulGGML && kqTypes[as.DType] {
+		return mulMatIDK(b, as, x, ids, out, xs)
 	}
 	return mulMatIDWQBMM(b, as, x, out, e, xs)
 }
@@ -140,47 +141,4 @@ func (b *builder) expertMatmul(self C.uintptr_t, g device.Ptr, out device.Tensor
 	mat := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, K, N}, []int64{nUsed * N * K, N * K, 1, K}, 0, g)
 	ot := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, 1, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, N, 1}, 0, out.Addr)
 	b.matmul(C.IRT_MATMUL, self, mat, ot)
-}
-
-// mulMatIDGGML is mul_mat_id over quantised experts with QuantMatmulGGML:
-// the activations' q8 values (q8Activations), the experts dequantised
-// once to f32 (as one [E·N, K] matrix), the chosen experts gathered
-// (aclnnGatherV2) and one f32 aclnnMatmul, as the f32 experts' recipe.
-func mulMatIDGGML(b *builder, as, x, ids, out device.TensorDesc, xs int64) error {
-	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
-	nUsed, T, ne11 := ids.Ne[0], ids.Ne[1], x.Ne[1]
-	P := nUsed * T
-	if K%32 != 0 || K%as.DType.BlockSize() != 0 {
-		return b.unsupported("%s experts with %d columns (not a multiple of 32)", as.DType, K)
-	}
-	if as.Nb[2] != as.Nb[1]*N {
-		return b.unsupported("mul_mat_id over non-contiguous %s experts (nb %v)", as.DType, as.Nb)
-	}
-	flat := as
-	flat.Ne = [4]int64{K, N * E, 1, 1}
-	flat.Nb[2], flat.Nb[3] = flat.Nb[1]*N*E, flat.Nb[1]*N*E
-	w := b.dequantised(flat)
-	xq, sums := b.q8Activations([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr, as.DType)
-	g := b.buffer(fmt.Sprintf("gathered f32 experts [%d,%d]", P, N*K), 4*P*N*K)
-	idt := b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr)
-	st := b.tensor(C.ACL_FLOAT, []int64{E, N * K}, []int64{N * K, 1}, 0, w)
-	b.gather(st, idt, b.tensor(C.ACL_FLOAT, []int64{P, N * K}, []int64{N * K, 1}, 0, g))
-	b.expertMatmul(b.tensor(C.ACL_FLOAT, []int64{T, ne11, 1, K}, []int64{ne11 * K, K, K, 1}, 0, xq), g, out, T, nUsed, K, N)
-	if sums != 0 {
-		// q8_1 (q4_1/q5_1 experts): the copy's block minimums [E·N, K/32]
-		// follow its d·q values (ggmlModeValues); out += s · mᵀ per
-		// chosen expert.
-		nb := K / 32
-		gm := b.buffer(fmt.Sprintf("gathered expert minimums [%d,%d]", P, N*nb), 4*P*N*nb)
-		mt := b.buffer(fmt.Sprintf("q8_1 expert min term [%d,%d]", P, N), 4*P*N)
-		idm := b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr)
-		b.gather(b.tensor(C.ACL_FLOAT, []int64{E, N * nb}, []int64{N * nb, 1}, 0, w+device.Ptr(4*E*N*K)), idm,
-			b.tensor(C.ACL_FLOAT, []int64{P, N * nb}, []int64{N * nb, 1}, 0, gm))
-		tmp := out
-		tmp.Addr, tmp.Nb[1], tmp.Nb[2] = mt, 4*N, 4*N*nUsed
-		b.expertMatmul(b.tensor(C.ACL_FLOAT, []int64{T, ne11, 1, nb}, []int64{ne11 * nb, nb, nb, 1}, 0, sums), gm, tmp, T, nUsed, nb, N)
-		b.inplaceAdd(b.tensor(C.ACL_FLOAT, []int64{T, nUsed, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, 1}, 0, out.Addr),
-			b.tensor(C.ACL_FLOAT, []int64{T, nUsed, N}, []int64{nUsed * N, N, 1}, 0, mt), 1)
-	}
-	return b.err
 }
