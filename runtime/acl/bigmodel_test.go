@@ -27,8 +27,8 @@ import (
 //	IRTOOL_EMU_MODEL  the GGUF file (the test is skipped without it)
 //	IRTOOL_EMU_REF    llama.cpp's run of it (JSON)
 //	IRTOOL_EMU_MODES  modes to run, comma-separated (default "wqbmm"; the
-//	                  "ggml" mode keeps an f32 copy of every quantised
-//	                  matrix in the pool: 4 bytes per weight)
+//	                  "ggml" mode keeps every quantised matrix's integers
+//	                  in f32 in the pool: 4 bytes per value, 8 for q6_K)
 //	IRTOOL_EMU_POOL_MB  the emulated device's pool (default 3072; the
 //	                  emulated HBM grows past its 4 GiB to hold it)
 //
