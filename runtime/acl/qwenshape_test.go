@@ -83,12 +83,12 @@ func TestQwenShapeGreedy(t *testing.T) {
 	}
 }
 
-// TestQwenShapeGGMLDeparture pins down where the "ggml" mode leaves the
-// CPU's logits on the Q8_0 Qwen-shape file, with the probes of
-// TestQuantisedDeparturesAreRoundingFlips: every step agrees within 2e-6
-// of max|logit| until one whose departure starts at a q8_0 rounding flip
-// of some matmul's activation, every activation before it within f32
-// last bits. The CPU's greedy tokens are fed. Opt-in
+// TestQwenShapeGGMLDeparture runs the "ggml" mode on the Q8_0 Qwen-shape
+// file with the probes of TestQuantisedDeparturesAreRoundingFlips: every
+// step agrees within 2e-6 of max|logit| with the CPU's (measured:
+// bit-identical at all 8 steps), or until one whose departure starts at a
+// q8_0 rounding flip of some matmul's activation, every activation before
+// it within f32 last bits. The CPU's greedy tokens are fed. Opt-in
 // ($IRTOOL_QWEN_SHAPE_DIR).
 func TestQwenShapeGGMLDeparture(t *testing.T) {
 	dir := os.Getenv(EnvQwenShapeDir)
