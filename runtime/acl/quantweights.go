@@ -189,29 +189,47 @@ func (b *builder) convert(a device.TensorDesc, widen bool) (wqWeight, error) {
 		return wqWeight{}, b.unsupported("non-contiguous %s weight (nb %v)", a.DType, a.Nb)
 	}
 	key := wqKey(a.DType, a.Addr, K, rows, widen)
+	p, err := b.onDemand(a, key, "weight", func(n *npu, blocks []byte) (device.Ptr, error) {
+		return b.d.placeConverted(n, key, a.DType, blocks, K, rows, widen)
+	})
+	if err != nil {
+		return wqWeight{}, err
+	}
+	return wqAt(l, p, K, rows), nil
+}
+
+// onDemand returns the device copy of quantised tensor a stored under key:
+// the one placed at load (PlaceWeight), else, outside a capture, the one
+// place makes (under n.cmu) from a's blocks read back from the device. what
+// names a in the error a capture gets ("weight" or "experts").
+func (b *builder) onDemand(a device.TensorDesc, key, what string, place func(n *npu, blocks []byte) (device.Ptr, error)) (device.Ptr, error) {
 	n := b.n
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
 	if p, ok := n.tables[key]; ok {
-		return wqAt(l, p, K, rows), nil
+		return p, nil
 	}
 	b.d.mu.Lock()
 	strict := n.strict
 	b.d.mu.Unlock()
 	if strict > 0 {
-		return wqWeight{}, b.fail(device.ACLErrCaptureModeNotSupport,
-			"the %s weight at %#x was not converted at load (PlaceWeight) and cannot be converted during a capture: launch it once eagerly first", a.DType, uint64(a.Addr))
+		verb, pron := "was", "it"
+		if what == "experts" {
+			verb, pron = "were", "them"
+		}
+		return 0, b.fail(device.ACLErrCaptureModeNotSupport,
+			"the %s %s at %#x %s not converted at load (PlaceWeight) and cannot be converted during a capture: launch %s once eagerly first", a.DType, what, uint64(a.Addr), verb, pron)
 	}
 	blocks := make([]byte, a.Bytes())
 	if rc := C.irt_d2h(hostPtr(blocks), C.uintptr_t(a.Addr), C.size_t(len(blocks))); rc != 0 {
-		return wqWeight{}, newError("aclrtMemcpy", b.p.label, int32(rc))
+		return 0, newError("aclrtMemcpy", b.p.label, int32(rc))
 	}
 	b.d.bytesD2H.Add(int64(len(blocks)))
-	p, err := b.d.placeConverted(n, key, a.DType, blocks, K, rows, widen)
+	p, err := place(n, blocks)
 	if err != nil {
-		return wqWeight{}, fmt.Errorf("acl: %s: %w", b.p.label, err)
+		return 0, fmt.Errorf("acl: %s: %w", b.p.label, err)
 	}
-	return wqAt(l, p, K, rows), nil
+	return p, nil
 }
 
 // placeConverted converts rows×K blocks of type t with gguf/wqconv and

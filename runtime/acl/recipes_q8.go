@@ -218,29 +218,11 @@ func (b *builder) q8Weight(a device.TensorDesc) (q8Layout, device.Ptr) {
 		return l, 0
 	}
 	key := q8Key(a.DType, a.Addr, K, rows)
-	n := b.n
-	n.cmu.Lock()
-	defer n.cmu.Unlock()
-	if p, ok := n.tables[key]; ok {
-		return l, p
-	}
-	b.d.mu.Lock()
-	strict := n.strict
-	b.d.mu.Unlock()
-	if strict > 0 {
-		b.fail(device.ACLErrCaptureModeNotSupport,
-			"the %s weight at %#x was not converted at load (PlaceWeight) and cannot be converted during a capture: launch it once eagerly first", a.DType, uint64(a.Addr))
-		return l, 0
-	}
-	blocks := make([]byte, a.Bytes())
-	if rc := C.irt_d2h(hostPtr(blocks), C.uintptr_t(a.Addr), C.size_t(len(blocks))); rc != 0 {
-		b.setErr(newError("aclrtMemcpy", b.p.label, int32(rc)))
-		return l, 0
-	}
-	b.d.bytesD2H.Add(int64(len(blocks)))
-	p, err := b.d.placeQ8(n, key, l, blocks)
+	p, err := b.onDemand(a, key, "weight", func(n *npu, blocks []byte) (device.Ptr, error) {
+		return b.d.placeQ8(n, key, l, blocks)
+	})
 	if err != nil {
-		b.setErr(fmt.Errorf("acl: %s: %w", b.p.label, err))
+		b.setErr(err)
 		return l, 0
 	}
 	return l, p
