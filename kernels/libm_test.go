@@ -1,7 +1,6 @@
 package kernels
 
 import (
-	"bufio"
 	"flag"
 	"math"
 	"math/rand/v2"
@@ -25,26 +24,8 @@ func sameF32(a, b float32) bool {
 // differs from llama.cpp's), the range boundaries of both algorithms, and
 // random values.
 func TestLibmGolden(t *testing.T) {
-	f, err := os.Open("testdata/libm_glibc.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
 	n, notNearest := 0, 0
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
-		var v [4]float32
-		for i, w := range strings.Fields(line) {
-			u, err := strconv.ParseUint(w, 16, 32)
-			if err != nil || i >= 4 {
-				t.Fatalf("testdata/libm_glibc.txt: bad line %q", line)
-			}
-			v[i] = math.Float32frombits(uint32(u))
-		}
+	for _, v := range readGolden(t, "testdata/libm_glibc.txt", 4) {
 		x := v[0]
 		s, c := sincosf(x)
 		e := expf(x)
@@ -56,9 +37,6 @@ func TestLibmGolden(t *testing.T) {
 			notNearest++
 		}
 		n++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	// The file must hold cases that tell glibc from correct rounding, or
 	// the test would pass for float32(math.Cos(x)) too.
@@ -142,30 +120,8 @@ func powfGoldenInputs() (x, y []float32) {
 // testdata/libm_glibc_powf.txt (every pair on which glibc is not correctly
 // rounded among powfGoldenInputs, and a sample of the rest).
 func TestPowfGolden(t *testing.T) {
-	f, err := os.Open("testdata/libm_glibc_powf.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
 	n, notNearest := 0, 0
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") || line == "" {
-			continue
-		}
-		var v [3]float32
-		fs := strings.Fields(line)
-		if len(fs) != 3 {
-			t.Fatalf("testdata/libm_glibc_powf.txt: bad line %q", line)
-		}
-		for i, w := range fs {
-			u, err := strconv.ParseUint(w, 16, 32)
-			if err != nil {
-				t.Fatalf("testdata/libm_glibc_powf.txt: bad line %q", line)
-			}
-			v[i] = math.Float32frombits(uint32(u))
-		}
+	for _, v := range readGolden(t, "testdata/libm_glibc_powf.txt", 3) {
 		if got := powf(v[0], v[1]); !sameF32(got, v[2]) {
 			t.Errorf("powf(%08x, %08x) = %08x, glibc %08x", math.Float32bits(v[0]), math.Float32bits(v[1]), math.Float32bits(got), math.Float32bits(v[2]))
 		}
@@ -173,9 +129,6 @@ func TestPowfGolden(t *testing.T) {
 			notNearest++
 		}
 		n++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	if n < 100 || notNearest < 20 {
 		t.Fatalf("testdata/libm_glibc_powf.txt: %d cases, %d where glibc is not correctly rounded", n, notNearest)
@@ -192,4 +145,35 @@ func TestRopeCacheTakesGlibcAngles(t *testing.T) {
 	if got, want := c[2], float32(0x1.245874p-2); got != want {
 		t.Fatalf("cos(theta_1(31)) = %x, want glibc's %x", math.Float32bits(got), math.Float32bits(want))
 	}
+}
+
+// readGolden reads a golden file of float32 encodings in hex, fields per
+// line; lines starting with # are comments.
+func readGolden(t *testing.T, path string, fields int) [][]float32 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]float32
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		fs := strings.Fields(line)
+		if len(fs) != fields {
+			t.Fatalf("%s: bad line %q", path, line)
+		}
+		v := make([]float32, fields)
+		for i, w := range fs {
+			u, err := strconv.ParseUint(w, 16, 32)
+			if err != nil {
+				t.Fatalf("%s: bad line %q", path, line)
+			}
+			v[i] = math.Float32frombits(uint32(u))
+		}
+		rows = append(rows, v)
+	}
+	return rows
 }
