@@ -182,10 +182,7 @@ func (s *Sampler) Sample(logits []float32) int32 {
 	if s.o.MinP > 0 {
 		c = minP(c, s.o.MinP, s.o.MinKeep, sorted)
 	}
-	for i := range c {
-		c[i].logit /= s.o.Temp
-	}
-	return c[draw(c, s.rng.float64())].id
+	return c[draw(c, s.o.Temp, s.rng.float64())].id
 }
 
 // penalise applies the repeat penalty to the tokens seen in the window
@@ -335,11 +332,14 @@ func minP(c []candidate, p float32, minKeep int, sorted bool) []candidate {
 	return c[:i]
 }
 
-// draw picks a candidate with probability proportional to exp(logit):
-// llama.cpp's llama_sampler_dist (float32 exponentials, summed in
-// float64, one uniform number u in [0, 1), the first candidate whose
-// running sum reaches u times the total).
-func draw(c []candidate, u float64) int {
+// draw picks a candidate with probability proportional to
+// exp(logit/temp): llama.cpp's llama_sampler_temp then
+// llama_sampler_dist (float32 exponentials, summed in float64, one
+// uniform number u in [0, 1), the first candidate whose running sum
+// reaches u times the total). The temperature divides the difference to
+// the largest logit, (l - max)/temp, rather than each logit, so that a
+// tiny temperature cannot overflow the logits to infinities.
+func draw(c []candidate, temp float32, u float64) int {
 	if len(c) <= 1 {
 		return 0
 	}
@@ -349,7 +349,10 @@ func draw(c []candidate, u float64) int {
 	}
 	var sum float64
 	for i := range c {
-		c[i].p = float32(math.Exp(float64(c[i].logit - mx)))
+		c[i].p = 1
+		if c[i].logit != mx {
+			c[i].p = float32(math.Exp(float64((c[i].logit - mx) / temp)))
+		}
 		sum += float64(c[i].p)
 	}
 	target := sum * u

@@ -294,3 +294,17 @@ func TestSamplerOptionsCheck(t *testing.T) {
 		}
 	}
 }
+
+// A tiny temperature would overflow logits divided by it to infinities;
+// the draw still picks the largest.
+func TestTinyTemperature(t *testing.T) {
+	s, err := NewSampler(SamplerOptions{Temp: 1e-40, TopP: 1, RepeatPenalty: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if got := s.Sample([]float32{1, 3, 2, -5}); got != 1 {
+			t.Fatalf("temp 1e-40: drew %d, want 1", got)
+		}
+	}
+}
