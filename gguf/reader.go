@@ -168,6 +168,11 @@ func Parse(data []byte, name string) (f *File, err error) {
 	return d.parse()
 }
 
+// Mapped reports whether the file's data is a memory mapping of the file
+// (Open of a regular file), rather than bytes held in memory (a stream
+// such as a pipe, a Parse, or a file the kernel would not map).
+func (f *File) Mapped() bool { return f != nil && f.unmap != nil }
+
 // Close releases the file's memory mapping. Tensor data slices obtained
 // earlier must not be used afterwards. Close is idempotent.
 func (f *File) Close() error {

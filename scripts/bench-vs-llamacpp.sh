@@ -119,7 +119,6 @@ if [ -n "$mixes" ]; then
 fi
 models+=("$@")
 
-IFS=',' read -r -a plens <<<"$plist"
 IFS=',' read -r -a threads <<<"$tlist"
 cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1 || true)"
 cpu_flags="$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1 | tr ' ' '\n' | grep -xE 'avx2|fma|f16c|avx512f|avx512_vnni|avx_vnni' | tr '\n' ' ' | sed "s/ $//" || true)"
@@ -136,15 +135,10 @@ for model in "${models[@]}"; do
       # shellcheck disable=SC2086
       "$lb" -m "$model" -p "$plist" -n "$n" -t "$t" -r 1 -o json ${LLAMA_BENCH_ARGS:-} >"$tmp/llama-$i.json" 2>"$tmp/llama-$i.err" || {
         echo "bench-vs-llamacpp: llama-bench failed on $(basename "$model"):" >&2; cat "$tmp/llama-$i.err" >&2; exit 1; }
-      k=0
-      for p in "${plens[@]}"; do
-        k=$((k + 1))
-        nn=0
-        [ "$k" -eq 1 ] && nn="$n"
-        "$irtool" bench "$model" -p "$p" -n "$nn" -t "$t" -r 1 --json >"$tmp/irtool-$i-$k.json" 2>"$tmp/irtool-$i.err" || {
-          echo "bench-vs-llamacpp: irtool bench failed on $(basename "$model"):" >&2; cat "$tmp/irtool-$i.err" >&2; exit 1; }
-      done
-      echo "$i $k $t $(basename "$model")" >>"$list"
+      # irtool bench takes llama-bench's lists: the same tests in one run.
+      "$irtool" bench "$model" -p "$plist" -n "$n" -t "$t" -r 1 --json >"$tmp/irtool-$i.json" 2>"$tmp/irtool-$i.err" || {
+        echo "bench-vs-llamacpp: irtool bench failed on $(basename "$model"):" >&2; cat "$tmp/irtool-$i.err" >&2; exit 1; }
+      echo "$i $t $(basename "$model")" >>"$list"
     done
   done
 done
@@ -156,29 +150,22 @@ tmp, listfile = sys.argv[1], sys.argv[2]
 res = {}   # (model, threads, test) -> {"ll": [...], "ir": [...]}
 order = []
 for line in open(listfile):
-    i, k, t, model = line.split(maxsplit=3)
+    i, t, model = line.split(maxsplit=2)
     model = model.strip()
     with open(os.path.join(tmp, f"llama-{i}.json")) as f:
         ll = json.load(f)
-    for j in range(1, int(k) + 1):
-        with open(os.path.join(tmp, f"irtool-{i}-{j}.json")) as f:
-            ir = json.load(f)
-        for key, test in (("prefill", "pp"), ("decode", "tg")):
-            mine = ir.get(key)
-            if not mine:
-                continue
-            if key == "prefill":
-                rows = [x for x in ll if x.get("n_prompt", 0) == mine["n"] and x.get("n_gen", 0) == 0]
-            else:
-                rows = [x for x in ll if x.get("n_gen", 0) == mine["n"] and x.get("n_prompt", 0) == 0]
-            if not rows:
-                continue
-            name = (model, int(t), f"{test}{mine['n']}")
-            if name not in res:
-                res[name] = {"ll": [], "ir": []}
-                order.append(name)
-            res[name]["ll"].append(rows[0]["avg_ts"])
-            res[name]["ir"].append(mine["tok_s"])
+    with open(os.path.join(tmp, f"irtool-{i}.json")) as f:
+        ir = json.load(f)
+    for mine in ir["results"]:
+        rows = [x for x in ll if x.get("n_prompt", 0) == mine["n_prompt"] and x.get("n_gen", 0) == mine["n_gen"]]
+        if not rows:
+            continue
+        name = (model, int(t), mine["test"])
+        if name not in res:
+            res[name] = {"ll": [], "ir": []}
+            order.append(name)
+        res[name]["ll"].append(rows[0]["avg_ts"])
+        res[name]["ir"].append(mine["tok_s"])
 
 def fmt(v):
     return f"{statistics.median(v):.2f} [{min(v):.2f}-{max(v):.2f}]"

@@ -170,8 +170,47 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 var modelCommands = []string{"inspect", "tokenize", "ir", "compile", "run", "bench", "viz", "passes", "plan"}
 
 // defaultCtx is the KV cache size (--ctx) of every command that builds a
-// model's graph: run, compile, viz and ir (docs/CLI.md says why).
-const defaultCtx = 256
+// model's graph (run, compile, viz and ir) when --ctx is not given:
+// llama.cpp's default n_ctx (common/common.h), capped by the model's
+// training context (resolveCtx; docs/CLI.md).
+const defaultCtx = 4096
+
+// ctxGiven reports whether --ctx (or -c, --ctx-size) is on fs's command
+// line.
+func ctxGiven(fs *flag.FlagSet) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "ctx" || f.Name == "c" || f.Name == "ctx-size" {
+			given = true
+		}
+	})
+	return given
+}
+
+// resolveCtx returns the KV cache size of --ctx value ctx for a model
+// trained on nCtxTrain positions (its context_length): 0 means nCtxTrain;
+// the default (given false) is defaultCtx, capped by nCtxTrain; a given
+// value is taken as it is, past nCtxTrain too (ctxWarning says so).
+func resolveCtx(ctx int64, given bool, nCtxTrain int64) int64 {
+	switch {
+	case ctx == 0:
+		return nCtxTrain
+	case !given && nCtxTrain > 0:
+		return min(ctx, nCtxTrain)
+	}
+	return ctx
+}
+
+// ctxWarning is the warning for a KV cache of ctx cells on a model trained
+// on nCtxTrain positions, "" when ctx fits; llama.cpp warns the same way
+// (llama-context.cpp: "n_ctx_seq > n_ctx_train -- possible training
+// context overflow"). It is a warning, not an error, as there.
+func ctxWarning(ctx, nCtxTrain int64) string {
+	if nCtxTrain <= 0 || ctx <= nCtxTrain {
+		return ""
+	}
+	return fmt.Sprintf("warning: -c %d exceeds the model's training context %d (context_length): positions past it were never trained, so output there may degrade", ctx, nCtxTrain)
+}
 
 // declareCommonFlags adds llama.cpp's spellings to fs (see parseArgs) and
 // returns --model's value, or nil for a command without a model argument.

@@ -75,7 +75,8 @@ type compileFlags struct {
 	TPSweep       string
 	LinkAlgo      string
 
-	ubatchDefault bool // --ubatch was not given: it follows --ctx
+	ubatchDefault bool // --ubatch was not given: defaultUBatch, capped by the context
+	ctxDefault    bool // --ctx was not given: defaultCtx, capped by the model's context_length
 }
 
 func (f *compileFlags) declare(fs *flag.FlagSet) {
@@ -83,8 +84,8 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.PrintAfter, "print-after", "", "print the IR after `PASS` (comma-separated), or after every pass with all")
 	fs.StringVar(&f.DumpDir, "dump-dir", "", "write the IR after every pass into `DIR` as NN-pass.ir (00-input.ir first)")
 	fs.BoolVar(&f.JSON, "json", false, "print one JSON object (docs/CLI.md)")
-	fs.Int64Var(&f.Ctx, "ctx", defaultCtx, "KV cache cells (n_ctx); 0: the model's context_length")
-	fs.Int64Var(&f.UBatch, "ubatch", 0, "tokens per step in the planned worst case (n_ubatch), 1 ≤ N ≤ ctx (default: ctx)")
+	fs.Int64Var(&f.Ctx, "ctx", defaultCtx, "KV cache cells (n_ctx), capped by the model's context_length unless given; 0: the model's context_length")
+	fs.Int64Var(&f.UBatch, "ubatch", 0, "tokens per step in the planned worst case (n_ubatch), 1 ≤ N ≤ ctx (default: 512, llama.cpp's n_ubatch, or ctx when smaller)")
 	fs.StringVar(&f.KVType, "kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
 	fs.StringVar(&f.KVWrite, "kv-write", "set_rows", "how new K/V rows reach the cache (`MODE`): set_rows (scatter by index into the whole cache; addresses never move) or cpy (llama.cpp c392e50's copy into a view at kv_head)")
 	fs.Int64Var(&f.Align, "align", 0, "arena alignment in `B` bytes, a power of two ≤ 2^30 (default: the target's: 32 for cpu, 64 otherwise)")
@@ -141,6 +142,9 @@ type compileJob struct {
 	Input     *ir.Graph // the graph as built, never modified
 	R         *compiler.Result
 	Out       compileJSON
+	// Warning is a context past the model's training context (ctxWarning),
+	// printed on stderr by the command; "" if none.
+	Warning string
 	// Text collects the human summary (printed without --json).
 	Text   io.Writer
 	Stdout io.Writer
@@ -213,21 +217,20 @@ func (j *compileJob) compile(opts compiler.Options) error {
 	return err
 }
 
-// checkShape normalises --ubatch (0 means --ctx) and checks the step
-// shapes and the model flags: an error is a usage error.
+// checkShape checks the step shapes and the model flags: an error is a
+// usage error. The caller sets ctxDefault (--ctx not given) first.
 //
-// --ctx 0 means the model's context_length, as for run; it is resolved by
-// newCompileJob once the model is open (resolveShape).
+// --ctx, when not given, is defaultCtx capped by the model's
+// context_length, and --ctx 0 is the context_length, as for run; --ubatch
+// 0 (not given) is defaultUBatch capped by the context. newCompileJob
+// resolves them once the model is open (resolveShape).
 func (f *compileFlags) checkShape() error {
 	if f.Ctx < 0 || f.Ctx > maxCtx {
 		return fmt.Errorf("--ctx %d: want 0 (the model's context_length) or 1..%d", f.Ctx, maxCtx)
 	}
 	f.ubatchDefault = f.UBatch == 0
-	if f.UBatch < 0 || f.Ctx > 0 && f.UBatch > f.Ctx {
+	if f.UBatch < 0 || f.Ctx > 0 && !f.ctxDefault && f.UBatch > f.Ctx {
 		return errors.New("--ubatch must be in [1, ctx]")
-	}
-	if f.Ctx > 0 && f.UBatch == 0 {
-		f.UBatch = f.Ctx
 	}
 	if f.Align != 0 && (f.Align < 0 || f.Align > 1<<30 || f.Align&(f.Align-1) != 0) {
 		return fmt.Errorf("--align %d: want a power of two up to 2^30", f.Align)
@@ -236,26 +239,29 @@ func (f *compileFlags) checkShape() error {
 	return err
 }
 
-// resolveShape fills --ctx 0 with the model's context_length and --ubatch 0
-// with the context.
-func (f *compileFlags) resolveShape(file *gguf.File) error {
-	if f.Ctx == 0 {
-		hp, err := models.ReadHParams(file)
-		if err != nil {
-			return err
-		}
-		f.Ctx = hp.NCtxTrain
-		if f.Ctx > maxCtx {
-			return fmt.Errorf("--ctx 0: the model's context_length %d is more than %d; give --ctx", f.Ctx, maxCtx)
-		}
-		if f.UBatch > f.Ctx {
-			return fmt.Errorf("--ubatch %d is more than the context (%d)", f.UBatch, f.Ctx)
-		}
+// resolveShape sets the context of --ctx from the model's context_length
+// (resolveCtx) and --ubatch 0 to defaultUBatch capped by the context. It
+// returns the warning of a context past the training one ("" if none).
+func (f *compileFlags) resolveShape(file *gguf.File) (string, error) {
+	hp, err := models.ReadHParams(file)
+	if err != nil {
+		return "", err
+	}
+	zero := f.Ctx == 0
+	f.Ctx = resolveCtx(f.Ctx, !f.ctxDefault, hp.NCtxTrain)
+	if zero && f.Ctx > maxCtx {
+		return "", fmt.Errorf("--ctx 0: the model's context_length %d is more than %d; give --ctx", f.Ctx, maxCtx)
+	}
+	if f.UBatch > f.Ctx {
+		return "", fmt.Errorf("--ubatch %d is more than the context (%d)", f.UBatch, f.Ctx)
 	}
 	if f.UBatch == 0 {
-		f.UBatch = f.Ctx
+		f.UBatch = min(defaultUBatch, f.Ctx)
 	}
-	return nil
+	if f.ctxDefault {
+		return "", nil
+	}
+	return ctxWarning(f.Ctx, hp.NCtxTrain), nil
 }
 
 // checkOutputs checks the output flags before any work: a stage that ran
@@ -299,35 +305,44 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 		src.Close()
 		return nil, fmt.Errorf("%s: %w", modelName(path), err)
 	}
+	warning := ""
 	if src.IsIR() {
-		def, _ := modelOptions(256, "f16", "set_rows")
+		def, _ := modelOptions(defaultCtx, "f16", "set_rows")
 		opts, err := modelOptions(max(flags.Ctx, 1), flags.KVType, flags.KVWrite)
 		if err != nil {
 			return fail(err)
 		}
-		if flags.Ctx == 0 {
-			opts.NCtx = def.NCtx // 0: what the IR says
+		if flags.Ctx == 0 || flags.ctxDefault {
+			opts.NCtx = def.NCtx // what the IR says
 		}
 		if opts, err = src.options(opts, def); err != nil {
 			src.Close()
 			return nil, err
 		}
+		if _, fixed := src.Graph.Meta[metaNCtx]; !fixed && src.File != nil {
+			// No meta n_ctx: --ctx resolves as for the weights' GGUF.
+			hp, err := models.ReadHParams(src.File)
+			if err != nil {
+				return fail(err)
+			}
+			opts.NCtx = resolveCtx(flags.Ctx, !flags.ctxDefault, hp.NCtxTrain)
+		}
 		flags.Ctx, flags.KVType, flags.KVWrite = opts.NCtx, opts.KVType.String(), opts.KVWrite.String()
 		if flags.ubatchDefault {
-			flags.UBatch = flags.Ctx
+			flags.UBatch = min(defaultUBatch, flags.Ctx)
 		}
 		if flags.UBatch > flags.Ctx {
 			src.Close()
 			return nil, fmt.Errorf("--ubatch %d exceeds the IR's n_ctx %d", flags.UBatch, flags.Ctx)
 		}
-	} else if err := flags.resolveShape(src.File); err != nil {
+	} else if warning, err = flags.resolveShape(src.File); err != nil {
 		return fail(err)
 	}
 	opts, err := modelOptions(flags.Ctx, flags.KVType, flags.KVWrite)
 	if err != nil {
 		return fail(err)
 	}
-	j := &compileJob{Flags: flags, ModelPath: path, Source: src, File: src.File,
+	j := &compileJob{Flags: flags, ModelPath: path, Source: src, File: src.File, Warning: warning,
 		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
 	if j.Model, err = src.build(opts); err != nil {
 		return fail(err)
@@ -384,6 +399,7 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 1 {
 		return usageError(stderr, "compile", "want at most one model path, got %q", pos)
 	}
+	flags.ctxDefault = !ctxGiven(fs)
 	path := ""
 	if len(pos) == 1 {
 		path = pos[0]
@@ -398,6 +414,9 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	}
 	defer j.close()
 	j.Stdout, j.Stderr = stdout, stderr
+	if j.Warning != "" {
+		fmt.Fprintf(stderr, "irtool compile: %s: %s\n", j.Out.Model, j.Warning)
+	}
 	if j.Flags.JSON {
 		j.Text = io.Discard
 	} else {

@@ -36,7 +36,7 @@ func TestCompileLower(t *testing.T) {
 	if o.Partition.NPUNodes == 0 || o.Partition.Segments == 0 || o.Program.Kernels != o.Partition.NPUNodes+o.Partition.CPUNodes {
 		t.Errorf("910b partition %+v program %+v", o.Partition, o.Program)
 	}
-	if o.Program.CapturableSegments == 0 || o.Program.KernelsByName["aclnnMm"] == 0 || o.Program.Bucket != "n_kv=256,n_outputs=1,n_tokens=1" {
+	if o.Program.CapturableSegments == 0 || o.Program.KernelsByName["aclnnMm"] == 0 || o.Program.Bucket != "n_kv=2048,n_outputs=1,n_tokens=1" {
 		t.Errorf("910b program %+v", o.Program)
 	}
 	if p := o.Predicted; p.GraphUSPerToken <= 0 || p.EagerUSPerToken <= p.GraphUSPerToken || p.GraphLaunches >= p.Launches {

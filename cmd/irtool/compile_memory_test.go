@@ -27,7 +27,7 @@ func compileMemory(t *testing.T, args ...string) (worst, decode memoryJSON) {
 func TestCompileMemory(t *testing.T) {
 	// llama.cpp's own graph and placement rules: its compute buffer for
 	// stories260K at n_ctx = n_ubatch = 256 is 2,624,512 bytes.
-	worst, decode := compileMemory(t, "--target", "cpu", "--kv-write", "cpy", "--passes", "none")
+	worst, decode := compileMemory(t, "--target", "cpu", "--kv-write", "cpy", "--passes", "none", "--ctx", "256")
 	if worst.GgmlCPUBytes != 2624512 {
 		t.Errorf("ggml_cpu_bytes %d, llama.cpp reserves 2624512", worst.GgmlCPUBytes)
 	}
@@ -47,7 +47,7 @@ func TestCompileMemory(t *testing.T) {
 
 	// NPU default: 64-byte alignment, element-wise in-place only, kernel
 	// workspaces in the arena; a smaller ubatch shrinks the worst case.
-	npu, _ := compileMemory(t, "--ubatch", "64", "--strategy", "greedy-size")
+	npu, _ := compileMemory(t, "--ctx", "256", "--ubatch", "64", "--strategy", "greedy-size")
 	if npu.Align != 64 || npu.Policy != "npu" || npu.WorkspaceBytes == 0 || npu.Requested != "greedy-size" ||
 		len(npu.Strategies) != 1 || npu.Bindings != "n_kv=256,n_outputs=64,n_tokens=64" || npu.ArenaBytes >= worst.ArenaBytes {
 		t.Errorf("npu memory %+v", npu)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
 )
 
 func init() {
@@ -34,7 +35,7 @@ FX-style table instead.`,
 func cmdIR(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ir", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ctx := fs.Int64("ctx", defaultCtx, "KV cache cells (n_ctx); 0: the model's context_length")
+	ctx := fs.Int64("ctx", defaultCtx, "KV cache cells (n_ctx), capped by the model's context_length unless given; 0: the model's context_length")
 	kvType := fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
 	kvWrite := fs.String("kv-write", "set_rows", "how new K/V rows reach the cache (`MODE`): set_rows (scatter by index into the whole cache; addresses never move) or cpy (llama.cpp c392e50's copy into a view at kv_head)")
 	bind := fs.String("bind", "", "bind shape symbols (n_tokens, n_kv, n_outputs, kv_head) to values, e.g. `n_tokens=1,n_kv=32`, and print the static graph")
@@ -68,6 +69,17 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer src.Close()
+	if !src.IsIR() && *ctx != 0 {
+		hp, err := models.ReadHParams(src.File)
+		if err != nil {
+			fmt.Fprintf(stderr, "irtool ir: %s: %v\n", modelName(path), err)
+			return 1
+		}
+		opts.NCtx = resolveCtx(*ctx, ctxGiven(fs), hp.NCtxTrain)
+		if w := ctxWarning(opts.NCtx, hp.NCtxTrain); w != "" && ctxGiven(fs) {
+			fmt.Fprintf(stderr, "irtool ir: %s: %s\n", modelName(path), w)
+		}
+	}
 	def, _ := modelOptions(defaultCtx, "f16", "set_rows")
 	if opts, err = src.options(opts, def); err != nil {
 		return usageError(stderr, "ir", "%v", err)

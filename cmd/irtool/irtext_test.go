@@ -136,8 +136,8 @@ func TestIRTextErrors(t *testing.T) {
 		{"run without weights", []string{"run", noWeights, "-n", "1", "--tokens", "1"}, 1, "names no weights file"},
 		{"missing weights", []string{"compile", missing}, 1, "nothere.gguf"},
 		{"weight shape", []string{"compile", wrongShape}, 1, `weight "token_embd.weight"`},
-		{"ctx differs", []string{"compile", irPath, "--ctx", "512"}, 1, "n_ctx=256"},
-		{"run past n_ctx", []string{"run", irPath, "--tokens", "1", "-n", "300"}, 2, "n_ctx=256"},
+		{"ctx differs", []string{"compile", irPath, "--ctx", "512"}, 1, "n_ctx=2048"},
+		{"run past n_ctx", []string{"run", irPath, "--tokens", "1", "-n", "3000"}, 2, "n_ctx=2048"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, c.args...)

@@ -157,7 +157,7 @@ func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) 
 	if _, err := passesPipeline(list, false); err != nil {
 		return usageError(stderr, "passes", "--passes: %v", err)
 	}
-	flags := compileFlags{Passes: list, Ctx: 256, UBatch: 256, KVType: "f16", KVWrite: "set_rows", Budget: compiler.DefaultBudget, ubatchDefault: true}
+	flags := compileFlags{Passes: list, Ctx: defaultCtx, KVType: "f16", KVWrite: "set_rows", Budget: compiler.DefaultBudget, ctxDefault: true, ubatchDefault: true}
 	j, err := newCompileJob(path, flags)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool passes: %v\n", err)

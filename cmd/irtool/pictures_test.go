@@ -306,8 +306,9 @@ func TestReadmeFirstCommand(t *testing.T) {
 		}
 		inBlock = strings.HasPrefix(line, "    ")
 	}
-	if len(blocks) < 2 || len(blocks[0]) != 2 || blocks[0][0] != "go run ./cmd/irtool compile --report report.html" || blocks[0][1] != "go test ./..." {
-		t.Fatalf("README's first commands are %q, want compile --report report.html, then go test ./...", blocks)
+	first := "mkdir -p out && go run ./cmd/irtool compile --report out/report.html"
+	if len(blocks) < 2 || len(blocks[0]) != 2 || blocks[0][0] != first || blocks[0][1] != "go test ./..." {
+		t.Fatalf("README's first commands are %q, want %q, then go test ./...", blocks, first)
 	}
 	dir := t.TempDir()
 	code, stdout, stderr := runCLI(t, "compile", "--report", dir+"/report.html")

@@ -158,7 +158,7 @@ func declareRunFlags(fs *flag.FlagSet) *runFlags {
 	f.n = fs.Int("n", 32, "tokens to generate")
 	fs.Var(fs.Lookup("n").Value, "n-predict", "the same as -n")
 	f.backend = fs.String("backend", "cpu", "execution `BACKEND`: cpu (the compiled CPU plan), sim (the whole pipeline on the simulated Ascend device, with ACL-graph capture and the LRU graph cache) or cann (an Ascend NPU; needs a build with -tags cann)")
-	f.nctx = fs.Int64("ctx", defaultCtx, "context size in tokens (KV cache cells); 0: the model's context_length, of which prompt + n rounded up to 256 is allocated; a prompt and -n that do not fit are refused")
+	f.nctx = fs.Int64("ctx", defaultCtx, "context size in tokens (KV cache cells), capped by the model's context_length unless given; 0: the model's context_length, of which prompt + n rounded up to 256 is allocated; a prompt and -n that do not fit are refused")
 	f.ubatch = fs.Int("ubatch", defaultUBatch, "prefill the prompt in chunks of at most `N` tokens (llama.cpp's n_ubatch)")
 	f.kvType = fs.String("kv-type", "f16", "KV cache element `TYPE`: f16 or f32")
 	f.kvWrite = fs.String("kv-write", "set_rows", "KV cache write `MODE`: set_rows or cpy (see irtool ir)")
@@ -324,7 +324,16 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		return j, code
 	}
 	opts := models.Options{NCtx: *f.nctx, KVType: f.kvT, KVWrite: f.kvW}
-	ctxName := "--ctx"
+	ctxName, given := "--ctx", ctxGiven(f.fs)
+	if !given {
+		ctxName = "the default --ctx"
+		if hp.NCtxTrain > 0 && hp.NCtxTrain < defaultCtx {
+			ctxName = "the default --ctx (the model's context_length)"
+		}
+	}
+	if *f.nctx != 0 && (!src.IsIR() || src.Graph.Meta[metaNCtx] == "") {
+		opts.NCtx = resolveCtx(*f.nctx, given, hp.NCtxTrain)
+	}
 	if src.IsIR() {
 		ctxName = "the IR's cache, n_ctx"
 		// The IR fixes its cache size (meta n_ctx): that is the limit.
@@ -336,6 +345,9 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	if opts.NCtx, err = runContext(opts.NCtx, hp, len(j.ids), *f.n, ctxName); err != nil {
 		fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, err)
 		return j, 2 // refused before any work, as a usage error
+	}
+	if w := ctxWarning(opts.NCtx, hp.NCtxTrain); w != "" && given {
+		fmt.Fprintf(stderr, "irtool run: %s: %s\n", j.name, w)
 	}
 	if j.m, err = src.build(opts); err != nil {
 		return fail(err)
@@ -512,13 +524,13 @@ func (j *runJob) generate(stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1
 	}
-	steps := "greedy"
+	steps := "greedy step"
 	if desc := f.sample.describe(); desc != "" {
-		steps = "sampled"
+		steps = "sampled step"
 		fmt.Fprintf(stderr, "irtool run: sampling: %s\n", desc)
 	}
-	fmt.Fprintf(stderr, "irtool run: %s: %s, %d layers, %d ops; prefill of %d tokens, then %d %s steps on %s\n",
-		j.name, j.m.HParams.Arch, j.m.HParams.NLayer, j.m.Graph.NumOps(), len(j.ids), max(*f.n-1, 0), steps, *f.backend)
+	fmt.Fprintf(stderr, "irtool run: %s: %s, %d layers, %s; prefill of %s, then %s on %s\n",
+		j.name, j.m.HParams.Arch, j.m.HParams.NLayer, j.opsText(), plural(len(j.ids), "token"), plural(max(*f.n-1, 0), steps), *f.backend)
 	if !*f.asJSON && *f.prompt != "" {
 		fmt.Fprint(stdout, *f.prompt)
 	}
@@ -577,8 +589,8 @@ func (j *runJob) reportText(res *session.GenerateResult, tps float64, stderr io.
 	fmt.Fprintf(stderr, "irtool run: %d prompt tokens, %d generated; load %.1f ms, prefill %.1f ms, decode %.1f tok/s\n",
 		len(j.ids), len(res.Tokens), j.loadMS, res.PrefillMS, tps)
 	if cpu := j.cpu; cpu != nil {
-		fmt.Fprintf(stderr, "irtool run: cpu: %d threads; memory-mapped weights %s, KV cache %s, compute arenas %s",
-			cpu.Threads(), viz.HumanBytes(weightBytes(j.src.File)), viz.HumanBytes(cpu.KVBytes()), viz.HumanBytes(cpu.ArenaBytes()))
+		fmt.Fprintf(stderr, "irtool run: cpu: %d threads; %s %s, KV cache %s, compute arenas %s",
+			cpu.Threads(), j.src.weightsHeld(), viz.HumanBytes(weightBytes(j.src.File)), viz.HumanBytes(cpu.KVBytes()), viz.HumanBytes(cpu.ArenaBytes()))
 		if pb := cpu.PackedBytes(); pb > 0 {
 			// Their mapped originals' pages were released.
 			fmt.Fprintf(stderr, ", repacked weights %s", viz.HumanBytes(pb))

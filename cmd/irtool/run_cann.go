@@ -22,7 +22,8 @@ import (
 // cannBackend is a program runner on an Ascend device.
 type cannBackend struct {
 	*program.Runner
-	dev *acl.Device
+	dev  *acl.Device
+	mode string // --acl-quant-matmul
 }
 
 // newCannBackend opens device cf.Device through CANN and builds the same
@@ -46,7 +47,7 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 	if err != nil {
 		return nil, errors.Join(err, dev.Close())
 	}
-	return &cannBackend{Runner: s, dev: dev}, nil
+	return &cannBackend{Runner: s, dev: dev, mode: cf.QuantMatmul}, nil
 }
 
 // cannPool is the device memory pre-allocated for the model: --acl-pool,
@@ -75,11 +76,17 @@ func (b *cannBackend) Close() error {
 	return errors.Join(b.Runner.Close(), b.dev.Close())
 }
 
-func (b *cannBackend) stats() any { return programStats(b.Runner, b.dev.Stats()) }
+func (b *cannBackend) stats() any { return b.phaseStats() }
+
+func (b *cannBackend) phaseStats() simStatsJSON {
+	st := programStats(b.Runner, b.dev.Stats())
+	st.QuantMatmul = b.mode
+	return st
+}
 
 // summary prints one line per phase to w.
 func (b *cannBackend) summary(w io.Writer) {
-	printPhases(w, "cann", programStats(b.Runner, b.dev.Stats()))
+	printPhases(w, "cann", b.phaseStats())
 }
 
 // probeCANN loads CANN and inspects one device for doctor.

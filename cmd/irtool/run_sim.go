@@ -139,6 +139,9 @@ type simStatsJSON struct {
 	Cache           device.CacheStats  `json:"cache"`
 	Device          device.DeviceStats `json:"device"`
 	Pool            device.PoolStats   `json:"pool"`
+	// QuantMatmul is the cann backend's --acl-quant-matmul mode, which
+	// the weights were converted for ("" on the sim device).
+	QuantMatmul string `json:"-"`
 }
 
 func (b *simBackend) stats() simStatsJSON { return programStats(b.Runner, b.dev.Stats()) }
@@ -159,11 +162,20 @@ func programStats(s *program.Runner, ds device.DeviceStats) simStatsJSON {
 		Programs: st.Programs, WeightConvertMS: st.WeightConvertMS, Cache: s.Cache().Stats(), Device: ds, Pool: st.Pool}
 }
 
+// convertedFor says what the weights were converted for at load in
+// --acl-quant-matmul mode (runtime/acl's Options.QuantMatmul).
+func convertedFor(mode string) string {
+	if mode == "ggml" {
+		return "to the integer and f32 layouts of the ggml mode's matmuls (aclnnBatchMatMul over ggml's blocks)"
+	}
+	return "for aclnnWeightQuantBatchMatmulV2"
+}
+
 // printPhases prints one stderr line per phase that ran, after the
 // conversion of the weights at load when there was one.
 func printPhases(w io.Writer, backend string, st simStatsJSON) {
 	if st.WeightConvertMS > 0 {
-		fmt.Fprintf(w, "irtool run: %s load: quantised weights converted for aclnnWeightQuantBatchMatmulV2 in %.1f ms (host)\n", backend, st.WeightConvertMS)
+		fmt.Fprintf(w, "irtool run: %s load: quantised weights converted %s in %.1f ms (host)\n", backend, convertedFor(st.QuantMatmul), st.WeightConvertMS)
 	}
 	for _, ph := range []struct {
 		name string

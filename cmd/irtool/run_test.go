@@ -140,7 +140,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"--tokens", "1", "--logits"}, 2, "--logits needs --json"},
 		{[]string{"--tokens", "1", "--kv-type", "q8"}, 2, "--kv-type"},
 		{[]string{"--tokens", "1", "--passes", "no-such-pass"}, 2, "--passes"},
-		{[]string{"--tokens", "1", "-n", "3000"}, 2, "need 3000 KV cells, more than --ctx=256"},
+		{[]string{"--tokens", "1", "-n", "3000"}, 2, "need 3000 KV cells, more than the default --ctx (the model's context_length)=2048"},
 		{[]string{"--tokens", "1", "-n", "3000", "-c", "0"}, 2, "need 3000 KV cells, more than the model's context_length=2048"},
 		{[]string{"-m"}, 2, `flag needs an argument: -m` + "\nrun \"irtool help run\" for the flags\n"},
 		{[]string{"--tokens", "1", "--backend", "gpu"}, 2, "backend"},

@@ -5,6 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
@@ -375,6 +379,65 @@ func ppInfo(stages []*models.Model) ppJSON {
 	return in
 }
 
+// describe is the pipeline in words, one clause per stage: its layers and
+// its collectives per step, e.g. "stage 0: layers 0-2, 1 send per step;
+// stage 1: layers 3-4, 1 recv per step".
+func (in ppJSON) describe() string {
+	parts := make([]string, len(in.Layers))
+	for s, l := range in.Layers {
+		layers := "no layers"
+		switch {
+		case l[1] == 1:
+			layers = fmt.Sprintf("layer %d", l[0])
+		case l[1] > 1:
+			layers = fmt.Sprintf("layers %d-%d", l[0], l[0]+l[1]-1)
+		}
+		var colls []string
+		if s < len(in.Transfers) {
+			for _, op := range slices.Sorted(maps.Keys(in.Transfers[s])) {
+				colls = append(colls, fmt.Sprintf("%d %s", in.Transfers[s][op], op))
+			}
+		}
+		c := "no collectives"
+		if len(colls) > 0 {
+			c = strings.Join(colls, ", ") + " per step"
+		}
+		parts[s] = fmt.Sprintf("stage %d: %s, %s", s, layers, c)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// opsText is the size of the compiled graphs the run steps, for its
+// progress line: the optimised graph's op count, as compile reports it
+// after the passes; with --tp each rank's, with --pp each stage's (rank
+// 0's stages with both: the ranks' graphs differ only in shapes).
+func (j *runJob) opsText() string {
+	b := j.tp
+	switch {
+	case b == nil:
+		return plural(j.m.Graph.NumOps(), "op")
+	case b.stages != nil:
+		counts := make([]string, len(b.stages))
+		for i, m := range b.stages {
+			counts[i] = strconv.Itoa(m.Graph.NumOps())
+		}
+		s := fmt.Sprintf("%d stages of %s ops", len(b.stages), strings.Join(counts, "+"))
+		if b.tp != nil {
+			s = fmt.Sprintf("%d ranks × %s", len(b.tp.Ranks), s)
+		}
+		return s
+	}
+	return fmt.Sprintf("%d ranks of %s", len(b.tp.Ranks), plural(b.tp.Ranks[0].Model.Graph.NumOps(), "op"))
+}
+
+// plural is "1 token", "2 tokens".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // tpStatsJSON is the "stats" object of run --json with --tp or --pp.
 type tpStatsJSON struct {
 	TP *tpJSON `json:"tp,omitempty"`
@@ -412,8 +475,7 @@ func (b *tpBackend) stats() tpStatsJSON {
 // summary prints the split and each rank's phases to w.
 func (b *tpBackend) summary(w io.Writer) {
 	if b.stages != nil {
-		in := ppInfo(b.stages)
-		fmt.Fprintf(w, "irtool run: pipeline of %d stages (first layer, layers: %v); collectives per step and stage %v\n", in.Stages, in.Layers, in.Transfers)
+		fmt.Fprintf(w, "irtool run: pipeline of %d stages: %s\n", len(b.stages), ppInfo(b.stages).describe())
 	}
 	if b.tp == nil {
 		for i, s := range b.sims {

@@ -35,9 +35,14 @@ type cannRank struct {
 	*program.Runner
 	dev   *acl.Device
 	comms []*acl.Comm
+	mode  string // --acl-quant-matmul
 }
 
-func (r *cannRank) stats() simStatsJSON { return programStats(r.Runner, r.dev.Stats()) }
+func (r *cannRank) stats() simStatsJSON {
+	st := programStats(r.Runner, r.dev.Stats())
+	st.QuantMatmul = r.mode
+	return st
+}
 
 // destroyComms destroys the rank's communicators, so that the other
 // ranks' pending HCCL calls on them fail at once.
@@ -142,7 +147,7 @@ func (b *tpBackend) startCannGroups(groups []cannGroup, ms []*models.Model, ws [
 		if err != nil {
 			return fail(err)
 		}
-		b.canns = append(b.canns, &cannRank{dev: dev})
+		b.canns = append(b.canns, &cannRank{dev: dev, mode: cf.QuantMatmul})
 	}
 	hostComms := make([][]eval.Communicator, n)
 	grps := make([]*device.Group, len(groups))
@@ -220,7 +225,7 @@ func newTPProcBackend(tp *passes.TP, f *gguf.File, flags *simFlags, cf *cannFlag
 	if err != nil {
 		return nil, err
 	}
-	rank := &cannRank{dev: dev}
+	rank := &cannRank{dev: dev, mode: cf.QuantMatmul}
 	b.canns = []*cannRank{rank}
 	fail := func(err error) (*tpBackend, error) {
 		closeCann(b.canns)

@@ -213,6 +213,19 @@ func (s *modelSource) weightsModel() (string, bool) {
 	return s.WeightsPath, true
 }
 
+// weightsHeld says how the source's weights are held, for run's memory
+// line: memory-mapped from the file, embedded in the binary, or read into
+// memory (a pipe or other stream, or a file the kernel would not map).
+func (s *modelSource) weightsHeld() string {
+	switch {
+	case s.File.Mapped():
+		return "memory-mapped weights"
+	case s.Path == "" || s.WeightsPath == embeddedWeights:
+		return "embedded weights"
+	}
+	return "weights read into memory"
+}
+
 // IsIR reports whether the source is IR text.
 func (s *modelSource) IsIR() bool { return s.Graph != nil }
 

@@ -91,8 +91,8 @@ func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
 	fs.BoolVar(&f.noWeights, "no-weights", false, "leave weights out of graph drawings")
 	fs.IntVar(&f.layer, "layer", -1, "liveness, interference, buffers: zoom to the steps of transformer layer `N` (the buffers live there, at their real offsets) (default: all layers)")
 	fs.StringVar(&c.Passes, "passes", c.Passes, "the pass pipeline `LIST`, as for compile")
-	fs.Int64Var(&c.Ctx, "ctx", c.Ctx, "KV cache cells (n_ctx)")
-	fs.Int64Var(&c.UBatch, "ubatch", c.UBatch, "tokens per step of the planned worst case, as for compile (default: ctx)")
+	fs.Int64Var(&c.Ctx, "ctx", c.Ctx, "KV cache cells (n_ctx), as for compile")
+	fs.Int64Var(&c.UBatch, "ubatch", c.UBatch, "tokens per step of the planned worst case, as for compile (default: 512, or ctx when smaller)")
 	fs.StringVar(&c.KVType, "kv-type", c.KVType, "KV cache element `TYPE`: f16 or f32")
 	fs.StringVar(&c.KVWrite, "kv-write", c.KVWrite, "KV cache write `MODE`: set_rows or cpy (see irtool ir)")
 	fs.StringVar(&c.Strategy, "strategy", c.Strategy, "memory planning `STRATEGY`, as for compile")
@@ -124,6 +124,7 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "viz", "%v", err)
 	}
+	f.compile.ctxDefault = !ctxGiven(fs)
 	if err := f.compile.checkShape(); err != nil {
 		return usageError(stderr, "viz", "%v", err)
 	}

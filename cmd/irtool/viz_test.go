@@ -145,7 +145,8 @@ func TestVizErrors(t *testing.T) {
 		{[]string{"--what", "graph", "--after", "no-such-pass"}, 1, "--after no-such-pass"},
 		{[]string{"--ctx", "-1"}, 2, "--ctx -1: want 0 (the model's context_length)"},
 		{[]string{"--align", "3"}, 2, "--align 3: want a power of two"},
-		{[]string{"--ubatch", "512"}, 2, "--ubatch must be in"},
+		{[]string{"--ctx", "256", "--ubatch", "512"}, 2, "--ubatch must be in"},
+		{[]string{"--ubatch", "3000"}, 1, "--ubatch 3000 is more than the context (2048)"},
 		{[]string{"a.gguf", "b.gguf"}, 2, "at most one model"},
 		{[]string{filepath.Join(dir, "missing.gguf")}, 1, "missing.gguf"},
 	} {
