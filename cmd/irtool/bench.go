@@ -137,8 +137,15 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, int) {
 	if len(pos) > 1 {
 		return nil, usageError(stderr, "bench", "want at most one model path, got %q", pos)
 	}
-	if *nPrompt < 0 || *nGen < 0 || *reps < 1 || *threads < 0 {
-		return nil, usageError(stderr, "bench", "-p and -n must be >= 0, -r >= 1, --threads >= 0")
+	for _, e := range []error{
+		flagRange("-p", int64(*nPrompt), 0, maxCtx, ""),
+		flagRange("-n", int64(*nGen), 0, maxCtx, ""),
+		flagRange("-r", int64(*reps), 1, maxReps, ""),
+		flagRange("--threads", int64(*threads), 0, maxThreads, "the physical cores"),
+	} {
+		if e != nil {
+			return nil, usageError(stderr, "bench", "%v", e)
+		}
 	}
 	if *nPrompt == 0 && *nGen == 0 {
 		return nil, usageError(stderr, "bench", "nothing to measure: -p and -n are both 0")

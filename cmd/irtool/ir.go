@@ -68,6 +68,10 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer src.Close()
+	if err := checkPaths(src.inputs(), outputArgs(pathArg{Flag: "-o", Path: *out})); err != nil {
+		fmt.Fprintf(stderr, "irtool ir: %v\n", err)
+		return 1
+	}
 	def, _ := modelOptions(defaultCtx, "f16", "set_rows")
 	if opts, err = src.options(opts, def); err != nil {
 		return usageError(stderr, "ir", "%v", err)
