@@ -216,7 +216,7 @@ func TestParseMalformed(t *testing.T) {
 func TestParseTooLongLine(t *testing.T) {
 	in := "graph \"g\" {\n  %0 = const() : f32[1] data=" + strings.Repeat("A", maxLine) + "\n}\n"
 	_, err := ParseString(in)
-	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "too long") {
+	if err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "line longer than 67108864 bytes (64 MiB, the limit of one line of IR text)") {
 		t.Errorf("got %v", err)
 	}
 }
