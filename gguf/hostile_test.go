@@ -66,8 +66,8 @@ func TestHostileInput(t *testing.T) {
 		msg   string
 		edit  func(t *testing.T, b []byte) []byte
 	}{
-		{"bad magic", ErrBadMagic, `bad magic "GGML"`, func(t *testing.T, b []byte) []byte { copy(b, "GGML"); return b }},
-		{"not gguf", ErrBadMagic, "bad magic", func(t *testing.T, b []byte) []byte { return []byte("PK\x03") }},
+		{"bad magic", ErrBadMagic, `not a GGUF file (its first 4 bytes are not the magic "GGUF")`, func(t *testing.T, b []byte) []byte { copy(b, "GGML"); return b }},
+		{"not gguf", ErrBadMagic, "not a GGUF file", func(t *testing.T, b []byte) []byte { return []byte("PK\x03") }},
 		{"empty", ErrTruncated, "too short", func(t *testing.T, b []byte) []byte { return nil }},
 		{"version 1", ErrVersion, "GGUF v1 is not supported", func(t *testing.T, b []byte) []byte { put32(b, 4, 1); return b }},
 		{"version 0", ErrVersion, "version 0", func(t *testing.T, b []byte) []byte { put32(b, 4, 0); return b }},

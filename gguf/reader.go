@@ -492,10 +492,12 @@ func (d *decoder) header() (f *File, nTensors, nKV uint64, err error) {
 		if strings.HasPrefix(Magic, string(d.data)) {
 			return nil, 0, 0, d.errf(ErrTruncated, "truncated: %d bytes, too short for a GGUF header", len(d.data))
 		}
-		return nil, 0, 0, d.errf(ErrBadMagic, "bad magic %q, want %q", d.data, Magic)
+		return nil, 0, 0, d.errf(ErrBadMagic, "not a GGUF file: %d bytes, without the magic %q", len(d.data), Magic)
 	}
 	if string(d.data[:4]) != Magic {
-		return nil, 0, 0, d.errf(ErrBadMagic, "bad magic %q, want %q", d.data[:4], Magic)
+		// The bytes found are not echoed: the file may be anything
+		// (a path in an IR's meta weights names a file of the user's).
+		return nil, 0, 0, d.errf(ErrBadMagic, "not a GGUF file (its first 4 bytes are not the magic %q)", Magic)
 	}
 	d.off = 4
 	f = &File{Name: d.name, Size: int64(len(d.data)), data: d.data}

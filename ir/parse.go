@@ -17,6 +17,11 @@ import (
 // maxLine bounds one line of IR text (constants are base64 on one line).
 const maxLine = 64 << 20
 
+// MaxNodes bounds the nodes of a graph read from IR text: a longer text is
+// refused at the node past the limit, before it is allocated. A model's
+// forward step has a few thousand nodes.
+const MaxNodes = 1 << 18
+
 // Parse reads a graph in the text format written by Print and verifies it,
 // resolving ops in the default set. Errors are *ParseError, naming the
 // line and column at fault.
@@ -76,6 +81,9 @@ func (s *OpSet) Parse(r io.Reader) (*Graph, error) { return s.ParseFile("", r) }
 // ParseFile reads a graph as the package-level ParseFile does, resolving
 // its ops in s.
 func (s *OpSet) ParseFile(name string, r io.Reader) (*Graph, error) {
+	if line, err := countNodes(r); err != nil {
+		return nil, &ParseError{Name: name, Line: line, Col: 1, Err: err}
+	}
 	br := bufio.NewReaderSize(r, 64<<10)
 	if err := checkText(br); err != nil {
 		return nil, &ParseError{Name: name, Line: 1, Col: 1, Err: err}
@@ -112,6 +120,10 @@ func (s *OpSet) ParseFile(name string, r io.Reader) (*Graph, error) {
 		case strings.HasPrefix(line, "outputs("):
 			err = p.outputs(line)
 		case strings.HasPrefix(line, "%"):
+			if len(p.g.Nodes) >= MaxNodes {
+				err = fmt.Errorf("more than %d nodes (the limit of IR text)", MaxNodes)
+				break
+			}
 			err = p.node(line)
 		default:
 			err = fmt.Errorf("unexpected %q", clip(line))
@@ -126,6 +138,9 @@ func (s *OpSet) ParseFile(name string, r io.Reader) (*Graph, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			err = fmt.Errorf("line longer than %d bytes (64 MiB, the limit of one line of IR text)", maxLine)
+		}
 		return fail(lineNo+1, 1, err)
 	}
 	if state != 2 {
@@ -145,6 +160,47 @@ func (s *OpSet) ParseFile(name string, r io.Reader) (*Graph, error) {
 		return nil, err
 	}
 	return p.g, nil
+}
+
+// countNodes refuses, before anything is parsed or allocated, a seekable
+// input (a file) with more than MaxNodes node lines (lines starting with
+// "%"), returning the line of the first node past the limit; it reads the
+// input once and seeks back. Other readers are left to the parser's own
+// count.
+func countNodes(r io.Reader) (int, error) {
+	rs, ok := r.(io.ReadSeeker)
+	if !ok {
+		return 0, nil
+	}
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, nil // a pipe
+	}
+	defer rs.Seek(start, io.SeekStart)
+	buf := make([]byte, 64<<10)
+	line, nodes := 1, 0
+	bol := true // at the start of a line, before its first non-blank byte
+	for {
+		n, err := rs.Read(buf)
+		for _, c := range buf[:n] {
+			switch {
+			case c == '\n':
+				line++
+				bol = true
+			case !bol || c == ' ' || c == '\t' || c == '\r':
+			case c == '%':
+				if nodes++; nodes > MaxNodes {
+					return line, fmt.Errorf("more than %d nodes (the limit of IR text)", MaxNodes)
+				}
+				bol = false
+			default:
+				bol = false
+			}
+		}
+		if err != nil {
+			return 0, nil // the parser reports read errors
+		}
+	}
 }
 
 // checkText refuses input that is not text before it is read line by line:

@@ -49,8 +49,21 @@ func init() {
 					return fmt.Errorf("negative stride in nb=%v", nb)
 				}
 			}
-			if _, ok := n.Attrs.Dim(AttrOffset); !ok {
+			off, ok := n.Attrs.Dim(AttrOffset)
+			if !ok {
 				return fmt.Errorf("needs attribute offset")
+			}
+			// A constant offset must lie within the operand's storage
+			// (its end at most, for an empty window).
+			if off.IsConst() {
+				if off.Val < 0 || off.Val > 1<<62 {
+					return fmt.Errorf("offset %d: want 0..2^62 bytes (the largest tensor)", off.Val)
+				}
+				if x := n.Args[0].Type; x.Shape.IsStatic() {
+					if size, err := x.Bytes(); err == nil && off.Val > size {
+						return fmt.Errorf("offset %d is past the end of its operand %s (%d bytes)", off.Val, x, size)
+					}
+				}
 			}
 			return nil
 		}})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 )
 
@@ -135,16 +136,18 @@ func ranList(ran []string) string {
 	return "[" + strings.Join(ran, " ") + "]"
 }
 
+// dump writes g to dir/name atomically (a temporary file renamed into
+// place), so a failed write leaves no partial dump.
 func dump(dir, name string, g *ir.Graph) error {
-	f, err := os.Create(filepath.Join(dir, name))
+	f, err := safeio.Create(filepath.Join(dir, name))
 	if err != nil {
 		return fmt.Errorf("passes: dump: %w", err)
 	}
 	if err := ir.Print(f, g); err != nil {
-		f.Close()
+		f.Abort()
 		return fmt.Errorf("passes: dump %s: %w", name, err)
 	}
-	if err := f.Close(); err != nil {
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("passes: dump %s: %w", name, err)
 	}
 	return nil

@@ -120,7 +120,13 @@ func ReadCSVFile(path string) (*Problem, error) {
 	}
 	defer f.Close()
 	var r io.Reader = f
-	if !f.Regular() {
+	if f.Regular() {
+		// Count the rows before reading any: an instance past the limit
+		// is refused without parsing or allocating it.
+		if line, err := countCSVRows(f); err != nil {
+			return nil, fmt.Errorf("%s: planner: csv line %d: %w", path, line, err)
+		}
+	} else {
 		// A FIFO or pipe: do not wait forever for a writer or a line.
 		r = safeio.NewStream(f, safeio.Limits{MaxBytes: maxCSVStream})
 	}
@@ -129,6 +135,41 @@ func ReadCSVFile(path string) (*Problem, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return p, nil
+}
+
+// countCSVRows counts the non-blank lines of a file from its current
+// position and seeks back; past the header and MaxCSVBuffers rows it
+// returns the line of the first row too many.
+func countCSVRows(rs io.ReadSeeker) (int, error) {
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, nil
+	}
+	defer rs.Seek(start, io.SeekStart)
+	buf := make([]byte, 64<<10)
+	line, rows := 1, 0
+	blank := true // the line so far holds only white space
+	for {
+		n, err := rs.Read(buf)
+		for _, c := range buf[:n] {
+			switch c {
+			case '\n':
+				if !blank {
+					if rows++; rows > MaxCSVBuffers+1 { // the header and the rows
+						return line, fmt.Errorf("more than %d buffers; split the instance", MaxCSVBuffers)
+					}
+				}
+				line++
+				blank = true
+			case ' ', '\t', '\r':
+			default:
+				blank = false
+			}
+		}
+		if err != nil {
+			return 0, nil // ReadCSV reports read errors
+		}
+	}
 }
 
 // WriteCSV writes p in the benchmark format read by ReadCSV. The alignment is

@@ -2,6 +2,10 @@ package planner
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +85,7 @@ func FuzzReadCSV(f *testing.F) {
 	f.Add("id,lower,upper,size\n0,5,2,3\n")
 	f.Add("id,lower,upper,size\n0,1,2\n")
 	f.Add("")
+	f.Add("id,lower,upper,size\n\n  \r\n0,0,1,1\n\t\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		p, err := ReadCSV(strings.NewReader(in))
 		if err != nil {
@@ -119,4 +124,30 @@ func FuzzReadCSV(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A file with more rows than MaxCSVBuffers is refused by a count before
+// any row is parsed or allocated.
+func TestReadCSVFileRowCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 34 MB file")
+	}
+	path := filepath.Join(t.TempDir(), "big.csv")
+	body := bytes.Repeat([]byte("0,0,1,1\n"), MaxCSVBuffers+1)
+	if err := os.WriteFile(path, append([]byte("id,lower,upper,size\n"), body...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	body = nil
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err := ReadCSVFile(path)
+	runtime.ReadMemStats(&after)
+	want := fmt.Sprintf("planner: csv line %d: more than %d buffers", MaxCSVBuffers+2, MaxCSVBuffers)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("ReadCSVFile = %v, want %q", err, want)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("refusing allocated %d bytes; want the count before parsing", grew)
+	}
 }

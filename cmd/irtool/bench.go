@@ -304,32 +304,38 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, int) {
 	if len(pos) > 1 {
 		return nil, usageError(stderr, "bench", "want at most one model path, got %q", pos)
 	}
+	if e := flagRange("-r", int64(*reps), 1, maxReps, ""); e != nil {
+		return nil, usageError(stderr, "bench", "%v", e)
+	}
 	bf := &benchFlags{reps: *reps, asJSON: *asJSON, reference: *reference, passList: *passList, pg: pg.pairs}
 	for _, p := range nPrompt.vals {
+		if e := flagRange("-p", int64(p), 0, maxCtx, ""); e != nil {
+			return nil, usageError(stderr, "bench", "%v", e)
+		}
 		if p > 0 {
 			bf.prompts = append(bf.prompts, p)
 		}
 	}
 	for _, n := range nGen.vals {
+		if e := flagRange("-n", int64(n), 0, maxCtx, ""); e != nil {
+			return nil, usageError(stderr, "bench", "%v", e)
+		}
 		if n > 0 {
 			bf.gens = append(bf.gens, n)
 		}
-	}
-	if *reps < 1 {
-		return nil, usageError(stderr, "bench", "-r %d: want at least 1 repetition", *reps)
 	}
 	if len(bf.prompts) == 0 && len(bf.gens) == 0 && len(bf.pg) == 0 {
 		return nil, usageError(stderr, "bench", "nothing to measure: -p and -n are 0 and there is no -pg")
 	}
 	for _, ub := range ubatch.vals {
-		if ub < 1 {
-			return nil, usageError(stderr, "bench", "--ubatch %d: want a positive number of tokens", ub)
+		if e := flagRange("--ubatch", int64(ub), 1, maxCtx, ""); e != nil {
+			return nil, usageError(stderr, "bench", "%v", e)
 		}
 	}
 	bf.ubatches = ubatch.vals
 	for _, t := range threads.vals {
-		if t > maxThreads {
-			return nil, usageError(stderr, "bench", "-t %d: want 0 (the physical cores) or 1..%d", t, maxThreads)
+		if e := flagRange("--threads", int64(t), 0, maxThreads, "the physical cores"); e != nil {
+			return nil, usageError(stderr, "bench", "%v", e)
 		}
 		if t == 0 {
 			t = eval.DefaultThreads()

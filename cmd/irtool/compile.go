@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,6 +144,8 @@ type compileJob struct {
 	// Warning is a context past the model's training context (ctxWarning),
 	// printed on stderr by the command; "" if none.
 	Warning string
+	// Split holds the ranks of --tp/--pp, split before the first stage.
+	Split []rankModel
 	// Text collects the human summary (printed without --json).
 	Text   io.Writer
 	Stdout io.Writer
@@ -167,8 +168,8 @@ func (f compileFlags) options(until compiler.Stage) (compiler.Options, error) {
 		Ctx:         f.Ctx, UBatch: f.UBatch, Align: f.Align, Strategy: f.Strategy, Budget: f.Budget,
 		KVWrite: f.KVWrite, Until: until, Threads: f.Threads,
 	}
-	if f.Threads < 0 {
-		return o, fmt.Errorf("--threads %d: want 0 (GOMAXPROCS) or more", f.Threads)
+	if err := flagRange("--threads", int64(f.Threads), 0, maxThreads, "GOMAXPROCS"); err != nil {
+		return o, err
 	}
 	if o.Budget <= 0 {
 		return o, fmt.Errorf("--budget must be positive, got %v", f.Budget)
@@ -272,23 +273,17 @@ func (f *compileFlags) checkOutputs() error {
 			return fmt.Errorf("--requant %q: want q8_0 or q4_0", f.Requant)
 		}
 	}
-	if f.Out != "" {
-		if st, err := os.Stat(f.Out); err == nil && !st.IsDir() {
-			return fmt.Errorf("--out %s: exists and is not a directory", f.Out)
-		}
-	}
-	for _, o := range []struct{ flag, path string }{{"--report", f.Report}, {"--export-buffers", f.ExportBuffers}} {
-		if o.path == "" {
-			continue
-		}
-		if st, err := os.Stat(o.path); err == nil && st.IsDir() {
-			return fmt.Errorf("%s %s: is a directory", o.flag, o.path)
-		}
-		if st, err := os.Stat(filepath.Dir(o.path)); err != nil || !st.IsDir() {
-			return fmt.Errorf("%s %s: directory %s does not exist", o.flag, o.path, filepath.Dir(o.path))
-		}
-	}
-	return nil
+	return checkPaths(nil, f.outputs())
+}
+
+// outputs are the files and directories the flags write.
+func (f *compileFlags) outputs() []pathArg {
+	return outputArgs(
+		pathArg{Flag: "--report", Path: f.Report},
+		pathArg{Flag: "--export-buffers", Path: f.ExportBuffers},
+		pathArg{Flag: "--out", Path: f.Out, Dir: true, Names: []string{"program.json", "partition.dot", "segments.dot"}},
+		pathArg{Flag: "--dump-dir", Path: f.DumpDir, Dir: true, Names: []string{"[0-9][0-9]-*.ir"}},
+	)
 }
 
 // newCompileJob loads the model at path ("" = embedded; a GGUF file or IR
@@ -413,6 +408,23 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer j.close()
+	if err := checkPaths(j.Source.inputs(), j.Flags.outputs()); err != nil {
+		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
+		return 1
+	}
+	if f := &j.Flags.TP; f.Ranks > 1 || f.Stages > 1 {
+		// The split and the link model's flags are checked before the
+		// first stage: a degree the model cannot take is refused at once.
+		if j.Split, err = splitModel(j, f); err == nil {
+			if _, err = linkProfile(j.Flags); err == nil {
+				_, err = hcclBuffMB(j.Flags.HCCLBuffMB)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "irtool compile: %s: %v\n", j.Out.Model, err)
+			return 1
+		}
+	}
 	j.Stdout, j.Stderr = stdout, stderr
 	if j.Warning != "" {
 		fmt.Fprintf(stderr, "irtool compile: %s: %s\n", j.Out.Model, j.Warning)

@@ -111,9 +111,12 @@ type rankModel struct {
 // --report, --dump-dir, --export-buffers) are the whole model's only.
 func compileParallel(j *compileJob, opts compiler.Options) error {
 	f := &j.Flags.TP
-	rms, err := splitModel(j, f)
-	if err != nil {
-		return err
+	rms := j.Split
+	if rms == nil {
+		var err error
+		if rms, err = splitModel(j, f); err != nil {
+			return err
+		}
 	}
 	prof, err := linkProfile(j.Flags)
 	if err != nil {

@@ -83,8 +83,8 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 0 {
 		return usageError(stderr, "doctor", "unexpected argument %q", pos[0])
 	}
-	if *device < 0 {
-		return usageError(stderr, "doctor", "--device %d: want a device number >= 0", *device)
+	if err := flagRange("--device", int64(*device), 0, maxDevice, ""); err != nil {
+		return usageError(stderr, "doctor", "%v", err)
 	}
 	rep := probeCANN(*device)
 	rep.Toolkit = os.Getenv("ASCEND_TOOLKIT_HOME")
@@ -167,8 +167,14 @@ func (f *cannFlags) declare(fs *flag.FlagSet) {
 // check rejects cann-only flags on another backend.
 func (f *cannFlags) check(fs *flag.FlagSet, backend string) error {
 	if backend == "cann" {
-		if f.Device < 0 || f.Workspace < 0 || f.Pool < 0 {
-			return fmt.Errorf("--device, --acl-workspace and --acl-pool must not be negative")
+		for _, e := range []error{
+			flagRange("--device", int64(f.Device), 0, maxDevice, ""),
+			flagRange("--acl-workspace", f.Workspace, 0, maxACLBytes, ""),
+			flagRange("--acl-pool", f.Pool, 0, maxACLBytes, ""),
+		} {
+			if e != nil {
+				return e
+			}
 		}
 		if f.QuantMatmul != "wqbmm" && f.QuantMatmul != "ggml" {
 			return fmt.Errorf("--acl-quant-matmul %q: want wqbmm or ggml", f.QuantMatmul)

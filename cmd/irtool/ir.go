@@ -69,6 +69,10 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer src.Close()
+	if err := checkPaths(src.inputs(), outputArgs(pathArg{Flag: "-o", Path: *out})); err != nil {
+		fmt.Fprintf(stderr, "irtool ir: %v\n", err)
+		return 1
+	}
 	if !src.IsIR() && *ctx != 0 {
 		hp, err := models.ReadHParams(src.File)
 		if err != nil {

@@ -164,6 +164,10 @@ func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) 
 		return 1
 	}
 	defer j.close()
+	if err := checkPaths(j.Source.inputs(), outputArgs(pathArg{Flag: "-o", Path: out})); err != nil {
+		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+		return 1
+	}
 	j.Stdout, j.Stderr, j.Text = stderr, stderr, stderr
 	opts, err := j.Flags.options(compiler.StagePasses)
 	if err == nil {

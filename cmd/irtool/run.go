@@ -189,14 +189,14 @@ func checkRunFlags(f *runFlags, pos []string, stderr io.Writer) int {
 		return bad("backend %q is not available (cpu, sim or cann)", backend)
 	case *f.prompt != "" && *f.tokens != "":
 		return bad("give at most one of -p TEXT and --tokens IDS")
-	case *f.n < 0:
-		return bad("-n must be >= 0")
-	case *f.nctx < 0 || *f.nctx > maxCtx:
-		return bad("--ctx %d: want 0 (the model's context_length) or 1..%d", *f.nctx, maxCtx)
-	case *f.threads < 0 || *f.threads > maxThreads:
-		return bad("--threads %d: want 0 (the physical cores) or 1..%d", *f.threads, maxThreads)
-	case *f.ubatch < 1:
-		return bad("--ubatch %d: want a positive number of tokens", *f.ubatch)
+	case flagRange("-n", int64(*f.n), 0, maxCtx, "") != nil:
+		return bad("%v", flagRange("-n", int64(*f.n), 0, maxCtx, ""))
+	case flagRange("--ctx", *f.nctx, 0, maxCtx, "the model's context_length") != nil:
+		return bad("%v", flagRange("--ctx", *f.nctx, 0, maxCtx, "the model's context_length"))
+	case flagRange("--threads", int64(*f.threads), 0, maxThreads, "the physical cores") != nil:
+		return bad("%v", flagRange("--threads", int64(*f.threads), 0, maxThreads, "the physical cores"))
+	case flagRange("--ubatch", int64(*f.ubatch), 1, maxCtx, "") != nil:
+		return bad("%v", flagRange("--ubatch", int64(*f.ubatch), 1, maxCtx, ""))
 	case *f.check && backend != "cpu":
 		return bad("--check-numerics applies to --backend cpu (other backends' non-finite logits are traced on the CPU reference automatically)")
 	case *f.withLogits && !*f.asJSON:

@@ -37,6 +37,9 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 	if err != nil {
 		return nil, err
 	}
+	if err := checkCannPool(f, cf); err != nil {
+		return nil, err
+	}
 	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul,
 		LlamaBuild: sim.Kernels.LlamaBuild})
 	if err != nil {
@@ -58,6 +61,23 @@ func cannPool(f *gguf.File, cf *cannFlags) int64 {
 		pool = simMemory(f) + 2*cf.Workspace + (16 << 20) + placedBytes(f, cf.QuantMatmul)
 	}
 	return pool
+}
+
+// checkCannPool refuses, before the device is touched, an --acl-pool too
+// small for the model's weights and the copies made of them at load, which
+// no run could fit, naming the flag to raise.
+func checkCannPool(f *gguf.File, cf *cannFlags) error {
+	if cf.Pool == 0 {
+		return nil
+	}
+	need := placedBytes(f, cf.QuantMatmul)
+	for _, t := range f.Tensors {
+		need += int64(t.Size)
+	}
+	if cf.Pool < need {
+		return fmt.Errorf("--acl-pool %d: the model's weights need %d B of device memory (more with the KV cache and the compute arenas); raise --acl-pool, or give 0 to size the pool from the model file (%d B)", cf.Pool, need, cannPool(f, &cannFlags{Workspace: cf.Workspace, QuantMatmul: cf.QuantMatmul}))
+	}
+	return nil
 }
 
 // placedBytes bounds the device bytes of the copies runtime/acl makes of

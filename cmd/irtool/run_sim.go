@@ -63,8 +63,8 @@ func (f *simFlags) policy(fs *flag.FlagSet) (device.GraphPolicy, error) {
 		case "prefill-graph":
 			p.PrefillGraphs = f.PrefillGraph
 		case "graph-cache":
-			if f.GraphCache < 1 {
-				ferr = fmt.Errorf("--graph-cache %d: want a positive capacity", f.GraphCache)
+			if err := flagRange("--graph-cache", int64(f.GraphCache), 1, maxGraphCache, ""); err != nil {
+				ferr = err
 			}
 			p.Cache.Capacity = f.GraphCache
 		}

@@ -41,6 +41,7 @@ type tpFlags struct {
 }
 
 func (f *tpFlags) declare(fs *flag.FlagSet) {
+	f.Stages = 1 // a command without --pp runs one stage
 	fs.IntVar(&f.Ranks, "tp", 1, "split the model over `N` ranks by tensor parallelism (Megatron-LM's layout; n_head must be a multiple of N)")
 	fs.BoolVar(&f.Exact, "tp-exact", false, "with --tp, keep every dot product whole (all-gathers instead of all-reduces), so the logits are one device's bit for bit")
 }
@@ -58,9 +59,6 @@ func (f *tpFlags) declareProc(fs *flag.FlagSet) {
 
 // check validates the flags for backend ("" for compile).
 func (f *tpFlags) check(backend string) error {
-	if f.Stages == 0 {
-		f.Stages = 1 // a command without --pp
-	}
 	switch {
 	case f.Stages < 1 || f.Stages > 1024:
 		return fmt.Errorf("--pp %d: want 1..1024 stages", f.Stages)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -54,6 +57,11 @@ func isIRText(path string) bool {
 	if strings.EqualFold(filepath.Ext(path), ".ir") {
 		return true
 	}
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		// A stream is not opened here: opening and closing a FIFO would
+		// cut off its writer (openStream reads it once).
+		return false
+	}
 	f, err := safeio.Open(path) // never blocks on a FIFO
 	if err != nil || !f.Regular() {
 		if f != nil {
@@ -77,6 +85,11 @@ func isIRText(path string) bool {
 // openSource opens a MODEL argument: the embedded model for "", a GGUF
 // file, or IR text and the GGUF its "weights" meta names.
 func openSource(path string) (*modelSource, error) {
+	if path != "" && !isIRText(path) {
+		if s, err, ok := openStream(path); ok {
+			return s, err
+		}
+	}
 	if path == "" || !isIRText(path) {
 		f, err := openModel(path)
 		if err != nil {
@@ -89,7 +102,53 @@ func openSource(path string) (*modelSource, error) {
 		return nil, err
 	}
 	defer text.Close()
-	g, err := ir.ParseFile(path, text)
+	return openIR(path, text, filepath.Dir(path))
+}
+
+// openStream opens a MODEL argument that is a stream (a pipe, a FIFO,
+// /dev/stdin): GGUF or IR text, told apart by their first bytes, since a
+// stream's name says nothing. ok is false for a regular file.
+func openStream(path string) (s *modelSource, err error, ok bool) {
+	in, err := safeio.Open(path)
+	if err != nil || in.Regular() {
+		if in != nil {
+			in.Close()
+		}
+		return nil, nil, false
+	}
+	defer in.Close()
+	br := bufio.NewReaderSize(safeio.NewStream(in, safeio.Limits{MaxBytes: gguf.MaxStreamBytes}), 4096)
+	head, _ := br.Peek(512)
+	if !looksLikeIR(head) {
+		f, err := gguf.ReadStream(br, path, gguf.StreamLimits{})
+		if err != nil {
+			return nil, err, true
+		}
+		return &modelSource{Path: path, File: f}, nil, true
+	}
+	// A relative weights path of IR text on a stream is relative to the
+	// working directory (the stream has no directory of its own).
+	s, err = openIR(path, br, ".")
+	return s, err, true
+}
+
+// looksLikeIR reports whether the first bytes of a file are IR text: its
+// first line that is not blank or a comment starts with "graph ".
+func looksLikeIR(head []byte) bool {
+	for _, line := range bytes.Split(head, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || bytes.HasPrefix(line, []byte("//")) {
+			continue
+		}
+		return bytes.HasPrefix(line, []byte("graph "))
+	}
+	return false
+}
+
+// openIR parses IR text read from r and opens the weights file its meta
+// names, a relative path taken from dir.
+func openIR(path string, r io.Reader, dir string) (*modelSource, error) {
+	g, err := ir.ParseFile(path, r)
 	if err != nil {
 		return nil, err // NAME:LINE:COL: ...
 	}
@@ -101,12 +160,15 @@ func openSource(path string) (*modelSource, error) {
 	if w == "" {
 		return s, nil
 	}
+	if i := strings.IndexFunc(w, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+		return nil, fmt.Errorf("%s:%d: meta %s=%q: a control character (%q at byte %d) in a file name", path, metaLine(path, metaWeights), metaWeights, w, w[i], i)
+	}
 	if w == embeddedWeights {
 		s.WeightsPath = embeddedWeights
 		s.File, err = openModel("")
 	} else {
 		if !filepath.IsAbs(w) {
-			w = filepath.Join(filepath.Dir(path), w)
+			w = filepath.Join(dir, w)
 		}
 		s.WeightsPath = w
 		s.File, err = gguf.Open(w)

@@ -214,6 +214,9 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 		return nil, err
 	}
 	defer j.close()
+	if err := checkPaths(j.Source.inputs(), outputArgs(pathArg{Flag: "-o", Path: f.out})); err != nil {
+		return nil, err
+	}
 	opts, _ = j.Flags.options(need) // the shape the model resolved
 	opts.AfterPass = f.after
 	if f.after != "" {
