@@ -74,6 +74,7 @@ type compileFlags struct {
 	HCCLBuffMB    int64
 	TPSweep       string
 	LinkAlgo      string
+	PromptTokens  int64
 
 	ubatchDefault bool // --ubatch was not given: it follows --ctx
 }
@@ -101,6 +102,7 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	f.TP.declarePP(fs)
 	fs.Int64Var(&f.HCCLBuffMB, "hccl-buffsize", 0, "with --tp or --pp, each communicator's HCCL buffer in `MB`, counted twice (send and receive) in every rank's device memory (default: the environment's HCCL_BUFFSIZE, else CANN's default 200)")
 	fs.StringVar(&f.LinkAlgo, "link-algo", "", "with --tp, --pp or --tp-sweep, the collective `ALGORITHM` of the link model: mesh or ring (default: the target's, mesh on ascend910b)")
+	fs.Int64Var(&f.PromptTokens, "prompt-tokens", compiler.DefaultPromptTokens, "the prompt `N` of the prefill predictions (predicted.prefill_tok_per_s and llama.cpp's; llama-bench's pp512 by default)")
 	fs.StringVar(&f.TPSweep, "tp-sweep", "", "predict the decode step at each tensor-parallel degree of `LIST` (comma-separated, e.g. 1,2,4,8) with the link model, instead of compiling every rank")
 }
 
@@ -120,6 +122,11 @@ type compileJSON struct {
 	Partition    any            `json:"partition,omitempty"`
 	Program      any            `json:"program,omitempty"`
 	Predicted    any            `json:"predicted,omitempty"`
+	// PredictedLlamaCpp is the same prediction for the program llama.cpp's
+	// CANN backend runs for the file; VsLlamaCpp the aclnn operators whose
+	// eager decode time differs most between the two.
+	PredictedLlamaCpp any              `json:"predicted_llamacpp,omitempty"`
+	VsLlamaCpp        []kernelDiffJSON `json:"vs_llamacpp,omitempty"`
 	// TP, PP and Ranks: with --tp N and/or --pp M, the split and each
 	// rank's stages; Parallel the link model's prediction of the step.
 	TP       *tpJSON       `json:"tp,omitempty"`
@@ -140,7 +147,12 @@ type compileJob struct {
 	Model     *models.Model
 	Input     *ir.Graph // the graph as built, never modified
 	R         *compiler.Result
-	Out       compileJSON
+	// Forecast and LlamaCpp are the prefill forecast of irtool's program
+	// and llama.cpp's program (compile_forecast.go); forecast says to make
+	// them (not for the ranks of a split model).
+	Forecast, LlamaCpp *compiler.Forecast
+	forecast           bool
+	Out                compileJSON
 	// Text collects the human summary (printed without --json).
 	Text   io.Writer
 	Stdout io.Writer
@@ -231,6 +243,9 @@ func (f *compileFlags) checkShape() error {
 	}
 	if f.Align != 0 && (f.Align < 0 || f.Align > 1<<30 || f.Align&(f.Align-1) != 0) {
 		return fmt.Errorf("--align %d: want a power of two up to 2^30", f.Align)
+	}
+	if f.PromptTokens < 1 || f.PromptTokens > maxCtx {
+		return fmt.Errorf("--prompt-tokens %d: want 1..%d", f.PromptTokens, maxCtx)
 	}
 	_, err := modelOptions(max(f.Ctx, 1), f.KVType, f.KVWrite)
 	return err
@@ -398,6 +413,7 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	}
 	defer j.close()
 	j.Stdout, j.Stderr = stdout, stderr
+	j.forecast = true
 	if j.Flags.JSON {
 		j.Text = io.Discard
 	} else {
