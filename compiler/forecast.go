@@ -28,6 +28,12 @@ type Forecast struct {
 	Program *cann.Program
 	// PrefillProgram is the lowered prefill step.
 	PrefillProgram *cann.Program
+	// Partitioned is the placed graph both programs were lowered from
+	// (their kernels' Node IDs are its nodes'), and DecodeBindings and
+	// PrefillBindings the steps' symbol values: what a calibration fit
+	// re-costs the kernels with (target.Profile.Work).
+	Partitioned                     *ir.Graph
+	DecodeBindings, PrefillBindings ir.Bindings
 }
 
 // PrefillTokPerS is the prefill's tokens per second.
@@ -62,7 +68,8 @@ func ForecastProgram(ctx context.Context, g *ir.Graph, opts Options, prompt int6
 	if err != nil {
 		return nil, err
 	}
-	f := &Forecast{PromptTokens: prompt, DecodeKV: r.Options.Ctx}
+	f := &Forecast{PromptTokens: prompt, DecodeKV: r.Options.Ctx, Partitioned: r.Partitioned,
+		DecodeBindings: used(r.DecodeBindings(), r.Partitioned), PrefillBindings: used(prefillBindings(prompt), r.Partitioned)}
 	prog, _, err := r.Lower(r.DecodeBindings(), LowerOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("forecast: decode: %w", err)

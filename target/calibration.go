@@ -5,6 +5,6 @@ package target
 // calibrated is the cost model's fit on the public figures of
 // docs/LOWERING.md's calibration table.
 var calibrated = Calibration{
-	LaunchUS: 13, WQLaunchUS: 30, TaskUS: 7, GraphLaunchUS: 30,
-	Costs: Costs{StreamEff: 0.5, VectorEff: 0.5, CubeEff: 0.98, CubeHalfGFLOP: 5, WQCubeEff: 0.3, AntiquantGElemS: 200},
+	LaunchUS: 12.568865806076545, WQLaunchUS: 33.35390766106834, TaskUS: 5.881385762244317, GraphLaunchUS: 30,
+	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9906446223496981, CubeHalfGFLOP: 2.897312593811786, WQCubeEff: 0.11617207878928941, AntiquantGElemS: 180.83940256153033},
 }
