@@ -75,8 +75,10 @@ type compileFlags struct {
 	TPSweep       string
 	LinkAlgo      string
 	PromptTokens  int64
+	TargetFile    string
 
-	ubatchDefault bool // --ubatch was not given: it follows --ctx
+	ubatchDefault bool
+	rules         *target.Rules // --target-file's rule set (nil: the defaults) // --ubatch was not given: it follows --ctx
 }
 
 func (f *compileFlags) declare(fs *flag.FlagSet) {
@@ -93,6 +95,7 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "safety cap on the wall time of each plan's search (best, search and exact stop at the lower bound, else after a work budget set by the problem's size, so plans do not depend on the machine); a plan it cuts short says budget_exhausted")
 	fs.StringVar(&f.ExportBuffers, "export-buffers", "", "write the worst-case planning problem to `FILE` as CSV (id,lower,upper,size), sizes rounded to the alignment, so irtool plan FILE scores the same instance")
 	fs.StringVar(&f.Target, "target", "ascend910b", "the target `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
+	fs.StringVar(&f.TargetFile, "target-file", "", "compile for the target profile in `FILE` (JSON, the format irtool targets --json prints) under the file's own name; overrides --target")
 	fs.StringVar(&f.Out, "out", "", "write program.json, partition.dot and segments.dot into `DIR`")
 	fs.StringVar(&f.Report, "report", "", "write the self-contained HTML report of every stage to `FILE`")
 	fs.BoolVar(&f.MergeQKV, "merge-qkv", false, "merge Q, K and V projections sharing an input into one matmul")
@@ -173,7 +176,7 @@ func (f compileFlags) options(until compiler.Stage) (compiler.Options, error) {
 		Target: f.Target, Passes: f.Passes, MergeQKV: f.MergeQKV,
 		PassOptions: passes.Options{Snapshots: f.Report != "", DumpDir: f.DumpDir}, // the report shows every pass
 		Ctx:         f.Ctx, UBatch: f.UBatch, Align: f.Align, Strategy: f.Strategy, Budget: f.Budget,
-		KVWrite: f.KVWrite, Until: until, Threads: f.Threads,
+		KVWrite: f.KVWrite, Until: until, Threads: f.Threads, Rules: f.rules,
 	}
 	if f.Threads < 0 {
 		return o, fmt.Errorf("--threads %d: want 0 (GOMAXPROCS) or more", f.Threads)
@@ -469,7 +472,13 @@ func (flags *compileFlags) checkCompile() error {
 	if err := flags.checkShape(); err != nil {
 		return err
 	}
-	if _, err := target.Get(flags.Target); err != nil {
+	if flags.TargetFile != "" {
+		rules, name, err := readTargetFile(flags.TargetFile)
+		if err != nil {
+			return err
+		}
+		flags.rules, flags.Target = rules, name
+	} else if _, err := target.Get(flags.Target); err != nil {
 		return fmt.Errorf("--target: %w", err)
 	}
 	opts, err := flags.options(0)
