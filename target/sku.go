@@ -12,10 +12,10 @@ type sku struct {
 }
 
 const (
-	srcMem910B2 = "64 GB HBM2e: llama.cpp issue 10777 (ggml-org/llama.cpp) logs \"CANN0 (Ascend910B2) - 62152 MiB free\""
-	srcMem910B3 = "64 GB HBM2e: llama.cpp issue 10161 logs \"CANN0 (Ascend910B3) - 62120 MiB free\""
+	srcMem910B2 = "64 GB HBM2e: github.com/ggml-org/llama.cpp/issues/10777 logs \"CANN0 (Ascend910B2) - 62152 MiB free\""
+	srcMem910B3 = "64 GB HBM2e: github.com/ggml-org/llama.cpp/issues/10161 logs \"CANN0 (Ascend910B3) - 62120 MiB free\""
 	srcMem910B4 = "32 GB HBM: llama.cpp PR 16752 logs \"CANN0 (Ascend910B4) | 30196\" MiB total"
-	srcFP16B2   = "FP16 ≈320 TFLOPS (boardor.com, \"Huawei Ascend 910B outperforms H20\"); torch matmul measured 314.5 TFLOPS at 4096³ on a 910B2 (github.com/zzc0721/torch-performance-test-data issue 109)"
+	srcFP16B2   = "FP16 ≈320 TFLOPS (boardor.com, \"Huawei Ascend 910B outperforms H20\"); torch matmul measured 314.5 TFLOPS at 4096³ on a 910B2 (github.com/github.com/zzc0721/torch-performance-test-data/issues/109)"
 	srcBW       = "HBM bandwidth 1.2 TB/s (oryoy.com, \"910B算力是多少\")"
 )
 

@@ -24,7 +24,7 @@ func TestDocTable(t *testing.T) {
 	require.Equal(t, want, got, "go run ./scripts/costfit -write")
 }
 
-// TestFitted: every fitted figure within ±35 % (the bar), the
+// TestFitted: every fitted figure within ±35 % (the bar the calibration is held to), the
 // held-out ones reported, not held to it.
 func TestFitted(t *testing.T) {
 	if testing.Short() {
