@@ -9,6 +9,7 @@ import (
 
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/lower/cann"
+	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/target"
 )
@@ -44,8 +45,10 @@ func forecast(j *compileJob) error {
 		return err
 	}
 	g := j.Input
-	if !j.Source.IsIR() {
-		m, err := j.Source.build(mo)
+	if !j.Source.IsIR() || j.File != nil {
+		// A GGUF file, or IR text naming its weights: the model built
+		// again with a cache that holds the prompt.
+		m, err := models.Build(j.File, mo)
 		if err != nil {
 			return err
 		}
