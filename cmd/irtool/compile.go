@@ -94,7 +94,7 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.Strategy, "strategy", "best", "memory planning `STRATEGY` (see irtool plan), or best: all of them, smallest arena")
 	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "safety cap on the wall time of each plan's search (best, search and exact stop at the lower bound, else after a work budget set by the problem's size, so plans do not depend on the machine); a plan it cuts short says budget_exhausted")
 	fs.StringVar(&f.ExportBuffers, "export-buffers", "", "write the worst-case planning problem to `FILE` as CSV (id,lower,upper,size), sizes rounded to the alignment, so irtool plan FILE scores the same instance")
-	fs.StringVar(&f.Target, "target", "ascend910b", "the target `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
+	fs.StringVar(&f.Target, "target", "ascend910b", "the target `NAME`: ascend910b (the 910B3), ascend910b1..ascend910b4, ascend310p, ascend310b, ascend310b-strict or cpu (irtool targets prints them)")
 	fs.StringVar(&f.TargetFile, "target-file", "", "compile for the target profile in `FILE` (JSON, the format irtool targets --json prints) under the file's own name; overrides --target")
 	fs.StringVar(&f.Out, "out", "", "write program.json, partition.dot and segments.dot into `DIR`")
 	fs.StringVar(&f.Report, "report", "", "write the self-contained HTML report of every stage to `FILE`")
