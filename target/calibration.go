@@ -5,6 +5,6 @@ package target
 // calibrated is the cost model's fit on the public figures of
 // docs/LOWERING.md's calibration table.
 var calibrated = Calibration{
-	LaunchUS: 12.568865806076545, WQLaunchUS: 33.35390766106834, TaskUS: 5.881385762244317, GraphLaunchUS: 30,
-	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9906446223496981, CubeHalfGFLOP: 2.897312593811786, WQCubeEff: 0.11617207878928941, AntiquantGElemS: 180.83940256153033},
+	LaunchUS: 12.570400185102422, WQLaunchUS: 33.34169533155529, TaskUS: 5.878514692854315, GraphLaunchUS: 30,
+	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9906446223496982, CubeHalfGFLOP: 2.898373815676662, WQCubeEff: 0.12732556808148038, AntiquantGElemS: 180.83940256153033},
 }

@@ -193,6 +193,18 @@ func (p *Profile) Work(n *ir.Node, b ir.Bindings) (Work, error) {
 	// Quantised weights are read in the layout converted at load.
 	w.Bytes += npuWeightBytes(n, s, b)
 	w.Class, w.Rows = classify(n, s, b)
+	switch n.Op {
+	case ir.OpAttention:
+		if err := attentionWork(&w, n, s, b); err != nil {
+			return w, err
+		}
+	case ir.OpSoftMax:
+		// ggml-cann's scale and mask calls (aclnnMuls, aclnnAdd) each
+		// pass over the f32 scores before aclnnSoftmax does.
+		if e, err := numel(n.Type, b); err == nil {
+			w.Bytes += float64(len(s.Calls)-1) * 8 * e
+		}
+	}
 	if w.WQCalls > 0 && (n.Op == ir.OpMulMat || n.Op == ir.OpMulMatAdd) && n.Args[0].Op == ir.OpWeight {
 		w.WeightElems = wqElems(n.Args[0].Type)
 	}
@@ -237,4 +249,38 @@ func elems(t ir.Type) int64 {
 		return 0
 	}
 	return ne[0] * ne[1] * ne[2] * ne[3]
+}
+
+// attentionWork classes the fused attention by its query rows (the
+// tokens: ≤ GEMVRows streams its K and V like a GEMV, more follows the cube
+// curve) and, when it runs as ggml-cann's unfused calls (Cast, Matmul,
+// Muls, Add, Softmax, Cast, Matmul) rather than
+// aclnnFusedInferAttentionScoreV2, adds the traffic of its f32 scores and
+// probabilities: written by the first matmul, read and written by the
+// scale, the mask add and the softmax, cast to f16 and read by the second
+// matmul (38 bytes per score).
+func attentionWork(w *Work, n *ir.Node, s Support, b ir.Bindings) error {
+	q, err := n.Args[0].Type.Shape.Eval(b)
+	if err != nil {
+		return err
+	}
+	k, err := n.Args[1].Type.Shape.Eval(b)
+	if err != nil {
+		return err
+	}
+	w.Rows = float64(q[1].Val)
+	fused := s.Kernel == "aclnnFusedInferAttentionScoreV2"
+	switch {
+	case w.Rows <= GEMVRows:
+		w.Class = ClassGEMV
+	case fused:
+		w.Class = ClassAttention
+	default:
+		w.Class = ClassMatmul
+	}
+	if !fused {
+		scores := float64(q[1].Val*q[2].Val*q[3].Val) * float64(k[1].Val)
+		w.Bytes += 38 * scores
+	}
+	return nil
 }

@@ -1,5 +1,7 @@
 package target
 
+import "github.com/irtool/irtool/ir"
+
 // The Atlas A2 parts, one profile per SKU. Huawei publishes no per-SKU
 // datasheet of the Ascend 910B dies; each figure below names its public
 // source, and a figure no source gives is marked an assumption.
@@ -81,6 +83,25 @@ func ascend310P() *Profile {
 		Costs:        calibrated.Costs,
 		Family:       "310p",
 		rules:        defaultRules,
-		gate:         gate310B,
+		gate:         gate310P,
 	}
+}
+
+// gate310P is llama.cpp's CANN backend on 310P (ggml-cann's supports_op
+// under ASCEND_310P): no quantised matmul, no flash attention, no BF16;
+// RoPE, which ggml-cann emulates there with roll/mul/add, stays on the
+// CPU in irtool.
+func gate310P(n *ir.Node, s Support) Support {
+	for _, c := range s.Calls {
+		switch c {
+		case "aclnnRotaryPositionEmbedding", "aclnnWeightQuantBatchMatmulV2", "aclnnFusedInferAttentionScoreV2":
+			return no("%s is not used on 310P by llama.cpp's CANN backend (ggml-cann's supports_op for ASCEND_310P)", c)
+		}
+	}
+	for _, a := range n.Args {
+		if a.Type.DType == ir.BF16 {
+			return no("bf16 is not supported on 310-class parts (ggml-cann's supports_op and compute_forward)")
+		}
+	}
+	return s
 }

@@ -41,7 +41,7 @@ var families = map[string]struct {
 	npu    bool
 }{
 	"a2":          {limits: a2Limits, npu: true},
-	"310p":        {gate: gate310B, npu: true},
+	"310p":        {gate: gate310P, npu: true},
 	"310b":        {gate: gate310B, npu: true},
 	"310b-strict": {gate: gate310BStrict, npu: true},
 	"cpu":         {},
@@ -113,15 +113,19 @@ func ParseFile(data []byte, rules *Rules) (*Profile, error) {
 			nonneg("npu.mem_bytes", float64(f.NPU.MemBytes)))
 	}
 	o, c := f.Overheads, f.Costs
-	for what, v := range map[string]float64{"overheads.launch_us": o.LaunchUS, "overheads.wq_launch_us": o.WQLaunchUS, "overheads.task_us": o.TaskUS,
-		"overheads.graph_launch_us": o.GraphLaunchUS, "overheads.copy_us": o.CopyUS, "overheads.cpu_op_us": o.CPUOpUS,
-		"costs.stream_eff": c.StreamEff, "costs.vector_eff": c.VectorEff, "costs.cube_eff": c.CubeEff, "costs.cube_half_gflop": c.CubeHalfGFLOP,
-		"costs.wq_cube_eff": c.WQCubeEff, "costs.antiquant_gelem_s": c.AntiquantGElemS} {
-		checks = append(checks, nonneg(what, v))
+	type field struct {
+		what string
+		v    float64
 	}
-	for what, v := range map[string]float64{"costs.stream_eff": c.StreamEff, "costs.vector_eff": c.VectorEff, "costs.cube_eff": c.CubeEff, "costs.wq_cube_eff": c.WQCubeEff} {
-		if v > 1 {
-			checks = append(checks, fmt.Errorf("target file %s: %s %v: an efficiency is at most 1", name, what, v))
+	for _, x := range []field{{"overheads.launch_us", o.LaunchUS}, {"overheads.wq_launch_us", o.WQLaunchUS}, {"overheads.task_us", o.TaskUS},
+		{"overheads.graph_launch_us", o.GraphLaunchUS}, {"overheads.copy_us", o.CopyUS}, {"overheads.cpu_op_us", o.CPUOpUS},
+		{"costs.stream_eff", c.StreamEff}, {"costs.vector_eff", c.VectorEff}, {"costs.cube_eff", c.CubeEff}, {"costs.cube_half_gflop", c.CubeHalfGFLOP},
+		{"costs.wq_cube_eff", c.WQCubeEff}, {"costs.antiquant_gelem_s", c.AntiquantGElemS}} {
+		checks = append(checks, nonneg(x.what, x.v))
+	}
+	for _, x := range []field{{"costs.stream_eff", c.StreamEff}, {"costs.vector_eff", c.VectorEff}, {"costs.cube_eff", c.CubeEff}, {"costs.wq_cube_eff", c.WQCubeEff}} {
+		if x.v > 1 {
+			checks = append(checks, fmt.Errorf("target file %s: %s %v: an efficiency is at most 1", name, x.what, x.v))
 		}
 	}
 	if f.Align <= 0 || f.Align > 1<<30 || f.Align&(f.Align-1) != 0 {
