@@ -30,7 +30,22 @@ import (
 
 func main() {
 	write := flag.Bool("write", false, "re-fit and rewrite target/calibration.go and docs/LOWERING.md's calibration table")
+	loo := flag.Bool("loo", false, "print the leave-one-out table instead (with -write: rewrite it in docs/LOWERING.md too)")
 	flag.Parse()
+	if *loo {
+		table, err := LOOTable(target.Calibrated())
+		if err == nil && *write {
+			err = replaceBetween("docs/LOWERING.md", looBegin, looEnd, table)
+		}
+		if err == nil {
+			_, err = io.WriteString(os.Stdout, table)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "costfit: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*write, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "costfit: %v\n", err)
 		os.Exit(1)
@@ -277,6 +292,11 @@ func fit(c target.Calibration) (target.Calibration, error) {
 	if err != nil {
 		return c, err
 	}
+	return fitOn(figs, progs, c)
+}
+
+// fitOn fits the figures' fitted rows on their compiled programs from c.
+func fitOn(figs []figure, progs map[string]*compiled, c target.Calibration) (target.Calibration, error) {
 	eval := func(c target.Calibration) (float64, error) {
 		pred, err := predictions(figs, progs, c)
 		if err != nil {
@@ -390,19 +410,65 @@ func DocTable(doc string) (string, error) {
 	return doc[i+len(beginMark) : j], nil
 }
 
-func replaceTable(path, table string) error {
+func replaceTable(path, table string) error { return replaceBetween(path, beginMark, endMark, table) }
+
+func replaceBetween(path, begin, end, table string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	doc := string(b)
-	i := strings.Index(doc, beginMark)
-	j := strings.Index(doc, endMark)
+	i := strings.Index(doc, begin)
+	j := strings.Index(doc, end)
 	if i < 0 || j < i {
-		return fmt.Errorf("%s: no costfit markers", path)
+		return fmt.Errorf("%s: no %q markers", path, strings.TrimSpace(begin))
 	}
-	doc = doc[:i+len(beginMark)] + table + doc[j:]
+	doc = doc[:i+len(begin)] + table + doc[j:]
 	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+const (
+	looBegin = "<!-- costfit-loo:begin (go run ./scripts/costfit -loo -write) -->\n"
+	looEnd   = "<!-- costfit-loo:end -->\n"
+)
+
+// LOOTable refits without each fitted figure in turn (from the fixed
+// start, on the programs compiled under c) and predicts the figure left
+// out: how far the model predicts a figure it was not fitted on.
+func LOOTable(c target.Calibration) (string, error) {
+	figs := figures()
+	progs, err := compileAll(figs, c)
+	if err != nil {
+		return "", err
+	}
+	full, err := predictions(figs, progs, c)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "| # | figure | public | fitted on all | left out of the fit |\n| --- | --- | ---: | ---: | ---: |\n")
+	worst := 0.0
+	for i, f := range figs {
+		if f.heldOut != "" {
+			continue
+		}
+		sub := append([]figure(nil), figs...)
+		sub[i].heldOut = "left out"
+		ci, err := fitOn(sub, progs, start)
+		if err != nil {
+			return "", err
+		}
+		pred, err := predictions(figs, progs, ci)
+		if err != nil {
+			return "", err
+		}
+		r := pred[i]/f.value - 1
+		worst = math.Max(worst, math.Abs(r))
+		fmt.Fprintf(&b, "| %d | %s, %s, %s | %s %s | %+.0f %% | %+.0f %% |\n", i+1, f.source, f.model(), f.modeText(), fmtValue(f.value), f.unit(),
+			100*(full[i]/f.value-1), 100*r)
+	}
+	fmt.Fprintf(&b, "\nLargest leave-one-out residual: %.0f %%.\n", 100*worst)
+	return b.String(), nil
 }
 
 func calibrationSource(c target.Calibration) string {
