@@ -32,8 +32,8 @@ func init() {
 	register(&command{
 		Name:    "compile",
 		Summary: "build a model's graph and run the compiler stages on it",
-		Usage: `irtool compile [MODEL.gguf] [--target ascend910b|ascend310b|cpu] [--passes LIST|none]
-               [--print-after PASS|all] [--ctx N] [--ubatch N] [--strategy NAME|best]
+		Usage: `irtool compile [MODEL.gguf] [--target NAME | --target-file FILE.json] [--passes LIST|none]
+               [--prompt-tokens N] [--print-after PASS|all] [--ctx N] [--ubatch N] [--strategy NAME|best]
                [--threads N] [--out DIR] [--report FILE.html] [--json]
                [--tp N] [--pp M] [--tp-sweep LIST] [--hccl-buffsize MB] [--link-algo mesh|ring]
 
@@ -41,7 +41,11 @@ Builds the graph of one forward step of MODEL (default: the embedded
 stories260K), then runs the compiler's stages in order: the pass pipeline,
 memory planning for the worst case (n_tokens = ubatch, n_kv = ctx) and for
 decode (n_tokens = 1), partition and lowering. Without --json it prints a
-summary per stage; --json prints one object (see docs/CLI.md). With --tp
+summary per stage; --json prints one object (see docs/CLI.md). On an NPU
+target the cost model predicts the decode step (eager and ACL graph) and
+the prefill of --prompt-tokens tokens, for irtool's program and for the
+program llama.cpp's CANN backend runs for the same file (irtool targets
+lists the targets and their costs). With --tp
 and/or --pp every rank's graph goes through the stages too, its device
 memory (HCCL buffers included) is checked, and the link model predicts the
 decode step; --tp-sweep predicts it at several degrees.`,
