@@ -131,3 +131,13 @@ func (c *Context) PlanMemory(g *ir.Graph, opts planner.MemoryOptions) (*planner.
 	}
 	return planner.PlanMemory(g, opts)
 }
+
+// RegisterTarget adds a target profile to the context under its own name
+// (target.Rules.RegisterTarget): Compile with Options.Target set to that
+// name compiles for it, deciding support and cost with the context's
+// rules. A profile read from a target file (target.ParseFile, the format
+// irtool targets --json prints) or a built-in one changed
+// (target.Get, then its fields) are both fine.
+func (c *Context) RegisterTarget(p *target.Profile) error {
+	return c.Rules.RegisterTarget(p)
+}

@@ -2,6 +2,7 @@ package irtool_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -133,4 +134,60 @@ func ExampleContext_Compile_customStrategy() {
 	// decode: stack, arena 20896 B = naive true, 10.70 x lower bound
 	// the context's strategies end with: search, best, stack
 	// without the context: compiler: unknown strategy "stack" (have naive, online-bestfit, greedy-size, greedy-lifetime, greedy-breadth, greedy-area, exact, gallocr, search, best)
+}
+
+// A hypothetical NPU as data: the 910B4's profile with half its memory
+// bandwidth and no rms_norm kernel, registered under its own name. The
+// driver compiles for it by that name; the norms stay on the host, the
+// cost model moves the nodes whose copies would cost more with them, and the
+// reports name the new target.
+func ExampleContext_RegisterTarget() {
+	ctx := irtool.NewContext()
+	p, err := target.Get("ascend910b4")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	f := p.File() // the format irtool targets --json prints
+	f.Name = "half-bw-npu"
+	f.NPU.MemBW /= 2
+	var ops []string
+	for _, op := range f.NPUOps {
+		if op != "rms_norm" && op != "rms_norm_mul" && op != "add_rms_norm_mul" {
+			ops = append(ops, op)
+		}
+	}
+	f.NPUOps = ops
+	data, _ := json.Marshal(f)
+	q, err := target.ParseFile(data, ctx.Rules)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := ctx.RegisterTarget(q); err != nil {
+		fmt.Println(err)
+		return
+	}
+	gf, err := gguf.Parse(irtool.EmbeddedModel, "stories260K.gguf")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	m, err := ctx.BuildModel(gf, models.Options{NCtx: 256})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r, err := ctx.Compile(context.Background(), m.Graph, compiler.Options{Target: "half-bw-npu", NoMemory: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cpu := map[ir.Op]int{}
+	for _, fb := range r.Partition.Fallbacks {
+		cpu[fb.Op]++
+	}
+	fmt.Println(r.Partition.Target, r.Profile.NPU.MemBW/1e9, "GB/s; on the CPU:", cpu)
+	// Output:
+	// half-bw-npu 400 GB/s; on the CPU: map[add_rms_norm_mul:10 get_rows:3 mul_mat:11 rms_norm_mul:1]
 }

@@ -120,13 +120,6 @@ func writeTraffic(k float64) func(n *ir.Node, b ir.Bindings) (float64, float64, 
 	}
 }
 
-// matrixKernels run on the NPU's matrix (cube) unit; every other kernel is
-// costed by its memory traffic.
-var matrixKernels = map[string]bool{
-	"aclnnMm": true, "aclnnBatchMatMul": true, "aclnnMatmul": true,
-	"aclnnWeightQuantBatchMatmulV2": true, "aclnnFusedInferAttentionScoreV2": true,
-}
-
 // Estimate costs node n on device d under bindings b (nil when static).
 func (p *Profile) Estimate(n *ir.Node, d Device, b ir.Bindings) (Estimate, error) {
 	flops, bytes, err := p.rules.traffic(n, b)
@@ -140,34 +133,12 @@ func (p *Profile) Estimate(n *ir.Node, d Device, b ir.Bindings) (Estimate, error
 	o := p.Overheads
 	switch d {
 	case NPU:
-		if p.NPU == nil {
-			return e, fmt.Errorf("target: %s has no NPU for %s (%s %q)", p.Name, n, n.Op, n.Name)
+		w, err := p.Work(n, b)
+		if err != nil {
+			return e, err
 		}
-		s := p.Supports(n)
-		if !s.OK {
-			return e, fmt.Errorf("target: %s cannot run %s (%s %q) on the NPU: %s", p.Name, n, n.Op, n.Name, s.Reason)
-		}
-		e.Calls = len(s.Calls)
-		if ir.IsCollective(n.Op) && p.Interconnect != nil {
-			// HCCL on the NPUs' fabric: the link model's time (link.go),
-			// the same EstimateStep gives the collective.
-			us, err := p.linkUS(n, b)
-			if err != nil {
-				return e, err
-			}
-			e.DeviceUS = us
-			e.LaunchUS = float64(e.Calls) * o.LaunchUS
-			return e, nil
-		}
-		// Quantised weights are read in the layout converted at load.
-		bytes += npuWeightBytes(n, s, b)
-		e.Bytes = bytes
-		work := bytes / p.NPU.MemBW
-		if matrixKernels[s.Kernel] {
-			work = max(work, flops/p.NPU.MatmulFLOPS)
-		}
-		e.DeviceUS = float64(e.Calls)*o.TaskUS + work*1e6
-		e.LaunchUS = float64(e.Calls) * o.LaunchUS
+		e.Bytes, e.Calls = w.Bytes, w.Calls
+		e.DeviceUS, e.LaunchUS = p.KernelCost(w)
 	case CPU:
 		e.Calls = 1
 		work := max(bytes/p.Host.MemBW, flops/p.Host.MatmulFLOPS)
@@ -186,6 +157,58 @@ func (p *Profile) Estimate(n *ir.Node, d Device, b ir.Bindings) (Estimate, error
 		return e, fmt.Errorf("target: unknown device %q", d)
 	}
 	return e, nil
+}
+
+// Work is what the cost model needs of node n run on the NPU under
+// bindings b: its kernel class, calls, traffic (quantised weights in the
+// layout converted at load) and matmul shape.
+func (p *Profile) Work(n *ir.Node, b ir.Bindings) (Work, error) {
+	flops, bytes, err := p.rules.traffic(n, b)
+	if err != nil {
+		return Work{}, err
+	}
+	if p.NPU == nil {
+		return Work{}, fmt.Errorf("target: %s has no NPU for %s (%s %q)", p.Name, n, n.Op, n.Name)
+	}
+	s := p.Supports(n)
+	if !s.OK {
+		return Work{}, fmt.Errorf("target: %s cannot run %s (%s %q) on the NPU: %s", p.Name, n, n.Op, n.Name, s.Reason)
+	}
+	w := Work{Kernel: s.Kernel, Calls: len(s.Calls), FLOPs: flops, Bytes: bytes}
+	for _, c := range s.Calls {
+		if c == "aclnnWeightQuantBatchMatmulV2" {
+			w.WQCalls++
+		}
+	}
+	if ir.IsCollective(n.Op) && p.Interconnect != nil {
+		// HCCL on the NPUs' fabric: the link model's time (link.go),
+		// the same EstimateStep gives the collective.
+		us, err := p.linkUS(n, b)
+		if err != nil {
+			return w, err
+		}
+		w.Class, w.LinkUS = ClassLink, us
+		return w, nil
+	}
+	// Quantised weights are read in the layout converted at load.
+	w.Bytes += npuWeightBytes(n, s, b)
+	w.Class, w.Rows = classify(n, s, b)
+	switch n.Op {
+	case ir.OpAttention:
+		if err := attentionWork(&w, n, s, b); err != nil {
+			return w, err
+		}
+	case ir.OpSoftMax:
+		// ggml-cann's scale and mask calls (aclnnMuls, aclnnAdd) each
+		// pass over the f32 scores before aclnnSoftmax does.
+		if e, err := numel(n.Type, b); err == nil {
+			w.Bytes += float64(len(s.Calls)-1) * 8 * e
+		}
+	}
+	if w.WQCalls > 0 && (n.Op == ir.OpMulMat || n.Op == ir.OpMulMatAdd) && n.Args[0].Op == ir.OpWeight {
+		w.WeightElems = wqElems(n.Args[0].Type)
+	}
+	return w, nil
 }
 
 // CopyUS is the modelled time of one host<->device copy of the given bytes.
@@ -226,4 +249,38 @@ func elems(t ir.Type) int64 {
 		return 0
 	}
 	return ne[0] * ne[1] * ne[2] * ne[3]
+}
+
+// attentionWork classes the fused attention by its query rows (the
+// tokens: ≤ GEMVRows streams its K and V like a GEMV, more follows the cube
+// curve) and, when it runs as ggml-cann's unfused calls (Cast, Matmul,
+// Muls, Add, Softmax, Cast, Matmul) rather than
+// aclnnFusedInferAttentionScoreV2, adds the traffic of its f32 scores and
+// probabilities: written by the first matmul, read and written by the
+// scale, the mask add and the softmax, cast to f16 and read by the second
+// matmul (38 bytes per score).
+func attentionWork(w *Work, n *ir.Node, s Support, b ir.Bindings) error {
+	q, err := n.Args[0].Type.Shape.Eval(b)
+	if err != nil {
+		return err
+	}
+	k, err := n.Args[1].Type.Shape.Eval(b)
+	if err != nil {
+		return err
+	}
+	w.Rows = float64(q[1].Val)
+	fused := s.Kernel == "aclnnFusedInferAttentionScoreV2"
+	switch {
+	case w.Rows <= GEMVRows:
+		w.Class = ClassGEMV
+	case fused:
+		w.Class = ClassAttention
+	default:
+		w.Class = ClassMatmul
+	}
+	if !fused {
+		scores := float64(q[1].Val*q[2].Val*q[3].Val) * float64(k[1].Val)
+		w.Bytes += 38 * scores
+	}
+	return nil
 }

@@ -9,11 +9,16 @@
 // not have. Keeping support, kernel names and costs in one table makes that
 // disagreement impossible by construction.
 //
-// Profiles (Get):
+// Profiles (Get; irtool targets prints them):
 //
-//	ascend910b  Atlas A2 training/inference series (Ascend 910B)
-//	ascend310b  Atlas 200I/500 A2 inference products (Ascend 310B)
-//	cpu         the host alone; every op runs through the CPU kernels
+//	ascend910b   Atlas A2 (Ascend 910B), generic: the 910B3's profile
+//	ascend910b1  one profile per SKU, 910B1 … 910B4 (sku.go, with sources)
+//	ascend310p   Atlas 300I Pro/Duo (Ascend 310P), one chip
+//	ascend310b   Atlas 200I/500 A2 inference products (Ascend 310B)
+//	cpu          the host alone; every op runs through the CPU kernels
+//
+// A profile is also data (File, ParseFile): a target file read under its
+// own name, registered with Rules.RegisterTarget.
 //
 // Op support follows llama.cpp's CANN backend (ggml_backend_cann_supports_op
 // and the aclnn calls of ggml_cann_compute_forward, summarised in
@@ -21,12 +26,14 @@
 // of Huawei's CANN operator reference ("Atlas 200I/500 A2 推理产品" column).
 // docs/LOWERING.md lists every rule with its source.
 //
-// The cost model is deliberately simple and fully explicit: a device kernel
-// costs a fixed per-task floor plus the larger of its FLOPs over peak compute
-// and its bytes over memory bandwidth; an eager launch adds a per-aclnn-call
-// host cost; a captured graph pays one replay launch instead. Peak compute
-// and bandwidth are public specifications (cited on each Profile); the
-// per-call host and device overheads are stated assumptions, not
-// measurements, and docs/LOWERING.md shows how the predictions move with
-// them.
+// The cost model is explicit and calibrated: a device kernel costs a
+// per-call floor plus its class's time (KernelCost: a GEMV or quantised
+// GEMV streams its weight, a WQBMM adds its antiquant, a matmul follows an
+// efficiency curve in its FLOPs, vector kernels stream their bytes); an
+// eager launch adds a per-aclnn-call host cost; a captured graph pays one
+// replay launch instead. Peak compute and bandwidth are public figures or
+// stated assumptions (cited on each Profile); the per-call overheads and
+// efficiencies (Calibration, calibration.go) are fitted by scripts/costfit
+// on public measurements, and docs/LOWERING.md ("Calibration") lists every
+// figure with its residual.
 package target

@@ -29,21 +29,21 @@ const (
 
 // Interconnect is the NPU-to-NPU fabric of a multi-NPU server.
 type Interconnect struct {
-	Name string
+	Name string `json:"name"`
 	// LinkBW is the bandwidth of one link between two NPUs, bytes/s in
 	// each direction (1/β).
-	LinkBW float64
+	LinkBW float64 `json:"link_bw"`
 	// StepUS is α: the fixed cost of one step of an algorithm (the
 	// notify/wait handshake and the task that starts the transfer).
-	StepUS float64
+	StepUS float64 `json:"step_us"`
 	// ReduceBW is 1/γ: the bytes/s a reduction (the sum of all_reduce and
 	// reduce_scatter) consumes on the NPU.
-	ReduceBW float64
+	ReduceBW float64 `json:"reduce_bw"`
 	// Algorithm is the algorithm HCCL picks on this topology.
-	Algorithm Algorithm
+	Algorithm Algorithm `json:"algorithm"`
 	// MaxRanks is the number of NPUs the fabric joins (one server).
-	MaxRanks int
-	Source   string
+	MaxRanks int    `json:"max_ranks"`
+	Source   string `json:"source"`
 }
 
 // CollectiveBytes is the n of the link model for collective c: the

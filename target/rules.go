@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/irtool/irtool/ir"
@@ -39,9 +40,10 @@ func NoWorkspace(*ir.Node, Support) int64 { return 0 }
 // process can register different rules without seeing each other's. A
 // Rules is safe for concurrent use.
 type Rules struct {
-	parent *Rules
-	mu     sync.RWMutex
-	m      map[ir.Op]OpRule
+	parent  *Rules
+	mu      sync.RWMutex
+	m       map[ir.Op]OpRule
+	targets map[string]*Profile
 }
 
 var defaultRules = &Rules{m: map[ir.Op]OpRule{}}
@@ -138,12 +140,72 @@ func (r *Rules) Ops() []ir.Op {
 }
 
 // Profile returns a fresh copy of the named profile that decides support,
-// cost and workspace with these rules.
+// cost and workspace with these rules: a target registered here (or in a
+// parent set) first, else a built-in one (Get).
 func (r *Rules) Profile(name string) (*Profile, error) {
+	key := strings.ToLower(strings.TrimSpace(name))
+	for s := r; s != nil; s = s.parent {
+		s.mu.RLock()
+		p, ok := s.targets[key]
+		s.mu.RUnlock()
+		if ok {
+			c := p.clone()
+			c.rules = r
+			return c, nil
+		}
+	}
 	p, err := Get(name)
 	if err != nil {
+		if names := r.TargetNames(); len(names) != len(Names()) {
+			return nil, fmt.Errorf("target: unknown target %q (have %s)", name, strings.Join(names, ", "))
+		}
 		return nil, err
 	}
 	p.rules = r
 	return p, nil
+}
+
+// RegisterTarget adds a profile under its own name (a copy: later changes
+// to p are not seen). The name must not be a built-in target's or one
+// already registered here.
+func (r *Rules) RegisterTarget(p *Profile) error {
+	if p == nil {
+		return fmt.Errorf("target: register target: nil profile")
+	}
+	key := strings.ToLower(strings.TrimSpace(p.Name))
+	if key == "" {
+		return fmt.Errorf("target: register target: empty name")
+	}
+	if _, builtin := profiles[key]; builtin {
+		return fmt.Errorf("target: register target %q: a built-in target has that name", p.Name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.targets[key]; dup {
+		return fmt.Errorf("target: register target %q: already registered", p.Name)
+	}
+	if r.targets == nil {
+		r.targets = map[string]*Profile{}
+	}
+	c := p.clone()
+	c.Name = key
+	r.targets[key] = c
+	return nil
+}
+
+// TargetNames lists the built-in targets and those registered here (or in
+// a parent set), sorted.
+func (r *Rules) TargetNames() []string {
+	out := Names()
+	for s := r; s != nil; s = s.parent {
+		s.mu.RLock()
+		for n := range s.targets {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+		s.mu.RUnlock()
+	}
+	sort.Strings(out)
+	return out
 }

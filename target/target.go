@@ -21,13 +21,15 @@ const (
 // bandwidth. Elementwise and normalisation ops are costed by bandwidth
 // alone, which is what bounds them on every device we model.
 type Chip struct {
-	Name        string  // what the numbers describe
-	MatmulFLOPS float64 // peak matrix-unit throughput, FLOP/s (FP16 for the NPU, FP32 for a CPU)
-	MemBW       float64 // peak memory bandwidth, bytes/s
-	Source      string  // where the two numbers come from
+	Name        string  `json:"name"`         // what the numbers describe
+	MatmulFLOPS float64 `json:"matmul_flops"` // peak matrix-unit throughput, FLOP/s (FP16 for the NPU, FP32 for a CPU)
+	MemBW       float64 `json:"mem_bw"`       // peak memory bandwidth, bytes/s
+	Source      string  `json:"source"`       // where the numbers come from
 	// MemBytes is the device memory a rank's weights, KV cache, arena
 	// and HCCL buffers must fit in (0: not modelled).
-	MemBytes int64
+	MemBytes int64 `json:"mem_bytes"`
+	// AICores is the number of AI (cube) cores, 0 when not stated.
+	AICores int `json:"ai_cores,omitempty"`
 }
 
 // Overheads are the fixed costs the model adds to compute and traffic. They
@@ -36,19 +38,23 @@ type Chip struct {
 type Overheads struct {
 	// LaunchUS is the host time of one eager aclnn call: the two-phase
 	// aclnnXxxGetWorkspaceSize + aclnnXxx submission (CANN docs, aclCreateTensor and the two-phase aclnn calls).
-	LaunchUS float64
+	LaunchUS float64 `json:"launch_us"`
+	// WQLaunchUS is the extra host time of an eager
+	// aclnnWeightQuantBatchMatmulV2 call (its heavier host tiling and
+	// the antiquant scale and offset tensors it is handed).
+	WQLaunchUS float64 `json:"wq_launch_us"`
 	// TaskUS is the device time every aclnn call costs on top of its
 	// traffic (task dispatch, tiling, pipeline fill); small decode kernels
 	// are bounded by it.
-	TaskUS float64
+	TaskUS float64 `json:"task_us"`
 	// GraphLaunchUS is the host time of one aclmdlRIExecuteAsync replay of a
 	// captured segment (CANN docs, aclmdlRI capture API).
-	GraphLaunchUS float64
+	GraphLaunchUS float64 `json:"graph_launch_us"`
 	// CopyUS is the fixed cost of one host<->device copy, synchronisation
 	// included (the copy ends a segment, CANN's single-stream capture rules).
-	CopyUS float64
+	CopyUS float64 `json:"copy_us"`
 	// CPUOpUS is the fixed host cost of one CPU kernel call.
-	CPUOpUS float64
+	CPUOpUS float64 `json:"cpu_op_us"`
 }
 
 // Profile describes one target machine.
@@ -70,8 +76,17 @@ type Profile struct {
 	GraphCapture bool
 	// Align is the alignment of every planned device offset, in bytes.
 	Align int64
-	// Overheads are the fixed per-call, per-task and per-copy costs.
+	// Overheads are the fixed per-call, per-task and per-copy costs, and
+	// Costs the kernel classes' efficiencies (kernelcost.go).
 	Overheads Overheads
+	Costs     Costs
+	// Family names the op rules, gate and call limits the profile
+	// decides with ("a2", "310p", "310b", "310b-strict", "cpu"): what a
+	// target file's "rules" field selects.
+	Family string
+	// only, when set, limits the NPU to these ops (a target file's
+	// npu_ops).
+	only map[ir.Op]bool
 	// rules are the op rules the profile decides with (DefaultRules, or
 	// the set Rules.Profile was called on).
 	rules *Rules
@@ -84,6 +99,11 @@ type Profile struct {
 
 var profiles = map[string]func() *Profile{
 	"ascend910b":        ascend910B,
+	"ascend910b1":       func() *Profile { return a2Profile(sku910B1) },
+	"ascend910b2":       func() *Profile { return a2Profile(sku910B2) },
+	"ascend910b3":       func() *Profile { return a2Profile(sku910B3) },
+	"ascend910b4":       func() *Profile { return a2Profile(sku910B4) },
+	"ascend310p":        ascend310P,
 	"ascend310b":        ascend310B,
 	"ascend310b-strict": ascend310BStrict,
 	"cpu":               cpuOnly,
@@ -156,6 +176,9 @@ func (p *Profile) Supports(n *ir.Node) Support {
 		}
 		return Support{Reason: fmt.Sprintf("no aclnn lowering for op %q", n.Op)}
 	}
+	if p.only != nil && !p.only[n.Op] {
+		return Support{Reason: fmt.Sprintf("target %s does not list op %q among its npu_ops", p.Name, n.Op)}
+	}
 	s := r.NPU(n)
 	if s.OK && len(s.Calls) == 0 {
 		s.Calls = []string{s.Kernel}
@@ -180,6 +203,9 @@ func (p *Profile) Ops() []ir.Op {
 	}
 	var out []ir.Op
 	for _, op := range p.rules.Ops() {
+		if p.only != nil && !p.only[op] {
+			continue
+		}
 		if r, _ := p.rules.Lookup(op); r.NPU != nil {
 			out = append(out, op)
 		}
@@ -200,24 +226,6 @@ func serverHost() Chip {
 		Source: "assumption: a 2-socket server host sustaining 1 TFLOP/s FP32 and 100 GB/s"}
 }
 
-func ascend910B() *Profile {
-	return &Profile{
-		Name:        "ascend910b",
-		Description: "Atlas A2 training/inference series (Ascend 910B), PCIe-attached, ACL graph capture",
-		NPU: &Chip{Name: "Ascend 910B", MatmulFLOPS: 320 * tf, MemBW: 1.2e12, MemBytes: 64 << 30,
-			Source: "FP16 ≈320 TFLOPS and 64 GB HBM2e (boardor.com, \"Huawei Ascend 910B outperforms H20\"); HBM bandwidth 1.2 TB/s (oryoy.com, \"910B算力是多少\"); Huawei publishes no per-SKU datasheet"},
-		Interconnect: hccs910B(),
-		Host:         serverHost(),
-		LinkBW:       32 * gb,
-		LinkSource:   "PCIe 4.0 x16, ≈32 GB/s per direction (PCI-SIG); assumption that the card sits on such a link",
-		GraphCapture: true,
-		Align:        64, // aclrtMalloc starts are 64-B aligned and copies want 64-B ends; tensor data needs 32 B (CANN runtime API reference). ggml-cann pads to 128: --align 128
-		Overheads:    defaultOverheads(),
-		rules:        defaultRules,
-		limits:       a2Limits,
-	}
-}
-
 // hccs910B is the HCCS full mesh of an 8-NPU Atlas 800T/800I A2 server
 // (docs/LOWERING.md, "Link model"): the algorithm and its formulas are the
 // HCCL user guide's; the link bandwidth and the step latency are
@@ -232,8 +240,11 @@ func hccs910B() *Interconnect {
 	}
 }
 
+// defaultOverheads are the fitted per-call costs (calibration.go) with
+// the copy and CPU-call costs, which no public figure pins (assumptions).
 func defaultOverheads() Overheads {
-	return Overheads{LaunchUS: 10, TaskUS: 4, GraphLaunchUS: 30, CopyUS: 15, CPUOpUS: 0.5}
+	return Overheads{LaunchUS: calibrated.LaunchUS, WQLaunchUS: calibrated.WQLaunchUS, TaskUS: calibrated.TaskUS,
+		GraphLaunchUS: calibrated.GraphLaunchUS, CopyUS: 15, CPUOpUS: 0.5}
 }
 
 // The 310B is an SoC: four TaiShan cores and one DaVinci V300 AI core on one
@@ -259,6 +270,8 @@ func ascend310B() *Profile {
 		GraphCapture: false, // aclmdlRI capture is not offered on Atlas 200I/500 A2 (CANN docs, aclmdlRI capture API)
 		Align:        64,
 		Overheads:    defaultOverheads(),
+		Costs:        calibrated.Costs,
+		Family:       "310b",
 		rules:        defaultRules,
 		gate:         gate310B,
 	}
@@ -267,6 +280,7 @@ func ascend310B() *Profile {
 func ascend310BStrict() *Profile {
 	p := ascend310B()
 	p.Name = "ascend310b-strict"
+	p.Family = "310b-strict"
 	p.Description = "Ascend 310B restricted to the aclnn operators whose CANN product table lists Atlas 200I/500 A2 as supported"
 	p.gate = gate310BStrict
 	return p
@@ -279,6 +293,8 @@ func cpuOnly() *Profile {
 		Host:        serverHost(),
 		Align:       32, // ggml-cpu TENSOR_ALIGNMENT
 		Overheads:   defaultOverheads(),
+		Costs:       calibrated.Costs,
+		Family:      "cpu",
 		rules:       defaultRules,
 	}
 }

@@ -31,8 +31,8 @@ func init() {
 	register(&command{
 		Name:    "compile",
 		Summary: "build a model's graph and run the compiler stages on it",
-		Usage: `irtool compile [MODEL.gguf] [--target ascend910b|ascend310b|cpu] [--passes LIST|none]
-               [--print-after PASS|all] [--ctx N] [--ubatch N] [--strategy NAME|best]
+		Usage: `irtool compile [MODEL.gguf] [--target NAME | --target-file FILE.json] [--passes LIST|none]
+               [--prompt-tokens N] [--print-after PASS|all] [--ctx N] [--ubatch N] [--strategy NAME|best]
                [--threads N] [--out DIR] [--report FILE.html] [--json]
                [--tp N] [--pp M] [--tp-sweep LIST] [--hccl-buffsize MB] [--link-algo mesh|ring]
 
@@ -40,7 +40,11 @@ Builds the graph of one forward step of MODEL (default: the embedded
 stories260K), then runs the compiler's stages in order: the pass pipeline,
 memory planning for the worst case (n_tokens = ubatch, n_kv = ctx) and for
 decode (n_tokens = 1), partition and lowering. Without --json it prints a
-summary per stage; --json prints one object (see docs/CLI.md). With --tp
+summary per stage; --json prints one object (see docs/CLI.md). On an NPU
+target the cost model predicts the decode step (eager and ACL graph) and
+the prefill of --prompt-tokens tokens, for irtool's program and for the
+program llama.cpp's CANN backend runs for the same file (irtool targets
+lists the targets and their costs). With --tp
 and/or --pp every rank's graph goes through the stages too, its device
 memory (HCCL buffers included) is checked, and the link model predicts the
 decode step; --tp-sweep predicts it at several degrees.`,
@@ -73,9 +77,12 @@ type compileFlags struct {
 	HCCLBuffMB    int64
 	TPSweep       string
 	LinkAlgo      string
+	PromptTokens  int64
+	TargetFile    string
 
-	ubatchDefault bool // --ubatch was not given: defaultUBatch, capped by the context
-	ctxDefault    bool // --ctx was not given: defaultCtx, capped by the model's context_length
+	ubatchDefault bool          // --ubatch was not given: defaultUBatch, capped by the context
+	ctxDefault    bool          // --ctx was not given: defaultCtx, capped by the model's context_length
+	rules         *target.Rules // --target-file's rule set (nil: the defaults)
 }
 
 func (f *compileFlags) declare(fs *flag.FlagSet) {
@@ -91,7 +98,8 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.Strategy, "strategy", "best", "memory planning `STRATEGY` (see irtool plan), or best: all of them, smallest arena")
 	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "safety cap on the wall time of each plan's search (best, search and exact stop at the lower bound, else after a work budget set by the problem's size, so plans do not depend on the machine); a plan it cuts short says budget_exhausted")
 	fs.StringVar(&f.ExportBuffers, "export-buffers", "", "write the worst-case planning problem to `FILE` as CSV (id,lower,upper,size), sizes rounded to the alignment, so irtool plan FILE scores the same instance")
-	fs.StringVar(&f.Target, "target", "ascend910b", "the target `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
+	fs.StringVar(&f.Target, "target", "ascend910b", "the target `NAME`: ascend910b (the 910B3), ascend910b1..ascend910b4, ascend310p, ascend310b, ascend310b-strict or cpu (irtool targets prints them)")
+	fs.StringVar(&f.TargetFile, "target-file", "", "compile for the target profile in `FILE` (JSON, the format irtool targets --json prints) under the file's own name; overrides --target")
 	fs.StringVar(&f.Out, "out", "", "write program.json, partition.dot and segments.dot into `DIR`")
 	fs.StringVar(&f.Report, "report", "", "write the self-contained HTML report of every stage to `FILE`")
 	fs.BoolVar(&f.MergeQKV, "merge-qkv", false, "merge Q, K and V projections sharing an input into one matmul")
@@ -101,6 +109,7 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	f.TP.declarePP(fs)
 	fs.Int64Var(&f.HCCLBuffMB, "hccl-buffsize", 0, "with --tp or --pp, each communicator's HCCL buffer in `MB`, counted twice (send and receive) in every rank's device memory (default: the environment's HCCL_BUFFSIZE, else CANN's default 200)")
 	fs.StringVar(&f.LinkAlgo, "link-algo", "", "with --tp, --pp or --tp-sweep, the collective `ALGORITHM` of the link model: mesh or ring (default: the target's, mesh on ascend910b)")
+	fs.Int64Var(&f.PromptTokens, "prompt-tokens", compiler.DefaultPromptTokens, "the prompt `N` of the prefill predictions (predicted.prefill_tok_per_s and llama.cpp's; llama-bench's pp512 by default)")
 	fs.StringVar(&f.TPSweep, "tp-sweep", "", "predict the decode step at each tensor-parallel degree of `LIST` (comma-separated, e.g. 1,2,4,8) with the link model, instead of compiling every rank")
 }
 
@@ -120,6 +129,11 @@ type compileJSON struct {
 	Partition    any            `json:"partition,omitempty"`
 	Program      any            `json:"program,omitempty"`
 	Predicted    any            `json:"predicted,omitempty"`
+	// PredictedLlamaCpp is the same prediction for the program llama.cpp's
+	// CANN backend runs for the file; VsLlamaCpp the aclnn operators whose
+	// eager decode time differs most between the two.
+	PredictedLlamaCpp any              `json:"predicted_llamacpp,omitempty"`
+	VsLlamaCpp        []kernelDiffJSON `json:"vs_llamacpp,omitempty"`
 	// TP, PP and Ranks: with --tp N and/or --pp M, the split and each
 	// rank's stages; Parallel the link model's prediction of the step.
 	TP       *tpJSON       `json:"tp,omitempty"`
@@ -140,12 +154,17 @@ type compileJob struct {
 	Model     *models.Model
 	Input     *ir.Graph // the graph as built, never modified
 	R         *compiler.Result
-	Out       compileJSON
 	// Warning is a context past the model's training context (ctxWarning),
 	// printed on stderr by the command; "" if none.
 	Warning string
 	// Split holds the ranks of --tp/--pp, split before the first stage.
 	Split []rankModel
+	// Forecast and LlamaCpp are the prefill forecast of irtool's program
+	// and llama.cpp's program (compile_forecast.go); forecast says to make
+	// them (not for the ranks of a split model).
+	Forecast, LlamaCpp *compiler.Forecast
+	forecast           bool
+	Out                compileJSON
 	// Text collects the human summary (printed without --json).
 	Text   io.Writer
 	Stdout io.Writer
@@ -166,7 +185,7 @@ func (f compileFlags) options(until compiler.Stage) (compiler.Options, error) {
 		Target: f.Target, Passes: f.Passes, MergeQKV: f.MergeQKV,
 		PassOptions: passes.Options{Snapshots: f.Report != "", DumpDir: f.DumpDir}, // the report shows every pass
 		Ctx:         f.Ctx, UBatch: f.UBatch, Align: f.Align, Strategy: f.Strategy, Budget: f.Budget,
-		KVWrite: f.KVWrite, Until: until, Threads: f.Threads,
+		KVWrite: f.KVWrite, Until: until, Threads: f.Threads, Rules: f.rules,
 	}
 	if err := flagRange("--threads", int64(f.Threads), 0, maxThreads, "GOMAXPROCS"); err != nil {
 		return o, err
@@ -235,6 +254,9 @@ func (f *compileFlags) checkShape() error {
 	}
 	if f.Align != 0 && (f.Align < 0 || f.Align > 1<<30 || f.Align&(f.Align-1) != 0) {
 		return fmt.Errorf("--align %d: want a power of two up to 2^30", f.Align)
+	}
+	if f.PromptTokens < 1 || f.PromptTokens > maxCtx {
+		return fmt.Errorf("--prompt-tokens %d: want 1..%d", f.PromptTokens, maxCtx)
 	}
 	_, err := modelOptions(max(f.Ctx, 1), f.KVType, f.KVWrite)
 	return err
@@ -429,6 +451,7 @@ func cmdCompile(args []string, stdout, stderr io.Writer) int {
 	if j.Warning != "" {
 		fmt.Fprintf(stderr, "irtool compile: %s: %s\n", j.Out.Model, j.Warning)
 	}
+	j.forecast = true
 	if j.Flags.JSON {
 		j.Text = io.Discard
 	} else {
@@ -484,7 +507,13 @@ func (flags *compileFlags) checkCompile() error {
 	if err := flags.checkShape(); err != nil {
 		return err
 	}
-	if _, err := target.Get(flags.Target); err != nil {
+	if flags.TargetFile != "" {
+		rules, name, err := readTargetFile(flags.TargetFile)
+		if err != nil {
+			return err
+		}
+		flags.rules, flags.Target = rules, name
+	} else if _, err := target.Get(flags.Target); err != nil {
 		return fmt.Errorf("--target: %w", err)
 	}
 	opts, err := flags.options(0)

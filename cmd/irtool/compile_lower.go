@@ -108,6 +108,11 @@ type predictedJSON struct {
 	HostLaunchUS    float64 `json:"host_launch_us"`
 	CopyUS          float64 `json:"copy_us"`
 	CPUUS           float64 `json:"cpu_us"`
+	// PromptTokens, PrefillUS and PrefillTokPerS are the eager prefill of
+	// a prompt of --prompt-tokens tokens over an empty cache.
+	PromptTokens   int64   `json:"prompt_tokens,omitempty"`
+	PrefillUS      float64 `json:"prefill_us,omitempty"`
+	PrefillTokPerS float64 `json:"prefill_tok_per_s,omitempty"`
 }
 
 func outPartition(j *compileJob) error {
@@ -175,13 +180,15 @@ func outLower(j *compileJob) error {
 	}
 	sort.Strings(out.Blockers)
 	j.Out.Program = out
-	speedup := 0.0
-	if pr.GraphUS > 0 {
-		speedup = pr.EagerUS / pr.GraphUS
+	if j.forecast && j.R.Profile.HasNPU() {
+		fmt.Fprintf(j.Stderr, "irtool compile: forecast (prefill of %d tokens; llama.cpp's program)\n", f.PromptTokens)
+		if err := forecast(j); err != nil {
+			return err
+		}
 	}
-	j.Out.Predicted = predictedJSON{EagerUSPerToken: pr.EagerUS, GraphUSPerToken: pr.GraphUS, Speedup: speedup,
-		EagerTokPerS: perSecond(pr.EagerUS), GraphTokPerS: perSecond(pr.GraphUS), Launches: pr.Launches,
-		GraphLaunches: pr.GraphLaunches, DeviceUS: pr.DeviceUS, HostLaunchUS: pr.HostLaunchUS, CopyUS: pr.CopyUS, CPUUS: pr.CPUUS}
+	pj := predictedOf(pr, j.Forecast)
+	j.Out.Predicted = pj
+	speedup := pj.Speedup
 	fmt.Fprintf(j.Text, "lower (%s): %d kernels in %d segments (%d capturable), %d copies\n",
 		prog.Bucket, out.Kernels, out.Segments, out.CapturableSegments, out.Copies)
 	fmt.Fprintf(j.Text, "  kernels: %s\n", kernelSummary(out.KernelsByName))
@@ -191,8 +198,19 @@ func outLower(j *compileJob) error {
 	for _, b := range out.Blockers {
 		fmt.Fprintf(j.Text, "  not captured: %s\n", b)
 	}
-	fmt.Fprintf(j.Text, "predicted decode step: eager %.0f us (%.1f tok/s), graph replay %.0f us (%.1f tok/s), %.2fx\n",
+	fmt.Fprintf(j.Text, "predicted decode step: eager %.0f us (%.1f tok/s), graph replay %.0f us (%.1f tok/s), %.2fx",
 		pr.EagerUS, perSecond(pr.EagerUS), pr.GraphUS, perSecond(pr.GraphUS), speedup)
+	if fc := j.Forecast; fc != nil {
+		fmt.Fprintf(j.Text, "; prefill %.0f tok/s (%d tokens)", fc.PrefillTokPerS(), fc.PromptTokens)
+	}
+	fmt.Fprintln(j.Text)
+	if lc := j.LlamaCpp; lc != nil {
+		lj := predictedOf(lc.Decode, lc)
+		j.Out.PredictedLlamaCpp = lj
+		j.Out.VsLlamaCpp = kernelDiffs(prog, lc.Program)
+		fmt.Fprintf(j.Text, "  llama.cpp's program (CANN backend, same file): eager %.1f tok/s, ACL graph %.1f tok/s, %.2fx; prefill %.0f tok/s\n",
+			lj.EagerTokPerS, lj.GraphTokPerS, lj.Speedup, lj.PrefillTokPerS)
+	}
 	if f.Out != "" {
 		if err := writeLowerOut(j, res, prog); err != nil {
 			return err

@@ -136,7 +136,7 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 	for i, rm := range rms {
 		rj := *j
 		rj.Flags.Out, rj.Flags.Report, rj.Flags.DumpDir, rj.Flags.ExportBuffers = "", "", "", ""
-		rj.Model, rj.Input, rj.R = rm.model, rm.model.Graph, nil
+		rj.Model, rj.Input, rj.R, rj.forecast, rj.Forecast, rj.LlamaCpp = rm.model, rm.model.Graph, nil, false, nil, nil
 		rj.Out = compileJSON{}
 		fmt.Fprintf(j.Text, "\nrank %d of %d (%s):\n", i, len(rms), rankLabel(f, rm))
 		o := opts

@@ -65,7 +65,7 @@ func TestCompileTPDeviceBudget(t *testing.T) {
 	var out, errb bytes.Buffer
 	require.Equal(t, 1, run([]string{"compile", "--tp", "2", "--hccl-buffsize", "40000", "--strategy", "greedy-size"}, &out, &errb))
 	require.Contains(t, errb.String(), "rank 0 (tp rank 0, stage 0): needs")
-	require.Contains(t, errb.String(), "1 communicator(s) x 2 x HCCL_BUFFSIZE 40000 MB), more than the Ascend 910B's 68719476736 B")
+	require.Contains(t, errb.String(), "1 communicator(s) x 2 x HCCL_BUFFSIZE 40000 MB), more than the Ascend 910B3's 68719476736 B")
 	t.Setenv("HCCL_BUFFSIZE", "50")
 	out.Reset()
 	errb.Reset()

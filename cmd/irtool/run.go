@@ -250,7 +250,13 @@ func checkRunFlags(f *runFlags, pos []string, stderr io.Writer) int {
 		if _, err := f.sim.policy(fs); err != nil {
 			return bad("%v", err)
 		}
-		if _, err := target.Get(f.sim.Target); err != nil {
+		if f.sim.TargetFile != "" {
+			rules, name, err := readTargetFile(f.sim.TargetFile)
+			if err != nil {
+				return bad("%v", err)
+			}
+			f.sim.rules, f.sim.Target = rules, name
+		} else if _, err := target.Get(f.sim.Target); err != nil {
 			return bad("--target: %v", err)
 		}
 	}

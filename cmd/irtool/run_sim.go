@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
 	"github.com/irtool/irtool/runtime/session"
+	"github.com/irtool/irtool/target"
 )
 
 // This file holds "irtool run --backend sim": the model goes through the
@@ -29,19 +31,22 @@ type simFlags struct {
 	PrefillGraph bool
 	GraphCache   int
 	Target       string
+	TargetFile   string
+	rules        *target.Rules // --target-file's rule set (nil: the defaults)
 	// Kernels are the numeric options of the device's and the host's
 	// kernels (run's --llama-build), not a flag of their own.
 	Kernels kernels.Options
 }
 
 // simOnly lists the flags that only the sim backend reads.
-var simOnly = []string{"graph", "prefill-graph", "graph-cache", "target"}
+var simOnly = []string{"graph", "prefill-graph", "graph-cache", "target", "target-file"}
 
 func (f *simFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.Graph, "graph", "", "sim, cann: ACL graph `MODE`: on (capture and replay) or off (default: $"+device.EnvACLGraph+", else on)")
 	fs.BoolVar(&f.PrefillGraph, "prefill-graph", false, "sim, cann: capture prefill too, padding prompts to a bucket length (or $"+device.EnvPrefillUseGraph+")")
 	fs.IntVar(&f.GraphCache, "graph-cache", 0, "sim, cann: capacity of the graph LRU cache (default: $"+device.EnvCacheCapacity+", else 12)")
-	fs.StringVar(&f.Target, "target", "ascend910b", "sim: the target profile `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
+	fs.StringVar(&f.Target, "target", "ascend910b", "sim: the target profile `NAME`, as for compile (irtool targets prints them)")
+	fs.StringVar(&f.TargetFile, "target-file", "", "sim: the target profile in `FILE` (the format irtool targets --json prints), under the file's own name; overrides --target")
 }
 
 // policy is the environment's graph policy with the flags set on the
@@ -108,7 +113,7 @@ func newSimBackend(m *models.Model, f *gguf.File, flags *simFlags, fs *flag.Flag
 	// run has applied the pipeline already: only the required passes run
 	// again inside the compiler.
 	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, Kernels: flags.Kernels,
-		Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
+		Compile: program.CompileOptions{Target: flags.Target, Passes: "none", Driver: compiler.Options{Rules: flags.rules}}})
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,7 @@ func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
 	fs.DurationVar(&c.Budget, "budget", c.Budget, "safety cap on the wall time of each plan's search, as for compile")
 	fs.Int64Var(&c.Align, "align", c.Align, "arena alignment in `B` bytes (default: the target's)")
 	fs.StringVar(&c.Target, "target", c.Target, "the target `NAME`, as for compile")
+	fs.StringVar(&c.TargetFile, "target-file", "", "the target profile in `FILE`, as for compile; overrides --target")
 	c.TP.declare(fs)
 	c.TP.declarePP(fs)
 	fs.IntVar(&f.rank, "rank", 0, "with --tp and/or --pp, draw rank `R`'s graph and stages (rank t×M+s is tensor-parallel rank t's pipeline stage s, as for compile)")
@@ -127,6 +128,13 @@ func cmdViz(args []string, stdout, stderr io.Writer) int {
 	f.compile.ctxDefault = !ctxGiven(fs)
 	if err := f.compile.checkShape(); err != nil {
 		return usageError(stderr, "viz", "%v", err)
+	}
+	if c := &f.compile; c.TargetFile != "" {
+		rules, name, err := readTargetFile(c.TargetFile)
+		if err != nil {
+			return usageError(stderr, "viz", "%v", err)
+		}
+		c.rules, c.Target = rules, name
 	}
 	if err := f.compile.TP.check(""); err != nil {
 		return usageError(stderr, "viz", "%v", err)

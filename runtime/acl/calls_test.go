@@ -83,7 +83,8 @@ func TestRecipeCallsMatchTarget(t *testing.T) {
 			}
 			pol := device.DefaultGraphPolicy()
 			pol.Graphs = false // every step launches its kernels
-			sess, err := program.NewRunner(m, f, d, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b", Passes: c.passes}})
+			tn, driver := npuPinned(t)
+			sess, err := program.NewRunner(m, f, d, program.Options{Policy: pol, Compile: program.CompileOptions{Target: tn, Passes: c.passes, Driver: driver}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -233,7 +233,8 @@ func TestPipelinesOnEmulatedCANN(t *testing.T) {
 				launched[k.Op]++
 				mu.Unlock()
 			}
-			s, ref := pairedSessions(t, m, f, d, program.Options{Policy: device.DefaultGraphPolicy(), Compile: program.CompileOptions{Passes: c.pipe}})
+			tn, driver := npuPinned(t)
+			s, ref := pairedSessions(t, m, f, d, program.Options{Policy: device.DefaultGraphPolicy(), Compile: program.CompileOptions{Target: tn, Passes: c.pipe, Driver: driver}})
 			worst := 0.0
 			for step, toks := range [][]int32{{1, 403, 407, 261, 378}, {42}, {7}, {300}} {
 				e := testmodel.RelErr(stepBoth(t, step, s, ref, toks))
