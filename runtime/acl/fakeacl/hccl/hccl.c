@@ -27,15 +27,21 @@
  *     summed in float32 in rank order and rounded once; integers wrap;
  *   - a mismatch, a rank that destroys its communicator or dies (its
  *     process is gone) while others wait, or a rank that does not arrive
- *     within HCCL_EXEC_TIMEOUT seconds (default 120;
- *     HCCL_CONNECT_TIMEOUT for HcclCommInitRootInfo) fails the
+ *     within HCCL_EXEC_TIMEOUT seconds (CANN's range and default, see
+ *     timeout_ms; HCCL_CONNECT_TIMEOUT for HcclCommInitRootInfo) fails the
  *     communicator: every rank's pending and later calls return an error
  *     whose text (aclGetRecentErrMsg) names the call, its number and the
  *     ranks;
  *   - a collective is a task of its stream: on a stream being captured
  *     (aclmdlRICaptureBegin) it is recorded and runs, taking a new sequence
  *     number, each time aclmdlRIExecuteAsync replays the capture; buffers
- *     must lie in device memory (aclrtMalloc).
+ *     must lie in device memory (aclrtMalloc);
+ *   - a rank joining checks the segment its root info names before mapping
+ *     it (a regular object at least a header long, fstat; then the magic
+ *     and layout version; then the size the ranks' staging buffers need),
+ *     and a rank count differing from the first joiner's fails every rank
+ *     at once, naming both; irtfake_hccl_release_root (the emulator's own)
+ *     lets the root give up a root info it could not hand out.
  */
 #define _GNU_SOURCE
 #include "../fakeacl.h"
