@@ -282,8 +282,7 @@ type rootJoin struct {
 	file string // the root info file written
 }
 
-// release removes what j owns; it holds j.mu from then on when forever is
-// set (the process is exiting).
+// release removes what j owns; the caller holds j.mu.
 func (j *rootJoin) release(why string) {
 	if j.tmp != "" {
 		os.Remove(j.tmp)
