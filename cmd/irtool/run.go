@@ -394,7 +394,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 			return fail(err)
 		}
 		if f.tp.RootInfo != "" { // one rank in this process (run_tp_cann.go)
-			j.tp, err = newTPProcBackend(tp, src.File, &f.sim, &f.cann, &f.tp, f.fs)
+			j.tp, err = newTPProcBackend(tp, src.File, &f.sim, &f.cann, &f.tp, f.fs, stderr)
 		} else {
 			j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
 		}

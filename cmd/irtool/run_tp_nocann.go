@@ -4,6 +4,7 @@ package main
 
 import (
 	"flag"
+	"io"
 
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
@@ -32,6 +33,6 @@ type cannGroup struct {
 	members []int
 }
 
-func newTPProcBackend(*passes.TP, *gguf.File, *simFlags, *cannFlags, *tpFlags, *flag.FlagSet) (*tpBackend, error) {
+func newTPProcBackend(*passes.TP, *gguf.File, *simFlags, *cannFlags, *tpFlags, *flag.FlagSet, io.Writer) (*tpBackend, error) {
 	return nil, errNoCANN
 }

@@ -35,8 +35,12 @@ import (
 // HCCLLibrary is the file LoadHCCL opens, next to libascendcl.so.
 const HCCLLibrary = "libhccl.so"
 
-// RootInfoBytes is the size of HCCL's HcclRootInfo (HCCL_ROOT_INFO_BYTES).
-const RootInfoBytes = C.HCCL_ROOT_INFO_BYTES
+// RootInfoBytes (rootinfo.go) is irtool_hccl.h's HCCL_ROOT_INFO_BYTES:
+// either array length is negative otherwise.
+var (
+	_ [RootInfoBytes - C.HCCL_ROOT_INFO_BYTES]struct{}
+	_ [C.HCCL_ROOT_INFO_BYTES - RootInfoBytes]struct{}
+)
 
 var hcclLib struct {
 	mu   sync.Mutex
@@ -152,6 +156,22 @@ func HcclGetRootInfo() ([]byte, error) {
 		return nil, hcclError("HcclGetRootInfo", "", rc)
 	}
 	return C.GoBytes(buf, C.int(RootInfoBytes)), nil
+}
+
+// ReleaseRootInfo gives up root, a root info this process made with
+// HcclGetRootInfo and cannot hand to the other ranks (or is interrupted
+// while they join): with irtool's emulator the ranks joining it fail at
+// once with why and its shared memory segment is removed; CANN's root
+// info ends with its process, so there it does nothing.
+func ReleaseRootInfo(root []byte, why string) {
+	if len(root) != RootInfoBytes || LoadHCCL() != nil {
+		return
+	}
+	buf := C.CBytes(root)
+	defer C.free(buf)
+	cw := C.CString(why)
+	defer C.free(unsafe.Pointer(cw))
+	C.irt_hccl_release_root(buf, cw)
 }
 
 // Comm is one rank's HCCL communicator.

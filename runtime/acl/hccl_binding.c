@@ -14,6 +14,10 @@ static struct {
 #undef IRT_FN
 } H;
 
+/* the emulator's irtfake_hccl_release_root (fakeacl/hccl/hccl.c), when the
+ * loaded libhccl.so is the emulator */
+static int (*release_root)(const HcclRootInfo *, const char *);
+
 int irt_hccl_dlopen(const char *path, char *err, int errlen) {
 	void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
 	if (h == NULL) {
@@ -21,6 +25,7 @@ int irt_hccl_dlopen(const char *path, char *err, int errlen) {
 		snprintf(err, (size_t)errlen, "%s", e ? e : "dlopen failed");
 		return -1;
 	}
+	if (release_root == NULL) release_root = (__typeof__(release_root))dlsym(h, "irtfake_hccl_release_root");
 #define IRT_FN(name, req) \
 	if (H.name == NULL) H.name = (__typeof__(&name))dlsym(h, #name);
 	IRT_HCCL_FUNCS(IRT_FN)
@@ -48,6 +53,9 @@ int irt_hccl_has(const char *fn) {
 #define P(x) ((void *)(x))
 
 int irt_HcclGetRootInfo(void *root) { return HCALL(HcclGetRootInfo, (HcclRootInfo *)root); }
+int irt_hccl_release_root(const void *root, const char *why) {
+	return release_root ? release_root((const HcclRootInfo *)root, why) : IRT_NOT_LOADED;
+}
 int irt_HcclCommInitRootInfo(uint32_t n, const void *root, uint32_t rank, uintptr_t *comm) {
 	HcclComm c = NULL;
 	int rc = HCALL(HcclCommInitRootInfo, n, (const HcclRootInfo *)root, rank, &c);

@@ -19,6 +19,9 @@ const char *irt_hccl_missing(void);
 int irt_hccl_has(const char *name);
 
 int irt_HcclGetRootInfo(void *root);
+/* the emulator's irtfake_hccl_release_root, or IRT_NOT_LOADED (CANN's
+ * libhccl.so: a root info ends with its process) */
+int irt_hccl_release_root(const void *root, const char *why);
 int irt_HcclCommInitRootInfo(uint32_t n, const void *root, uint32_t rank, uintptr_t *comm);
 int irt_HcclCommInitAll(uint32_t n, int32_t *devices, uintptr_t *comms);
 int irt_HcclCommDestroy(uintptr_t comm);

@@ -40,6 +40,7 @@
 #define _GNU_SOURCE
 #include "fakeacl.h"
 
+#include <errno.h>
 #include <math.h>
 
 #include <pthread.h>
@@ -196,11 +197,19 @@ aclError aclFinalize(void) {
 
 /* IRTFAKE_DEVICE_COUNT, when set (1..64), is how many devices the emulator
  * has, e.g. one per rank of a tensor-parallel run; else device_count
- * (irtfake_set), default 1. */
+ * (irtfake_set), default 1. Any other value is an error (-1, the text
+ * set): the device calls fail with ACL_ERROR_INVALID_PARAM. */
 static long long device_count(void) {
 	const char *n = getenv("IRTFAKE_DEVICE_COUNT");
-	if (n && atoll(n) >= 1 && atoll(n) <= 64) return atoll(n);
-	return cfg_device_count;
+	if (!n || !*n) return cfg_device_count;
+	char *end;
+	errno = 0;
+	long long v = strtoll(n, &end, 10);
+	if (errno || *end || end == n || v < 1 || v > 64) {
+		set_err("IRTFAKE_DEVICE_COUNT=%.40s: want a whole number of devices in [1, 64]", n);
+		return -1;
+	}
+	return v;
 }
 
 /* The arithmetic of the operators (kernels.c): IRTFAKE_ARITH=ggml makes
@@ -224,7 +233,9 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 	LOCK();
 	int rc = injected("aclrtGetDeviceCount");
 	NEED_INIT("aclrtGetDeviceCount");
-	if (!rc) *count = (uint32_t)device_count();
+	long long ndev = rc ? 0 : device_count();
+	if (ndev < 0) rc = ACL_ERROR_INVALID_PARAM;
+	if (!rc) *count = (uint32_t)ndev;
 	tr_begin("aclrtGetDeviceCount");
 	tr_end(rc);
 	UNLOCK();
@@ -235,9 +246,11 @@ aclError aclrtSetDevice(int32_t id) {
 	LOCK();
 	int rc = injected("aclrtSetDevice");
 	NEED_INIT("aclrtSetDevice");
-	if (!rc && (id < 0 || id >= device_count())) {
+	long long ndev = rc ? 0 : device_count();
+	if (ndev < 0) rc = ACL_ERROR_INVALID_PARAM;
+	if (!rc && (id < 0 || id >= ndev)) {
 		rc = ACL_ERROR_RT_INVALID_DEVICEID;
-		set_err("aclrtSetDevice: device %d does not exist (%lld devices)", id, device_count());
+		set_err("aclrtSetDevice: device %d does not exist (%lld devices)", id, ndev);
 	}
 	if (!rc) cur_device = id;
 	tr_begin("aclrtSetDevice");

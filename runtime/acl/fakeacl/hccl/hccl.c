@@ -27,15 +27,21 @@
  *     summed in float32 in rank order and rounded once; integers wrap;
  *   - a mismatch, a rank that destroys its communicator or dies (its
  *     process is gone) while others wait, or a rank that does not arrive
- *     within HCCL_EXEC_TIMEOUT seconds (default 120;
- *     HCCL_CONNECT_TIMEOUT for HcclCommInitRootInfo) fails the
+ *     within HCCL_EXEC_TIMEOUT seconds (CANN's range and default, see
+ *     timeout_ms; HCCL_CONNECT_TIMEOUT for HcclCommInitRootInfo) fails the
  *     communicator: every rank's pending and later calls return an error
  *     whose text (aclGetRecentErrMsg) names the call, its number and the
  *     ranks;
  *   - a collective is a task of its stream: on a stream being captured
  *     (aclmdlRICaptureBegin) it is recorded and runs, taking a new sequence
  *     number, each time aclmdlRIExecuteAsync replays the capture; buffers
- *     must lie in device memory (aclrtMalloc).
+ *     must lie in device memory (aclrtMalloc);
+ *   - a rank joining checks the segment its root info names before mapping
+ *     it (a regular object at least a header long, fstat; then the magic
+ *     and layout version; then the size the ranks' staging buffers need),
+ *     and a rank count differing from the first joiner's fails every rank
+ *     at once, naming both; irtfake_hccl_release_root (the emulator's own)
+ *     lets the root give up a root info it could not hand out.
  */
 #define _GNU_SOURCE
 #include "../fakeacl.h"
@@ -56,8 +62,10 @@
 
 #define MAXR 64
 #define SHM_MAGIC 0x4843434cU /* "HCCL" */
+#define SHM_VERSION 2         /* the layout of struct shared */
 #define COMM_MAGIC 0x434f4d4dU
 #define ROOT_TAG "irtool-fakehccl-v1 "
+#define SHM_PREFIX "/irtool-fakehccl-"
 
 enum { K_NONE, K_ALLREDUCE, K_ALLGATHER, K_REDUCESCATTER, K_BROADCAST, K_SEND, K_RECV };
 static const char *kname[] = {"none", "HcclAllReduce", "HcclAllGather", "HcclReduceScatter", "HcclBroadcast",
@@ -86,8 +94,10 @@ struct mailbox { /* sender -> receiver */
 
 struct shared {
 	uint32_t magic;
+	uint32_t version;
 	uint32_t nranks;
-	uint64_t cap; /* staging bytes per rank */
+	int32_t nranks_by; /* the rank that set nranks */
+	uint64_t cap;      /* staging bytes per rank */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int32_t joined;
@@ -127,18 +137,58 @@ static long env_long(const char *name, long def) {
 	return (*end || x <= 0) ? def : x;
 }
 
+/* env_int reads whole number variable name into *out: def when unset or
+ * empty, an error text (naming the variable and the range) when it is not
+ * a decimal integer in [lo, hi]. */
+static __thread char env_err[160];
+static int env_int(const char *name, int64_t def, int64_t lo, int64_t hi, int64_t *out) {
+	const char *v = getenv(name);
+	*out = def;
+	if (!v || !*v) return 0;
+	char *end;
+	errno = 0;
+	long long x = strtoll(v, &end, 10);
+	if (errno || *end || end == v || x < lo || x > hi) {
+		snprintf(env_err, sizeof env_err, "%s=%.40s: want a whole number in [%lld, %lld]", name, v, (long long)lo,
+		         (long long)hi);
+		fake_set_err("%s", env_err);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
 static int64_t now_ms(void) {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* HCCL_EXEC_TIMEOUT and HCCL_CONNECT_TIMEOUT are in seconds;
- * IRTFAKE_HCCL_TIMEOUT_MS overrides both (tests). */
-static int64_t timeout_ms(const char *env) {
-	long ms = env_long("IRTFAKE_HCCL_TIMEOUT_MS", 0);
-	if (ms > 0) return ms;
-	return (int64_t)env_long(env, 120) * 1000;
+/* HCCL_CONNECT_TIMEOUT and HCCL_EXEC_TIMEOUT are in seconds, with the
+ * ranges and defaults of CANN's environment variable reference
+ * (HCCL_CONNECT_TIMEOUT: [120, 7200], default 120; HCCL_EXEC_TIMEOUT on
+ * Atlas A2: [0, 2147483647], default 1836, 0 never times out);
+ * IRTFAKE_HCCL_TIMEOUT_MS (1..2147483647 ms) overrides both (tests).
+ * timeout_ms sets *ms (INT64_MAX: none) or the error text and returns
+ * -1; runtime/acl/hcclenv.go reads them the same way. */
+#define CONNECT_MIN 120
+#define CONNECT_MAX 7200
+#define CONNECT_DEFAULT 120
+#define EXEC_MAX 2147483647
+#define EXEC_DEFAULT 1836
+static int timeout_ms(const char *env, int64_t *ms) {
+	int64_t v;
+	if (env_int("IRTFAKE_HCCL_TIMEOUT_MS", 0, 1, 2147483647, &v) != 0) return -1;
+	if (v > 0) {
+		*ms = v;
+		return 0;
+	}
+	int connect = strcmp(env, "HCCL_CONNECT_TIMEOUT") == 0;
+	if (env_int(env, connect ? CONNECT_DEFAULT : EXEC_DEFAULT, connect ? CONNECT_MIN : 0,
+	            connect ? CONNECT_MAX : EXEC_MAX, &v) != 0)
+		return -1;
+	*ms = v == 0 ? INT64_MAX : v * 1000; /* at most 2147483647000: no overflow */
+	return 0;
 }
 
 static int dtype_bytes(int dt) {
@@ -236,6 +286,8 @@ static void init_shared(struct shared *sh) {
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&sh->cv, &ca);
 	pthread_condattr_destroy(&ca);
+	sh->version = SHM_VERSION;
+	sh->nranks_by = -1;
 	sh->magic = SHM_MAGIC;
 }
 
@@ -259,7 +311,8 @@ typedef int (*ready_fn)(comm *c, void *arg);
 
 static int wait_ranks(comm *c, ready_fn ready, void *arg, int64_t limit_ms, const char *what) {
 	struct shared *sh = c->m->sh;
-	int64_t deadline = now_ms() + limit_ms;
+	int64_t t0 = now_ms();
+	int64_t deadline = limit_ms > INT64_MAX - t0 ? INT64_MAX : t0 + limit_ms;
 	for (;;) {
 		int k = ready(c, arg);
 		if (k < 0) return 0;
@@ -306,7 +359,7 @@ HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo) {
 	pthread_mutex_unlock(&local_mu);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	snprintf(name, sizeof name, "/irtool-fakehccl-%d-%d-%lld", (int)getpid(), k,
+	snprintf(name, sizeof name, SHM_PREFIX "%d-%d-%lld", (int)getpid(), k,
 	         (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
 	int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
 	if (fd < 0) {
@@ -381,7 +434,14 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
 		return HCCL_E_PARA;
 	}
 	const char *name = info + tl;
-	int64_t limit = timeout_ms("HCCL_CONNECT_TIMEOUT");
+	if (strncmp(name, SHM_PREFIX, strlen(SHM_PREFIX)) != 0 || strchr(name + 1, '/') != NULL) {
+		fake_set_err("HcclCommInitRootInfo: root info names %.80s, not a segment of this library's "
+		             "HcclGetRootInfo",
+		             name);
+		return HCCL_E_PARA;
+	}
+	int64_t limit;
+	if (timeout_ms("HCCL_CONNECT_TIMEOUT", &limit) != 0) return HCCL_E_PARA;
 	int fd = shm_open(name, O_RDWR, 0600);
 	if (fd < 0) {
 		fake_set_err("HcclCommInitRootInfo: rank %u: the root's segment %s is gone (%s): every rank must join "
@@ -389,17 +449,35 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
 		             rank, name, strerror(errno));
 		return HCCL_E_NOT_FOUND;
 	}
+	/* The object's size before mapping it: a page of the mapping past the
+	 * object's end would raise SIGBUS when touched. */
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)HDR_BYTES) {
+		fake_set_err("HcclCommInitRootInfo: %s is not a communicator segment (%lld B, a header is %zu B)", name,
+		             (long long)st.st_size, (size_t)HDR_BYTES);
+		close(fd);
+		return HCCL_E_PARA;
+	}
 	struct shared *hdr = mmap(NULL, HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (hdr == MAP_FAILED || hdr->magic != SHM_MAGIC) {
-		fake_set_err("HcclCommInitRootInfo: %s is not a communicator segment", name);
+	if (hdr == MAP_FAILED || hdr->magic != SHM_MAGIC || hdr->version != SHM_VERSION) {
+		if (hdr == MAP_FAILED)
+			fake_set_err("HcclCommInitRootInfo: mmap %s: %s", name, strerror(errno));
+		else
+			fake_set_err("HcclCommInitRootInfo: %s is not a communicator segment of this library (magic "
+			             "%#x version %u, want %#x version %u)",
+			             name, hdr->magic, hdr->version, SHM_MAGIC, SHM_VERSION);
 		if (hdr != MAP_FAILED) munmap(hdr, HDR_BYTES);
 		close(fd);
 		return HCCL_E_PARA;
 	}
 	sh_lock(hdr);
 	int rc = 0;
-	if (hdr->nranks == 0) {
+	if (hdr->failed) {
+		rc = hdr->fail_code;
+		fake_set_err("HcclCommInitRootInfo (rank %u of %u): %s", rank, nRanks, hdr->err);
+	} else if (hdr->nranks == 0) {
 		hdr->nranks = nRanks;
+		hdr->nranks_by = (int32_t)rank;
 		hdr->cap = staging_cap();
 		if (ftruncate(fd, (off_t)(HDR_BYTES + nRanks * hdr->cap)) != 0) {
 			rc = HCCL_E_SYSCALL;
@@ -407,15 +485,23 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
 			hdr->nranks = 0;
 		}
 	} else if (hdr->nranks != nRanks) {
+		/* Every rank fails at once, the ranks waiting for the others too. */
 		rc = HCCL_E_PARA;
-		fake_set_err("HcclCommInitRootInfo: rank %u says %u ranks, the communicator has %u", rank, nRanks,
-		             hdr->nranks);
+		sh_fail(hdr, HCCL_E_PARA, "rank %u says %u ranks, rank %d said %u: every rank needs the same count",
+		        rank, nRanks, (int)hdr->nranks_by, hdr->nranks);
+		fake_set_err("HcclCommInitRootInfo (rank %u of %u): %s", rank, nRanks, hdr->err);
 	}
 	if (!rc && hdr->slot[rank].state != 0) {
 		rc = HCCL_E_PARA;
-		fake_set_err("HcclCommInitRootInfo: rank %u joined twice", rank);
+		fake_set_err("HcclCommInitRootInfo: rank %u joined twice: process %d has already joined as rank %u", rank,
+		             (int)hdr->slot[rank].pid, rank);
 	}
 	size_t len = HDR_BYTES + nRanks * hdr->cap;
+	if (!rc && (hdr->cap > ((uint64_t)1 << 40) || fstat(fd, &st) != 0 || st.st_size < (off_t)len)) {
+		rc = HCCL_E_PARA;
+		fake_set_err("HcclCommInitRootInfo: %s is not a communicator segment of %u ranks (%lld B, want %zu B)",
+		             name, nRanks, (long long)st.st_size, len);
+	}
 	sh_unlock(hdr);
 	munmap(hdr, HDR_BYTES);
 	if (rc) {
@@ -456,6 +542,42 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
 		return rc;
 	}
 	*comm_out = c;
+	return HCCL_SUCCESS;
+}
+
+/* irtfake_hccl_release_root (the emulator's own, not HCCL's): the root
+ * that made rootInfo with HcclGetRootInfo gives it up, e.g. when it
+ * cannot hand it to the other ranks or is interrupted while they join:
+ * the ranks joining it fail at once with why, and the segment's name is
+ * unlinked (the mappings of the ranks that joined stay valid). On CANN a
+ * root info lives in its process and ends with it. */
+HcclResult irtfake_hccl_release_root(const HcclRootInfo *rootInfo, const char *why) {
+	if (!rootInfo) return HCCL_E_PTR;
+	const char *info = rootInfo->internal;
+	size_t tl = strlen(ROOT_TAG);
+	if (strncmp(info, ROOT_TAG, tl) != 0 || memchr(info, 0, sizeof rootInfo->internal) == NULL ||
+	    strncmp(info + tl, SHM_PREFIX, strlen(SHM_PREFIX)) != 0 || strchr(info + tl + 1, '/') != NULL) {
+		fake_set_err("irtfake_hccl_release_root: root info was not made by this library's HcclGetRootInfo");
+		return HCCL_E_PARA;
+	}
+	const char *name = info + tl;
+	int fd = shm_open(name, O_RDWR, 0600);
+	if (fd < 0) return HCCL_SUCCESS; /* every rank has joined, or it was released */
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= (off_t)HDR_BYTES) {
+		struct shared *sh = mmap(NULL, HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (sh != MAP_FAILED) {
+			if (sh->magic == SHM_MAGIC && sh->version == SHM_VERSION) {
+				sh_lock(sh);
+				sh_fail(sh, HCCL_E_REMOTE, "%s", why && *why ? why : "the root gave up its root info");
+				sh_unlock(sh);
+			}
+			munmap(sh, HDR_BYTES);
+		}
+	}
+	close(fd);
+	shm_unlink(name);
+	fake_trace_call("irtfake_hccl_release_root", 0, ",\"name\":\"%s\"", name);
 	return HCCL_SUCCESS;
 }
 
@@ -719,6 +841,17 @@ static int done_all(comm *c, void *arg) {
 	return -1;
 }
 
+/* a timeout variable this rank cannot read fails the communicator, so
+ * that the other ranks do not wait for this one */
+static int bad_env(comm *c, const char *fn) {
+	struct shared *sh = c->m->sh;
+	sh_lock(sh);
+	sh_fail(sh, HCCL_E_PARA, "rank %u: %s", c->rank, env_err);
+	int rc = failed_rc(c, fn);
+	sh_unlock(sh);
+	return rc;
+}
+
 /* bytes a rank stages for d */
 static uint64_t in_bytes(comm *c, const desc *d) {
 	uint64_t e = (uint64_t)dtype_bytes(d->dtype);
@@ -728,7 +861,8 @@ static uint64_t in_bytes(comm *c, const desc *d) {
 static int collective(comm *c, const desc *d, const void *send, void *recv) {
 	struct shared *sh = c->m->sh;
 	const char *fn = kname[d->kind];
-	int64_t limit = timeout_ms("HCCL_EXEC_TIMEOUT");
+	int64_t limit;
+	if (timeout_ms("HCCL_EXEC_TIMEOUT", &limit) != 0) return bad_env(c, fn);
 	int64_t s = ++c->seq;
 	char me[96], what[160];
 	describe(me, sizeof me, d);
@@ -802,7 +936,8 @@ static int p2p_ready(comm *c, void *arg) {
 static int p2p(comm *c, const desc *d, void *buf) {
 	struct shared *sh = c->m->sh;
 	const char *fn = kname[d->kind];
-	int64_t limit = timeout_ms("HCCL_EXEC_TIMEOUT");
+	int64_t limit;
+	if (timeout_ms("HCCL_EXEC_TIMEOUT", &limit) != 0) return bad_env(c, fn);
 	uint32_t peer = (uint32_t)d->root;
 	int send = d->kind == K_SEND;
 	int64_t s = send ? ++c->sends[peer] : ++c->recvs[peer];
