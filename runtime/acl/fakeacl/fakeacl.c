@@ -1219,6 +1219,38 @@ aclnnStatus aclDestroyTensorList(const aclTensorList *array) {
 
 static long long exec_ids, live_execs;
 
+/* The live executors, so that phase 2 recognises one without reading the
+ * memory of an executor it already freed (a second run of a single-use
+ * executor). Under mu. */
+static aclOpExecutor **live_set;
+static size_t live_len, live_cap;
+
+static int exec_add(aclOpExecutor *ex) {
+	if (live_len == live_cap) {
+		size_t cap = live_cap ? 2 * live_cap : 64;
+		aclOpExecutor **p = realloc(live_set, cap * sizeof *p);
+		if (!p) return 0;
+		live_set = p, live_cap = cap;
+	}
+	live_set[live_len++] = ex;
+	return 1;
+}
+
+/* ex if it is live (newest first: phase 2 usually runs the latest), else NULL */
+static aclOpExecutor *exec_live(const aclOpExecutor *ex) {
+	for (size_t i = live_len; i-- > 0;)
+		if (live_set[i] == ex) return live_set[i];
+	return NULL;
+}
+
+static void exec_remove(const aclOpExecutor *ex) {
+	for (size_t i = live_len; i-- > 0;)
+		if (live_set[i] == ex) {
+			live_set[i] = live_set[--live_len];
+			return;
+		}
+}
+
 static uint64_t ws_for(const char *op) {
 	for (int i = 0; i < n_ws_rules; i++)
 		if (strcmp(ws_rules[i].op, op) == 0) return (uint64_t)ws_rules[i].bytes;
@@ -1345,6 +1377,10 @@ static aclnnStatus call_end(call *c, const char *op, uint64_t *workspaceSize, ac
 		c->rc = ACLNN_ERR_PARAM_NULLPTR;
 		set_err("%s: workspaceSize and executor must not be null", c->fn);
 	}
+	if (!c->rc && !exec_add(c->ex)) {
+		c->rc = ACLNN_ERR_INNER;
+		set_err("%s: out of host memory", c->fn);
+	}
 	if (!c->rc) {
 		c->ex->magic = EXEC_MAGIC;
 		c->ex->id = ++exec_ids;
@@ -1367,7 +1403,7 @@ static aclnnStatus run(const char *op, void *workspace, uint64_t workspaceSize, 
                        aclrtStream s) {
 	LOCK();
 	int rc = injected(op);
-	aclOpExecutor *ex = (executor && executor->magic == EXEC_MAGIC) ? executor : NULL;
+	aclOpExecutor *ex = exec_live(executor);
 	stream *p = s ? as_stream(s) : NULL;
 	long long exid = ex ? ex->id : 0;
 	if (!rc && !ex) {
@@ -1413,6 +1449,7 @@ static aclnnStatus run(const char *op, void *workspace, uint64_t workspaceSize, 
 	}
 	if (ex && (!rc || consumed)) {
 		ex->magic = 0;
+		exec_remove(ex);
 		free(ex);
 		live_execs--;
 	}
@@ -2194,6 +2231,7 @@ void irtfake_set(const char *key, long long value) {
 	else if (strcmp(key, "total_mem") == 0) cfg_total_mem = value;
 	else if (strcmp(key, "capture_supported") == 0) cfg_capture_supported = value;
 	else if (strcmp(key, "arith") == 0) cfg_arith = value;
+	else if (fake_parallel_set(key, value)) /* parallel.c */;
 	else if (strncmp(key, "workspace:", 10) == 0) {
 		int i;
 		for (i = 0; i < n_ws_rules; i++)

@@ -91,4 +91,16 @@ int fake_compute(const aclOpExecutor *ex, void *workspace, uint64_t wsSize);
 /* kernels.c: 1 if an emulated kernel exists for op. */
 int fake_has_kernel(const char *op);
 
+/* parallel.c: fn(arg, lo, hi) computes tasks [lo, hi) and returns 0 or an
+ * ACL error; fake_parallel splits [0, n) into contiguous ranges of at
+ * least min_per_thread tasks over fake_threads() threads (IRTFAKE_THREADS)
+ * and returns the first error. The caller's results must not depend on the
+ * split (each task computed wholly by one thread). */
+typedef int (*fake_range_fn)(void *arg, int64_t lo, int64_t hi);
+int fake_threads(void);
+int fake_simd(void);
+/* irtfake_set's "threads" and "simd" keys; 1 when key is one of them */
+int fake_parallel_set(const char *key, long long value);
+int fake_parallel(int64_t n, int64_t min_per_thread, fake_range_fn fn, void *arg);
+
 #endif

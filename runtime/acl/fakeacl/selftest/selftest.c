@@ -121,6 +121,101 @@ static void test_wqbmm(void) {
 	ok(rc == ACLNN_ERR_PARAM_INVALID && msg && strstr(msg, "antiquantScale"), "a (k/g+1, n) antiquantScale is ACLNN_ERR_PARAM_INVALID", msg);
 }
 
+/* WQBMM's vector and threaded path (AVX2/F16C, kernels.c wq_range_avx2)
+ * against its scalar loop, bit for bit: INT8 and INT4 weights, float16 and
+ * float32 activations, with and without antiquantOffset, per-channel and
+ * grouped scales, column counts that leave a tail of fewer than 8, a bias,
+ * scales that overflow float16, give subnormal results, are infinite or NaN
+ * (the NaN payload included), and 1 or 3 threads. (x is float16: CANN
+ * refuses float32; bias float16 with it.) */
+static void wqbmm_run(aclDataType xt, aclDataType wt_, int M, int K, int N, int G, int off, int bias, uint16_t special,
+                      void *out, size_t outBytes) {
+	int ng = G ? K / G : 1;
+	int64_t xd[] = {M, K}, xs[] = {K, 1}, wd[] = {K, N}, ws_[] = {1, K};
+	int64_t sd2[] = {ng, N}, ss2[] = {1, ng}, sd1[] = {N}, ss1[] = {1}, yd[] = {M, N}, ys[] = {N, 1}, bd[] = {N}, bs[] = {1};
+	int xe = xt == ACL_FLOAT ? 4 : 2;
+	unsigned char *x = dev((size_t)(xe * M * K)), *w = dev((size_t)(K * N)), *y = dev((size_t)(xe * M * N));
+	uint16_t *sc = dev((size_t)(2 * ng * N)), *of = dev((size_t)(2 * ng * N)), *bi = dev((size_t)(2 * N));
+	float *bf = dev((size_t)(4 * N));
+	unsigned seed = 12345;
+	for (int i = 0; i < M * K; i++) {
+		seed = seed * 1103515245u + 12345u;
+		float v = (float)((int)(seed >> 16) % 2001 - 1000) / 256.0f;
+		if (xt == ACL_FLOAT) memcpy(x + 4 * i, &v, 4);
+		else {
+			uint16_t h = half(v);
+			memcpy(x + 2 * i, &h, 2);
+		}
+	}
+	for (int i = 0; i < K * N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		w[i] = (unsigned char)(seed >> 13);
+	}
+	for (int i = 0; i < ng * N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		float v = (float)((int)(seed >> 16) % 1000 + 1) * 1e-4f;
+		sc[i] = half(v);
+		of[i] = half((float)((int)(seed >> 20) % 17 - 8) * 0.5f);
+	}
+	sc[1 % (ng * N)] = half(3000.0f);  /* products past float16's range: inf */
+	sc[2 % (ng * N)] = 0x0001;         /* a subnormal scale: subnormal results */
+	sc[(ng * N) / 2] = special;        /* inf or a NaN with a payload */
+	for (int n = 0; n < N; n++) bi[n] = half((float)(n % 5) - 2), bf[n] = (float)(n % 5) - 2.5f;
+	aclTensor *tx = tensor(xt, 2, xd, xs, 0, x);
+	aclTensor *tw = wt_ == ACL_INT4 ? tensor(ACL_INT4, 2, wd, ws_, 0, w) : tensor(ACL_INT8, 2, wd, ws_, 0, w);
+	aclTensor *ts = G ? tensor(ACL_FLOAT16, 2, sd2, ss2, 0, sc) : tensor(ACL_FLOAT16, 1, sd1, ss1, 0, sc);
+	aclTensor *to = !off ? NULL : G ? tensor(ACL_FLOAT16, 2, sd2, ss2, 0, of) : tensor(ACL_FLOAT16, 1, sd1, ss1, 0, of);
+	aclTensor *tb = !bias ? NULL : xt == ACL_FLOAT ? tensor(ACL_FLOAT, 1, bd, bs, 0, bf) : tensor(ACL_FLOAT16, 1, bd, bs, 0, bi);
+	aclTensor *ty = tensor(xt, 2, yd, ys, 0, y);
+	uint64_t wsz = 0;
+	aclOpExecutor *ex = NULL;
+	int rc = run2("aclnnWeightQuantBatchMatmulV2", aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(tx, tw, ts, to, NULL, NULL, tb, G, ty, &wsz, &ex), &wsz, &ex, aclnnWeightQuantBatchMatmulV2, NULL);
+	if (rc != 0) memset(y, 0xee, (size_t)(xe * M * N));
+	memcpy(out, y, outBytes);
+}
+
+static void test_wqbmm_paths(void) {
+	static const struct {
+		aclDataType x, w;
+		int M, K, N, G, off, bias;
+		uint16_t special;
+	} cases[] = {
+		{ACL_FLOAT16, ACL_INT8, 1, 896, 77, 32, 0, 0, 0x7c00},
+		{ACL_FLOAT16, ACL_INT8, 3, 256, 40, 32, 1, 1, 0x7e01},
+		{ACL_FLOAT16, ACL_INT8, 2, 64, 19, 0, 1, 0, 0xfd55},
+		{ACL_FLOAT16, ACL_INT8, 13, 4864, 24, 64, 0, 1, 0x7d00},
+		{ACL_FLOAT16, ACL_INT4, 5, 128, 34, 64, 1, 0, 0x7c00},
+		{ACL_FLOAT16, ACL_INT4, 1, 64, 8, 32, 0, 1, 0x7d00},
+		{ACL_FLOAT16, ACL_INT4, 4, 64, 10, 0, 1, 0, 0x7e00},
+		{ACL_FLOAT16, ACL_INT8, 2, 36, 16, 0, 1, 0, 0x3c00}, /* K not a multiple of 8: the scalar loop */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int xe = cases[i].x == ACL_FLOAT ? 4 : 2;
+		size_t bytes = (size_t)(xe * cases[i].M * cases[i].N);
+		unsigned char *ref = malloc(bytes), *got = malloc(bytes);
+		irtfake_set("simd", 0);
+		irtfake_set("threads", 1);
+		wqbmm_run(cases[i].x, cases[i].w, cases[i].M, cases[i].K, cases[i].N, cases[i].G, cases[i].off, cases[i].bias, cases[i].special, ref, bytes);
+		int same = 1;
+		for (int t = 1; t <= 3; t += 2)
+			for (int simd = 0; simd <= 1; simd++) {
+				irtfake_set("simd", simd);
+				irtfake_set("threads", t);
+				wqbmm_run(cases[i].x, cases[i].w, cases[i].M, cases[i].K, cases[i].N, cases[i].G, cases[i].off, cases[i].bias, cases[i].special, got, bytes);
+				same &= memcmp(ref, got, bytes) == 0;
+			}
+		char what[160];
+		snprintf(what, sizeof what, "WQBMM %s x %s, M=%d K=%d N=%d group %d%s%s, scale 0x%04x: vector and threaded paths equal the scalar loop bit for bit",
+		         cases[i].x == ACL_FLOAT ? "f32" : "f16", cases[i].w == ACL_INT4 ? "int4" : "int8", cases[i].M, cases[i].K, cases[i].N,
+		         cases[i].G, cases[i].off ? ", offset" : "", cases[i].bias ? ", bias" : "", cases[i].special);
+		ok(same, what, NULL);
+		free(ref);
+		free(got);
+	}
+	irtfake_set("simd", -1);
+	irtfake_set("threads", 0);
+}
+
 /* aclnnRotaryPositionEmbedding modes 0 (half) and 1 (interleave) */
 static void test_rope(void) {
 	enum { D = 8 };
@@ -526,6 +621,7 @@ int main(void) {
 		return 1;
 	}
 	test_wqbmm();
+	test_wqbmm_paths();
 	test_rope();
 	test_cube();
 	test_elementwise();
