@@ -334,7 +334,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, int) {
 	}
 	bf.ubatches = ubatch.vals
 	for _, t := range threads.vals {
-		if e := flagRange("--threads", int64(t), 0, maxThreads, "the physical cores"); e != nil {
+		if e := flagRange("-t", int64(t), 0, maxThreads, "the physical cores"); e != nil {
 			return nil, usageError(stderr, "bench", "%v", e)
 		}
 		if t == 0 {

@@ -127,8 +127,8 @@ func TestFlagRanges(t *testing.T) {
 	}{
 		{[]string{"bench", "-r", "99999999999999"}, "-r 99999999999999: want 1..10000"},
 		{[]string{"bench", "-r", "1000000000"}, "-r 1000000000: want 1..10000"},
-		{[]string{"bench", "-t", "1000000"}, "--threads 1000000: want 0 (the physical cores) or 1..1024"},
-		{[]string{"bench", "-p", "-1"}, "-p -1: want 0..16777216"},
+		{[]string{"bench", "-t", "1000000"}, "-t 1000000: want 0 (the physical cores) or 1..1024"},
+		{[]string{"bench", "-p", "-1"}, `flag -p: "-1" is not a number >= 0`},
 		{[]string{"run", "-t", "1000000"}, "--threads 1000000: want 0 (the physical cores) or 1..1024"},
 		{[]string{"compile", "--threads", "1000000"}, "--threads 1000000: want 0 (GOMAXPROCS) or 1..1024"},
 		{[]string{"run", "--pp", "0"}, "--pp 0: want 1..1024"},
