@@ -42,8 +42,10 @@ const nearTie = 2e-2
 // arithmetic), feeding both the CPU's token: every step picks the CPU's
 // token unless the two tokens are a near tie (nearTie) in both. The
 // "ggml" mode's pool is the default sizing (PlacedBytes), which fits the
-// emulator's 4 GiB. Opt-in ($IRTOOL_QWEN_SHAPE_DIR): several minutes per
-// file on the emulator's plain C loops.
+// emulator's 4 GiB. Opt-in ($IRTOOL_QWEN_SHAPE_DIR; .ci/run makes the
+// Q8_0 file and runs its "wqbmm" case): about a minute and a half for the
+// Q8_0 file in the default mode on two cores, much longer in the "ggml"
+// mode, whose matmuls are the emulator's plain loops.
 func TestQwenShapeGreedy(t *testing.T) {
 	dir := os.Getenv(EnvQwenShapeDir)
 	if dir == "" {
