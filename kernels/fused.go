@@ -145,6 +145,10 @@ type attn struct {
 	out          dstWriter
 	kqDots       func(s, a, q []float32)
 	vDot         func(a, b []float32) float32
+	// vDot4: vDot of one row with four at a time (dotF32x4 or
+	// dotF32x4FMA, each result bit for bit vDot's), nil where vDot is
+	// ggml_vec_dot's order (a single query column).
+	vDot4 func(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32)
 	// vMat: every vDot is dotVec(·, ·, false)'s value (F32 v, or F16 v
 	// whose n_kv is whole blocks of 32: no float64 leftovers), so the dv
 	// products of a query run as one matVecF32.
@@ -187,6 +191,7 @@ func newAttn(dst, q, k, v Tensor, mask *Tensor, scale, maxBias float32, w int) *
 	// multiple of 8 sends it to ggml_vec_dot_f16/f32.
 	at.kqDots = dotRowsFor(k.Type, T < 2 || d%8 != 0)
 	at.vDot = dotFor(v.Type, T < 2 || nkv%8 != 0)
+	at.vDot4 = dotX4For(v.Type, T < 2 || nkv%8 != 0)
 	if T < 2 || nkv%8 != 0 {
 		at.vMat = v.Type == gguf.TypeF32 || v.Type == gguf.TypeF16 && nkv%32 == 0 && nkv > 0
 	}
@@ -263,7 +268,13 @@ func (at *attn) run(buf []float32, lo, hi int) {
 				if at.vMat {
 					matVecF32(vr, nkv, s, res)
 				} else {
-					for c := range dv {
+					c := 0
+					if at.vDot4 != nil {
+						for ; c+4 <= dv; c += 4 {
+							res[c], res[c+1], res[c+2], res[c+3] = at.vDot4(s, vr[c*nkv:(c+1)*nkv], vr[(c+1)*nkv:(c+2)*nkv], vr[(c+2)*nkv:(c+3)*nkv], vr[(c+3)*nkv:(c+4)*nkv])
+						}
+					}
+					for ; c < dv; c++ {
 						res[c] = at.vDot(vr[c*nkv:(c+1)*nkv], s)
 					}
 				}
@@ -338,11 +349,26 @@ func dotFor(t gguf.GGMLType, vec bool) func(a, b []float32) float32 {
 	return dotF32
 }
 
+// dotX4For returns dotFor(t, vec) for one row and four others at a time
+// (dot(a, bi), products commute): tinyBLAS's lanes four columns per call,
+// with or without FMAs; nil for ggml_vec_dot's order (vec and F16/F32),
+// which has no such kernel.
+func dotX4For(t gguf.GGMLType, vec bool) func(a, b0, b1, b2, b3 []float32) (r0, r1, r2, r3 float32) {
+	switch {
+	case vec && (t == gguf.TypeF16 || t == gguf.TypeF32):
+		return nil
+	case t == gguf.TypeF32:
+		return dotF32x4FMA
+	}
+	return dotF32x4
+}
+
 // dotRowsFor returns a function setting s[j] = dot(a[j*d:(j+1)*d], q) for
 // every row j of a (d = len(q)) with dotFor(t, vec)'s dot, unrolled for
 // head_dim 8 where that is one block of tinyBLAS's eight lanes.
 func dotRowsFor(t gguf.GGMLType, vec bool) func(s, a, q []float32) {
 	dot := dotFor(t, vec)
+	dot4 := dotX4For(t, vec)
 	return func(s, a, q []float32) {
 		d := len(q)
 		switch {
@@ -363,7 +389,15 @@ func dotRowsFor(t gguf.GGMLType, vec bool) func(s, a, q []float32) {
 				s[j] = float32(sum)
 			}
 		default:
-			for j := range s {
+			j := 0
+			if dot4 != nil && d >= 8 {
+				// Four K rows per call (prefill: the products of every
+				// query row with all n_kv keys).
+				for ; j+4 <= len(s); j += 4 {
+					s[j], s[j+1], s[j+2], s[j+3] = dot4(q, a[j*d:(j+1)*d], a[(j+1)*d:(j+2)*d], a[(j+2)*d:(j+3)*d], a[(j+3)*d:(j+4)*d])
+				}
+			}
+			for ; j < len(s); j++ {
 				s[j] = dot(a[j*d:(j+1)*d], q)
 			}
 		}

@@ -26,7 +26,9 @@ func matVecF32(a []float32, stride int, b, out []float32) {
 // matVecF16 sets out[r] = dotVecF16Raw(a[r*stride:], b) for every r <
 // len(out): the F16 matrix-vector product of a decode step
 // (ggml_vec_dot_f16 per row), in one assembly call when the SIMD kernels
-// are in use and len(b) is a multiple of 32 (no leftover products).
+// are in use and len(b) is a multiple of 32 (no leftover products): two
+// rows per iteration with a software prefetch (matVecF16AVX2) or one row
+// at a time without (matVecF16R1AVX2), as tune says for this CPU.
 func matVecF16(a []byte, stride int, b, out []float32) {
 	rows, n := len(out), len(b)
 	if rows == 0 {
@@ -34,7 +36,11 @@ func matVecF16(a []byte, stride int, b, out []float32) {
 	}
 	_ = a[(rows-1)*stride+2*n-1]
 	if useAVX2 && n > 0 && n%32 == 0 {
-		matVecF16AVX2(&a[0], stride, rows, &b[0], n, &out[0])
+		if tune.f16GEMV2 {
+			matVecF16AVX2(&a[0], stride, rows, &b[0], n, &out[0])
+		} else {
+			matVecF16R1AVX2(&a[0], stride, rows, &b[0], n, &out[0])
+		}
 		return
 	}
 	for r := range out {

@@ -19,3 +19,6 @@ func f16T8AVX2(dst *float32, dstStride int, src *byte, stride int, n int)
 
 //go:noescape
 func matVecF16AVX2(a *byte, stride int, rows int, b *float32, n int, out *float32)
+
+//go:noescape
+func matVecF16R1AVX2(a *byte, stride int, rows int, b *float32, n int, out *float32)

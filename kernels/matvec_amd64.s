@@ -503,3 +503,77 @@ mf1loop:
 mfdone:
 	VZEROUPPER
 	RET
+
+// func matVecF16R1AVX2(a *byte, stride int, rows int, b *float32, n int, out *float32)
+// The same products as matVecF16AVX2 (each row dotVecF16RawAVX2's lanes
+// and reduction), one row at a time with no software prefetch: a chunk of
+// dense rows is then one sequential stream, which the hardware
+// prefetchers of AMD's Zen cores follow across pages by themselves, while
+// two interleaved rows 1,792 bytes apart and a PREFETCHT0 per cache line
+// lost a fifth of the bytes per CPU second on an EPYC (Zen 3;
+// BenchmarkMatVecF16Stream). Two steps of 32 values per iteration (each
+// accumulator still takes its values in order), a last single step when
+// n/32 is odd. rows >= 1, n a positive multiple of 32.
+TEXT ·matVecF16R1AVX2(SB), NOSPLIT, $0-48
+	MOVQ a+0(FP), SI
+	MOVQ stride+8(FP), DX
+	MOVQ rows+16(FP), R8
+	MOVQ b+24(FP), DI
+	MOVQ n+32(FP), CX
+	MOVQ out+40(FP), R9
+
+mr1row:
+	MOVQ   SI, R11
+	MOVQ   DI, R12
+	MOVQ   CX, R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	CMPQ   R13, $64
+	JLT    mr1one
+
+mr1loop:
+	VCVTPH2PS   0(R11), Y8
+	VCVTPH2PS   16(R11), Y9
+	VCVTPH2PS   32(R11), Y10
+	VCVTPH2PS   48(R11), Y11
+	VCVTPH2PS   64(R11), Y12
+	VCVTPH2PS   80(R11), Y13
+	VCVTPH2PS   96(R11), Y14
+	VCVTPH2PS   112(R11), Y15
+	VFMADD231PS 0(R12), Y8, Y0
+	VFMADD231PS 32(R12), Y9, Y1
+	VFMADD231PS 64(R12), Y10, Y2
+	VFMADD231PS 96(R12), Y11, Y3
+	VFMADD231PS 128(R12), Y12, Y0
+	VFMADD231PS 160(R12), Y13, Y1
+	VFMADD231PS 192(R12), Y14, Y2
+	VFMADD231PS 224(R12), Y15, Y3
+	ADDQ        $128, R11
+	ADDQ        $256, R12
+	SUBQ        $64, R13
+	CMPQ        R13, $64
+	JGE         mr1loop
+
+mr1one:
+	TESTQ       R13, R13
+	JZ          mr1red
+	VCVTPH2PS   0(R11), Y8
+	VCVTPH2PS   16(R11), Y9
+	VCVTPH2PS   32(R11), Y10
+	VCVTPH2PS   48(R11), Y11
+	VFMADD231PS 0(R12), Y8, Y0
+	VFMADD231PS 32(R12), Y9, Y1
+	VFMADD231PS 64(R12), Y10, Y2
+	VFMADD231PS 96(R12), Y11, Y3
+
+mr1red:
+	F16VREDUCE(Y0, Y1, Y2, Y3, X0, X8)
+	VMOVSS X0, 0(R9)
+	ADDQ   $4, R9
+	ADDQ   DX, SI
+	DECQ   R8
+	JNZ    mr1row
+	VZEROUPPER
+	RET

@@ -21,3 +21,7 @@ func f16T8AVX2(dst *float32, dstStride int, src *byte, stride int, n int) { pani
 func matVecF16AVX2(a *byte, stride int, rows int, b *float32, n int, out *float32) {
 	panic("kernels: no SIMD")
 }
+
+func matVecF16R1AVX2(a *byte, stride int, rows int, b *float32, n int, out *float32) {
+	panic("kernels: no SIMD")
+}

@@ -882,9 +882,11 @@ func TestSIMDMatVecF16(t *testing.T) {
 	}
 	ks := []kernel{{"matVecF16", matVecF16}, {"avx2", func(a []byte, stride int, b, out []float32) {
 		matVecF16AVX2(&a[0], stride, len(out), &b[0], len(b), &out[0])
+	}}, {"avx2-rows1", func(a []byte, stride int, b, out []float32) {
+		matVecF16R1AVX2(&a[0], stride, len(out), &b[0], len(b), &out[0])
 	}}}
 	r := rand.New(rand.NewPCG(31, 32))
-	for _, n := range []int{32, 64, 96 + 7, 896, 4864} {
+	for _, n := range []int{32, 64, 96, 96 + 7, 160, 896, 4864} {
 		for _, rows := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 13} {
 			stride := 2*n + 6
 			buf := make([]byte, rows*stride+1)

@@ -29,15 +29,18 @@
 #   GEN_QWEN_SHAPE    path of the Qwen-shape GGUF generator script, which
 #                     writes OUT.gguf (F16, random weights) and takes
 #                     --shape NAME (--mixes)
-#   PYTHON            interpreter for the generator (default: python3; it
-#                     needs numpy and PyYAML)
+#   PYTHON            interpreter for the generator (default: the first of
+#                     python3 and /usr/bin/python3 that imports numpy and
+#                     PyYAML, which it needs)
+#   IRTOOL_KERNELS    passed on to irtool: forces kernel paths (e.g. avx2;
+#                     docs/KERNELS.md); the header shows it when set
 #
 # Needs python3 (standard library only) to read the JSON outputs.
 # Exit status 0 when every run succeeded.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 
-usage() { sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; }
 
 plist=64 n=32 tlist=2 r=3 mixes="" keep=""
 while [ "$#" -gt 0 ]; do
@@ -79,7 +82,13 @@ models=()
 if [ -n "$mixes" ]; then
   lq="${LLAMA_QUANTIZE:-$(command -v llama-quantize || true)}"
   gen="${GEN_QWEN_SHAPE:-}"
-  py="${PYTHON:-python3}"
+  py="${PYTHON:-}"
+  if [ -z "$py" ]; then
+    py=python3
+    for c in python3 /usr/bin/python3; do
+      if "$c" -c 'import numpy, yaml' >/dev/null 2>&1; then py="$c"; break; fi
+    done
+  fi
   if [ -z "$lq" ] || [ ! -x "$lq" ]; then
     echo "bench-vs-llamacpp: --mixes: llama-quantize not found: set LLAMA_QUANTIZE to its path" >&2; exit 1
   fi
@@ -95,7 +104,13 @@ if [ -n "$mixes" ]; then
     shape=qwen2.5-0.5b item_t="$item"
     case "$item" in *:*) shape="${item%%:*}"; item_t="${item#*:}" ;; esac
     f16="$dir/$shape-shape-F16.gguf"
-    if [ ! -s "$f16" ]; then
+    case "$item_t" in
+      F16) out="$f16" ;;
+      pure-*) out="$dir/$shape-shape-${item_t#pure-}.gguf"; qargs=(--pure "$f16" "$out.part" "${item_t#pure-}") ;;
+      *) out="$dir/$shape-shape-$item_t.gguf"; qargs=("$f16" "$out.part" "$item_t") ;;
+    esac
+    # The F16 file is made only when something still needs it.
+    if [ ! -s "$out" ] && [ ! -s "$f16" ]; then
       echo "# generating $(basename "$f16")" >&2
       if [ "$shape" = qwen2.5-0.5b ]; then
         "$py" "$gen" "$f16.part" >"$tmp/gen.log" 2>&1 || { cat "$tmp/gen.log" >&2; exit 1; }
@@ -104,11 +119,6 @@ if [ -n "$mixes" ]; then
       fi
       mv "$f16.part" "$f16"
     fi
-    case "$item_t" in
-      F16) out="$f16" ;;
-      pure-*) out="$dir/$shape-shape-${item_t#pure-}.gguf"; qargs=(--pure "$f16" "$out.part" "${item_t#pure-}") ;;
-      *) out="$dir/$shape-shape-$item_t.gguf"; qargs=("$f16" "$out.part" "$item_t") ;;
-    esac
     if [ ! -s "$out" ]; then
       echo "# quantising $(basename "$out")" >&2
       "$lq" "${qargs[@]}" "$(nproc)" >"$tmp/quant.log" 2>&1 || { tail -20 "$tmp/quant.log" >&2; exit 1; }
@@ -124,7 +134,7 @@ cpu_model="$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null |
 cpu_flags="$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1 | tr ' ' '\n' | grep -xE 'avx2|fma|f16c|avx512f|avx512_vnni|avx_vnni' | tr '\n' ' ' | sed "s/ $//" || true)"
 [ -n "$cpu_flags" ] && cpu_model="$cpu_model; $cpu_flags"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs (${cpu_model:-unknown model}), load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# $(basename "$lb") ${LLAMA_BENCH_ARGS:-} vs $(basename "$irtool") bench; -p $plist -n $n -t $tlist, $r alternating runs of each"
+echo "# $(basename "$lb") ${LLAMA_BENCH_ARGS:-} vs $(basename "$irtool") bench${IRTOOL_KERNELS:+ (IRTOOL_KERNELS=$IRTOOL_KERNELS)}; -p $plist -n $n -t $tlist, $r alternating runs of each"
 list="$tmp/runs.txt"
 : >"$list"
 i=0
