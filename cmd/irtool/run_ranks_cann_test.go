@@ -308,7 +308,7 @@ func testRootInfoMismatchesNamed(t *testing.T, libs, model string) {
 		dir := t.TempDir()
 		ri := filepath.Join(dir, "ri")
 		r1 := startRank(t, libs, env, append(rankArgs(model, ri, 1), "--ctx", "128")...)
-		r0 := startRank(t, libs, env, rankArgs(model, ri, 0)...)
+		r0 := startRank(t, libs, env, append(rankArgs(model, ri, 0), "--ctx", "256")...)
 		require.Equal(t, 1, r0.wait().code, r0.stderrString)
 		require.Contains(t, r0.stderrString, "rank 0: this rank runs with --ctx 256, rank 1 with another value")
 		require.Equal(t, 1, r1.wait().code, r1.stderrString)
