@@ -114,11 +114,11 @@ func TestCompilePasses(t *testing.T) {
 	// --print-after goes to stderr with --json (stdout stays JSON), to
 	// stdout otherwise.
 	_, errs := compileJSONRun(t, "--passes", "noop,rope-cache,cse", "--print-after", "cse")
-	if !strings.Contains(errs, "// IR after cse (pass 3)") || strings.Count(errs, "// IR after") != 1 {
+	if !strings.Contains(errs, "// -----// IR Dump After cse //----- //") || strings.Count(errs, "// -----// IR Dump After") != 1 {
 		t.Errorf("--print-after cse with --json: stderr\n%s", errs)
 	}
 	code, out, errs := runCLI(t, "compile", "--strategy", "greedy-size", "--passes", "noop,rope-cache", "--print-after", "all")
-	if code != 0 || strings.Count(out, "// IR after") != 2 || !strings.Contains(out, "rope-cache           yes") {
+	if code != 0 || strings.Count(out, "// -----// IR Dump After") != 2 || !strings.Contains(out, "rope-cache           yes") {
 		t.Errorf("--print-after all: exit %d, %s\n%s", code, errs, out)
 	}
 
