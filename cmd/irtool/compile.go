@@ -33,7 +33,8 @@ func init() {
 		Name:    "compile",
 		Summary: "build a model's graph and run the compiler stages on it",
 		Usage: `irtool compile [MODEL.gguf] [--target ascend910b|ascend310b|cpu] [--passes LIST|none]
-               [--print-after PASS|all] [--ctx N] [--ubatch N] [--strategy NAME|best]
+               [--print-ir-after PASS] [--print-ir-before PASS] [--print-ir-after-all]
+               [--print-ir-after-change] [--check [--check-tol X] [--check-steps N]] [--ctx N] [--ubatch N] [--strategy NAME|best]
                [--threads N] [--out DIR] [--report FILE.html] [--json]
                [--tp N] [--pp M] [--tp-sweep LIST] [--hccl-buffsize MB] [--link-algo mesh|ring]
 
@@ -53,7 +54,7 @@ decode step; --tp-sweep predicts it at several degrees.`,
 // compileFlags are every compile flag; stages read the ones they own.
 type compileFlags struct {
 	Passes        string
-	PrintAfter    string
+	PassFlags     passFlags
 	DumpDir       string
 	JSON          bool
 	Ctx           int64
@@ -80,7 +81,7 @@ type compileFlags struct {
 
 func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.Passes, "passes", "default", "the pass pipeline `LIST`: default, none, or comma-separated pass names in which default stands for the default pipeline (see irtool passes)")
-	fs.StringVar(&f.PrintAfter, "print-after", "", "print the IR after `PASS` (comma-separated), or after every pass with all")
+	f.PassFlags.declare(fs)
 	fs.StringVar(&f.DumpDir, "dump-dir", "", "write the IR after every pass into `DIR` as NN-pass.ir (00-input.ir first)")
 	fs.BoolVar(&f.JSON, "json", false, "print one JSON object (docs/CLI.md)")
 	fs.Int64Var(&f.Ctx, "ctx", defaultCtx, "KV cache cells (n_ctx); 0: the model's context_length")
@@ -141,10 +142,12 @@ type compileJob struct {
 	Input     *ir.Graph // the graph as built, never modified
 	R         *compiler.Result
 	Out       compileJSON
-	// Text collects the human summary (printed without --json).
-	Text   io.Writer
-	Stdout io.Writer
-	Stderr io.Writer
+	// Text collects the human summary (printed without --json);
+	// CheckOut, when set, receives the --check lines instead.
+	Text     io.Writer
+	CheckOut io.Writer
+	Stdout   io.Writer
+	Stderr   io.Writer
 }
 
 // Graph is the latest graph: the driver's, else the graph as built.
@@ -188,23 +191,12 @@ func (j *compileJob) compile(opts compiler.Options) error {
 		}
 		opts.Weights = j.File
 	}
-	if pa := strings.TrimSpace(j.Flags.PrintAfter); pa != "" {
-		p, err := opts.Pipeline()
-		if err != nil {
-			return &compiler.StageError{Stage: compiler.StagePasses, Err: err}
-		}
-		for _, name := range strings.Split(pa, ",") {
-			name = strings.TrimSpace(name)
-			if name != "all" && !p.Contains(name) {
-				return &compiler.StageError{Stage: compiler.StagePasses, Err: fmt.Errorf("--print-after %s: the pipeline %s does not run it", name, p)}
-			}
-			opts.PassOptions.PrintAfter = append(opts.PassOptions.PrintAfter, name)
-		}
-		// With --json, stdout holds only the JSON object.
-		opts.PassOptions.Print = j.Stdout
-		if j.Flags.JSON {
-			opts.PassOptions.Print = j.Stderr
-		}
+	report := j.CheckOut
+	if report == nil {
+		report = j.Text
+	}
+	if err := j.instrument(&opts, report); err != nil {
+		return &compiler.StageError{Stage: compiler.StagePasses, Err: err}
 	}
 	r, err := compiler.Compile(context.Background(), j.Input, opts)
 	if r != nil {

@@ -26,6 +26,17 @@ type passJSON struct {
 	RuleHits   map[string]int `json:"rule_hits"`
 	Stats      map[string]int `json:"stats,omitempty"`
 	NodesAfter int            `json:"nodes_after"`
+	// Check is the pass's translation validation (--check).
+	Check *checkJSON `json:"check,omitempty"`
+}
+
+// checkJSON is one pass's --check comparison.
+type checkJSON struct {
+	Unchanged bool    `json:"unchanged"`
+	Identical bool    `json:"bit_identical"`
+	MaxAbs    float64 `json:"max_abs_diff"`
+	Where     string  `json:"where,omitempty"`
+	Steps     int     `json:"steps"`
 }
 
 // passesPipeline turns the --passes and --merge-qkv flags into a pipeline.
@@ -76,6 +87,14 @@ func outPasses(j *compileJob) error {
 			stats = st.Stats
 		}
 		out[i] = passJSON{Name: st.Name, Changed: st.Changed, MS: ms, RuleHits: hits, Stats: stats, NodesAfter: st.NodesAfter}
+		if i < len(res.Checks) {
+			c := res.Checks[i]
+			max := c.MaxAbs
+			if math.IsInf(max, 0) {
+				max = -1 // JSON has no infinity
+			}
+			out[i].Check = &checkJSON{Unchanged: c.Unchanged, Identical: c.Identical, MaxAbs: max, Where: c.Where, Steps: c.Steps}
+		}
 	}
 	j.Out.Passes = out
 	g := j.R.Optimised

@@ -133,6 +133,7 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 	for i, rm := range rms {
 		rj := *j
 		rj.Flags.Out, rj.Flags.Report, rj.Flags.DumpDir, rj.Flags.ExportBuffers = "", "", "", ""
+		rj.Flags.PassFlags = passFlags{} // the IR dumps and checks are the whole model's
 		rj.Model, rj.Input, rj.R = rm.model, rm.model.Graph, nil
 		rj.Out = compileJSON{}
 		fmt.Fprintf(j.Text, "\nrank %d of %d (%s):\n", i, len(rms), rankLabel(f, rm))

@@ -18,7 +18,9 @@ func init() {
 		Name:    "passes",
 		Summary: "list the optimisation passes, their rewrite rules and the fused ops",
 		Usage: `irtool passes [--json]
-       irtool passes MODEL.gguf|FILE.ir [--passes LIST] [-o FILE.ir] [--json]
+       irtool passes [MODEL.gguf|FILE.ir] [--passes LIST] [-o FILE.ir] [--json]
+                     [--print-ir-after PASS] [--print-ir-before PASS] [--print-ir-after-all]
+                     [--print-ir-after-change] [--dump-dir DIR] [--check [--check-tol X] [--check-steps N]]
 
 Without a model, lists every registered pass in registration order: whether it is in the
 default pipeline, whether it is required, what it does and the rewrite rules
@@ -29,7 +31,18 @@ and run takes a comma-separated list of these names, "default" or "none".
 With a model (a GGUF file or IR text), runs the pipeline --passes on its
 graph, prints the optimised graph as IR text (on stdout, or to -o FILE.ir)
 and the per-pass table on stderr; --json prints the per-pass records
-instead of the IR.`,
+instead of the IR. The --print-ir-* flags print the IR before or after
+passes to stderr (mlir-opt's flags and headers); --dump-dir keeps the IR
+after every pass as DIR/NN-PASS.ir.
+
+--check (with a model, or the embedded one) validates every pass by
+execution: the graph runs on the CPU reference executor before the first
+pass and after each pass that changed it, on a prefill of "Once upon a
+time" and --check-steps greedy decode steps, and its logits and KV cache
+are compared with those of the graph before the pass. One line per pass
+goes to stdout ("check fuse-norm: bit-identical (4 steps)", or max|Δ| and
+where); the IR is written only with -o. The run fails, naming the pass, at
+the first pass past --check-tol.`,
 		Run: cmdPasses,
 	})
 }
@@ -93,6 +106,9 @@ func cmdPasses(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print one JSON object (docs/CLI.md)")
 	list := fs.String("passes", "default", "with a model: the pass pipeline `LIST` to run, as for compile")
 	out := fs.String("o", "", "with a model: write the optimised IR to `FILE` instead of stdout")
+	var pf passFlags
+	pf.declare(fs)
+	dumpDir := fs.String("dump-dir", "", "with a model: write the IR after every pass into `DIR` as NN-pass.ir (00-input.ir first)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagError(err)
@@ -100,8 +116,12 @@ func cmdPasses(args []string, stdout, stderr io.Writer) int {
 	if len(pos) > 1 {
 		return usageError(stderr, "passes", "want at most one model path, got %q", pos)
 	}
-	if len(pos) == 1 {
-		return runPassesOn(pos[0], *list, *out, *asJSON, stdout, stderr)
+	if len(pos) == 1 || pf.Check {
+		path := ""
+		if len(pos) == 1 {
+			path = pos[0]
+		}
+		return runPassesOn(path, *list, *out, *dumpDir, pf, *asJSON, stdout, stderr)
 	}
 	all := passesList()
 	if *asJSON {
@@ -153,11 +173,11 @@ type passesRunJSON struct {
 
 // runPassesOn runs the pipeline list on the graph of the model at path
 // (compile's passes stage) and prints the result as IR text.
-func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) int {
+func runPassesOn(path, list, out, dumpDir string, pf passFlags, asJSON bool, stdout, stderr io.Writer) int {
 	if _, err := passesPipeline(list, false); err != nil {
 		return usageError(stderr, "passes", "--passes: %v", err)
 	}
-	flags := compileFlags{Passes: list, Ctx: 256, UBatch: 256, KVType: "f16", KVWrite: "set_rows", Budget: compiler.DefaultBudget, ubatchDefault: true}
+	flags := compileFlags{Passes: list, PassFlags: pf, DumpDir: dumpDir, Ctx: 256, UBatch: 256, KVType: "f16", KVWrite: "set_rows", Budget: compiler.DefaultBudget, ubatchDefault: true}
 	j, err := newCompileJob(path, flags)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
@@ -165,6 +185,9 @@ func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) 
 	}
 	defer j.close()
 	j.Stdout, j.Stderr, j.Text = stderr, stderr, stderr
+	if pf.Check && !asJSON {
+		j.CheckOut = stdout
+	}
 	opts, err := j.Flags.options(compiler.StagePasses)
 	if err == nil {
 		err = j.compile(opts)
@@ -179,7 +202,7 @@ func runPassesOn(path, list, out string, asJSON bool, stdout, stderr io.Writer) 
 	if asJSON {
 		err = writeJSON(stdout, passesRunJSON{Model: j.Out.Model, Arch: j.Out.Arch, NodesBefore: j.Out.NodesBefore,
 			NodesAfter: j.Graph().NumOps(), OpsBefore: j.Out.OpsBefore, OpsAfter: opCounts(j.Graph()), Passes: j.Out.Passes})
-	} else {
+	} else if !pf.Check || out != "" {
 		g := j.Graph()
 		if model, ok := j.Source.weightsModel(); ok {
 			if g.Meta[metaWeights], err = weightsRef(model, out); err != nil {

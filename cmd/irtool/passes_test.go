@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/internal/golden"
+	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/passes"
 )
@@ -58,13 +59,18 @@ type compileOut struct {
 	OpsBefore   map[string]int `json:"ops_before"`
 	OpsAfter    map[string]int `json:"ops_after"`
 	Passes      []struct {
-		Name       string          `json:"name"`
-		Changed    *bool           `json:"changed"`
-		MS         *float64        `json:"time_ms"`
-		RuleHits   map[string]int  `json:"rule_hits"`
-		Stats      map[string]int  `json:"stats"`
-		NodesAfter int             `json:"nodes_after"`
-		Raw        json.RawMessage `json:"-"`
+		Name       string         `json:"name"`
+		Changed    *bool          `json:"changed"`
+		MS         *float64       `json:"time_ms"`
+		RuleHits   map[string]int `json:"rule_hits"`
+		Stats      map[string]int `json:"stats"`
+		NodesAfter int            `json:"nodes_after"`
+		Check      *struct {
+			Unchanged bool `json:"unchanged"`
+			Identical bool `json:"bit_identical"`
+			Steps     int  `json:"steps"`
+		} `json:"check"`
+		Raw json.RawMessage `json:"-"`
 	} `json:"passes"`
 }
 
@@ -111,14 +117,13 @@ func TestCompilePasses(t *testing.T) {
 		t.Errorf("--merge-qkv: last pass %s stats %v, ops %v", p.Name, p.Stats, mq.OpsAfter)
 	}
 
-	// --print-after goes to stderr with --json (stdout stays JSON), to
-	// stdout otherwise.
+	// --print-after (the alias of --print-ir-after) prints to stderr.
 	_, errs := compileJSONRun(t, "--passes", "noop,rope-cache,cse", "--print-after", "cse")
 	if !strings.Contains(errs, "// -----// IR Dump After cse //----- //") || strings.Count(errs, "// -----// IR Dump After") != 1 {
 		t.Errorf("--print-after cse with --json: stderr\n%s", errs)
 	}
 	code, out, errs := runCLI(t, "compile", "--strategy", "greedy-size", "--passes", "noop,rope-cache", "--print-after", "all")
-	if code != 0 || strings.Count(out, "// -----// IR Dump After") != 2 || !strings.Contains(out, "rope-cache           yes") {
+	if code != 0 || strings.Count(errs, "// -----// IR Dump After") != 2 || !strings.Contains(out, "rope-cache           yes") || strings.Contains(out, "IR Dump") {
 		t.Errorf("--print-after all: exit %d, %s\n%s", code, errs, out)
 	}
 
@@ -142,7 +147,9 @@ func TestCompilePasses(t *testing.T) {
 		// A bad pipeline is a usage error, caught before any work.
 		{[]string{"--passes", "bogus"}, 2, `unknown pass "bogus"`},
 		{[]string{"--passes", "cse,rope-cache"}, 2, "rope-cache must run before cse"},
-		{[]string{"--passes", "cse", "--print-after", "dce"}, 1, "--print-after dce: the pipeline cse does not run it"},
+		{[]string{"--passes", "cse", "--print-after", "dce"}, 1, "--print-ir-after dce: the pipeline cse does not run it"},
+		{[]string{"--passes", "cse", "--print-ir-before", "all"}, 1, "--print-ir-before all: the pipeline cse does not run it"},
+		{[]string{"--check", "--check-tol", "-1"}, 1, "--check-tol -1: want 0 or more"},
 	} {
 		code, _, errs := runCLI(t, append([]string{"compile", "--json"}, c.args...)...)
 		if code != c.code || !strings.Contains(errs, c.msg) {
@@ -168,5 +175,86 @@ func TestRunPasses(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "run", "--tokens", "1", "--passes", "nope"); code != 2 || !strings.Contains(errs, `unknown pass "nope"`) {
 		t.Errorf("--passes nope: exit %d, %s", code, errs)
+	}
+}
+
+// TestPassInstrumentFlags: mlir-opt's printing flags on compile and
+// passes, --dump-dir on passes, and --check on the default pipeline.
+func TestPassInstrumentFlags(t *testing.T) {
+	header := func(when, pass string) string { return "// -----// IR Dump " + when + " " + pass + " //----- //\n" }
+	for _, c := range []struct {
+		args []string
+		want []string // headers in order
+	}{
+		{[]string{"--print-ir-after", "fuse-norm"}, []string{header("After", "fuse-norm")}},
+		{[]string{"--print-ir-before", "cse,fuse-norm"}, []string{header("Before", "cse"), header("Before", "fuse-norm")}},
+		{[]string{"--passes", "noop,rope-cache,cse", "--print-ir-after-all"}, []string{header("After", "noop"), header("After", "rope-cache"), header("After", "cse")}},
+		// noop changes nothing on stories260K: after-change leaves it out.
+		{[]string{"--passes", "noop,rope-cache,cse", "--print-ir-after-change"}, []string{header("After", "rope-cache"), header("After", "cse")}},
+		{[]string{"--passes", "noop,rope-cache,cse", "--print-ir-after", "noop,cse", "--print-ir-after-change"}, []string{header("After", "cse")}},
+	} {
+		for _, cmd := range []string{"compile", "passes"} {
+			args := append([]string{cmd, "--json"}, c.args...)
+			if cmd == "passes" {
+				args = append([]string{cmd, testref.Testdata("stories260K.gguf"), "--json"}, c.args...)
+			}
+			code, out, errs := runCLI(t, args...)
+			if code != 0 || !json.Valid([]byte(out)) {
+				t.Errorf("%v: exit %d, %s", args, code, errs)
+				continue
+			}
+			var got []string
+			for _, line := range strings.SplitAfter(errs, "\n") {
+				if strings.HasPrefix(line, "// -----// IR Dump") {
+					got = append(got, line)
+				}
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("%v: headers %q, want %q", args, got, c.want)
+			}
+			// Each dump is IR text that parses.
+			if i := strings.Index(errs, c.want[0]); i >= 0 {
+				dump := errs[i+len(c.want[0]):]
+				if j := strings.Index(dump, "\n}\n"); j >= 0 {
+					if _, err := ir.ParseString(dump[:j+3]); err != nil {
+						t.Errorf("%v: the first dump does not parse: %v", args, err)
+					}
+				}
+			}
+		}
+	}
+
+	dir := t.TempDir()
+	if code, _, errs := runCLI(t, "passes", testref.Testdata("stories260K.gguf"), "--passes", "cse,dce", "--dump-dir", dir, "-o", filepath.Join(dir, "out.ir")); code != 0 {
+		t.Fatalf("passes --dump-dir: %s", errs)
+	}
+	for _, f := range []string{"00-input.ir", "01-cse.ir", "02-dce.ir"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// --check names every pass of the default pipeline with its
+	// comparison, on stdout, and exits 0: every default pass keeps the
+	// logits' bits.
+	code, out, errs := runCLI(t, "passes", "--check")
+	if code != 0 {
+		t.Fatalf("passes --check: exit %d, %s", code, errs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(passes.Default()) {
+		t.Fatalf("passes --check printed %d lines, want one per default pass:\n%s", len(lines), out)
+	}
+	for i, p := range passes.Default() {
+		if l := lines[i]; l != "check "+p.Name+": unchanged" && l != "check "+p.Name+": bit-identical (4 steps)" {
+			t.Errorf("line %d: %q", i, l)
+		}
+	}
+	// compile --check --json: each pass record has its comparison.
+	cj, _ := compileJSONRun(t, "--check", "--check-steps", "1")
+	for _, p := range cj.Passes {
+		if p.Check == nil || !p.Check.Identical || p.Check.Steps != 2 && !p.Check.Unchanged {
+			t.Errorf("compile --check --json: pass %s: check %+v", p.Name, p.Check)
+		}
 	}
 }
