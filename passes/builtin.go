@@ -13,7 +13,7 @@ func builtin() []struct {
 		pass      Pass
 		inDefault bool
 	}{
-		{RulePass("noop", "no-op elimination: reshape/view/permute/cont/cast chains that do nothing, scale by 1", noopRules()...), true},
+		{RulePass("noop", "no-op elimination: reshape/view/permute/cont/cast chains that do nothing, scale by 1, mul/div by a constant 1, add of a constant -0", append(noopRules(), identityRules()...)...), true},
 		{RulePass("rope-cache", "RoPE cache: rope -> rope_apply of a rope_cache table of the positions (one table per step once CSE has run)", ropeCacheRules()...), true},
 		{RulePass("rope-table", "ggml-cann's RoPE cache: rope_cache -> rope_cache_table(pos, rope_theta()); fold then makes the inverse frequencies a constant (not ggml's float32 recurrence, so not in the default pipeline)", ropeTableRules()...), false},
 		{foldPass(), true},
