@@ -20,6 +20,7 @@ func init() {
 		Summary: "assign arena offsets to a buffer-lifetime instance (CSV) and score them",
 		Usage: `irtool plan INSTANCE.csv [--strategy NAME|best] [--budget 10s] [--align B] [--json]
        irtool plan FILE.ir [--bind n_tokens=1,...] [--strategy NAME|best] [--align B] [--json]
+       irtool plan --compare [INSTANCE.csv|FILE.ir|MODEL.gguf ...] [--strategies LIST] [--budget 10s] [--json]
 
 Reads a static memory-planning instance in the benchmark format shared by
 MiniMalloc and idealloc: a header "id,lower,upper,size", then one buffer per
@@ -64,19 +65,33 @@ written (no passes) with ggml's CPU in-place rule and execution reordering,
 as compile's memory stage does for --target cpu; --align defaults to 32
 there. A symbolic graph is specialised with --bind, or by default for the
 worst case n_tokens = n_kv = n_outputs = the IR's n_ctx. The report is the
-same; strategy_ms is empty.`,
+same; strategy_ms is empty.
+
+With --compare, runs every strategy (the built-in ones, best included,
+and those registered; --strategies picks some) one after the other on
+each instance and prints, per instance, each strategy's arena, its ratio
+to the lower bound and its wall time (--budget is then per strategy).
+CSV arguments are instances as above; a model or an IR file (no argument:
+the embedded model) gives two, the worst case and the decode step that
+compile plans for the cpu target after the default passes.
+plan --compare planner/testdata/bench/*/*.csv reproduces the strategy
+tables of docs/PLANNER.md. --json prints {"instances": [{"instance",
+"buffers", "lower_bound", "strategies": [{"strategy", "arena", "ratio",
+"proven_optimal", "ms", "budget_exhausted", "error"}]}]}.`,
 		Run:   cmdPlan,
 		Flags: func(fs *flag.FlagSet) { declarePlanFlags(fs) },
 	})
 }
 
 type planFlags struct {
-	strategy *string
-	budget   *time.Duration
-	align    *int64
-	asJSON   *bool
-	bind     *string
-	set      map[string]bool // the flags given on the command line
+	strategy   *string
+	budget     *time.Duration
+	align      *int64
+	asJSON     *bool
+	bind       *string
+	compare    *bool
+	strategies *string
+	set        map[string]bool // the flags given on the command line
 }
 
 // flagGiven reports whether the flag name was on the command line.
@@ -84,12 +99,14 @@ func flagGiven(fl planFlags, name string) bool { return fl.set[name] }
 
 func declarePlanFlags(fs *flag.FlagSet) planFlags {
 	return planFlags{
-		strategy: fs.String("strategy", planner.StrategyBest, "strategy `NAME`: "+strings.Join(planner.Strategies(), ", ")+", or one registered in planner.DefaultStrategies (docs/PLANNER.md)"),
-		budget:   fs.Duration("budget", planner.DefaultBudget, "time budget of the whole command, reading included; every strategy checks it"),
-		align:    fs.Int64("align", 1, "round sizes up to, and keep offsets multiples of, `B` bytes (1 ≤ B ≤ 2^30)"),
-		asJSON:   fs.Bool("json", false, "print one JSON object"),
-		bind:     fs.String("bind", "", "for FILE.ir: the symbol `VALUES` to plan for, e.g. n_tokens=1,n_kv=256,n_outputs=1 (default: the worst case n_tokens = n_kv = n_outputs = the IR's n_ctx)"),
-		set:      map[string]bool{},
+		strategy:   fs.String("strategy", planner.StrategyBest, "strategy `NAME`: "+strings.Join(planner.Strategies(), ", ")+", or one registered in planner.DefaultStrategies (docs/PLANNER.md)"),
+		budget:     fs.Duration("budget", planner.DefaultBudget, "time budget of the whole command, reading included; every strategy checks it"),
+		align:      fs.Int64("align", 1, "round sizes up to, and keep offsets multiples of, `B` bytes (1 ≤ B ≤ 2^30)"),
+		asJSON:     fs.Bool("json", false, "print one JSON object"),
+		bind:       fs.String("bind", "", "for FILE.ir: the symbol `VALUES` to plan for, e.g. n_tokens=1,n_kv=256,n_outputs=1 (default: the worst case n_tokens = n_kv = n_outputs = the IR's n_ctx)"),
+		compare:    fs.Bool("compare", false, "run every strategy (built-in and registered, or those of --strategies) on each instance and print each one's arena, ratio to the lower bound and time; the arguments are CSV instances, IR files or models (none: the embedded model)"),
+		strategies: fs.String("strategies", "", "with --compare, the strategies to run (`LIST`, comma-separated; default: all)"),
+		set:        map[string]bool{},
 	}
 }
 
@@ -102,10 +119,22 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return flagError(err)
 	}
+	fs.Visit(func(f *flag.Flag) { fl.set[f.Name] = true })
+	if *fl.compare {
+		if *fl.budget <= 0 {
+			return usageError(stderr, "plan", "--budget must be positive, got %v", *fl.budget)
+		}
+		if *fl.align < 1 || *fl.align > 1<<30 || *fl.align&(*fl.align-1) != 0 {
+			return usageError(stderr, "plan", "--align must be a power of two in [1, 2^30], got %d", *fl.align)
+		}
+		return planCompare(pos, fl, planner.DefaultStrategies(), stdout, stderr)
+	}
+	if *fl.strategies != "" {
+		return usageError(stderr, "plan", "--strategies applies to --compare only")
+	}
 	if len(pos) != 1 {
 		return usageError(stderr, "plan", "want one INSTANCE.csv or FILE.ir argument, got %d", len(pos))
 	}
-	fs.Visit(func(f *flag.Flag) { fl.set[f.Name] = true })
 	// Built-in strategies and those registered in planner.DefaultStrategies
 	// (a file of this command may register one from init), and the name a
 	// plan reports for a search phase (planner.StrategyOf).

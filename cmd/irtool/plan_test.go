@@ -76,8 +76,10 @@ func TestPlanPisarchykLee(t *testing.T) {
 			t.Errorf("strategies[%s] = %d, want %d", s, out.Strategies[s], v)
 		}
 	}
-	if len(out.Strategies) != 6 || len(out.StrategyMS) != 6 {
-		t.Errorf("best should report 6 strategies, got %v", out.Strategies)
+	// 6 built-in ones and the registered test-stack (plan_strategy_test.go):
+	// best runs the registered strategies too.
+	if len(out.Strategies) != 7 || len(out.StrategyMS) != 7 || out.Strategies["test-stack"] != 234 {
+		t.Errorf("best should report 7 strategies, test-stack's among them, got %v", out.Strategies)
 	}
 	// Flags after the path, and alignment: sizes round up to 64.
 	out = planJSON(t, path, "--strategy", "online-bestfit", "--align", "64", "--json")
