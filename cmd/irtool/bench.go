@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/kernels"
@@ -66,13 +67,13 @@ func threadsFlag(fs *flag.FlagSet) *int {
 	return t
 }
 
-func cmdBench(args []string, stdout, stderr io.Writer) int {
-	bf, code := parseBenchFlags(args, stderr)
+func cmdBench(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
+	bf, code := parseBenchFlags(reg, args, stderr)
 	if bf == nil {
 		return code
 	}
 	modelPath := bf.modelPath
-	src, err := openSource(modelPath)
+	src, err := openSource(reg, modelPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
 		return 1
@@ -87,7 +88,7 @@ func cmdBench(args []string, stdout, stderr io.Writer) int {
 	if m == nil {
 		return code
 	}
-	sess, err := session.NewSession(m, f, session.SessionOptions{Threads: bf.threads, Reference: bf.reference,
+	sess, err := reg.NewSession(m, f, session.SessionOptions{Threads: bf.threads, Reference: bf.reference,
 		Exec: eval.ExecOptions{Kernels: kernels.Options{Threads: bf.threads}}})
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
@@ -120,7 +121,7 @@ type benchFlags struct {
 
 // parseBenchFlags parses and checks bench's flags. On a usage error it
 // returns nil and the exit code.
-func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, int) {
+func parseBenchFlags(reg *irtool.Context, args []string, stderr io.Writer) (*benchFlags, int) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	nPrompt := fs.Int("p", 64, "prompt tokens of the prefill test (0 skips it)")
@@ -143,7 +144,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, int) {
 	if *nPrompt == 0 && *nGen == 0 {
 		return nil, usageError(stderr, "bench", "nothing to measure: -p and -n are both 0")
 	}
-	if _, err := passesPipeline(*passList, false); err != nil {
+	if _, err := passesPipeline(reg, *passList, false); err != nil {
 		return nil, usageError(stderr, "bench", "%v", err)
 	}
 	nThreads := *threads
@@ -181,7 +182,7 @@ func benchModel(src *modelSource, bf *benchFlags, stderr io.Writer) (*models.Mod
 		return nil, 1
 	}
 	// The pass pipeline through the compile driver, as for run.
-	if m, err = optimiseModel(m, bf.passList); err != nil {
+	if m, err = optimiseModel(src.reg, m, bf.passList); err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %v\n", err)
 		return nil, 1
 	}

@@ -26,7 +26,11 @@ type command struct {
 	// declare all its flags and call parseArgs before doing anything else:
 	// "irtool help", -h and docs/CLI.md's flag tables take the flags from
 	// that FlagSet (flagSetOf, flags_doc.go).
-	Run func(args []string, stdout, stderr io.Writer) int
+	//
+	// ctx holds the registries the command resolves names in: ops,
+	// kernels, passes, target rules and planner strategies
+	// (irtool.DefaultContext() for the irtool binary).
+	Run func(ctx *irtool.Context, args []string, stdout, stderr io.Writer) int
 	// Flags, if set, declares the command's flags on fs so that
 	// "irtool help NAME" can list them. Optional.
 	Flags func(fs *flag.FlagSet)
@@ -107,7 +111,7 @@ func printCommandHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 	}
 }
 
-func cmdHelp(args []string, stdout, stderr io.Writer) int {
+func cmdHelp(_ *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	switch len(args) {
 	case 0:
 		printUsage(stdout)

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 )
 
@@ -77,6 +77,9 @@ type compileFlags struct {
 	LinkAlgo      string
 
 	ubatchDefault bool // --ubatch was not given: it follows --ctx
+	// reg holds the registries names resolve in (passes, ops, kernels,
+	// target rules, strategies).
+	reg *irtool.Context
 }
 
 func (f *compileFlags) declare(fs *flag.FlagSet) {
@@ -165,6 +168,9 @@ func (f compileFlags) options(until compiler.Stage) (compiler.Options, error) {
 		PassOptions: passes.Options{Snapshots: f.Report != "", DumpDir: f.DumpDir}, // the report shows every pass
 		Ctx:         f.Ctx, UBatch: f.UBatch, Align: f.Align, Strategy: f.Strategy, Budget: f.Budget,
 		KVWrite: f.KVWrite, Until: until, Threads: f.Threads,
+	}
+	if f.reg != nil {
+		o = f.reg.CompileOptions(o)
 	}
 	if f.Threads < 0 {
 		return o, fmt.Errorf("--threads %d: want 0 (GOMAXPROCS) or more", f.Threads)
@@ -282,7 +288,7 @@ func (f *compileFlags) checkOutputs() error {
 // from. Its writers discard until the caller sets them; the caller calls
 // j.close.
 func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
-	src, err := openSource(path)
+	src, err := openSource(flags.reg, path)
 	if err != nil {
 		return nil, err
 	}
@@ -364,10 +370,10 @@ func opCounts(g *ir.Graph) map[string]int {
 	return g.OpCounts()
 }
 
-func cmdCompile(args []string, stdout, stderr io.Writer) int {
+func cmdCompile(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("compile", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var flags compileFlags
+	flags := compileFlags{reg: reg}
 	flags.declare(fs)
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -455,8 +461,8 @@ func (flags *compileFlags) checkCompile() error {
 	if _, err := opts.Pipeline(); err != nil {
 		return fmt.Errorf("--passes: %w", err)
 	}
-	if !planner.DefaultStrategies().HasGraph(flags.Strategy) {
-		return fmt.Errorf("unknown --strategy %q (have %s)", flags.Strategy, strings.Join(planner.DefaultStrategies().GraphNames(), ", "))
+	if !flags.reg.Strategies.HasGraph(flags.Strategy) {
+		return fmt.Errorf("unknown --strategy %q (have %s)", flags.Strategy, strings.Join(flags.reg.Strategies.GraphNames(), ", "))
 	}
 	if err := flags.checkOutputs(); err != nil {
 		return err

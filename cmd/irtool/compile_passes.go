@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
@@ -40,8 +41,9 @@ type checkJSON struct {
 }
 
 // passesPipeline turns the --passes and --merge-qkv flags into a pipeline.
-func passesPipeline(list string, mergeQKV bool) (passes.Pipeline, error) {
-	return compiler.Options{Passes: list, MergeQKV: mergeQKV}.Pipeline()
+// Names resolve in reg's pass registry.
+func passesPipeline(reg *irtool.Context, list string, mergeQKV bool) (passes.Pipeline, error) {
+	return compiler.Options{Passes: list, MergeQKV: mergeQKV, PassRegistry: reg.Passes}.Pipeline()
 }
 
 // optimiseModel runs the pass pipeline list ("default", "none" or names,
@@ -50,15 +52,15 @@ func passesPipeline(list string, mergeQKV bool) (passes.Pipeline, error) {
 // irtool run and bench call it, so they run exactly the pipeline compile
 // runs. An empty pipeline ("none") returns m as built: run and bench then
 // execute the graph without even the required passes.
-func optimiseModel(m *models.Model, list string) (*models.Model, error) {
-	p, err := passesPipeline(list, false)
+func optimiseModel(reg *irtool.Context, m *models.Model, list string) (*models.Model, error) {
+	p, err := passesPipeline(reg, list, false)
 	if err != nil {
 		return nil, err
 	}
 	if len(p) == 0 {
 		return m, nil
 	}
-	r, err := compiler.Compile(context.Background(), m.Graph, compiler.Options{Passes: list, Until: compiler.StagePasses})
+	r, err := reg.Compile(context.Background(), m.Graph, compiler.Options{Passes: list, Until: compiler.StagePasses})
 	if err != nil {
 		return nil, err
 	}

@@ -319,7 +319,7 @@ func checkIRAsBuilt(src *modelSource, opts models.Options) error {
 	if src.File == nil {
 		return fmt.Errorf("%w: the tensor-parallel split is keyed on the weights' roles and shapes", errNoWeights)
 	}
-	m, err := models.Build(src.File, opts)
+	m, err := src.reg.BuildModel(src.File, opts)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/irtool/irtool"
 )
 
 // "irtool doctor" answers one question: can this irtool run on Ascend
@@ -71,7 +73,7 @@ const buildHint = "go build -tags cann ./cmd/irtool (needs cgo and a C compiler;
 // emulatorHint says how to try the CANN path without a toolkit or an NPU.
 const emulatorHint = "to try the CANN path without an NPU, build irtool's emulator of libascendcl and point irtool at it:\n  scripts/fakeacl.sh /tmp/fakeacl && IRTOOL_ACL_LIBS=/tmp/fakeacl irtool doctor"
 
-func cmdDoctor(args []string, stdout, stderr io.Writer) int {
+func cmdDoctor(_ *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	device := fs.Int("device", 0, "the NPU to inspect (its device id)")

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/irtool/irtool"
 )
 
 // A command's flags are declared once, in its Run function, on the FlagSet
@@ -47,7 +49,7 @@ func flagSetOf(c *command) *flag.FlagSet {
 	probe.fs = nil
 	func() {
 		defer func() { _ = recover() }()
-		c.Run([]string{probeArg}, io.Discard, io.Discard)
+		c.Run(irtool.DefaultContext(), []string{probeArg}, io.Discard, io.Discard)
 	}()
 	if fs := probe.fs; fs != nil {
 		probe.fs = nil

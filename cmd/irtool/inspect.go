@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
 )
 
@@ -45,7 +46,7 @@ func inspectFlagsInto(fs *flag.FlagSet, o *inspectOptions) {
 	fs.BoolVar(&o.json, "json", false, "print the structure as JSON")
 }
 
-func cmdInspect(args []string, stdout, stderr io.Writer) int {
+func cmdInspect(_ *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o inspectOptions

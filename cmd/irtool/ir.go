@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
 )
@@ -31,7 +32,7 @@ FX-style table instead.`,
 	})
 }
 
-func cmdIR(args []string, stdout, stderr io.Writer) int {
+func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ir", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ctx := fs.Int64("ctx", defaultCtx, "KV cache cells (n_ctx); 0: the model's context_length")
@@ -62,7 +63,7 @@ func cmdIR(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "ir", "%v", err)
 	}
-	src, err := openSource(path)
+	src, err := openSource(reg, path)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool ir: %v\n", err)
 		return 1

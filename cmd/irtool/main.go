@@ -17,13 +17,22 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+
+	"github.com/irtool/irtool"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
-// run executes one irtool invocation and returns its exit status: 0 on
-// success, 1 when the command failed, 2 for a usage error.
-func run(args []string, stdout, stderr io.Writer) (code int) {
+// run executes one irtool invocation with the package defaults
+// (irtool.DefaultContext).
+func run(args []string, stdout, stderr io.Writer) int {
+	return runIn(irtool.DefaultContext(), args, stdout, stderr)
+}
+
+// runIn executes one irtool invocation with the registries of ctx and
+// returns its exit status: 0 on success, 1 when the command failed, 2 for
+// a usage error.
+func runIn(ctx *irtool.Context, args []string, stdout, stderr io.Writer) (code int) {
 	// Every write to stdout is checked here, once for all commands: a
 	// command that succeeded but whose output was lost fails.
 	out := &checkedWriter{w: stdout}
@@ -33,10 +42,10 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 			code = 1
 		}
 	}()
-	return runChecked(args, out, stderr)
+	return runChecked(ctx, args, out, stderr)
 }
 
-func runChecked(args []string, stdout, stderr io.Writer) (code int) {
+func runChecked(ctx *irtool.Context, args []string, stdout, stderr io.Writer) (code int) {
 	if len(args) == 0 {
 		printUsage(stderr)
 		return 2
@@ -44,7 +53,7 @@ func runChecked(args []string, stdout, stderr io.Writer) (code int) {
 	name := args[0]
 	switch name {
 	case "help", "-h", "-help", "--help":
-		return cmdHelp(args[1:], stdout, stderr)
+		return cmdHelp(ctx, args[1:], stdout, stderr)
 	}
 	c, ok := commands[name]
 	if !ok {
@@ -58,5 +67,5 @@ func runChecked(args []string, stdout, stderr io.Writer) (code int) {
 			code = 1
 		}
 	}()
-	return c.Run(args[1:], stdout, stderr)
+	return c.Run(ctx, args[1:], stdout, stderr)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
@@ -79,28 +80,31 @@ type fusedOpJSON struct {
 	Doc string `json:"doc"`
 }
 
-func passesList() passesListJSON {
-	def := passes.Default()
+func passesList(reg *irtool.Context) (passesListJSON, error) {
+	def, err := reg.Passes.Parse("default")
+	if err != nil {
+		return passesListJSON{}, err
+	}
 	out := passesListJSON{Default: def.Names(), Passes: []passInfoJSON{}, Constraints: []constraintJSON{}, FusedOps: []fusedOpJSON{}}
-	for _, p := range passes.All() {
+	for _, p := range reg.Passes.All() {
 		pi := passInfoJSON{Name: p.Name, InDefault: def.Contains(p.Name), Required: p.Required, Doc: p.Doc, Rules: []ruleJSON{}}
 		for _, r := range p.Rules {
 			pi.Rules = append(pi.Rules, ruleJSON{Name: r.Name, Pattern: r.Pattern.String(), Doc: r.Doc})
 		}
 		out.Passes = append(out.Passes, pi)
 	}
-	for _, c := range passes.Constraints() {
+	for _, c := range reg.Passes.Constraints() {
 		out.Constraints = append(out.Constraints, constraintJSON{Before: c.Before, After: c.After, Why: c.Why})
 	}
 	for _, op := range passes.Ops() {
-		if info, ok := ir.Lookup(op); ok {
+		if info, ok := reg.Ops.Lookup(op); ok {
 			out.FusedOps = append(out.FusedOps, fusedOpJSON{Op: string(op), Doc: info.Doc})
 		}
 	}
-	return out
+	return out, nil
 }
 
-func cmdPasses(args []string, stdout, stderr io.Writer) int {
+func cmdPasses(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("passes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object (docs/CLI.md)")
@@ -121,9 +125,13 @@ func cmdPasses(args []string, stdout, stderr io.Writer) int {
 		if len(pos) == 1 {
 			path = pos[0]
 		}
-		return runPassesOn(path, *list, *out, *dumpDir, pf, *asJSON, stdout, stderr)
+		return runPassesOn(reg, path, *list, *out, *dumpDir, pf, *asJSON, stdout, stderr)
 	}
-	all := passesList()
+	all, err := passesList(reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+		return 1
+	}
 	if *asJSON {
 		if err := writeJSON(stdout, all); err != nil {
 			fmt.Fprintf(stderr, "irtool passes: %v\n", err)
@@ -173,11 +181,11 @@ type passesRunJSON struct {
 
 // runPassesOn runs the pipeline list on the graph of the model at path
 // (compile's passes stage) and prints the result as IR text.
-func runPassesOn(path, list, out, dumpDir string, pf passFlags, asJSON bool, stdout, stderr io.Writer) int {
-	if _, err := passesPipeline(list, false); err != nil {
+func runPassesOn(reg *irtool.Context, path, list, out, dumpDir string, pf passFlags, asJSON bool, stdout, stderr io.Writer) int {
+	if _, err := passesPipeline(reg, list, false); err != nil {
 		return usageError(stderr, "passes", "--passes: %v", err)
 	}
-	flags := compileFlags{Passes: list, PassFlags: pf, DumpDir: dumpDir, Ctx: 256, UBatch: 256, KVType: "f16", KVWrite: "set_rows", Budget: compiler.DefaultBudget, ubatchDefault: true}
+	flags := compileFlags{Passes: list, PassFlags: pf, DumpDir: dumpDir, Ctx: 256, UBatch: 256, KVType: "f16", KVWrite: "set_rows", Budget: compiler.DefaultBudget, ubatchDefault: true, reg: reg}
 	j, err := newCompileJob(path, flags)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool passes: %v\n", err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
@@ -256,5 +257,30 @@ func TestPassInstrumentFlags(t *testing.T) {
 		if p.Check == nil || !p.Check.Identical || p.Check.Steps != 2 && !p.Check.Unchanged {
 			t.Errorf("compile --check --json: pass %s: check %+v", p.Name, p.Check)
 		}
+	}
+}
+
+// TestPassesCheckWrongRule: a pass of a context's own that types
+// correctly but computes wrongly (silu(x) -> x) passes the verifier;
+// passes --check fails at it, naming it, after the passes before it
+// checked bit-identical.
+func TestPassesCheckWrongRule(t *testing.T) {
+	reg := irtool.NewContext()
+	wrong := &passes.Rule{Name: "wrong-silu", Pattern: passes.Op(ir.OpSilu, passes.Any("x")),
+		Build: func(_ *passes.Builder, m *passes.Match) (*ir.Node, error) { return m.Get("x"), nil }}
+	if err := reg.Passes.Register(passes.RulePass("wrong-silu", "silu(x) -> x, wrongly", wrong)); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs strings.Builder
+	code := runIn(reg, []string{"passes", "--check", "--passes", "rope-cache,wrong-silu,default"}, &out, &errs)
+	if code != 1 || !strings.Contains(errs.String(), "pass wrong-silu (after [rope-cache]): check: results differ from the graph before it: max|Δ|") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errs.String())
+	}
+	if want := "check rope-cache: bit-identical (4 steps)\n"; !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "check wrong-silu: max|Δ|") {
+		t.Errorf("stdout:\n%s", out.String())
+	}
+	// Without --check the same pipeline runs: the verifier cannot tell.
+	if code := runIn(reg, []string{"passes", "--passes", "wrong-silu,default", "--json"}, &out, &errs); code != 0 {
+		t.Errorf("without --check: exit %d", code)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/planner"
 )
 
@@ -110,7 +111,7 @@ func declarePlanFlags(fs *flag.FlagSet) planFlags {
 	}
 }
 
-func cmdPlan(args []string, stdout, stderr io.Writer) int {
+func cmdPlan(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	start := time.Now()
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -127,7 +128,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		if *fl.align < 1 || *fl.align > 1<<30 || *fl.align&(*fl.align-1) != 0 {
 			return usageError(stderr, "plan", "--align must be a power of two in [1, 2^30], got %d", *fl.align)
 		}
-		return planCompare(pos, fl, planner.DefaultStrategies(), stdout, stderr)
+		return planCompare(reg, pos, fl, stdout, stderr)
 	}
 	if *fl.strategies != "" {
 		return usageError(stderr, "plan", "--strategies applies to --compare only")
@@ -138,9 +139,9 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	// Built-in strategies and those registered in planner.DefaultStrategies
 	// (a file of this command may register one from init), and the name a
 	// plan reports for a search phase (planner.StrategyOf).
-	names := planner.DefaultStrategies().Names()
+	names := reg.Strategies.Names()
 	if isIRText(pos[0]) {
-		names = planner.GraphStrategies() // a graph's strategies (as for compile)
+		names = reg.Strategies.GraphNames() // a graph's strategies (as for compile)
 	}
 	if !slices.Contains(names, planner.StrategyOf(*fl.strategy)) {
 		return usageError(stderr, "plan", "unknown strategy %q (have %s)", *fl.strategy, strings.Join(names, ", "))
@@ -152,7 +153,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "plan", "--align must be a power of two in [1, 2^30], got %d", *fl.align)
 	}
 	if isIRText(pos[0]) {
-		return planIR(pos[0], fl, stdout, stderr)
+		return planIR(reg, pos[0], fl, stdout, stderr)
 	}
 	if *fl.bind != "" {
 		return usageError(stderr, "plan", "--bind applies to IR files only")
@@ -170,7 +171,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 			pos[0], len(p.Buffers), time.Since(start).Round(time.Millisecond), *fl.budget)
 		return 1
 	}
-	_, rep, err := planner.Solve(context.Background(), p, *fl.strategy, planner.Options{Budget: left})
+	_, rep, err := reg.Strategies.Solve(context.Background(), p, *fl.strategy, planner.Options{Budget: left})
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %s: %v\n", pos[0], err)
 		return 1
@@ -178,7 +179,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 	if *fl.asJSON {
 		err = writeJSON(stdout, rep)
 	} else {
-		err = planText(stdout, filepath.Base(pos[0]), *fl.align, rep)
+		err = planText(stdout, filepath.Base(pos[0]), *fl.align, rep, reg.Strategies)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %v\n", err)
@@ -189,7 +190,7 @@ func cmdPlan(args []string, stdout, stderr io.Writer) int {
 
 // planText prints the report as a short summary and a table of strategies
 // in the order "best" runs them.
-func planText(w io.Writer, name string, align int64, rep *planner.Report) error {
+func planText(w io.Writer, name string, align int64, rep *planner.Report, set *planner.StrategySet) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "instance\t%s (%d buffers, alignment %d)\n", name, rep.Buffers, align)
 	fmt.Fprintf(tw, "lower bound\t%d B\n", rep.LowerBound)
@@ -206,7 +207,7 @@ func planText(w io.Writer, name string, align int64, rep *planner.Report) error 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "strategy\tarena (B)\tx LB\tms")
-	for _, s := range planner.DefaultStrategies().Names() {
+	for _, s := range set.Names() {
 		arena, ok := rep.Strategies[s]
 		if !ok {
 			continue

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/planner"
 )
@@ -33,7 +34,7 @@ type planInstance struct {
 // as it is; IR text and GGUF models (none: the embedded one) through the
 // compile driver's default passes and memory stage for the CPU, giving
 // the worst-case and the decode step's problems.
-func compareInstances(args []string, fl planFlags) ([]planInstance, error) {
+func compareInstances(reg *irtool.Context, args []string, fl planFlags) ([]planInstance, error) {
 	if len(args) == 0 {
 		args = []string{""}
 	}
@@ -49,7 +50,7 @@ func compareInstances(args []string, fl planFlags) ([]planInstance, error) {
 			continue
 		}
 		flags := compileFlags{Passes: "default", Ctx: defaultCtx, KVType: "f16", KVWrite: "set_rows", Budget: compiler.DefaultBudget,
-			ubatchDefault: true, Target: "cpu", Strategy: planner.StrategyGreedySize}
+			ubatchDefault: true, Target: "cpu", Strategy: planner.StrategyGreedySize, reg: reg}
 		j, err := newCompileJob(path, flags)
 		if err != nil {
 			return nil, err
@@ -76,7 +77,8 @@ func compareInstances(args []string, fl planFlags) ([]planInstance, error) {
 }
 
 // planCompare prints the comparison of every instance.
-func planCompare(args []string, fl planFlags, set *planner.StrategySet, stdout, stderr io.Writer) int {
+func planCompare(reg *irtool.Context, args []string, fl planFlags, stdout, stderr io.Writer) int {
+	set := reg.Strategies
 	var names []string
 	if s := strings.TrimSpace(*fl.strategies); s != "" {
 		for _, n := range strings.Split(s, ",") {
@@ -88,7 +90,7 @@ func planCompare(args []string, fl planFlags, set *planner.StrategySet, stdout, 
 			return usageError(stderr, "plan", "--strategies: unknown strategy %q (have %s)", n, strings.Join(set.Names(), ", "))
 		}
 	}
-	insts, err := compareInstances(args, fl)
+	insts, err := compareInstances(reg, args, fl)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %v\n", err)
 		return 1

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/planner"
@@ -16,8 +17,8 @@ import (
 // (no passes), specialised with bind or, when bind is empty and the graph
 // is symbolic, with the worst case compile plans (n_tokens = n_outputs =
 // n_kv = the IR's n_ctx, kv_head = 0), with ggml's CPU in-place rule.
-func planIR(path string, fl planFlags, stdout, stderr io.Writer) int {
-	src, err := openSource(path)
+func planIR(reg *irtool.Context, path string, fl planFlags, stdout, stderr io.Writer) int {
+	src, err := openSource(reg, path)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %v\n", err)
 		return 1
@@ -47,7 +48,7 @@ func planIR(path string, fl planFlags, stdout, stderr io.Writer) int {
 	if align == 1 && !flagGiven(fl, "align") {
 		align = planner.DefaultAlign
 	}
-	gp, err := planner.PlanMemoryContext(context.Background(), g, planner.MemoryOptions{
+	gp, err := planner.PlanMemoryContext(context.Background(), g, planner.MemoryOptions{Strategies: reg.Strategies,
 		Align: align, Strategy: *fl.strategy, Budget: *fl.budget, Policy: planner.CPUPolicy(), Reorder: true})
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %s: %v\n", path, err)
@@ -71,7 +72,7 @@ func planIR(path string, fl planFlags, stdout, stderr io.Writer) int {
 		if len(b) > 0 {
 			name += " (" + bindingString(b, src.Graph) + ")"
 		}
-		err = planText(stdout, name, align, rep)
+		err = planText(stdout, name, align, rep, reg.Strategies)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %v\n", err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
 	"io"
 	"math"
@@ -226,7 +227,7 @@ func checkRunFlags(f *runFlags, pos []string, stderr io.Writer) int {
 	if f.kvW, err = models.ParseKVWrite(*f.kvWrite); err != nil {
 		return bad("--kv-write: %v", err)
 	}
-	if _, err = passesPipeline(*f.passList, false); err != nil {
+	if _, err = passesPipeline(f.sim.reg, *f.passList, false); err != nil {
 		return bad("--passes: %v", err)
 	}
 	if *f.tokens != "" {
@@ -289,7 +290,7 @@ func (j *runJob) Close() {
 func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	t0 := time.Now()
 	j = &runJob{f: f, name: modelName(f.modelPath)}
-	src, err := openSource(f.modelPath)
+	src, err := openSource(f.sim.reg, f.modelPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return j, 1
@@ -335,7 +336,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		}
 		stages := make([][]*models.Model, len(tp.Ranks))
 		for t, r := range tp.Ranks {
-			if stages[t], err = shardPP(r.Model, f.tp.Stages, *f.passList); err != nil {
+			if stages[t], err = shardPP(f.sim.reg, r.Model, f.tp.Stages, *f.passList); err != nil {
 				return fail(fmt.Errorf("rank %d: %w", t, err))
 			}
 		}
@@ -347,7 +348,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		return j, 0
 	}
 	if f.tp.Stages > 1 {
-		stages, err := shardPP(j.m, f.tp.Stages, *f.passList)
+		stages, err := shardPP(f.sim.reg, j.m, f.tp.Stages, *f.passList)
 		if err != nil {
 			return fail(err)
 		}
@@ -377,7 +378,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	}
 	// The passes work on the symbolic graph; the session specialises the
 	// optimised graph for each step's shapes.
-	if j.m, err = optimiseModel(j.m, *f.passList); err != nil {
+	if j.m, err = optimiseModel(f.sim.reg, j.m, *f.passList); err != nil {
 		return fail(err)
 	}
 	if err := j.startBackend(); err != nil {
@@ -435,7 +436,7 @@ func (j *runJob) startBackend() error {
 		j.cann, err = newCannBackend(j.m, file, &f.sim, &f.cann, f.fs)
 		j.sess = j.cann
 	default:
-		j.cpu, err = newCPUSession(j.m, file, *f.check, *f.threads, f.sim.Kernels)
+		j.cpu, err = newCPUSession(f.sim.reg, j.m, file, *f.check, *f.threads, f.sim.Kernels)
 		j.sess = j.cpu
 	}
 	if err != nil {
@@ -444,10 +445,11 @@ func (j *runJob) startBackend() error {
 	return err
 }
 
-func cmdRun(args []string, stdout, stderr io.Writer) int {
+func cmdRun(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f := declareRunFlags(fs)
+	f.sim.reg = reg
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagError(err)
@@ -537,7 +539,7 @@ func (j *runJob) generateFailed(err error, stdout, stderr io.Writer) int {
 	if errors.As(err, &nf) && !*f.check {
 		// Find the op: replay the same tokens on the CPU reference
 		// executor, checking every op's output.
-		err = fmt.Errorf("%w; %v", err, locateNonFinite(j.m, j.src.File, nf.Tokens, len(j.ids), *f.ubatch, f.sim.Kernels))
+		err = fmt.Errorf("%w; %v", err, locateNonFinite(f.sim.reg, j.m, j.src.File, nf.Tokens, len(j.ids), *f.ubatch, f.sim.Kernels))
 	}
 	if !*f.asJSON {
 		fmt.Fprintln(stdout)
@@ -609,16 +611,16 @@ func (j *runJob) reportJSON(res *session.GenerateResult, text *string, tps float
 // every op's output checked for NaN and infinities when check is set.
 // The check runs on the reference executor (the compiled plan does not
 // check).
-func newCPUSession(m *models.Model, w eval.WeightSource, check bool, threads int, ko kernels.Options) (*session.Session, error) {
-	return session.NewSession(m, w, session.SessionOptions{Threads: threads, Reference: check,
+func newCPUSession(reg *irtool.Context, m *models.Model, w eval.WeightSource, check bool, threads int, ko kernels.Options) (*session.Session, error) {
+	return reg.NewSession(m, w, session.SessionOptions{Threads: threads, Reference: check,
 		Exec: eval.ExecOptions{CheckFinite: check, Kernels: ko}})
 }
 
 // locateNonFinite replays tokens (the prompt, in ubatch-token steps, then
 // one token per step) on a fresh CPU session that checks every op's output,
 // and returns the error naming the first op whose output is not finite.
-func locateNonFinite(m *models.Model, w eval.WeightSource, tokens []int32, nPrompt, ubatch int, ko kernels.Options) error {
-	s, err := newCPUSession(m, w, true, 0, ko)
+func locateNonFinite(reg *irtool.Context, m *models.Model, w eval.WeightSource, tokens []int32, nPrompt, ubatch int, ko kernels.Options) error {
+	s, err := newCPUSession(reg, m, w, true, 0, ko)
 	if err != nil {
 		return err
 	}

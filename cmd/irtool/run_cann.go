@@ -41,7 +41,7 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 	if err != nil {
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
 	}
-	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, DeviceID: cf.Device, Kernels: sim.Kernels,
+	s, err := sim.reg.NewRunner(m, f, dev, program.Options{Policy: pol, DeviceID: cf.Device, Kernels: sim.Kernels,
 		Compile: program.CompileOptions{Target: sim.Target, Passes: "none"}})
 	if err != nil {
 		return nil, errors.Join(err, dev.Close())

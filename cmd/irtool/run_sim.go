@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
@@ -32,6 +33,9 @@ type simFlags struct {
 	// Kernels are the numeric options of the device's and the host's
 	// kernels (run's --llama-build), not a flag of their own.
 	Kernels kernels.Options
+	// reg holds the registries of the invocation (its kernels run on
+	// every backend), not a flag.
+	reg *irtool.Context
 }
 
 // simOnly lists the flags that only the sim backend reads.
@@ -101,13 +105,13 @@ func newSimBackend(m *models.Model, f *gguf.File, flags *simFlags, fs *flag.Flag
 	if err != nil {
 		return nil, err
 	}
-	dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: simMemory(f), Kernels: flags.Kernels})
+	dev, err := flags.reg.NewSimDevice(device.SimOptions{MemoryBytes: simMemory(f), Kernels: flags.Kernels})
 	if err != nil {
 		return nil, err
 	}
 	// run has applied the pipeline already: only the required passes run
 	// again inside the compiler.
-	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, Kernels: flags.Kernels,
+	s, err := flags.reg.NewRunner(m, f, dev, program.Options{Policy: pol, Kernels: flags.Kernels,
 		Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
@@ -89,7 +90,7 @@ func shardTP(src *modelSource, opts models.Options, f *tpFlags, list string) (*p
 		return nil, err
 	}
 	for _, r := range tp.Ranks {
-		if r.Model, err = optimiseModel(r.Model, list); err != nil {
+		if r.Model, err = optimiseModel(src.reg, r.Model, list); err != nil {
 			return nil, fmt.Errorf("rank %d: %w", r.Rank, err)
 		}
 	}
@@ -98,7 +99,7 @@ func shardTP(src *modelSource, opts models.Options, f *tpFlags, list string) (*p
 
 // shardPP splits the model's graph into pipeline stages and applies the
 // pass pipeline to each stage's graph.
-func shardPP(m *models.Model, stages int, list string) ([]*models.Model, error) {
+func shardPP(reg *irtool.Context, m *models.Model, stages int, list string) ([]*models.Model, error) {
 	graphs, err := passes.ShardPP(m.Graph, stages)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func shardPP(m *models.Model, stages int, list string) ([]*models.Model, error) 
 	for k, g := range graphs {
 		sm := *m
 		sm.Graph = g
-		if out[k], err = optimiseModel(&sm, list); err != nil {
+		if out[k], err = optimiseModel(reg, &sm, list); err != nil {
 			return nil, fmt.Errorf("stage %d: %w", k, err)
 		}
 	}
@@ -272,7 +273,7 @@ func (b *tpBackend) start(ms []*models.Model, ws []eval.WeightSource, comms [][]
 	var err error
 	var steppers []session.Stepper
 	for i, m := range ms {
-		ks := eval.NewCollectiveKernels(nil, comms[i]...)
+		ks := eval.NewCollectiveKernels(flags.reg.Kernels, comms[i]...)
 		w := ws[i]
 		if backend == "sim" {
 			pol, err := flags.policy(fs)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/ir"
@@ -39,8 +40,9 @@ const embeddedWeights = "embedded:stories260K.gguf"
 
 // modelSource is an opened MODEL argument.
 type modelSource struct {
-	Path string     // as given; "" is the embedded model
-	File *gguf.File // the GGUF (weights, hyper-parameters, tokenizer); nil for IR text without "weights"
+	reg  *irtool.Context // resolves the ops of the IR text and of the graphs built
+	Path string          // as given; "" is the embedded model
+	File *gguf.File      // the GGUF (weights, hyper-parameters, tokenizer); nil for IR text without "weights"
 	// Graph is the parsed IR text, nil for a GGUF file.
 	Graph *ir.Graph
 	// WeightsPath is the GGUF file an IR file names, resolved.
@@ -75,28 +77,29 @@ func isIRText(path string) bool {
 }
 
 // openSource opens a MODEL argument: the embedded model for "", a GGUF
-// file, or IR text and the GGUF its "weights" meta names.
-func openSource(path string) (*modelSource, error) {
+// file, or IR text (parsed with reg's ops) and the GGUF its "weights"
+// meta names.
+func openSource(reg *irtool.Context, path string) (*modelSource, error) {
 	if path == "" || !isIRText(path) {
 		f, err := openModel(path)
 		if err != nil {
 			return nil, err
 		}
-		return &modelSource{Path: path, File: f}, nil
+		return &modelSource{reg: reg, Path: path, File: f}, nil
 	}
 	text, err := safeio.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer text.Close()
-	g, err := ir.ParseFile(path, text)
+	g, err := reg.Ops.ParseFile(path, text)
 	if err != nil {
 		return nil, err // NAME:LINE:COL: ...
 	}
 	if err := checkMeta(path, g); err != nil {
 		return nil, err
 	}
-	s := &modelSource{Path: path, Graph: g}
+	s := &modelSource{reg: reg, Path: path, Graph: g}
 	w := g.Meta[metaWeights]
 	if w == "" {
 		return s, nil
@@ -265,7 +268,7 @@ func (s *modelSource) options(opts, def models.Options) (models.Options, error) 
 // its meta) and the options the IR fixes (see options).
 func (s *modelSource) build(opts models.Options) (*models.Model, error) {
 	if !s.IsIR() {
-		return models.Build(s.File, opts)
+		return s.reg.BuildModel(s.File, opts)
 	}
 	var hp models.HParams
 	if s.File != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/tokenizer"
 )
@@ -55,7 +56,7 @@ type tokenizeOutput struct {
 	Pieces []string `json:"pieces"`
 }
 
-func cmdTokenize(args []string, stdout, stderr io.Writer) int {
+func cmdTokenize(_ *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("tokenize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fl := declareTokenizeFlags(fs)

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/cpu"
+
+	"github.com/irtool/irtool"
 )
 
 func init() {
@@ -93,7 +95,7 @@ func readVersion() versionInfo {
 	return v
 }
 
-func cmdVersion(args []string, stdout, stderr io.Writer) int {
+func cmdVersion(_ *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("version", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object")

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/passes"
@@ -104,11 +105,12 @@ func declareVizFlags(fs *flag.FlagSet, f *vizFlags) {
 	fs.IntVar(&f.rank, "rank", 0, "with --tp and/or --pp, draw rank `R`'s graph and stages (rank t×M+s is tensor-parallel rank t's pipeline stage s, as for compile)")
 }
 
-func cmdViz(args []string, stdout, stderr io.Writer) int {
+func cmdViz(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("viz", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f vizFlags
 	declareVizFlags(fs, &f)
+	f.compile.reg = reg
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagError(err)
