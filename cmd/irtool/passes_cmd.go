@@ -23,27 +23,30 @@ func init() {
                      [--print-ir-after PASS] [--print-ir-before PASS] [--print-ir-after-all]
                      [--print-ir-after-change] [--dump-dir DIR] [--check [--check-tol X] [--check-steps N]]
 
-Without a model, lists every registered pass in registration order: whether it is in the
-default pipeline, whether it is required, what it does and the rewrite rules
-it applies (name, pattern, description); then the ordering constraints
-between passes and the ops the passes introduce (fused ops, concat). --passes of compile
-and run takes a comma-separated list of these names, "default" or "none".
+Without a model and without flags but --json, lists every registered
+pass in registration order: whether it is in the default pipeline,
+whether it is required, what it does and the rewrite rules it applies
+(name, pattern, description); then the ordering constraints between
+passes and the ops the passes introduce (fused ops, concat). --passes of
+compile and run takes a comma-separated list of these names, "default"
+or "none".
 
-With a model (a GGUF file or IR text), runs the pipeline --passes on its
-graph, prints the optimised graph as IR text (on stdout, or to -o FILE.ir)
-and the per-pass table on stderr; --json prints the per-pass records
-instead of the IR. The --print-ir-* flags print the IR before or after
-passes to stderr (mlir-opt's flags and headers); --dump-dir keeps the IR
-after every pass as DIR/NN-PASS.ir.
+With a model (a GGUF file or IR text), or with any other flag (then on
+the embedded model), runs the pipeline --passes on its graph, prints the
+optimised graph as IR text (on stdout, or to -o FILE.ir) and the
+per-pass table on stderr; --json prints the per-pass records instead of
+the IR. The --print-ir-* flags print the IR before or after passes to
+stderr (mlir-opt's flags and headers); --dump-dir keeps the IR after
+every pass as DIR/NN-PASS.ir.
 
---check (with a model, or the embedded one) validates every pass by
-execution: the graph runs on the CPU reference executor before the first
-pass and after each pass that changed it, on a prefill of "Once upon a
-time" and --check-steps greedy decode steps, and its logits and KV cache
-are compared with those of the graph before the pass. One line per pass
-goes to stdout ("check fuse-norm: bit-identical (4 steps)", or max|Δ| and
-where); the IR is written only with -o. The run fails, naming the pass, at
-the first pass past --check-tol.`,
+--check validates every pass by execution: the graph runs on the CPU
+reference executor before the first pass and after each pass that
+changed it, on a prefill of "Once upon a time" and --check-steps greedy
+decode steps, and its logits and KV cache are compared with those of the
+graph before the pass. One line per pass goes to stdout ("check
+fuse-norm: bit-identical (4 steps)", or max|Δ| and where); the IR is
+written only with -o. The run fails, naming the pass, at the first pass
+past --check-tol.`,
 		Run: cmdPasses,
 	})
 }
@@ -108,11 +111,11 @@ func cmdPasses(reg *irtool.Context, args []string, stdout, stderr io.Writer) int
 	fs := flag.NewFlagSet("passes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print one JSON object (docs/CLI.md)")
-	list := fs.String("passes", "default", "with a model: the pass pipeline `LIST` to run, as for compile")
-	out := fs.String("o", "", "with a model: write the optimised IR to `FILE` instead of stdout")
+	list := fs.String("passes", "default", "the pass pipeline `LIST` to run on the model, as for compile")
+	out := fs.String("o", "", "write the optimised IR to `FILE` instead of stdout")
 	var pf passFlags
 	pf.declare(fs)
-	dumpDir := fs.String("dump-dir", "", "with a model: write the IR after every pass into `DIR` as NN-pass.ir (00-input.ir first)")
+	dumpDir := fs.String("dump-dir", "", "write the IR after every pass into `DIR` as NN-pass.ir (00-input.ir first)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagError(err)
@@ -120,7 +123,11 @@ func cmdPasses(reg *irtool.Context, args []string, stdout, stderr io.Writer) int
 	if len(pos) > 1 {
 		return usageError(stderr, "passes", "want at most one model path, got %q", pos)
 	}
-	if len(pos) == 1 || pf.Check {
+	// A model, or a flag that only a run has, runs the pipeline (on the
+	// embedded model without one); otherwise the passes are listed.
+	run := len(pos) == 1
+	fs.Visit(func(f *flag.Flag) { run = run || f.Name != "json" })
+	if run {
 		path := ""
 		if len(pos) == 1 {
 			path = pos[0]
