@@ -281,12 +281,12 @@ func (b *tpBackend) start(ms []*models.Model, ws []eval.WeightSource, comms [][]
 				b.Close()
 				return err
 			}
-			dev, err := device.NewSimDevice(device.SimOptions{MemoryBytes: simMemory(f), Kernels: flags.Kernels, KernelSet: ks})
+			dev, err := flags.reg.NewSimDevice(device.SimOptions{MemoryBytes: simMemory(f), Kernels: flags.Kernels, KernelSet: ks})
 			if err != nil {
 				b.Close()
 				return err
 			}
-			s, err := program.NewRunner(m, w, dev, program.Options{Policy: pol, Kernels: flags.Kernels, KernelSet: ks,
+			s, err := flags.reg.NewRunner(m, w, dev, program.Options{Policy: pol, Kernels: flags.Kernels, KernelSet: ks,
 				Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
 			if err != nil {
 				b.Close()

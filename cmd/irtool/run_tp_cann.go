@@ -101,7 +101,7 @@ func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, 
 		return nil, err
 	}
 	ks := eval.NewCollectiveKernels(flags.reg.Kernels, hostComms...)
-	return program.NewRunner(m, w, dev, program.Options{Policy: pol, DeviceID: id, Kernels: flags.Kernels, KernelSet: ks,
+	return flags.reg.NewRunner(m, w, dev, program.Options{Policy: pol, DeviceID: id, Kernels: flags.Kernels, KernelSet: ks,
 		Compile: program.CompileOptions{Target: flags.Target, Passes: "none", Driver: compiler.Options{Rules: rules}}})
 }
 
