@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ import (
 
 // qwenShapesIR is the graph of a Qwen2.5-0.5B-shaped model (24 layers) as
 // IR text without weights: the views of a real-sized model can be drawn
-// and planned from it (go test ./cmd/irtool -run TestQwenShapesIR -update
+// and planned from it (go test ./cli -run TestQwenShapesIR -update
 // writes it).
 const qwenShapesIR = "testdata/qwen2.5-0.5b-shapes.ir"
 

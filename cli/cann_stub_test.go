@@ -1,6 +1,6 @@
 //go:build !cann
 
-package main
+package cli
 
 import (
 	"encoding/json"

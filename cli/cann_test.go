@@ -1,6 +1,6 @@
 //go:build cann
 
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -23,7 +23,7 @@ func fakeCANN(t *testing.T) {
 		return
 	}
 	dir := t.TempDir()
-	script := filepath.Join("..", "..", "scripts", "fakeacl.sh")
+	script := filepath.Join("..", "scripts", "fakeacl.sh")
 	if b, err := exec.Command("bash", script, dir).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", script, dir, err, b)
 	}

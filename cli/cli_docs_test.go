@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -22,10 +22,10 @@ var flagBlock = regexp.MustCompile(`(?s)<!-- BEGIN FLAGS ([a-z-]+) [^>]*-->\n(.*
 
 // TestCLIDocFlags checks that the flag table of every command in
 // docs/CLI.md is the one its FlagSet gives (the same rows "irtool help
-// COMMAND" prints); go test ./cmd/irtool -run TestCLIDocFlags -update
+// COMMAND" prints); go test ./cli -run TestCLIDocFlags -update
 // rewrites the tables.
 func TestCLIDocFlags(t *testing.T) {
-	const path = "../../docs/CLI.md"
+	const path = "../docs/CLI.md"
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	doc := string(raw)
@@ -46,11 +46,11 @@ func TestCLIDocFlags(t *testing.T) {
 		if m[2] != want {
 			stale = append(stale, name)
 		}
-		return fmt.Sprintf("<!-- BEGIN FLAGS %s (generated from the command's flags: go test ./cmd/irtool -run TestCLIDocFlags -update) -->\n%s<!-- END FLAGS -->", name, want)
+		return fmt.Sprintf("<!-- BEGIN FLAGS %s (generated from the command's flags: go test ./cli -run TestCLIDocFlags -update) -->\n%s<!-- END FLAGS -->", name, want)
 	})
 	for _, c := range sortedCommands() {
 		if !seen[c.Name] {
-			t.Errorf("docs/CLI.md has no flag table for command %q: add\n<!-- BEGIN FLAGS %s -->\n<!-- END FLAGS -->\nto its section and run go test ./cmd/irtool -run TestCLIDocFlags -update", c.Name, c.Name)
+			t.Errorf("docs/CLI.md has no flag table for command %q: add\n<!-- BEGIN FLAGS %s -->\n<!-- END FLAGS -->\nto its section and run go test ./cli -run TestCLIDocFlags -update", c.Name, c.Name)
 		}
 	}
 	if len(stale) == 0 && out == doc {
@@ -60,7 +60,7 @@ func TestCLIDocFlags(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(out), 0o644))
 		return
 	}
-	t.Errorf("docs/CLI.md's flag tables of %s differ from the commands' flags; run go test ./cmd/irtool -run TestCLIDocFlags -update", strings.Join(stale, ", "))
+	t.Errorf("docs/CLI.md's flag tables of %s differ from the commands' flags; run go test ./cli -run TestCLIDocFlags -update", strings.Join(stale, ", "))
 }
 
 // TestHelpPrintsEveryFlag checks that "irtool help COMMAND" lists every
@@ -92,7 +92,7 @@ func TestHelpPrintsEveryFlag(t *testing.T) {
 // they are: plan --json's planner.Report, run --json's stats) is named in
 // docs/CLI.md.
 func TestCLIDocJSONFields(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/CLI.md")
+	doc, err := os.ReadFile("../docs/CLI.md")
 	require.NoError(t, err)
 	for _, rt := range []reflect.Type{reflect.TypeFor[planner.Report](), reflect.TypeFor[program.PhaseStats](),
 		reflect.TypeFor[device.CacheStats](), reflect.TypeFor[device.DeviceStats](), reflect.TypeFor[device.PoolStats]()} {

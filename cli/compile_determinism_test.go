@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -61,7 +61,7 @@ func TestCompileJSONDeterministic(t *testing.T) {
 		target string
 	}{
 		{"", "ascend910b"},
-		{"../../testdata/synth-llamamoe-Q4_0.gguf", "ascend310b-strict"},
+		{"../testdata/synth-llamamoe-Q4_0.gguf", "ascend310b-strict"},
 	} {
 		args := []string{"compile", "--json", "--target", c.target}
 		if c.model != "" {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -275,7 +275,7 @@ func TestCompileTPLowersHCCL(t *testing.T) {
 		{"testdata/stories260K.gguf", "--pp", "2"},
 		{"testdata/synth-llama-Q4_0.gguf", "--tp", "2", "--pp", "2"},
 	} {
-		args[0] = filepath.Join("..", "..", args[0])
+		args[0] = filepath.Join("..", args[0])
 		r := compile(args...)
 		require.NotEmpty(t, r.Ranks, "%v", args)
 		for i, rk := range r.Ranks {
@@ -292,7 +292,7 @@ func TestCompileTPLowersHCCL(t *testing.T) {
 			}
 		}
 	}
-	r := compile(filepath.Join("..", "..", "testdata", "stories260K.gguf"), "--tp", "2", "--tp-exact")
+	r := compile(filepath.Join("..", "testdata", "stories260K.gguf"), "--tp", "2", "--tp-exact")
 	for i, rk := range r.Ranks {
 		host := 0
 		for _, f := range rk.Partition.Fallbacks {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -36,7 +36,7 @@ func irOf(t *testing.T, model string, toStdout bool, extra ...string) string {
 // file's directory (so the two move together).
 func TestIRWeightsPath(t *testing.T) {
 	model := filepath.Join(testref.Root(), "testdata", "synth-llama-Q4_0.gguf")
-	code, out, _ := runCLI(t, "ir", "../../testdata/synth-llama-Q4_0.gguf")
+	code, out, _ := runCLI(t, "ir", "../testdata/synth-llama-Q4_0.gguf")
 	if want := `meta weights="` + filepath.ToSlash(model) + `"`; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("ir to stdout: exit %d, want %s", code, want)
 	}

@@ -1,16 +1,10 @@
-// Command irtool compiles GGUF models into replayable programs and shows
-// every stage on the way: the file (inspect), the tokenizer (tokenize), the
-// IR and its passes (compile, passes, viz), the memory plan (plan) and the
-// result of running it (run).
-//
-// Usage:
-//
-//	irtool COMMAND [ARGS]
-//	irtool help [COMMAND]
-//
-// Flags and the model path may come in any order; the model defaults to
-// stories260K, embedded in the binary. "irtool help" lists the commands.
-package main
+// Package cli is the irtool command line: every command (inspect,
+// tokenize, ir, compile, passes, run, bench, plan, viz, doctor, version)
+// run with the registries of an irtool.Context. cmd/irtool is
+// cli.Main(irtool.DefaultContext(), os.Args[1:]); a program of your own
+// registers ops, kernels, passes and strategies in a Context of its own and
+// calls Main with it (README.md, "Your own irtool"; docs/CLI.md).
+package cli
 
 import (
 	"fmt"
@@ -21,7 +15,21 @@ import (
 	"github.com/irtool/irtool"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+// Main runs one irtool invocation, args as os.Args[1:] ("compile",
+// "--passes", "my-pass,default", ...), with the registries of ctx: every
+// command resolves pass, op, kernel, strategy and target-rule names in it,
+// so what a program registers in its Context is what its irtool runs. It
+// writes to os.Stdout and os.Stderr and returns the exit status: 0 on
+// success, 1 when the command failed, 2 for a usage error.
+func Main(ctx *irtool.Context, args []string) int { return Run(ctx, args, os.Stdout, os.Stderr) }
+
+// Run is Main writing to stdout and stderr.
+func Run(ctx *irtool.Context, args []string, stdout, stderr io.Writer) int {
+	if ctx == nil {
+		ctx = irtool.DefaultContext()
+	}
+	return runIn(ctx, args, stdout, stderr)
+}
 
 // run executes one irtool invocation with the package defaults
 // (irtool.DefaultContext).

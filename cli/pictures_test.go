@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -217,7 +217,7 @@ func readFile(t *testing.T, path string) []byte {
 }
 
 // TestPicturesGolden keeps golden renders of the embedded model's pictures
-// that irtool draws itself (go test ./cmd/irtool -run TestPicturesGolden
+// that irtool draws itself (go test ./cli -run TestPicturesGolden
 // -update rewrites them): README's liveness chart, one layer of the decode
 // interference matrix and the compiled graph's DOT without weights. The
 // greedy-size strategy makes the plans, and so the bytes, deterministic.
@@ -226,7 +226,7 @@ func TestPicturesGolden(t *testing.T) {
 		path string
 		args []string
 	}{
-		{"../../docs/img/stories260K-liveness.svg", []string{"--what", "liveness", "--strategy", "greedy-size"}},
+		{"../docs/img/stories260K-liveness.svg", []string{"--what", "liveness", "--strategy", "greedy-size"}},
 		{"testdata/viz/stories260K-decode-interference-layer2.svg", []string{"--what", "interference", "--ubatch", "1", "--layer", "2", "--strategy", "greedy-size"}},
 		{"testdata/viz/stories260K-graph.dot", []string{"--what", "graph", "--no-weights"}},
 	} {
@@ -287,7 +287,7 @@ func TestRunReportsItsArena(t *testing.T) {
 // and every line README shows of its output (up to a "...", pass timings
 // aside) is in what it prints today.
 func TestReadmeFirstCommand(t *testing.T) {
-	readme := string(readFile(t, "../../README.md"))
+	readme := string(readFile(t, "../README.md"))
 	i := strings.Index(readme, "\n## First two commands\n")
 	if i < 0 {
 		t.Fatal(`README has no "First two commands" section`)

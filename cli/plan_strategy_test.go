@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -52,8 +52,8 @@ func TestPlanCustomStrategy(t *testing.T) {
 // plan is a name compile --strategy and plan --strategy take back.
 func TestStrategyNamesRoundTrip(t *testing.T) {
 	for _, tgt := range []string{"ascend910b", "ascend310b-strict", "cpu"} {
-		worst, _ := compileMemory(t, "../../testdata/synth-llama-Q4_0.gguf", "--target", tgt, "--ctx", "64")
-		if code, _, stderr := runCLI(t, "compile", "../../testdata/synth-llama-Q4_0.gguf", "--target", tgt, "--ctx", "64", "--strategy", worst.Strategy); code != 0 {
+		worst, _ := compileMemory(t, "../testdata/synth-llama-Q4_0.gguf", "--target", tgt, "--ctx", "64")
+		if code, _, stderr := runCLI(t, "compile", "../testdata/synth-llama-Q4_0.gguf", "--target", tgt, "--ctx", "64", "--strategy", worst.Strategy); code != 0 {
 			t.Errorf("%s: compile --strategy %s (the reported one): exit %d: %s", tgt, worst.Strategy, code, stderr)
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build cann
 
-package main
+package cli
 
 import (
 	"bytes"
@@ -246,7 +246,7 @@ func runRanks(t *testing.T, libs string, argss ...[]string) []procResult {
 func buildFake(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	script := filepath.Join("..", "..", "scripts", "fakeacl.sh")
+	script := filepath.Join("..", "scripts", "fakeacl.sh")
 	if b, err := exec.Command("bash", script, dir).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v\n%s", script, dir, err, b)
 	}

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -73,7 +73,7 @@ var sweepShapes = []sweepShape{
 
 // TestTPSweepShapes is the table of docs/LOWERING.md: the link model's
 // predicted decode at TP 1/2/4/8 on the 910B profile for F16 weights of
-// three published shapes, 4096 cache cells. go test ./cmd/irtool -run
+// three published shapes, 4096 cache cells. go test ./cli -run
 // TestTPSweepShapes -update-tp-sweep rewrites it.
 func TestTPSweepShapes(t *testing.T) {
 	if testing.Short() {
@@ -107,7 +107,7 @@ func TestTPSweepShapes(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "go test ./cmd/irtool -run TestTPSweepShapes -update-tp-sweep writes it")
+	require.NoError(t, err, "go test ./cli -run TestTPSweepShapes -update-tp-sweep writes it")
 	require.Equal(t, string(want), buf.String())
 }
 
