@@ -19,7 +19,7 @@ import (
 // the process's CPU time per compile (the planner's searches run
 // concurrently, so it can exceed the wall time on an idle machine).
 func BenchmarkCompile(b *testing.B) {
-	data, err := os.ReadFile("../cmd/irtool/testdata/qwen2.5-0.5b-shapes.ir")
+	data, err := os.ReadFile("../cli/testdata/qwen2.5-0.5b-shapes.ir")
 	if err != nil {
 		b.Fatal(err)
 	}

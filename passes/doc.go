@@ -10,8 +10,15 @@
 //     when the package starts and before every run. Run verifies the graph
 //     after every pass (MLIR's verify-each, on by default), records whether
 //     each pass changed the graph, its time, rule hits and statistics, can
-//     print or dump the IR after any pass, and names the failing pass and
-//     the passes before it in every error.
+//     print (mlir-opt's print-ir-before/after/after-change) or dump the IR
+//     around any pass, and names the failing pass and the passes before it
+//     in every error. Instruments (MLIR's PassInstrumentation) are values
+//     in Options whose hooks run before and after every pass.
+//   - Translation validation (Options.Check): the graph runs on the CPU
+//     reference executor before the first pass and after every pass that
+//     changed it, and the run stops at the first pass that changes the
+//     outputs or state past a tolerance (0: every bit), naming it. Package
+//     passtest is the golden harness for a pass written anywhere.
 //   - Rewrites are data (tinygrad's UPat, MLIR's greedy driver): a Rule is
 //     a Pattern (op, dtype, attributes, operands, named captures,
 //     predicates) and a builder of the replacement. Rewrite applies rules

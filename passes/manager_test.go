@@ -278,7 +278,7 @@ func TestRunReports(t *testing.T) {
 	if len(res.Snapshots) != 3 || res.Snapshots[1].Pass != "fuse-norm" || res.Snapshots[2].Graph.String() != out.String() {
 		t.Errorf("snapshots %v", res.Snapshots)
 	}
-	if !strings.HasPrefix(printed.String(), "// IR after fuse-norm (pass 2)\n") || strings.Count(printed.String(), "graph \"tiny\"") != 1 {
+	if !strings.HasPrefix(printed.String(), "// -----// IR Dump After fuse-norm //----- //\n") || strings.Count(printed.String(), "graph \"tiny\"") != 1 {
 		t.Errorf("print-after output:\n%s", printed.String())
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.ir"))

@@ -9,7 +9,7 @@ import "github.com/irtool/irtool/ir"
 // the node list each time, so a chain of k such nodes would cost k times
 // the graph; the sweep removes them all at once.
 func noopPass() Pass {
-	p := RulePass("noop", "no-op elimination: reshape/view/permute/cont/cast chains that do nothing, scale by 1", noopRules()...)
+	p := RulePass("noop", "no-op elimination: reshape/view/permute/cont/cast chains that do nothing, scale by 1, mul/div by a constant 1, add of a constant -0", append(noopRules(), identityRules()...)...)
 	rules := p.Run
 	p.Run = func(g *ir.Graph, c *Context) (bool, error) {
 		views, reshapes := forwardIdentities(g)

@@ -2,11 +2,13 @@ package passes_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
 
+	"github.com/irtool/irtool/internal/floatbits"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/passes"
 )
@@ -87,6 +89,19 @@ func (b *graphGen) leaf(op ir.Op, t ir.Type) *ir.Node {
 	return n
 }
 
+// splat is an F32 constant of v everywhere.
+func (b *graphGen) splat(v float32, dims ...any) *ir.Node {
+	t := ir.T(ir.F32, dims...)
+	ne, _ := t.Shape.Ne()
+	vals := make([]float32, ne[0]*ne[1]*ne[2]*ne[3])
+	for i := range vals {
+		vals[i] = v
+	}
+	n := &ir.Node{ID: len(b.g.Nodes), Op: ir.OpConst, Type: t, Data: floatbits.Bytes(vals...), Name: b.name("splat"), Layer: -1}
+	b.g.Nodes = append(b.g.Nodes, n)
+	return n
+}
+
 func (b *graphGen) weight(dims ...any) *ir.Node { return b.leaf(ir.OpWeight, ir.T(ir.F32, dims...)) }
 
 func (b *graphGen) pick() *ir.Node { return b.vals[b.r.IntN(len(b.vals))] }
@@ -162,9 +177,15 @@ func (b *graphGen) step() {
 		}
 	case 6: // no-op chains
 		var y *ir.Node
-		switch b.r.IntN(9) {
+		switch b.r.IntN(12) {
 		case 0:
 			y = b.typed(ir.OpReshape, x.Type, nil, b.heads(x))
+		case 9:
+			y = b.add(ir.OpMul, nil, x, b.splat(1, rgD))
+		case 10:
+			y = b.add(ir.OpDiv, nil, x, b.splat(1, 1))
+		case 11:
+			y = b.add(ir.OpAdd, nil, x, b.splat(float32(math.Copysign(0, -1)), rgD))
 		case 6:
 			y = b.typed(ir.OpReshape, x.Type, nil, x)
 		case 7:

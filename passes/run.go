@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,13 +20,29 @@ type Options struct {
 	NoVerify bool
 	// Snapshots keeps a copy of the graph after every pass in the Result.
 	Snapshots bool
-	// PrintAfter names passes whose output IR is written to Print ("all"
-	// for every pass).
-	PrintAfter []string
-	Print      io.Writer
+	// PrintBefore and PrintAfter name passes whose input, respectively
+	// output, IR is written to Print ("all" for every pass), each dump
+	// under a header "// -----// IR Dump After NAME //----- //" as
+	// mlir-opt's --mlir-print-ir-before/-after write them.
+	PrintBefore []string
+	PrintAfter  []string
+	// PrintAfterChange prints the IR after a pass only when the pass
+	// changed the graph (mlir-opt's --mlir-print-ir-after-change); with
+	// PrintAfter empty it applies to every pass.
+	PrintAfterChange bool
+	Print            io.Writer
 	// DumpDir receives the IR before the first pass (00-input.ir) and after
 	// every pass (NN-name.ir).
 	DumpDir string
+	// Instruments observe the run: their hooks are called before and
+	// after every pass, in order (instrument.go).
+	Instruments []Instrument
+	// Check, when set, validates every pass by execution (translation
+	// validation, check.go): the graph runs on the CPU reference executor
+	// before the first pass and after every pass that changed it, and the
+	// run fails at the first pass whose outputs differ from those of the
+	// graph before it by more than Check.Tol.
+	Check *CheckOptions
 	// Rewrite bounds the rewrite driver of rule passes.
 	Rewrite RewriteOptions
 	// Fold configures constant folding.
@@ -54,7 +69,8 @@ type Snapshot struct {
 // Result reports a run of a pipeline.
 type Result struct {
 	Passes    []PassStat
-	Snapshots []Snapshot // with Options.Snapshots
+	Snapshots []Snapshot  // with Options.Snapshots
+	Checks    []CheckStat // with Options.Check: one per pass that ran
 }
 
 // Run applies the pipeline to a copy of g (g is not modified) and returns
@@ -74,16 +90,20 @@ func Run(g *ir.Graph, p Pipeline, opts Options) (*ir.Graph, *Result, error) {
 		return nil, res, fmt.Errorf("passes: input graph: %w", err)
 	}
 	out := g.Clone()
-	if opts.DumpDir != "" {
-		if err := os.MkdirAll(opts.DumpDir, 0o755); err != nil {
-			return nil, res, fmt.Errorf("passes: dump dir: %w", err)
-		}
-		if err := dump(opts.DumpDir, "00-input.ir", out); err != nil {
-			return nil, res, err
-		}
+	inst, err := opts.instruments(out, res)
+	if err != nil {
+		return nil, res, err
 	}
 	var ran []string
 	for i, ps := range p {
+		for _, in := range inst {
+			if in.Before == nil {
+				continue
+			}
+			if err := in.Before(ps, i, out); err != nil {
+				return nil, res, fmt.Errorf("passes: before pass %s (after %s): %s: %w", ps.Name, ranList(ran), in.Name, err)
+			}
+		}
 		c := &Context{Options: opts, hits: map[string]int{}, stats: map[string]int{}}
 		st := PassStat{Name: ps.Name, NodesBefore: out.NumOps()}
 		start := time.Now()
@@ -97,23 +117,20 @@ func Run(g *ir.Graph, p Pipeline, opts Options) (*ir.Graph, *Result, error) {
 				return nil, res, fmt.Errorf("passes: pass %s left an invalid graph (after %s): %w", ps.Name, ranList(ran), err)
 			}
 		}
-		ran = append(ran, ps.Name)
 		st.Changed, st.RuleHits, st.Stats, st.NodesAfter = changed, c.hits, c.stats, out.NumOps()
 		res.Passes = append(res.Passes, st)
 		if opts.Snapshots {
 			res.Snapshots = append(res.Snapshots, Snapshot{Pass: ps.Name, Graph: out.Clone()})
 		}
-		if opts.Print != nil && (slices.Contains(opts.PrintAfter, "all") || slices.Contains(opts.PrintAfter, ps.Name)) {
-			fmt.Fprintf(opts.Print, "// IR after %s (pass %d)\n", ps.Name, i+1)
-			if err := ir.Print(opts.Print, out); err != nil {
-				return nil, res, fmt.Errorf("passes: print after %s: %w", ps.Name, err)
+		for _, in := range inst {
+			if in.After == nil {
+				continue
+			}
+			if err := in.After(ps, i, out, st); err != nil {
+				return nil, res, fmt.Errorf("passes: pass %s (after %s): %s: %w", ps.Name, ranList(ran), in.Name, err)
 			}
 		}
-		if opts.DumpDir != "" {
-			if err := dump(opts.DumpDir, fmt.Sprintf("%02d-%s.ir", i+1, ps.Name), out); err != nil {
-				return nil, res, err
-			}
-		}
+		ran = append(ran, ps.Name)
 	}
 	return out, res, nil
 }
@@ -134,6 +151,21 @@ func ranList(ran []string) string {
 		return "no other pass"
 	}
 	return "[" + strings.Join(ran, " ") + "]"
+}
+
+// newDumper makes dir, writes the input graph g there as 00-input.ir and
+// returns the instrument that writes NN-name.ir after every pass.
+func newDumper(dir string, g *ir.Graph) (Instrument, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Instrument{}, fmt.Errorf("passes: dump dir: %w", err)
+	}
+	if err := dump(dir, "00-input.ir", g); err != nil {
+		return Instrument{}, err
+	}
+	return Instrument{Name: "dump-dir",
+		After: func(p Pass, i int, g *ir.Graph, _ PassStat) error {
+			return dump(dir, fmt.Sprintf("%02d-%s.ir", i+1, p.Name), g)
+		}}, nil
 }
 
 // dump writes g to dir/name atomically (a temporary file renamed into

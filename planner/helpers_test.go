@@ -13,6 +13,10 @@ import (
 // the external planner benchmark directory, skipping the test when it is absent.
 func benchFile(t testing.TB, rel string) string {
 	t.Helper()
+	// The small public instances are in testdata/bench (its README).
+	if p := filepath.Join("testdata", "bench", rel); fileExists(p) {
+		return p
+	}
 	p := filepath.Join(testref.Root(), "..", "shared", "planner-bench", rel)
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("benchmark instance %s is absent", p)
@@ -62,3 +66,5 @@ func randomProblem(rng *rand.Rand, n, steps int, maxSize int64) *Problem {
 }
 
 func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 1)) }
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -110,9 +110,40 @@ func (s *StrategySet) HasGraph(name string) bool {
 // under opts' time budget, and the result is validated and reported alike.
 func (s *StrategySet) Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *Assignment, rep *Report, err error) {
 	strategy = StrategyOf(strategy)
-	if slices.Contains(Strategies(), strategy) {
-		return Solve(ctx, p, strategy, opts)
+	if !slices.Contains(Strategies(), strategy) {
+		return s.solveRegistered(ctx, p, strategy, opts)
 	}
+	a, rep, err = solveBuiltin(ctx, p, strategy, opts)
+	if err != nil || strategy != StrategyBest {
+		return a, rep, err
+	}
+	// best: every registered strategy too, each under the budget; the
+	// smallest arena wins as among the built-in ones.
+	start := time.Now()
+	for _, name := range s.Names()[len(Strategies()):] {
+		ra, rr, err := s.solveRegistered(ctx, p, name, opts)
+		if err != nil {
+			rep.Unfinished = append(rep.Unfinished, name)
+			continue
+		}
+		rep.Strategies[name], rep.StrategyMS[name] = ra.Arena, rr.MS
+		if ra.Arena < a.Arena {
+			a = ra
+			rep.Arena, rep.Ratio, rep.Winner = ra.Arena, Ratio(ra.Arena, rep.LowerBound), name
+			rep.BestMS = rep.MS + msSince(start)
+			rep.Optimal = rep.Arena <= rep.Bound
+			if rep.Bound > 0 {
+				rep.Gap = float64(rep.Arena-rep.Bound) / float64(rep.Bound)
+			}
+		}
+	}
+	rep.MS += msSince(start)
+	return a, rep, nil
+}
+
+// solveRegistered runs a registered strategy under opts' budget and
+// validates and reports its result as Solve does a built-in one.
+func (s *StrategySet) solveRegistered(ctx context.Context, p *Problem, strategy string, opts Options) (a *Assignment, rep *Report, err error) {
 	fn, ok := s.Lookup(strategy)
 	if !ok {
 		return nil, nil, fmt.Errorf("planner: unknown strategy %q (have %s)", strategy, strings.Join(s.Names(), ", "))

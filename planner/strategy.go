@@ -182,7 +182,16 @@ func Ratio(arena, lb int64) float64 {
 // finishes and "online-bestfit" is O(n log n); a strategy asked for by name
 // that cannot finish in time is an error naming the instance size, while
 // "best" and "search" keep whatever finished ("naive" at worst).
+//
+// "best" also runs every strategy registered in DefaultStrategies
+// (StrategySet.Solve).
 func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *Assignment, rep *Report, err error) {
+	return defaultStrategies.Solve(ctx, p, strategy, opts)
+}
+
+// solveBuiltin runs a built-in strategy (Solve without the registered
+// ones).
+func solveBuiltin(ctx context.Context, p *Problem, strategy string, opts Options) (a *Assignment, rep *Report, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			a, rep, err = nil, nil, fmt.Errorf("planner: internal error in strategy %q: %v", strategy, r)
@@ -194,7 +203,7 @@ func Solve(ctx context.Context, p *Problem, strategy string, opts Options) (a *A
 	}
 	strategy = StrategyOf(strategy)
 	if !slices.Contains(Strategies(), strategy) {
-		return defaultStrategies.Solve(ctx, p, strategy, opts) // a registered strategy, or an error listing them
+		return nil, nil, fmt.Errorf("planner: unknown built-in strategy %q", strategy)
 	}
 	if opts.Deterministic && opts.MaxNodes <= 0 {
 		opts.MaxNodes = WorkBudget(len(p.Buffers))

@@ -13,50 +13,10 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"os"
-	"runtime/debug"
+
+	"github.com/irtool/irtool"
+	"github.com/irtool/irtool/cli"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
-
-// run executes one irtool invocation and returns its exit status: 0 on
-// success, 1 when the command failed, 2 for a usage error.
-func run(args []string, stdout, stderr io.Writer) (code int) {
-	// Every write to stdout is checked here, once for all commands: a
-	// command that succeeded but whose output was lost fails.
-	out := &checkedWriter{w: stdout}
-	defer func() {
-		if err := out.Err(); err != nil && code == 0 {
-			fmt.Fprintf(stderr, "irtool: writing standard output: %v\n", err)
-			code = 1
-		}
-	}()
-	return runChecked(args, out, stderr)
-}
-
-func runChecked(args []string, stdout, stderr io.Writer) (code int) {
-	if len(args) == 0 {
-		printUsage(stderr)
-		return 2
-	}
-	name := args[0]
-	switch name {
-	case "help", "-h", "-help", "--help":
-		return cmdHelp(args[1:], stdout, stderr)
-	}
-	c, ok := commands[name]
-	if !ok {
-		fmt.Fprintf(stderr, "irtool: unknown command %q\n\n", name)
-		printUsage(stderr)
-		return 2
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			fmt.Fprintf(stderr, "irtool %s: internal error: %v\n%s", name, r, debug.Stack())
-			code = 1
-		}
-	}()
-	return c.Run(args[1:], stdout, stderr)
-}
+func main() { os.Exit(cli.Main(irtool.DefaultContext(), os.Args[1:])) }

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/internal/safeio"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/planner"
+)
+
+// The memory stage (package compiler) plans the arena of the compiled graph
+// twice: for the worst case llama.cpp reserves for (n_tokens = --ubatch,
+// n_kv = --ctx, every row producing logits) and for decode (one token over
+// a full cache). Each plan uses the target's in-place policy
+// (planner.CPUPolicy for cpu, planner.NPUPolicy otherwise) and, on NPU
+// targets, reserves each kernel's workspace (target.Profile.Workspace) as a
+// short-lived tensor. This file prints the plans and writes
+// --export-buffers.
+
+// memoryJSON is the "memory" / "memory_decode" object of compile --json.
+type memoryJSON struct {
+	ArenaBytes      int64            `json:"arena_bytes"`
+	LowerBoundBytes int64            `json:"lower_bound_bytes"`
+	NaiveBytes      int64            `json:"naive_bytes"`
+	Strategy        string           `json:"strategy"`
+	Strategies      map[string]int64 `json:"strategies"`
+	OrderChanged    bool             `json:"order_changed"`
+	Requested       string           `json:"requested"`
+	Ratio           float64          `json:"ratio"`
+	Bindings        string           `json:"bindings"`
+	Align           int64            `json:"align"`
+	Policy          string           `json:"policy"`
+	Buffers         int              `json:"buffers"`
+	InPlace         int              `json:"inplace"`
+	WorkspaceBytes  int64            `json:"workspace_bytes"`
+	GgmlCPUBytes    int64            `json:"ggml_cpu_bytes"`
+	Compare         compiler.Compare `json:"compare"`
+	BudgetExhausted bool             `json:"budget_exhausted"`
+	MS              float64          `json:"time_ms"`
+}
+
+// outMemory fills the JSON's memory objects, prints both plans and writes
+// --export-buffers.
+func outMemory(j *compileJob) error {
+	for _, c := range []struct {
+		mp  *compiler.PlannedStep
+		out *any
+	}{{j.R.Memory, &j.Out.Memory}, {j.R.MemoryDecode, &j.Out.MemoryDecode}} {
+		p := c.mp.Plan
+		out := memoryReport(p, c.mp.Bindings.String())
+		out.Compare = c.mp.Compare
+		out.GgmlCPUBytes = c.mp.Compare.GgmlLayout.GallocrBytes
+		*c.out = out
+		order := "graph order"
+		if p.OrderChanged {
+			order = "reordered"
+		}
+		fmt.Fprintf(j.Text, "memory, %s (%s): arena %d B = %.4f x lower bound %d B (%s, %s), naive %d B, %d in place\n",
+			c.mp.What, out.Bindings, p.ArenaBytes, p.Ratio(), p.LowerBound, p.Strategy, order, p.NaiveBytes, p.InPlace)
+		writeMemoryComparison(j.Text, c.mp.Compare)
+		if c.mp == j.R.Memory && j.Flags.ExportBuffers != "" {
+			if err := exportBuffers(j.Flags.ExportBuffers, p); err != nil {
+				return err
+			}
+			fmt.Fprintf(j.Stderr, "irtool compile: wrote %s\n", j.Flags.ExportBuffers)
+		}
+	}
+	return nil
+}
+
+// writeMemoryComparison prints the two layouts under a plan's summary line.
+func writeMemoryComparison(w io.Writer, c compiler.Compare) {
+	for _, l := range []struct {
+		name string
+		f    compiler.LayoutCompare
+	}{{"this target's layout", c.Target}, {"ggml's layout (llama.cpp's compute buffer)", c.GgmlLayout}} {
+		bound := fmt.Sprintf("lower bound %d B", l.f.GraphOrderBound)
+		if l.f.OursReordered && l.f.OursLowerBound != l.f.GraphOrderBound {
+			bound = fmt.Sprintf("lower bound %d B in graph order, %d B in ours", l.f.GraphOrderBound, l.f.OursLowerBound)
+		}
+		fmt.Fprintf(w, "  %s: ours %d B, ggml-alloc (gallocr replay) %d B; %s\n", l.name, l.f.OursBytes, l.f.GallocrBytes, bound)
+	}
+}
+
+// bindingString prints the bindings of the symbols g uses, sorted by name.
+func bindingString(b ir.Bindings, g *ir.Graph) string {
+	used := ir.Bindings{}
+	for _, s := range g.Symbols() {
+		if v, ok := b[s]; ok {
+			used[s] = v
+		}
+	}
+	return used.String()
+}
+
+func memoryReport(p *planner.MemoryPlan, bindings string) memoryJSON {
+	out := memoryJSON{
+		ArenaBytes: p.ArenaBytes, LowerBoundBytes: p.LowerBound, NaiveBytes: p.NaiveBytes,
+		Strategy: p.Strategy, Strategies: p.Strategies, OrderChanged: p.OrderChanged,
+		Requested: p.Requested, Ratio: p.Ratio(), Bindings: bindings, Align: p.Align, Policy: p.Policy,
+		Buffers: len(p.Problem.Buffers), InPlace: p.InPlace, BudgetExhausted: p.BudgetExhausted, MS: p.MS,
+	}
+	for _, w := range p.Workspaces {
+		out.WorkspaceBytes += w.Bytes
+	}
+	return out
+}
+
+// exportBuffers writes the plan's problem in the benchmark CSV format
+// (id,lower,upper,size) with sizes already rounded to the alignment, so
+// that `irtool plan F.csv` scores the same instance.
+func exportBuffers(path string, p *planner.MemoryPlan) error {
+	q := &planner.Problem{Buffers: slices.Clone(p.Problem.Buffers)}
+	for i := range q.Buffers {
+		q.Buffers[i].Size = p.Problem.AlignedSize(i)
+	}
+	fh, err := safeio.Create(path)
+	if err != nil {
+		return fmt.Errorf("--export-buffers: %w", err)
+	}
+	defer fh.Abort()
+	if err := planner.WriteCSV(fh, q); err != nil {
+		return fmt.Errorf("--export-buffers %s: %w", path, err)
+	}
+	if err := fh.Commit(); err != nil {
+		return fmt.Errorf("--export-buffers: %w", err)
+	}
+	return nil
+}

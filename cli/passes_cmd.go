@@ -1,0 +1,248 @@
+package cli
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/irtool/irtool"
+	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/internal/safeio"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/passes"
+)
+
+func init() {
+	register(&command{
+		Name:    "passes",
+		Summary: "list the optimisation passes, their rewrite rules and the fused ops",
+		Usage: `irtool passes [--json]
+       irtool passes [MODEL.gguf|FILE.ir] [--passes LIST] [-o FILE.ir] [--json]
+                     [--print-ir-after PASS] [--print-ir-before PASS] [--print-ir-after-all]
+                     [--print-ir-after-change] [--dump-dir DIR] [--check [--check-tol X] [--check-steps N]]
+
+Without a model and without flags but --json, lists every registered
+pass in registration order: whether it is in the default pipeline,
+whether it is required, what it does and the rewrite rules it applies
+(name, pattern, description); then the ordering constraints between
+passes and the ops the passes introduce (fused ops, concat). --passes of
+compile and run takes a comma-separated list of these names, "default"
+or "none".
+
+With a model (a GGUF file or IR text), or with any other flag (then on
+the embedded model), runs the pipeline --passes on its graph, prints the
+optimised graph as IR text (on stdout, or to -o FILE.ir) and the
+per-pass table on stderr; --json prints the per-pass records instead of
+the IR. The --print-ir-* flags print the IR before or after passes to
+stderr (mlir-opt's flags and headers); --dump-dir keeps the IR after
+every pass as DIR/NN-PASS.ir.
+
+--check validates every pass by execution: the graph runs on the CPU
+reference executor before the first pass and after each pass that
+changed it, on a prefill of "Once upon a time" and --check-steps greedy
+decode steps, and its logits and KV cache are compared with those of the
+graph before the pass. One line per pass goes to stdout ("check
+fuse-norm: bit-identical (4 steps)", or max|Δ| and where); the IR is
+written only with -o. The run fails, naming the pass, at the first pass
+past --check-tol.`,
+		Run: cmdPasses,
+	})
+}
+
+type passesListJSON struct {
+	Default     []string         `json:"default"`
+	Passes      []passInfoJSON   `json:"passes"`
+	Constraints []constraintJSON `json:"constraints"`
+	FusedOps    []fusedOpJSON    `json:"fused_ops"`
+}
+
+type passInfoJSON struct {
+	Name      string     `json:"name"`
+	InDefault bool       `json:"in_default"`
+	Required  bool       `json:"required"`
+	Doc       string     `json:"doc"`
+	Rules     []ruleJSON `json:"rules"`
+}
+
+type ruleJSON struct {
+	Name    string `json:"name"`
+	Pattern string `json:"pattern"`
+	Doc     string `json:"doc"`
+}
+
+type constraintJSON struct {
+	Before string `json:"before"`
+	After  string `json:"after"`
+	Why    string `json:"why"`
+}
+
+type fusedOpJSON struct {
+	Op  string `json:"op"`
+	Doc string `json:"doc"`
+}
+
+func passesList(reg *irtool.Context) (passesListJSON, error) {
+	def, err := reg.Passes.Parse("default")
+	if err != nil {
+		return passesListJSON{}, err
+	}
+	out := passesListJSON{Default: def.Names(), Passes: []passInfoJSON{}, Constraints: []constraintJSON{}, FusedOps: []fusedOpJSON{}}
+	for _, p := range reg.Passes.All() {
+		pi := passInfoJSON{Name: p.Name, InDefault: def.Contains(p.Name), Required: p.Required, Doc: p.Doc, Rules: []ruleJSON{}}
+		for _, r := range p.Rules {
+			pi.Rules = append(pi.Rules, ruleJSON{Name: r.Name, Pattern: r.Pattern.String(), Doc: r.Doc})
+		}
+		out.Passes = append(out.Passes, pi)
+	}
+	for _, c := range reg.Passes.Constraints() {
+		out.Constraints = append(out.Constraints, constraintJSON{Before: c.Before, After: c.After, Why: c.Why})
+	}
+	for _, op := range passes.Ops() {
+		if info, ok := reg.Ops.Lookup(op); ok {
+			out.FusedOps = append(out.FusedOps, fusedOpJSON{Op: string(op), Doc: info.Doc})
+		}
+	}
+	return out, nil
+}
+
+func cmdPasses(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("passes", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print one JSON object (docs/CLI.md)")
+	list := fs.String("passes", "default", "the pass pipeline `LIST` to run on the model, as for compile")
+	out := fs.String("o", "", "write the optimised IR to `FILE` instead of stdout")
+	var pf passFlags
+	pf.declare(fs)
+	dumpDir := fs.String("dump-dir", "", "write the IR after every pass into `DIR` as NN-pass.ir (00-input.ir first)")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagError(err)
+	}
+	if len(pos) > 1 {
+		return usageError(stderr, "passes", "want at most one model path, got %q", pos)
+	}
+	// A model, or a flag that only a run has, runs the pipeline (on the
+	// embedded model without one); otherwise the passes are listed.
+	run := len(pos) == 1
+	fs.Visit(func(f *flag.Flag) { run = run || f.Name != "json" })
+	if run {
+		path := ""
+		if len(pos) == 1 {
+			path = pos[0]
+		}
+		return runPassesOn(reg, path, *list, *out, *dumpDir, pf, *asJSON, stdout, stderr)
+	}
+	all, err := passesList(reg)
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		if err := writeJSON(stdout, all); err != nil {
+			fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "default pipeline: %s\n\n", strings.Join(all.Default, ","))
+	for _, p := range all.Passes {
+		var tags []string
+		if p.InDefault {
+			tags = append(tags, "default")
+		}
+		if p.Required {
+			tags = append(tags, "required")
+		}
+		tag := ""
+		if len(tags) > 0 {
+			tag = " [" + strings.Join(tags, ", ") + "]"
+		}
+		fmt.Fprintf(stdout, "%s%s\n    %s\n", p.Name, tag, p.Doc)
+		for _, r := range p.Rules {
+			fmt.Fprintf(stdout, "    rule %s: %s\n        pattern %s\n", r.Name, r.Doc, r.Pattern)
+		}
+	}
+	fmt.Fprintln(stdout, "\nordering constraints:")
+	for _, c := range all.Constraints {
+		fmt.Fprintf(stdout, "    %s before %s: %s\n", c.Before, c.After, c.Why)
+	}
+	fmt.Fprintln(stdout, "\nops the passes introduce:")
+	for _, o := range all.FusedOps {
+		fmt.Fprintf(stdout, "    %s\n", o.Doc)
+	}
+	return 0
+}
+
+// passesRunJSON is passes --json with a model: compile's pass fields.
+type passesRunJSON struct {
+	Model       string         `json:"model"`
+	Arch        string         `json:"arch"`
+	NodesBefore int            `json:"nodes_before"`
+	NodesAfter  int            `json:"nodes_after"`
+	OpsBefore   map[string]int `json:"ops_before"`
+	OpsAfter    map[string]int `json:"ops_after"`
+	Passes      any            `json:"passes"`
+}
+
+// runPassesOn runs the pipeline list on the graph of the model at path
+// (compile's passes stage) and prints the result as IR text.
+func runPassesOn(reg *irtool.Context, path, list, out, dumpDir string, pf passFlags, asJSON bool, stdout, stderr io.Writer) int {
+	if _, err := passesPipeline(reg, list, false); err != nil {
+		return usageError(stderr, "passes", "--passes: %v", err)
+	}
+	flags := compileFlags{Passes: list, PassFlags: pf, DumpDir: dumpDir, Ctx: defaultCtx, KVType: "f16", KVWrite: "set_rows", Budget: compiler.DefaultBudget, ctxDefault: true, ubatchDefault: true, reg: reg}
+	j, err := newCompileJob(path, flags)
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+		return 1
+	}
+	defer j.close()
+	if err := checkPaths(j.Source.inputs(), outputArgs(pathArg{Flag: "-o", Path: out})); err != nil {
+		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+		return 1
+	}
+	j.Stdout, j.Stderr, j.Text = stderr, stderr, stderr
+	if pf.Check && !asJSON {
+		j.CheckOut = stdout
+	}
+	opts, err := j.Flags.options(compiler.StagePasses)
+	if err == nil {
+		err = j.compile(opts)
+	}
+	if err == nil {
+		err = outPasses(j)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		err = writeJSON(stdout, passesRunJSON{Model: j.Out.Model, Arch: j.Out.Arch, NodesBefore: j.Out.NodesBefore,
+			NodesAfter: j.Graph().NumOps(), OpsBefore: j.Out.OpsBefore, OpsAfter: opCounts(j.Graph()), Passes: j.Out.Passes})
+	} else if !pf.Check || out != "" {
+		g := j.Graph()
+		if model, ok := j.Source.weightsModel(); ok {
+			if g.Meta[metaWeights], err = weightsRef(model, out); err != nil {
+				fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+				return 1
+			}
+		}
+		var buf bytes.Buffer
+		if err = ir.Print(&buf, g); err == nil {
+			if out == "" || out == "-" {
+				_, err = stdout.Write(buf.Bytes())
+			} else {
+				if err = safeio.WriteFile(out, buf.Bytes()); err == nil {
+					wroteFile(stderr, "passes", out, buf.Len())
+				}
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,125 @@
+//go:build cann
+
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime/acl"
+	"github.com/irtool/irtool/runtime/program"
+)
+
+// This file holds the CANN side of the CLI, built with -tags cann:
+// "irtool run --backend cann" (the sim backend's pipeline, on a real NPU
+// through runtime/acl) and the probe of "irtool doctor".
+
+// cannBackend is a program runner on an Ascend device.
+type cannBackend struct {
+	*program.Runner
+	dev  *acl.Device
+	mode string // --acl-quant-matmul
+}
+
+// newCannBackend opens device cf.Device through CANN and builds the same
+// session as the sim backend on it (graph flags shared with sim).
+// cannUnavailable is nil: this binary has the CANN binding (whether a
+// device is present is found when the backend starts).
+func cannUnavailable() error { return nil }
+
+func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags, fs *flag.FlagSet) (*cannBackend, error) {
+	pol, err := sim.policy(fs)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCannPool(f, cf); err != nil {
+		return nil, err
+	}
+	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul,
+		LlamaBuild: sim.Kernels.LlamaBuild})
+	if err != nil {
+		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
+	}
+	s, err := sim.reg.NewRunner(m, f, dev, program.Options{Policy: pol, DeviceID: cf.Device, Kernels: sim.Kernels,
+		Compile: program.CompileOptions{Target: sim.Target, Passes: "none"}})
+	if err != nil {
+		return nil, errors.Join(err, dev.Close())
+	}
+	return &cannBackend{Runner: s, dev: dev, mode: cf.QuantMatmul}, nil
+}
+
+// cannPool is the device memory pre-allocated for the model: --acl-pool,
+// or sized from the model file.
+func cannPool(f *gguf.File, cf *cannFlags) int64 {
+	pool := cf.Pool
+	if pool == 0 {
+		pool = simMemory(f) + 2*cf.Workspace + (16 << 20) + placedBytes(f, cf.QuantMatmul)
+	}
+	return pool
+}
+
+// checkCannPool refuses, before the device is touched, an --acl-pool too
+// small for the model's weights and the copies made of them at load, which
+// no run could fit, naming the flag to raise.
+func checkCannPool(f *gguf.File, cf *cannFlags) error {
+	if cf.Pool == 0 {
+		return nil
+	}
+	need := placedBytes(f, cf.QuantMatmul)
+	for _, t := range f.Tensors {
+		need += int64(t.Size)
+	}
+	if cf.Pool < need {
+		return fmt.Errorf("--acl-pool %d: the model's weights need %d B of device memory (more with the KV cache and the compute arenas); raise --acl-pool, or give 0 to size the pool from the model file (%d B)", cf.Pool, need, cannPool(f, &cannFlags{Workspace: cf.Workspace, QuantMatmul: cf.QuantMatmul}))
+	}
+	return nil
+}
+
+// placedBytes bounds the device bytes of the copies runtime/acl makes of
+// the quantised weights at load in QuantMatmul mode mode (acl.PlacedBytes:
+// gguf/wqconv's layouts in "wqbmm" mode, f32 copies in "ggml" mode).
+func placedBytes(f *gguf.File, mode string) int64 {
+	var n int64
+	for _, t := range f.Tensors {
+		n += acl.PlacedBytes(ir.DType(t.Type), t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3], mode)
+	}
+	return n
+}
+
+// Close ends the session, then releases the device.
+func (b *cannBackend) Close() error {
+	return errors.Join(b.Runner.Close(), b.dev.Close())
+}
+
+func (b *cannBackend) stats() any { return b.phaseStats() }
+
+func (b *cannBackend) phaseStats() simStatsJSON {
+	st := programStats(b.Runner, b.dev.Stats())
+	st.QuantMatmul = b.mode
+	return st
+}
+
+// summary prints one line per phase to w.
+func (b *cannBackend) summary(w io.Writer) {
+	printPhases(w, "cann", b.phaseStats())
+}
+
+// probeCANN loads CANN and inspects one device for doctor.
+func probeCANN(device int) doctorReport {
+	rep := doctorReport{CANNSupport: true, Device: device}
+	info, err := acl.Probe(nil, device)
+	rep.Libraries, rep.Devices, rep.SoC = info.Libraries, info.Devices, info.SoC
+	rep.FreeBytes, rep.Total = info.FreeBytes, info.TotalBytes
+	rep.CaptureAPI, rep.GraphCapture, rep.CaptureError, rep.Missing = info.CaptureAPI, info.Capture, info.CaptureError, info.Missing
+	rep.Found = acl.Loaded() != nil
+	rep.Emulated = info.Emulated
+	if err != nil {
+		rep.Error = err.Error()
+	}
+	return rep
+}
