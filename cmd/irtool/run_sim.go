@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
@@ -41,7 +42,7 @@ func (f *simFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.Graph, "graph", "", "sim, cann: ACL graph `MODE`: on (capture and replay) or off (default: $"+device.EnvACLGraph+", else on)")
 	fs.BoolVar(&f.PrefillGraph, "prefill-graph", false, "sim, cann: capture prefill too, padding prompts to a bucket length (or $"+device.EnvPrefillUseGraph+")")
 	fs.IntVar(&f.GraphCache, "graph-cache", 0, "sim, cann: capacity of the graph LRU cache (default: $"+device.EnvCacheCapacity+", else 12)")
-	fs.StringVar(&f.Target, "target", "ascend910b", "sim: the target profile `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
+	fs.StringVar(&f.Target, "target", compiler.DefaultTarget, "sim: the target profile `NAME`: ascend910b, ascend310b, ascend310b-strict or cpu")
 }
 
 // policy is the environment's graph policy with the flags set on the
@@ -108,7 +109,7 @@ func newSimBackend(m *models.Model, f *gguf.File, flags *simFlags, fs *flag.Flag
 	// run has applied the pipeline already: only the required passes run
 	// again inside the compiler.
 	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, Kernels: flags.Kernels,
-		Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
+		Compile: compiler.Options{Target: flags.Target, Passes: "none"}})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
@@ -286,7 +287,7 @@ func (b *tpBackend) start(ms []*models.Model, ws []eval.WeightSource, comms [][]
 				return err
 			}
 			s, err := program.NewRunner(m, w, dev, program.Options{Policy: pol, Kernels: flags.Kernels, KernelSet: ks,
-				Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
+				Compile: compiler.Options{Target: flags.Target, Passes: "none"}})
 			if err != nil {
 				b.Close()
 				return fmt.Errorf("rank %d: %w", i, err)

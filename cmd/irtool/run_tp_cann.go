@@ -102,7 +102,7 @@ func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, 
 	}
 	ks := eval.NewCollectiveKernels(nil, hostComms...)
 	return program.NewRunner(m, w, dev, program.Options{Policy: pol, DeviceID: id, Kernels: flags.Kernels, KernelSet: ks,
-		Compile: program.CompileOptions{Target: flags.Target, Passes: "none", Driver: compiler.Options{Rules: rules}}})
+		Compile: compiler.Options{Target: flags.Target, Passes: "none", Rules: rules}})
 }
 
 // cannGroup is one communicator of the ranks of this process: its group

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
@@ -83,7 +84,7 @@ func TestRecipeCallsMatchTarget(t *testing.T) {
 			}
 			pol := device.DefaultGraphPolicy()
 			pol.Graphs = false // every step launches its kernels
-			sess, err := program.NewRunner(m, f, d, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b", Passes: c.passes}})
+			sess, err := program.NewRunner(m, f, d, program.Options{Policy: pol, Compile: compiler.Options{Target: "ascend910b", Passes: c.passes}})
 			if err != nil {
 				t.Fatal(err)
 			}
