@@ -16,6 +16,7 @@ import (
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/parallel"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
@@ -122,12 +123,12 @@ type compileJSON struct {
 	Predicted    any            `json:"predicted,omitempty"`
 	// TP, PP and Ranks: with --tp N and/or --pp M, the split and each
 	// rank's stages; Parallel the link model's prediction of the step.
-	TP       *tpJSON       `json:"tp,omitempty"`
-	PP       *ppJSON       `json:"pp,omitempty"`
-	Ranks    []rankJSON    `json:"ranks,omitempty"`
-	Parallel *parallelJSON `json:"parallel,omitempty"`
+	TP       *parallel.TPInfo     `json:"tp,omitempty"`
+	PP       *parallel.PPInfo     `json:"pp,omitempty"`
+	Ranks    []rankJSON           `json:"ranks,omitempty"`
+	Parallel *parallel.Prediction `json:"parallel,omitempty"`
 	// TPSweep: with --tp-sweep, the prediction at each degree.
-	TPSweep []sweepJSON `json:"tp_sweep,omitempty"`
+	TPSweep []parallel.SweepRow `json:"tp_sweep,omitempty"`
 }
 
 // compileJob is one compile run: the model, the graph as built and, once
@@ -478,8 +479,8 @@ func (flags *compileFlags) checkCompile() error {
 	if flags.TP.Stages > 1 && flags.Requant != "" {
 		return errors.New("--requant does not apply to --pp yet")
 	}
-	if flags.HCCLBuffMB < 0 || flags.HCCLBuffMB > maxHCCLBuffMB {
-		return fmt.Errorf("--hccl-buffsize %d: want 1..%d MB", flags.HCCLBuffMB, maxHCCLBuffMB)
+	if flags.HCCLBuffMB < 0 || flags.HCCLBuffMB > parallel.MaxHCCLBuffMB {
+		return fmt.Errorf("--hccl-buffsize %d: want 1..%d MB", flags.HCCLBuffMB, parallel.MaxHCCLBuffMB)
 	}
 	if a := flags.LinkAlgo; a != "" && a != string(target.Mesh) && a != string(target.Ring) {
 		return fmt.Errorf("--link-algo %q: want mesh or ring", a)

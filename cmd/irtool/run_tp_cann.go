@@ -15,7 +15,7 @@ import (
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
+	"github.com/irtool/irtool/parallel"
 	"github.com/irtool/irtool/runtime/acl"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
@@ -24,7 +24,7 @@ import (
 
 // This file holds run --backend cann --tp N: one Ascend device per rank
 // (device --device + rank), each rank a program.Runner whose collectives
-// are HCCL calls on its segments' streams (lower/cann.HCCLRules), captured
+// are HCCL calls on its segments' streams (target.HCCLRules), captured
 // with the segments; the ranks are goroutines of this process
 // (HcclCommInitAll), or, with --root-info, one rank per process
 // (HcclGetRootInfo written to the file by rank 0, HcclCommInitRootInfo).
@@ -84,7 +84,7 @@ func newRankDevice(f *gguf.File, cf *cannFlags, lb kernels.LlamaBuild, id, ranks
 	return dev, nil
 }
 
-// rankSession builds rank's runner on dev with rankRules, the rules
+// rankSession builds rank's runner on dev with parallel.Rules, the rules
 // compile --tp lowers with: the collectives HCCL can do run on the NPU,
 // any other on the host through hostComms (none in a process of its own:
 // there every collective must be HCCL's).
@@ -96,7 +96,7 @@ func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, 
 	// Each rank captures on its own thread while the others run: a
 	// GLOBAL-mode capture would forbid their synchronous copies.
 	pol.Cache.Mode = device.CaptureThreadLocal
-	rules, err := rankRules()
+	rules, err := parallel.Rules()
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ const rootInfoTimeout = 120 * time.Second
 // their own --rank. Rank 0 writes the HCCL root info to tf.RootInfo; the
 // others wait for it (a file left by an earlier run is refused by HCCL and
 // read again until rank 0 has replaced it).
-func newTPProcBackend(tp *passes.TP, f *gguf.File, flags *simFlags, cf *cannFlags, tf *tpFlags, fs *flag.FlagSet) (*tpBackend, error) {
+func newTPProcBackend(tp *models.TP, f *gguf.File, flags *simFlags, cf *cannFlags, tf *tpFlags, fs *flag.FlagSet) (*tpBackend, error) {
 	n, r := len(tp.Ranks), tf.Rank
 	id := cf.Device
 	set := false
@@ -269,7 +269,7 @@ func joinRootInfo(dev *acl.Device, path string, n, r int) (*acl.Comm, error) {
 			os.Remove(tmp.Name())
 			return nil, fmt.Errorf("--root-info: %w", err)
 		}
-		c, err := dev.HcclCommInitRootInfo(passes.TPGroup, n, 0, info)
+		c, err := dev.HcclCommInitRootInfo(models.TPGroup, n, 0, info)
 		os.Remove(path) // every rank has joined (or given up)
 		return c, err
 	}
@@ -277,7 +277,7 @@ func joinRootInfo(dev *acl.Device, path string, n, r int) (*acl.Comm, error) {
 	for {
 		info, err := os.ReadFile(path)
 		if err == nil && len(info) == acl.RootInfoBytes {
-			c, err := dev.HcclCommInitRootInfo(passes.TPGroup, n, r, info)
+			c, err := dev.HcclCommInitRootInfo(models.TPGroup, n, r, info)
 			var he *acl.HCCLError
 			if err == nil || !errors.As(err, &he) || he.Code != 6 /* HCCL_E_NOT_FOUND: a stale file */ || time.Now().After(deadline) {
 				return c, err
