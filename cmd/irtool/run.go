@@ -24,14 +24,17 @@ import (
 func init() {
 	register(&command{
 		Name:    "run",
-		Summary: "generate tokens greedily with a model",
-		Usage: `irtool run [MODEL.gguf|FILE.ir] [-p TEXT | --tokens IDS] [-n N] [--backend cpu|sim|cann]
+		Summary: "generate tokens with a model (greedy, or sampled with --temp)",
+		Usage: `irtool run [MODEL.gguf|FILE.ir] [-p TEXT | -f FILE | --tokens IDS] [-n N] [--backend cpu|sim|cann]
            [--device N] [--ctx N] [--kv-type f16|f32] [--kv-write set_rows|cpy] [--passes LIST|none]
            [--graph on|off] [--prefill-graph] [--graph-cache N] [--target T]
+           [--temp T] [--top-k N] [--top-p P] [--min-p P] [--repeat-penalty X] [--seed SEED]
            [--threads N] [--llama-build COMMIT] [--json] [--logits]
 
 Runs prefill on the prompt, then greedy decode (argmax, lowest id on ties) for
-N tokens on the CPU (the compiled plan, on --threads worker threads: default
+N tokens, or with --temp above 0 draws each token through llama.cpp's sampler
+chain (repeat penalty, top-k, top-p, min-p, temperature, a draw seeded by
+--seed; llama.cpp's defaults but temp 0; docs/CLI.md, "Sampling"), on the CPU (the compiled plan, on --threads worker threads: default
 the number of physical cores). -p tokenises TEXT with the model's own
 tokenizer (adding BOS as llama.cpp does) and streams the generated text to
 stdout; --tokens takes comma-separated ids; with neither, the prompt is BOS
@@ -72,6 +75,7 @@ type runJSON struct {
 	Logits       [][]jsonFloat `json:"logits,omitempty"` // NaN and infinities as null
 	Error        string        `json:"error,omitempty"`
 	Stats        any           `json:"stats,omitempty"` // --backend sim
+	Sampling     *samplingJSON `json:"sampling,omitempty"`
 }
 
 type runTiming struct {
@@ -135,6 +139,7 @@ type runFlags struct {
 	sim                       simFlags
 	cann                      cannFlags
 	tp                        tpFlags
+	sample                    sampleFlags
 	// Set by checkRunFlags:
 	kvT       models.KVCacheType
 	kvW       models.KVWrite
@@ -168,6 +173,7 @@ func declareRunFlags(fs *flag.FlagSet) *runFlags {
 	f.tp.declare(fs)
 	f.tp.declarePP(fs)
 	f.tp.declareProc(fs)
+	f.sample.declare(fs)
 	return f
 }
 
@@ -204,6 +210,12 @@ func checkRunFlags(f *runFlags, pos []string, stderr io.Writer) int {
 	}
 	if err := f.tp.check(backend); err != nil {
 		return bad("%v", err)
+	}
+	if usage, err := f.sample.check(f.prompt, *f.tokens, f.tp.RootInfo); usage != nil {
+		return bad("%v", usage)
+	} else if err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return 1
 	}
 	if backend != "cpu" {
 		set := ""
@@ -495,13 +507,23 @@ func (j *runJob) generate(stdout, stderr io.Writer) int {
 	}
 	// Progress on stderr before the long part (prefill of a large model
 	// takes seconds on the CPU executor).
-	fmt.Fprintf(stderr, "irtool run: %s: %s, %d layers, %d ops; prefill of %d tokens, then %d greedy steps on %s\n",
-		j.name, j.m.HParams.Arch, j.m.HParams.NLayer, j.m.Graph.NumOps(), len(j.ids), max(*f.n-1, 0), *f.backend)
+	smp, err := f.sample.sampler()
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool run: %v\n", err)
+		return 1
+	}
+	steps := "greedy"
+	if desc := f.sample.describe(); desc != "" {
+		steps = "sampled"
+		fmt.Fprintf(stderr, "irtool run: sampling: %s\n", desc)
+	}
+	fmt.Fprintf(stderr, "irtool run: %s: %s, %d layers, %d ops; prefill of %d tokens, then %d %s steps on %s\n",
+		j.name, j.m.HParams.Arch, j.m.HParams.NLayer, j.m.Graph.NumOps(), len(j.ids), max(*f.n-1, 0), steps, *f.backend)
 	if !*f.asJSON && *f.prompt != "" {
 		fmt.Fprint(stdout, *f.prompt)
 	}
 	res, err := session.GenerateWith(j.sess, j.ids, *f.n, session.GenerateOptions{
-		UBatch: *f.ubatch, KeepLogits: *f.withLogits, OnToken: onToken, CheckFinite: true})
+		UBatch: *f.ubatch, KeepLogits: *f.withLogits, OnToken: onToken, CheckFinite: true, Sampler: smp})
 	if err != nil {
 		return j.generateFailed(err, stdout, stderr)
 	}
@@ -578,7 +600,8 @@ func (j *runJob) reportText(res *session.GenerateResult, tps float64, stderr io.
 func (j *runJob) reportJSON(res *session.GenerateResult, text *string, tps float64, stdout, stderr io.Writer) int {
 	f := j.f
 	out := runJSON{Model: j.name, Backend: *f.backend, PromptTokens: j.ids, Tokens: res.Tokens, Text: text,
-		Timing: runTiming{LoadMS: round3(j.loadMS), PrefillMS: round3(res.PrefillMS), DecodeTokensPerS: round3(tps)}}
+		Timing:   runTiming{LoadMS: round3(j.loadMS), PrefillMS: round3(res.PrefillMS), DecodeTokensPerS: round3(tps)},
+		Sampling: f.sample.json()}
 	if out.Tokens == nil {
 		out.Tokens = []int32{}
 	}

@@ -411,6 +411,11 @@ type GenerateOptions struct {
 	// CheckFinite fails with a *NonFiniteError as soon as a step's logits
 	// hold NaN or an infinity, instead of sampling from them.
 	CheckFinite bool
+	// Sampler, if set, picks each token from the last logits of a step
+	// (llama.cpp's sampler chain, on the host, so every Stepper draws the
+	// same tokens from the same logits and seed); GenerateWith accepts the
+	// prompt's tokens and each token it picks. Nil is greedy decoding.
+	Sampler *Sampler
 }
 
 // NonFiniteError reports logits that are NaN or infinite: the model (its
@@ -440,7 +445,7 @@ func firstNonFinite(v []float32) int {
 }
 
 // GenerateWith is Generate with options: the prompt in UBatch-token steps,
-// and the logits checked for NaN and infinities.
+// the logits checked for NaN and infinities, the tokens drawn by a Sampler.
 func GenerateWith(s Stepper, prompt []int32, n int, o GenerateOptions) (*GenerateResult, error) {
 	res := &GenerateResult{}
 	if n <= 0 {
@@ -448,6 +453,13 @@ func GenerateWith(s Stepper, prompt []int32, n int, o GenerateOptions) (*Generat
 	}
 	if len(prompt) == 0 {
 		return nil, fmt.Errorf("session: empty prompt")
+	}
+	pick := Argmax
+	if o.Sampler != nil {
+		for _, t := range prompt {
+			o.Sampler.Accept(t)
+		}
+		pick = o.Sampler.Sample
 	}
 	fed := make([]int32, 0, len(prompt)+n)
 	steps := 0
@@ -486,7 +498,10 @@ func GenerateWith(s Stepper, prompt []int32, n int, o GenerateOptions) (*Generat
 	t1 := time.Now()
 	for i := 0; ; i++ {
 		logits := step.Logits[len(step.Logits)-1]
-		tok := Argmax(logits)
+		tok := pick(logits)
+		if o.Sampler != nil {
+			o.Sampler.Accept(tok)
+		}
 		res.Tokens = append(res.Tokens, tok)
 		if o.KeepLogits {
 			res.Logits = append(res.Logits, append([]float32(nil), logits...))
