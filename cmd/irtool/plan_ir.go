@@ -38,7 +38,10 @@ func planIR(path string, fl planFlags, stdout, stderr io.Writer) int {
 		b = ir.Bindings{models.SymTokens: n, models.SymKV: n, models.SymOutputs: n, models.SymKVHead: 0}
 	}
 	if len(b) > 0 {
-		if g, err = g.Specialize(b); err != nil {
+		if b, err = b.For(g); err == nil {
+			g, err = g.Specialize(b)
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "irtool plan: %s: %v\n", path, err)
 			return 1
 		}
@@ -69,7 +72,7 @@ func planIR(path string, fl planFlags, stdout, stderr io.Writer) int {
 	} else {
 		name := filepath.Base(path)
 		if len(b) > 0 {
-			name += " (" + bindingString(b, src.Graph) + ")"
+			name += " (" + b.String() + ")"
 		}
 		err = planText(stdout, name, align, rep)
 	}
