@@ -50,6 +50,6 @@ func (c *Context) NewRunner(m *models.Model, w eval.WeightSource, dev device.Dev
 	if o.KernelSet == nil {
 		o.KernelSet = c.Kernels
 	}
-	o.Compile.Driver = c.CompileOptions(o.Compile.Driver)
+	o.Compile = c.CompileOptions(o.Compile)
 	return program.NewRunner(m, w, dev, o)
 }

@@ -95,7 +95,7 @@ func TestContextKernelsReachRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	run, err := ctx.NewRunner(m, f, dev, program.Options{Policy: device.DefaultGraphPolicy(),
-		Compile: program.CompileOptions{Passes: "use-my-silu,default"}})
+		Compile: compiler.Options{Passes: "use-my-silu,default"}})
 	if err != nil {
 		t.Fatal(err)
 	}

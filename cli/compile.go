@@ -16,6 +16,7 @@ import (
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/parallel"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/target"
 )
@@ -100,9 +101,9 @@ func (f *compileFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.KVWrite, "kv-write", "set_rows", "how new K/V rows reach the cache (`MODE`): set_rows (scatter by index into the whole cache; addresses never move) or cpy (llama.cpp c392e50's copy into a view at kv_head)")
 	fs.Int64Var(&f.Align, "align", 0, "arena alignment in `B` bytes, a power of two ≤ 2^30 (default: the target's: 32 for cpu, 64 otherwise)")
 	fs.StringVar(&f.Strategy, "strategy", "best", "memory planning `STRATEGY` (see irtool plan), or best: all of them, smallest arena")
-	fs.DurationVar(&f.Budget, "budget", 2*time.Second, "safety cap on the wall time of each plan's search (best, search and exact stop at the lower bound, else after a work budget set by the problem's size, so plans do not depend on the machine); a plan it cuts short says budget_exhausted")
+	fs.DurationVar(&f.Budget, "budget", compiler.DefaultBudget, "safety cap on the wall time of each plan's search (best, search and exact stop at the lower bound, else after a work budget set by the problem's size, so plans do not depend on the machine); a plan it cuts short says budget_exhausted")
 	fs.StringVar(&f.ExportBuffers, "export-buffers", "", "write the worst-case planning problem to `FILE` as CSV (id,lower,upper,size), sizes rounded to the alignment, so irtool plan FILE scores the same instance")
-	fs.StringVar(&f.Target, "target", "ascend910b", "the target `NAME`: ascend910b (the 910B3), ascend910b1..ascend910b4, ascend310p, ascend310b, ascend310b-strict or cpu (irtool targets prints them)")
+	fs.StringVar(&f.Target, "target", compiler.DefaultTarget, "the target `NAME`: ascend910b (the 910B3), ascend910b1..ascend910b4, ascend310p, ascend310b, ascend310b-strict or cpu (irtool targets prints them)")
 	fs.StringVar(&f.TargetFile, "target-file", "", "compile for the target profile in `FILE` (JSON, the format irtool targets --json prints) under the file's own name; overrides --target")
 	fs.StringVar(&f.Out, "out", "", "write program.json, partition.dot and segments.dot into `DIR`")
 	fs.StringVar(&f.Report, "report", "", "write the self-contained HTML report of every stage to `FILE`")
@@ -140,12 +141,12 @@ type compileJSON struct {
 	VsLlamaCpp        []kernelDiffJSON `json:"vs_llamacpp,omitempty"`
 	// TP, PP and Ranks: with --tp N and/or --pp M, the split and each
 	// rank's stages; Parallel the link model's prediction of the step.
-	TP       *tpJSON       `json:"tp,omitempty"`
-	PP       *ppJSON       `json:"pp,omitempty"`
-	Ranks    []rankJSON    `json:"ranks,omitempty"`
-	Parallel *parallelJSON `json:"parallel,omitempty"`
+	TP       *parallel.TPInfo     `json:"tp,omitempty"`
+	PP       *parallel.PPInfo     `json:"pp,omitempty"`
+	Ranks    []rankJSON           `json:"ranks,omitempty"`
+	Parallel *parallel.Prediction `json:"parallel,omitempty"`
 	// TPSweep: with --tp-sweep, the prediction at each degree.
-	TPSweep []sweepJSON `json:"tp_sweep,omitempty"`
+	TPSweep []parallel.SweepRow `json:"tp_sweep,omitempty"`
 }
 
 // compileJob is one compile run: the model, the graph as built and, once
@@ -162,7 +163,7 @@ type compileJob struct {
 	// printed on stderr by the command; "" if none.
 	Warning string
 	// Split holds the ranks of --tp/--pp, split before the first stage.
-	Split []rankModel
+	Split []parallel.RankModel
 	// Forecast and LlamaCpp are the prefill forecast of irtool's program
 	// and llama.cpp's program (compile_forecast.go); forecast says to make
 	// them (not for the ranks of a split model).
@@ -437,7 +438,7 @@ func cmdCompile(reg *irtool.Context, args []string, stdout, stderr io.Writer) in
 		// first stage: a degree the model cannot take is refused at once.
 		if j.Split, err = splitModel(j, f); err == nil {
 			if _, err = linkProfile(j.Flags); err == nil {
-				_, err = hcclBuffMB(j.Flags.HCCLBuffMB)
+				_, err = parallel.HCCLBuffMB(j.Flags.HCCLBuffMB)
 			}
 		}
 		if err != nil {
@@ -536,8 +537,8 @@ func (flags *compileFlags) checkCompile() error {
 	if flags.TP.Stages > 1 && flags.Requant != "" {
 		return errors.New("--requant does not apply to --pp yet")
 	}
-	if flags.HCCLBuffMB < 0 || flags.HCCLBuffMB > maxHCCLBuffMB {
-		return fmt.Errorf("--hccl-buffsize %d: want 1..%d MB", flags.HCCLBuffMB, maxHCCLBuffMB)
+	if flags.HCCLBuffMB < 0 || flags.HCCLBuffMB > parallel.MaxHCCLBuffMB {
+		return fmt.Errorf("--hccl-buffsize %d: want 1..%d MB", flags.HCCLBuffMB, parallel.MaxHCCLBuffMB)
 	}
 	if a := flags.LinkAlgo; a != "" && a != string(target.Mesh) && a != string(target.Ring) {
 		return fmt.Errorf("--link-algo %q: want mesh or ring", a)

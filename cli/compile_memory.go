@@ -7,7 +7,6 @@ import (
 
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/internal/safeio"
-	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/planner"
 )
 
@@ -83,17 +82,6 @@ func writeMemoryComparison(w io.Writer, c compiler.Compare) {
 		}
 		fmt.Fprintf(w, "  %s: ours %d B, ggml-alloc (gallocr replay) %d B; %s\n", l.name, l.f.OursBytes, l.f.GallocrBytes, bound)
 	}
-}
-
-// bindingString prints the bindings of the symbols g uses, sorted by name.
-func bindingString(b ir.Bindings, g *ir.Graph) string {
-	used := ir.Bindings{}
-	for _, s := range g.Symbols() {
-		if v, ok := b[s]; ok {
-			used[s] = v
-		}
-	}
-	return used.String()
 }
 
 func memoryReport(p *planner.MemoryPlan, bindings string) memoryJSON {

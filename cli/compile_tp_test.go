@@ -13,7 +13,8 @@ import (
 
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/passes"
+	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/parallel"
 	"github.com/stretchr/testify/require"
 )
 
@@ -143,7 +144,7 @@ func TestVizPPAndIRText(t *testing.T) {
 	require.Equal(t, 0, run([]string{"viz", ir, "--tp", "2", "--rank", "1"}, &out, &errb), errb.String())
 	require.Contains(t, out.String(), ` all_reduce\n`)
 	// The rank's segments are compile's: one captured segment, the
-	// collectives in it (rankRules).
+	// collectives in it (parallel.Rules).
 	out.Reset()
 	require.Equal(t, 0, run([]string{"viz", "--tp", "2", "--rank", "1", "--what", "segments"}, &out, &errb), errb.String())
 	require.Contains(t, out.String(), `label="segment 0: 87 kernels, captured`)
@@ -172,7 +173,7 @@ func TestRunTPIRText(t *testing.T) {
 	require.Equal(t, tokens(), tokens(ir))
 }
 
-// planCollectives finds every collective's buffer in the plans of a
+// parallel.PlanCollectives finds every collective's buffer in the plans of a
 // rank, and names the node when one has no planned place.
 func TestPlanCollectives(t *testing.T) {
 	f, err := openModel("")
@@ -180,7 +181,7 @@ func TestPlanCollectives(t *testing.T) {
 	defer f.Close()
 	mo, err := modelOptions(64, "f16", "set_rows")
 	require.NoError(t, err)
-	tp, err := passes.ShardTPFile(f, mo, passes.TPOptions{Ranks: 2})
+	tp, err := models.ShardTPFile(f, mo, models.TPOptions{Ranks: 2})
 	require.NoError(t, err)
 	var flags compileFlags
 	flags.declare(flag.NewFlagSet("x", flag.ContinueOnError))
@@ -190,13 +191,13 @@ func TestPlanCollectives(t *testing.T) {
 	r, err := compiler.Compile(context.Background(), tp.Ranks[1].Model.Graph, opts)
 	require.NoError(t, err)
 	p := r.MemoryDecode.Plan
-	got, err := planCollectives(p, r.MemoryDecode.Bindings, "decode")
+	got, err := parallel.PlanCollectives(p, r.MemoryDecode.Bindings, "decode")
 	require.NoError(t, err)
 	require.Equal(t, 22, got.Count) // 11 collectives, each result and operand
 	require.Positive(t, got.Bytes)
 	c := ir.Collectives(p.Graph)[0].Node
 	delete(p.Offsets, c.ID)
-	_, err = planCollectives(p, r.MemoryDecode.Bindings, "decode")
+	_, err = parallel.PlanCollectives(p, r.MemoryDecode.Bindings, "decode")
 	require.ErrorContains(t, err, fmt.Sprintf("%s (all_reduce %q), operand or result of %s, has no planned offset in the decode arena", c, c.Name, c))
 }
 
@@ -220,7 +221,7 @@ func TestCompilePPIRText(t *testing.T) {
 	require.Contains(t, errb.String(), "an IR after passes that fuse ops across layers cannot be cut")
 }
 
-// compile --tp/--pp lowers every rank with rankRules, the rules run
+// compile --tp/--pp lowers every rank with parallel.Rules, the rules run
 // --backend cann --tp/--pp uses: the collectives are HCCL kernels inside
 // the rank's one captured segment (no CPU node, no copy), their count per
 // rank is the collectives per step, and the program's predicted step is

@@ -70,7 +70,7 @@ func compareInstances(reg *irtool.Context, args []string, fl planFlags) ([]planI
 			if mp == nil {
 				continue
 			}
-			out = append(out, planInstance{fmt.Sprintf("%s %s (%s)", modelName(path), mp.What, bindingString(mp.Bindings, j.Input)), mp.Plan.Problem})
+			out = append(out, planInstance{fmt.Sprintf("%s %s (%s)", modelName(path), mp.What, mp.Bindings.String()), mp.Plan.Problem})
 		}
 	}
 	return out, nil

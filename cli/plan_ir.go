@@ -39,7 +39,10 @@ func planIR(reg *irtool.Context, path string, fl planFlags, stdout, stderr io.Wr
 		b = ir.Bindings{models.SymTokens: n, models.SymKV: n, models.SymOutputs: n, models.SymKVHead: 0}
 	}
 	if len(b) > 0 {
-		if g, err = g.Specialize(b); err != nil {
+		if b, err = b.For(g); err == nil {
+			g, err = g.Specialize(b)
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "irtool plan: %s: %v\n", path, err)
 			return 1
 		}
@@ -70,7 +73,7 @@ func planIR(reg *irtool.Context, path string, fl planFlags, stdout, stderr io.Wr
 	} else {
 		name := filepath.Base(path)
 		if len(b) > 0 {
-			name += " (" + bindingString(b, src.Graph) + ")"
+			name += " (" + b.String() + ")"
 		}
 		err = planText(stdout, name, align, rep, reg.Strategies)
 	}

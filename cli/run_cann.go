@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
@@ -46,7 +47,7 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
 	}
 	s, err := sim.reg.NewRunner(m, f, dev, program.Options{Policy: pol, DeviceID: cf.Device, Kernels: sim.Kernels,
-		Compile: program.CompileOptions{Target: sim.Target, Passes: "none"}})
+		Compile: compiler.Options{Target: sim.Target, Passes: "none"}})
 	if err != nil {
 		return nil, errors.Join(err, dev.Close())
 	}

@@ -49,7 +49,7 @@ func (f *simFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.Graph, "graph", "", "sim, cann: ACL graph `MODE`: on (capture and replay) or off (default: $"+device.EnvACLGraph+", else on)")
 	fs.BoolVar(&f.PrefillGraph, "prefill-graph", false, "sim, cann: capture prefill too, padding prompts to a bucket length (or $"+device.EnvPrefillUseGraph+")")
 	fs.IntVar(&f.GraphCache, "graph-cache", 0, "sim, cann: capacity of the graph LRU cache (default: $"+device.EnvCacheCapacity+", else 12)")
-	fs.StringVar(&f.Target, "target", "ascend910b", "sim: the target profile `NAME`, as for compile (irtool targets prints them)")
+	fs.StringVar(&f.Target, "target", compiler.DefaultTarget, "sim: the target profile `NAME`, as for compile (irtool targets prints them)")
 	fs.StringVar(&f.TargetFile, "target-file", "", "sim: the target profile in `FILE` (the format irtool targets --json prints), under the file's own name; overrides --target")
 }
 
@@ -117,7 +117,7 @@ func newSimBackend(m *models.Model, f *gguf.File, flags *simFlags, fs *flag.Flag
 	// run has applied the pipeline already: only the required passes run
 	// again inside the compiler.
 	s, err := flags.reg.NewRunner(m, f, dev, program.Options{Policy: pol, Kernels: flags.Kernels,
-		Compile: program.CompileOptions{Target: flags.Target, Passes: "none", Driver: compiler.Options{Rules: flags.rules}}})
+		Compile: compiler.Options{Target: flags.Target, Passes: "none", Rules: flags.rules}})
 	if err != nil {
 		return nil, err
 	}

@@ -5,16 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/irtool/irtool"
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
-	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/parallel"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
@@ -22,7 +21,7 @@ import (
 )
 
 // This file holds run's tensor parallelism (--tp N): the model is split
-// over N ranks by passes.ShardTP (Megatron-LM's layout), each rank runs
+// over N ranks by models.ShardTP (Megatron-LM's layout), each rank runs
 // its own graph on its own device (a simulated Ascend device per rank with
 // --backend sim, a CPU session per rank with --backend cpu), one goroutine
 // per rank, and the ranks' collectives meet in one device.Group, the
@@ -81,13 +80,13 @@ func (f *tpFlags) check(backend string) error {
 
 // shardTP splits the model file's graph over the ranks and applies the
 // pass pipeline list to each rank's graph.
-func shardTP(src *modelSource, opts models.Options, f *tpFlags, list string) (*passes.TP, error) {
+func shardTP(src *modelSource, opts models.Options, f *tpFlags, list string) (*models.TP, error) {
 	if src.IsIR() {
 		if err := checkIRAsBuilt(src, opts); err != nil {
 			return nil, fmt.Errorf("--tp %d: %w", f.Ranks, err)
 		}
 	}
-	tp, err := passes.ShardTPFile(src.File, opts, passes.TPOptions{Ranks: f.Ranks, Exact: f.Exact})
+	tp, err := models.ShardTPFile(src.File, opts, models.TPOptions{Ranks: f.Ranks, Exact: f.Exact})
 	if err != nil {
 		return nil, err
 	}
@@ -99,18 +98,15 @@ func shardTP(src *modelSource, opts models.Options, f *tpFlags, list string) (*p
 	return tp, nil
 }
 
-// shardPP splits the model's graph into pipeline stages and applies the
-// pass pipeline to each stage's graph.
+// shardPP splits the model's graph into pipeline stages (parallel.Stages)
+// and applies the pass pipeline to each stage's graph.
 func shardPP(reg *irtool.Context, m *models.Model, stages int, list string) ([]*models.Model, error) {
-	graphs, err := passes.ShardPP(m.Graph, stages)
+	out, err := parallel.Stages(m, stages)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*models.Model, len(graphs))
-	for k, g := range graphs {
-		sm := *m
-		sm.Graph = g
-		if out[k], err = optimiseModel(reg, &sm, list); err != nil {
+	for k, sm := range out {
+		if out[k], err = optimiseModel(reg, sm, list); err != nil {
 			return nil, fmt.Errorf("stage %d: %w", k, err)
 		}
 	}
@@ -120,7 +116,7 @@ func shardPP(reg *irtool.Context, m *models.Model, stages int, list string) ([]*
 // tpBackend runs the ranks together: the tensor-parallel split tp, or
 // the pipeline stages.
 type tpBackend struct {
-	tp     *passes.TP
+	tp     *models.TP
 	stages []*models.Model // rank 0's pipeline stages (--pp)
 	*session.Ranks
 	sims  []*simBackend
@@ -140,7 +136,7 @@ func (b *tpBackend) Step(tokens []int32) (*session.StepResult, error) {
 	return b.Ranks.Step(tokens)
 }
 
-func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, cf *cannFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+func newTPBackend(tp *models.TP, f *gguf.File, backend string, flags *simFlags, cf *cannFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
 	ms := make([]*models.Model, len(tp.Ranks))
 	ws := make([]eval.WeightSource, len(tp.Ranks))
 	for i, r := range tp.Ranks {
@@ -148,9 +144,9 @@ func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, 
 	}
 	b := &tpBackend{tp: tp}
 	if backend == "cann" {
-		return b, b.startCann(passes.TPGroup, ms, ws, f, flags, cf, fs)
+		return b, b.startCann(models.TPGroup, ms, ws, f, flags, cf, fs)
 	}
-	return b, b.startGroups(passes.TPGroup, ms, ws, f, backend, flags, fs, threads, check)
+	return b, b.startGroups(models.TPGroup, ms, ws, f, backend, flags, fs, threads, check)
 }
 
 // newTPPPBackend runs the pipeline stages of every tensor-parallel rank:
@@ -159,7 +155,7 @@ func newTPBackend(tp *passes.TP, f *gguf.File, backend string, flags *simFlags, 
 // With --backend cann, rank t×M+s runs on device --device + t×M+s and
 // joins two HCCL communicators, tp (its stage's ranks) and pp (its own
 // stages).
-func newTPPPBackend(tp *passes.TP, stages [][]*models.Model, f *gguf.File, backend string, flags *simFlags, cf *cannFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
+func newTPPPBackend(tp *models.TP, stages [][]*models.Model, f *gguf.File, backend string, flags *simFlags, cf *cannFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
 	n, m := len(stages), len(stages[0])
 	if backend == "cann" {
 		b := &tpBackend{tp: tp, stages: stages[0]}
@@ -173,7 +169,7 @@ func newTPPPBackend(tp *passes.TP, stages [][]*models.Model, f *gguf.File, backe
 		}
 		var groups []cannGroup
 		for s := range m {
-			g := cannGroup{name: passes.TPGroup}
+			g := cannGroup{name: models.TPGroup}
 			for t := range n {
 				g.members = append(g.members, t*m+s)
 			}
@@ -191,7 +187,7 @@ func newTPPPBackend(tp *passes.TP, stages [][]*models.Model, f *gguf.File, backe
 	tpGroups, ppGroups := make([]*device.Group, m), make([]*device.Group, n)
 	var err error
 	for s := range m {
-		if tpGroups[s], err = device.NewGroup(passes.TPGroup, n, device.DefaultCollectiveTimeout); err != nil {
+		if tpGroups[s], err = device.NewGroup(models.TPGroup, n, device.DefaultCollectiveTimeout); err != nil {
 			return nil, err
 		}
 	}
@@ -289,7 +285,7 @@ func (b *tpBackend) start(ms []*models.Model, ws []eval.WeightSource, comms [][]
 				return err
 			}
 			s, err := flags.reg.NewRunner(m, w, dev, program.Options{Policy: pol, Kernels: flags.Kernels, KernelSet: ks,
-				Compile: program.CompileOptions{Target: flags.Target, Passes: "none"}})
+				Compile: compiler.Options{Target: flags.Target, Passes: "none"}})
 			if err != nil {
 				b.Close()
 				return fmt.Errorf("rank %d: %w", i, err)
@@ -326,86 +322,6 @@ func (b *tpBackend) Close() {
 	closeCann(b.canns)
 }
 
-// tpJSON describes the split in run's and compile's --json.
-type tpJSON struct {
-	Ranks        int     `json:"ranks"`
-	Exact        bool    `json:"exact"`
-	KVReplicated bool    `json:"kv_replicated"`
-	VocabSplit   bool    `json:"vocab_split"`
-	FFNShares    []int64 `json:"ffn_shares"`
-	// Collectives counts each rank's collectives per step, by op.
-	Collectives map[string]int `json:"collectives_per_step"`
-}
-
-func tpInfo(tp *passes.TP) tpJSON {
-	counts := map[string]int{}
-	for _, c := range ir.Collectives(tp.Ranks[0].Model.Graph) {
-		counts[string(c.Op)]++
-	}
-	return tpJSON{Ranks: len(tp.Ranks), Exact: tp.Options.Exact, KVReplicated: tp.KVReplicated, VocabSplit: tp.VocabSplit,
-		FFNShares: tp.FFNShares, Collectives: counts}
-}
-
-// ppJSON describes the pipeline in run's --json.
-type ppJSON struct {
-	Stages int `json:"stages"`
-	// Layers is each stage's first layer and layer count.
-	Layers [][2]int `json:"layers"`
-	// Transfers counts each stage's collectives per step, by op (sends
-	// and receives; with --tp, the stage's tensor-parallel ones too).
-	Transfers []map[string]int `json:"transfers_per_step"`
-}
-
-func ppInfo(stages []*models.Model) ppJSON {
-	in := ppJSON{Stages: len(stages)}
-	for _, m := range stages {
-		lo, hi := -1, -1
-		for _, n := range m.Graph.Nodes {
-			if n.Layer >= 0 && (n.Op == ir.OpState) {
-				if lo < 0 || n.Layer < lo {
-					lo = n.Layer
-				}
-				hi = max(hi, n.Layer)
-			}
-		}
-		in.Layers = append(in.Layers, [2]int{lo, hi - lo + 1})
-		counts := map[string]int{}
-		for _, c := range ir.Collectives(m.Graph) {
-			counts[string(c.Op)]++
-		}
-		in.Transfers = append(in.Transfers, counts)
-	}
-	return in
-}
-
-// describe is the pipeline in words, one clause per stage: its layers and
-// its collectives per step, e.g. "stage 0: layers 0-2, 1 send per step;
-// stage 1: layers 3-4, 1 recv per step".
-func (in ppJSON) describe() string {
-	parts := make([]string, len(in.Layers))
-	for s, l := range in.Layers {
-		layers := "no layers"
-		switch {
-		case l[1] == 1:
-			layers = fmt.Sprintf("layer %d", l[0])
-		case l[1] > 1:
-			layers = fmt.Sprintf("layers %d-%d", l[0], l[0]+l[1]-1)
-		}
-		var colls []string
-		if s < len(in.Transfers) {
-			for _, op := range slices.Sorted(maps.Keys(in.Transfers[s])) {
-				colls = append(colls, fmt.Sprintf("%d %s", in.Transfers[s][op], op))
-			}
-		}
-		c := "no collectives"
-		if len(colls) > 0 {
-			c = strings.Join(colls, ", ") + " per step"
-		}
-		parts[s] = fmt.Sprintf("stage %d: %s, %s", s, layers, c)
-	}
-	return strings.Join(parts, "; ")
-}
-
 // opsText is the size of the compiled graphs the run steps, for its
 // progress line: the optimised graph's op count, as compile reports it
 // after the passes; with --tp each rank's, with --pp each stage's (rank
@@ -439,8 +355,8 @@ func plural(n int, noun string) string {
 
 // tpStatsJSON is the "stats" object of run --json with --tp or --pp.
 type tpStatsJSON struct {
-	TP *tpJSON `json:"tp,omitempty"`
-	PP *ppJSON `json:"pp,omitempty"`
+	TP *parallel.TPInfo `json:"tp,omitempty"`
+	PP *parallel.PPInfo `json:"pp,omitempty"`
 	// Ranks holds each rank's device statistics (--backend sim and
 	// cann; with --root-info, this process's rank only).
 	Ranks []simStatsJSON `json:"ranks,omitempty"`
@@ -452,11 +368,11 @@ type tpStatsJSON struct {
 func (b *tpBackend) stats() tpStatsJSON {
 	var st tpStatsJSON
 	if b.tp != nil {
-		in := tpInfo(b.tp)
+		in := parallel.DescribeTP(b.tp)
 		st.TP = &in
 	}
 	if b.stages != nil {
-		in := ppInfo(b.stages)
+		in := parallel.DescribePP(b.stages)
 		st.PP = &in
 	}
 	for _, s := range b.sims {
@@ -474,7 +390,7 @@ func (b *tpBackend) stats() tpStatsJSON {
 // summary prints the split and each rank's phases to w.
 func (b *tpBackend) summary(w io.Writer) {
 	if b.stages != nil {
-		fmt.Fprintf(w, "irtool run: pipeline of %d stages: %s\n", len(b.stages), ppInfo(b.stages).describe())
+		fmt.Fprintf(w, "irtool run: pipeline of %d stages: %s\n", len(b.stages), parallel.DescribePP(b.stages).Describe())
 	}
 	if b.tp == nil {
 		for i, s := range b.sims {
@@ -482,7 +398,7 @@ func (b *tpBackend) summary(w io.Writer) {
 		}
 		return
 	}
-	in := tpInfo(b.tp)
+	in := parallel.DescribeTP(b.tp)
 	fmt.Fprintf(w, "irtool run: tensor parallel over %d ranks (exact %v, KV heads replicated %v, vocabulary split %v, FFN shares %v); per step and rank %d all_reduce, %d all_gather\n",
 		in.Ranks, in.Exact, in.KVReplicated, in.VocabSplit, in.FFNShares, in.Collectives["all_reduce"], in.Collectives["all_gather"])
 	for i, s := range b.sims {

@@ -24,7 +24,7 @@ import (
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
+	"github.com/irtool/irtool/parallel"
 	"github.com/irtool/irtool/runtime/acl"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
@@ -33,7 +33,7 @@ import (
 
 // This file holds run --backend cann --tp N: one Ascend device per rank
 // (device --device + rank), each rank a program.Runner whose collectives
-// are HCCL calls on its segments' streams (lower/cann.HCCLRules), captured
+// are HCCL calls on its segments' streams (target.HCCLRules), captured
 // with the segments; the ranks are goroutines of this process
 // (HcclCommInitAll), or, with --root-info, one rank per process
 // (HcclGetRootInfo written to the file by rank 0, HcclCommInitRootInfo).
@@ -99,7 +99,7 @@ func newRankDevice(f *gguf.File, cf *cannFlags, lb kernels.LlamaBuild, id, ranks
 	return dev, nil
 }
 
-// rankSession builds rank's runner on dev with rankRules, the rules
+// rankSession builds rank's runner on dev with parallel.Rules, the rules
 // compile --tp lowers with: the collectives HCCL can do run on the NPU,
 // any other on the host through hostComms (none in a process of its own:
 // there every collective must be HCCL's).
@@ -111,13 +111,13 @@ func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, 
 	// Each rank captures on its own thread while the others run: a
 	// GLOBAL-mode capture would forbid their synchronous copies.
 	pol.Cache.Mode = device.CaptureThreadLocal
-	rules, err := rankRules()
+	rules, err := parallel.Rules()
 	if err != nil {
 		return nil, err
 	}
 	ks := eval.NewCollectiveKernels(flags.reg.Kernels, hostComms...)
 	return flags.reg.NewRunner(m, w, dev, program.Options{Policy: pol, DeviceID: id, Kernels: flags.Kernels, KernelSet: ks,
-		Compile: program.CompileOptions{Target: flags.Target, Passes: "none", Driver: compiler.Options{Rules: rules}}})
+		Compile: compiler.Options{Target: flags.Target, Passes: "none", Rules: rules}})
 }
 
 // cannGroup is one communicator of the ranks of this process: its group
@@ -230,7 +230,7 @@ func hcclTimeouts() (acl.HCCLTimeouts, error) {
 // read again until rank 0 has replaced it), within HCCL_CONNECT_TIMEOUT.
 // Once joined, the ranks check that they were given the same model and
 // flags.
-func newTPProcBackend(tp *passes.TP, f *gguf.File, flags *simFlags, cf *cannFlags, tf *tpFlags, fs *flag.FlagSet, stderr io.Writer) (*tpBackend, error) {
+func newTPProcBackend(tp *models.TP, f *gguf.File, flags *simFlags, cf *cannFlags, tf *tpFlags, fs *flag.FlagSet, stderr io.Writer) (*tpBackend, error) {
 	n, r := len(tp.Ranks), tf.Rank
 	id := cf.Device
 	set := false
@@ -384,7 +384,7 @@ func makeRootInfo(dev *acl.Device, j *rootJoin, path string, n int) (*acl.Comm, 
 	if err != nil {
 		return fail(fmt.Errorf("--root-info %s: %w", path, err))
 	}
-	c, err := dev.HcclCommInitRootInfo(passes.TPGroup, n, 0, info)
+	c, err := dev.HcclCommInitRootInfo(models.TPGroup, n, 0, info)
 	// Every rank has joined (or the communicator failed): the file and
 	// the root info's name are no longer needed.
 	j.mu.Lock()
@@ -425,7 +425,7 @@ func awaitRootInfo(dev *acl.Device, path string, n, r int, timeout time.Duration
 			if tried != nil && bytes.Equal(info, tried) {
 				break // not replaced yet
 			}
-			c, err := dev.HcclCommInitRootInfo(passes.TPGroup, n, r, info)
+			c, err := dev.HcclCommInitRootInfo(models.TPGroup, n, r, info)
 			var he *acl.HCCLError
 			if err == nil {
 				return c, nil

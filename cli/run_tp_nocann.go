@@ -9,7 +9,6 @@ import (
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
 )
 
 // cannRank stands in for the real one of run_tp_cann.go.
@@ -33,6 +32,6 @@ type cannGroup struct {
 	members []int
 }
 
-func newTPProcBackend(*passes.TP, *gguf.File, *simFlags, *cannFlags, *tpFlags, *flag.FlagSet, io.Writer) (*tpBackend, error) {
+func newTPProcBackend(*models.TP, *gguf.File, *simFlags, *cannFlags, *tpFlags, *flag.FlagSet, io.Writer) (*tpBackend, error) {
 	return nil, errNoCANN
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/parallel"
 	"github.com/irtool/irtool/target"
 	"github.com/stretchr/testify/require"
 )
@@ -79,7 +80,7 @@ func TestTPSweepShapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds 7B-shaped graphs")
 	}
-	prof, err := rankProfile("ascend910b")
+	prof, err := parallel.Profile("ascend910b")
 	require.NoError(t, err)
 	var flags compileFlags
 	flags.declare(flag.NewFlagSet("x", flag.ContinueOnError))
@@ -95,7 +96,7 @@ func TestTPSweepShapes(t *testing.T) {
 			ic.Algorithm = algo
 			p := *prof
 			p.Interconnect = &ic
-			rows, err := tpSweep(s.hp, s.lookup(ir.F16), mo, opts, &p, []int{1, 2, 4, 8}, false)
+			rows, err := parallel.Sweep(s.hp, s.lookup(ir.F16), mo, opts, &p, []int{1, 2, 4, 8}, false)
 			require.NoError(t, err, s.name)
 			fmt.Fprintf(&buf, "%s, F16, n_kv=4096, %s:\n", s.name, algo)
 			writeSweep(&buf, rows)
@@ -111,7 +112,7 @@ func TestTPSweepShapes(t *testing.T) {
 	require.Equal(t, string(want), buf.String())
 }
 
-func checkSweep(t *testing.T, name string, rows []sweepJSON) {
+func checkSweep(t *testing.T, name string, rows []parallel.SweepRow) {
 	t.Helper()
 	{
 		for _, r := range rows {

@@ -14,6 +14,7 @@ import (
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/internal/safeio"
+	"github.com/irtool/irtool/parallel"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/viz"
@@ -238,13 +239,13 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 			return nil, fmt.Errorf("%s: %w", modelName(path), err)
 		}
 		rm := rms[f.rank]
-		j.Model, j.Input = rm.model, rm.model.Graph
-		if opts.Rules, err = rankRules(); err != nil {
+		j.Model, j.Input = rm.Model, rm.Model.Graph
+		if opts.Rules, err = parallel.Rules(); err != nil {
 			return nil, err
 		}
 		path = fmt.Sprintf("%s rank %d of %d", modelName(path), f.rank, len(rms))
 		if t.Stages > 1 {
-			path += fmt.Sprintf(" (stage %d)", rm.stage)
+			path += fmt.Sprintf(" (stage %d)", rm.Stage)
 		}
 	}
 	if err := j.compile(opts); err != nil {

@@ -114,6 +114,10 @@ type Options struct {
 	// KVWrite is the KV-cache write mode recorded in the lowered program
 	// ("": the graph's kv_write meta value).
 	KVWrite string
+	// PrefillGraph lowers the segments of a prefill step (n_tokens > 1)
+	// as capturable (cann.Options.PrefillGraph; by default prefill runs
+	// eagerly, as upstream).
+	PrefillGraph bool
 
 	// Until is the last stage to run (0: every stage).
 	Until Stage
@@ -377,17 +381,6 @@ func stepBindings(nTokens, nKV int64) ir.Bindings {
 	return ir.Bindings{models.SymTokens: nTokens, models.SymKV: nKV, models.SymOutputs: nTokens, models.SymKVHead: 0}
 }
 
-// used keeps the bindings of the symbols g uses.
-func used(b ir.Bindings, g *ir.Graph) ir.Bindings {
-	out := ir.Bindings{}
-	for _, s := range g.Symbols() {
-		if v, ok := b[s]; ok {
-			out[s] = v
-		}
-	}
-	return out
-}
-
 // DecodeBindings are one decode step over the compiled Ctx cells: the
 // step the partition prices and the lowering compiles.
 func (r *Result) DecodeBindings() ir.Bindings { return stepBindings(1, r.Options.Ctx) }
@@ -401,20 +394,7 @@ func (r *Result) Align() int64 {
 	return r.Profile.Align
 }
 
-// graphOptions are the planner options of the target layout.
-func (r *Result) graphOptions() planner.MemoryOptions {
-	opts := planner.MemoryOptions{
-		Align: r.Align(), Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies, Workers: r.Options.Threads,
-		Deterministic: true, Policy: planner.PolicyFor(r.Profile.Name), Reorder: true,
-	}
-	if r.Profile.HasNPU() {
-		opts.Workspace = r.Profile.Workspace
-	}
-	return opts
-}
-
 func runMemory(ctx context.Context, r *Result) error {
-	opts := r.graphOptions()
 	g := r.Graph()
 	for _, c := range []struct {
 		what    string
@@ -424,20 +404,15 @@ func runMemory(ctx context.Context, r *Result) error {
 		{"worst case", r.Options.UBatch, &r.Memory},
 		{"decode", 1, &r.MemoryDecode},
 	} {
-		b := stepBindings(c.nTokens, r.Options.Ctx)
-		sg, err := g.Specialize(b)
+		b, p, err := r.planStep(ctx, g, stepBindings(c.nTokens, r.Options.Ctx), true)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.what, err)
 		}
-		p, err := planner.PlanMemoryContext(ctx, sg, opts)
+		cmp, err := compareLayouts(ctx, p.Graph, p, r.memoryOptions(true))
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.what, err)
 		}
-		cmp, err := compareLayouts(ctx, sg, p, opts)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.what, err)
-		}
-		*c.out = &PlannedStep{What: c.what, Bindings: used(b, g), Plan: p, Compare: cmp}
+		*c.out = &PlannedStep{What: c.what, Bindings: b, Plan: p, Compare: cmp}
 	}
 	return nil
 }
@@ -454,7 +429,10 @@ func runPartition(_ context.Context, r *Result) error {
 		}
 		g, r.Requant, r.RequantSource = rg, rep, src
 	}
-	b := used(r.DecodeBindings(), g)
+	b, err := r.DecodeBindings().For(g)
+	if err != nil {
+		return err
+	}
 	pg, res, err := partition.RunOptions(g, r.Profile, partition.Options{Bindings: b})
 	if err != nil {
 		return err
@@ -467,7 +445,7 @@ func runLower(_ context.Context, r *Result) error {
 	if r.Partition == nil {
 		return fmt.Errorf("no partition: the partition stage did not run")
 	}
-	prog, plan, err := r.Lower(r.DecodeBindings(), LowerOptions{})
+	prog, plan, err := r.Lower(r.DecodeBindings())
 	if err != nil {
 		return err
 	}
@@ -477,44 +455,6 @@ func runLower(_ context.Context, r *Result) error {
 	}
 	r.Program, r.ProgramPlan, r.Prediction = prog, plan, &pr
 	return nil
-}
-
-// LowerOptions tune Result.Lower.
-type LowerOptions struct {
-	// Strategy overrides Options.Strategy for this binding's plan
-	// (runtime/program plans each bucket with a fast strategy).
-	Strategy string
-	// PrefillGraph lets prefill segments be captured (cann.Options).
-	PrefillGraph bool
-}
-
-// Lower specialises the partitioned graph for the bindings b (extra
-// symbols are ignored), plans it on the target's layout and lowers it to a
-// cann.Program. The partition stage must have run. It is safe for
-// concurrent use: it reads the Result only.
-func (r *Result) Lower(b ir.Bindings, lo LowerOptions) (*cann.Program, *planner.MemoryPlan, error) {
-	if r.Partition == nil || r.Partitioned == nil {
-		return nil, nil, fmt.Errorf("compiler: lower: the partition stage did not run")
-	}
-	popts := planner.MemoryOptions{Strategy: r.Options.Strategy, Budget: r.Options.Budget, Strategies: r.Options.Strategies, Workers: r.Options.Threads,
-		Deterministic: true}
-	if lo.Strategy != "" {
-		popts.Strategy = lo.Strategy
-	}
-	opts := cann.Options{KVWrite: r.Options.KVWrite, PrefillGraph: lo.PrefillGraph}
-	if r.RequantSource != nil {
-		opts.SourceDTypes = r.RequantSource.From
-	}
-	prof := r.Profile
-	if r.Options.Align > 0 {
-		p, err := r.Options.profile() // a fresh copy
-		if err != nil {
-			return nil, nil, err
-		}
-		p.Align = r.Options.Align // the device alignment of every region
-		prof = p
-	}
-	return cann.Compile(r.Partitioned, r.Partition, prof, used(b, r.Partitioned), popts, opts)
 }
 
 func joinNames(names []string) string {

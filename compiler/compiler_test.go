@@ -184,3 +184,28 @@ func TestCompileAfterPass(t *testing.T) {
 		t.Errorf("after rope-cache: %v", r.Optimised.OpCounts())
 	}
 }
+
+// The bucket step (Result.Lower) lowers any binding of the partitioned
+// graph with the plan options of the lowering (the target's policy, no
+// reordering): the same program as the lower stage's for the decode
+// step, bindings restricted to the graph's symbols, and an error naming
+// a symbol the graph uses and the binding lacks.
+func TestBucketStep(t *testing.T) {
+	m, _ := build(t, "", 64)
+	r, err := compiler.Compile(context.Background(), m.Graph, compiler.Options{Strategy: "greedy-size"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := r.DecodeBindings()
+	b["unused"] = 7
+	prog, plan, err := r.Lower(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.OrderChanged || plan.Policy != planner.NPUPolicy().Name || prog.Bucket != r.Program.Bucket || len(prog.Steps) != len(r.Program.Steps) {
+		t.Errorf("bucket %s (order changed %v, policy %s), want %s in graph order with the NPU policy", prog.Bucket, plan.OrderChanged, plan.Policy, r.Program.Bucket)
+	}
+	if _, _, err := r.Lower(ir.Bindings{models.SymTokens: 1}); err == nil || !strings.Contains(err.Error(), `symbol "n_kv" is not bound`) {
+		t.Errorf("unbound symbol: %v", err)
+	}
+}

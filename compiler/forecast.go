@@ -68,9 +68,17 @@ func ForecastProgram(ctx context.Context, g *ir.Graph, opts Options, prompt int6
 	if err != nil {
 		return nil, err
 	}
+	db, err := r.DecodeBindings().For(r.Partitioned)
+	if err != nil {
+		return nil, fmt.Errorf("forecast: decode: %w", err)
+	}
+	pb, err := prefillBindings(prompt).For(r.Partitioned)
+	if err != nil {
+		return nil, fmt.Errorf("forecast: prefill of %d tokens: %w", prompt, err)
+	}
 	f := &Forecast{PromptTokens: prompt, DecodeKV: r.Options.Ctx, Partitioned: r.Partitioned,
-		DecodeBindings: used(r.DecodeBindings(), r.Partitioned), PrefillBindings: used(prefillBindings(prompt), r.Partitioned)}
-	prog, _, err := r.Lower(r.DecodeBindings(), LowerOptions{})
+		DecodeBindings: db, PrefillBindings: pb}
+	prog, _, err := r.Lower(r.DecodeBindings())
 	if err != nil {
 		return nil, fmt.Errorf("forecast: decode: %w", err)
 	}
@@ -78,7 +86,11 @@ func ForecastProgram(ctx context.Context, g *ir.Graph, opts Options, prompt int6
 		return nil, err
 	}
 	f.Program = prog
-	pp, _, err := r.Lower(prefillBindings(prompt), LowerOptions{Strategy: planner.StrategyGreedySize})
+	// The prefill's plan only sizes the arena the prediction reports: a
+	// fast strategy, on a copy of the Result (Lower reads its Options).
+	rp := *r
+	rp.Options.Strategy = planner.StrategyGreedySize
+	pp, _, err := rp.Lower(prefillBindings(prompt))
 	if err != nil {
 		return nil, fmt.Errorf("forecast: prefill of %d tokens: %w", prompt, err)
 	}

@@ -208,6 +208,23 @@ func (b Bindings) String() string {
 	return strings.Join(parts, ",")
 }
 
+// For keeps the bindings of the symbols g uses (its shapes and its
+// symbolic attributes), the step shape g specialises to: extra symbols are
+// dropped (a set_rows graph has no kv_head, so every position of a bucket
+// is one binding), and a symbol g uses that b does not bind is an error
+// naming it.
+func (b Bindings) For(g *Graph) (Bindings, error) {
+	out := Bindings{}
+	for _, s := range g.Symbols() {
+		v, ok := b[s]
+		if !ok {
+			return nil, fmt.Errorf("graph %q: symbol %q is not bound (have %s)", g.Name, s, b)
+		}
+		out[s] = v
+	}
+	return out, nil
+}
+
 // ParseBindings reads the String form back ("n_kv=32,n_tokens=5"). Spaces
 // around entries are ignored; a symbol given twice is an error.
 func ParseBindings(s string) (Bindings, error) {

@@ -345,3 +345,20 @@ func FuzzParseBindings(f *testing.F) {
 		}
 	})
 }
+
+func TestBindingsFor(t *testing.T) {
+	g, err := ParseString(`graph "g" {
+  %0 = input() : f32[64,n_tokens] "x"
+  outputs(%0)
+}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Bindings{"n_tokens": 3, "n_kv": 9}.For(g)
+	if err != nil || b.String() != "n_tokens=3" {
+		t.Errorf("For = %s, %v; want n_tokens=3", b, err)
+	}
+	if _, err := (Bindings{"n_kv": 9}).For(g); err == nil || !strings.Contains(err.Error(), `graph "g": symbol "n_tokens" is not bound (have n_kv=9)`) {
+		t.Errorf("unbound symbol: %v", err)
+	}
+}

@@ -153,6 +153,23 @@ func (g *Graph) Users() [][]*Node {
 	return users
 }
 
+// AddAfter adds op(args) right after node at in g's order, named name in
+// at's layer; when replace is not nil, every use of replace (other than
+// the new node) becomes a use of the new node.
+func (g *Graph) AddAfter(at, replace *Node, op Op, args []*Node, attrs Attrs, name string) (*Node, error) {
+	nn, err := g.Add(op, args, attrs)
+	if err != nil {
+		return nil, fmt.Errorf("%s after %s (%q): %w", op, at, at.Name, err)
+	}
+	nn.Name, nn.Layer = name, at.Layer
+	g.Nodes = g.Nodes[:len(g.Nodes)-1]
+	if replace != nil {
+		g.ReplaceUses(replace, nn)
+	}
+	g.Insert(at.ID+1, nn)
+	return nn, nil
+}
+
 // ReplaceUses makes every use of old (as an operand or an output) use new.
 func (g *Graph) ReplaceUses(old, new *Node) int {
 	count := 0

@@ -157,7 +157,7 @@ func ppStage(g *ir.Graph, stages, k int, pa ppAssignment) (*ir.Graph, error) {
 			continue
 		}
 		a := nodes[t.node]
-		sn, err := addAfter(c, a, nil, ir.OpSend, []*ir.Node{a}, attrs(t.to), a.Name+" (send to "+strconv.Itoa(t.to)+")")
+		sn, err := c.AddAfter(a, nil, ir.OpSend, []*ir.Node{a}, attrs(t.to), a.Name+" (send to "+strconv.Itoa(t.to)+")")
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
@@ -89,4 +90,44 @@ func TestShardPPRefuses(t *testing.T) {
 			t.Errorf("--pp %d: %v", s, err)
 		}
 	}
+}
+
+func openModel(t *testing.T, path string) *gguf.File {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// oneDevice runs greedy generation on one CPU session.
+func oneDevice(t *testing.T, f *gguf.File, prompt []int32, n int) *session.GenerateResult {
+	t.Helper()
+	m, err := models.Build(f, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := session.NewSession(m, f, session.SessionOptions{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Generate(prompt, n, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func slicesEqual(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -90,15 +90,6 @@ func NPUPolicy() InPlacePolicy {
 	}}
 }
 
-// PolicyFor returns the policy of a target name: CPUPolicy for "cpu",
-// NPUPolicy otherwise.
-func PolicyFor(target string) InPlacePolicy {
-	if target == "cpu" {
-		return CPUPolicy()
-	}
-	return NPUPolicy()
-}
-
 // policyOperands returns the candidate operand indexes valid for n.
 func policyOperands(p InPlacePolicy, n *ir.Node) []int {
 	c := p.Candidates(n)

@@ -174,7 +174,7 @@ func (p *Profile) linkUS(n *ir.Node, b ir.Bindings) (float64, error) {
 // EstimateStep models one step of g under bindings b as one captured
 // graph (aclmdlRI) with the collectives the profile's rules put on the NPU
 // issued on its stream (HcclAllReduce and the others inside the capture,
-// lower/cann.HCCLRules): every node's device time (Estimate; a
+// HCCLRules): every node's device time (Estimate; a
 // collective's is its link time), one GraphLaunchUS and the host copies of
 // the graph's inputs and outputs. A node the rules leave on the CPU costs
 // its CPU time plus the copies of its operands and result; a collective

@@ -34,7 +34,7 @@ func BenchmarkLowerQwen25Decode(b *testing.B) {
 	bind := ir.Bindings{"n_tokens": 1, "n_outputs": 1, "n_kv": 256}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, _, err := Compile(pg, part, prof, bind, fastPlan, Options{}); err != nil {
+		if _, err := lowerStep(pg, part, prof, bind, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}

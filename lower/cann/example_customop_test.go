@@ -1,14 +1,13 @@
 package cann_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/irtool/irtool"
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
-	"github.com/irtool/irtool/lower/cann"
-	"github.com/irtool/irtool/partition"
-	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 )
 
@@ -63,22 +62,12 @@ func Example_customOp() {
 		fmt.Println(err)
 		return
 	}
-	prof, err := ctx.Rules.Profile("ascend910b")
+	r, err := ctx.Compile(context.Background(), g, compiler.Options{Target: "ascend910b", Passes: "none", Strategy: "greedy-size", NoMemory: true})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	pg, part, err := partition.Run(g, prof, nil)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	prog, _, err := cann.Compile(pg, part, prof, ir.Bindings{"n_tokens": 1}, planner.MemoryOptions{Strategy: "greedy-size"}, cann.Options{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	for _, s := range prog.Segments {
+	for _, s := range r.Program.Segments {
 		for _, k := range s.Kernels {
 			fmt.Printf("%s on node %%%d, output %s\n", k.Name, k.Node, k.Output.Addr)
 		}

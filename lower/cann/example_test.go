@@ -1,18 +1,17 @@
 package cann_test
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/lower/cann"
-	"github.com/irtool/irtool/partition"
-	"github.com/irtool/irtool/planner"
-	"github.com/irtool/irtool/target"
 )
 
-// Partition a small graph for the 910B, lower one step shape and look at
-// the kernels, their addresses and the cost model's prediction.
-func ExampleCompile() {
+// Partition a small graph for the 910B, lower its decode step (the
+// compile driver plans the step and calls Lower) and look at the kernels,
+// their addresses and the cost model's prediction (Predict).
+func Example() {
 	g, err := ir.ParseString(`graph "g" {
   %0 = input() : f32[64,n_tokens] "x"
   %1 = weight() : f16[64,64] "w"
@@ -24,22 +23,17 @@ func ExampleCompile() {
 	if err != nil {
 		panic(err)
 	}
-	p, _ := target.Get("ascend910b")
-	pg, part, err := partition.Run(g, p, nil)
+	r, err := compiler.Compile(context.Background(), g, compiler.Options{Target: "ascend910b", Passes: "none", Strategy: "greedy-size", NoMemory: true})
 	if err != nil {
 		panic(err)
 	}
-	prog, _, err := cann.Compile(pg, part, p, ir.Bindings{"n_tokens": 1}, planner.MemoryOptions{Strategy: "greedy-size"}, cann.Options{})
-	if err != nil {
-		panic(err)
-	}
-	for _, s := range prog.Segments {
+	for _, s := range r.Program.Segments {
 		fmt.Printf("segment %s capturable=%v\n", s.Key, s.Capturable)
 		for _, k := range s.Kernels {
 			fmt.Printf("  %-14s out %-12s shape %v strides %v\n", k.Name, k.Output.Addr, k.Output.Shape, k.Output.Strides)
 		}
 	}
-	pr, _ := cann.Predict(prog, p)
+	pr := r.Prediction
 	fmt.Printf("eager %.0f us, graph %.0f us\n", pr.EagerUS, pr.GraphUS)
 	// Output:
 	// segment s0@n_tokens=1 capturable=true

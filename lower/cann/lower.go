@@ -5,7 +5,6 @@ import (
 	"sort"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/partition"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 )
@@ -32,23 +31,6 @@ type Options struct {
 	SourceDTypes map[string]ir.DType
 }
 
-// PlanMemory plans a static, partitioned graph for Lower with the target's
-// alignment, in-place policy and kernel workspaces. opts may override the
-// strategy and budget; its Workspace, Align and Policy are set here.
-func PlanMemory(g *ir.Graph, prof *target.Profile, opts planner.MemoryOptions) (*planner.MemoryPlan, error) {
-	opts.Align = prof.Align
-	opts.Workspace = prof.Workspace
-	opts.Policy = planner.CPUPolicy()
-	if prof.HasNPU() {
-		opts.Policy = planner.NPUPolicy()
-	}
-	p, err := planner.PlanMemory(g, opts)
-	if err != nil {
-		return nil, fmt.Errorf("cann: plan: %w", err)
-	}
-	return p, nil
-}
-
 type lowerer struct {
 	g     *ir.Graph
 	plan  *planner.MemoryPlan
@@ -69,8 +51,9 @@ type lowerer struct {
 var kernelExtras = map[ir.Op]func(l *lowerer, n *ir.Node, k *Kernel, d target.Device){}
 
 // Lower turns a static graph, its memory plan (planner.PlanMemory of the
-// same graph; PlanMemory sets the target's options) and a target profile into a
-// Program. Every compute node becomes one kernel: an aclnn call on the NPU
+// same graph with the target's alignment, in-place policy and kernel
+// workspaces: the compile driver's bucket step, compiler.Result.Lower,
+// plans and lowers) and a target profile into a Program. Every compute node becomes one kernel: an aclnn call on the NPU
 // (target.Support says which), a CPU kernel otherwise; every partition
 // transfer becomes a copy step. Errors name the node at fault.
 func Lower(g *ir.Graph, plan *planner.MemoryPlan, prof *target.Profile, opts Options) (*Program, error) {
@@ -530,36 +513,4 @@ func (l *lowerer) regions() {
 		}
 	}
 	sort.SliceStable(l.p.Regions, func(i, j int) bool { return l.p.Regions[i].Device > l.p.Regions[j].Device })
-}
-
-// Compile specialises a partitioned graph for the bindings b (restricted to
-// the symbols the graph uses), plans it with PlanMemory and lowers it. part is
-// partition.Run's result for pg (nil: every compute node on the NPU). It is
-// the whole pipeline from a partition to a Program for one step shape.
-func Compile(pg *ir.Graph, part *partition.Result, prof *target.Profile, b ir.Bindings, popts planner.MemoryOptions, opts Options) (*Program, *planner.MemoryPlan, error) {
-	bb := ir.Bindings{}
-	for _, s := range pg.Symbols() {
-		v, ok := b[s]
-		if !ok {
-			return nil, nil, fmt.Errorf("cann: compile %q: symbol %q is not bound (have %s)", pg.Name, s, b)
-		}
-		bb[s] = v
-	}
-	sg, err := pg.Specialize(bb)
-	if err != nil {
-		return nil, nil, fmt.Errorf("cann: compile: %w", err)
-	}
-	plan, err := PlanMemory(sg, prof, popts)
-	if err != nil {
-		return nil, nil, err
-	}
-	if part != nil {
-		opts.Devices = part.Device
-	}
-	opts.Bindings = bb
-	prog, err := Lower(sg, plan, prof, opts)
-	if err != nil {
-		return nil, nil, err
-	}
-	return prog, plan, nil
 }

@@ -47,7 +47,7 @@ func TestPredictQwen25(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		prog, _, err := Compile(pg, part, prof, b, fastPlan, Options{})
+		prog, err := lowerStep(pg, part, prof, b, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestPredictQwen25(t *testing.T) {
 			for _, task := range []float64{2, 4, 8} {
 				p2, _ := target.Get("ascend910b")
 				p2.Overheads.LaunchUS, p2.Overheads.TaskUS = launch, task
-				prog2, _, err := Compile(pg, part, p2, b, fastPlan, Options{})
+				prog2, err := lowerStep(pg, part, p2, b, Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
@@ -38,7 +39,7 @@ func TestSimDeviceGivesReferenceLogits(t *testing.T) {
 			}
 			pol := device.DefaultGraphPolicy()
 			pol.Graphs = true
-			ps, err := program.NewRunner(m, f, dev, program.Options{Compile: program.CompileOptions{Target: tn}, Policy: pol})
+			ps, err := program.NewRunner(m, f, dev, program.Options{Compile: compiler.Options{Target: tn}, Policy: pol})
 			if err != nil {
 				t.Fatalf("%s %s: %v", name, tn, err)
 			}

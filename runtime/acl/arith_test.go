@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
@@ -26,7 +27,7 @@ func againstReference(t *testing.T, m *models.Model, f *gguf.File, ref *testmode
 	fake.Set("arith", arith)
 	pol := device.DefaultGraphPolicy()
 	pol.Graphs = false
-	s, cpu := pairedSessions(t, m, f, d, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}, Kernels: ref.Kernels(t)})
+	s, cpu := pairedSessions(t, m, f, d, program.Options{Policy: pol, Compile: compiler.Options{Target: "ascend910b"}, Kernels: ref.Kernels(t)})
 	gen, feed := ref.Generation.Tokens, ref.Prompt.Tokens
 	first = -1
 	nv := int(m.HParams.NVocab)

@@ -83,8 +83,9 @@ func TestRecipeCallsMatchTarget(t *testing.T) {
 			}
 			pol := device.DefaultGraphPolicy()
 			pol.Graphs = false // every step launches its kernels
-			tn, driver := npuPinned(t)
-			sess, err := program.NewRunner(m, f, d, program.Options{Policy: pol, Compile: program.CompileOptions{Target: tn, Passes: c.passes, Driver: driver}})
+			_, opts := npuPinned(t)
+			opts.Passes = c.passes
+			sess, err := program.NewRunner(m, f, d, program.Options{Policy: pol, Compile: opts})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
@@ -150,7 +151,7 @@ func TestPartitionedNPUNodesHaveRecipes(t *testing.T) {
 				continue
 			}
 			for _, pipe := range coveragePipelines {
-				c, err := program.NewCompiler(m, program.CompileOptions{Target: tn, Passes: pipe})
+				c, err := program.NewCompiler(m, compiler.Options{Target: tn, Passes: pipe})
 				if err != nil {
 					t.Fatalf("%s %s %q: %v", filepath.Base(path), tn, pipe, err)
 				}
@@ -233,8 +234,9 @@ func TestPipelinesOnEmulatedCANN(t *testing.T) {
 				launched[k.Op]++
 				mu.Unlock()
 			}
-			tn, driver := npuPinned(t)
-			s, ref := pairedSessions(t, m, f, d, program.Options{Policy: device.DefaultGraphPolicy(), Compile: program.CompileOptions{Target: tn, Passes: c.pipe, Driver: driver}})
+			_, opts := npuPinned(t)
+			opts.Passes = c.pipe
+			s, ref := pairedSessions(t, m, f, d, program.Options{Policy: device.DefaultGraphPolicy(), Compile: opts})
 			worst := 0.0
 			for step, toks := range [][]int32{{1, 403, 407, 261, 378}, {42}, {7}, {300}} {
 				e := testmodel.RelErr(stepBoth(t, step, s, ref, toks))

@@ -126,7 +126,7 @@ func departureWith(t *testing.T, name string, m *models.Model, f *gguf.File, ref
 	d := newDevice(t, Options{PoolBytes: max(256<<20, 2*modelPool(f, QuantMatmulGGML)), WorkspaceReserve: 16 << 20, QuantMatmul: QuantMatmulGGML, LlamaBuild: ref.Kernels(t).LlamaBuild})
 	pol := device.DefaultGraphPolicy()
 	pol.Graphs = false
-	opts := program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b", Driver: compiler.Options{Rules: rules}}, Kernels: ref.Kernels(t)}
+	opts := program.Options{Policy: pol, Compile: compiler.Options{Target: "ascend910b", Rules: rules}, Kernels: ref.Kernels(t)}
 	s, cpu := pairedSessions(t, pm, f, d, opts)
 	// The model as the other tests run it, on the same device: the probes
 	// must not change what the device computes.
@@ -459,7 +459,7 @@ func TestF32ModelsWithF32KVMatchReferenceExecutor(t *testing.T) {
 			d := newDevice(t, Options{PoolBytes: 256 << 20, WorkspaceReserve: 16 << 20})
 			pol := device.DefaultGraphPolicy()
 			pol.Graphs = false
-			s, cpu := pairedSessions(t, m, f, d, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}, Kernels: ref.Kernels(t)})
+			s, cpu := pairedSessions(t, m, f, d, program.Options{Policy: pol, Compile: compiler.Options{Target: "ascend910b"}, Kernels: ref.Kernels(t)})
 			worst := 0.0
 			gen, feed := ref.Generation.Tokens, ref.Prompt.Tokens
 			for i := range gen {

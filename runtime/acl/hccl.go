@@ -20,6 +20,7 @@ import (
 
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/target"
 )
 
 // This file is the binding of CANN's collective communication library
@@ -338,9 +339,8 @@ func (d *Device) EnqueueCollective(c *Comm, x Collective, s device.Stream) error
 		return err
 	}
 	defer d.leave(d.enter())
-	call := "Hccl" + map[ir.Op]string{ir.OpAllReduce: "AllReduce", ir.OpAllGather: "AllGather",
-		ir.OpReduceScatter: "ReduceScatter", ir.OpSend: "Send", ir.OpRecv: "Recv"}[x.Op]
-	if call == "Hccl" {
+	call, ok := target.HCCLCalls[x.Op]
+	if !ok {
 		return fmt.Errorf("acl: %s is not an HCCL collective", x.Op)
 	}
 	n, err := d.bind(call)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testmodel"
 	"github.com/irtool/irtool/internal/testref"
@@ -182,7 +183,7 @@ func runOnEmulatorWithin(t *testing.T, m *models.Model, f *gguf.File, ref *testm
 	pol.Graphs = graphs
 	// The CPU segments (K-quant matmuls among them) compute with the
 	// arithmetic of the llama.cpp build that made the run.
-	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}, Kernels: ref.Kernels(t)})
+	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, Compile: compiler.Options{Target: "ascend910b"}, Kernels: ref.Kernels(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func simCounts(t *testing.T, m *models.Model, f *gguf.File, ref *testmodel.Llama
 	t.Helper()
 	pol := device.DefaultGraphPolicy()
 	pol.Graphs = true
-	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b"}})
+	s, err := program.NewRunner(m, f, dev, program.Options{Policy: pol, Compile: compiler.Options{Target: "ascend910b"}})
 	if err != nil {
 		t.Fatal(err)
 	}

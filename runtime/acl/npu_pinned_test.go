@@ -27,5 +27,5 @@ func npuPinned(t *testing.T) (name string, opts compiler.Options) {
 	if err := rules.RegisterTarget(p); err != nil {
 		t.Fatal(err)
 	}
-	return p.Name, compiler.Options{Rules: rules}
+	return p.Name, compiler.Options{Target: p.Name, Rules: rules}
 }

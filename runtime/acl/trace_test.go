@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/ir"
@@ -333,7 +334,7 @@ func decodeTrace(t *testing.T, file, pipeline string) {
 	if !pol.Graphs {
 		t.Fatal("graph mode is off by default")
 	}
-	sess, err := program.NewRunner(m, f, rd, program.Options{Policy: pol, Compile: program.CompileOptions{Target: "ascend910b", Passes: pipeline}})
+	sess, err := program.NewRunner(m, f, rd, program.Options{Policy: pol, Compile: compiler.Options{Target: "ascend910b", Passes: pipeline}})
 	if err != nil {
 		t.Fatal(err)
 	}

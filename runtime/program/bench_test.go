@@ -3,6 +3,7 @@ package program
 import (
 	"testing"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/models"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkDecodeDispatch(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				f, m := openModel(b, "stories260K.gguf", models.Options{NCtx: 256})
-				s, err := NewRunner(m, f, newSim(b), Options{Policy: policy(graphs), Compile: CompileOptions{Passes: pipe}})
+				s, err := NewRunner(m, f, newSim(b), Options{Policy: policy(graphs), Compile: compiler.Options{Passes: pipe}})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -36,40 +36,19 @@ import (
 	"github.com/irtool/irtool/target"
 )
 
-// CompileOptions configure a Compiler.
-type CompileOptions struct {
-	// Target names the target profile (default "ascend910b").
-	Target string
-	// Passes is the pass pipeline as passes.Parse reads it ("" means
-	// "default", "none" the required passes only).
-	Passes string
-	// Strategy is the memory planning strategy of every binding (default
-	// "greedy-size": a runner compiles one program per shape bucket, so
-	// planning must be fast).
-	Strategy string
-	// PrefillGraph lowers prefill segments as capturable (by default
-	// prefill runs eagerly, as upstream).
-	PrefillGraph bool
-	// Driver, when set, gives the compile driver's options beyond the
-	// ones above (registries, merge-qkv; a runner refuses requantised
-	// weights when it loads them); its Target,
-	// Passes and Strategy are those above.
-	Driver compiler.Options
-}
-
-// DefaultStrategy is the planner strategy of CompileOptions.
+// DefaultStrategy is the planner strategy of a Compiler whose
+// compiler.Options.Strategy is empty: a runner compiles one program per
+// shape bucket, so planning must be fast.
 const DefaultStrategy = planner.StrategyGreedySize
 
 // Compiler lowers one model for any binding, caching the programs. It is
 // safe for concurrent use: runners sharing a device may share it.
 type Compiler struct {
-	model   *models.Model
-	prof    *target.Profile
-	opts    CompileOptions
-	res     *compiler.Result // the driver's passes and partition
-	graph   *ir.Graph        // after passes and partition, symbolic
-	symbols []string
-	Part    *partition.Result // the partition of the symbolic graph
+	model *models.Model
+	prof  *target.Profile
+	res   *compiler.Result  // the driver's passes and partition
+	graph *ir.Graph         // after passes and partition, symbolic
+	Part  *partition.Result // the partition of the symbolic graph
 
 	mu       sync.Mutex
 	progs    map[string]*cann.Program
@@ -81,30 +60,26 @@ type Compiler struct {
 // per position).
 const maxPrograms = 256
 
-// NewCompiler runs the pass pipeline and the partition on the model's
-// graph.
-func NewCompiler(m *models.Model, opts CompileOptions) (*Compiler, error) {
-	if opts.Target == "" {
-		opts.Target = "ascend910b"
-	}
+// NewCompiler runs the compile driver's passes and partition on the
+// model's graph with opts (target, pass pipeline, registries, prefill
+// capture: the driver's defaults, except an empty Strategy, which is
+// DefaultStrategy, and an empty KVWrite, which is the model's). Each
+// bucket is then one compiler.Result.Lower. A runner refuses requantised
+// weights when it loads them.
+func NewCompiler(m *models.Model, opts compiler.Options) (*Compiler, error) {
 	if opts.Strategy == "" {
 		opts.Strategy = DefaultStrategy
 	}
-	d := opts.Driver
-	d.Target, d.Passes, d.Strategy = opts.Target, opts.Passes, opts.Strategy
-	d.NoMemory, d.Until = true, compiler.StagePartition
-	if d.Budget == 0 {
-		d.Budget = planner.DefaultBudget // each bucket's plan, as planner.PlanMemory's default
+	if opts.KVWrite == "" {
+		opts.KVWrite = m.Options.KVWrite.String()
 	}
-	if d.KVWrite == "" {
-		d.KVWrite = m.Options.KVWrite.String()
-	}
-	res, err := compiler.Compile(context.Background(), m.Graph, d)
+	opts.NoMemory, opts.Until = true, compiler.StagePartition
+	res, err := compiler.Compile(context.Background(), m.Graph, opts)
 	if err != nil {
 		return nil, fmt.Errorf("program: %w", err)
 	}
 	pg := res.Partitioned
-	return &Compiler{model: m, prof: res.Profile, opts: opts, res: res, graph: pg, symbols: pg.Symbols(),
+	return &Compiler{model: m, prof: res.Profile, res: res, graph: pg,
 		Part: res.Partition, progs: map[string]*cann.Program{}}, nil
 }
 
@@ -114,22 +89,24 @@ func (c *Compiler) Profile() *target.Profile { return c.prof }
 // Graph returns the compiled (passed and partitioned) symbolic graph.
 func (c *Compiler) Graph() *ir.Graph { return c.graph }
 
-// Restrict keeps the bindings of the symbols the compiled graph uses: the
-// set_rows graph has no kv_head, so every position of a bucket shares one
-// program.
-func (c *Compiler) Restrict(b ir.Bindings) ir.Bindings {
-	out := ir.Bindings{}
-	for _, s := range c.symbols {
-		if v, ok := b[s]; ok {
-			out[s] = v
-		}
+// Bucket restricts b to the symbols the compiled graph uses
+// (ir.Bindings.For): the bindings of b's shape bucket. The set_rows graph
+// has no kv_head, so every position of a bucket shares one program; a
+// symbol the graph uses and b lacks is an error.
+func (c *Compiler) Bucket(b ir.Bindings) (ir.Bindings, error) {
+	out, err := b.For(c.graph)
+	if err != nil {
+		return nil, fmt.Errorf("program: %w", err)
 	}
-	return out
+	return out, nil
 }
 
 // Program returns the program of a binding, compiling it on first use.
 func (c *Compiler) Program(b ir.Bindings) (*cann.Program, error) {
-	b = c.Restrict(b)
+	b, err := c.Bucket(b)
+	if err != nil {
+		return nil, err
+	}
 	key := b.String()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -137,7 +114,7 @@ func (c *Compiler) Program(b ir.Bindings) (*cann.Program, error) {
 		return p, nil
 	}
 	t0 := time.Now()
-	p, _, err := c.res.Lower(b, compiler.LowerOptions{Strategy: c.opts.Strategy, PrefillGraph: c.opts.PrefillGraph})
+	p, _, err := c.res.Lower(b)
 	if err != nil {
 		return nil, fmt.Errorf("program: bucket %s: %w", key, err)
 	}

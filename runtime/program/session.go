@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
@@ -21,9 +22,9 @@ import (
 
 // Options configure a Runner.
 type Options struct {
-	// Compile configures the runner's own Compiler when Compiler is nil.
-	// Its PrefillGraph is taken from Policy.PrefillGraphs.
-	Compile CompileOptions
+	// Compile configures the runner's own Compiler when Compiler is nil
+	// (NewCompiler). Its PrefillGraph is taken from Policy.PrefillGraphs.
+	Compile compiler.Options
 	// Compiler, when set, is shared (runners of one model may share it).
 	Compiler *Compiler
 	// Policy decides eager or graph execution and configures the cache.

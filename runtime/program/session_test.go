@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/testref"
 	"github.com/irtool/irtool/models"
@@ -119,7 +120,7 @@ func TestSameTokensEveryPath(t *testing.T) {
 				var eager [][]float32
 				for _, graphs := range []bool{false, true} {
 					d := newSim(t)
-					s, err := NewRunner(m, f, d, Options{Policy: policy(graphs), Compile: CompileOptions{Passes: pipe}})
+					s, err := NewRunner(m, f, d, Options{Policy: policy(graphs), Compile: compiler.Options{Passes: pipe}})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -183,7 +184,7 @@ func TestDecodeHitsAndCpyMisses(t *testing.T) {
 				d := newSim(t)
 				pol := policy(true)
 				pol.Cache.Capacity = 64
-				s, err := NewRunner(m, f, d, Options{Policy: pol, Compile: CompileOptions{Passes: pipe}})
+				s, err := NewRunner(m, f, d, Options{Policy: pol, Compile: compiler.Options{Passes: pipe}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -196,7 +197,10 @@ func TestDecodeHitsAndCpyMisses(t *testing.T) {
 				seen := map[string]bool{}
 				hits, misses := int64(0), int64(0)
 				for i := 0; i < decode; i++ {
-					b := s.Compiler().Restrict(s.bindings(s.Pos(), 1))
+					b, err := s.Compiler().Bucket(s.bindings(s.Pos(), 1))
+					if err != nil {
+						t.Fatal(err)
+					}
 					bucket := b.String()
 					before := s.cache.Stats()
 					res, err := s.Step([]int32{tok})
@@ -291,7 +295,7 @@ func TestConcurrentSessionsShareDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	comp, err := NewCompiler(m, CompileOptions{Passes: "none"})
+	comp, err := NewCompiler(m, compiler.Options{Passes: "none"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +347,7 @@ func TestPrefillBuckets(t *testing.T) {
 	}
 	pol := policy(true)
 	pol.PrefillGraphs = true
-	s, err := NewRunner(m, f, newSim(t), Options{Policy: pol, Compile: CompileOptions{Passes: "none"}})
+	s, err := NewRunner(m, f, newSim(t), Options{Policy: pol, Compile: compiler.Options{Passes: "none"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +384,7 @@ func TestSessionWarmup(t *testing.T) {
 	f, m := openModel(t, "stories260K.gguf", models.Options{NCtx: 256})
 	pol := policy(true)
 	pol.Cache.Warmup = true
-	s, err := NewRunner(m, f, newSim(t), Options{Policy: pol, Compile: CompileOptions{Passes: "none"}})
+	s, err := NewRunner(m, f, newSim(t), Options{Policy: pol, Compile: compiler.Options{Passes: "none"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,10 +418,10 @@ func TestStepErrors(t *testing.T) {
 			t.Errorf("step %v: %v, want %q", tc.tokens, err, tc.want)
 		}
 	}
-	if _, err := NewCompiler(m, CompileOptions{Target: "gpu9000"}); err == nil {
+	if _, err := NewCompiler(m, compiler.Options{Target: "gpu9000"}); err == nil {
 		t.Error("unknown target accepted")
 	}
-	if _, err := NewCompiler(m, CompileOptions{Passes: "no-such-pass"}); err == nil {
+	if _, err := NewCompiler(m, compiler.Options{Passes: "no-such-pass"}); err == nil {
 		t.Error("unknown pass accepted")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/internal/gocount"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
@@ -50,7 +51,7 @@ func TestSimSessionPrefillNoGoroutinePerKernel(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				return NewRunner(m, f, dev, Options{Policy: policy(true), Kernels: ko, Compile: CompileOptions{Passes: pipe}})
+				return NewRunner(m, f, dev, Options{Policy: policy(true), Kernels: ko, Compile: compiler.Options{Passes: pipe}})
 			})
 		})
 	}

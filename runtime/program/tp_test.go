@@ -25,9 +25,9 @@ import (
 
 // tpRanks starts one program session per rank of tp, each on its own
 // simulated device, their collectives in one group.
-func tpRanks(t *testing.T, tp *passes.TP, f *gguf.File, timeout time.Duration, ko kernels.Options) (*session.Ranks, *device.Group, []*Runner) {
+func tpRanks(t *testing.T, tp *models.TP, f *gguf.File, timeout time.Duration, ko kernels.Options) (*session.Ranks, *device.Group, []*Runner) {
 	t.Helper()
-	grp, err := device.NewGroup(passes.TPGroup, len(tp.Ranks), timeout)
+	grp, err := device.NewGroup(models.TPGroup, len(tp.Ranks), timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func checkTP(t *testing.T, path, refPath string, degrees []int) {
 			if exact {
 				label += " --tp-exact"
 			}
-			tp, err := passes.ShardTPFile(f, mo, passes.TPOptions{Ranks: n, Exact: exact})
+			tp, err := models.ShardTPFile(f, mo, models.TPOptions{Ranks: n, Exact: exact})
 			if err != nil {
 				switch {
 				case !exact && strings.Contains(err.Error(), "block"):
@@ -253,7 +253,7 @@ func TestTPFaultFailsEveryRank(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tp, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: 2})
+	tp, err := models.ShardTPFile(f, models.Options{}, models.TPOptions{Ranks: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestTPFaultFailsEveryRank(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
-			grp, err := device.NewGroup(passes.TPGroup, 2, 30*time.Second)
+			grp, err := device.NewGroup(models.TPGroup, 2, 30*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}

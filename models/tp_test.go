@@ -1,6 +1,7 @@
-package passes_test
+package models_test
 
 import (
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"github.com/irtool/irtool/internal/golden"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/session"
 )
@@ -29,9 +29,9 @@ func openModel(t *testing.T, path string) *gguf.File {
 
 // tpGenerate runs greedy generation on the ranks of tp, each a CPU
 // session with a communicator of one device.Group.
-func tpGenerate(t *testing.T, tp *passes.TP, f *gguf.File, prompt []int32, n int) *session.GenerateResult {
+func tpGenerate(t *testing.T, tp *models.TP, f *gguf.File, prompt []int32, n int) *session.GenerateResult {
 	t.Helper()
-	grp, err := device.NewGroup(passes.TPGroup, len(tp.Ranks), 10*time.Second)
+	grp, err := device.NewGroup(models.TPGroup, len(tp.Ranks), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestTPMatchesOneDevice(t *testing.T) {
 		for _, n := range c.ranks {
 			for _, exact := range []bool{false, true} {
 				name := strings.TrimPrefix(c.file, "../testdata/")
-				tp, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: n, Exact: exact})
+				tp, err := models.ShardTPFile(f, models.Options{}, models.TPOptions{Ranks: n, Exact: exact})
 				if err != nil {
 					t.Errorf("%s --tp %d exact=%v: %v", name, n, exact, err)
 					continue
@@ -140,15 +140,15 @@ func slicesEqual(a, b []int32) bool {
 func TestShardTPRefuses(t *testing.T) {
 	f := openModel(t, "../testdata/stories260K.gguf")
 	for _, c := range []struct {
-		o    passes.TPOptions
+		o    models.TPOptions
 		want string
 	}{
-		{passes.TPOptions{Ranks: 3}, "tensor parallel over 3 ranks: n_head 8 is not a multiple of 3 (each rank computes whole heads; n_head_kv 4)"},
-		{passes.TPOptions{Ranks: 16}, "n_head 8 is not a multiple of 16"},
-		{passes.TPOptions{Ranks: 0}, "the degree must be in [1, 1024]"},
+		{models.TPOptions{Ranks: 3}, "tensor parallel over 3 ranks: n_head 8 is not a multiple of 3 (each rank computes whole heads; n_head_kv 4)"},
+		{models.TPOptions{Ranks: 16}, "n_head 8 is not a multiple of 16"},
+		{models.TPOptions{Ranks: 0}, "the degree must be in [1, 1024]"},
 	} {
 		start := time.Now()
-		_, err := passes.ShardTPFile(f, models.Options{}, c.o)
+		_, err := models.ShardTPFile(f, models.Options{}, c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--tp %d: %v, want %q", c.o.Ranks, err, c.want)
 		}
@@ -163,7 +163,7 @@ func TestShardTPRefuses(t *testing.T) {
 // output all-gathered; every rank the same collectives.
 func TestShardTPLayout(t *testing.T) {
 	f := openModel(t, "../testdata/stories260K.gguf")
-	tp, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: 4})
+	tp, err := models.ShardTPFile(f, models.Options{}, models.TPOptions{Ranks: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestShardTPLayout(t *testing.T) {
 		t.Errorf("rank graph text round trip: %v", err)
 	}
 	// Exact: four all_gathers per layer and the output's.
-	tpx, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: 2, Exact: true})
+	tpx, err := models.ShardTPFile(f, models.Options{}, models.TPOptions{Ranks: 2, Exact: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestShardTPLayout(t *testing.T) {
 // row-parallel product reaches the residual add, and the check names it.
 func TestCheckPartialSums(t *testing.T) {
 	f := openModel(t, "../testdata/stories260K.gguf")
-	tp, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: 2})
+	tp, err := models.ShardTPFile(f, models.Options{}, models.TPOptions{Ranks: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestCheckPartialSums(t *testing.T) {
 		s, ok := r.Shards[w.Name]
 		return ok && s.Dim == 0 && s.Ne[1] > 1
 	}
-	if err := passes.CheckPartialSums(r.Model.Graph, contracting); err != nil {
+	if err := models.CheckPartialSums(r.Model.Graph, contracting); err != nil {
 		t.Fatalf("the sharded graph: %v", err)
 	}
 	g := r.Model.Graph.Clone()
@@ -229,7 +229,7 @@ func TestCheckPartialSums(t *testing.T) {
 		}
 	}
 	g.Compact()
-	err = passes.CheckPartialSums(g, contracting)
+	err = models.CheckPartialSums(g, contracting)
 	if err == nil || !strings.Contains(err.Error(), `(add "l_out-2"): a replicated value added to the partial sum`) || !strings.Contains(err.Error(), `"ffn_out-2"`) {
 		t.Errorf("without the all_reduce: %v", err)
 	}
@@ -241,14 +241,14 @@ func TestCheckPartialSums(t *testing.T) {
 	mm, _ := g2.Add(ir.OpMulMat, []*ir.Node{w, x}, nil)
 	nn, _ := g2.Add(ir.OpRMSNorm, []*ir.Node{mm}, ir.Attrs{ir.AttrEps: 1e-5})
 	g2.Outputs = []*ir.Node{nn}
-	err = passes.CheckPartialSums(g2, func(n *ir.Node) bool { return n.Name == "w" })
+	err = models.CheckPartialSums(g2, func(n *ir.Node) bool { return n.Name == "w" })
 	if err == nil || !strings.Contains(err.Error(), "reaches rms_norm without an all_reduce") {
 		t.Errorf("partial sum into rms_norm: %v", err)
 	}
 }
 
 // TestShardTPGolden keeps rank 1's graph of stories260K over two ranks,
-// plain and exact, as IR text (testdata/tp; go test ./passes -run
+// plain and exact, as IR text (testdata/tp; go test ./models -run
 // TestShardTPGolden -update rewrites them): the layout, reviewable.
 func TestShardTPGolden(t *testing.T) {
 	f := openModel(t, "../testdata/stories260K.gguf")
@@ -256,7 +256,7 @@ func TestShardTPGolden(t *testing.T) {
 		file  string
 		exact bool
 	}{{"stories260K-tp2-rank1.ir", false}, {"stories260K-tp2-exact-rank1.ir", true}} {
-		tp, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: 2, Exact: c.exact})
+		tp, err := models.ShardTPFile(f, models.Options{}, models.TPOptions{Ranks: 2, Exact: c.exact})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,7 +268,7 @@ func TestShardTPGolden(t *testing.T) {
 // each rank holding its rows of Q, K and V, and of gate and up.
 func TestShardTPFused(t *testing.T) {
 	f := openModel(t, "../testdata/synth-phi3-Q4_0.gguf")
-	tp, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: 2})
+	tp, err := models.ShardTPFile(f, models.Options{}, models.TPOptions{Ranks: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestShardTPFused(t *testing.T) {
 // reduced.
 func TestShardTPExperts(t *testing.T) {
 	f := openModel(t, "../testdata/synth-qwen3moe-Q4_0.gguf")
-	tp, err := passes.ShardTPFile(f, models.Options{}, passes.TPOptions{Ranks: 2})
+	tp, err := models.ShardTPFile(f, models.Options{}, models.TPOptions{Ranks: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,8 +355,21 @@ func TestShardTPHostileHParams(t *testing.T) {
 		{Arch: "llama"},
 		{Arch: "llama", NVocab: 8, NEmbd: 8, NLayer: 1, NHead: 2, NHeadKV: 0, NFF: 8, HeadDimK: 4, HeadDimV: 4, RMSEps: 1e-5},
 	} {
-		if _, err := passes.ShardTP(hp, lookup, models.Options{}, passes.TPOptions{Ranks: 2}); err == nil {
+		if _, err := models.ShardTP(hp, lookup, models.Options{}, models.TPOptions{Ranks: 2}); err == nil {
 			t.Errorf("%+v: no error", hp)
 		}
 	}
+}
+
+// relDiff is max|a-b| / max|a|, the measure of docs/KERNELS.md.
+func relDiff(a, b []float32) float64 {
+	var d, m float64
+	for i := range a {
+		d = max(d, math.Abs(float64(a[i])-float64(b[i])))
+		m = max(m, math.Abs(float64(a[i])))
+	}
+	if m == 0 {
+		return d
+	}
+	return d / m
 }

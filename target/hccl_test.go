@@ -1,4 +1,4 @@
-package cann_test
+package target_test
 
 import (
 	"fmt"
@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/target"
 )
 
@@ -15,7 +14,7 @@ import (
 // result, and leaves the rest on the host with the reason; the default
 // rules are unchanged (collectives on the host).
 func TestHCCLRules(t *testing.T) {
-	rules, err := cann.HCCLRules()
+	rules, err := target.HCCLRules()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +94,7 @@ func ExampleHCCLRules() {
 	if err != nil {
 		panic(err)
 	}
-	rules, err := cann.HCCLRules()
+	rules, err := target.HCCLRules()
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package passes
+package models
 
 import (
 	"fmt"
@@ -7,10 +7,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/models"
 )
 
 // Tensor parallelism (TP) after Megatron-LM (Shoeybi et al., "Megatron-LM:
@@ -64,7 +62,7 @@ func (s Shard) ranges() [][2]int64 {
 // and the slices of the weights it holds.
 type TPRank struct {
 	Rank  int
-	Model *models.Model
+	Model *Model
 	// Shards holds the split tensors by GGUF name; a tensor not listed is
 	// replicated whole.
 	Shards map[string]Shard
@@ -107,7 +105,7 @@ const TPGroup = "tp"
 // refuses, naming the counts, a degree the heads cannot take and a split
 // that would cut a quantisation block. Fused weights (phi3's attn_qkv and
 // ffn_up) are split per part, experts each by their FFN width.
-func ShardTP(hp models.HParams, lookup models.WeightLookup, mo models.Options, o TPOptions) (*TP, error) {
+func ShardTP(hp HParams, lookup WeightLookup, mo Options, o TPOptions) (*TP, error) {
 	g, err := tpGeometryOf(hp, lookup, o)
 	if err != nil {
 		return nil, err
@@ -159,7 +157,7 @@ type tpSlices struct{ q0, q1, k0, k1, f0, f1 int64 }
 // tpGeometryOf checks that hp can be split over o.Ranks and returns the
 // split, refusing (naming the counts) a degree the heads cannot take and
 // an FFN split that would cut a quantisation block.
-func tpGeometryOf(hp models.HParams, lookup models.WeightLookup, o TPOptions) (tpGeometry, error) {
+func tpGeometryOf(hp HParams, lookup WeightLookup, o TPOptions) (tpGeometry, error) {
 	n := int64(o.Ranks)
 	fail := func(format string, args ...any) (tpGeometry, error) {
 		return tpGeometry{}, tpErr(n, format, args...)
@@ -233,7 +231,7 @@ func (g tpGeometry) slices(r int64) tpSlices {
 
 // tpBuildRank builds rank r's graph from its share of the
 // hyper-parameters and weights, inserts the collectives and checks it.
-func tpBuildRank(hp models.HParams, lookup models.WeightLookup, mo models.Options, o TPOptions, g tpGeometry, tp *TP, r int64) (*TPRank, error) {
+func tpBuildRank(hp HParams, lookup WeightLookup, mo Options, o TPOptions, g tpGeometry, tp *TP, r int64) (*TPRank, error) {
 	s := g.slices(r)
 	rhp := hp
 	rhp.NHead, rhp.NHeadKV = s.q1-s.q0, s.k1-s.k0
@@ -247,14 +245,14 @@ func tpBuildRank(hp models.HParams, lookup models.WeightLookup, mo models.Option
 	if err != nil {
 		return nil, err
 	}
-	rlookup := func(name string) (models.Weight, bool) {
+	rlookup := func(name string) (Weight, bool) {
 		w, ok := lookup(name)
 		if ne, split := built[name]; ok && split {
 			w.Ne = ne
 		}
 		return w, ok
 	}
-	m, err := models.BuildHParams(rhp, rlookup, mo)
+	m, err := BuildHParams(rhp, rlookup, mo)
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +277,7 @@ func tpBuildRank(hp models.HParams, lookup models.WeightLookup, mo models.Option
 // tpShardWeights records in rank.Shards the slices of the weights rank r
 // holds and returns the dims the builder checks (the row-parallel
 // weights as the column split, the output whole).
-func tpShardWeights(hp models.HParams, lookup models.WeightLookup, o TPOptions, g tpGeometry, vocabSplit bool, r int64, rank *TPRank) (map[string][4]int64, error) {
+func tpShardWeights(hp HParams, lookup WeightLookup, o TPOptions, g tpGeometry, vocabSplit bool, r int64, rank *TPRank) (map[string][4]int64, error) {
 	built := map[string][4]int64{}
 	split := func(name string, dim int, parts [][2]int64, builderView bool) error {
 		w, ok := lookup(name)
@@ -446,7 +444,7 @@ func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions, ffn []int64) error {
 		}
 		if s.Dim == 0 {
 			// Row-parallel: partial sums, reduced.
-			if _, err := addAfter(g, mm, mm, ir.OpAllReduce, []*ir.Node{mm}, coll(nil), mm.Name+" (all_reduce)"); err != nil {
+			if _, err := g.AddAfter(mm, mm, ir.OpAllReduce, []*ir.Node{mm}, coll(nil), mm.Name+" (all_reduce)"); err != nil {
 				return err
 			}
 			continue
@@ -468,39 +466,22 @@ func tpRewrite(g *ir.Graph, rank *TPRank, o TPOptions, ffn []int64) error {
 			if (role(w.Name) == "ffn_down" || role(w.Name) == "ffn_down_exps") && !slices.Equal(ffn, slices.Repeat(ffn[:1], len(ffn))) {
 				attrs[ir.AttrCounts] = slices.Clone(ffn)
 			}
-			gx, err := addAfter(g, x, nil, ir.OpAllGather, []*ir.Node{x}, coll(attrs), mm.Name+" (input gathered)")
+			gx, err := g.AddAfter(x, nil, ir.OpAllGather, []*ir.Node{x}, coll(attrs), mm.Name+" (input gathered)")
 			if err != nil {
 				return err
 			}
 			x = gx
 		}
-		prod, err := addAfter(g, mm, nil, mm.Op, append([]*ir.Node{nw, x}, mm.Args[2:]...), nil, mm.Name)
+		prod, err := g.AddAfter(mm, nil, mm.Op, append([]*ir.Node{nw, x}, mm.Args[2:]...), nil, mm.Name)
 		if err != nil {
 			return err
 		}
-		if _, err := addAfter(g, prod, mm, ir.OpAllGather, []*ir.Node{prod}, coll(ir.Attrs{ir.AttrDim: int64(0)}), mm.Name+" (all_gather)"); err != nil {
+		if _, err := g.AddAfter(prod, mm, ir.OpAllGather, []*ir.Node{prod}, coll(ir.Attrs{ir.AttrDim: int64(0)}), mm.Name+" (all_gather)"); err != nil {
 			return err
 		}
 	}
 	g.Compact()
 	return nil
-}
-
-// addAfter adds op(args) right after node at in g's order, named name in
-// at's layer; when replace is not nil, every use of replace (other than
-// the new node) becomes a use of the new node.
-func addAfter(g *ir.Graph, at, replace *ir.Node, op ir.Op, args []*ir.Node, attrs ir.Attrs, name string) (*ir.Node, error) {
-	nn, err := g.Add(op, args, attrs)
-	if err != nil {
-		return nil, fmt.Errorf("%s after %s (%q): %w", op, at, at.Name, err)
-	}
-	nn.Name, nn.Layer = name, at.Layer
-	g.Nodes = g.Nodes[:len(g.Nodes)-1]
-	if replace != nil {
-		g.ReplaceUses(replace, nn)
-	}
-	g.Insert(at.ID+1, nn)
-	return nn, nil
 }
 
 // CheckPartialSums checks that a partial sum never reaches a non-linear
@@ -568,14 +549,20 @@ func CheckPartialSums(g *ir.Graph, contracting func(w *ir.Node) bool) error {
 	return nil
 }
 
+// TensorSource gives a tensor's stored bytes by name (an eval.WeightSource,
+// a *gguf.File).
+type TensorSource interface {
+	TensorData(name string) ([]byte, error)
+}
+
 // Weights returns the rank's view of a model's weights: the slices of
 // the split tensors, the others whole.
-func (r *TPRank) Weights(src eval.WeightSource) eval.WeightSource {
+func (r *TPRank) Weights(src TensorSource) TensorSource {
 	return &shardSource{src: src, r: r, cache: map[string][]byte{}}
 }
 
 type shardSource struct {
-	src   eval.WeightSource
+	src   TensorSource
 	r     *TPRank
 	mu    sync.Mutex
 	cache map[string][]byte
@@ -636,17 +623,17 @@ func (s *shardSource) TensorData(name string) ([]byte, error) {
 }
 
 // ShardTPFile is ShardTP on a GGUF file's hyper-parameters and tensors.
-func ShardTPFile(f *gguf.File, mo models.Options, o TPOptions) (*TP, error) {
-	hp, err := models.ReadHParams(f)
+func ShardTPFile(f *gguf.File, mo Options, o TPOptions) (*TP, error) {
+	hp, err := ReadHParams(f)
 	if err != nil {
 		return nil, err
 	}
-	lookup := func(name string) (models.Weight, bool) {
+	lookup := func(name string) (Weight, bool) {
 		ti, ok := f.Tensor(name)
 		if !ok {
-			return models.Weight{}, false
+			return Weight{}, false
 		}
-		return models.Weight{Type: ir.DType(ti.Type), Ne: ti.Ne}, true
+		return Weight{Type: ir.DType(ti.Type), Ne: ti.Ne}, true
 	}
 	return ShardTP(hp, lookup, mo, o)
 }
