@@ -8,6 +8,7 @@ import (
 
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/eval"
+	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/tokenizer"
 )
@@ -92,7 +93,7 @@ func (j *compileJob) instrument(opts *compiler.Options, report io.Writer) error 
 	if f.CheckSteps < 0 {
 		return fmt.Errorf("--check-steps %d: want 0 or more", f.CheckSteps)
 	}
-	c := &passes.CheckOptions{Decode: f.CheckSteps, NCtx: j.Model.Options.NCtx, Tol: f.CheckTol,
+	c := &passes.CheckOptions{Decode: f.CheckSteps, NCtx: j.Model.Options.NCtx, Tol: f.CheckTol, Step: modelStep(),
 		Exec: eval.ExecOptions{KernelSet: po.Fold.Kernels}}
 	if j.File != nil {
 		c.Weights = j.File
@@ -105,4 +106,10 @@ func (j *compileJob) instrument(opts *compiler.Options, report io.Writer) error 
 	c.Report = func(s passes.CheckStat) { fmt.Fprintf(report, "check %s\n", s) }
 	po.Check = c
 	return nil
+}
+
+// modelStep is how translation validation runs a model's step graph
+// (passes sits below models, so the caller hands it models' functions).
+func modelStep() *passes.ModelStep {
+	return &passes.ModelStep{IsStep: models.IsStepGraph, Bind: models.StepBindings, Inputs: models.Inputs}
 }

@@ -114,3 +114,20 @@ func FillInput(name string, dst []byte, tokens []int32, pos, nKV, nOut int64) bo
 	}
 	return true
 }
+
+// StepBindings binds one step of n tokens at position pos over a KV cache
+// of nCtx cells, as runtime/session binds it (one output row).
+func StepBindings(n, pos, nCtx int64) ir.Bindings {
+	return ir.Bindings{SymTokens: n, SymKV: KVLen(pos+n, nCtx), SymOutputs: 1, SymKVHead: pos}
+}
+
+// IsStepGraph reports whether g is a model's step graph (it has the
+// InputTokens input).
+func IsStepGraph(g *ir.Graph) bool {
+	for _, n := range g.Leaves(ir.OpInput) {
+		if n.Name == InputTokens {
+			return true
+		}
+	}
+	return false
+}

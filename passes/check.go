@@ -11,14 +11,14 @@ import (
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
-	"github.com/irtool/irtool/models"
 )
 
 // Translation validation: with Options.Check, Run executes the graph on
 // the CPU reference executor (eval.Executor) before the first pass and
 // after every pass that changed it, on the same fixed inputs each time,
 // and compares every output and state buffer with those of the graph
-// before the pass. A model's step graph (it has models.InputTokens) runs
+// before the pass. A model's step graph (CheckOptions.Step says which
+// graphs are one, e.g. a graph with models.InputTokens) runs
 // a prefill of Prompt and Decode greedy decode steps over a zeroed KV
 // cache, each step specialised as runtime/session does (n_tokens, n_kv,
 // n_outputs = 1, kv_head); the decode tokens are the input graph's greedy
@@ -47,6 +47,20 @@ type CheckOptions struct {
 	// Report, when set, is called with each pass's comparison as soon as
 	// it is made.
 	Report func(CheckStat)
+	// Step describes a model's step graph (the caller gives models'
+	// functions: passes sits below models); nil: every graph runs once
+	// with Bindings.
+	Step *ModelStep
+}
+
+// ModelStep tells Check how to run a model's step graph: IsStep says
+// whether g is one (models.IsStepGraph), Bind binds a step of n tokens at
+// position pos over an n_ctx-cell KV cache (models.StepBindings), Inputs
+// fills its token and position inputs (models.Inputs).
+type ModelStep struct {
+	IsStep func(g *ir.Graph) bool
+	Bind   func(n, pos, nCtx int64) ir.Bindings
+	Inputs func(tokens []int32, pos int64, b ir.Bindings) map[string][]byte
 }
 
 // CheckStat is the comparison after one pass.
@@ -127,11 +141,7 @@ func (o *CheckOptions) instrument(res *Result) Instrument {
 // run executes g on the fixed inputs.
 func (c *checker) run(g *ir.Graph) (*checkRun, error) {
 	r := &checkRun{state: map[string][]byte{}, types: map[string]ir.DType{}}
-	model := false
-	for _, n := range g.Leaves(ir.OpInput) {
-		model = model || n.Name == models.InputTokens
-	}
-	if !model {
+	if st := c.opts.Step; st == nil || !st.IsStep(g) {
 		sg := g
 		if !g.IsStatic() || c.opts.Bindings != nil {
 			var err error
@@ -161,12 +171,12 @@ func (c *checker) run(g *ir.Graph) (*checkRun, error) {
 	step := prompt
 	for s := 0; s <= c.opts.Decode; s++ {
 		n := int64(len(step))
-		b := ir.Bindings{models.SymTokens: n, models.SymKV: models.KVLen(pos+n, c.opts.NCtx), models.SymOutputs: 1, models.SymKVHead: pos}
+		b := c.opts.Step.Bind(n, pos, c.opts.NCtx)
 		sg, err := g.Specialize(b)
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", s, err)
 		}
-		in := models.Inputs(step, pos, b)
+		in := c.opts.Step.Inputs(step, pos, b)
 		outs, err := c.step(sg, r, true, func(n *ir.Node) ([]byte, error) {
 			if d, ok := in[n.Name]; ok {
 				return d, nil

@@ -18,7 +18,7 @@ func TestCheckDefaultPipeline(t *testing.T) {
 	for _, kv := range []models.KVWrite{models.KVSetRows, models.KVCpy} {
 		f, m := testmodel.Build(t, testref.Testdata("stories260K.gguf"), models.Options{NCtx: 64, KVWrite: kv})
 		var seen []string
-		opts := passes.Options{Check: &passes.CheckOptions{Weights: f, Prompt: []int32{1, 403, 407, 261}, Decode: 3, NCtx: 64,
+		opts := passes.Options{Check: &passes.CheckOptions{Step: modelStep, Weights: f, Prompt: []int32{1, 403, 407, 261}, Decode: 3, NCtx: 64,
 			Report: func(s passes.CheckStat) { seen = append(seen, s.String()) }}}
 		_, res, err := passes.Run(m.Graph, passes.Default(), opts)
 		if err != nil {
@@ -51,7 +51,7 @@ func TestCheckWrongRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, res, err := passes.Run(m.Graph, p, passes.Options{Check: &passes.CheckOptions{Weights: f, Decode: 2, NCtx: 64}})
+	_, res, err := passes.Run(m.Graph, p, passes.Options{Check: &passes.CheckOptions{Step: modelStep, Weights: f, Decode: 2, NCtx: 64}})
 	if err == nil || !strings.Contains(err.Error(), "pass wrong-silu (after [noop]): check: results differ from the graph before it: max|Δ|") {
 		t.Fatalf("err = %v, want the check to name wrong-silu", err)
 	}
@@ -60,8 +60,11 @@ func TestCheckWrongRule(t *testing.T) {
 	}
 	t.Log(err)
 	// With a tolerance above the difference the run goes on.
-	_, _, err = passes.Run(m.Graph, p, passes.Options{Check: &passes.CheckOptions{Weights: f, Decode: 2, NCtx: 64, Tol: 1e6}})
+	_, _, err = passes.Run(m.Graph, p, passes.Options{Check: &passes.CheckOptions{Step: modelStep, Weights: f, Decode: 2, NCtx: 64, Tol: 1e6}})
 	if err != nil {
 		t.Fatal(err)
 	}
 }
+
+// modelStep runs model step graphs in the checks, as the CLI's --check does.
+var modelStep = &passes.ModelStep{IsStep: models.IsStepGraph, Bind: models.StepBindings, Inputs: models.Inputs}

@@ -66,7 +66,7 @@ func TestIdentityUnblocksSwiGLU(t *testing.T) {
 	if c := out.OpCounts()["swiglu"]; c != 0 {
 		t.Fatalf("without noop: %d swiglu, want the stray muls to block all 5", c)
 	}
-	out, res, err := passes.Run(g, passes.Default(), passes.Options{Check: &passes.CheckOptions{Weights: f, Decode: 2, NCtx: 64}})
+	out, res, err := passes.Run(g, passes.Default(), passes.Options{Check: &passes.CheckOptions{Step: modelStep, Weights: f, Decode: 2, NCtx: 64}})
 	if err != nil {
 		t.Fatal(err)
 	}
