@@ -160,7 +160,7 @@ func TestSyntheticArchitectures(t *testing.T) {
 					shapes[p+"attn_q.bias"], shapes[p+"attn_k.bias"], shapes[p+"attn_v.bias"] = []int64{nq}, []int64{nkv}, []int64{nkv}
 				}
 			}
-			weights := weightMap{}
+			weights := passes.WeightData{}
 			lookup := func(name string) (models.Weight, bool) {
 				s, ok := shapes[name]
 				if !ok {
@@ -172,7 +172,7 @@ func TestSyntheticArchitectures(t *testing.T) {
 					w.Type = c.dt
 				}
 				if _, ok := weights[name]; !ok {
-					d, err := leafData(name, ir.Type{DType: w.Type, Shape: ir.Sh(w.Ne[0], w.Ne[1], w.Ne[2], w.Ne[3])}, 0)
+					d, err := passes.LeafData(name, ir.Type{DType: w.Type, Shape: ir.Sh(w.Ne[0], w.Ne[1], w.Ne[2], w.Ne[3])}, 0)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -79,7 +79,7 @@ func (b *graphGen) leaf(op ir.Op, t ir.Type) *ir.Node {
 		return b.typed(op, t, nil)
 	}
 	name := b.name("const")
-	d, err := leafData(name, t, 0)
+	d, err := passes.LeafData(name, t, 0)
 	if err != nil {
 		b.err = err
 		return nil
