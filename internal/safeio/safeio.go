@@ -72,16 +72,18 @@ func (in *Input) Regular() bool { return in.Info.Mode().IsRegular() }
 
 // Kind names the type of file for messages: "regular file", "directory",
 // "FIFO", "character device", ...
-func (in *Input) Kind() string { return kindOf(in.Info.Mode()) }
+func (in *Input) Kind() string { return KindOf(in.Info.Mode()) }
 
-func kindOf(m fs.FileMode) string {
+// KindOf names the kind of file mode m is, for messages ("directory",
+// "named pipe", "character device", ...).
+func KindOf(m fs.FileMode) string {
 	switch {
 	case m.IsRegular():
 		return "regular file"
 	case m.IsDir():
 		return "directory"
 	case m&fs.ModeNamedPipe != 0:
-		return "FIFO"
+		return "named pipe"
 	case m&fs.ModeSocket != 0:
 		return "socket"
 	case m&fs.ModeCharDevice != 0:
@@ -109,7 +111,7 @@ func Open(path string) (*Input, error) {
 	m := st.Mode()
 	if m.IsDir() || m&fs.ModeSocket != 0 {
 		fh.Close()
-		return nil, &notFileError{path: path, kind: kindOf(m)}
+		return nil, &notFileError{path: path, kind: KindOf(m)}
 	}
 	return &Input{File: fh, Name: path, Info: st}, nil
 }

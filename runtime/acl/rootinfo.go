@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/irtool/irtool/internal/safeio"
 )
 
 // This file holds what a rank reads before it joins a communicator of
@@ -60,7 +62,7 @@ func ReadRootInfo(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w (%s)", ErrRootInfoNotRegular, fileKind(st.Mode()))
+		return nil, fmt.Errorf("%w (%s)", ErrRootInfoNotRegular, "a "+safeio.KindOf(st.Mode()))
 	}
 	if st.Size() != RootInfoBytes {
 		return nil, &RootInfoSizeError{Size: st.Size(), ModTime: st.ModTime()}
@@ -108,20 +110,4 @@ func isPrintable(s string) bool {
 		}
 	}
 	return true
-}
-
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	}
-	return "mode " + m.String()
 }
