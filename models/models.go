@@ -197,20 +197,24 @@ type Model struct {
 	Options Options
 }
 
-// Build reads the architecture from the file and builds its graph.
-func Build(f *gguf.File, opts Options) (*Model, error) {
-	hp, err := ReadHParams(f)
-	if err != nil {
-		return nil, err
-	}
-	lookup := func(name string) (Weight, bool) {
+// fileWeights looks a weight's type and shape up in a GGUF file.
+func fileWeights(f *gguf.File) func(name string) (Weight, bool) {
+	return func(name string) (Weight, bool) {
 		ti, ok := f.Tensor(name)
 		if !ok {
 			return Weight{}, false
 		}
 		return Weight{Type: ir.DType(ti.Type), Ne: ti.Ne}, true
 	}
-	return BuildHParams(hp, lookup, opts)
+}
+
+// Build reads the architecture from the file and builds its graph.
+func Build(f *gguf.File, opts Options) (*Model, error) {
+	hp, err := ReadHParams(f)
+	if err != nil {
+		return nil, err
+	}
+	return BuildHParams(hp, fileWeights(f), opts)
 }
 
 // BuildHParams builds a graph from hyper-parameters and a weight lookup, so a

@@ -628,12 +628,5 @@ func ShardTPFile(f *gguf.File, mo Options, o TPOptions) (*TP, error) {
 	if err != nil {
 		return nil, err
 	}
-	lookup := func(name string) (Weight, bool) {
-		ti, ok := f.Tensor(name)
-		if !ok {
-			return Weight{}, false
-		}
-		return Weight{Type: ir.DType(ti.Type), Ne: ti.Ne}, true
-	}
-	return ShardTP(hp, lookup, mo, o)
+	return ShardTP(hp, fileWeights(f), mo, o)
 }
