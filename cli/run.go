@@ -16,6 +16,7 @@ import (
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime/bench"
 	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 	"github.com/irtool/irtool/tokenizer"
@@ -705,6 +706,6 @@ func round3(x float64) float64 {
 
 // weightBytes is the size of the tensor data of a file.
 func weightBytes(f *gguf.File) int64 {
-	b, _ := modelSize(f)
+	b, _ := bench.ModelSize(f)
 	return b
 }
