@@ -13,6 +13,7 @@ import (
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/compiler/summary"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
@@ -137,8 +138,8 @@ type compileJSON struct {
 	// PredictedLlamaCpp is the same prediction for the program llama.cpp's
 	// CANN backend runs for the file; VsLlamaCpp the aclnn operators whose
 	// eager decode time differs most between the two.
-	PredictedLlamaCpp any              `json:"predicted_llamacpp,omitempty"`
-	VsLlamaCpp        []kernelDiffJSON `json:"vs_llamacpp,omitempty"`
+	PredictedLlamaCpp any                  `json:"predicted_llamacpp,omitempty"`
+	VsLlamaCpp        []summary.KernelDiff `json:"vs_llamacpp,omitempty"`
 	// TP, PP and Ranks: with --tp N and/or --pp M, the split and each
 	// rank's stages; Parallel the link model's prediction of the step.
 	TP       *parallel.TPInfo     `json:"tp,omitempty"`

@@ -13,6 +13,7 @@ import (
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/compiler/summary"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/parallel"
 	"github.com/irtool/irtool/passes"
@@ -361,7 +362,7 @@ func vizDOT(j *compileJob, f *vizFlags, path, title string) (*viz.DOT, error) {
 		}
 		return viz.InterferenceDOT(chart)
 	case "partition", "segments":
-		g, part, err := partitionView(j, f.what == "segments")
+		g, part, err := summary.PartitionView(j.R, j.Flags.Target, f.what == "segments")
 		if err != nil {
 			return nil, err
 		}
