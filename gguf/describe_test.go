@@ -66,4 +66,3 @@ func TestWriteSummary(t *testing.T) {
 		}
 	}
 }
-
