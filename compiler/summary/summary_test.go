@@ -94,3 +94,30 @@ func TestViews(t *testing.T) {
 		t.Errorf("PartitionView without a partition: %v", err)
 	}
 }
+
+func TestDraw(t *testing.T) {
+	_, r := compileEmbedded(t, "ascend910b")
+	p := summary.Picture{Title: "t", ChartWhat: "stories260K: worst case", UBatch: 32, Ctx: 256, Layer: -1, Target: "ascend910b"}
+	for _, c := range []struct {
+		view, format, want string
+	}{
+		{"graph", "dot", "digraph"},
+		{"partition", "dot", "digraph"},
+		{"segments", "dot", "digraph"},
+		{"interference", "dot", "graph"},
+		{"liveness", "svg", "<svg"},
+		{"liveness", "html", "<html"},
+		{"interference", "svg", "<svg"},
+		{"buffers", "txt", "stories260K: worst case n_tokens=32, n_kv=256"},
+	} {
+		p.View, p.Format = c.view, c.format
+		out, err := summary.Draw(context.Background(), r, p)
+		if err != nil || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s as %s: %v; output lacks %q", c.view, c.format, err, c.want)
+		}
+	}
+	p.View, p.Format, p.Layer = "buffers", "txt", 99
+	if _, err := summary.Draw(context.Background(), r, p); err == nil || !strings.Contains(err.Error(), "--layer") {
+		t.Errorf("layer 99: %v", err)
+	}
+}
