@@ -113,26 +113,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	var buf bytes.Buffer
-	if *emit == "table" {
-		err = ir.PrintTable(&buf, g)
-	} else {
-		err = ir.Print(&buf, g)
-	}
-	if err == nil {
-		if *out == "" || *out == "-" {
-			_, err = stdout.Write(buf.Bytes())
-		} else {
-			if err = safeio.WriteFile(*out, buf.Bytes()); err == nil {
-				wroteFile(stderr, "ir", *out, buf.Len())
-			}
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "irtool ir: %v\n", err)
-		return 1
-	}
-	return 0
+	return printIR(g, *emit, *out, stdout, stderr)
 }
 
 // weightsRef is the "weights" meta value for a graph built from the GGUF
@@ -160,4 +141,30 @@ func weightsRef(model, out string) (string, error) {
 		return filepath.ToSlash(absModel), nil
 	}
 	return filepath.ToSlash(rel), nil
+}
+
+// printIR prints g as IR text or as the table (emit) to out, or to stdout
+// when out is "" or "-".
+func printIR(g *ir.Graph, emit, out string, stdout, stderr io.Writer) int {
+	var buf bytes.Buffer
+	var err error
+	if emit == "table" {
+		err = ir.PrintTable(&buf, g)
+	} else {
+		err = ir.Print(&buf, g)
+	}
+	if err == nil {
+		if out == "" || out == "-" {
+			_, err = stdout.Write(buf.Bytes())
+		} else {
+			if err = safeio.WriteFile(out, buf.Bytes()); err == nil {
+				wroteFile(stderr, "ir", out, buf.Len())
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool ir: %v\n", err)
+		return 1
+	}
+	return 0
 }

@@ -331,6 +331,38 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	if code := j.tokenise(hp, stderr); code != 0 {
 		return j, code
 	}
+	opts, code := j.modelOptions(hp, stderr)
+	if code != 0 {
+		return j, code
+	}
+	if j.m, err = src.build(opts); err != nil {
+		return fail(err)
+	}
+	if f.tp.Stages > 1 || f.tp.Ranks > 1 {
+		if err := j.startParallel(opts, stderr); err != nil {
+			return fail(err)
+		}
+		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
+		return j, 0
+	}
+	// The passes work on the symbolic graph; the session specialises the
+	// optimised graph for each step's shapes.
+	if j.m, err = optimiseModel(f.sim.reg, j.m, *f.passList); err != nil {
+		return fail(err)
+	}
+	if err := j.startBackend(); err != nil {
+		return fail(err)
+	}
+	j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
+	return j, 0
+}
+
+// modelOptions resolves the model's options from the flags: the context
+// (--ctx, capped by the model's context_length unless given, or the IR's
+// own cache), refused with status 2 when the prompt and -n do not fit.
+func (j *runJob) modelOptions(hp models.HParams, stderr io.Writer) (models.Options, int) {
+	f, src := j.f, j.src
+	var err error
 	opts := models.Options{NCtx: *f.nctx, KVType: f.kvT, KVWrite: f.kvW}
 	ctxName, given := "--ctx", ctxGiven(f.fs)
 	if !given {
@@ -347,76 +379,64 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		// The IR fixes its cache size (meta n_ctx): that is the limit.
 		def := models.Options{NCtx: defaultCtx, KVType: models.KVF16, KVWrite: models.KVSetRows}
 		if opts, err = src.options(opts, def); err != nil {
-			return j, usageError(stderr, "run", "%v", err)
+			return opts, usageError(stderr, "run", "%v", err)
 		}
 	}
 	if opts.NCtx, err = runContext(opts.NCtx, hp, len(j.ids), *f.n, ctxName); err != nil {
 		fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, err)
-		return j, 2 // refused before any work, as a usage error
+		return opts, 2 // refused before any work, as a usage error
 	}
 	if w := ctxWarning(opts.NCtx, hp.NCtxTrain); w != "" && given {
 		fmt.Fprintf(stderr, "irtool run: %s: %s\n", j.name, w)
 	}
-	if j.m, err = src.build(opts); err != nil {
-		return fail(err)
-	}
+	return opts, 0
+}
+
+// startParallel starts the ranks of --tp and/or --pp: the model split
+// over the ranks (the pass pipeline applied to each rank's graph), one
+// session per rank in this process, or this process's rank of --root-info.
+func (j *runJob) startParallel(opts models.Options, stderr io.Writer) (err error) {
+	f, src := j.f, j.src
+	defer func() {
+		if err == nil {
+			j.sess = j.tp
+		}
+	}()
 	if f.tp.Stages > 1 && f.tp.Ranks > 1 {
 		tp, err := shardTP(src, opts, &f.tp, "none")
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		stages := make([][]*models.Model, len(tp.Ranks))
 		for t, r := range tp.Ranks {
 			if stages[t], err = shardPP(f.sim.reg, r.Model, f.tp.Stages, *f.passList); err != nil {
-				return fail(fmt.Errorf("rank %d: %w", t, err))
+				return fmt.Errorf("rank %d: %w", t, err)
 			}
 		}
-		if j.tp, err = newTPPPBackend(tp, stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check); err != nil {
-			return fail(err)
-		}
-		j.sess = j.tp
-		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
-		return j, 0
+		j.tp, err = newTPPPBackend(tp, stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+		return err
 	}
 	if f.tp.Stages > 1 {
 		stages, err := shardPP(f.sim.reg, j.m, f.tp.Stages, *f.passList)
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		if j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check); err != nil {
-			return fail(err)
-		}
-		j.sess = j.tp
-		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
-		return j, 0
+		j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+		return err
 	}
 	if f.tp.Ranks > 1 {
 		tp, err := shardTP(src, opts, &f.tp, *f.passList)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		if f.tp.RootInfo != "" { // one rank in this process (run_tp_cann.go)
 			j.tp, err = newTPProcBackend(tp, src.File, &f.sim, &f.cann, &f.tp, f.fs, stderr)
 		} else {
 			j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
 		}
-		if err != nil {
-			return fail(err)
-		}
-		j.sess = j.tp
-		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
-		return j, 0
+		return err
 	}
-	// The passes work on the symbolic graph; the session specialises the
-	// optimised graph for each step's shapes.
-	if j.m, err = optimiseModel(f.sim.reg, j.m, *f.passList); err != nil {
-		return fail(err)
-	}
-	if err := j.startBackend(); err != nil {
-		return fail(err)
-	}
-	j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
-	return j, 0
+	return nil
 }
 
 // tokenise sets the prompt's tokens: -p TEXT (or, with neither -p nor
