@@ -116,4 +116,3 @@ func planCompare(reg *irtool.Context, args []string, fl planFlags, stdout, stder
 	}
 	return 0
 }
-
