@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
 	"slices"
@@ -204,7 +205,7 @@ func cmdBench(reg *irtool.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer src.Close()
 	if src.File == nil {
-		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), errNoWeights)
+		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), modelfile.ErrNoWeights)
 		return 1
 	}
 	f := src.File
@@ -352,7 +353,7 @@ func benchModel(src *modelSource, bf *benchFlags, stderr io.Writer) (*models.Mod
 	if src.IsIR() {
 		// The IR fixes its cache (meta n_ctx): the tests must fit in it.
 		var err error
-		if opts, err = src.options(models.Options{}, models.Options{}); err != nil {
+		if opts, err = src.Options(models.Options{}, models.Options{}); err != nil {
 			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
 			return nil, 1
 		}
@@ -360,7 +361,7 @@ func benchModel(src *modelSource, bf *benchFlags, stderr io.Writer) (*models.Mod
 			return nil, usageError(stderr, "bench", "the longest test needs %d KV cells, more than the IR's cache, n_ctx=%d (write the IR again with irtool ir --ctx)", need, opts.NCtx)
 		}
 	}
-	m, err := src.build(opts)
+	m, err := src.Build(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), err)
 		return nil, 1

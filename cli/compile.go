@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
 	"slices"
@@ -219,7 +220,7 @@ func (f compileFlags) options(until compiler.Stage) (compiler.Options, error) {
 func (j *compileJob) compile(opts compiler.Options) error {
 	if opts.Requant != 0 {
 		if j.File == nil {
-			return &compiler.StageError{Stage: compiler.StagePartition, Err: fmt.Errorf("--requant: %w", errNoWeights)}
+			return &compiler.StageError{Stage: compiler.StagePartition, Err: fmt.Errorf("--requant: %w", modelfile.ErrNoWeights)}
 		}
 		opts.Weights = j.File
 	}
@@ -332,11 +333,11 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 		if flags.Ctx == 0 || flags.ctxDefault {
 			opts.NCtx = def.NCtx // what the IR says
 		}
-		if opts, err = src.options(opts, def); err != nil {
+		if opts, err = src.Options(opts, def); err != nil {
 			src.Close()
 			return nil, err
 		}
-		if _, fixed := src.Graph.Meta[metaNCtx]; !fixed && src.File != nil {
+		if _, fixed := src.Graph.Meta[modelfile.MetaNCtx]; !fixed && src.File != nil {
 			// No meta n_ctx: --ctx resolves as for the weights' GGUF.
 			hp, err := models.ReadHParams(src.File)
 			if err != nil {
@@ -361,10 +362,10 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	}
 	j := &compileJob{Flags: flags, ModelPath: path, Source: src, File: src.File, Warning: warning,
 		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
-	if j.Model, err = src.build(opts); err != nil {
+	if j.Model, err = src.Build(opts); err != nil {
 		return fail(err)
 	}
-	if model, ok := src.weightsModel(); ok && flags.DumpDir != "" {
+	if model, ok := src.WeightsModel(); ok && flags.DumpDir != "" {
 		// The dumps name the model, so each one runs as a model file: the
 		// weights path is relative to the dump directory, also for IR
 		// input, whose own "weights" is relative to the IR file.
@@ -376,7 +377,7 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 		if j.Model.Graph.Meta == nil {
 			j.Model.Graph.Meta = map[string]string{}
 		}
-		j.Model.Graph.Meta[metaWeights] = ref
+		j.Model.Graph.Meta[modelfile.MetaWeights] = ref
 	}
 	j.Input = j.Model.Graph
 	j.Out = compileJSON{Model: modelName(path), Arch: j.Model.HParams.Arch, Target: flags.Target,

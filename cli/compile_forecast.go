@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"strconv"
 
 	"github.com/irtool/irtool/compiler"
@@ -39,7 +40,7 @@ func forecast(j *compileJob) error {
 			return err
 		}
 		g = m.Graph
-	} else if n, err := strconv.ParseInt(g.Meta[metaNCtx], 10, 64); err == nil && n > 0 && n < prompt {
+	} else if n, err := strconv.ParseInt(g.Meta[modelfile.MetaNCtx], 10, 64); err == nil && n > 0 && n < prompt {
 		prompt = n // the IR's cache is part of its graph
 	}
 	opts, err := f.options(0)

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"strconv"
 	"strings"
@@ -216,7 +217,7 @@ func splitModel(j *compileJob, f *tpFlags) ([]parallel.RankModel, error) {
 // weights file builds, over the tensor-parallel ranks.
 func shardTPJob(j *compileJob, f *tpFlags) (*models.TP, error) {
 	if j.File == nil {
-		return nil, fmt.Errorf("--tp %d: %w: the tensor-parallel split is keyed on the weights' roles and shapes", f.Ranks, errNoWeights)
+		return nil, fmt.Errorf("--tp %d: %w: the tensor-parallel split is keyed on the weights' roles and shapes", f.Ranks, modelfile.ErrNoWeights)
 	}
 	if j.Source.IsIR() {
 		if err := checkAsBuilt(j); err != nil {
@@ -241,7 +242,7 @@ func checkAsBuilt(j *compileJob) error {
 // differing line.
 func checkIRAsBuilt(src *modelSource, opts models.Options) error {
 	if src.File == nil {
-		return fmt.Errorf("%w: the tensor-parallel split is keyed on the weights' roles and shapes", errNoWeights)
+		return fmt.Errorf("%w: the tensor-parallel split is keyed on the weights' roles and shapes", modelfile.ErrNoWeights)
 	}
 	m, err := src.reg.BuildModel(src.File, opts)
 	if err != nil {
@@ -298,7 +299,7 @@ func compileSweep(j *compileJob, opts compiler.Options) error {
 		return err
 	}
 	if j.File == nil {
-		return fmt.Errorf("--tp-sweep: %w: the split is keyed on the weights' roles and shapes", errNoWeights)
+		return fmt.Errorf("--tp-sweep: %w: the split is keyed on the weights' roles and shapes", modelfile.ErrNoWeights)
 	}
 	if j.Source.IsIR() {
 		if err := checkAsBuilt(j); err != nil {

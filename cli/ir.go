@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
 
@@ -86,22 +87,22 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	def, _ := modelOptions(defaultCtx, "f16", "set_rows")
-	if opts, err = src.options(opts, def); err != nil {
+	if opts, err = src.Options(opts, def); err != nil {
 		return usageError(stderr, "ir", "%v", err)
 	}
-	m, err := src.build(opts)
+	m, err := src.Build(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool ir: %s: %v\n", modelName(path), err)
 		return 1
 	}
 	g := m.Graph
-	if model, ok := src.weightsModel(); ok {
+	if model, ok := src.WeightsModel(); ok {
 		ref, err := weightsRef(model, *out)
 		if err != nil {
 			fmt.Fprintf(stderr, "irtool ir: %v\n", err)
 			return 1
 		}
-		g.Meta[metaWeights] = ref
+		g.Meta[modelfile.MetaWeights] = ref
 	}
 	if *bind != "" {
 		b, err := ir.ParseBindings(*bind)
@@ -123,7 +124,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 // known, the model's absolute path, so the text reads back from anywhere.
 func weightsRef(model, out string) (string, error) {
 	if model == "" {
-		return embeddedWeights, nil
+		return modelfile.EmbeddedWeights, nil
 	}
 	absModel, err := filepath.Abs(model)
 	if err != nil {

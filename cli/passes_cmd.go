@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"strings"
 
@@ -223,8 +224,8 @@ func runPassesOn(reg *irtool.Context, path, list, out, dumpDir string, pf passFl
 			NodesAfter: j.Graph().NumOps(), OpsBefore: j.Out.OpsBefore, OpsAfter: opCounts(j.Graph()), Passes: j.Out.Passes})
 	} else if !pf.Check || out != "" {
 		g := j.Graph()
-		if model, ok := j.Source.weightsModel(); ok {
-			if g.Meta[metaWeights], err = weightsRef(model, out); err != nil {
+		if model, ok := j.Source.WeightsModel(); ok {
+			if g.Meta[modelfile.MetaWeights], err = weightsRef(model, out); err != nil {
 				fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 				return 1
 			}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
 	"slices"
@@ -38,7 +39,7 @@ func compareInstances(reg *irtool.Context, args []string, fl planFlags) ([]planI
 	}
 	var out []planInstance
 	for _, path := range args {
-		if path != "" && !isIRText(path) && strings.EqualFold(filepath.Ext(path), ".csv") {
+		if path != "" && !modelfile.IsIRText(path) && strings.EqualFold(filepath.Ext(path), ".csv") {
 			p, err := planner.ReadCSVFile(path)
 			if err != nil {
 				return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"math"
 	"runtime/debug"
@@ -322,7 +323,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		return j, 1
 	}
 	if src.File == nil {
-		return fail(errNoWeights)
+		return fail(modelfile.ErrNoWeights)
 	}
 	hp, err := models.ReadHParams(src.File)
 	if err != nil {
@@ -335,7 +336,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	if code != 0 {
 		return j, code
 	}
-	if j.m, err = src.build(opts); err != nil {
+	if j.m, err = src.Build(opts); err != nil {
 		return fail(err)
 	}
 	if f.tp.Stages > 1 || f.tp.Ranks > 1 {
@@ -371,14 +372,14 @@ func (j *runJob) modelOptions(hp models.HParams, stderr io.Writer) (models.Optio
 			ctxName = "the default --ctx (the model's context_length)"
 		}
 	}
-	if *f.nctx != 0 && (!src.IsIR() || src.Graph.Meta[metaNCtx] == "") {
+	if *f.nctx != 0 && (!src.IsIR() || src.Graph.Meta[modelfile.MetaNCtx] == "") {
 		opts.NCtx = resolveCtx(*f.nctx, given, hp.NCtxTrain)
 	}
 	if src.IsIR() {
 		ctxName = "the IR's cache, n_ctx"
 		// The IR fixes its cache size (meta n_ctx): that is the limit.
 		def := models.Options{NCtx: defaultCtx, KVType: models.KVF16, KVWrite: models.KVSetRows}
-		if opts, err = src.options(opts, def); err != nil {
+		if opts, err = src.Options(opts, def); err != nil {
 			return opts, usageError(stderr, "run", "%v", err)
 		}
 	}
@@ -619,7 +620,7 @@ func (j *runJob) reportText(res *session.GenerateResult, tps float64, stderr io.
 		len(j.ids), len(res.Tokens), j.loadMS, res.PrefillMS, tps)
 	if cpu := j.cpu; cpu != nil {
 		fmt.Fprintf(stderr, "irtool run: cpu: %d threads; %s %s, KV cache %s, compute arenas %s",
-			cpu.Threads(), j.src.weightsHeld(), viz.HumanBytes(weightBytes(j.src.File)), viz.HumanBytes(cpu.KVBytes()), viz.HumanBytes(cpu.ArenaBytes()))
+			cpu.Threads(), j.src.WeightsHeld(), viz.HumanBytes(weightBytes(j.src.File)), viz.HumanBytes(cpu.KVBytes()), viz.HumanBytes(cpu.ArenaBytes()))
 		if pb := cpu.PackedBytes(); pb > 0 {
 			// Their mapped originals' pages were released.
 			fmt.Fprintf(stderr, ", repacked weights %s", viz.HumanBytes(pb))
