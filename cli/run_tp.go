@@ -82,7 +82,7 @@ func (f *tpFlags) check(backend string) error {
 // pass pipeline list to each rank's graph.
 func shardTP(src *modelSource, opts models.Options, f *tpFlags, list string) (*models.TP, error) {
 	if src.IsIR() {
-		if err := checkIRAsBuilt(src, opts); err != nil {
+		if err := src.CheckAsBuilt(opts); err != nil {
 			return nil, fmt.Errorf("--tp %d: %w", f.Ranks, err)
 		}
 	}

@@ -129,3 +129,33 @@ func TestOpenIRErrors(t *testing.T) {
 		t.Errorf("Open(\"\") with nothing embedded succeeded")
 	}
 }
+
+// TestCheckAsBuilt: the IR the weights build passes; an IR differing from
+// it is refused, naming its first differing node.
+func TestCheckAsBuilt(t *testing.T) {
+	def := models.Options{NCtx: 4096, KVType: models.KVF16, KVWrite: models.KVSetRows}
+	for _, c := range []struct {
+		name string
+		edit func(string) string
+		want string
+	}{
+		{"as built", nil, ""},
+		{"renamed", func(s string) string { return strings.Replace(s, `"inp_embd"`, `"inp_embd2"`, 1) }, "inp_embd2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := modelfile.Open(writeIR(t, modelfile.EmbeddedWeights, c.edit), embedded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			opts, err := s.Options(def, def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.CheckAsBuilt(opts)
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("CheckAsBuilt: %v, want %q", err, c.want)
+			}
+		})
+	}
+}
