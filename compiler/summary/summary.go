@@ -513,3 +513,54 @@ func Report(info ReportInfo, input *ir.Graph, res *compiler.Result) (*viz.Report
 	}
 	return r, nil
 }
+
+// Pass is one entry of compile --json's "passes" list.
+type Pass struct {
+	Name       string         `json:"name"`
+	Changed    bool           `json:"changed"`
+	MS         float64        `json:"time_ms"`
+	RuleHits   map[string]int `json:"rule_hits"`
+	Stats      map[string]int `json:"stats,omitempty"`
+	NodesAfter int            `json:"nodes_after"`
+	// Check is the pass's translation validation (--check).
+	Check *Check `json:"check,omitempty"`
+}
+
+// Check is one pass's --check comparison.
+type Check struct {
+	Unchanged bool    `json:"unchanged"`
+	Identical bool    `json:"bit_identical"`
+	MaxAbs    float64 `json:"max_abs_diff"`
+	Where     string  `json:"where,omitempty"`
+	Steps     int     `json:"steps"`
+}
+
+// PassesOf is the "passes" list of compile --json, one record per pass
+// the pass stage ran (its --check comparison with translation
+// validation), and the stage's total milliseconds.
+func PassesOf(res *passes.Result) ([]Pass, float64) {
+	out := make([]Pass, len(res.Passes))
+	var total float64
+	for i, st := range res.Passes {
+		ms := float64(st.Duration.Microseconds()) / 1000
+		total += ms
+		hits := st.RuleHits
+		if hits == nil {
+			hits = map[string]int{}
+		}
+		var stats map[string]int
+		if len(st.Stats) > 0 {
+			stats = st.Stats
+		}
+		out[i] = Pass{Name: st.Name, Changed: st.Changed, MS: ms, RuleHits: hits, Stats: stats, NodesAfter: st.NodesAfter}
+		if i < len(res.Checks) {
+			c := res.Checks[i]
+			max := c.MaxAbs
+			if math.IsInf(max, 0) {
+				max = -1 // JSON has no infinity
+			}
+			out[i].Check = &Check{Unchanged: c.Unchanged, Identical: c.Identical, MaxAbs: max, Where: c.Where, Steps: c.Steps}
+		}
+	}
+	return out, total
+}

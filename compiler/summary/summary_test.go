@@ -121,3 +121,23 @@ func TestDraw(t *testing.T) {
 		t.Errorf("layer 99: %v", err)
 	}
 }
+
+func TestPassesOf(t *testing.T) {
+	_, r := compileEmbedded(t, "cpu")
+	out, total := summary.PassesOf(r.PassResult)
+	if len(out) != len(r.PassResult.Passes) || total <= 0 {
+		t.Fatalf("%d records for %d passes, %v ms", len(out), len(r.PassResult.Passes), total)
+	}
+	changed := 0
+	for i, p := range out {
+		if p.Name != r.PassResult.Passes[i].Name || p.RuleHits == nil || p.Check != nil {
+			t.Errorf("record %d: %+v", i, p)
+		}
+		if p.Changed {
+			changed++
+		}
+	}
+	if changed == 0 || out[len(out)-1].NodesAfter != r.Optimised.NumOps() && out[len(out)-1].NodesAfter != len(r.Optimised.Nodes) {
+		t.Errorf("%d passes changed the graph; last nodes_after %d, graph %d ops", changed, out[len(out)-1].NodesAfter, r.Optimised.NumOps())
+	}
+}
