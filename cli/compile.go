@@ -28,7 +28,8 @@ import (
 // library share) and prints what each stage produced: the human summary,
 // or with --json one object (docs/CLI.md). The printers of each stage's
 // part live beside it: compile_passes.go, compile_memory.go,
-// compile_lower.go and compile_report.go.
+// compile_lower.go and compile_report.go; the records and pictures they
+// print are package compiler/summary's.
 
 func init() {
 	register(&command{
@@ -310,7 +311,7 @@ func (f *compileFlags) outputs() []pathArg {
 }
 
 // newCompileJob loads the model at path ("" = embedded; a GGUF file or IR
-// text, see source.go) and builds its graph: the state every stage starts
+// text, see package models/modelfile) and builds its graph: the state every stage starts
 // from. Its writers discard until the caller sets them; the caller calls
 // j.close.
 func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
