@@ -315,4 +315,3 @@ func agreeFlags(dev *acl.Device, comm *acl.Comm, f *gguf.File, fs *flag.FlagSet)
 	}
 	return nil
 }
-
