@@ -36,6 +36,8 @@ type arrayJSON struct {
 	Value   *[]any `json:"value,omitempty"`
 }
 
+// TensorDescription is one tensor of a Description: its name, type,
+// dimensions (ne, innermost first), offset in the data section and size.
 type TensorDescription struct {
 	Name   string   `json:"name"`
 	Type   string   `json:"type"`
