@@ -3,20 +3,19 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
-	"math"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime/bench"
 	"github.com/irtool/irtool/runtime/session"
 )
 
@@ -54,22 +53,10 @@ scripts/bench-vs-llamacpp.sh runs this and llama-bench side by side.`,
 	})
 }
 
-// benchResult is one row of the table: a test at one combination of the
-// parameters, in --json.
-type benchResult struct {
-	Test    string  `json:"test"`
-	NPrompt int     `json:"n_prompt"`
-	NGen    int     `json:"n_gen"`
-	Threads int     `json:"threads"`
-	UBatch  int     `json:"ubatch"`
-	TokS    float64 `json:"tok_s"`
-	Stddev  float64 `json:"stddev"`
-}
-
 type benchJSON struct {
-	Model       string        `json:"model"`
-	Repetitions int           `json:"repetitions"`
-	Results     []benchResult `json:"results"`
+	Model       string         `json:"model"`
+	Repetitions int            `json:"repetitions"`
+	Results     []bench.Result `json:"results"`
 }
 
 // threadsFlag declares -t and --threads on fs, both setting one value.
@@ -218,7 +205,7 @@ func cmdBench(reg *irtool.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer src.Close()
 	if src.File == nil {
-		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), errNoWeights)
+		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), modelfile.ErrNoWeights)
 		return 1
 	}
 	f := src.File
@@ -226,7 +213,7 @@ func cmdBench(reg *irtool.Context, args []string, stdout, stderr io.Writer) int 
 	if m == nil {
 		return code
 	}
-	out := benchJSON{Model: modelName(bf.modelPath), Repetitions: bf.reps, Results: []benchResult{}}
+	out := benchJSON{Model: modelName(bf.modelPath), Repetitions: bf.reps, Results: []bench.Result{}}
 	for _, ub := range bf.ubatches {
 		for _, threads := range bf.threads {
 			res, err := benchInstance(reg, m, f, bf, ub, threads)
@@ -250,14 +237,19 @@ func cmdBench(reg *irtool.Context, args []string, stdout, stderr io.Writer) int 
 
 // benchInstance runs every test on a session of threads workers, prefill
 // in steps of ub tokens.
-func benchInstance(reg *irtool.Context, m *models.Model, f *gguf.File, bf *benchFlags, ub, threads int) ([]benchResult, error) {
+func benchInstance(reg *irtool.Context, m *models.Model, f *gguf.File, bf *benchFlags, ub, threads int) ([]bench.Result, error) {
 	sess, err := reg.NewSession(m, f, session.SessionOptions{Threads: threads, Reference: bf.reference,
 		Exec: eval.ExecOptions{Kernels: kernels.Options{Threads: threads}}})
 	if err != nil {
 		return nil, err
 	}
 	defer sess.Close()
-	return runBench(sess, f, m.HParams.NVocab, bf, ub, threads)
+	return bench.Run(sess, f, m.HParams.NVocab, bf.tests(), ub, threads)
+}
+
+// tests are the tests the flags ask for.
+func (bf *benchFlags) tests() bench.Tests {
+	return bench.Tests{Prompts: bf.prompts, Gens: bf.gens, PG: bf.pg, Reps: bf.reps}
 }
 
 // benchFlags are bench's parsed flags; threads are resolved (never 0).
@@ -352,25 +344,16 @@ func parseBenchFlags(reg *irtool.Context, args []string, stderr io.Writer) (*ben
 	return bf, 0
 }
 
-// need is the KV cells the longest test fills.
-func (bf *benchFlags) need() int64 {
-	n := slices.Max(append(append([]int{0}, bf.prompts...), bf.gens...))
-	for _, p := range bf.pg {
-		n = max(n, p[0]+p[1])
-	}
-	return int64(n)
-}
-
 // benchModel builds the model with a cache that fits the tests and runs
 // the pass pipeline on it. On an error it returns nil and the exit code.
 func benchModel(src *modelSource, bf *benchFlags, stderr io.Writer) (*models.Model, int) {
 	modelPath := bf.modelPath
-	need := bf.need()
+	need := bf.tests().Need()
 	opts := models.Options{NCtx: max(256, (need+255)/256*256)}
 	if src.IsIR() {
 		// The IR fixes its cache (meta n_ctx): the tests must fit in it.
 		var err error
-		if opts, err = src.options(models.Options{}, models.Options{}); err != nil {
+		if opts, err = src.Options(models.Options{}, models.Options{}); err != nil {
 			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
 			return nil, 1
 		}
@@ -378,7 +361,7 @@ func benchModel(src *modelSource, bf *benchFlags, stderr io.Writer) (*models.Mod
 			return nil, usageError(stderr, "bench", "the longest test needs %d KV cells, more than the IR's cache, n_ctx=%d (write the IR again with irtool ir --ctx)", need, opts.NCtx)
 		}
 	}
-	m, err := src.build(opts)
+	m, err := src.Build(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool bench: %s: %v\n", modelName(modelPath), err)
 		return nil, 1
@@ -391,78 +374,10 @@ func benchModel(src *modelSource, bf *benchFlags, stderr io.Writer) (*models.Mod
 	return m, 0
 }
 
-// runBench times the prefill, decode and prefill+decode tests on random
-// tokens (the first one BOS when the vocabulary adds it), drawn from a
-// fixed seed, the prompt in steps of ub tokens.
-func runBench(sess *session.Session, f *gguf.File, nVocab int64, bf *benchFlags, ub, threads int) ([]benchResult, error) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	tokens := func(n int) []int32 {
-		toks := make([]int32, n)
-		for i := range toks {
-			toks[i] = int32(rng.Int64N(nVocab))
-		}
-		if add, ok := f.GetBool("tokenizer.ggml.add_bos_token"); ok && add && n > 0 {
-			if bos, ok := f.GetUint("tokenizer.ggml.bos_token_id"); ok && int64(bos) < nVocab {
-				toks[0] = int32(bos)
-			}
-		}
-		return toks
-	}
-	prefill := func(prompt []int32) error {
-		for i := 0; i < len(prompt); i += ub {
-			if _, err := sess.Step(prompt[i:min(i+ub, len(prompt))]); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	decode := func(toks []int32) error {
-		for _, t := range toks {
-			if _, err := sess.Step([]int32{t}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	var out []benchResult
-	add := func(test string, np, ng int, runOnce func() error) error {
-		r, err := benchRuns(sess, bf.reps, np+ng, runOnce)
-		if err != nil {
-			return fmt.Errorf("%s: %w", test, err)
-		}
-		out = append(out, benchResult{Test: test, NPrompt: np, NGen: ng, Threads: threads, UBatch: ub, TokS: r.TokS, Stddev: r.Stddev})
-		return nil
-	}
-	for _, np := range bf.prompts {
-		prompt := tokens(np)
-		if err := add(fmt.Sprintf("pp%d", np), np, 0, func() error { return prefill(prompt) }); err != nil {
-			return nil, err
-		}
-	}
-	for _, ng := range bf.gens {
-		toks := tokens(ng)
-		if err := add(fmt.Sprintf("tg%d", ng), 0, ng, func() error { return decode(toks) }); err != nil {
-			return nil, err
-		}
-	}
-	for _, p := range bf.pg {
-		toks := tokens(p[0] + p[1])
-		if err := add(fmt.Sprintf("pp%d+tg%d", p[0], p[1]), p[0], p[1], func() error {
-			if err := prefill(toks[:p[0]]); err != nil {
-				return err
-			}
-			return decode(toks[p[0]:])
-		}); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // writeBenchTable prints the results as llama-bench's markdown table: an
 // n_ubatch column when -ub is not llama-bench's default alone.
 func writeBenchTable(stdout io.Writer, f *gguf.File, bf *benchFlags, out benchJSON) {
-	size, params := modelSize(f)
+	size, params := bench.ModelSize(f)
 	name := filepath.Base(modelName(bf.modelPath))
 	ubCol := !slices.Equal(bf.ubatches, []int{defaultUBatch})
 	if ubCol {
@@ -480,51 +395,4 @@ func writeBenchTable(stdout io.Writer, f *gguf.File, bf *benchFlags, out benchJS
 		fmt.Fprintf(stdout, "| %s | %.2f MiB | %.2f M | irtool cpu | %d |%s %s | %.2f ± %.2f |\n",
 			name, float64(size)/(1<<20), float64(params)/1e6, r.Threads, ub, r.Test, r.TokS, r.Stddev)
 	}
-}
-
-// benchRuns runs one test: once untimed (warm-up), then reps timed runs,
-// each on an empty KV cache. n is the tokens one run processes.
-func benchRuns(sess *session.Session, reps, n int, runOnce func() error) (*benchResult, error) {
-	sess.Reset()
-	if err := runOnce(); err != nil {
-		return nil, err
-	}
-	ts := make([]float64, reps)
-	for i := range ts {
-		sess.Reset()
-		t0 := time.Now()
-		if err := runOnce(); err != nil {
-			return nil, err
-		}
-		ts[i] = float64(n) / time.Since(t0).Seconds()
-	}
-	mean, sd := meanStddev(ts)
-	return &benchResult{TokS: round3(mean), Stddev: round3(sd)}, nil
-}
-
-// meanStddev returns the mean and the sample standard deviation (n-1 in
-// the denominator; 0 for a single value), as llama-bench reports them.
-func meanStddev(v []float64) (mean, sd float64) {
-	for _, x := range v {
-		mean += x
-	}
-	mean /= float64(len(v))
-	if len(v) < 2 {
-		return mean, 0
-	}
-	var ss float64
-	for _, x := range v {
-		ss += (x - mean) * (x - mean)
-	}
-	return mean, math.Sqrt(ss / float64(len(v)-1))
-}
-
-// modelSize returns the tensor bytes and parameter count of a file, the
-// "size" and "params" columns of llama-bench.
-func modelSize(f *gguf.File) (bytes, params int64) {
-	for i := range f.Tensors {
-		bytes += int64(f.Tensors[i].Size)
-		params += f.Tensors[i].NElements()
-	}
-	return bytes, params
 }

@@ -125,13 +125,3 @@ func TestParseRange(t *testing.T) {
 		}
 	}
 }
-
-func TestMeanStddev(t *testing.T) {
-	m, s := meanStddev([]float64{2, 4, 4, 4, 5, 5, 7, 9})
-	if m != 5 || s < 2.138 || s > 2.139 { // sample sd = sqrt(32/7)
-		t.Errorf("meanStddev = %v, %v", m, s)
-	}
-	if m, s := meanStddev([]float64{3}); m != 3 || s != 0 {
-		t.Errorf("one value: %v, %v", m, s)
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/compiler/summary"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
@@ -26,7 +28,8 @@ import (
 // library share) and prints what each stage produced: the human summary,
 // or with --json one object (docs/CLI.md). The printers of each stage's
 // part live beside it: compile_passes.go, compile_memory.go,
-// compile_lower.go and compile_report.go.
+// compile_lower.go and compile_report.go; the records and pictures they
+// print are package compiler/summary's.
 
 func init() {
 	register(&command{
@@ -137,8 +140,8 @@ type compileJSON struct {
 	// PredictedLlamaCpp is the same prediction for the program llama.cpp's
 	// CANN backend runs for the file; VsLlamaCpp the aclnn operators whose
 	// eager decode time differs most between the two.
-	PredictedLlamaCpp any              `json:"predicted_llamacpp,omitempty"`
-	VsLlamaCpp        []kernelDiffJSON `json:"vs_llamacpp,omitempty"`
+	PredictedLlamaCpp any                  `json:"predicted_llamacpp,omitempty"`
+	VsLlamaCpp        []summary.KernelDiff `json:"vs_llamacpp,omitempty"`
 	// TP, PP and Ranks: with --tp N and/or --pp M, the split and each
 	// rank's stages; Parallel the link model's prediction of the step.
 	TP       *parallel.TPInfo     `json:"tp,omitempty"`
@@ -218,7 +221,7 @@ func (f compileFlags) options(until compiler.Stage) (compiler.Options, error) {
 func (j *compileJob) compile(opts compiler.Options) error {
 	if opts.Requant != 0 {
 		if j.File == nil {
-			return &compiler.StageError{Stage: compiler.StagePartition, Err: fmt.Errorf("--requant: %w", errNoWeights)}
+			return &compiler.StageError{Stage: compiler.StagePartition, Err: fmt.Errorf("--requant: %w", modelfile.ErrNoWeights)}
 		}
 		opts.Weights = j.File
 	}
@@ -308,7 +311,7 @@ func (f *compileFlags) outputs() []pathArg {
 }
 
 // newCompileJob loads the model at path ("" = embedded; a GGUF file or IR
-// text, see source.go) and builds its graph: the state every stage starts
+// text, see package models/modelfile) and builds its graph: the state every stage starts
 // from. Its writers discard until the caller sets them; the caller calls
 // j.close.
 func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
@@ -331,11 +334,11 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 		if flags.Ctx == 0 || flags.ctxDefault {
 			opts.NCtx = def.NCtx // what the IR says
 		}
-		if opts, err = src.options(opts, def); err != nil {
+		if opts, err = src.Options(opts, def); err != nil {
 			src.Close()
 			return nil, err
 		}
-		if _, fixed := src.Graph.Meta[metaNCtx]; !fixed && src.File != nil {
+		if _, fixed := src.Graph.Meta[modelfile.MetaNCtx]; !fixed && src.File != nil {
 			// No meta n_ctx: --ctx resolves as for the weights' GGUF.
 			hp, err := models.ReadHParams(src.File)
 			if err != nil {
@@ -360,10 +363,10 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	}
 	j := &compileJob{Flags: flags, ModelPath: path, Source: src, File: src.File, Warning: warning,
 		Text: io.Discard, Stdout: io.Discard, Stderr: io.Discard}
-	if j.Model, err = src.build(opts); err != nil {
+	if j.Model, err = src.Build(opts); err != nil {
 		return fail(err)
 	}
-	if model, ok := src.weightsModel(); ok && flags.DumpDir != "" {
+	if model, ok := src.WeightsModel(); ok && flags.DumpDir != "" {
 		// The dumps name the model, so each one runs as a model file: the
 		// weights path is relative to the dump directory, also for IR
 		// input, whose own "weights" is relative to the IR file.
@@ -375,7 +378,7 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 		if j.Model.Graph.Meta == nil {
 			j.Model.Graph.Meta = map[string]string{}
 		}
-		j.Model.Graph.Meta[metaWeights] = ref
+		j.Model.Graph.Meta[modelfile.MetaWeights] = ref
 	}
 	j.Input = j.Model.Graph
 	j.Out = compileJSON{Model: modelName(path), Arch: j.Model.HParams.Arch, Target: flags.Target,

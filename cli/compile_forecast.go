@@ -3,15 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
-	"math"
-	"sort"
+	"github.com/irtool/irtool/models/modelfile"
 	"strconv"
 
 	"github.com/irtool/irtool/compiler"
-	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/target"
 )
 
 // The forecasts of irtool compile: the prefill of irtool's program and the
@@ -19,20 +16,6 @@ import (
 // built, compiled with --passes none: ggml-cann's aclnn calls per node,
 // the whole graph captured in ACL graph mode), decode and prefill, and the
 // kernels where the two differ most (docs/LOWERING.md, "Calibration").
-
-// kernelDiffJSON is one aclnn operator's share of the eager decode step
-// (device plus host launch time) in irtool's program and llama.cpp's.
-type kernelDiffJSON struct {
-	Kernel        string  `json:"kernel"`
-	IrtoolUS      float64 `json:"irtool_us"`
-	LlamaCppUS    float64 `json:"llamacpp_us"`
-	DiffUS        float64 `json:"diff_us"`
-	IrtoolCalls   int     `json:"irtool_calls"`
-	LlamaCppCalls int     `json:"llamacpp_calls"`
-}
-
-// maxKernelDiffs is how many operators vs_llamacpp lists.
-const maxKernelDiffs = 8
 
 // forecast fills the prefill figures of irtool's prediction and
 // predicted_llamacpp, from a graph of the same model whose cache holds the
@@ -57,7 +40,7 @@ func forecast(j *compileJob) error {
 			return err
 		}
 		g = m.Graph
-	} else if n, err := strconv.ParseInt(g.Meta[metaNCtx], 10, 64); err == nil && n > 0 && n < prompt {
+	} else if n, err := strconv.ParseInt(g.Meta[modelfile.MetaNCtx], 10, 64); err == nil && n > 0 && n < prompt {
 		prompt = n // the IR's cache is part of its graph
 	}
 	opts, err := f.options(0)
@@ -82,64 +65,4 @@ func forecast(j *compileJob) error {
 	}
 	j.Forecast, j.LlamaCpp = ours, ref
 	return nil
-}
-
-// predictedOf is the "predicted" object of a decode prediction and a
-// forecast's prefill (nil: none).
-func predictedOf(pr cann.Prediction, fc *compiler.Forecast) predictedJSON {
-	speedup := 0.0
-	if pr.GraphUS > 0 {
-		speedup = pr.EagerUS / pr.GraphUS
-	}
-	p := predictedJSON{EagerUSPerToken: pr.EagerUS, GraphUSPerToken: pr.GraphUS, Speedup: speedup,
-		EagerTokPerS: perSecond(pr.EagerUS), GraphTokPerS: perSecond(pr.GraphUS), Launches: pr.Launches,
-		GraphLaunches: pr.GraphLaunches, DeviceUS: pr.DeviceUS, HostLaunchUS: pr.HostLaunchUS, CopyUS: pr.CopyUS, CPUUS: pr.CPUUS}
-	if fc != nil {
-		p.PromptTokens, p.PrefillUS, p.PrefillTokPerS = fc.PromptTokens, fc.Prefill.EagerUS, fc.PrefillTokPerS()
-	}
-	return p
-}
-
-// kernelDiffs lists the aclnn operators whose eager decode time differs
-// most between irtool's program and llama.cpp's.
-func kernelDiffs(ours, ref *cann.Program) []kernelDiffJSON {
-	m := map[string]*kernelDiffJSON{}
-	add := func(p *cann.Program, mine bool) {
-		for _, s := range p.Segments {
-			if s.Device != string(target.NPU) {
-				continue
-			}
-			for _, k := range s.Kernels {
-				d := m[k.Name]
-				if d == nil {
-					d = &kernelDiffJSON{Kernel: k.Name}
-					m[k.Name] = d
-				}
-				if mine {
-					d.IrtoolUS += k.DeviceUS + k.LaunchUS
-					d.IrtoolCalls += len(k.Calls)
-				} else {
-					d.LlamaCppUS += k.DeviceUS + k.LaunchUS
-					d.LlamaCppCalls += len(k.Calls)
-				}
-			}
-		}
-	}
-	add(ours, true)
-	add(ref, false)
-	out := make([]kernelDiffJSON, 0, len(m))
-	for _, d := range m {
-		d.DiffUS = d.IrtoolUS - d.LlamaCppUS
-		out = append(out, *d)
-	}
-	sort.Slice(out, func(a, b int) bool {
-		if da, db := math.Abs(out[a].DiffUS), math.Abs(out[b].DiffUS); da != db {
-			return da > db
-		}
-		return out[a].Kernel < out[b].Kernel
-	})
-	if len(out) > maxKernelDiffs {
-		out = out[:maxKernelDiffs]
-	}
-	return out
 }

@@ -3,13 +3,12 @@ package cli
 import (
 	"bytes"
 	"fmt"
+	"github.com/irtool/irtool/compiler/summary"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/irtool/irtool/internal/safeio"
-	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/partition"
 	"github.com/irtool/irtool/target"
@@ -25,96 +24,6 @@ import (
 // graph-replay predictions. This file prints them; --out DIR writes
 // program.json and DOT drawings of the partition and of the segments.
 
-// partitionJSON is the "partition" object of compile --json.
-type partitionJSON struct {
-	Target      string  `json:"target"`
-	Bindings    string  `json:"bindings"`
-	Segments    int     `json:"segments"`
-	Copies      int     `json:"copies"`
-	CopyBytes   int64   `json:"copy_bytes"`
-	CPUNodes    int     `json:"cpu_nodes"`
-	NPUNodes    int     `json:"npu_nodes"`
-	Moved       int     `json:"moved"`
-	PredictedUS float64 `json:"predicted_us"`
-	// DeviceWeightBytes = GGMLWeightBytes + ConvertedWeightBytes: the
-	// NPU's weights in ggml's blocks and their copies converted at load
-	// (partition.Result).
-	DeviceWeightBytes    int64                    `json:"device_weight_bytes"`
-	GGMLWeightBytes      int64                    `json:"ggml_weight_bytes"`
-	ConvertedWeightBytes int64                    `json:"converted_weight_bytes"`
-	Fallbacks            []partition.Fallback     `json:"fallbacks"`
-	Requant              *partition.RequantReport `json:"requant,omitempty"`
-}
-
-// programJSON is the "program" object of compile --json.
-type programJSON struct {
-	Bucket             string         `json:"bucket"`
-	Kernels            int            `json:"kernels"`
-	Segments           int            `json:"segments"`
-	CapturableSegments int            `json:"capturable_segments"`
-	Copies             int            `json:"copies"`
-	KernelsByName      map[string]int `json:"kernels_by_name"`
-	SplitCalls         []splitJSON    `json:"split_calls,omitempty"`
-	Regions            []cann.Region  `json:"regions"`
-	Blockers           []string       `json:"blockers,omitempty"`
-}
-
-// splitJSON is one kernel whose operator is called more than once in an
-// eager launch because one call would break the operator's limits
-// (docs/CANN-CONSTRAINTS.md): Qwen's vocabulary projection makes three
-// aclnnWeightQuantBatchMatmulV2 calls.
-type splitJSON struct {
-	Node   int      `json:"node"`
-	Name   string   `json:"name"`
-	Kernel string   `json:"kernel"`
-	Count  int      `json:"count"`
-	Calls  []string `json:"calls"`
-}
-
-// splitCalls lists the kernels of prog whose calls split their operator
-// (target.WQBMMChunks), in program order.
-func splitCalls(prog *cann.Program) []splitJSON {
-	var out []splitJSON
-	for _, s := range prog.Segments {
-		for _, k := range s.Kernels {
-			if k.Name != "aclnnWeightQuantBatchMatmulV2" || k.Op != ir.OpMulMat && k.Op != ir.OpMulMatAdd {
-				continue
-			}
-			n := 0
-			for _, c := range k.Calls {
-				if c == k.Name {
-					n++
-				}
-			}
-			if n > 1 {
-				out = append(out, splitJSON{Node: k.Node, Name: k.NodeName, Kernel: k.Name, Count: n, Calls: k.Calls})
-			}
-		}
-	}
-	return out
-}
-
-// predictedJSON is the "predicted" object of compile --json: the cost
-// model's decode step, all eager and with capturable segments replayed.
-type predictedJSON struct {
-	EagerUSPerToken float64 `json:"eager_us_per_token"`
-	GraphUSPerToken float64 `json:"graph_us_per_token"`
-	Speedup         float64 `json:"speedup"`
-	EagerTokPerS    float64 `json:"eager_tok_per_s"`
-	GraphTokPerS    float64 `json:"graph_tok_per_s"`
-	Launches        int     `json:"launches"`
-	GraphLaunches   int     `json:"graph_launches"`
-	DeviceUS        float64 `json:"device_us"`
-	HostLaunchUS    float64 `json:"host_launch_us"`
-	CopyUS          float64 `json:"copy_us"`
-	CPUUS           float64 `json:"cpu_us"`
-	// PromptTokens, PrefillUS and PrefillTokPerS are the eager prefill of
-	// a prompt of --prompt-tokens tokens over an empty cache.
-	PromptTokens   int64   `json:"prompt_tokens,omitempty"`
-	PrefillUS      float64 `json:"prefill_us,omitempty"`
-	PrefillTokPerS float64 `json:"prefill_tok_per_s,omitempty"`
-}
-
 func outPartition(j *compileJob) error {
 	r := j.R
 	if rep := r.Requant; rep != nil {
@@ -122,63 +31,23 @@ func outPartition(j *compileJob) error {
 			rep.To, len(rep.Tensors), rep.BytesBefore, rep.BytesAfter, rep.WorstRelRMSE)
 	}
 	res, prof, used := r.Partition, r.Profile, r.PartitionBindings
-	j.Out.Partition = partitionJSON{Target: prof.Name, Bindings: used.String(), Segments: len(res.Segments), Copies: len(res.Copies),
-		CopyBytes: res.CopyBytes, CPUNodes: res.CPUNodes, NPUNodes: res.NPUNodes, Moved: res.Moved,
-		PredictedUS: res.PredictedUS, Fallbacks: res.Fallbacks, Requant: r.Requant,
-		DeviceWeightBytes: res.DeviceWeightBytes, GGMLWeightBytes: res.GGMLWeightBytes, ConvertedWeightBytes: res.ConvertedWeightBytes}
+	j.Out.Partition = summary.PartitionOf(r)
 	fmt.Fprintf(j.Text, "partition (%s, %s): %d nodes on the NPU, %d on the CPU, %d segments, %d copies moving %d B per step\n",
 		prof.Name, used, res.NPUNodes, res.CPUNodes, len(res.Segments), len(res.Copies), res.CopyBytes)
 	if res.DeviceWeightBytes > 0 {
 		fmt.Fprintf(j.Text, "  device weights: %d B (%d B of ggml blocks, %d B converted at load for aclnnWeightQuantBatchMatmulV2 and get_rows)\n",
 			res.DeviceWeightBytes, res.GGMLWeightBytes, res.ConvertedWeightBytes)
 	}
-	for _, line := range summariseFallbacks(res.Fallbacks) {
+	for _, line := range summary.SummariseFallbacks(res.Fallbacks) {
 		fmt.Fprintf(j.Text, "  cpu: %s\n", line)
 	}
 	return nil
 }
 
-// summariseFallbacks groups fallbacks by op and reason: "rope x10: ...".
-func summariseFallbacks(fs []partition.Fallback) []string {
-	count := map[string]int{}
-	for _, f := range fs {
-		count[string(f.Op)+"\x00"+f.Reason]++
-	}
-	keys := make([]string, 0, len(count))
-	for k := range count {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]string, len(keys))
-	for i, k := range keys {
-		op, reason, _ := strings.Cut(k, "\x00")
-		out[i] = fmt.Sprintf("%s x%d: %s", op, count[k], reason)
-	}
-	return out
-}
-
 func outLower(j *compileJob) error {
 	f := j.Flags
 	res, prog, pr := j.R.Partition, j.R.Program, *j.R.Prediction
-	out := programJSON{Bucket: prog.Bucket, Kernels: prog.Kernels(), Segments: len(prog.Segments),
-		KernelsByName: prog.KernelsByName(), SplitCalls: splitCalls(prog), Regions: prog.Regions}
-	blockers := map[string]bool{}
-	for _, s := range prog.Segments {
-		if s.Capturable {
-			out.CapturableSegments++
-		} else if s.Device == string(target.NPU) {
-			blockers[s.Blocker] = true
-		}
-	}
-	for _, st := range prog.Steps {
-		if st.Kind == cann.StepCopy {
-			out.Copies++
-		}
-	}
-	for b := range blockers {
-		out.Blockers = append(out.Blockers, b)
-	}
-	sort.Strings(out.Blockers)
+	out := summary.ProgramOf(prog)
 	j.Out.Program = out
 	if j.forecast && j.R.Profile.HasNPU() {
 		fmt.Fprintf(j.Stderr, "irtool compile: forecast (prefill of %d tokens; llama.cpp's program)\n", f.PromptTokens)
@@ -186,12 +55,12 @@ func outLower(j *compileJob) error {
 			return err
 		}
 	}
-	pj := predictedOf(pr, j.Forecast)
+	pj := summary.PredictedOf(pr, j.Forecast)
 	j.Out.Predicted = pj
 	speedup := pj.Speedup
 	fmt.Fprintf(j.Text, "lower (%s): %d kernels in %d segments (%d capturable), %d copies\n",
 		prog.Bucket, out.Kernels, out.Segments, out.CapturableSegments, out.Copies)
-	fmt.Fprintf(j.Text, "  kernels: %s\n", kernelSummary(out.KernelsByName))
+	fmt.Fprintf(j.Text, "  kernels: %s\n", summary.KernelSummary(out.KernelsByName))
 	for _, sp := range out.SplitCalls {
 		fmt.Fprintf(j.Text, "  split: node %d %s: %d %s calls (one per %d output columns)\n", sp.Node, sp.Name, sp.Count, sp.Kernel, target.WQBMMMaxDim)
 	}
@@ -199,15 +68,15 @@ func outLower(j *compileJob) error {
 		fmt.Fprintf(j.Text, "  not captured: %s\n", b)
 	}
 	fmt.Fprintf(j.Text, "predicted decode step: eager %.0f us (%.1f tok/s), graph replay %.0f us (%.1f tok/s), %.2fx",
-		pr.EagerUS, perSecond(pr.EagerUS), pr.GraphUS, perSecond(pr.GraphUS), speedup)
+		pr.EagerUS, summary.PerSecond(pr.EagerUS), pr.GraphUS, summary.PerSecond(pr.GraphUS), speedup)
 	if fc := j.Forecast; fc != nil {
 		fmt.Fprintf(j.Text, "; prefill %.0f tok/s (%d tokens)", fc.PrefillTokPerS(), fc.PromptTokens)
 	}
 	fmt.Fprintln(j.Text)
 	if lc := j.LlamaCpp; lc != nil {
-		lj := predictedOf(lc.Decode, lc)
+		lj := summary.PredictedOf(lc.Decode, lc)
 		j.Out.PredictedLlamaCpp = lj
-		j.Out.VsLlamaCpp = kernelDiffs(prog, lc.Program)
+		j.Out.VsLlamaCpp = summary.KernelDiffs(prog, lc.Program)
 		fmt.Fprintf(j.Text, "  llama.cpp's program (CANN backend, same file): eager %.1f tok/s, ACL graph %.1f tok/s, %.2fx; prefill %.0f tok/s\n",
 			lj.EagerTokPerS, lj.GraphTokPerS, lj.Speedup, lj.PrefillTokPerS)
 	}
@@ -217,26 +86,6 @@ func outLower(j *compileJob) error {
 		}
 	}
 	return nil
-}
-
-func perSecond(us float64) float64 {
-	if us <= 0 {
-		return 0
-	}
-	return 1e6 / us
-}
-
-func kernelSummary(m map[string]int) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s x%d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
 }
 
 // writeLowerOut writes program.json, partition.dot and segments.dot.
@@ -250,11 +99,11 @@ func writeLowerOut(j *compileJob, res *partition.Result, prog *cann.Program) err
 		return err
 	}
 	files := map[string][]byte{"program.json": append([]byte(nil), buf.Bytes()...)}
-	part, err := partitionPlacement(res, j.Graph(), false)
+	part, err := summary.PartitionPlacement(res, j.Graph(), false)
 	if err != nil {
 		return err
 	}
-	segs, err := segmentPlacement(res, prog, j.Graph())
+	segs, err := summary.SegmentPlacement(res, prog, j.Graph())
 	if err != nil {
 		return err
 	}
@@ -306,30 +155,4 @@ func writeLowerOut(j *compileJob, res *partition.Result, prog *cann.Program) err
 		fmt.Fprintf(j.Stderr, "irtool compile: wrote %s\n", f.Name())
 	}
 	return nil
-}
-
-// segmentPlacement maps every kernel of the program to its lowered segment
-// (node IDs of the program are those of the partitioned graph, which
-// specialisation keeps), captioned with the segment's key or why it is not
-// captured; other nodes keep their device outside any segment.
-func segmentPlacement(res *partition.Result, prog *cann.Program, g *ir.Graph) (*viz.Partition, error) {
-	p, err := partitionPlacement(res, g, false)
-	if err != nil {
-		return nil, err
-	}
-	p.Segments = map[int]string{}
-	for _, s := range prog.Segments {
-		for _, k := range s.Kernels {
-			if k.Node < 0 || k.Node >= len(g.Nodes) {
-				return nil, fmt.Errorf("lower: segment %d names node %d, outside graph %q", s.ID, k.Node, g.Name)
-			}
-			p.Nodes[k.Node] = viz.Placement{Device: s.Device, Segment: s.ID}
-		}
-		caption := "captured, key " + s.Key
-		if !s.Capturable {
-			caption = "eager: " + s.Blocker
-		}
-		p.Segments[s.ID] = fmt.Sprintf("%d kernels, %s", len(s.Kernels), caption)
-	}
-	return p, nil
 }

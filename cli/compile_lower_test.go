@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/irtool/irtool/compiler/summary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,9 +12,9 @@ import (
 )
 
 type lowerOut struct {
-	Partition partitionJSON `json:"partition"`
-	Program   programJSON   `json:"program"`
-	Predicted predictedJSON `json:"predicted"`
+	Partition summary.Partition `json:"partition"`
+	Program   summary.Program   `json:"program"`
+	Predicted summary.Predicted `json:"predicted"`
 }
 
 func compileLower(t *testing.T, args ...string) lowerOut {

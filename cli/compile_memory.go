@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/compiler/summary"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/planner"
 )
@@ -19,28 +20,6 @@ import (
 // short-lived tensor. This file prints the plans and writes
 // --export-buffers.
 
-// memoryJSON is the "memory" / "memory_decode" object of compile --json.
-type memoryJSON struct {
-	ArenaBytes      int64            `json:"arena_bytes"`
-	LowerBoundBytes int64            `json:"lower_bound_bytes"`
-	NaiveBytes      int64            `json:"naive_bytes"`
-	Strategy        string           `json:"strategy"`
-	Strategies      map[string]int64 `json:"strategies"`
-	OrderChanged    bool             `json:"order_changed"`
-	Requested       string           `json:"requested"`
-	Ratio           float64          `json:"ratio"`
-	Bindings        string           `json:"bindings"`
-	Align           int64            `json:"align"`
-	Policy          string           `json:"policy"`
-	Buffers         int              `json:"buffers"`
-	InPlace         int              `json:"inplace"`
-	WorkspaceBytes  int64            `json:"workspace_bytes"`
-	GgmlCPUBytes    int64            `json:"ggml_cpu_bytes"`
-	Compare         compiler.Compare `json:"compare"`
-	BudgetExhausted bool             `json:"budget_exhausted"`
-	MS              float64          `json:"time_ms"`
-}
-
 // outMemory fills the JSON's memory objects, prints both plans and writes
 // --export-buffers.
 func outMemory(j *compileJob) error {
@@ -49,7 +28,7 @@ func outMemory(j *compileJob) error {
 		out *any
 	}{{j.R.Memory, &j.Out.Memory}, {j.R.MemoryDecode, &j.Out.MemoryDecode}} {
 		p := c.mp.Plan
-		out := memoryReport(p, c.mp.Bindings.String())
+		out := summary.MemoryOf(p, c.mp.Bindings.String())
 		out.Compare = c.mp.Compare
 		out.GgmlCPUBytes = c.mp.Compare.GgmlLayout.GallocrBytes
 		*c.out = out
@@ -82,19 +61,6 @@ func writeMemoryComparison(w io.Writer, c compiler.Compare) {
 		}
 		fmt.Fprintf(w, "  %s: ours %d B, ggml-alloc (gallocr replay) %d B; %s\n", l.name, l.f.OursBytes, l.f.GallocrBytes, bound)
 	}
-}
-
-func memoryReport(p *planner.MemoryPlan, bindings string) memoryJSON {
-	out := memoryJSON{
-		ArenaBytes: p.ArenaBytes, LowerBoundBytes: p.LowerBound, NaiveBytes: p.NaiveBytes,
-		Strategy: p.Strategy, Strategies: p.Strategies, OrderChanged: p.OrderChanged,
-		Requested: p.Requested, Ratio: p.Ratio(), Bindings: bindings, Align: p.Align, Policy: p.Policy,
-		Buffers: len(p.Problem.Buffers), InPlace: p.InPlace, BudgetExhausted: p.BudgetExhausted, MS: p.MS,
-	}
-	for _, w := range p.Workspaces {
-		out.WorkspaceBytes += w.Bytes
-	}
-	return out
 }
 
 // exportBuffers writes the plan's problem in the benchmark CSV format

@@ -2,21 +2,22 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/irtool/irtool/compiler/summary"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // compileMemory runs compile --json and decodes its memory objects.
-func compileMemory(t *testing.T, args ...string) (worst, decode memoryJSON) {
+func compileMemory(t *testing.T, args ...string) (worst, decode summary.Memory) {
 	t.Helper()
 	code, stdout, stderr := runCLI(t, append([]string{"compile", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("compile %v: exit %d: %s", args, code, stderr)
 	}
 	var out struct {
-		Memory       memoryJSON `json:"memory"`
-		MemoryDecode memoryJSON `json:"memory_decode"`
+		Memory       summary.Memory `json:"memory"`
+		MemoryDecode summary.Memory `json:"memory_decode"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatalf("bad JSON: %v\n%s", err, stdout)
@@ -31,7 +32,7 @@ func TestCompileMemory(t *testing.T) {
 	if worst.GgmlCPUBytes != 2624512 {
 		t.Errorf("ggml_cpu_bytes %d, llama.cpp reserves 2624512", worst.GgmlCPUBytes)
 	}
-	for _, m := range []memoryJSON{worst, decode} {
+	for _, m := range []summary.Memory{worst, decode} {
 		if m.ArenaBytes != m.LowerBoundBytes || m.ArenaBytes >= m.GgmlCPUBytes || m.Requested != "best" ||
 			m.Align != 32 || m.Policy != "cpu" || m.Strategies["gallocr"] < m.ArenaBytes || m.Strategies["greedy-size"] == 0 ||
 			m.NaiveBytes <= m.ArenaBytes || m.InPlace == 0 || m.WorkspaceBytes != 0 {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/irtool/irtool/compiler/summary"
 	"io"
 	"math"
 	"sort"
@@ -18,27 +19,6 @@ import (
 // by --passes (plus merge-qkv with --merge-qkv) on the graph as built,
 // printing or dumping the IR after the passes --print-after and --dump-dir
 // name; this file prints what it did.
-
-// passJSON is one entry of compile --json's "passes" list.
-type passJSON struct {
-	Name       string         `json:"name"`
-	Changed    bool           `json:"changed"`
-	MS         float64        `json:"time_ms"`
-	RuleHits   map[string]int `json:"rule_hits"`
-	Stats      map[string]int `json:"stats,omitempty"`
-	NodesAfter int            `json:"nodes_after"`
-	// Check is the pass's translation validation (--check).
-	Check *checkJSON `json:"check,omitempty"`
-}
-
-// checkJSON is one pass's --check comparison.
-type checkJSON struct {
-	Unchanged bool    `json:"unchanged"`
-	Identical bool    `json:"bit_identical"`
-	MaxAbs    float64 `json:"max_abs_diff"`
-	Where     string  `json:"where,omitempty"`
-	Steps     int     `json:"steps"`
-}
 
 // passesPipeline turns the --passes and --merge-qkv flags into a pipeline.
 // Names resolve in reg's pass registry.
@@ -75,36 +55,14 @@ func outPasses(j *compileJob) error {
 	if d := j.Flags.DumpDir; d != "" {
 		fmt.Fprintf(j.Stderr, "irtool compile: wrote %d IR files into %s\n", len(res.Passes)+1, d)
 	}
-	out := make([]passJSON, len(res.Passes))
-	var total float64
-	for i, st := range res.Passes {
-		ms := float64(st.Duration.Microseconds()) / 1000
-		total += ms
-		hits := st.RuleHits
-		if hits == nil {
-			hits = map[string]int{}
-		}
-		var stats map[string]int
-		if len(st.Stats) > 0 {
-			stats = st.Stats
-		}
-		out[i] = passJSON{Name: st.Name, Changed: st.Changed, MS: ms, RuleHits: hits, Stats: stats, NodesAfter: st.NodesAfter}
-		if i < len(res.Checks) {
-			c := res.Checks[i]
-			max := c.MaxAbs
-			if math.IsInf(max, 0) {
-				max = -1 // JSON has no infinity
-			}
-			out[i].Check = &checkJSON{Unchanged: c.Unchanged, Identical: c.Identical, MaxAbs: max, Where: c.Where, Steps: c.Steps}
-		}
-	}
+	out, total := summary.PassesOf(res)
 	j.Out.Passes = out
 	g := j.R.Optimised
 	passesText(j.Text, j.R.Pipeline, out, total, j.Input.OpCounts(), g.OpCounts(), j.Input.NumOps(), g.NumOps())
 	return nil
 }
 
-func passesText(w io.Writer, p passes.Pipeline, out []passJSON, total float64, opsBefore, opsAfter map[string]int, nBefore, nAfter int) {
+func passesText(w io.Writer, p passes.Pipeline, out []summary.Pass, total float64, opsBefore, opsAfter map[string]int, nBefore, nAfter int) {
 	fmt.Fprintf(w, "passes %s: %d -> %d ops in %.2f ms\n", p, nBefore, nAfter, total)
 	if len(out) > 0 {
 		fmt.Fprintf(w, "  %-20s %-7s %8s %5s  %s\n", "pass", "changed", "ms", "ops", "rule hits / stats")

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"strconv"
 	"strings"
@@ -216,7 +217,7 @@ func splitModel(j *compileJob, f *tpFlags) ([]parallel.RankModel, error) {
 // weights file builds, over the tensor-parallel ranks.
 func shardTPJob(j *compileJob, f *tpFlags) (*models.TP, error) {
 	if j.File == nil {
-		return nil, fmt.Errorf("--tp %d: %w: the tensor-parallel split is keyed on the weights' roles and shapes", f.Ranks, errNoWeights)
+		return nil, fmt.Errorf("--tp %d: %w: the tensor-parallel split is keyed on the weights' roles and shapes", f.Ranks, modelfile.ErrNoWeights)
 	}
 	if j.Source.IsIR() {
 		if err := checkAsBuilt(j); err != nil {
@@ -227,46 +228,9 @@ func shardTPJob(j *compileJob, f *tpFlags) (*models.TP, error) {
 }
 
 // checkAsBuilt checks that the job's IR text is the graph its weights
-// file builds (checkIRAsBuilt).
+// file builds (modelfile.Source.CheckAsBuilt).
 func checkAsBuilt(j *compileJob) error {
-	return checkIRAsBuilt(j.Source, j.Model.Options)
-}
-
-// checkIRAsBuilt checks that IR text holds the graph its weights file
-// builds with opts (the IR's cache options). models.ShardTP rebuilds
-// every rank's graph from the hyper-parameters with the rank's share of
-// the heads and the FFN (so that every reshape, view and KV-cache shape
-// follows), so it can stand for IR text only when the text is that
-// graph; any other IR is an error saying so and naming its first
-// differing line.
-func checkIRAsBuilt(src *modelSource, opts models.Options) error {
-	if src.File == nil {
-		return fmt.Errorf("%w: the tensor-parallel split is keyed on the weights' roles and shapes", errNoWeights)
-	}
-	m, err := src.reg.BuildModel(src.File, opts)
-	if err != nil {
-		return err
-	}
-	want, got := m.Graph.Clone(), src.Graph.Clone()
-	want.Meta, got.Meta = nil, nil
-	ws, gs := want.String(), got.String()
-	if ws == gs {
-		return nil
-	}
-	wl, gl := strings.Split(ws, "\n"), strings.Split(gs, "\n")
-	line := 0
-	for line < len(wl) && line < len(gl) && wl[line] == gl[line] {
-		line++
-	}
-	first := "(end of graph)"
-	if line < len(gl) {
-		first = strings.TrimSpace(gl[line])
-		if len(first) > 120 {
-			first = first[:120] + "..."
-		}
-	}
-	return fmt.Errorf("the tensor-parallel split rebuilds each rank's graph from the weights' hyper-parameters, so IR text must be the graph as built (irtool ir MODEL.gguf -o FILE.ir); %s is not: its node %q differs from the graph its weights build",
-		src.Path, first)
+	return j.Source.CheckAsBuilt(j.Model.Options)
 }
 
 // parseSweep parses --tp-sweep's comma-separated degrees.
@@ -298,7 +262,7 @@ func compileSweep(j *compileJob, opts compiler.Options) error {
 		return err
 	}
 	if j.File == nil {
-		return fmt.Errorf("--tp-sweep: %w: the split is keyed on the weights' roles and shapes", errNoWeights)
+		return fmt.Errorf("--tp-sweep: %w: the split is keyed on the weights' roles and shapes", modelfile.ErrNoWeights)
 	}
 	if j.Source.IsIR() {
 		if err := checkAsBuilt(j); err != nil {

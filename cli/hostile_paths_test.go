@@ -286,3 +286,29 @@ func TestIRTextOnAFIFO(t *testing.T) {
 		t.Errorf("ir FIFO: exit %d, stderr %q; want the IR back", code, stderr)
 	}
 }
+
+// A GGUF model on a FIFO (as on a pipe or /dev/stdin) builds and runs:
+// the stream's source carries the invocation's registries like a file's.
+func TestGGUFOnAFIFORuns(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "in")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.Write(irtool.EmbeddedModel)
+			f.Close()
+		}
+		done <- err
+	}()
+	code, out, stderr := runCLI(t, "run", "-n", "2", "--tokens", "1", fifo)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || !strings.Contains(stderr, "weights read into memory") {
+		t.Errorf("run FIFO: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}

@@ -38,7 +38,7 @@ type llamaJSON struct {
 		ArrN    int             `json:"arr_n"`
 		First8  []any           `json:"first8"`
 	} `json:"kv"`
-	Tensors []tensorJSON `json:"tensors"`
+	Tensors []gguf.TensorDescription `json:"tensors"`
 }
 
 // inspectOut is what inspect --json prints, decoded.
@@ -55,7 +55,7 @@ type inspectOut struct {
 		ArrType string          `json:"arr_type"`
 		ArrN    *int            `json:"arr_n"`
 	} `json:"kv"`
-	Tensors []tensorJSON `json:"tensors"`
+	Tensors []gguf.TensorDescription `json:"tensors"`
 }
 
 func inspectJSONOf(t *testing.T, args ...string) (inspectOut, string) {

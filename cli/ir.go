@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
 
@@ -86,22 +87,22 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	def, _ := modelOptions(defaultCtx, "f16", "set_rows")
-	if opts, err = src.options(opts, def); err != nil {
+	if opts, err = src.Options(opts, def); err != nil {
 		return usageError(stderr, "ir", "%v", err)
 	}
-	m, err := src.build(opts)
+	m, err := src.Build(opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool ir: %s: %v\n", modelName(path), err)
 		return 1
 	}
 	g := m.Graph
-	if model, ok := src.weightsModel(); ok {
+	if model, ok := src.WeightsModel(); ok {
 		ref, err := weightsRef(model, *out)
 		if err != nil {
 			fmt.Fprintf(stderr, "irtool ir: %v\n", err)
 			return 1
 		}
-		g.Meta[metaWeights] = ref
+		g.Meta[modelfile.MetaWeights] = ref
 	}
 	if *bind != "" {
 		b, err := ir.ParseBindings(*bind)
@@ -113,26 +114,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	var buf bytes.Buffer
-	if *emit == "table" {
-		err = ir.PrintTable(&buf, g)
-	} else {
-		err = ir.Print(&buf, g)
-	}
-	if err == nil {
-		if *out == "" || *out == "-" {
-			_, err = stdout.Write(buf.Bytes())
-		} else {
-			if err = safeio.WriteFile(*out, buf.Bytes()); err == nil {
-				wroteFile(stderr, "ir", *out, buf.Len())
-			}
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "irtool ir: %v\n", err)
-		return 1
-	}
-	return 0
+	return printIR(g, *emit, *out, stdout, stderr)
 }
 
 // weightsRef is the "weights" meta value for a graph built from the GGUF
@@ -142,7 +124,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 // known, the model's absolute path, so the text reads back from anywhere.
 func weightsRef(model, out string) (string, error) {
 	if model == "" {
-		return embeddedWeights, nil
+		return modelfile.EmbeddedWeights, nil
 	}
 	absModel, err := filepath.Abs(model)
 	if err != nil {
@@ -160,4 +142,30 @@ func weightsRef(model, out string) (string, error) {
 		return filepath.ToSlash(absModel), nil
 	}
 	return filepath.ToSlash(rel), nil
+}
+
+// printIR prints g as IR text or as the table (emit) to out, or to stdout
+// when out is "" or "-".
+func printIR(g *ir.Graph, emit, out string, stdout, stderr io.Writer) int {
+	var buf bytes.Buffer
+	var err error
+	if emit == "table" {
+		err = ir.PrintTable(&buf, g)
+	} else {
+		err = ir.Print(&buf, g)
+	}
+	if err == nil {
+		if out == "" || out == "-" {
+			_, err = stdout.Write(buf.Bytes())
+		} else {
+			if err = safeio.WriteFile(out, buf.Bytes()); err == nil {
+				wroteFile(stderr, "ir", out, buf.Len())
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "irtool ir: %v\n", err)
+		return 1
+	}
+	return 0
 }

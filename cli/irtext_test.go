@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"github.com/irtool/irtool/models/modelfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,7 +73,7 @@ func TestIRTextModels(t *testing.T) {
 			var again strings.Builder
 			require.NoError(t, ir.Print(&again, g))
 			require.Equal(t, string(text), again.String(), "Print(Parse(text)) != text")
-			require.NotEmpty(t, g.Meta[metaWeights])
+			require.NotEmpty(t, g.Meta[modelfile.MetaWeights])
 
 			for _, target := range []string{"cpu", "ascend910b"} {
 				args := []string{"compile", "--json", "--strategy", "greedy-size", "--target", target}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"strings"
 
@@ -51,62 +52,6 @@ past --check-tol.`,
 	})
 }
 
-type passesListJSON struct {
-	Default     []string         `json:"default"`
-	Passes      []passInfoJSON   `json:"passes"`
-	Constraints []constraintJSON `json:"constraints"`
-	FusedOps    []fusedOpJSON    `json:"fused_ops"`
-}
-
-type passInfoJSON struct {
-	Name      string     `json:"name"`
-	InDefault bool       `json:"in_default"`
-	Required  bool       `json:"required"`
-	Doc       string     `json:"doc"`
-	Rules     []ruleJSON `json:"rules"`
-}
-
-type ruleJSON struct {
-	Name    string `json:"name"`
-	Pattern string `json:"pattern"`
-	Doc     string `json:"doc"`
-}
-
-type constraintJSON struct {
-	Before string `json:"before"`
-	After  string `json:"after"`
-	Why    string `json:"why"`
-}
-
-type fusedOpJSON struct {
-	Op  string `json:"op"`
-	Doc string `json:"doc"`
-}
-
-func passesList(reg *irtool.Context) (passesListJSON, error) {
-	def, err := reg.Passes.Parse("default")
-	if err != nil {
-		return passesListJSON{}, err
-	}
-	out := passesListJSON{Default: def.Names(), Passes: []passInfoJSON{}, Constraints: []constraintJSON{}, FusedOps: []fusedOpJSON{}}
-	for _, p := range reg.Passes.All() {
-		pi := passInfoJSON{Name: p.Name, InDefault: def.Contains(p.Name), Required: p.Required, Doc: p.Doc, Rules: []ruleJSON{}}
-		for _, r := range p.Rules {
-			pi.Rules = append(pi.Rules, ruleJSON{Name: r.Name, Pattern: r.Pattern.String(), Doc: r.Doc})
-		}
-		out.Passes = append(out.Passes, pi)
-	}
-	for _, c := range reg.Passes.Constraints() {
-		out.Constraints = append(out.Constraints, constraintJSON{Before: c.Before, After: c.After, Why: c.Why})
-	}
-	for _, op := range passes.Ops() {
-		if info, ok := reg.Ops.Lookup(op); ok {
-			out.FusedOps = append(out.FusedOps, fusedOpJSON{Op: string(op), Doc: info.Doc})
-		}
-	}
-	return out, nil
-}
-
 func cmdPasses(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("passes", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -134,7 +79,7 @@ func cmdPasses(reg *irtool.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return runPassesOn(reg, path, *list, *out, *dumpDir, pf, *asJSON, stdout, stderr)
 	}
-	all, err := passesList(reg)
+	all, err := passes.Describe(reg.Passes, reg.Ops)
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 		return 1
@@ -223,8 +168,8 @@ func runPassesOn(reg *irtool.Context, path, list, out, dumpDir string, pf passFl
 			NodesAfter: j.Graph().NumOps(), OpsBefore: j.Out.OpsBefore, OpsAfter: opCounts(j.Graph()), Passes: j.Out.Passes})
 	} else if !pf.Check || out != "" {
 		g := j.Graph()
-		if model, ok := j.Source.weightsModel(); ok {
-			if g.Meta[metaWeights], err = weightsRef(model, out); err != nil {
+		if model, ok := j.Source.WeightsModel(); ok {
+			if g.Meta[modelfile.MetaWeights], err = weightsRef(model, out); err != nil {
 				fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 				return 1
 			}

@@ -27,7 +27,7 @@ func TestPassesCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--json: exit %d: %s", code, errs)
 	}
-	var list passesListJSON
+	var list passes.Catalogue
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -238,7 +239,7 @@ func matchesAny(name string, pats []string) bool {
 func (s *modelSource) inputs() []pathArg {
 	in := []pathArg{{Flag: "MODEL", Path: s.Path}}
 	if s.WeightsPath != "" && !strings.HasPrefix(s.WeightsPath, "embedded:") {
-		in = append(in, pathArg{Flag: "the weights file (meta " + metaWeights + ")", Path: s.WeightsPath})
+		in = append(in, pathArg{Flag: "the weights file (meta " + modelfile.MetaWeights + ")", Path: s.WeightsPath})
 	}
 	return in
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
 	"slices"
@@ -140,7 +141,7 @@ func cmdPlan(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	// (a file of this command may register one from init), and the name a
 	// plan reports for a search phase (planner.StrategyOf).
 	names := reg.Strategies.Names()
-	if isIRText(pos[0]) {
+	if modelfile.IsIRText(pos[0]) {
 		names = reg.Strategies.GraphNames() // a graph's strategies (as for compile)
 	}
 	if !slices.Contains(names, planner.StrategyOf(*fl.strategy)) {
@@ -152,7 +153,7 @@ func cmdPlan(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	if *fl.align < 1 || *fl.align > 1<<30 || *fl.align&(*fl.align-1) != 0 {
 		return usageError(stderr, "plan", "--align must be a power of two in [1, 2^30], got %d", *fl.align)
 	}
-	if isIRText(pos[0]) {
+	if modelfile.IsIRText(pos[0]) {
 		return planIR(reg, pos[0], fl, stdout, stderr)
 	}
 	if *fl.bind != "" {

@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
@@ -40,7 +39,7 @@ func compareInstances(reg *irtool.Context, args []string, fl planFlags) ([]planI
 	}
 	var out []planInstance
 	for _, path := range args {
-		if path != "" && !isIRText(path) && strings.EqualFold(filepath.Ext(path), ".csv") {
+		if path != "" && !modelfile.IsIRText(path) && strings.EqualFold(filepath.Ext(path), ".csv") {
 			p, err := planner.ReadCSVFile(path)
 			if err != nil {
 				return nil, err
@@ -104,7 +103,7 @@ func planCompare(reg *irtool.Context, args []string, fl planFlags, stdout, stder
 		}
 		out.Instances = append(out.Instances, c)
 		if !*fl.asJSON {
-			if err := compareText(stdout, c); err != nil {
+			if err := c.WriteText(stdout); err != nil {
 				fmt.Fprintf(stderr, "irtool plan: %v\n", err)
 				return 1
 			}
@@ -117,34 +116,4 @@ func planCompare(reg *irtool.Context, args []string, fl planFlags, stdout, stder
 		}
 	}
 	return 0
-}
-
-// compareText prints one instance's table.
-func compareText(w io.Writer, c *planner.Comparison) error {
-	fmt.Fprintf(w, "%s: %d buffers, lower bound %d B\n", c.Instance, c.Buffers, c.LowerBound)
-	var buf bytes.Buffer
-	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  strategy\tarena (B)\tx LB\tms\t")
-	for _, r := range c.Rows {
-		if r.Err != "" {
-			fmt.Fprintf(tw, "  %s\t-\t-\t%.1f\t%s\n", r.Strategy, r.MS, r.Err)
-			continue
-		}
-		note := ""
-		switch {
-		case r.Optimal:
-			note = "optimal"
-		case r.BudgetExhausted:
-			note = "budget exhausted"
-		}
-		fmt.Fprintf(tw, "  %s\t%d\t%.4f\t%.1f\t%s\n", r.Strategy, r.Arena, r.Ratio, r.MS, note)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	for _, line := range strings.Split(strings.TrimRight(buf.String(), "\n"), "\n") {
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
-	}
-	_, err := fmt.Fprintln(w)
-	return err
 }

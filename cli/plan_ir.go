@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
 	"strconv"
@@ -32,7 +33,7 @@ func planIR(reg *irtool.Context, path string, fl planFlags, stdout, stderr io.Wr
 			return usageError(stderr, "plan", "--bind: %v", err)
 		}
 	case !g.IsStatic():
-		n, err := strconv.ParseInt(g.Meta[metaNCtx], 10, 64)
+		n, err := strconv.ParseInt(g.Meta[modelfile.MetaNCtx], 10, 64)
 		if err != nil || n <= 0 {
 			return usageError(stderr, "plan", "%s: the graph is symbolic (%v) and names no n_ctx: give --bind", path, g.Symbols())
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"math"
 	"runtime/debug"
@@ -16,6 +17,7 @@ import (
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
+	"github.com/irtool/irtool/runtime/bench"
 	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 	"github.com/irtool/irtool/tokenizer"
@@ -321,7 +323,7 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 		return j, 1
 	}
 	if src.File == nil {
-		return fail(errNoWeights)
+		return fail(modelfile.ErrNoWeights)
 	}
 	hp, err := models.ReadHParams(src.File)
 	if err != nil {
@@ -330,79 +332,17 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	if code := j.tokenise(hp, stderr); code != 0 {
 		return j, code
 	}
-	opts := models.Options{NCtx: *f.nctx, KVType: f.kvT, KVWrite: f.kvW}
-	ctxName, given := "--ctx", ctxGiven(f.fs)
-	if !given {
-		ctxName = "the default --ctx"
-		if hp.NCtxTrain > 0 && hp.NCtxTrain < defaultCtx {
-			ctxName = "the default --ctx (the model's context_length)"
-		}
+	opts, code := j.modelOptions(hp, stderr)
+	if code != 0 {
+		return j, code
 	}
-	if *f.nctx != 0 && (!src.IsIR() || src.Graph.Meta[metaNCtx] == "") {
-		opts.NCtx = resolveCtx(*f.nctx, given, hp.NCtxTrain)
-	}
-	if src.IsIR() {
-		ctxName = "the IR's cache, n_ctx"
-		// The IR fixes its cache size (meta n_ctx): that is the limit.
-		def := models.Options{NCtx: defaultCtx, KVType: models.KVF16, KVWrite: models.KVSetRows}
-		if opts, err = src.options(opts, def); err != nil {
-			return j, usageError(stderr, "run", "%v", err)
-		}
-	}
-	if opts.NCtx, err = runContext(opts.NCtx, hp, len(j.ids), *f.n, ctxName); err != nil {
-		fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, err)
-		return j, 2 // refused before any work, as a usage error
-	}
-	if w := ctxWarning(opts.NCtx, hp.NCtxTrain); w != "" && given {
-		fmt.Fprintf(stderr, "irtool run: %s: %s\n", j.name, w)
-	}
-	if j.m, err = src.build(opts); err != nil {
+	if j.m, err = src.Build(opts); err != nil {
 		return fail(err)
 	}
-	if f.tp.Stages > 1 && f.tp.Ranks > 1 {
-		tp, err := shardTP(src, opts, &f.tp, "none")
-		if err != nil {
+	if f.tp.Stages > 1 || f.tp.Ranks > 1 {
+		if err := j.startParallel(opts, stderr); err != nil {
 			return fail(err)
 		}
-		stages := make([][]*models.Model, len(tp.Ranks))
-		for t, r := range tp.Ranks {
-			if stages[t], err = shardPP(f.sim.reg, r.Model, f.tp.Stages, *f.passList); err != nil {
-				return fail(fmt.Errorf("rank %d: %w", t, err))
-			}
-		}
-		if j.tp, err = newTPPPBackend(tp, stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check); err != nil {
-			return fail(err)
-		}
-		j.sess = j.tp
-		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
-		return j, 0
-	}
-	if f.tp.Stages > 1 {
-		stages, err := shardPP(f.sim.reg, j.m, f.tp.Stages, *f.passList)
-		if err != nil {
-			return fail(err)
-		}
-		if j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check); err != nil {
-			return fail(err)
-		}
-		j.sess = j.tp
-		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
-		return j, 0
-	}
-	if f.tp.Ranks > 1 {
-		tp, err := shardTP(src, opts, &f.tp, *f.passList)
-		if err != nil {
-			return fail(err)
-		}
-		if f.tp.RootInfo != "" { // one rank in this process (run_tp_cann.go)
-			j.tp, err = newTPProcBackend(tp, src.File, &f.sim, &f.cann, &f.tp, f.fs, stderr)
-		} else {
-			j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		j.sess = j.tp
 		j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
 		return j, 0
 	}
@@ -416,6 +356,88 @@ func prepareRun(f *runFlags, stderr io.Writer) (j *runJob, code int) {
 	}
 	j.loadMS = float64(time.Since(t0).Microseconds()) / 1000
 	return j, 0
+}
+
+// modelOptions resolves the model's options from the flags: the context
+// (--ctx, capped by the model's context_length unless given, or the IR's
+// own cache), refused with status 2 when the prompt and -n do not fit.
+func (j *runJob) modelOptions(hp models.HParams, stderr io.Writer) (models.Options, int) {
+	f, src := j.f, j.src
+	var err error
+	opts := models.Options{NCtx: *f.nctx, KVType: f.kvT, KVWrite: f.kvW}
+	ctxName, given := "--ctx", ctxGiven(f.fs)
+	if !given {
+		ctxName = "the default --ctx"
+		if hp.NCtxTrain > 0 && hp.NCtxTrain < defaultCtx {
+			ctxName = "the default --ctx (the model's context_length)"
+		}
+	}
+	if *f.nctx != 0 && (!src.IsIR() || src.Graph.Meta[modelfile.MetaNCtx] == "") {
+		opts.NCtx = resolveCtx(*f.nctx, given, hp.NCtxTrain)
+	}
+	if src.IsIR() {
+		ctxName = "the IR's cache, n_ctx"
+		// The IR fixes its cache size (meta n_ctx): that is the limit.
+		def := models.Options{NCtx: defaultCtx, KVType: models.KVF16, KVWrite: models.KVSetRows}
+		if opts, err = src.Options(opts, def); err != nil {
+			return opts, usageError(stderr, "run", "%v", err)
+		}
+	}
+	if opts.NCtx, err = runContext(opts.NCtx, hp, len(j.ids), *f.n, ctxName); err != nil {
+		fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, err)
+		return opts, 2 // refused before any work, as a usage error
+	}
+	if w := ctxWarning(opts.NCtx, hp.NCtxTrain); w != "" && given {
+		fmt.Fprintf(stderr, "irtool run: %s: %s\n", j.name, w)
+	}
+	return opts, 0
+}
+
+// startParallel starts the ranks of --tp and/or --pp: the model split
+// over the ranks (the pass pipeline applied to each rank's graph), one
+// session per rank in this process, or this process's rank of --root-info.
+func (j *runJob) startParallel(opts models.Options, stderr io.Writer) (err error) {
+	f, src := j.f, j.src
+	defer func() {
+		if err == nil {
+			j.sess = j.tp
+		}
+	}()
+	if f.tp.Stages > 1 && f.tp.Ranks > 1 {
+		tp, err := shardTP(src, opts, &f.tp, "none")
+		if err != nil {
+			return err
+		}
+		stages := make([][]*models.Model, len(tp.Ranks))
+		for t, r := range tp.Ranks {
+			if stages[t], err = shardPP(f.sim.reg, r.Model, f.tp.Stages, *f.passList); err != nil {
+				return fmt.Errorf("rank %d: %w", t, err)
+			}
+		}
+		j.tp, err = newTPPPBackend(tp, stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+		return err
+	}
+	if f.tp.Stages > 1 {
+		stages, err := shardPP(f.sim.reg, j.m, f.tp.Stages, *f.passList)
+		if err != nil {
+			return err
+		}
+		j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+		return err
+	}
+	if f.tp.Ranks > 1 {
+		tp, err := shardTP(src, opts, &f.tp, *f.passList)
+		if err != nil {
+			return err
+		}
+		if f.tp.RootInfo != "" { // one rank in this process (run_tp_cann.go)
+			j.tp, err = newTPProcBackend(tp, src.File, &f.sim, &f.cann, &f.tp, f.fs, stderr)
+		} else {
+			j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+		}
+		return err
+	}
+	return nil
 }
 
 // tokenise sets the prompt's tokens: -p TEXT (or, with neither -p nor
@@ -598,7 +620,7 @@ func (j *runJob) reportText(res *session.GenerateResult, tps float64, stderr io.
 		len(j.ids), len(res.Tokens), j.loadMS, res.PrefillMS, tps)
 	if cpu := j.cpu; cpu != nil {
 		fmt.Fprintf(stderr, "irtool run: cpu: %d threads; %s %s, KV cache %s, compute arenas %s",
-			cpu.Threads(), j.src.weightsHeld(), viz.HumanBytes(weightBytes(j.src.File)), viz.HumanBytes(cpu.KVBytes()), viz.HumanBytes(cpu.ArenaBytes()))
+			cpu.Threads(), j.src.WeightsHeld(), viz.HumanBytes(weightBytes(j.src.File)), viz.HumanBytes(cpu.KVBytes()), viz.HumanBytes(cpu.ArenaBytes()))
 		if pb := cpu.PackedBytes(); pb > 0 {
 			// Their mapped originals' pages were released.
 			fmt.Fprintf(stderr, ", repacked weights %s", viz.HumanBytes(pb))
@@ -705,6 +727,6 @@ func round3(x float64) float64 {
 
 // weightBytes is the size of the tensor data of a file.
 func weightBytes(f *gguf.File) int64 {
-	b, _ := modelSize(f)
+	b, _ := bench.ModelSize(f)
 	return b
 }

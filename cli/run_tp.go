@@ -82,7 +82,7 @@ func (f *tpFlags) check(backend string) error {
 // pass pipeline list to each rank's graph.
 func shardTP(src *modelSource, opts models.Options, f *tpFlags, list string) (*models.TP, error) {
 	if src.IsIR() {
-		if err := checkIRAsBuilt(src, opts); err != nil {
+		if err := src.CheckAsBuilt(opts); err != nil {
 			return nil, fmt.Errorf("--tp %d: %w", f.Ranks, err)
 		}
 	}
@@ -184,17 +184,9 @@ func newTPPPBackend(tp *models.TP, stages [][]*models.Model, f *gguf.File, backe
 		}
 		return b, b.startCannGroups(groups, ms, ws, f, flags, cf, fs)
 	}
-	tpGroups, ppGroups := make([]*device.Group, m), make([]*device.Group, n)
-	var err error
-	for s := range m {
-		if tpGroups[s], err = device.NewGroup(models.TPGroup, n, device.DefaultCollectiveTimeout); err != nil {
-			return nil, err
-		}
-	}
-	for t := range n {
-		if ppGroups[t], err = device.NewGroup(passes.PPGroup, m, device.DefaultCollectiveTimeout); err != nil {
-			return nil, err
-		}
+	grid, err := device.NewGrid(models.TPGroup, passes.PPGroup, n, m, device.DefaultCollectiveTimeout)
+	if err != nil {
+		return nil, err
 	}
 	b := &tpBackend{tp: tp, stages: stages[0]}
 	var ms []*models.Model
@@ -202,38 +194,16 @@ func newTPPPBackend(tp *models.TP, stages [][]*models.Model, f *gguf.File, backe
 	var comms [][]eval.Communicator
 	for t := range n {
 		for s := range m {
-			ct, err := tpGroups[s].Comm(t)
-			if err != nil {
-				return nil, err
-			}
-			cp, err := ppGroups[t].Comm(s)
+			c, err := grid.Comms(t*m + s)
 			if err != nil {
 				return nil, err
 			}
 			ms = append(ms, stages[t][s])
 			ws = append(ws, tp.Ranks[t].Weights(f))
-			comms = append(comms, []eval.Communicator{ct, cp})
+			comms = append(comms, c)
 		}
 	}
-	// A failure anywhere fails every group, so that no rank waits.
-	fail := func(i int, err error) {
-		t, s := i/m, i%m
-		for k, g := range tpGroups {
-			if k == s {
-				g.Fail(t, err)
-			} else {
-				g.Fail(t, fmt.Errorf("rank %d of stage %d failed: %w", t, s, err))
-			}
-		}
-		for k, g := range ppGroups {
-			if k == t {
-				g.Fail(s, err)
-			} else {
-				g.Fail(s, fmt.Errorf("stage %d of rank %d failed: %w", s, t, err))
-			}
-		}
-	}
-	return b, b.start(ms, ws, comms, fail, f, backend, flags, fs, threads, check)
+	return b, b.start(ms, ws, comms, grid.Fail, f, backend, flags, fs, threads, check)
 }
 
 func newPPBackend(stages []*models.Model, f *gguf.File, backend string, flags *simFlags, cf *cannFlags, fs *flag.FlagSet, threads int, check bool) (*tpBackend, error) {
@@ -254,13 +224,9 @@ func (b *tpBackend) startGroups(group string, ms []*models.Model, ws []eval.Weig
 	if err != nil {
 		return err
 	}
-	comms := make([][]eval.Communicator, len(ms))
-	for i := range ms {
-		c, err := grp.Comm(i)
-		if err != nil {
-			return err
-		}
-		comms[i] = []eval.Communicator{c}
+	comms, err := grp.Comms()
+	if err != nil {
+		return err
 	}
 	return b.start(ms, ws, comms, grp.Fail, f, backend, flags, fs, threads, check)
 }

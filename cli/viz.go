@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,10 +11,10 @@ import (
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/compiler/summary"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/parallel"
 	"github.com/irtool/irtool/passes"
-	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/viz"
 )
 
@@ -256,67 +254,6 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 		title = fmt.Sprintf("%s after %s", modelName(path), f.after)
 	}
 
-	if f.what == "liveness" {
-		return vizLiveness(j, f, path, format)
-	}
-	if f.what == "interference" && format != "dot" {
-		chart, _, err := vizChart(j, f, path)
-		if err != nil {
-			return nil, err
-		}
-		var buf bytes.Buffer
-		if err := chart.WriteInterferenceSVG(&buf); err != nil {
-			return nil, err
-		}
-		if format == "svg" {
-			return buf.Bytes(), nil
-		}
-		var page bytes.Buffer
-		err = viz.WriteSVGPage(&page, chart.Title, buf.Bytes())
-		return page.Bytes(), err
-	}
-	if f.what == "buffers" {
-		chart, _, err := vizChart(j, f, path)
-		if err != nil {
-			return nil, err
-		}
-		var buf bytes.Buffer
-		err = chart.WriteTable(&buf)
-		return buf.Bytes(), err
-	}
-	d, err := vizDOT(j, f, path, title)
-	if err != nil {
-		return nil, err
-	}
-	src := []byte(d.String())
-	if format == "dot" {
-		return src, nil
-	}
-	svg, err := viz.RenderSVG(context.Background(), src)
-	if err != nil {
-		if errors.Is(err, viz.ErrNoGraphviz) {
-			return nil, fmt.Errorf("cannot write %s: %w", format, err)
-		}
-		return nil, err
-	}
-	if format == "svg" {
-		return svg, nil
-	}
-	var buf bytes.Buffer
-	err = viz.WriteSVGPage(&buf, title, svg)
-	return buf.Bytes(), err
-}
-
-// vizChart returns the liveness chart of the job's worst-case plan.
-func vizChart(j *compileJob, f *vizFlags, path string) (*viz.Chart, *planner.MemoryPlan, error) {
-	if j.R.Memory == nil {
-		return nil, nil, fmt.Errorf("--what %s needs the memory plan, and this build's compile has no memory planning stage", f.what)
-	}
-	plan := j.R.Memory.Plan
-	chart, err := viz.ChartFromPlan(plan)
-	if err != nil {
-		return nil, nil, err
-	}
 	what := modelName(path) + ": worst case"
 	if j.Flags.UBatch == 1 {
 		what = modelName(path) + ": decode step"
@@ -324,50 +261,8 @@ func vizChart(j *compileJob, f *vizFlags, path string) (*viz.Chart, *planner.Mem
 	if f.after != "" {
 		what = modelName(path) + " after " + f.after + ":"
 	}
-	chart.Title = fmt.Sprintf("%s n_tokens=%d, n_kv=%d, %s plan", what, j.Flags.UBatch, j.Flags.Ctx, plan.Strategy)
-	if f.layer >= 0 {
-		if chart, err = chart.Layer(f.layer); err != nil {
-			return nil, nil, fmt.Errorf("--layer: %w", err)
-		}
-	}
-	return chart, plan, nil
-}
-
-// vizLiveness draws the liveness chart as SVG, or as a report page whose
-// boxes link to the planned graph.
-func vizLiveness(j *compileJob, f *vizFlags, path, format string) ([]byte, error) {
-	chart, plan, err := vizChart(j, f, path)
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if format == "html" {
-		r := &viz.Report{Title: chart.Title, Columns: []viz.Column{{Name: "planned graph", Graph: plan.Graph}},
-			Charts: []viz.ReportChart{{Chart: chart, Graph: plan.Graph}}}
-		err = r.WriteHTML(&buf)
-	} else {
-		err = chart.WriteSVG(&buf)
-	}
-	return buf.Bytes(), err
-}
-
-// vizDOT draws the DOT views.
-func vizDOT(j *compileJob, f *vizFlags, path, title string) (*viz.DOT, error) {
-	switch f.what {
-	case "interference":
-		chart, _, err := vizChart(j, f, path)
-		if err != nil {
-			return nil, err
-		}
-		return viz.InterferenceDOT(chart)
-	case "partition", "segments":
-		g, part, err := partitionView(j, f.what == "segments")
-		if err != nil {
-			return nil, err
-		}
-		return viz.GraphDOT(g, viz.GraphOptions{Title: title, Partition: part, NoWeights: f.noWeights})
-	}
-	return viz.GraphDOT(j.Graph(), viz.GraphOptions{Title: title, NoWeights: f.noWeights})
+	return summary.Draw(context.Background(), j.R, summary.Picture{View: f.what, Format: format, Title: title, ChartWhat: what,
+		UBatch: j.Flags.UBatch, Ctx: j.Flags.Ctx, Layer: f.layer, NoWeights: f.noWeights, Target: j.Flags.Target})
 }
 
 // checkAfter checks that --after names a pass of the pipeline p.

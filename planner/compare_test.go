@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/irtool/irtool/planner"
@@ -116,4 +117,26 @@ func TestBestRunsRegistered(t *testing.T) {
 		t.Errorf("oracle %d < built-in %d, but winner %s arena %d", rep.Strategies["oracle"], base.Arena, rep.Winner, rep.Arena)
 	}
 	t.Logf("built-in best (work cap 1): %d; oracle %d; winner %s", base.Arena, rep.Strategies["oracle"], rep.Winner)
+}
+
+// TestComparisonWriteText prints a comparison's table: a header, one row
+// per strategy with its note, and the error of a strategy that failed.
+func TestComparisonWriteText(t *testing.T) {
+	c := &planner.Comparison{Instance: "x.csv", Buffers: 3, LowerBound: 64, Rows: []planner.CompareRow{
+		{Strategy: "exact", Arena: 64, Ratio: 1, MS: 1.25, Optimal: true},
+		{Strategy: "naive", Arena: 128, Ratio: 2, MS: 0.04},
+		{Strategy: "slow", Err: "budget 1ms exceeded", MS: 1},
+	}}
+	var buf strings.Builder
+	if err := c.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	want := "x.csv: 3 buffers, lower bound 64 B\n" +
+		"  strategy  arena (B)  x LB    ms\n" +
+		"  exact     64         1.0000  1.2  optimal\n" +
+		"  naive     128        2.0000  0.0\n" +
+		"  slow      -          -       1.0  budget 1ms exceeded\n\n"
+	if buf.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", buf.String(), want)
+	}
 }
