@@ -47,7 +47,7 @@ func init() {
 				return fmt.Errorf("%s over %d ranks of group %s needs a communicator (the ranks' graphs run together, eval.NewCollectiveKernels)", n.Op, r, n.Attrs.Group())
 			}
 			return kernels.Cpy(dst, a[0])
-		})
+		}, nil)
 	}
 }
 
@@ -60,7 +60,7 @@ func NewCollectiveKernels(parent *KernelSet, comms ...Communicator) *KernelSet {
 	if parent == nil {
 		parent = DefaultKernels()
 	}
-	s := &KernelSet{parent: parent, m: map[ir.Op]Kernel{}}
+	s := newKernelSet(parent)
 	k := func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 		g := n.Attrs.Group()
 		for _, c := range comms {
@@ -75,7 +75,7 @@ func NewCollectiveKernels(parent *KernelSet, comms ...Communicator) *KernelSet {
 		return fmt.Errorf("%s of group %s: the rank's communicators are of groups %v", n.Op, g, groups)
 	}
 	for _, op := range []ir.Op{ir.OpAllReduce, ir.OpAllGather, ir.OpReduceScatter, ir.OpSend, ir.OpRecv} {
-		s.m[op] = k
+		s.r.Set(op, KernelDef{Run: k})
 	}
 	return s
 }

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
-	"sync"
+
+	"github.com/irtool/irtool/internal/registry"
 )
 
 // Kind classifies ops by how they treat memory.
@@ -83,19 +83,17 @@ var ropeAttrNames = []string{"n_dims", "mode", "freq_base", "freq_scale", "ext_f
 // the default) and every node keeps the definition it was made with
 // (Node.Info). An OpSet is safe for concurrent use.
 type OpSet struct {
-	parent *OpSet
-	mu     sync.RWMutex
-	m      map[Op]*OpInfo
+	r *registry.Layered[Op, *OpInfo]
 }
 
-var defaultOps = &OpSet{m: map[Op]*OpInfo{}}
+var defaultOps = &OpSet{registry.New[Op, *OpInfo](nil)}
 
 // DefaultOps returns the package's default op set.
 func DefaultOps() *OpSet { return defaultOps }
 
 // NewOpSet returns an empty set layered over DefaultOps: lookups fall back
 // to the defaults, registrations stay in the new set.
-func NewOpSet() *OpSet { return &OpSet{parent: defaultOps, m: map[Op]*OpInfo{}} }
+func NewOpSet() *OpSet { return &OpSet{registry.New(defaultOps.r)} }
 
 // Register adds an op to the set. It fails if the name is taken here or in
 // a parent set.
@@ -103,50 +101,26 @@ func (s *OpSet) Register(info OpInfo) error {
 	if info.Name == "" {
 		return fmt.Errorf("ir: register: empty op name")
 	}
-	if _, dup := s.Lookup(info.Name); dup {
-		return fmt.Errorf("ir: register: op %q already registered", info.Name)
-	}
 	if info.MaxArgs < info.MinArgs {
 		info.MaxArgs = info.MinArgs
 	}
 	c := info
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.m[info.Name]; dup {
+	if !s.r.Add(info.Name, &c) {
 		return fmt.Errorf("ir: register: op %q already registered", info.Name)
 	}
-	s.m[info.Name] = &c
 	return nil
 }
 
 // Lookup returns an op's description from the set or its parents.
-func (s *OpSet) Lookup(op Op) (*OpInfo, bool) {
-	for x := s; x != nil; x = x.parent {
-		x.mu.RLock()
-		info, ok := x.m[op]
-		x.mu.RUnlock()
-		if ok {
-			return info, true
-		}
-	}
-	return nil, false
-}
+func (s *OpSet) Lookup(op Op) (*OpInfo, bool) { return s.r.Lookup(op) }
 
 // Ops lists every op the set sees, sorted by name.
 func (s *OpSet) Ops() []*OpInfo {
-	seen := map[Op]bool{}
-	var out []*OpInfo
-	for x := s; x != nil; x = x.parent {
-		x.mu.RLock()
-		for name, info := range x.m {
-			if !seen[name] {
-				seen[name] = true
-				out = append(out, info)
-			}
-		}
-		x.mu.RUnlock()
+	keys := s.r.Keys()
+	out := make([]*OpInfo, len(keys))
+	for i, k := range keys {
+		out[i], _ = s.r.Lookup(k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
