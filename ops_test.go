@@ -123,11 +123,37 @@ func TestOpRecords(t *testing.T) {
 			t.Errorf("passes introduce op %q: defined in ir %v, with a CPU kernel %v", op, info != nil, eval.HasKernel(op))
 		}
 	}
-	// The CPU in-place table lists ggml's in-place ops: each must carry the
-	// registry's Inplace flag (which NPUPolicy and the fused ops rely on).
-	for op := range planner.CPUPolicy().Table {
-		if info, ok := ir.Lookup(op); !ok || !info.Inplace {
-			t.Errorf("planner CPU in-place table: op %q is not an in-place op of package ir", op)
+	// ggml's in-place ops (ggml_op_can_inplace, llama.cpp c392e50), which
+	// the CPU policy lets overwrite any operand, are the registry's
+	// InplaceAny flag: the set is the table the planner held before the flag,
+	// and each carries Inplace too (which NPUPolicy and the fused ops rely on).
+	ggmlInplace := []ir.Op{ir.OpAdd, ir.OpMul, ir.OpRMSNorm, ir.OpRope, ir.OpScale, ir.OpSilu, ir.OpSoftMax}
+	var flagged []ir.Op
+	for _, info := range ir.Ops() {
+		if info.InplaceAny {
+			flagged = append(flagged, info.Name)
+			if !info.Inplace || info.Kind != ir.KindCompute {
+				t.Errorf("op %q: InplaceAny without Inplace, or not a compute op", info.Name)
+			}
+		}
+	}
+	slices.Sort(ggmlInplace)
+	if !slices.Equal(flagged, ggmlInplace) {
+		t.Errorf("ops with ir.OpInfo.InplaceAny = %v, want ggml's in-place ops %v", flagged, ggmlInplace)
+	}
+	cpu := planner.CPUPolicy()
+	for _, info := range ir.Ops() {
+		n := &ir.Node{Op: info.Name, Args: make([]*ir.Node, 3)}
+		want := 0
+		switch {
+		case info.Kind != ir.KindCompute:
+		case info.InplaceAny:
+			want = 10
+		case info.Inplace:
+			want = 1
+		}
+		if got := len(cpu.Candidates(n)); got != want {
+			t.Errorf("planner.CPUPolicy: op %q has %d in-place candidates, want %d from its flags", info.Name, got, want)
 		}
 	}
 }

@@ -37,6 +37,7 @@ func opTable() string {
 			{info.Infer != nil, "inferred"},
 			{info.Infer == nil, "declared"},
 			{info.Inplace, "inplace"},
+			{info.InplaceAny, "inplace-any"},
 			{info.ElementWise, "elementwise"},
 			{info.SideEffect, "side-effect"},
 			{info.Commutative, "commutative"},

@@ -48,9 +48,16 @@ type OpInfo struct {
 	// AliasArg is the operand whose storage a view (or an in-place writer)
 	// aliases; meaningful for KindView.
 	AliasArg int
-	// Inplace: the result may overwrite operand 0 when that operand dies here
-	// (ggml_op_can_inplace). The planner's policy tables refine it per target.
+	// Inplace: the result may overwrite operand 0 when that operand dies
+	// here. The planner's per-target policies read it (planner.CPUPolicy).
 	Inplace bool
+	// InplaceAny: the op is one ggml lets run in place
+	// (ggml_op_can_inplace, llama.cpp c392e50 ggml-alloc.c), so on the CPU
+	// its result may overwrite any operand that dies here, tried in operand
+	// order as ggml_gallocr_allocate_node tries every source. It implies
+	// Inplace; the CPU in-place policy, hence the "gallocr" strategy's
+	// reproduction of llama.cpp's compute buffer, rests on it.
+	InplaceAny bool
 	// ElementWise: out[i] depends only on operands' element i (after broadcast).
 	ElementWise bool
 	// SideEffect: the node writes persistent state and must never be removed.
