@@ -158,6 +158,30 @@ func TestOpRecords(t *testing.T) {
 	}
 }
 
+// TestOpTablesMatchRegistry checks the tables keyed by op name that must
+// stay above package ir (a target's HCCL calls) against ir's registry: a
+// collective op without its HCCL call, or an entry for an op that is not a
+// collective of ir, fails here naming the op. (The lowering's kernel
+// extras are checked by lower/cann's TestKernelExtrasOps, the aclnn recipes
+// by runtime/acl's TestRecipeOps and TestEveryClaimedOpHasARecipe, -tags
+// cann.)
+func TestOpTablesMatchRegistry(t *testing.T) {
+	coll := ir.CollectiveOps()
+	if len(coll) == 0 {
+		t.Fatal("package ir registers no collective op")
+	}
+	for _, op := range coll {
+		if target.HCCLCalls[op] == "" {
+			t.Errorf("collective op %q has no HCCL call in target.HCCLCalls", op)
+		}
+	}
+	for op := range target.HCCLCalls {
+		if !ir.IsCollective(op) {
+			t.Errorf("target.HCCLCalls names op %q, which is not a collective op of package ir", op)
+		}
+	}
+}
+
 // TestOpRecordsOnModels runs the rules on every node of real graphs (the
 // default pipeline, plus rope-table and merge-qkv) on every target: a node
 // a profile supports on the NPU must be costed there, and every computing

@@ -40,6 +40,7 @@ func opTable() string {
 			{info.InplaceAny, "inplace-any"},
 			{info.ElementWise, "elementwise"},
 			{info.SideEffect, "side-effect"},
+			{info.Collective, "collective"},
 			{info.Commutative, "commutative"},
 			{info.Fused, "fused"},
 		} {

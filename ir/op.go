@@ -62,6 +62,9 @@ type OpInfo struct {
 	ElementWise bool
 	// SideEffect: the node writes persistent state and must never be removed.
 	SideEffect bool
+	// Collective: the op communicates between the ranks of a group
+	// (IsCollective, CollectiveOps).
+	Collective bool
 	// Commutative: operands 0 and 1 may be swapped (used by CSE).
 	Commutative bool
 	// Fused marks ops made by fusion passes.
