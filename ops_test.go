@@ -159,9 +159,10 @@ func TestOpRecords(t *testing.T) {
 }
 
 // TestOpTablesMatchRegistry checks the tables keyed by op name that must
-// stay above package ir (a target's HCCL calls) against ir's registry: a
-// collective op without its HCCL call, or an entry for an op that is not a
-// collective of ir, fails here naming the op. (The lowering's kernel
+// stay above package ir (a target's HCCL calls, the ops the passes
+// introduce) against ir's registry: a collective op without its HCCL call,
+// an entry for an op that is not a collective of ir, or a fused op the
+// passes' list lacks fails here naming the op. (The lowering's kernel
 // extras are checked by lower/cann's TestKernelExtrasOps, the aclnn recipes
 // by runtime/acl's TestRecipeOps and TestEveryClaimedOpHasARecipe, -tags
 // cann.)
@@ -178,6 +179,14 @@ func TestOpTablesMatchRegistry(t *testing.T) {
 	for op := range target.HCCLCalls {
 		if !ir.IsCollective(op) {
 			t.Errorf("target.HCCLCalls names op %q, which is not a collective op of package ir", op)
+		}
+	}
+	// passes.Ops lists, in irtool passes' order, the ops the passes
+	// introduce: every fused op of ir must be among them (TestOpRecords
+	// checks the other direction).
+	for _, info := range ir.Ops() {
+		if info.Fused && !slices.Contains(passes.Ops(), info.Name) {
+			t.Errorf("fused op %q is missing from passes.Ops (passes/ops.go)", info.Name)
 		}
 	}
 }
