@@ -48,11 +48,13 @@ func NewContext() *Context {
 }
 
 // Op is the whole record of one op: its typing, its reference CPU kernel
-// and its target rule (docs/ARCHITECTURE.md, "One record per op").
+// (with, optionally, the prepared job compiled plans run instead) and its
+// target rule (docs/ARCHITECTURE.md, "One record per op").
 type Op struct {
-	Info   ir.OpInfo
-	Kernel eval.Kernel
-	Rule   target.OpRule
+	Info    ir.OpInfo
+	Kernel  eval.Kernel
+	Prepare eval.Prepare // optional: see eval.KernelDef
+	Rule    target.OpRule
 }
 
 // RegisterOp defines an op in the context: typing in Ops, kernel in
@@ -84,7 +86,7 @@ func (c *Context) RegisterOp(op Op) error {
 	if err := c.Ops.Register(op.Info); err != nil {
 		return err
 	}
-	if err := c.Kernels.Register(name, op.Kernel); err != nil {
+	if err := c.Kernels.RegisterDef(name, eval.KernelDef{Run: op.Kernel, Prepare: op.Prepare}); err != nil {
 		return err
 	}
 	return c.Rules.Register(name, op.Rule)

@@ -123,11 +123,70 @@ func TestOpRecords(t *testing.T) {
 			t.Errorf("passes introduce op %q: defined in ir %v, with a CPU kernel %v", op, info != nil, eval.HasKernel(op))
 		}
 	}
-	// The CPU in-place table lists ggml's in-place ops: each must carry the
-	// registry's Inplace flag (which NPUPolicy and the fused ops rely on).
-	for op := range planner.CPUPolicy().Table {
-		if info, ok := ir.Lookup(op); !ok || !info.Inplace {
-			t.Errorf("planner CPU in-place table: op %q is not an in-place op of package ir", op)
+	// ggml's in-place ops (ggml_op_can_inplace, llama.cpp c392e50), which
+	// the CPU policy lets overwrite any operand, are the registry's
+	// InplaceAny flag: the set is the table the planner held before the flag,
+	// and each carries Inplace too (which NPUPolicy and the fused ops rely on).
+	ggmlInplace := []ir.Op{ir.OpAdd, ir.OpMul, ir.OpRMSNorm, ir.OpRope, ir.OpScale, ir.OpSilu, ir.OpSoftMax}
+	var flagged []ir.Op
+	for _, info := range ir.Ops() {
+		if info.InplaceAny {
+			flagged = append(flagged, info.Name)
+			if !info.Inplace || info.Kind != ir.KindCompute {
+				t.Errorf("op %q: InplaceAny without Inplace, or not a compute op", info.Name)
+			}
+		}
+	}
+	slices.Sort(ggmlInplace)
+	if !slices.Equal(flagged, ggmlInplace) {
+		t.Errorf("ops with ir.OpInfo.InplaceAny = %v, want ggml's in-place ops %v", flagged, ggmlInplace)
+	}
+	cpu := planner.CPUPolicy()
+	for _, info := range ir.Ops() {
+		n := &ir.Node{Op: info.Name, Args: make([]*ir.Node, 3)}
+		want := 0
+		switch {
+		case info.Kind != ir.KindCompute:
+		case info.InplaceAny:
+			want = 10
+		case info.Inplace:
+			want = 1
+		}
+		if got := len(cpu.Candidates(n)); got != want {
+			t.Errorf("planner.CPUPolicy: op %q has %d in-place candidates, want %d from its flags", info.Name, got, want)
+		}
+	}
+}
+
+// TestOpTablesMatchRegistry checks the tables keyed by op name that must
+// stay above package ir (a target's HCCL calls, the ops the passes
+// introduce) against ir's registry: a collective op without its HCCL call,
+// an entry for an op that is not a collective of ir, or a fused op the
+// passes' list lacks fails here naming the op. (The lowering's kernel
+// extras are checked by lower/cann's TestKernelExtrasOps, the aclnn recipes
+// by runtime/acl's TestRecipeOps and TestEveryClaimedOpHasARecipe, -tags
+// cann.)
+func TestOpTablesMatchRegistry(t *testing.T) {
+	coll := ir.CollectiveOps()
+	if len(coll) == 0 {
+		t.Fatal("package ir registers no collective op")
+	}
+	for _, op := range coll {
+		if target.HCCLCalls[op] == "" {
+			t.Errorf("collective op %q has no HCCL call in target.HCCLCalls", op)
+		}
+	}
+	for op := range target.HCCLCalls {
+		if !ir.IsCollective(op) {
+			t.Errorf("target.HCCLCalls names op %q, which is not a collective op of package ir", op)
+		}
+	}
+	// passes.Ops lists, in irtool passes' order, the ops the passes
+	// introduce: every fused op of ir must be among them (TestOpRecords
+	// checks the other direction).
+	for _, info := range ir.Ops() {
+		if info.Fused && !slices.Contains(passes.Ops(), info.Name) {
+			t.Errorf("fused op %q is missing from passes.Ops (passes/ops.go)", info.Name)
 		}
 	}
 }

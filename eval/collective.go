@@ -41,13 +41,13 @@ type Communicator interface {
 // every collective is a copy; over more they need a Communicator
 // (NewCollectiveKernels) and fail, naming the op and the rank count.
 func init() {
-	for _, op := range []ir.Op{ir.OpAllReduce, ir.OpAllGather, ir.OpReduceScatter, ir.OpSend, ir.OpRecv} {
+	for _, op := range ir.CollectiveOps() {
 		mustKernel(op, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 			if r := n.Attrs.Ranks(); r != 1 || n.Op == ir.OpSend || n.Op == ir.OpRecv {
 				return fmt.Errorf("%s over %d ranks of group %s needs a communicator (the ranks' graphs run together, eval.NewCollectiveKernels)", n.Op, r, n.Attrs.Group())
 			}
 			return kernels.Cpy(dst, a[0])
-		})
+		}, nil)
 	}
 }
 
@@ -60,7 +60,7 @@ func NewCollectiveKernels(parent *KernelSet, comms ...Communicator) *KernelSet {
 	if parent == nil {
 		parent = DefaultKernels()
 	}
-	s := &KernelSet{parent: parent, m: map[ir.Op]Kernel{}}
+	s := newKernelSet(parent)
 	k := func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 		g := n.Attrs.Group()
 		for _, c := range comms {
@@ -74,8 +74,8 @@ func NewCollectiveKernels(parent *KernelSet, comms ...Communicator) *KernelSet {
 		}
 		return fmt.Errorf("%s of group %s: the rank's communicators are of groups %v", n.Op, g, groups)
 	}
-	for _, op := range []ir.Op{ir.OpAllReduce, ir.OpAllGather, ir.OpReduceScatter, ir.OpSend, ir.OpRecv} {
-		s.m[op] = k
+	for _, op := range ir.CollectiveOps() {
+		s.r.Set(op, KernelDef{Run: k})
 	}
 	return s
 }

@@ -7,24 +7,30 @@ import (
 	"github.com/irtool/irtool/kernels"
 )
 
-// The CPU kernels of the ops that move data (ir/copy.go).
+// The CPU kernels of the ops that move data (ir/copy.go), with their
+// prepared jobs (concat and transfer have none).
 func init() {
 	copyKernel := func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 		return kernels.Cpy(dst, a[0])
 	}
-	mustKernel(ir.OpCont, copyKernel)
-	mustKernel(ir.OpCast, copyKernel)
-	mustKernel(ir.OpCpy, copyKernel) // dst is the view of operand 1 the result aliases
+	copyJob := func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options, threads int) (kernels.Job, error) {
+		return kernels.CpyJob(dst, a[0], threads)
+	}
+	mustKernel(ir.OpCont, copyKernel, copyJob)
+	mustKernel(ir.OpCast, copyKernel, copyJob)
+	mustKernel(ir.OpCpy, copyKernel, copyJob) // dst is the view of operand 1 the result aliases
 	mustKernel(ir.OpGetRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return o.GetRows(dst, a[0], a[1])
+	}, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options, threads int) (kernels.Job, error) {
+		return kernels.GetRowsJob(dst, a[0], a[1], threads)
 	})
 	mustKernel(ir.OpSetRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return kernels.SetRows(dst, a[1], a[2])
+	}, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options, threads int) (kernels.Job, error) {
+		return kernels.SetRowsJob(dst, a[1], a[2], threads)
 	})
-	mustKernel(ir.OpConcat, concatKernel)
-	mustKernel(ir.OpTransfer, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-		return kernels.Cpy(dst, a[0])
-	})
+	mustKernel(ir.OpConcat, concatKernel, nil)
+	mustKernel(ir.OpTransfer, copyKernel, nil)
 }
 
 // concatKernel copies each operand into its slice of dst.

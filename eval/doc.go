@@ -1,10 +1,11 @@
 // Package eval runs static graphs on the CPU. It holds three things:
 //
-//   - the kernel table (KernelSet, DefaultKernels, LookupKernel): one CPU
-//     kernel per op (core ops, the fused ops the passes introduce and the
-//     partition's transfer; one file per op family, as in package ir),
-//     which every CPU path calls, so each op is computed by one piece of
-//     code;
+//   - the kernel table (KernelSet, DefaultKernels, LookupKernel): one
+//     KernelDef per op (core ops, the fused ops the passes introduce and
+//     the partition's transfer; one file per op family, as in package ir):
+//     the CPU kernel every CPU path calls, so each op is computed by one
+//     piece of code, and beside it the op's prepared job (Prepare) that
+//     the executable runs;
 //   - the executable (Executable, run on Workers), the fast path and the
 //     one sessions run by default: a static graph compiled for the CPU
 //     once, its storage resolved (the memory planner's offsets inside one

@@ -58,7 +58,7 @@ func (w *Workers) Close() {
 // Each kernel's phases are split by rows into chunks across the Workers.
 // Running an Executable whose ops all have prepared kernels allocates
 // nothing (the default pass pipeline's graphs and the unfused ones, MoE
-// included: see PreparedOp);
+// included: see PreparedOp and KernelDef);
 // the ops without one (a rope whose factors the graph computes, for
 // instance) run through the kernel table on the calling goroutine.
 //
@@ -202,9 +202,15 @@ func (p *Executable) compile() error {
 	return nil
 }
 
-// prepare returns the prepared kernel of n, or nil when n's op has none.
+// prepare returns the prepared kernel of n (its KernelDef's Prepare, in the
+// executor's kernel set), or nil when n's op has none.
 func (p *Executable) prepare(n *ir.Node, threads int) (kernels.Job, error) {
-	if !PreparedOp(n.Op) {
+	ks := p.ex.opts.KernelSet
+	if ks == nil {
+		ks = defaultKernels
+	}
+	def, _ := ks.LookupDef(n.Op)
+	if def.Prepare == nil {
 		return nil, nil
 	}
 	dst, err := p.ex.Tensor(n)
@@ -221,122 +227,8 @@ func (p *Executable) prepare(n *ir.Node, threads int) (kernels.Job, error) {
 	if o.Packs == nil {
 		o.Packs = p.workers.packs
 	}
-	if (n.Op == ir.OpMulMat || n.Op == ir.OpMulMatAdd) && !isWeightData(n.Args[0]) {
-		// Only a model weight may be repacked once: a computed matrix (a
-		// concat of weights made by merge-qkv, an activation) changes
-		// between steps and is not even written when the executable is
-		// compiled.
-		o.Packs = nil
-	}
-	switch n.Op {
-	case ir.OpMulMat:
-		return o.MulMatJob(dst, a[0], a[1], nil, threads)
-	case ir.OpMulMatAdd:
-		return o.MulMatJob(dst, a[0], a[1], &a[2], threads)
-	case ir.OpAdd:
-		return kernels.AddJob(dst, a[0], a[1], threads)
-	case ir.OpMul:
-		return kernels.MulJob(dst, a[0], a[1], threads)
-	case ir.OpRMSNormMul:
-		return kernels.RMSNormMulJob(dst, a[0], a[1], float32(n.Attrs.Eps()), threads)
-	case ir.OpAddRMSNormMul:
-		ne := dst.Ne
-		ne[3] = 1
-		norm, err := dst.View(ne, dst.Nb, 0)
-		if err != nil {
-			return nil, err
-		}
-		sum, err := dst.View(ne, dst.Nb, dst.Nb[3])
-		if err != nil {
-			return nil, err
-		}
-		return kernels.AddRMSNormMulJob(norm, sum, a[0], a[1], a[2], float32(n.Attrs.Eps()), threads)
-	case ir.OpSwiGLU:
-		return kernels.SwiGLUJob(dst, a[0], a[1], threads)
-	case ir.OpGetRows:
-		return kernels.GetRowsJob(dst, a[0], a[1], threads)
-	case ir.OpSetRows:
-		return kernels.SetRowsJob(dst, a[1], a[2], threads)
-	case ir.OpRopeCache:
-		var ff *kernels.Tensor
-		if len(a) > 1 {
-			ff = &a[1]
-		}
-		return kernels.RopeCacheJob(dst, a[0], ff, RopeParams(n), threads)
-	case ir.OpRopeApply:
-		return kernels.RopeApplyJob(dst, a[0], a[1], nil, nil, RopeParams(n), threads)
-	case ir.OpRopeApplySetRows:
-		return kernels.RopeApplyJob(kernels.Tensor{}, a[1], a[2], &dst, &a[3], RopeParams(n), threads)
-	case ir.OpDiv:
-		return kernels.DivJob(dst, a[0], a[1], threads)
-	case ir.OpRMSNorm:
-		return kernels.RMSNormJob(dst, a[0], float32(n.Attrs.Eps()), threads)
-	case ir.OpScale:
-		return kernels.ScaleJob(dst, a[0], float32(n.Attrs.Scale()), threads)
-	case ir.OpSilu:
-		return kernels.SiluJob(dst, a[0], threads)
-	case ir.OpGelu:
-		return kernels.GeluJob(dst, a[0], threads)
-	case ir.OpSoftMax:
-		var mask *kernels.Tensor
-		if len(a) > 1 {
-			mask = &a[1]
-		}
-		return kernels.SoftMaxJob(dst, a[0], mask, float32(n.Attrs.Scale()), float32(n.Attrs.MaxBias()), threads)
-	case ir.OpRope:
-		var ff *kernels.Tensor
-		if len(a) > 2 {
-			if !isWeightData(n.Args[2]) {
-				return nil, nil // factors computed by the graph: read at each run by the kernel table
-			}
-			ff = &a[2]
-		}
-		return kernels.RopeJob(dst, a[0], a[1], ff, RopeParams(n), threads)
-	case ir.OpSWAMask:
-		w := n.Attrs.Window()
-		return kernels.SWAMaskJob(dst, a[0], a[1], w, threads)
-	case ir.OpCont, ir.OpCast, ir.OpCpy:
-		return kernels.CpyJob(dst, a[0], threads)
-	case ir.OpTopK:
-		return kernels.TopKJob(dst, a[0], int(n.Attrs.K()), threads)
-	case ir.OpSumRows:
-		return kernels.SumRowsJob(dst, a[0], threads)
-	case ir.OpMulMatID:
-		return o.MulMatIDJob(dst, a[0], a[1], a[2], threads)
-	case ir.OpAttention:
-		q, v := a[0], a[2]
-		dv, t, h, b := v.Ne[1], q.Ne[1], q.Ne[2], q.Ne[3]
-		e := dst.Nb[0]
-		view, err := dst.View([4]int64{dv, t, h, b}, [4]int64{e, e * dv * h, e * dv, e * dv * h * t}, 0)
-		if err != nil {
-			return nil, err
-		}
-		var mask *kernels.Tensor
-		if len(a) > 3 {
-			mask = &a[3]
-		}
-		return o.AttentionJob(view, q, a[1], v, mask, float32(n.Attrs.Scale()), float32(n.Attrs.MaxBias()), threads)
-	}
-	return nil, nil
+	return def.Prepare(n, dst, a, o, threads)
 }
-
-// preparedOps are the ops with a prepared kernel (a kernels.Job).
-var preparedOps = map[ir.Op]bool{
-	ir.OpMulMat: true, ir.OpMulMatAdd: true, ir.OpAdd: true, ir.OpMul: true,
-	ir.OpRMSNormMul: true, ir.OpAddRMSNormMul: true, ir.OpSwiGLU: true,
-	ir.OpGetRows: true, ir.OpSetRows: true, ir.OpRopeCache: true,
-	ir.OpRopeApply: true, ir.OpRopeApplySetRows: true, ir.OpAttention: true,
-	// the ops of the unfused graph (--passes none)
-	ir.OpDiv: true, ir.OpRMSNorm: true, ir.OpScale: true, ir.OpSilu: true,
-	ir.OpGelu: true, ir.OpSoftMax: true, ir.OpRope: true, ir.OpCont: true,
-	ir.OpCast: true, ir.OpCpy: true, ir.OpSWAMask: true,
-	// MoE routing and experts
-	ir.OpTopK: true, ir.OpSumRows: true, ir.OpMulMatID: true,
-}
-
-// PreparedOp reports whether an Executable runs op as a prepared kernel split
-// across its workers (the others run through the kernel table).
-func PreparedOp(op ir.Op) bool { return preparedOps[op] }
 
 // Run runs the graph once: each kernel's phases in order, each phase split
 // into chunks across the workers, except phases whose work fits in one

@@ -33,20 +33,31 @@ func init() {
 			return o.RopeWithFactors(dst, a[0], a[1], a[2], RopeParams(n))
 		}
 		return o.Rope(dst, a[0], a[1], RopeParams(n))
+	}, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options, threads int) (kernels.Job, error) {
+		if len(a) > 2 && !isWeightData(n.Args[2]) {
+			return nil, nil // factors computed by the graph: read at each run by the kernel table
+		}
+		return kernels.RopeJob(dst, a[0], a[1], optional(a, 2), RopeParams(n), threads)
 	})
 	mustKernel(ir.OpRopeCache, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 		if len(a) > 1 {
 			return kernels.RopeCacheWithFactors(dst, a[0], a[1], RopeParams(n))
 		}
 		return kernels.RopeCache(dst, a[0], RopeParams(n))
+	}, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options, threads int) (kernels.Job, error) {
+		return kernels.RopeCacheJob(dst, a[0], optional(a, 1), RopeParams(n), threads)
 	})
 	mustKernel(ir.OpRopeApply, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, o kernels.Options) error {
 		return o.RopeApply(dst, a[0], a[1], RopeParams(n))
+	}, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options, threads int) (kernels.Job, error) {
+		return kernels.RopeApplyJob(dst, a[0], a[1], nil, nil, RopeParams(n), threads)
 	})
 	mustKernel(ir.OpRopeSetRows, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
 		return kernels.RopeSetRows(dst, a[1], a[2], a[3], RopeParams(n))
+	}, nil)
+	mustKernel(ir.OpRopeApplySetRows, ropeApplySetRowsKernel, func(n *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options, threads int) (kernels.Job, error) {
+		return kernels.RopeApplyJob(kernels.Tensor{}, a[1], a[2], &dst, &a[3], RopeParams(n), threads)
 	})
-	mustKernel(ir.OpRopeApplySetRows, ropeApplySetRowsKernel)
 	mustKernel(ir.OpRopeTheta, func(n *ir.Node, dst kernels.Tensor, _ []kernels.Tensor, _ kernels.Options) error {
 		r := n.Attrs.Rope()
 		nd := r.NDims
@@ -59,8 +70,8 @@ func init() {
 			t *= ts
 		}
 		return nil
-	})
-	mustKernel(ir.OpRopeCacheTable, ropeCacheTableKernel)
+	}, nil)
+	mustKernel(ir.OpRopeCacheTable, ropeCacheTableKernel, nil)
 }
 
 // ropeApplySetRowsKernel is rope_apply into a contiguous f32 scratch tensor,

@@ -33,7 +33,7 @@ func (a Attrs) MaxBias() float64 { return a.floatOr(AttrMaxBias, 0) }
 func (a Attrs) Window() int64 { return a.intOr(AttrWindow, 0) }
 
 func init() {
-	MustRegister(OpInfo{Name: OpSoftMax, Attrs: []string{"scale", "max_bias"}, MinArgs: 1, MaxArgs: 2, Inplace: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpSoftMax, Attrs: []string{"scale", "max_bias"}, MinArgs: 1, MaxArgs: 2, Inplace: true, InplaceAny: true, Infer: unaryFloat,
 		Doc: "soft_max(x, mask?){scale, max_bias}: softmax over dim 0 of x*scale + mask",
 		Check: func(n *Node) error {
 			if err := CheckAttrRanges(n, AttrRange{Key: AttrScale, Min: -math.MaxFloat32, Max: math.MaxFloat32},

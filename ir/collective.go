@@ -76,13 +76,23 @@ func (a Attrs) Counts() []int64 { v, _ := a.Ints(AttrCounts); return v }
 // when absent.
 func (a Attrs) GatherDim() int64 { return a.intOr(AttrDim, 0) }
 
-// IsCollective reports whether op communicates between ranks.
+// IsCollective reports whether op communicates between ranks (its
+// record in the default set has the Collective flag).
 func IsCollective(op Op) bool {
-	switch op {
-	case OpAllReduce, OpAllGather, OpReduceScatter, OpSend, OpRecv:
-		return true
+	info, ok := Lookup(op)
+	return ok && info.Collective
+}
+
+// CollectiveOps lists the ops of the default set with the Collective
+// flag, sorted.
+func CollectiveOps() []Op {
+	var out []Op
+	for _, info := range Ops() {
+		if info.Collective {
+			out = append(out, info.Name)
+		}
 	}
-	return false
+	return out
 }
 
 // maxRanks bounds attribute ranks (HCCL communicators are far smaller).
@@ -146,7 +156,7 @@ func gatherDim(n *Node) (int, error) {
 }
 
 func init() {
-	MustRegister(OpInfo{Name: OpAllReduce, Attrs: []string{AttrRanks, AttrGroup, AttrReduce}, MinArgs: 1,
+	MustRegister(OpInfo{Name: OpAllReduce, Collective: true, Attrs: []string{AttrRanks, AttrGroup, AttrReduce}, MinArgs: 1,
 		Doc: "all_reduce(x){ranks, group, reduce}: the sum of x over the ranks of group, on every rank (HcclAllReduce; f32 sums in rank order)",
 		Infer: func(n *Node) (Type, error) {
 			if err := checkGroup(n); err != nil {
@@ -160,7 +170,7 @@ func init() {
 			}
 			return n.Args[0].Type, nil
 		}})
-	MustRegister(OpInfo{Name: OpAllGather, Attrs: []string{AttrRanks, AttrGroup, AttrDim, AttrCounts}, MinArgs: 1,
+	MustRegister(OpInfo{Name: OpAllGather, Collective: true, Attrs: []string{AttrRanks, AttrGroup, AttrDim, AttrCounts}, MinArgs: 1,
 		Doc: "all_gather(x){ranks, group, dim, counts?}: the ranks' x joined along dim, rank 0 first (HcclAllGather; with counts, rank r's size along dim, HcclAllGatherV)",
 		Infer: func(n *Node) (Type, error) {
 			if err := checkGroup(n); err != nil {
@@ -209,7 +219,7 @@ func init() {
 			t.Shape[d] = x
 			return t, nil
 		}})
-	MustRegister(OpInfo{Name: OpReduceScatter, Attrs: []string{AttrRanks, AttrGroup, AttrDim, AttrReduce}, MinArgs: 1,
+	MustRegister(OpInfo{Name: OpReduceScatter, Collective: true, Attrs: []string{AttrRanks, AttrGroup, AttrDim, AttrReduce}, MinArgs: 1,
 		Doc: "reduce_scatter(x){ranks, group, dim, reduce}: the sum of x over the ranks, slice rank of dim (HcclReduceScatter)",
 		Infer: func(n *Node) (Type, error) {
 			if err := checkGroup(n); err != nil {
@@ -233,7 +243,7 @@ func init() {
 			t.Shape[d] = C(x.Val / r)
 			return t, nil
 		}})
-	MustRegister(OpInfo{Name: OpSend, Attrs: []string{AttrRanks, AttrGroup, AttrPeer}, MinArgs: 1, SideEffect: true,
+	MustRegister(OpInfo{Name: OpSend, Collective: true, Attrs: []string{AttrRanks, AttrGroup, AttrPeer}, MinArgs: 1, SideEffect: true,
 		Doc: "send(x){ranks, group, peer}: send x to rank peer, paired with its recv (HcclSend); the result is x",
 		Infer: func(n *Node) (Type, error) {
 			if err := checkPeer(n); err != nil {
@@ -244,7 +254,7 @@ func init() {
 			}
 			return n.Args[0].Type, nil
 		}})
-	MustRegister(OpInfo{Name: OpRecv, Attrs: []string{AttrRanks, AttrGroup, AttrPeer}, MinArgs: 0, MaxArgs: 1, SideEffect: true,
+	MustRegister(OpInfo{Name: OpRecv, Collective: true, Attrs: []string{AttrRanks, AttrGroup, AttrPeer}, MinArgs: 0, MaxArgs: 1, SideEffect: true,
 		Doc: "recv(dep?){ranks, group, peer}: a tensor of the declared type from rank peer (HcclRecv); the operand only orders it",
 		Check: func(n *Node) error {
 			if err := checkPeer(n); err != nil {

@@ -37,8 +37,10 @@ func opTable() string {
 			{info.Infer != nil, "inferred"},
 			{info.Infer == nil, "declared"},
 			{info.Inplace, "inplace"},
+			{info.InplaceAny, "inplace-any"},
 			{info.ElementWise, "elementwise"},
 			{info.SideEffect, "side-effect"},
+			{info.Collective, "collective"},
 			{info.Commutative, "commutative"},
 			{info.Fused, "fused"},
 		} {

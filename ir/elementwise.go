@@ -39,16 +39,16 @@ func (a Attrs) Scale() float64 { return a.floatOr(AttrScale, 1) }
 func (a Attrs) Bias() float64 { return a.floatOr(AttrBias, 0) }
 
 func init() {
-	MustRegister(OpInfo{Name: OpMul, Attrs: noAttrs, MinArgs: 2, Inplace: true, ElementWise: true, Commutative: false, Infer: elementwiseBinary,
+	MustRegister(OpInfo{Name: OpMul, Attrs: noAttrs, MinArgs: 2, Inplace: true, InplaceAny: true, ElementWise: true, Commutative: false, Infer: elementwiseBinary,
 		Doc: "mul(a, b): a * b, b broadcast over a"})
-	MustRegister(OpInfo{Name: OpAdd, Attrs: noAttrs, MinArgs: 2, Inplace: true, ElementWise: true, Infer: elementwiseBinary,
+	MustRegister(OpInfo{Name: OpAdd, Attrs: noAttrs, MinArgs: 2, Inplace: true, InplaceAny: true, ElementWise: true, Infer: elementwiseBinary,
 		Doc: "add(a, b): a + b, b broadcast over a"})
-	MustRegister(OpInfo{Name: OpScale, Attrs: []string{"scale"}, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpScale, Attrs: []string{"scale"}, MinArgs: 1, Inplace: true, InplaceAny: true, ElementWise: true, Infer: unaryFloat,
 		Check: func(n *Node) error {
 			return CheckAttrRanges(n, AttrRange{Key: AttrScale, Min: -math.MaxFloat32, Max: math.MaxFloat32})
 		},
 		Doc: "scale(x){scale}: x * scale"})
-	MustRegister(OpInfo{Name: OpSilu, Attrs: noAttrs, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpSilu, Attrs: noAttrs, MinArgs: 1, Inplace: true, InplaceAny: true, ElementWise: true, Infer: unaryFloat,
 		Doc: "silu(x): x * sigmoid(x)"})
 	MustRegister(OpInfo{Name: OpGelu, Attrs: noAttrs, MinArgs: 1, Inplace: true, ElementWise: true, Infer: unaryFloat,
 		Doc: "gelu(x): tanh-approximated GELU read from ggml's F16 table (x rounded to f16; x <= -10 gives 0, x >= 10 gives x)"})

@@ -21,7 +21,7 @@ const AttrEps = "eps"
 func (a Attrs) Eps() float64 { return a.floatOr(AttrEps, 0) }
 
 func init() {
-	MustRegister(OpInfo{Name: OpRMSNorm, Attrs: []string{"eps"}, MinArgs: 1, Inplace: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpRMSNorm, Attrs: []string{"eps"}, MinArgs: 1, Inplace: true, InplaceAny: true, Infer: unaryFloat,
 		Check: func(n *Node) error { return CheckAttrRanges(n, AttrRange{Key: AttrEps, Min: 0, Max: 1}) },
 		Doc:   "rms_norm(x){eps}: x / sqrt(mean(x^2 over dim 0) + eps)"})
 	MustRegister(OpInfo{Name: OpRMSNormMul, Attrs: []string{"eps"}, Fused: true, MinArgs: 2, Inplace: true,

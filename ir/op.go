@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
-	"sync"
+
+	"github.com/irtool/irtool/internal/registry"
 )
 
 // Kind classifies ops by how they treat memory.
@@ -48,13 +48,23 @@ type OpInfo struct {
 	// AliasArg is the operand whose storage a view (or an in-place writer)
 	// aliases; meaningful for KindView.
 	AliasArg int
-	// Inplace: the result may overwrite operand 0 when that operand dies here
-	// (ggml_op_can_inplace). The planner's policy tables refine it per target.
+	// Inplace: the result may overwrite operand 0 when that operand dies
+	// here. The planner's per-target policies read it (planner.CPUPolicy).
 	Inplace bool
+	// InplaceAny: the op is one ggml lets run in place
+	// (ggml_op_can_inplace, llama.cpp c392e50 ggml-alloc.c), so on the CPU
+	// its result may overwrite any operand that dies here, tried in operand
+	// order as ggml_gallocr_allocate_node tries every source. It implies
+	// Inplace; the CPU in-place policy, hence the "gallocr" strategy's
+	// reproduction of llama.cpp's compute buffer, rests on it.
+	InplaceAny bool
 	// ElementWise: out[i] depends only on operands' element i (after broadcast).
 	ElementWise bool
 	// SideEffect: the node writes persistent state and must never be removed.
 	SideEffect bool
+	// Collective: the op communicates between the ranks of a group
+	// (IsCollective, CollectiveOps).
+	Collective bool
 	// Commutative: operands 0 and 1 may be swapped (used by CSE).
 	Commutative bool
 	// Fused marks ops made by fusion passes.
@@ -83,19 +93,17 @@ var ropeAttrNames = []string{"n_dims", "mode", "freq_base", "freq_scale", "ext_f
 // the default) and every node keeps the definition it was made with
 // (Node.Info). An OpSet is safe for concurrent use.
 type OpSet struct {
-	parent *OpSet
-	mu     sync.RWMutex
-	m      map[Op]*OpInfo
+	r *registry.Layered[Op, *OpInfo]
 }
 
-var defaultOps = &OpSet{m: map[Op]*OpInfo{}}
+var defaultOps = &OpSet{registry.New[Op, *OpInfo](nil)}
 
 // DefaultOps returns the package's default op set.
 func DefaultOps() *OpSet { return defaultOps }
 
 // NewOpSet returns an empty set layered over DefaultOps: lookups fall back
 // to the defaults, registrations stay in the new set.
-func NewOpSet() *OpSet { return &OpSet{parent: defaultOps, m: map[Op]*OpInfo{}} }
+func NewOpSet() *OpSet { return &OpSet{registry.New(defaultOps.r)} }
 
 // Register adds an op to the set. It fails if the name is taken here or in
 // a parent set.
@@ -103,50 +111,26 @@ func (s *OpSet) Register(info OpInfo) error {
 	if info.Name == "" {
 		return fmt.Errorf("ir: register: empty op name")
 	}
-	if _, dup := s.Lookup(info.Name); dup {
-		return fmt.Errorf("ir: register: op %q already registered", info.Name)
-	}
 	if info.MaxArgs < info.MinArgs {
 		info.MaxArgs = info.MinArgs
 	}
 	c := info
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.m[info.Name]; dup {
+	if !s.r.Add(info.Name, &c) {
 		return fmt.Errorf("ir: register: op %q already registered", info.Name)
 	}
-	s.m[info.Name] = &c
 	return nil
 }
 
 // Lookup returns an op's description from the set or its parents.
-func (s *OpSet) Lookup(op Op) (*OpInfo, bool) {
-	for x := s; x != nil; x = x.parent {
-		x.mu.RLock()
-		info, ok := x.m[op]
-		x.mu.RUnlock()
-		if ok {
-			return info, true
-		}
-	}
-	return nil, false
-}
+func (s *OpSet) Lookup(op Op) (*OpInfo, bool) { return s.r.Lookup(op) }
 
 // Ops lists every op the set sees, sorted by name.
 func (s *OpSet) Ops() []*OpInfo {
-	seen := map[Op]bool{}
-	var out []*OpInfo
-	for x := s; x != nil; x = x.parent {
-		x.mu.RLock()
-		for name, info := range x.m {
-			if !seen[name] {
-				seen[name] = true
-				out = append(out, info)
-			}
-		}
-		x.mu.RUnlock()
+	keys := s.r.Keys()
+	out := make([]*OpInfo, len(keys))
+	for i, k := range keys {
+		out[i], _ = s.r.Lookup(k)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 

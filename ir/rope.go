@@ -183,7 +183,7 @@ func ropeTableType(n *Node, name func(i int, t Type) string) (Type, error) {
 }
 
 func init() {
-	MustRegister(OpInfo{Name: OpRope, Attrs: ropeAttrNames, MinArgs: 2, MaxArgs: 3, Inplace: true, Infer: unaryFloat,
+	MustRegister(OpInfo{Name: OpRope, Attrs: ropeAttrNames, MinArgs: 2, MaxArgs: 3, Inplace: true, InplaceAny: true, Infer: unaryFloat,
 		Doc: "rope(x, pos, freq_factors?){n_dims, mode, freq_base, freq_scale, ...}: rotary position embedding (ggml_rope_ext)",
 		Check: func(n *Node) error {
 			if err := CheckRopeAttrs(n, rowLength(n.Args[0].Type), ropeAngleAttrs...); err != nil {

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
+	"github.com/irtool/irtool/internal/registry"
 	"github.com/irtool/irtool/ir"
 )
 
@@ -78,21 +78,22 @@ type Constraint struct {
 // registrations no other registry sees. A Registry is safe for concurrent
 // use.
 type Registry struct {
-	parent      *Registry
-	mu          sync.RWMutex
-	passes      map[string]Pass
-	order       []string
-	constraints []Constraint
+	passes *registry.Layered[string, Pass]
+	// constraints are keyed by "before<after": a constraint recorded
+	// twice is kept once.
+	constraints *registry.Layered[string, Constraint]
 }
 
-var defaultRegistry = &Registry{passes: map[string]Pass{}}
+var defaultRegistry = &Registry{registry.New[string, Pass](nil), registry.New[string, Constraint](nil)}
 
 // DefaultRegistry returns the package's default registry.
 func DefaultRegistry() *Registry { return defaultRegistry }
 
 // NewRegistry returns an empty registry layered over DefaultRegistry: it
 // sees the built-in passes and constraints, and keeps its own additions.
-func NewRegistry() *Registry { return &Registry{parent: defaultRegistry, passes: map[string]Pass{}} }
+func NewRegistry() *Registry {
+	return &Registry{registry.New(defaultRegistry.passes), registry.New(defaultRegistry.constraints)}
+}
 
 // Register adds a pass to the default registry, so Parse and irtool passes
 // know it. The name must be new and made of lower-case letters, digits and
@@ -114,18 +115,9 @@ func (r *Registry) Register(p Pass) error {
 		}
 		seen[rule.Name] = true
 	}
-	if r.parent != nil {
-		if _, dup := r.parent.Lookup(p.Name); dup {
-			return fmt.Errorf("passes: register: pass %q already registered", p.Name)
-		}
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, dup := r.passes[p.Name]; dup {
+	if !r.passes.Add(p.Name, p) {
 		return fmt.Errorf("passes: register: pass %q already registered", p.Name)
 	}
-	r.passes[p.Name] = p
-	r.order = append(r.order, p.Name)
 	return nil
 }
 
@@ -166,9 +158,7 @@ func (r *Registry) AddConstraint(c Constraint) error {
 	if reachable(r.Constraints(), c.After, c.Before) {
 		return fmt.Errorf("passes: constraint %s < %s contradicts the existing order", c.Before, c.After)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.constraints = append(r.constraints, c)
+	r.constraints.Set(c.Before+"<"+c.After, c)
 	return nil
 }
 
@@ -196,48 +186,19 @@ func reachable(constraints []Constraint, a, b string) bool {
 func Lookup(name string) (Pass, bool) { return defaultRegistry.Lookup(name) }
 
 // Lookup returns a pass of r or of the registry it is layered over.
-func (r *Registry) Lookup(name string) (Pass, bool) {
-	for x := r; x != nil; x = x.parent {
-		x.mu.RLock()
-		p, ok := x.passes[name]
-		x.mu.RUnlock()
-		if ok {
-			return p, true
-		}
-	}
-	return Pass{}, false
-}
+func (r *Registry) Lookup(name string) (Pass, bool) { return r.passes.Lookup(name) }
 
 // All returns every pass of the default registry in registration order.
 func All() []Pass { return defaultRegistry.All() }
 
 // All returns every pass r sees: the parent's first, in registration order.
-func (r *Registry) All() []Pass {
-	var out []Pass
-	if r.parent != nil {
-		out = r.parent.All()
-	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	for _, n := range r.order {
-		out = append(out, r.passes[n])
-	}
-	return out
-}
+func (r *Registry) All() []Pass { return r.passes.Values() }
 
 // Constraints returns the ordering constraints of the default registry.
 func Constraints() []Constraint { return defaultRegistry.Constraints() }
 
 // Constraints returns the ordering constraints r sees.
-func (r *Registry) Constraints() []Constraint {
-	var out []Constraint
-	if r.parent != nil {
-		out = r.parent.Constraints()
-	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return append(out, r.constraints...)
-}
+func (r *Registry) Constraints() []Constraint { return r.constraints.Values() }
 
 // Pipeline is an ordered list of passes: data that can be printed, parsed,
 // checked and edited before it runs.

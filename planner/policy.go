@@ -50,23 +50,25 @@ func (p InPlacePolicy) None() bool { return len(p.Table) == 0 && p.Fallback == n
 var allOperands = []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 
 // CPUPolicy mirrors ggml-alloc (llama.cpp c392e50, ggml_op_can_inplace and
-// ggml_gallocr_allocate_node): the ops ggml lets run in place (SCALE, ADD,
-// MUL, UNARY (silu), ROPE, RMS_NORM, SOFT_MAX among ours) may overwrite any
-// operand, tried in operand order, exactly as ggml tries every source. Ops
-// not in ggml's list (mul_mat, get_rows, cont, cast, fused ops without the
-// flag) never run in place; a fused op whose registry entry has Inplace set
-// may overwrite operand 0, which is what that flag promises. Together with
-// the planner's conditions this is ggml's rule, so the "gallocr" strategy
-// reproduces llama.cpp's compute buffer. The CPU kernels of these ops read
-// each element (or row) before writing the same element (or row) of the
-// result, which makes the reuse safe; planned execution checks it.
+// ggml_gallocr_allocate_node) from the op registry's flags: an op ggml lets
+// run in place (ir.OpInfo.InplaceAny: scale, add, mul, silu, rope,
+// rms_norm, soft_max among ours) may overwrite any operand, tried in
+// operand order, exactly as ggml tries every source. Ops without the flag
+// (mul_mat, get_rows, cont, cast, ...) never run in place, except that an
+// op with the Inplace flag alone (fused ops, say) may overwrite operand 0,
+// which is what that flag promises. Together with the planner's conditions
+// this is ggml's rule, so the "gallocr" strategy reproduces llama.cpp's
+// compute buffer. The CPU kernels of these ops read each element (or row)
+// before writing the same element (or row) of the result, which makes the
+// reuse safe; planned execution checks it.
 func CPUPolicy() InPlacePolicy {
-	t := map[ir.Op][]int{}
-	for _, op := range []ir.Op{ir.OpScale, ir.OpAdd, ir.OpMul, ir.OpSilu, ir.OpRope, ir.OpRMSNorm, ir.OpSoftMax} {
-		t[op] = allOperands
-	}
-	return InPlacePolicy{Name: "cpu", Table: t, Fallback: func(info *ir.OpInfo) []int {
-		if info.Inplace && info.Kind == ir.KindCompute {
+	return InPlacePolicy{Name: "cpu", Fallback: func(info *ir.OpInfo) []int {
+		switch {
+		case info.Kind != ir.KindCompute:
+			return nil
+		case info.InplaceAny:
+			return allOperands
+		case info.Inplace:
 			return []int{0}
 		}
 		return nil

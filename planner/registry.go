@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/irtool/irtool/internal/registry"
 )
 
 // StrategyFunc is an offset strategy: it places every buffer of p in one
@@ -20,20 +21,17 @@ type StrategyFunc func(ctx context.Context, p *Problem, opts Options) (*Assignme
 // layered over it, whose registrations no other set sees. A StrategySet is
 // safe for concurrent use.
 type StrategySet struct {
-	parent *StrategySet
-	mu     sync.RWMutex
-	m      map[string]StrategyFunc
-	order  []string
+	r *registry.Layered[string, StrategyFunc]
 }
 
-var defaultStrategies = &StrategySet{m: map[string]StrategyFunc{}}
+var defaultStrategies = &StrategySet{registry.New[string, StrategyFunc](nil)}
 
 // DefaultStrategies returns the package's default strategy set.
 func DefaultStrategies() *StrategySet { return defaultStrategies }
 
 // NewStrategySet returns an empty set layered over DefaultStrategies.
 func NewStrategySet() *StrategySet {
-	return &StrategySet{parent: defaultStrategies, m: map[string]StrategyFunc{}}
+	return &StrategySet{registry.New(defaultStrategies.r)}
 }
 
 // Register adds a strategy under a new name (lower-case letters, digits and
@@ -48,43 +46,20 @@ func (s *StrategySet) Register(name string, fn StrategyFunc) error {
 	if slices.Contains(Strategies(), name) || slices.Contains(GraphStrategies(), name) || StrategyOf(name) != name {
 		return fmt.Errorf("planner: register: %q is a built-in strategy", name)
 	}
-	if _, dup := s.Lookup(name); dup {
+	if !s.r.Add(name, fn) {
 		return fmt.Errorf("planner: register: strategy %q already registered", name)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.m[name]; dup {
-		return fmt.Errorf("planner: register: strategy %q already registered", name)
-	}
-	s.m[name] = fn
-	s.order = append(s.order, name)
 	return nil
 }
 
 // Lookup returns a registered strategy of s or of the set it is layered
 // over.
-func (s *StrategySet) Lookup(name string) (StrategyFunc, bool) {
-	for x := s; x != nil; x = x.parent {
-		x.mu.RLock()
-		fn, ok := x.m[name]
-		x.mu.RUnlock()
-		if ok {
-			return fn, true
-		}
-	}
-	return nil, false
-}
+func (s *StrategySet) Lookup(name string) (StrategyFunc, bool) { return s.r.Lookup(name) }
 
 // Names lists the strategies Solve accepts with s: the built-in ones, then
 // the registered ones in registration order.
 func (s *StrategySet) Names() []string {
-	var custom []string
-	for x := s; x != nil; x = x.parent {
-		x.mu.RLock()
-		custom = append(slices.Clone(x.order), custom...)
-		x.mu.RUnlock()
-	}
-	return append(Strategies(), custom...)
+	return append(Strategies(), s.r.Ordered()...)
 }
 
 // GraphNames lists the strategies PlanMemory accepts with s: the built-in

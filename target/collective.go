@@ -10,7 +10,7 @@ import "github.com/irtool/irtool/ir"
 // run --backend cann are lowered with those.
 func init() {
 	const why = "under the default rules collectives run over the host communicator of the ranks; target.HCCLRules puts them on the NPU as HCCL calls"
-	for _, op := range []ir.Op{ir.OpAllReduce, ir.OpAllGather, ir.OpReduceScatter, ir.OpSend, ir.OpRecv} {
+	for _, op := range ir.CollectiveOps() {
 		mustRule(op, OpRule{CPUOnly: why, Traffic: streamTraffic(1)})
 	}
 }

@@ -37,7 +37,7 @@ var HCCLCalls = map[ir.Op]string{
 // on the same stream. The others stay on the host, with the reason.
 func HCCLRules() (*Rules, error) {
 	r := NewRules()
-	for _, op := range []ir.Op{ir.OpAllReduce, ir.OpAllGather, ir.OpReduceScatter, ir.OpSend, ir.OpRecv} {
+	for _, op := range ir.CollectiveOps() {
 		def, ok := DefaultRules().Lookup(op)
 		if !ok {
 			return nil, fmt.Errorf("target: HCCL rules: op %s has no default rule", op)

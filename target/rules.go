@@ -5,8 +5,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
+	"github.com/irtool/irtool/internal/registry"
 	"github.com/irtool/irtool/ir"
 )
 
@@ -40,13 +40,11 @@ func NoWorkspace(*ir.Node, Support) int64 { return 0 }
 // process can register different rules without seeing each other's. A
 // Rules is safe for concurrent use.
 type Rules struct {
-	parent  *Rules
-	mu      sync.RWMutex
-	m       map[ir.Op]OpRule
-	targets map[string]*Profile
+	m       *registry.Layered[ir.Op, OpRule]
+	targets *registry.Layered[string, *Profile]
 }
 
-var defaultRules = &Rules{m: map[ir.Op]OpRule{}}
+var defaultRules = &Rules{registry.New[ir.Op, OpRule](nil), registry.New[string, *Profile](nil)}
 
 // mustRule registers a built-in rule into the default set. Each op
 // family's file (copy.go, elementwise.go, norm.go, matmul.go, rope.go,
@@ -69,7 +67,9 @@ func DefaultRules() *Rules { return defaultRules }
 
 // NewRules returns an empty set layered over DefaultRules: lookups fall
 // back to the defaults, registrations stay in the new set.
-func NewRules() *Rules { return &Rules{parent: defaultRules, m: map[ir.Op]OpRule{}} }
+func NewRules() *Rules {
+	return &Rules{registry.New(defaultRules.m), registry.New(defaultRules.targets)}
+}
 
 // Register adds the rule of an op. It fails when the op already has one
 // (here or in a parent set), when Traffic is missing, or when an NPU rule
@@ -84,12 +84,9 @@ func (r *Rules) Register(op ir.Op, rule OpRule) error {
 	if rule.NPU != nil && rule.Workspace == nil {
 		return fmt.Errorf("target: register %q: an NPU rule needs a Workspace rule (NoWorkspace for none)", op)
 	}
-	if _, dup := r.Lookup(op); dup {
+	if !r.m.Add(op, rule) {
 		return fmt.Errorf("target: register: op %q already has a rule", op)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.m[op] = rule
 	return nil
 }
 
@@ -104,55 +101,25 @@ func (r *Rules) Override(op ir.Op, rule OpRule) error {
 	if rule.Traffic == nil || rule.NPU != nil && rule.Workspace == nil {
 		return fmt.Errorf("target: override %q: Traffic, and Workspace with NPU, are required", op)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.m[op] = rule
+	r.m.Set(op, rule)
 	return nil
 }
 
 // Lookup returns the rule of op.
-func (r *Rules) Lookup(op ir.Op) (OpRule, bool) {
-	for s := r; s != nil; s = s.parent {
-		s.mu.RLock()
-		rule, ok := s.m[op]
-		s.mu.RUnlock()
-		if ok {
-			return rule, true
-		}
-	}
-	return OpRule{}, false
-}
+func (r *Rules) Lookup(op ir.Op) (OpRule, bool) { return r.m.Lookup(op) }
 
 // Ops lists the ops with a rule, sorted.
-func (r *Rules) Ops() []ir.Op {
-	var out []ir.Op
-	for s := r; s != nil; s = s.parent {
-		s.mu.RLock()
-		for op := range s.m {
-			if !slices.Contains(out, op) {
-				out = append(out, op)
-			}
-		}
-		s.mu.RUnlock()
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
-}
+func (r *Rules) Ops() []ir.Op { return r.m.Keys() }
 
 // Profile returns a fresh copy of the named profile that decides support,
 // cost and workspace with these rules: a target registered here (or in a
 // parent set) first, else a built-in one (Get).
 func (r *Rules) Profile(name string) (*Profile, error) {
 	key := strings.ToLower(strings.TrimSpace(name))
-	for s := r; s != nil; s = s.parent {
-		s.mu.RLock()
-		p, ok := s.targets[key]
-		s.mu.RUnlock()
-		if ok {
-			c := p.clone()
-			c.rules = r
-			return c, nil
-		}
+	if p, ok := r.targets.Lookup(key); ok {
+		c := p.clone()
+		c.rules = r
+		return c, nil
 	}
 	p, err := Get(name)
 	if err != nil {
@@ -179,17 +146,11 @@ func (r *Rules) RegisterTarget(p *Profile) error {
 	if _, builtin := profiles[key]; builtin {
 		return fmt.Errorf("target: register target %q: a built-in target has that name", p.Name)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, dup := r.targets[key]; dup {
-		return fmt.Errorf("target: register target %q: already registered", p.Name)
-	}
-	if r.targets == nil {
-		r.targets = map[string]*Profile{}
-	}
 	c := p.clone()
 	c.Name = key
-	r.targets[key] = c
+	if !r.targets.Add(key, c) {
+		return fmt.Errorf("target: register target %q: already registered", p.Name)
+	}
 	return nil
 }
 
@@ -197,14 +158,10 @@ func (r *Rules) RegisterTarget(p *Profile) error {
 // a parent set), sorted.
 func (r *Rules) TargetNames() []string {
 	out := Names()
-	for s := r; s != nil; s = s.parent {
-		s.mu.RLock()
-		for n := range s.targets {
-			if !slices.Contains(out, n) {
-				out = append(out, n)
-			}
+	for _, n := range r.targets.Keys() {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
 		}
-		s.mu.RUnlock()
 	}
 	sort.Strings(out)
 	return out
