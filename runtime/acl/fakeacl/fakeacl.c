@@ -141,7 +141,7 @@ static long long device_count(void) {
 	return v;
 }
 
-/* The arithmetic of the operators (kernels.c): IRTFAKE_ARITH=ggml makes
+/* The arithmetic of the operators (kernel.h): IRTFAKE_ARITH=ggml makes
  * every executor made from then on compute with ggml-cpu's arithmetic
  * instead of the device's documented one; irtfake_set("arith", 1 or 0)
  * overrides the variable (-1 hands the choice back to it). Emulator only:

@@ -6,7 +6,7 @@
  * exits 1 if any failed.
  *
  * Expected values are computed here from the aclnn reference pages'
- * formulas, independently of kernels.c.
+ * formulas, independently of the emulator's kernels.
  */
 #include "irtool_acl.h"
 
@@ -121,7 +121,7 @@ static void test_wqbmm(void) {
 	ok(rc == ACLNN_ERR_PARAM_INVALID && msg && strstr(msg, "antiquantScale"), "a (k/g+1, n) antiquantScale is ACLNN_ERR_PARAM_INVALID", msg);
 }
 
-/* WQBMM's vector and threaded path (AVX2/F16C, kernels.c wq_range_avx2)
+/* WQBMM's vector and threaded path (AVX2/F16C, ops_wqbmm.c wq_range_avx2)
  * against its scalar loop, bit for bit: INT8 and INT4 weights, float16 and
  * float32 activations, with and without antiquantOffset, per-channel and
  * grouped scales, column counts that leave a tail of fewer than 8, a bias,
