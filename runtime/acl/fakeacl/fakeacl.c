@@ -1085,6 +1085,7 @@ long long irtfake_stat(const char *key) {
 	LOCK();
 	long long v = -1;
 	if (fake_objects_stat(key, &v)) /* aclnn.c */;
+	else if (fake_parallel_stat(key, &v)) /* parallel.c */;
 	else if (strcmp(key, "live_executors") == 0) v = live_execs;
 	else if (strcmp(key, "dev_used") == 0) v = dev_used;
 	else if (strcmp(key, "live_allocs") == 0) {

@@ -220,6 +220,9 @@ int fake_threads(void);
 int fake_simd(void);
 /* irtfake_set's "threads" and "simd" keys; 1 when key is one of them */
 int fake_parallel_set(const char *key, long long value);
+/* irtfake_stat's "parallel_splits" (calls that ran on more than one
+ * thread); 1 when key is it */
+int fake_parallel_stat(const char *key, long long *v);
 int fake_parallel(int64_t n, int64_t min_per_thread, fake_range_fn fn, void *arg);
 
 #endif

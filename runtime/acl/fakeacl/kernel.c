@@ -45,3 +45,41 @@ float fake_h2f_tab[65536];
 __attribute__((constructor)) static void h2f_init(void) {
 	for (uint32_t h = 0; h < 65536; h++) fake_h2f_tab[h] = fake_h2f_calc((uint16_t)h);
 }
+
+/* t's view maps distinct coordinates to distinct elements: its dims of
+ * more than one element, by stride, each stride past the previous dims'
+ * extent */
+static int one_to_one(const aclTensor *t) {
+	int64_t d[8], s[8];
+	int n = 0;
+	for (int i = 0; i < t->ndim; i++) {
+		if (t->dims[i] < 2) continue;
+		int j = n++;
+		for (; j > 0 && s[j - 1] > t->strides[i]; j--) d[j] = d[j - 1], s[j] = s[j - 1];
+		d[j] = t->dims[i], s[j] = t->strides[i];
+	}
+	for (int j = 0; j < n; j++)
+		if (s[j] < 1 || (j > 0 && s[j] < s[j - 1] * d[j - 1])) return 0;
+	return 1;
+}
+
+static int same_view(const aclTensor *a, const aclTensor *b) {
+	if (a->data != b->data || a->offset != b->offset || a->dtype != b->dtype || a->ndim != b->ndim) return 0;
+	for (int i = 0; i < a->ndim; i++)
+		if (a->dims[i] != b->dims[i] || a->strides[i] != b->strides[i]) return 0;
+	return 1;
+}
+
+int fake_split(int64_t n, int64_t min_per_thread, fake_range_fn fn, void *arg, const aclTensor *out,
+               const aclTensor *const *in, int nin) {
+	int ok = out->dtype != ACL_INT4 && one_to_one(out);
+	int64_t olo, ohi, lo, hi;
+	byte_range(out, &olo, &ohi);
+	for (int k = 0; ok && k < nin; k++) {
+		if (!in[k] || !in[k]->magic || same_view(in[k], out)) continue;
+		byte_range(in[k], &lo, &hi);
+		ok = hi <= olo || ohi <= lo;
+	}
+	if (!ok) return n > 0 ? fn(arg, 0, n) : 0;
+	return fake_parallel(n, min_per_thread, fn, arg);
+}

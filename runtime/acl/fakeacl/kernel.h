@@ -114,6 +114,16 @@ int fake_broadcasts(const aclTensor *b, const aclTensor *out);
 #define RUN(name) \
 	IRT_ACLNN_RUN(name) { return fake_run(#name, workspace, workspaceSize, executor, stream); }
 
+/* Splits the independent outputs [0, n) of a kernel over the host
+ * threads (fake_parallel, at least min_per_thread each) when that cannot
+ * change a bit: out's view maps distinct outputs to distinct elements (and
+ * is not INT4, two per byte), and every input in[k] either is out's very
+ * view (in place) or shares no byte with it, so no thread reads what
+ * another writes. Otherwise fn(arg, 0, n) runs in this thread, in order.
+ * 0 or the first error. */
+int fake_split(int64_t n, int64_t min_per_thread, fake_range_fn fn, void *arg, const aclTensor *out,
+               const aclTensor *const *in, int nin);
+
 /* ---------------- numbers ---------------- */
 
 /* float16 -> float32 by its bits; h2f is it tabulated when the library

@@ -61,15 +61,26 @@ aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, 
 RUN(aclnnCat)
 
 /* out = a, broadcasting; the value converted once, to out's dtype (a float
- * through float32) */
-static int copy(const aclTensor *a, const aclTensor *out) {
-	int64_t n = numel(out), cc[8];
-	for (int64_t i = 0; i < n; i++) {
+ * through float32); the outputs split over the host threads (fake_split) */
+typedef struct {
+	const aclTensor *a, *out;
+} copy_args;
+
+static int copy_range(void *arg, int64_t lo, int64_t hi) {
+	const copy_args *w = arg;
+	const aclTensor *a = w->a, *out = w->out;
+	int64_t cc[8];
+	for (int64_t i = lo; i < hi; i++) {
 		coords(i, out->dims, out->ndim, cc);
 		double v = ld(a, toff(a, cc, out->ndim));
 		st(out, toff(out, cc, out->ndim), is_float(a->dtype) ? (double)(float)v : v);
 	}
 	return 0;
+}
+
+static int copy(const aclTensor *a, const aclTensor *out) {
+	copy_args w = {a, out};
+	return fake_split(numel(out), 1 << 15, copy_range, &w, out, &a, 1);
 }
 
 int irt_kernel_CAST(kctx *c) { return copy(T(0), T(1)); }

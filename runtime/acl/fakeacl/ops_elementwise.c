@@ -228,24 +228,48 @@ static float gg_gelu(float x) {
 	return 0.5f * x * (1.0f + t);
 }
 
+/* One elementwise launch as its threads see it (fake_split): inputs a, b
+ * and t as the kernel names them, the output, and the operation. */
+typedef struct {
+	kctx *c;
+	const aclTensor *a, *b, *t, *out;
+	int op;
+	double alpha;
+	aclDataType ct;
+} ew;
+
+/* The outputs of an elementwise kernel are independent: split over the
+ * host threads (each computed as one thread would), at least 32768 to a
+ * thread. */
+static int ew_run(ew *w, fake_range_fn fn, int64_t n) {
+	const aclTensor *in[3] = {w->a, w->b, w->t};
+	return fake_split(n, 1 << 15, fn, w, w->out, in, 3);
+}
+
 enum { EW_MUL, EW_ADD, EW_DIV };
 
 /* out = self op other (scaled by alpha for add), broadcasting; the value is
  * rounded to the promoted compute dtype, then stored in out's dtype */
-static int ew_binary(kctx *c, const aclTensor *a, const aclTensor *b, const aclTensor *out, int op, double alpha) {
-	aclDataType ct = promote(a->dtype, b->dtype);
-	int64_t n = numel(out), cc[8];
-	for (int64_t i = 0; i < n; i++) {
+static int ew_binary_range(void *arg, int64_t lo, int64_t hi) {
+	const ew *w = arg;
+	const aclTensor *a = w->a, *b = w->b, *out = w->out;
+	int64_t cc[8];
+	for (int64_t i = lo; i < hi; i++) {
 		coords(i, out->dims, out->ndim, cc);
 		float x = (float)ld(a, toff(a, cc, out->ndim)), y = (float)ld(b, toff(b, cc, out->ndim)), r;
-		switch (op) {
+		switch (w->op) {
 		case EW_MUL: r = x * y; break;
-		case EW_ADD: r = alpha == 1 ? x + y : x + (float)alpha * y; break;
+		case EW_ADD: r = w->alpha == 1 ? x + y : x + (float)w->alpha * y; break;
 		default: r = x / y; break;
 		}
-		st(out, toff(out, cc, out->ndim), round_to(ct, r));
+		st(out, toff(out, cc, out->ndim), round_to(w->ct, r));
 	}
 	return 0;
+}
+
+static int ew_binary(kctx *c, const aclTensor *a, const aclTensor *b, const aclTensor *out, int op, double alpha) {
+	ew w = {c, a, b, NULL, out, op, alpha, promote(a->dtype, b->dtype)};
+	return ew_run(&w, ew_binary_range, numel(out));
 }
 
 int irt_kernel_MUL(kctx *c) { return ew_binary(c, T(0), T(1), T(2), EW_MUL, 1); }
@@ -259,13 +283,14 @@ int irt_kernel_DIV(kctx *c) { return ew_binary(c, T(0), T(1), T(2), EW_DIV, 1); 
  * fused rounding). Under ggml's arithmetic with value 1 it is one fused
  * multiply-add, fmaf(tensor1, tensor2, selfRef), as the FMA chains of
  * ggml-cpu's K-quant dot products (ggml_vec_dot_q*_K_q8_K) accumulate. */
-int irt_kernel_INPLACEADDCMUL(kctx *c) {
-	const aclTensor *self = T(0), *a = T(1), *b = T(2);
+static int addcmul_range(void *arg, int64_t lo, int64_t hi) {
+	const ew *w = arg;
+	const aclTensor *self = w->out, *a = w->a, *b = w->b;
 	aclDataType ct = self->dtype;
-	double value = c->e->f[0];
-	int fused = gg(c) && value == 1;
-	int64_t n = numel(self), cc[8];
-	for (int64_t i = 0; i < n; i++) {
+	double value = w->alpha;
+	int fused = gg(w->c) && value == 1;
+	int64_t cc[8];
+	for (int64_t i = lo; i < hi; i++) {
 		coords(i, self->dims, self->ndim, cc);
 		int64_t o = toff(self, cc, self->ndim);
 		float s = (float)ld(self, o), x = (float)ld(a, toff(a, cc, self->ndim)), y = (float)ld(b, toff(b, cc, self->ndim));
@@ -275,35 +300,48 @@ int irt_kernel_INPLACEADDCMUL(kctx *c) {
 	return 0;
 }
 
+int irt_kernel_INPLACEADDCMUL(kctx *c) {
+	ew w = {c, T(1), T(2), T(0), T(0), 0, c->e->f[0], T(0)->dtype};
+	return ew_run(&w, addcmul_range, numel(T(0)));
+}
+
 /* aclnnMuls: a float scalar keeps a floating tensor's dtype */
-int irt_kernel_MULS(kctx *c) {
-	const aclTensor *a = T(0), *out = T(1);
-	aclDataType ct = is_float(a->dtype) ? a->dtype : ACL_FLOAT;
-	float s = (float)c->e->f[0];
-	int64_t n = numel(out), cc[8];
-	for (int64_t i = 0; i < n; i++) {
+static int muls_range(void *arg, int64_t lo, int64_t hi) {
+	const ew *w = arg;
+	const aclTensor *a = w->a, *out = w->out;
+	float s = (float)w->alpha;
+	int64_t cc[8];
+	for (int64_t i = lo; i < hi; i++) {
 		coords(i, out->dims, out->ndim, cc);
-		st(out, toff(out, cc, out->ndim), round_to(ct, (float)ld(a, toff(a, cc, out->ndim)) * s));
+		st(out, toff(out, cc, out->ndim), round_to(w->ct, (float)ld(a, toff(a, cc, out->ndim)) * s));
 	}
 	return 0;
 }
 
+int irt_kernel_MULS(kctx *c) {
+	ew w = {c, T(0), NULL, NULL, T(1), 0, c->e->f[0], is_float(T(0)->dtype) ? T(0)->dtype : ACL_FLOAT};
+	return ew_run(&w, muls_range, numel(T(1)));
+}
+
 enum { UN_SILU, UN_COS, UN_SIN, UN_ABS, UN_ROUND };
 
-static int ew_unary(kctx *c, const aclTensor *a, const aclTensor *out, int op) {
-	int64_t n = numel(out), cc[8];
-	for (int64_t i = 0; i < n; i++) {
+static int ew_unary_range(void *arg, int64_t lo, int64_t hi) {
+	const ew *w = arg;
+	const aclTensor *a = w->a, *out = w->out;
+	int g = gg(w->c);
+	int64_t cc[8];
+	for (int64_t i = lo; i < hi; i++) {
 		coords(i, out->dims, out->ndim, cc);
 		float x = (float)ld(a, toff(a, cc, out->ndim)), r;
-		switch (op) {
+		switch (w->op) {
 		case UN_SILU:
-			r = !gg(c) ? x / (1.0f + expf(-x))
-			           : out->ndim ? gg_silu(x, cc[out->ndim - 1], out->dims[out->ndim - 1]) : gg_silu(x, 0, 1);
+			r = !g ? x / (1.0f + expf(-x))
+			       : out->ndim ? gg_silu(x, cc[out->ndim - 1], out->dims[out->ndim - 1]) : gg_silu(x, 0, 1);
 			break;
 		/* The device's cos and sin are correctly rounded here; ggml-cpu
 		 * calls the C library's cosf and sinf, which are not always. */
-		case UN_COS: r = gg(c) ? cosf(x) : (float)cos((double)x); break;
-		case UN_SIN: r = gg(c) ? sinf(x) : (float)sin((double)x); break;
+		case UN_COS: r = g ? cosf(x) : (float)cos((double)x); break;
+		case UN_SIN: r = g ? sinf(x) : (float)sin((double)x); break;
 		case UN_ABS: r = fabsf(x); break;
 		default: r = nearbyintf(x); break; /* UN_ROUND, in the default rounding mode: ties to even */
 		}
@@ -312,43 +350,61 @@ static int ew_unary(kctx *c, const aclTensor *a, const aclTensor *out, int op) {
 	return 0;
 }
 
+static int ew_unary(kctx *c, const aclTensor *a, const aclTensor *out, int op) {
+	ew w = {c, a, NULL, NULL, out, op, 0, a->dtype};
+	return ew_run(&w, ew_unary_range, numel(out));
+}
+
 int irt_kernel_SILU(kctx *c) { return ew_unary(c, T(0), T(1), UN_SILU); }
 int irt_kernel_COS(kctx *c) { return ew_unary(c, T(0), T(1), UN_COS); }
 int irt_kernel_SIN(kctx *c) { return ew_unary(c, T(0), T(1), UN_SIN); }
 int irt_kernel_ABS(kctx *c) { return ew_unary(c, T(0), T(1), UN_ABS); }
 int irt_kernel_ROUND(kctx *c) { return ew_unary(c, T(0), T(1), UN_ROUND); }
 
-/* aclnnSwiGlu: x split in halves a | b along dim, out = silu(a) * b */
-int irt_kernel_SWIGLU(kctx *c) {
-	const aclTensor *x = T(0), *out = T(1);
-	int nd = x->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]);
-	int64_t h = x->dims[d] / 2, n = numel(out), cc[8];
-	for (int64_t i = 0; i < n; i++) {
+/* aclnnSwiGlu: x split in halves a | b along dim (w->op), out = silu(a) * b */
+static int swiglu_range(void *arg, int64_t lo, int64_t hi) {
+	const ew *w = arg;
+	const aclTensor *x = w->a, *out = w->out;
+	int nd = x->ndim, d = w->op, g = gg(w->c);
+	int64_t h = x->dims[d] / 2, cc[8];
+	for (int64_t i = lo; i < hi; i++) {
 		coords(i, out->dims, nd, cc);
 		float a = (float)ld(x, toff(x, cc, nd));
 		cc[d] += h;
 		float b = (float)ld(x, toff(x, cc, nd));
 		cc[d] -= h;
-		float s = (float)round_to(x->dtype, gg(c) ? gg_silu(a, cc[nd - 1], out->dims[nd - 1]) : a / (1.0f + expf(-a)));
+		float s = (float)round_to(x->dtype, g ? gg_silu(a, cc[nd - 1], out->dims[nd - 1]) : a / (1.0f + expf(-a)));
 		st(out, toff(out, cc, nd), round_to(out->dtype, s * b));
 	}
 	return 0;
 }
 
+int irt_kernel_SWIGLU(kctx *c) {
+	int nd = T(0)->ndim, d = (int)(c->e->i[0] < 0 ? c->e->i[0] + nd : c->e->i[0]);
+	ew w = {c, T(0), NULL, NULL, T(1), d, 0, T(1)->dtype};
+	return ew_run(&w, swiglu_range, numel(T(1)));
+}
+
 /* aclnnGelu: out = 0.5·x·(1 + tanh(sqrt(2/π)·(x + 0.044715·x³))) (the CANN
  * page's formula), computed in float32 and rounded once to out's dtype */
-int irt_kernel_GELU(kctx *c) {
-	const aclTensor *a = T(0), *out = T(1);
-	int64_t n = numel(out), cc[8];
+static int gelu_range(void *arg, int64_t lo, int64_t hi) {
+	const ew *w = arg;
+	const aclTensor *a = w->a, *out = w->out;
+	int table = gg(w->c) && a->dtype == ACL_FLOAT16;
+	int64_t cc[8];
 	const float s2pi = 0.79788456080286535588f;
-	for (int64_t i = 0; i < n; i++) {
+	for (int64_t i = lo; i < hi; i++) {
 		coords(i, out->dims, out->ndim, cc);
 		float x = (float)ld(a, toff(a, cc, out->ndim));
-		float r = gg(c) && a->dtype == ACL_FLOAT16 ? gg_gelu(x)
-		                                           : 0.5f * x * (1.0f + tanhf(s2pi * (x + 0.044715f * x * x * x)));
+		float r = table ? gg_gelu(x) : 0.5f * x * (1.0f + tanhf(s2pi * (x + 0.044715f * x * x * x)));
 		st(out, toff(out, cc, out->ndim), round_to(out->dtype, r));
 	}
 	return 0;
+}
+
+int irt_kernel_GELU(kctx *c) {
+	ew w = {c, T(0), NULL, NULL, T(1), 0, 0, T(1)->dtype};
+	return ew_run(&w, gelu_range, numel(T(1)));
 }
 
 /* aclnnGeScalar: out = self >= other, BOOL */

@@ -112,12 +112,13 @@ static float gg_dot(const float *x, const float *y, int64_t k, int f16, int vec)
 	return sum;
 }
 
-/* what the cube unit sees of a float32 input under cubeMathType */
-static float cube_in(float v, aclDataType t, int cube) {
+/* what the cube unit sees of a float32 input under cubeMathType (a2: the
+ * SoC is Atlas A2/A3) */
+static float cube_in(float v, aclDataType t, int cube, int a2) {
 	if (t != ACL_FLOAT) return v;
 	switch (cube) {
 	case 0: return v;
-	case 1: return a2_or_a3() ? round_hf32(v) : round_h(v);
+	case 1: return a2 ? round_hf32(v) : round_h(v);
 	case 3: return round_hf32(v);
 	default: return round_h(v);
 	}
@@ -147,51 +148,127 @@ static void matmul_views(const aclTensor *a, const aclTensor *b, const aclTensor
 	}
 }
 
-/* the matmul kernel with ggml's dot products (gg_dot): per batch, self's rows and
- * mat2's columns gathered into float32 buffers (no cubeMathType rounding) */
-static int matmul_ggml(kctx *c) {
-	const aclTensor *a = T(0), *b = T(1), *out = T(2);
-	int nd = out->ndim < 2 ? 2 : out->ndim;
-	int64_t M = a->ndim >= 2 ? a->dims[a->ndim - 2] : 1, K = a->dims[a->ndim - 1];
-	int64_t N = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
-	int64_t bdims[8], batches = 1, cc[8], ca[8], cb[8];
-	for (int i = 0; i < nd - 2; i++) {
-		bdims[i] = out->dims[i];
-		batches *= bdims[i];
-	}
+/* One matmul launch as its threads see it: the operands (1-D ones viewed
+ * as 2-D: A, B, O), out[..., m, n] = Σ_k self[..., m, k] · mat2[..., k, n]
+ * with the batch dims (bdims) broadcast. Every output is computed whole by
+ * one thread, in the single thread's order, so the threads (fake_split)
+ * never change a bit. */
+typedef struct {
+	const aclTensor *a, *b, *out;
 	aclTensor A, B, O;
-	matmul_views(a, b, out, &A, &B, &O);
-	int f16 = a->dtype == ACL_FLOAT16 && b->dtype == ACL_FLOAT16, vec = M < 2 || K % 8 != 0;
+	int cube, a2, nd;
+	int64_t M, K, N, batches, bdims[8];
+	/* ggml's arithmetic: batch bi's rows of self and columns of mat2 in
+	 * float32, and the kind of dot product (gg_dot) */
+	int64_t bi;
+	float *rows, *cols;
+	int f16, vec;
+} mm;
+
+/* the most outputs of k products a thread is given fewer than */
+static int64_t mm_min(int64_t k) { return 1 + (1 << 16) / (k > 0 ? k : 1); }
+
+static int mm_split(mm *p, int64_t n, int64_t min, fake_range_fn fn) {
+	const aclTensor *in[2] = {p->a, p->b};
+	return fake_split(n, min, fn, p, p->out, in, 2);
+}
+
+/* ggml's arithmetic, batch p->bi: columns [lo, hi) of every row */
+static int mm_ggml_range(void *arg, int64_t lo, int64_t hi) {
+	const mm *p = arg;
+	int64_t cc[8], K = p->K;
+	int nd = p->nd;
+	coords(p->bi, p->bdims, nd - 2, cc);
+	for (int64_t m = 0; m < p->M; m++)
+		for (int64_t n = lo; n < hi; n++) {
+			cc[nd - 2] = m, cc[nd - 1] = n;
+			st(&p->O, toff(&p->O, cc, nd), gg_dot(p->rows + m * K, p->cols + n * K, K, p->f16, p->vec));
+		}
+	return 0;
+}
+
+/* the matmul with ggml's dot products (gg_dot): per batch, self's rows and
+ * mat2's columns gathered into float32 buffers (no cubeMathType rounding),
+ * then the columns split over the threads */
+static int matmul_ggml(kctx *c, mm *p) {
+	int nd = p->nd;
+	int64_t M = p->M, K = p->K, N = p->N, cc[8], ca[8], cb[8];
+	p->f16 = p->a->dtype == ACL_FLOAT16 && p->b->dtype == ACL_FLOAT16, p->vec = M < 2 || K % 8 != 0;
 	size_t kk = (size_t)(K ? K : 1);
-	float *rows = malloc(sizeof(float) * kk * (size_t)(M ? M : 1)), *cols = malloc(sizeof(float) * kk * (size_t)(N ? N : 1));
-	if (!rows || !cols) {
-		free(rows);
-		free(cols);
+	p->rows = malloc(sizeof(float) * kk * (size_t)(M ? M : 1)), p->cols = malloc(sizeof(float) * kk * (size_t)(N ? N : 1));
+	int rc = 0;
+	if (!p->rows || !p->cols) {
 		fake_set_err("%s: out of host memory", c->e->op);
-		return ACL_ERROR_RT_MEMORY_ALLOCATION;
+		rc = ACL_ERROR_RT_MEMORY_ALLOCATION;
 	}
-	for (int64_t bi = 0; bi < batches; bi++) {
-		coords(bi, bdims, nd - 2, cc);
+	for (int64_t bi = 0; !rc && bi < p->batches; bi++) {
+		coords(bi, p->bdims, nd - 2, cc);
 		memcpy(ca, cc, sizeof cc);
 		memcpy(cb, cc, sizeof cc);
 		for (int64_t m = 0; m < M; m++)
 			for (int64_t k = 0; k < K; k++) {
 				ca[nd - 2] = m, ca[nd - 1] = k;
-				rows[m * K + k] = (float)ld(&A, toff(&A, ca, nd));
+				p->rows[m * K + k] = (float)ld(&p->A, toff(&p->A, ca, nd));
 			}
 		for (int64_t n = 0; n < N; n++)
 			for (int64_t k = 0; k < K; k++) {
 				cb[nd - 2] = k, cb[nd - 1] = n;
-				cols[n * K + k] = (float)ld(&B, toff(&B, cb, nd));
+				p->cols[n * K + k] = (float)ld(&p->B, toff(&p->B, cb, nd));
 			}
-		for (int64_t m = 0; m < M; m++)
-			for (int64_t n = 0; n < N; n++) {
-				cc[nd - 2] = m, cc[nd - 1] = n;
-				st(&O, toff(&O, cc, nd), gg_dot(rows + m * K, cols + n * K, K, f16, vec));
-			}
+		p->bi = bi;
+		rc = mm_split(p, N, mm_min(M * K), mm_ggml_range);
 	}
-	free(rows);
-	free(cols);
+	free(p->rows);
+	free(p->cols);
+	return rc;
+}
+
+/* 2-D float32 kept in float32, columns [lo, hi): the general loop's sums
+ * (over k in order), read through pointers, column n of mat2 gathered once */
+static int mm_f32_range(void *arg, int64_t lo, int64_t hi) {
+	const mm *p = arg;
+	const aclTensor *a = p->a, *b = p->b, *out = p->out;
+	int64_t M = p->M, K = p->K;
+	const float *pa = (const float *)a->data + a->offset, *pb = (const float *)b->data + b->offset;
+	float *col = malloc(sizeof(float) * (size_t)(K ? K : 1));
+	if (!col) {
+		fake_set_err("aclnnMm: out of host memory");
+		return ACL_ERROR_RT_MEMORY_ALLOCATION;
+	}
+	for (int64_t n = lo; n < hi; n++) {
+		for (int64_t k = 0; k < K; k++) col[k] = pb[k * b->strides[0] + n * b->strides[1]];
+		for (int64_t m = 0; m < M; m++) {
+			const float *row = pa + m * a->strides[0];
+			float acc = 0;
+			for (int64_t k = 0; k < K; k++) acc += row[k * a->strides[1]] * col[k];
+			st(out, out->offset + m * out->strides[0] + n * out->strides[1], acc);
+		}
+	}
+	free(col);
+	return 0;
+}
+
+/* the general loop, outputs [lo, hi) of batches × M × N in row-major order */
+static int mm_range(void *arg, int64_t lo, int64_t hi) {
+	const mm *p = arg;
+	int nd = p->nd;
+	int64_t M = p->M, N = p->N, cc[8], ca[8], cb[8];
+	for (int64_t o = lo; o < hi; o++) {
+		int64_t bi = o / (M * N), m = o / N % M, n = o % N;
+		coords(bi, p->bdims, nd - 2, cc);
+		memcpy(ca, cc, sizeof cc);
+		memcpy(cb, cc, sizeof cc);
+		float acc = 0;
+		for (int64_t k = 0; k < p->K; k++) {
+			ca[nd - 2] = m, ca[nd - 1] = k;
+			cb[nd - 2] = k, cb[nd - 1] = n;
+			float x = cube_in((float)ld(&p->A, toff(&p->A, ca, nd)), p->A.dtype, p->cube, p->a2);
+			float y = cube_in((float)ld(&p->B, toff(&p->B, cb, nd)), p->B.dtype, p->cube, p->a2);
+			acc += x * y;
+		}
+		cc[nd - 2] = m, cc[nd - 1] = n;
+		st(&p->O, toff(&p->O, cc, nd), acc);
+	}
 	return 0;
 }
 
@@ -199,54 +276,20 @@ static int matmul_ggml(kctx *c) {
  * broadcast; 1-D operands are a row (self) or a column (mat2) */
 static int matmul_kernel(kctx *c) {
 	const aclTensor *a = T(0), *b = T(1), *out = T(2);
-	int cube = (int)c->e->i[0], nd = out->ndim < 2 ? 2 : out->ndim;
-	int64_t M = a->ndim >= 2 ? a->dims[a->ndim - 2] : 1, K = a->dims[a->ndim - 1];
-	int64_t N = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
-	int64_t bdims[8], batches = 1, cc[8], ca[8], cb[8];
-	if (gg(c)) return matmul_ggml(c);
-	if (a->ndim == 2 && b->ndim == 2 && out->ndim == 2 && a->dtype == ACL_FLOAT && b->dtype == ACL_FLOAT && cube == 0) {
-		/* 2-D float32 kept in float32: the general loop's sums (over k in
-		 * order), read through pointers, column n of mat2 gathered once */
-		const float *pa = (const float *)a->data + a->offset, *pb = (const float *)b->data + b->offset;
-		float *col = malloc(sizeof(float) * (size_t)(K ? K : 1));
-		for (int64_t n = 0; n < N; n++) {
-			for (int64_t k = 0; k < K; k++) col[k] = pb[k * b->strides[0] + n * b->strides[1]];
-			for (int64_t m = 0; m < M; m++) {
-				const float *row = pa + m * a->strides[0];
-				float acc = 0;
-				for (int64_t k = 0; k < K; k++) acc += row[k * a->strides[1]] * col[k];
-				st(out, out->offset + m * out->strides[0] + n * out->strides[1], acc);
-			}
-		}
-		free(col);
-		return 0;
+	mm p = {.a = a, .b = b, .out = out, .cube = (int)c->e->i[0], .a2 = a2_or_a3()};
+	p.nd = out->ndim < 2 ? 2 : out->ndim;
+	p.M = a->ndim >= 2 ? a->dims[a->ndim - 2] : 1, p.K = a->dims[a->ndim - 1];
+	p.N = b->ndim >= 2 ? b->dims[b->ndim - 1] : 1;
+	p.batches = 1;
+	for (int i = 0; i < p.nd - 2; i++) {
+		p.bdims[i] = out->dims[i];
+		p.batches *= p.bdims[i];
 	}
-	for (int i = 0; i < nd - 2; i++) {
-		bdims[i] = out->dims[i];
-		batches *= bdims[i];
-	}
-	aclTensor A, B, O;
-	matmul_views(a, b, out, &A, &B, &O);
-	for (int64_t bi = 0; bi < batches; bi++) {
-		coords(bi, bdims, nd - 2, cc);
-		memcpy(ca, cc, sizeof cc);
-		memcpy(cb, cc, sizeof cc);
-		for (int64_t m = 0; m < M; m++) {
-			for (int64_t n = 0; n < N; n++) {
-				float acc = 0;
-				for (int64_t k = 0; k < K; k++) {
-					ca[nd - 2] = m, ca[nd - 1] = k;
-					cb[nd - 2] = k, cb[nd - 1] = n;
-					float x = cube_in((float)ld(&A, toff(&A, ca, nd)), A.dtype, cube);
-					float y = cube_in((float)ld(&B, toff(&B, cb, nd)), B.dtype, cube);
-					acc += x * y;
-				}
-				cc[nd - 2] = m, cc[nd - 1] = n;
-				st(&O, toff(&O, cc, nd), acc);
-			}
-		}
-	}
-	return 0;
+	matmul_views(a, b, out, &p.A, &p.B, &p.O);
+	if (gg(c)) return matmul_ggml(c, &p);
+	if (a->ndim == 2 && b->ndim == 2 && out->ndim == 2 && a->dtype == ACL_FLOAT && b->dtype == ACL_FLOAT && p.cube == 0)
+		return mm_split(&p, p.N, mm_min(p.M * p.K), mm_f32_range);
+	return mm_split(&p, p.batches * p.M * p.N, mm_min(p.K), mm_range);
 }
 
 int irt_kernel_MATMUL(kctx *c) { return matmul_kernel(c); }

@@ -17,6 +17,7 @@
 
 void irtfake_set_soc(const char *name);
 void irtfake_set(const char *key, long long value);
+long long irtfake_stat(const char *key);
 
 static int failures;
 
@@ -214,6 +215,138 @@ static void test_wqbmm_paths(void) {
 	}
 	irtfake_set("simd", -1);
 	irtfake_set("threads", 0);
+}
+
+/* n pseudo-random values in [-4, 4) of dtype dt (FLOAT or FLOAT16) at p */
+static void fill(aclDataType dt, void *p, int64_t n, unsigned seed) {
+	for (int64_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		float v = (float)((int)(seed >> 12) % 8192 - 4096) / 1024.0f;
+		if (dt == ACL_FLOAT) ((float *)p)[i] = v;
+		else ((uint16_t *)p)[i] = half(v);
+	}
+}
+
+/* a contiguous tensor of nd dims over fresh device memory filled by fill */
+static aclTensor *th_tensor(aclDataType dt, int nd, const int64_t *dims, unsigned seed, void **data, size_t *bytes) {
+	int64_t st_[8], n = 1;
+	for (int i = nd - 1; i >= 0; i--) st_[i] = n, n *= dims[i];
+	*bytes = (size_t)n * (dt == ACL_FLOAT ? 4 : 2);
+	*data = dev(*bytes);
+	fill(dt, *data, n, seed);
+	return tensor(dt, nd, dims, st_, 0, *data);
+}
+
+enum { TH_MM_F32, TH_MM_HF32, TH_BMM_F16, TH_MM_GGML_F16, TH_MM_GGML_F32, TH_MUL, TH_SILU, TH_SWIGLU, TH_CAST, TH_INPLACE_ADD };
+
+/* launches case which once: its output copied into *out (malloc'd) */
+static int th_launch(int which, unsigned char **out, size_t *bytes) {
+	const aclDataType F = ACL_FLOAT, H = ACL_FLOAT16;
+	uint64_t wsz = 0;
+	aclOpExecutor *ex = NULL;
+	void *a, *b, *o;
+	size_t na, nb, no;
+	aclTensor *ta, *tb, *to;
+	int rc;
+	switch (which) {
+	case TH_MM_F32: case TH_MM_HF32: case TH_MM_GGML_F16: case TH_MM_GGML_F32: {
+		static const int64_t shapes[][3] = {{5, 64, 1000}, {64, 48, 300}, {0}, {4, 64, 2000}, {3, 40, 2000}};
+		const int64_t *sh = shapes[which];
+		aclDataType dt = which == TH_MM_GGML_F16 ? H : F;
+		int64_t ad[] = {sh[0], sh[1]}, bd[] = {sh[1], sh[2]}, od[] = {sh[0], sh[2]};
+		ta = th_tensor(dt, 2, ad, 1, &a, &na), tb = th_tensor(dt, 2, bd, 2, &b, &nb), to = th_tensor(F, 2, od, 3, &o, &no);
+		rc = run2("aclnnMm", aclnnMmGetWorkspaceSize(ta, tb, to, which == TH_MM_HF32 ? 1 : 0, &wsz, &ex), &wsz, &ex, aclnnMm, NULL);
+		break;
+	}
+	case TH_BMM_F16: {
+		int64_t ad[] = {4, 16, 32}, bd[] = {4, 32, 200}, od[] = {4, 16, 200};
+		ta = th_tensor(H, 3, ad, 4, &a, &na), tb = th_tensor(H, 3, bd, 5, &b, &nb), to = th_tensor(H, 3, od, 6, &o, &no);
+		rc = run2("aclnnBatchMatMul", aclnnBatchMatMulGetWorkspaceSize(ta, tb, to, 0, &wsz, &ex), &wsz, &ex, aclnnBatchMatMul, NULL);
+		break;
+	}
+	case TH_MUL: {
+		int64_t ad[] = {300, 512}, bd[] = {512};
+		ta = th_tensor(H, 2, ad, 7, &a, &na), tb = th_tensor(H, 1, bd, 8, &b, &nb), to = th_tensor(H, 2, ad, 9, &o, &no);
+		rc = run2("aclnnMul", aclnnMulGetWorkspaceSize(ta, tb, to, &wsz, &ex), &wsz, &ex, aclnnMul, NULL);
+		break;
+	}
+	case TH_SILU: case TH_CAST: {
+		int64_t ad[] = {200, 1003};
+		ta = th_tensor(F, 2, ad, 10, &a, &na), to = th_tensor(which == TH_CAST ? H : F, 2, ad, 11, &o, &no);
+		b = NULL;
+		rc = which == TH_SILU ? run2("aclnnSilu", aclnnSiluGetWorkspaceSize(ta, to, &wsz, &ex), &wsz, &ex, aclnnSilu, NULL)
+		                      : run2("aclnnCast", aclnnCastGetWorkspaceSize(ta, H, to, &wsz, &ex), &wsz, &ex, aclnnCast, NULL);
+		break;
+	}
+	case TH_SWIGLU: {
+		int64_t ad[] = {100, 1400}, od[] = {100, 700};
+		ta = th_tensor(F, 2, ad, 12, &a, &na), to = th_tensor(F, 2, od, 13, &o, &no);
+		b = NULL;
+		rc = run2("aclnnSwiGlu", aclnnSwiGluGetWorkspaceSize(ta, -1, to, &wsz, &ex), &wsz, &ex, aclnnSwiGlu, NULL);
+		break;
+	}
+	default: { /* TH_INPLACE_ADD: o += 0.5 · b, in place */
+		int64_t od[] = {300, 400}, bd[] = {400};
+		float half_ = 0.5f;
+		aclScalar *alpha = aclCreateScalar(&half_, F);
+		to = th_tensor(F, 2, od, 14, &o, &no), tb = th_tensor(F, 1, bd, 15, &b, &nb);
+		a = NULL;
+		rc = run2("aclnnInplaceAdd", aclnnInplaceAddGetWorkspaceSize(to, tb, alpha, &wsz, &ex), &wsz, &ex, aclnnInplaceAdd, NULL);
+		aclDestroyScalar(alpha);
+	}
+	}
+	*bytes = no;
+	*out = malloc(no);
+	memcpy(*out, o, no);
+	aclrtFree(o);
+	if (a) aclrtFree(a);
+	if (b) aclrtFree(b);
+	return rc;
+}
+
+/* The kernels that split their outputs over the host threads (matrix
+ * products, elementwise operators) give the same bits on 1, 2 and 3
+ * threads, under the device's arithmetic and ggml's; and they do split
+ * (irtfake_stat's parallel_splits grows). */
+static void test_threads(void) {
+	static const struct {
+		int which, arith;
+		const char *what;
+	} cases[] = {
+	    {TH_MM_F32, 0, "Mm float32 (5x64 @ 64x1000)"},
+	    {TH_MM_HF32, 0, "Mm float32 with HF32 inputs (64x48 @ 48x300)"},
+	    {TH_BMM_F16, 0, "BatchMatMul float16 (4 batches of 16x32 @ 32x200)"},
+	    {TH_MM_GGML_F16, 1, "Mm float16 under ggml's arithmetic (4x64 @ 64x2000)"},
+	    {TH_MM_GGML_F32, 1, "Mm float32 under ggml's arithmetic (3x40 @ 40x2000)"},
+	    {TH_MUL, 0, "Mul float16 broadcasting (300x512 by 512)"},
+	    {TH_SILU, 1, "Silu float32 under ggml's arithmetic (200x1003)"},
+	    {TH_SWIGLU, 1, "SwiGlu float32 under ggml's arithmetic (100x1400)"},
+	    {TH_CAST, 0, "Cast float32 to float16 (200x1003)"},
+	    {TH_INPLACE_ADD, 0, "InplaceAdd float32, alpha 0.5 (300x400 by 400)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		irtfake_set("arith", cases[i].arith);
+		unsigned char *ref = NULL, *got;
+		size_t n = 0, m;
+		int rc = 0, same = 1;
+		long long before = irtfake_stat("parallel_splits");
+		for (int t = 1; t <= 3; t++) {
+			irtfake_set("threads", t);
+			rc |= th_launch(cases[i].which, &got, &m);
+			if (!ref) {
+				ref = got, n = m;
+				continue;
+			}
+			same &= m == n && memcmp(ref, got, n) == 0;
+			free(got);
+		}
+		free(ref);
+		char what[160];
+		snprintf(what, sizeof what, "%s: 1, 2 and 3 threads give the same bits", cases[i].what);
+		ok(rc == 0 && same && irtfake_stat("parallel_splits") >= before + 2, what, NULL);
+	}
+	irtfake_set("threads", 0);
+	irtfake_set("arith", -1);
 }
 
 /* aclnnRotaryPositionEmbedding modes 0 (half) and 1 (interleave) */
@@ -622,6 +755,7 @@ int main(void) {
 	}
 	test_wqbmm();
 	test_wqbmm_paths();
+	test_threads();
 	test_rope();
 	test_cube();
 	test_elementwise();
