@@ -15,9 +15,9 @@
  *     table generated from IRT_ACLNN_OPS (kernel.c), or, on a capturing
  *     stream, records it; aclmdlRIExecuteAsync recomputes the recorded
  *     kernels in order at the addresses bound at capture;
- *   - records every call with its arguments (tensor shapes, strides,
+ *   - traces every call with its arguments (tensor shapes, strides,
  *     offsets, addresses, workspace sizes, capture begin/end, executes,
- *     destroys) as one JSON object per line, read back with irtfake_trace();
+ *     destroys) as one JSON object per line (trace.c, irtfake_trace());
  *   - refuses what CANN documents as refused during capture, with CANN's
  *     codes (CANN's aclmdlRI capture API): a sync of a capturing stream
  *     (107027), a sync memcpy while a GLOBAL capture is active (107030,
