@@ -556,11 +556,10 @@ static void accept(const char *id, aclnnStatus rc, const char *op) {
 #define WQ "aclnnWeightQuantBatchMatmulV2"
 #define wq(x, w, s, o, g, y) aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(x, w, s, o, NULL, NULL, NULL, g, y, &cws, &cex)
 
-static void test_constraints(void) {
-	cbuf = dev(64 << 20);
-	const aclDataType F = ACL_FLOAT, H = ACL_FLOAT16;
+static const aclDataType F = ACL_FLOAT, H = ACL_FLOAT16;
 
-	/* aclnnWeightQuantBatchMatmulV2, Atlas A2/A3 */
+/* aclnnWeightQuantBatchMatmulV2, Atlas A2/A3 */
+static void constraints_wqbmm(void) {
 	accept("wqbmm.n", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 65535), ct(H, 2, 1, 65535, 0, 0), NULL, 0, ct(H, 2, 1, 65535, 0, 0)), WQ);
 	refuse("wqbmm.n", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 151936), ct(H, 2, 1, 151936, 0, 0), NULL, 0, ct(H, 2, 1, 151936, 0, 0)), 161002, WQ, "n = 151936");
 	refuse("wqbmm.n", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 65536), ct(H, 2, 1, 65536, 0, 0), NULL, 0, ct(H, 2, 1, 65536, 0, 0)), 161002, WQ, "n = 65536");
@@ -599,8 +598,10 @@ static void test_constraints(void) {
 	refuse("wqbmm.offset", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), ct(H, 2, 1, 8, 0, 0), 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantOffset must have antiquantScale's shape");
 	refuse("wqbmm.y", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(F, 2, 1, 8, 0, 0)), 161002, WQ, "y must be (m, n) of x's dtype");
 	refuse("wqbmm.bias", aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, NULL, NULL, ct(F, 1, 8, 0, 0, 0), 0, ct(H, 2, 1, 8, 0, 0), &cws, &cex), 161002, WQ, "bias must be");
+}
 
-	/* aclCreateTensor */
+/* aclCreateTensor */
+static void constraints_tensor(void) {
 	{
 		int64_t d9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, s9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, one = 1;
 		aclTensor *t = aclCreateTensor(d9, 9, F, s9, 0, ACL_FORMAT_ND, &one, 1, cbuf);
@@ -623,15 +624,15 @@ static void test_constraints(void) {
 		t = aclCreateTensor(d, 1, F, s1, 0, ACL_FORMAT_ND, &four, 1, cbuf + 4);
 		refuse("tensor.align", t ? 0 : 161002, 161002, "aclCreateTensor", "not 32-byte aligned");
 	}
+}
 
-	/* norms */
+/* norms, elementwise operators: broadcasting to out, out's shape */
+static void constraints_elementwise(void) {
 	refuse("rmsnorm.dtype", aclnnRmsNormGetWorkspaceSize(ct(ACL_INT32, 2, 2, 8, 0, 0), ct(ACL_INT32, 1, 8, 0, 0, 0), 1e-6, ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnRmsNorm", "x must be FLOAT");
 	refuse("rmsnorm.gamma", aclnnRmsNormGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 4, 0, 0, 0), 1e-6, ct(F, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnRmsNorm", "gamma must match");
 	refuse("rmsnorm.y", aclnnRmsNormGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), 1e-6, ct(F, 2, 2, 4, 0, 0), ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnRmsNorm", "yOut must have the shape of x");
 	refuse("addrmsnorm.shape", aclnnAddRmsNormGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 1, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), 1e-6, ct(F, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnAddRmsNorm", "x1, x2, yOut and xOut");
 	refuse("addrmsnorm.dtype", aclnnAddRmsNormGetWorkspaceSize(ct(ACL_INT32, 2, 2, 8, 0, 0), ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), 1e-6, ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), ct(ACL_INT32, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnAddRmsNorm", "x1 must be FLOAT");
-
-	/* elementwise: broadcasting to out, out's shape */
 	float one = 1;
 	aclScalar *alpha = aclCreateScalar(&one, F);
 	refuse("mul.broadcast", aclnnMulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 3, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnMul", "self and other must broadcast to out");
@@ -666,8 +667,10 @@ static void test_constraints(void) {
 		aclTensorList *l2 = aclCreateTensorList((const aclTensor *const *)bad, 2);
 		refuse("cat.dtype", aclnnCatGetWorkspaceSize(l2, 1, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnCat", "tensor 1 must have out's rank and dtype");
 	}
+}
 
-	/* reductions */
+/* reductions, matrix products, rows, rotary position embedding */
+static void constraints_reduce_matmul(void) {
 	refuse("softmax.dim", aclnnSoftmaxGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), 2, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnSoftmax", "dim 2 out of range");
 	refuse("softmax.shape", aclnnSoftmaxGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), 1, ct(F, 2, 2, 4, 0, 0), &cws, &cex), 161002, "aclnnSoftmax", "out must have the shape of self");
 	{
@@ -680,31 +683,27 @@ static void test_constraints(void) {
 	refuse("topk.k", aclnnTopkGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), 9, 0, true, true, ct(F, 1, 9, 0, 0, 0), ct(ACL_INT64, 1, 9, 0, 0, 0), &cws, &cex), 161002, "aclnnTopk", "k 9 outside");
 	refuse("topk.sorted", aclnnTopkGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), 2, 0, true, false, ct(F, 1, 2, 0, 0, 0), ct(ACL_INT64, 1, 2, 0, 0, 0), &cws, &cex), 161002, "aclnnTopk", "sorted must be true");
 	refuse("topk.indices", aclnnTopkGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), 2, 0, true, true, ct(F, 1, 2, 0, 0, 0), ct(ACL_INT32, 1, 2, 0, 0, 0), &cws, &cex), 161002, "aclnnTopk", "indicesOut must be INT64");
-
-	/* matrix products */
 	refuse("mm.k", aclnnMmGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 4, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 1, &cws, &cex), 161002, "aclnnMm", "reduce dims differ");
 	refuse("mm.rank", aclnnMmGetWorkspaceSize(ct(F, 3, 1, 2, 8, 0), ct(F, 3, 1, 8, 3, 0), ct(F, 3, 1, 2, 3, 0), 1, &cws, &cex), 161002, "aclnnMm", "takes 2-D operands");
 	refuse("bmm.rank", aclnnBatchMatMulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 1, &cws, &cex), 161002, "aclnnBatchMatMul", "takes 3-D operands");
 	refuse("matmul.out", aclnnMatmulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 4, 0, 0), 1, &cws, &cex), 161002, "aclnnMatmul", "out's last dim must be mat2's");
 	refuse("matmul.cube", aclnnMatmulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 4, &cws, &cex), 161002, "aclnnMatmul", "cubeMathType 4");
 	refuse("matmul.dtype", aclnnMatmulGetWorkspaceSize(ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 1, &cws, &cex), 161002, "aclnnMatmul", "self and mat2 must be FLOAT");
-
-	/* rows */
 	refuse("gather.index", aclnnGatherV2GetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 0, ct(F, 1, 2, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnGatherV2", "index must be INT64 or INT32");
 	refuse("gather.dim", aclnnGatherV2GetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 2, ct(ACL_INT64, 1, 2, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnGatherV2", "dim 2 out of range");
 	refuse("indexcopy.index", aclnnInplaceIndexCopyGetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 0, ct(ACL_INT64, 2, 1, 2, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnInplaceIndexCopy", "index must be a 0-D or 1-D");
 	refuse("indexcopy.dim", aclnnInplaceIndexCopyGetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 3, ct(ACL_INT64, 1, 2, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnInplaceIndexCopy", "dim 3 out of range");
 	refuse("indexcopy.rank", aclnnInplaceIndexCopyGetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 0, ct(ACL_INT64, 1, 2, 0, 0, 0), ct(F, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnInplaceIndexCopy", "source must have selfRef's rank");
-
-	/* rotary position embedding */
 	refuse("rope.rank", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 3, 1, 2, 8, 0), ct(F, 3, 1, 2, 8, 0), ct(F, 3, 1, 2, 8, 0), 0, ct(F, 3, 1, 2, 8, 0), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "x must be 4-D");
 	refuse("rope.mode", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), 4, ct(F, 4, 1, 1, 2, 8), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "mode 4");
 	refuse("rope.d", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 6), ct(F, 4, 1, 1, 2, 6), ct(F, 4, 1, 1, 2, 6), 2, ct(F, 4, 1, 1, 2, 6), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "x: last dim 6 is not a multiple of 4");
 	refuse("rope.cos", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 1, 8), 0, ct(F, 4, 1, 1, 2, 8), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "cos and sin must have one shape");
 	refuse("rope.dtype", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(H, 4, 1, 1, 2, 8), ct(H, 4, 1, 1, 2, 8), 0, ct(F, 4, 1, 1, 2, 8), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "cos and sin must have x's dtype");
 	accept("rope.d", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), 2, ct(F, 4, 1, 1, 2, 8), &cws, &cex), "aclnnRotaryPositionEmbedding");
+}
 
-	/* attention */
+/* attention */
+static void constraints_attention(void) {
 	{
 		aclTensor *k1[1] = {ct(H, 4, 1, 2, 4, 8)}, *v1[1] = {ct(H, 4, 1, 2, 4, 8)};
 		aclTensorList *kl = aclCreateTensorList((const aclTensor *const *)k1, 1), *vl = aclCreateTensorList((const aclTensor *const *)v1, 1);
@@ -715,8 +714,10 @@ static void test_constraints(void) {
 		refuse("fia.out", FIA(q, 4, 2, "BNSD", ct(H, 4, 1, 4, 2, 8)), 161002, "aclnnFusedInferAttentionScoreV2", "attentionOut must have the shape of query");
 #undef FIA
 	}
+}
 
-	/* memory, streams, capture, executors (runtime API) */
+/* memory, streams, capture, executors (runtime API) */
+static void constraints_runtime(void) {
 	{
 		void *p = NULL;
 		refuse("mem.size", aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM, "aclrtMalloc", "size must be > 0");
@@ -745,6 +746,16 @@ static void test_constraints(void) {
 		refuse("exec.single-use", aclnnSilu(cbuf + 1024, 256, cex, NULL), 161002, "aclnnSilu", "executor is not live");
 		irtfake_set("workspace:aclnnSilu", 0);
 	}
+}
+
+static void test_constraints(void) {
+	cbuf = dev(64 << 20);
+	constraints_wqbmm();
+	constraints_tensor();
+	constraints_elementwise();
+	constraints_reduce_matmul();
+	constraints_attention();
+	constraints_runtime();
 }
 
 
