@@ -79,6 +79,7 @@ static __thread char errmsg_out[512];
 #define tr(...) fake_tr(__VA_ARGS__)
 #define tr_begin(fn) fake_tr_begin(fn)
 #define tr_end(rc) fake_tr_end(rc)
+#define injected(fn) fake_injected(fn)
 
 void fake_set_err(const char *fmt, ...) {
 	va_list ap;
@@ -101,7 +102,7 @@ static __thread int cur_device = -1;
 
 aclError aclInit(const char *configPath) {
 	LOCK();
-	int rc = fake_injected("aclInit");
+	int rc = injected("aclInit");
 	if (!rc && initialized) {
 		rc = ACL_ERROR_REPEAT_INITIALIZE;
 		set_err("aclInit: repeated initialisation");
@@ -160,7 +161,7 @@ int fake_arith(void) {
 
 aclError aclrtGetDeviceCount(uint32_t *count) {
 	LOCK();
-	int rc = fake_injected("aclrtGetDeviceCount");
+	int rc = injected("aclrtGetDeviceCount");
 	NEED_INIT("aclrtGetDeviceCount");
 	long long ndev = rc ? 0 : device_count();
 	if (ndev < 0) rc = ACL_ERROR_INVALID_PARAM;
@@ -173,7 +174,7 @@ aclError aclrtGetDeviceCount(uint32_t *count) {
 
 aclError aclrtSetDevice(int32_t id) {
 	LOCK();
-	int rc = fake_injected("aclrtSetDevice");
+	int rc = injected("aclrtSetDevice");
 	NEED_INIT("aclrtSetDevice");
 	long long ndev = rc ? 0 : device_count();
 	if (ndev < 0) rc = ACL_ERROR_INVALID_PARAM;
@@ -191,7 +192,7 @@ aclError aclrtSetDevice(int32_t id) {
 
 aclError aclrtResetDevice(int32_t id) {
 	LOCK();
-	int rc = fake_injected("aclrtResetDevice");
+	int rc = injected("aclrtResetDevice");
 	if (!rc && (id < 0 || id >= device_count())) rc = ACL_ERROR_RT_INVALID_DEVICEID;
 	if (!rc && cur_device == id) cur_device = -1;
 	tr_begin("aclrtResetDevice");
@@ -236,7 +237,7 @@ static int compute(const aclOpExecutor *e, void *workspace, uint64_t wsSize);
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
 	LOCK();
-	int rc = fake_injected("aclrtMalloc");
+	int rc = injected("aclrtMalloc");
 	NEED_INIT("aclrtMalloc");
 	if (!rc && cur_device < 0) {
 		rc = ACL_ERROR_RT_PARAM_INVALID;
@@ -290,7 +291,7 @@ static int free_alloc(void *p, int host) {
 
 aclError aclrtFree(void *devPtr) {
 	LOCK();
-	int rc = fake_injected("aclrtFree");
+	int rc = injected("aclrtFree");
 	if (!rc && free_alloc(devPtr, 0) != 0) {
 		rc = ACL_ERROR_RT_PARAM_INVALID;
 		set_err("aclrtFree: %p is not a device allocation", devPtr);
@@ -304,7 +305,7 @@ aclError aclrtFree(void *devPtr) {
 
 aclError aclrtMallocHost(void **hostPtr, size_t size) {
 	LOCK();
-	int rc = fake_injected("aclrtMallocHost");
+	int rc = injected("aclrtMallocHost");
 	NEED_INIT("aclrtMallocHost");
 	if (!rc && (hostPtr == NULL || size == 0)) rc = ACL_ERROR_INVALID_PARAM;
 	void *p = NULL;
@@ -327,7 +328,7 @@ aclError aclrtMallocHost(void **hostPtr, size_t size) {
 
 aclError aclrtFreeHost(void *hostPtr) {
 	LOCK();
-	int rc = fake_injected("aclrtFreeHost");
+	int rc = injected("aclrtFreeHost");
 	if (!rc && free_alloc(hostPtr, 1) != 0) rc = ACL_ERROR_RT_PARAM_INVALID;
 	tr_begin("aclrtFreeHost");
 	tr(",\"addr\":%llu", (unsigned long long)(uintptr_t)hostPtr);
@@ -338,7 +339,7 @@ aclError aclrtFreeHost(void *hostPtr) {
 
 aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t *freeMem, size_t *total) {
 	LOCK();
-	int rc = fake_injected("aclrtGetMemInfo");
+	int rc = injected("aclrtGetMemInfo");
 	NEED_INIT("aclrtGetMemInfo");
 	if (!rc && cur_device < 0) {
 		rc = ACL_ERROR_RT_PARAM_INVALID;
@@ -465,7 +466,7 @@ static void invalidate_unsafe(const char *fn) {
 
 aclError aclrtCreateStream(aclrtStream *s) {
 	LOCK();
-	int rc = fake_injected("aclrtCreateStream");
+	int rc = injected("aclrtCreateStream");
 	NEED_INIT("aclrtCreateStream");
 	if (!rc && cur_device < 0) {
 		rc = ACL_ERROR_RT_PARAM_INVALID;
@@ -489,7 +490,7 @@ aclError aclrtCreateStream(aclrtStream *s) {
 
 aclError aclrtDestroyStream(aclrtStream s) {
 	LOCK();
-	int rc = fake_injected("aclrtDestroyStream");
+	int rc = injected("aclrtDestroyStream");
 	stream *p = as_stream(s);
 	long long id = p ? p->id : 0;
 	if (!rc && !p) {
@@ -520,7 +521,7 @@ aclError aclrtDestroyStream(aclrtStream s) {
 
 aclError aclrtSynchronizeStream(aclrtStream s) {
 	LOCK();
-	int rc = fake_injected("aclrtSynchronizeStream");
+	int rc = injected("aclrtSynchronizeStream");
 	stream *p = s ? as_stream(s) : NULL;
 	if (!rc && s && !p) {
 		rc = ACL_ERROR_RT_PARAM_INVALID;
@@ -543,7 +544,7 @@ aclError aclrtSynchronizeStream(aclrtStream s) {
 
 aclError aclrtSynchronizeDevice(void) {
 	LOCK();
-	int rc = fake_injected("aclrtSynchronizeDevice");
+	int rc = injected("aclrtSynchronizeDevice");
 	for (stream *p = streams; !rc && p; p = p->next)
 		if (p->capturing) {
 			rc = ACL_ERROR_RT_STREAM_CAPTURED;
@@ -560,7 +561,7 @@ aclError aclrtSynchronizeDevice(void) {
 
 aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind) {
 	LOCK();
-	int rc = fake_injected("aclrtMemcpy");
+	int rc = injected("aclrtMemcpy");
 	if (!rc && capture_active_global()) {
 		rc = ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
 		invalidate_unsafe("aclrtMemcpy");
@@ -586,7 +587,7 @@ static void add_task(ri *r, struct task *t) {
 aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind,
                           aclrtStream s) {
 	LOCK();
-	int rc = fake_injected("aclrtMemcpyAsync");
+	int rc = injected("aclrtMemcpyAsync");
 	stream *p = s ? as_stream(s) : NULL;
 	int captured = 0;
 	if (!rc && s && !p) {
@@ -665,7 +666,7 @@ int fake_thread_device(void) { return cur_device; }
 
 aclError aclmdlRICaptureBegin(aclrtStream s, aclmdlRICaptureMode mode) {
 	LOCK();
-	int rc = fake_injected("aclmdlRICaptureBegin");
+	int rc = injected("aclmdlRICaptureBegin");
 	stream *p = s ? as_stream(s) : NULL;
 	if (!rc && !cfg_capture_supported) {
 		rc = ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
@@ -704,7 +705,7 @@ aclError aclmdlRICaptureBegin(aclrtStream s, aclmdlRICaptureMode mode) {
 
 aclError aclmdlRICaptureGetInfo(aclrtStream s, aclmdlRICaptureStatus *status, aclmdlRI *modelRI) {
 	LOCK();
-	int rc = fake_injected("aclmdlRICaptureGetInfo");
+	int rc = injected("aclmdlRICaptureGetInfo");
 	stream *p = s ? as_stream(s) : NULL;
 	if (!rc && !p) rc = ACL_ERROR_RT_PARAM_INVALID;
 	if (!rc) {
@@ -722,7 +723,7 @@ aclError aclmdlRICaptureGetInfo(aclrtStream s, aclmdlRICaptureStatus *status, ac
 
 aclError aclmdlRICaptureEnd(aclrtStream s, aclmdlRI *modelRI) {
 	LOCK();
-	int rc = fake_injected("aclmdlRICaptureEnd");
+	int rc = injected("aclmdlRICaptureEnd");
 	stream *p = s ? as_stream(s) : NULL;
 	ri *r = NULL;
 	int ntasks = 0;
@@ -777,7 +778,7 @@ static int dangling(ri *r) {
 
 aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream s) {
 	LOCK();
-	int rc = fake_injected("aclmdlRIExecuteAsync");
+	int rc = injected("aclmdlRIExecuteAsync");
 	ri *r = as_ri(modelRI);
 	stream *p = s ? as_stream(s) : NULL;
 	int kernels = 0, dang = 0;
@@ -843,7 +844,7 @@ aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream s) {
 
 aclError aclmdlRIDestroy(aclmdlRI modelRI) {
 	LOCK();
-	int rc = fake_injected("aclmdlRIDestroy");
+	int rc = injected("aclmdlRIDestroy");
 	ri *r = as_ri(modelRI);
 	long long id = r ? r->id : 0;
 	if (!rc && !r) {
@@ -943,7 +944,7 @@ int fake_exec_register(aclOpExecutor *ex, const char *fn, const char *op) {
 aclnnStatus fake_run(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                      aclrtStream s) {
 	LOCK();
-	int rc = fake_injected(op);
+	int rc = injected(op);
 	aclOpExecutor *ex = exec_live(executor);
 	stream *p = s ? as_stream(s) : NULL;
 	long long exid = ex ? ex->id : 0;
