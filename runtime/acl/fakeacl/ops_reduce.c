@@ -19,8 +19,35 @@ aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim, acl
 }
 RUN(aclnnSoftmax)
 
-/* the executor keeps the reduced dims as i[0] = count, i[1..8] = dims,
- * i[9] keepDims, i[10] dtype */
+/* The reductions' executor keeps the reduced dims as i[0] = count, i[1..8]
+ * = dims (normalised to [0, ndim)), i[9] keepDims, i[10] dtype.
+ * reduce_dims checks and keeps them, */
+static void reduce_dims(call *c, const aclTensor *self, const aclIntArray *dims, bool keep, aclDataType dtype) {
+	check(c, dims->n <= 8, "at most 8 dims");
+	c->ex->i[0] = (int64_t)dims->n;
+	for (uint64_t k = 0; !c->rc && k < dims->n; k++) {
+		int64_t d = dims->v[k];
+		check(c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
+		c->ex->i[1 + k] = d < 0 ? d + self->ndim : d;
+	}
+	c->ex->i[9] = keep, c->ex->i[10] = dtype;
+}
+
+/* and out's shape must be self's with the reduced dims 1 (keep) or gone */
+static int reduced_shape(const call *c, const aclTensor *self, const aclTensor *out, bool keep) {
+	int64_t want[8], n = c->ex->i[0] < 8 ? c->ex->i[0] : 8;
+	int nw = 0;
+	for (int i = 0; i < self->ndim; i++) {
+		int red = 0;
+		for (int64_t k = 0; k < n; k++) red |= c->ex->i[1 + k] == i;
+		if (!red) want[nw++] = self->dims[i];
+		else if (keep) want[nw++] = 1;
+	}
+	int same = nw == out->ndim;
+	for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
+	return same;
+}
+
 aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims,
                                            aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
                                            aclOpExecutor **executor) {
@@ -37,27 +64,9 @@ aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntAr
 		fake_set_err("aclnnReduceSumGetWorkspaceSize: dims is not an int array");
 	}
 	if (!c.rc) {
-		check(&c, dims->n <= 8, "at most 8 dims");
-		c.ex->i[0] = (int64_t)dims->n;
-		for (uint64_t k = 0; !c.rc && k < dims->n; k++) {
-			int64_t d = dims->v[k];
-			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
-			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
-		}
-		c.ex->i[9] = keepDims, c.ex->i[10] = dtype;
+		reduce_dims(&c, self, dims, keepDims, dtype);
 		check(&c, out->dtype == dtype, "out's type must be dtype");
-		/* out's shape is self's with the reduced dims 1 (keepDims) or gone */
-		int64_t want[8];
-		int nw = 0;
-		for (int i = 0; i < self->ndim; i++) {
-			int red = 0;
-			for (uint64_t k = 0; k < dims->n; k++) red |= c.ex->i[1 + k] == i;
-			if (!red) want[nw++] = self->dims[i];
-			else if (keepDims) want[nw++] = 1;
-		}
-		int same = nw == out->ndim;
-		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
-		check(&c, same, "out's shape must be self's reduced over dims");
+		check(&c, reduced_shape(&c, self, out, keepDims), "out's shape must be self's reduced over dims");
 	}
 	return call_end(&c, "aclnnReduceSum", workspaceSize, executor);
 }
@@ -81,28 +90,11 @@ aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor *self, const aclIntArray *
 		fake_set_err("aclnnAmaxGetWorkspaceSize: dim is not an int array");
 	}
 	if (!c.rc) {
-		check(&c, dim->n <= 8, "at most 8 dims");
-		c.ex->i[0] = (int64_t)dim->n;
-		for (uint64_t k = 0; !c.rc && k < dim->n; k++) {
-			int64_t d = dim->v[k];
-			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
-			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
-		}
-		c.ex->i[9] = keepDim, c.ex->i[10] = self->dtype;
+		reduce_dims(&c, self, dim, keepDim, self->dtype);
 		check(&c, out->dtype == self->dtype, "out must have the dtype of self");
 		check(&c, self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16,
 		      "self must be FLOAT, FLOAT16 or BFLOAT16");
-		int64_t want[8];
-		int nw = 0;
-		for (int i = 0; i < self->ndim; i++) {
-			int red = 0;
-			for (uint64_t k = 0; k < dim->n; k++) red |= c.ex->i[1 + k] == i;
-			if (!red) want[nw++] = self->dims[i];
-			else if (keepDim) want[nw++] = 1;
-		}
-		int same = nw == out->ndim;
-		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
-		check(&c, same, "out's shape must be self's reduced over dim");
+		check(&c, reduced_shape(&c, self, out, keepDim), "out's shape must be self's reduced over dim");
 	}
 	return call_end(&c, "aclnnAmax", workspaceSize, executor);
 }
