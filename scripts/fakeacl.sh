@@ -25,10 +25,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cc=${CC:-gcc}
 mkdir -p "$dir"
 # No FMA contraction: the emulated kernels round after every operation, as
-# the comment of kernels.c says.
+# the comment of runtime/acl/fakeacl/kernel.h says.
 flags=(-shared -fPIC -O2 -ffp-contract=off -Wall -Werror -Wno-unused-parameter)
+# -z defs: an undefined symbol fails the link. The operator table
+# (fakeacl/kernel.c) names the kernel irt_kernel_<ID> and both phases of
+# every entry of IRT_ACLNN_OPS, so an operator missing any of them does not
+# build ("undefined reference to `irt_kernel_ABS'").
 "$cc" "${flags[@]}" -I "$root/runtime/acl" -o "$dir/libascendcl.so" \
-  "$root"/runtime/acl/fakeacl/*.c -lpthread -lm
+  "$root"/runtime/acl/fakeacl/*.c -Wl,-z,defs -lpthread -lm
 # The emulated HCCL (runtime/acl/fakeacl/hccl): collectives on the
 # emulator's streams, between threads or processes (shared memory).
 "$cc" "${flags[@]}" -I "$root/runtime/acl" -o "$dir/libhccl.so" \

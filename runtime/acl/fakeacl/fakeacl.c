@@ -1,23 +1,23 @@
 /*
- * fakeacl.c: irtool's emulator of libascendcl + libnnopbase + libopapi for
- * the runtime/acl binding, the runtime half (kernels.c computes). The
- * binding's tests and users (scripts/fakeacl.sh DIR, then
- * IRTOOL_ACL_LIBS=DIR) load it exactly as they would load CANN.
+ * fakeacl.c: the runtime of irtool's emulator of libascendcl + libnnopbase
+ * + libopapi for the runtime/acl binding. The binding's tests and users
+ * (scripts/fakeacl.sh DIR, then IRTOOL_ACL_LIBS=DIR) load it exactly as
+ * they would load CANN.
  *
- * What it does:
- *   - implements every function declared in runtime/acl/irtool_acl.h over host
- *     memory: device memory is one posix_memalign'd host allocation per
+ * What it does (aclnn.c has the aclnn objects and phase 1's machinery, the
+ * ops_<family>.c files the operators):
+ *   - implements the runtime of runtime/acl/irtool_acl.h over host memory:
+ *     device memory is one posix_memalign'd host allocation per
  *     aclrtMalloc, copies are memcpy, streams and model run instances are
  *     host objects; streams run in order (a launch computes when enqueued);
- *   - phase 1 of every aclnn operator checks its documented argument rules
- *     and snapshots the arguments into the executor (CANN binds the
- *     descriptors, and so the addresses, then); phase 2 checks the
- *     workspace and runs the operator's kernel (kernels.c), or, on a
- *     capturing stream, records it; aclmdlRIExecuteAsync recomputes the
- *     recorded kernels in order at the addresses bound at capture;
- *   - records every call with its arguments (tensor shapes, strides,
+ *   - phase 2 of every aclnn operator (fake_run) checks the executor and
+ *     the workspace and runs the operator's kernel through fake_ops, the
+ *     table generated from IRT_ACLNN_OPS (kernel.c), or, on a capturing
+ *     stream, records it; aclmdlRIExecuteAsync recomputes the recorded
+ *     kernels in order at the addresses bound at capture;
+ *   - traces every call with its arguments (tensor shapes, strides,
  *     offsets, addresses, workspace sizes, capture begin/end, executes,
- *     destroys) as one JSON object per line, read back with irtfake_trace();
+ *     destroys) as one JSON object per line (trace.c, irtfake_trace());
  *   - refuses what CANN documents as refused during capture, with CANN's
  *     codes (CANN's aclmdlRI capture API): a sync of a capturing stream
  *     (107027), a sync memcpy while a GLOBAL capture is active (107030,
@@ -28,10 +28,9 @@
  *     a capturing stream (107027);
  *   - checks the aclnn contracts: executors are single use and belong to
  *     their operator, the workspace passed to phase 2 is at least what
- *     phase 1 asked for and lies in device memory, tensors lie inside one
- *     device allocation with non-negative strides and offset; a kernel
- *     touching memory outside every allocation is an AI core exception
- *     (507015) naming the operator.
+ *     phase 1 asked for and lies in device memory; a kernel touching memory
+ *     outside every allocation is an AI core exception (507015) naming the
+ *     operator.
  *
  * Control (tests only, resolved by runtime/acl/internal/fakectl):
  *   irtfake_reset, irtfake_set, irtfake_set_soc, irtfake_fail,
@@ -53,6 +52,9 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 #define LOCK() pthread_mutex_lock(&mu)
 #define UNLOCK() pthread_mutex_unlock(&mu)
 
+void fake_lock(void) { LOCK(); }
+void fake_unlock(void) { UNLOCK(); }
+
 /* ---------------- configuration ---------------- */
 
 static long long cfg_device_count = 1;
@@ -68,27 +70,16 @@ static struct {
 } ws_rules[MAX_WS_RULES];
 static int n_ws_rules;
 
-#define MAX_FAIL_RULES 32
-static struct {
-	char fn[64];
-	int nth; /* 1-based index of the failing call from now; 0 = every call */
-	int seen;
-	int code;
-	char msg[256];
-} fail_rules[MAX_FAIL_RULES];
-static int n_fail_rules;
-
 /* ---------------- error text (per thread, as CANN keeps it) ---------------- */
 
 static __thread char errmsg[512];
 static __thread char errmsg_out[512];
 
-static void set_err(const char *fmt, ...) {
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(errmsg, sizeof errmsg, fmt, ap);
-	va_end(ap);
-}
+#define set_err(...) fake_set_err(__VA_ARGS__)
+#define tr(...) fake_tr(__VA_ARGS__)
+#define tr_begin(fn) fake_tr_begin(fn)
+#define tr_end(rc) fake_tr_end(rc)
+#define injected(fn) fake_injected(fn)
 
 void fake_set_err(const char *fmt, ...) {
 	va_list ap;
@@ -102,67 +93,6 @@ const char *aclGetRecentErrMsg(void) {
 	memcpy(errmsg_out, errmsg, sizeof errmsg);
 	errmsg[0] = 0; /* returns and clears */
 	return errmsg_out;
-}
-
-/* ---------------- the trace ---------------- */
-
-static char *trace;
-static size_t trace_len, trace_cap;
-static long long seq;
-
-static void tr_raw(const char *s, size_t n) {
-	if (trace_len + n + 1 > trace_cap) {
-		size_t c = trace_cap ? trace_cap * 2 : 1 << 16;
-		while (c < trace_len + n + 1) c *= 2;
-		trace = realloc(trace, c);
-		trace_cap = c;
-	}
-	memcpy(trace + trace_len, s, n);
-	trace_len += n;
-	trace[trace_len] = 0;
-}
-
-static void tr(const char *fmt, ...) {
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	if (n >= (int)sizeof buf) {
-		char *big = malloc((size_t)n + 1);
-		va_start(ap, fmt);
-		vsnprintf(big, (size_t)n + 1, fmt, ap);
-		va_end(ap);
-		tr_raw(big, (size_t)n);
-		free(big);
-		return;
-	}
-	tr_raw(buf, (size_t)n);
-}
-
-static void tr_begin(const char *fn) {
-	seq++;
-	tr("{\"seq\":%lld,\"fn\":\"%s\"", seq, fn);
-}
-static void tr_end(int rc) { tr(",\"rc\":%d}\n", rc); }
-
-static void tr_i64s(const char *key, const int64_t *v, uint64_t n) {
-	tr(",\"%s\":[", key);
-	for (uint64_t i = 0; i < n; i++) tr(i ? ",%lld" : "%lld", (long long)v[i]);
-	tr("]");
-}
-
-/* injected failures: returns the code to fail with, or 0 */
-static int injected(const char *fn) {
-	for (int i = 0; i < n_fail_rules; i++) {
-		if (strcmp(fail_rules[i].fn, fn) != 0) continue;
-		fail_rules[i].seen++;
-		if (fail_rules[i].nth == 0 || fail_rules[i].nth == fail_rules[i].seen) {
-			set_err("%s", fail_rules[i].msg);
-			return fail_rules[i].code;
-		}
-	}
-	return 0;
 }
 
 /* ---------------- init & devices ---------------- */
@@ -212,7 +142,7 @@ static long long device_count(void) {
 	return v;
 }
 
-/* The arithmetic of the operators (kernels.c): IRTFAKE_ARITH=ggml makes
+/* The arithmetic of the operators (kernel.h): IRTFAKE_ARITH=ggml makes
  * every executor made from then on compute with ggml-cpu's arithmetic
  * instead of the device's documented one; irtfake_set("arith", 1 or 0)
  * overrides the variable (-1 hands the choice back to it). Emulator only:
@@ -297,12 +227,13 @@ static alloc *find_alloc(const void *p, size_t n, int host) {
 	return NULL;
 }
 
-/* for kernels.c (called with the lock held) */
+/* for the other files (called with the lock held) */
 int fake_in_device(const void *p, size_t n) { return find_alloc(p, n, 0) != NULL; }
 const char *fake_soc(void) { return cfg_soc; }
 
 static int capture_active_global(void); /* below */
 static void invalidate_unsafe(const char *fn);
+static int compute(const aclOpExecutor *e, void *workspace, uint64_t wsSize);
 
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
 	LOCK();
@@ -733,19 +664,6 @@ int fake_enqueue_host(aclrtStream s, const char *op, fake_host_fn fn, void *arg,
 
 int fake_thread_device(void) { return cur_device; }
 
-void fake_trace_call(const char *fn, int rc, const char *fields_fmt, ...) {
-	char buf[1024];
-	va_list ap;
-	va_start(ap, fields_fmt);
-	vsnprintf(buf, sizeof buf, fields_fmt, ap);
-	va_end(ap);
-	LOCK();
-	tr_begin(fn);
-	tr("%s", buf);
-	tr_end(rc);
-	UNLOCK();
-}
-
 aclError aclmdlRICaptureBegin(aclrtStream s, aclmdlRICaptureMode mode) {
 	LOCK();
 	int rc = injected("aclmdlRICaptureBegin");
@@ -905,7 +823,7 @@ aclError aclmdlRIExecuteAsync(aclmdlRI modelRI, aclrtStream s) {
 			}
 			if (t->kind == 0) {
 				kernels++;
-				int krc = fake_compute(t->ex, t->ws, t->wsSize);
+				int krc = compute(t->ex, t->ws, t->wsSize);
 				if (krc) {
 					char inner[512];
 					snprintf(inner, sizeof inner, "%s", errmsg);
@@ -954,268 +872,8 @@ aclError aclmdlRIDestroy(aclmdlRI modelRI) {
 	return rc;
 }
 
-/* ---------------- aclnn objects ---------------- */
 
-struct aclScalar {
-	unsigned magic;
-	aclDataType dtype;
-	double v;
-};
-struct aclIntArray {
-	unsigned magic;
-	uint64_t n;
-	int64_t v[64];
-};
-struct aclTensorList {
-	unsigned magic;
-	uint64_t n;
-	aclTensor *v[16];
-};
-static long long tensor_ids, live_tensors, live_scalars, live_arrays, live_lists;
-
-static int dtype_size(aclDataType t) {
-	switch (t) {
-	case ACL_FLOAT: case ACL_INT32: case ACL_UINT32: return 4;
-	case ACL_FLOAT16: case ACL_BF16: case ACL_INT16: case ACL_UINT16: return 2;
-	case ACL_INT8: case ACL_UINT8: case ACL_BOOL: return 1;
-	case ACL_INT64: case ACL_UINT64: case ACL_DOUBLE: return 8;
-	case ACL_INT4: return 1; /* two per byte: extents in bytes are halved where it matters */
-	default: return 0;
-	}
-}
-
-aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType, const int64_t *stride,
-                           int64_t offset, aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
-                           void *tensorData) {
-	LOCK();
-	aclTensor *t = NULL;
-	int rc = injected("aclCreateTensor");
-	int es = dtype_size(dataType);
-	if (!rc && (viewDimsNum > 8 || storageDimsNum > 8 || (viewDimsNum && (!viewDims || !stride)))) {
-		rc = ACLNN_ERR_PARAM_INVALID;
-		set_err("aclCreateTensor: at most 8 dims, with strides");
-	}
-	if (!rc && es == 0) {
-		rc = ACLNN_ERR_PARAM_INVALID;
-		set_err("aclCreateTensor: unsupported data type %d", (int)dataType);
-	}
-	if (!rc && offset < 0) {
-		rc = ACLNN_ERR_PARAM_INVALID;
-		set_err("aclCreateTensor: negative storage offset %lld", (long long)offset);
-	}
-	int64_t reach = offset; /* last element index + 1 */
-	int empty = 0;
-	for (uint64_t i = 0; !rc && i < viewDimsNum; i++) {
-		if (viewDims[i] < 0 || stride[i] < 0) {
-			rc = ACLNN_ERR_PARAM_INVALID;
-			set_err("aclCreateTensor: dim %llu has shape %lld stride %lld (must be >= 0)", (unsigned long long)i,
-			        (long long)viewDims[i], (long long)stride[i]);
-		}
-		if (viewDims[i] == 0) empty = 1;
-		reach += (viewDims[i] - 1) * stride[i];
-	}
-	reach += 1;
-	int64_t storage = 1;
-	for (uint64_t i = 0; i < storageDimsNum; i++) storage *= storageDims[i];
-	if (!rc && !empty && storage < reach) {
-		rc = ACLNN_ERR_PARAM_INVALID;
-		set_err("aclCreateTensor: view reaches element %lld but the storage holds %lld", (long long)reach,
-		        (long long)storage);
-	}
-	if (!rc && !empty && tensorData == NULL) {
-		rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("aclCreateTensor: null data");
-	}
-	int64_t bytes = dataType == ACL_INT4 ? (storage + 1) / 2 : storage * es;
-	if (!rc && !empty && !find_alloc(tensorData, (size_t)bytes, 0)) {
-		rc = ACLNN_ERR_PARAM_INVALID;
-		set_err("aclCreateTensor: storage [%p,+%lld B) is not inside one device allocation", tensorData,
-		        (long long)bytes);
-	}
-	/* "tensorData must be 32-byte aligned, otherwise undefined errors may
-	 * occur" (aclCreateTensor, CANN 9.0.0): refused here, so that a view
-	 * into a buffer passes the aligned address and an element offset. */
-	if (!rc && !empty && ((uintptr_t)tensorData & 31)) {
-		rc = ACLNN_ERR_PARAM_INVALID;
-		set_err("aclCreateTensor: tensorData %p is not 32-byte aligned", tensorData);
-	}
-	if (!rc) {
-		t = calloc(1, sizeof *t);
-		t->magic = TENSOR_MAGIC;
-		t->id = ++tensor_ids;
-		t->ndim = (int)viewDimsNum;
-		for (uint64_t i = 0; i < viewDimsNum; i++) {
-			t->dims[i] = viewDims[i];
-			t->strides[i] = stride[i];
-		}
-		t->nstorage = (int)storageDimsNum;
-		for (uint64_t i = 0; i < storageDimsNum; i++) t->storage[i] = storageDims[i];
-		t->offset = offset;
-		t->dtype = dataType;
-		t->format = format;
-		t->data = tensorData;
-		live_tensors++;
-	}
-	tr_begin("aclCreateTensor");
-	tr(",\"tensor\":%lld,\"dtype\":%d,\"format\":%d", t ? t->id : 0LL, (int)dataType, (int)format);
-	tr_i64s("shape", viewDims, viewDims ? viewDimsNum : 0);
-	tr_i64s("strides", stride, stride ? viewDimsNum : 0);
-	tr(",\"offset\":%lld", (long long)offset);
-	tr_i64s("storage", storageDims, storageDims ? storageDimsNum : 0);
-	tr(",\"addr\":%llu", (unsigned long long)(uintptr_t)tensorData);
-	tr_end(rc);
-	UNLOCK();
-	return t;
-}
-
-static aclTensor *live_tensor(const aclTensor *t) {
-	return (t && t->magic == TENSOR_MAGIC) ? (aclTensor *)t : NULL;
-}
-
-aclnnStatus aclDestroyTensor(const aclTensor *tensor) {
-	LOCK();
-	aclTensor *t = live_tensor(tensor);
-	int rc = injected("aclDestroyTensor");
-	if (!rc && !t) {
-		rc = ACLNN_ERR_PARAM_INVALID;
-		set_err("aclDestroyTensor: not a live tensor");
-	}
-	if (!rc && t->in_list) {
-		rc = ACLNN_ERR_PARAM_INVALID;
-		set_err("aclDestroyTensor: tensor %lld belongs to a tensor list; destroy the list", t->id);
-	}
-	long long id = t ? t->id : 0;
-	if (!rc) {
-		t->magic = 0;
-		free(t);
-		live_tensors--;
-	}
-	tr_begin("aclDestroyTensor");
-	tr(",\"tensor\":%lld", id);
-	tr_end(rc);
-	UNLOCK();
-	return rc;
-}
-
-aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
-	LOCK();
-	aclScalar *s = NULL;
-	if (value && dtype_size(dataType)) {
-		s = calloc(1, sizeof *s);
-		s->magic = 0x5343414cU;
-		s->dtype = dataType;
-		switch (dataType) {
-		case ACL_FLOAT: s->v = *(float *)value; break;
-		case ACL_DOUBLE: s->v = *(double *)value; break;
-		case ACL_INT32: s->v = *(int32_t *)value; break;
-		case ACL_INT64: s->v = (double)*(int64_t *)value; break;
-		default: s->v = 0;
-		}
-		live_scalars++;
-	} else {
-		set_err("aclCreateScalar: null value or bad type");
-	}
-	tr_begin("aclCreateScalar");
-	/* JSON has no infinities or NaN: those values are traced as strings */
-	if (!s || isfinite(s->v)) tr(",\"dtype\":%d,\"value\":%.17g", (int)dataType, s ? s->v : 0.0);
-	else tr(",\"dtype\":%d,\"value\":\"%g\"", (int)dataType, s->v);
-	tr_end(s ? 0 : ACLNN_ERR_PARAM_INVALID);
-	UNLOCK();
-	return s;
-}
-
-aclnnStatus aclDestroyScalar(const aclScalar *scalar) {
-	LOCK();
-	int rc = (scalar && scalar->magic == 0x5343414cU) ? 0 : ACLNN_ERR_PARAM_INVALID;
-	if (!rc) {
-		((aclScalar *)scalar)->magic = 0;
-		free((void *)scalar);
-		live_scalars--;
-	}
-	tr_begin("aclDestroyScalar");
-	tr_end(rc);
-	UNLOCK();
-	return rc;
-}
-
-aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size) {
-	LOCK();
-	aclIntArray *a = NULL;
-	if ((value || size == 0) && size <= 64) {
-		a = calloc(1, sizeof *a);
-		a->magic = 0x494e5441U;
-		a->n = size;
-		for (uint64_t i = 0; i < size; i++) a->v[i] = value[i];
-		live_arrays++;
-	}
-	tr_begin("aclCreateIntArray");
-	tr_i64s("value", value, value ? size : 0);
-	tr_end(a ? 0 : ACLNN_ERR_PARAM_INVALID);
-	UNLOCK();
-	return a;
-}
-
-aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
-	LOCK();
-	int rc = (array && array->magic == 0x494e5441U) ? 0 : ACLNN_ERR_PARAM_INVALID;
-	if (!rc) {
-		((aclIntArray *)array)->magic = 0;
-		free((void *)array);
-		live_arrays--;
-	}
-	tr_begin("aclDestroyIntArray");
-	tr_end(rc);
-	UNLOCK();
-	return rc;
-}
-
-aclTensorList *aclCreateTensorList(const aclTensor *const *value, uint64_t size) {
-	LOCK();
-	aclTensorList *l = NULL;
-	int ok = value && size > 0 && size <= 16;
-	for (uint64_t i = 0; ok && i < size; i++) ok = live_tensor(value[i]) != NULL;
-	if (ok) {
-		l = calloc(1, sizeof *l);
-		l->magic = 0x4c495354U;
-		l->n = size;
-		for (uint64_t i = 0; i < size; i++) {
-			l->v[i] = (aclTensor *)value[i];
-			l->v[i]->in_list = 1;
-		}
-		live_lists++;
-	} else {
-		set_err("aclCreateTensorList: 1..16 live tensors required");
-	}
-	tr_begin("aclCreateTensorList");
-	tr(",\"tensors\":[");
-	for (uint64_t i = 0; ok && i < size; i++) tr(i ? ",%lld" : "%lld", value[i]->id);
-	tr("]");
-	tr_end(l ? 0 : ACLNN_ERR_PARAM_INVALID);
-	UNLOCK();
-	return l;
-}
-
-aclnnStatus aclDestroyTensorList(const aclTensorList *array) {
-	LOCK();
-	int rc = (array && array->magic == 0x4c495354U) ? 0 : ACLNN_ERR_PARAM_INVALID;
-	if (!rc) {
-		/* a list owns its tensors */
-		for (uint64_t i = 0; i < array->n; i++) {
-			array->v[i]->magic = 0;
-			free(array->v[i]);
-			live_tensors--;
-		}
-		((aclTensorList *)array)->magic = 0;
-		free((void *)array);
-		live_lists--;
-	}
-	tr_begin("aclDestroyTensorList");
-	tr_end(rc);
-	UNLOCK();
-	return rc;
-}
-
-/* ---------------- operator helpers ---------------- */
+/* ---------------- executors and phase 2 ---------------- */
 
 static long long exec_ids, live_execs;
 
@@ -1257,150 +915,34 @@ static uint64_t ws_for(const char *op) {
 	return 0;
 }
 
-/* One phase-1 call under construction: tensors are checked and traced. */
-typedef struct {
-	const char *fn;
-	int rc;
-	aclOpExecutor *ex;
-} call;
-
-static void call_begin(call *c, const char *fn) {
-	c->fn = fn;
-	c->rc = injected(fn);
-	c->ex = calloc(1, sizeof *c->ex);
-	c->ex->arith = fake_arith();
-	tr_begin(fn);
+/* the operator of IRT_ACLNN_OPS named op, or -1 */
+static int op_id(const char *op) {
+	for (int i = 0; i < FAKE_NOPS; i++)
+		if (strcmp(fake_ops[i].name, op) == 0) return i;
+	return -1;
 }
 
-static void byte_range(const aclTensor *t, int64_t *lo, int64_t *hi) {
-	int es = dtype_size(t->dtype);
-	int64_t reach = t->offset;
-	for (int i = 0; i < t->ndim; i++) reach += (t->dims[i] - 1) * t->strides[i];
-	if (t->dtype == ACL_INT4) { /* two values per byte */
-		*lo = (int64_t)(uintptr_t)t->data + t->offset / 2;
-		*hi = (int64_t)(uintptr_t)t->data + reach / 2 + 1;
-		return;
+int fake_exec_register(aclOpExecutor *ex, const char *fn, const char *op) {
+	int id = op_id(op);
+	if (id < 0) {
+		set_err("%s: %s is not an operator of IRT_ACLNN_OPS", fn, op);
+		return ACLNN_ERR_INNER;
 	}
-	*lo = (int64_t)(uintptr_t)t->data + t->offset * es;
-	*hi = (int64_t)(uintptr_t)t->data + (reach + 1) * es;
+	if (!exec_add(ex)) {
+		set_err("%s: out of host memory", fn);
+		return ACLNN_ERR_INNER;
+	}
+	ex->magic = EXEC_MAGIC;
+	ex->id = ++exec_ids;
+	ex->opid = id;
+	snprintf(ex->op, sizeof ex->op, "%s", op);
+	ex->ws = ws_for(op);
+	live_execs++;
+	return 0;
 }
 
-/* records tensor argument key; required tensors must be live */
-static const aclTensor *arg(call *c, const char *key, const aclTensor *t, int required) {
-	aclTensor *lt = live_tensor(t);
-	tr(",\"%s\":%lld", key, lt ? lt->id : 0LL);
-	if (c->rc) return lt;
-	if (t && !lt) {
-		c->rc = ACLNN_ERR_PARAM_INVALID;
-		set_err("%s: %s is not a live tensor (destroyed?)", c->fn, key);
-	} else if (!t && required) {
-		c->rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("%s: required tensor %s is null", c->fn, key);
-	}
-	if (lt && c->ex->nranges < 16) {
-		byte_range(lt, &c->ex->lo[c->ex->nranges], &c->ex->hi[c->ex->nranges]);
-		c->ex->nranges++;
-	}
-	/* the snapshot phase 2 computes on: the descriptor as it is now */
-	if (c->ex->nt < EX_TENSORS) {
-		aclTensor *slot = &c->ex->t[c->ex->nt++];
-		if (lt) *slot = *lt;
-		else memset(slot, 0, sizeof *slot);
-	} else if (!c->rc) {
-		c->rc = ACLNN_ERR_INNER;
-		set_err("%s: more tensor arguments than the emulator keeps", c->fn);
-	}
-	return lt;
-}
-
-static void list_arg(call *c, const char *key, const aclTensorList *l) {
-	int ok = l && l->magic == 0x4c495354U;
-	tr(",\"%s\":[", key);
-	for (uint64_t i = 0; ok && i < l->n; i++) {
-		tr(i ? ",%lld" : "%lld", l->v[i]->id);
-		int which = strcmp(key, "value") == 0;
-		if (i < EX_LIST) {
-			c->ex->l[which][i] = *l->v[i];
-			c->ex->nl[which] = (int)i + 1;
-		} else if (!c->rc) {
-			c->rc = ACLNN_ERR_INNER;
-			set_err("%s: %s has more tensors than the emulator keeps", c->fn, key);
-		}
-		if (c->ex->nranges < 16) {
-			byte_range(l->v[i], &c->ex->lo[c->ex->nranges], &c->ex->hi[c->ex->nranges]);
-			c->ex->nranges++;
-		}
-	}
-	tr("]");
-	if (!c->rc && !ok) {
-		c->rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("%s: %s is not a tensor list", c->fn, key);
-	}
-}
-
-static void check(call *c, int cond, const char *fmt, ...) {
-	if (c->rc || cond) return;
-	c->rc = ACLNN_ERR_PARAM_INVALID;
-	char buf[400];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
-	va_end(ap);
-	set_err("%s: %s", c->fn, buf);
-}
-
-static int64_t numel(const aclTensor *t) {
-	int64_t n = 1;
-	for (int i = 0; i < t->ndim; i++) n *= t->dims[i];
-	return n;
-}
-
-static int same_shape(const aclTensor *a, const aclTensor *b) {
-	if (!a || !b || a->ndim != b->ndim) return 0;
-	for (int i = 0; i < a->ndim; i++)
-		if (a->dims[i] != b->dims[i]) return 0;
-	return 1;
-}
-
-/* b broadcasts to out (numpy rules, right-aligned) */
-static int broadcasts(const aclTensor *b, const aclTensor *out) {
-	if (!b || !out || b->ndim > out->ndim) return 0;
-	for (int i = 1; i <= b->ndim; i++) {
-		int64_t x = b->dims[b->ndim - i], y = out->dims[out->ndim - i];
-		if (x != y && x != 1) return 0;
-	}
-	return 1;
-}
-
-static aclnnStatus call_end(call *c, const char *op, uint64_t *workspaceSize, aclOpExecutor **executor) {
-	if (!c->rc && (!workspaceSize || !executor)) {
-		c->rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("%s: workspaceSize and executor must not be null", c->fn);
-	}
-	if (!c->rc && !exec_add(c->ex)) {
-		c->rc = ACLNN_ERR_INNER;
-		set_err("%s: out of host memory", c->fn);
-	}
-	if (!c->rc) {
-		c->ex->magic = EXEC_MAGIC;
-		c->ex->id = ++exec_ids;
-		snprintf(c->ex->op, sizeof c->ex->op, "%s", op);
-		c->ex->ws = ws_for(op);
-		*workspaceSize = c->ex->ws;
-		*executor = c->ex;
-		live_execs++;
-		tr(",\"exec\":%lld,\"ws\":%llu", c->ex->id, (unsigned long long)c->ex->ws);
-	} else {
-		free(c->ex);
-	}
-	tr_end(c->rc);
-	UNLOCK();
-	return c->rc;
-}
-
-/* phase 2, the same for every operator */
-static aclnnStatus run(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
-                       aclrtStream s) {
+aclnnStatus fake_run(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+                     aclrtStream s) {
 	LOCK();
 	int rc = injected(op);
 	aclOpExecutor *ex = exec_live(executor);
@@ -1443,8 +985,8 @@ static aclnnStatus run(const char *op, void *workspace, uint64_t workspaceSize, 
 		captured = 1;
 	} else if (!rc) {
 		/* Streams run in order and the emulator runs each task when it is
-		 * enqueued, so an eager launch computes now (kernels.c). */
-		rc = fake_compute(ex, workspace, workspaceSize);
+		 * enqueued, so an eager launch computes now. */
+		rc = compute(ex, workspace, workspaceSize);
 		consumed = 1;
 	}
 	if (ex && (!rc || consumed)) {
@@ -1462,765 +1004,54 @@ static aclnnStatus run(const char *op, void *workspace, uint64_t workspaceSize, 
 	return rc;
 }
 
-#define RUN(name) \
-	IRT_ACLNN_RUN(name) { return run(#name, workspace, workspaceSize, executor, stream); }
-
-/* ---------------- norm ---------------- */
-
-aclnnStatus aclnnRmsNormGetWorkspaceSize(const aclTensor *x, const aclTensor *gamma, double epsilon,
-                                         const aclTensor *yOut, const aclTensor *rstdOut, uint64_t *workspaceSize,
-                                         aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnRmsNormGetWorkspaceSize");
-	x = arg(&c, "x", x, 1);
-	gamma = arg(&c, "gamma", gamma, 1);
-	yOut = arg(&c, "yOut", yOut, 1);
-	rstdOut = arg(&c, "rstdOut", rstdOut, 1);
-	tr(",\"epsilon\":%.17g", epsilon);
-	c.ex->f[0] = epsilon;
-	check(&c, same_shape(x, yOut), "yOut must have the shape of x");
-	check(&c, x && (x->dtype == ACL_FLOAT || x->dtype == ACL_FLOAT16 || x->dtype == ACL_BF16),
-	      "x must be FLOAT, FLOAT16 or BFLOAT16");
-	if (!c.rc && x && gamma) {
-		int ok = gamma->ndim <= x->ndim;
-		for (int i = 1; ok && i <= gamma->ndim; i++) ok = gamma->dims[gamma->ndim - i] == x->dims[x->ndim - i];
-		check(&c, ok, "gamma must match the trailing dims of x");
-		check(&c, rstdOut && numel(rstdOut) * numel(gamma) == numel(x), "rstd * gamma must cover x");
+/* A kernel's view of memory: each tensor of the executor must lie inside
+ * one live device allocation when it runs, or it is an AI core exception
+ * naming the operator and the tensor, and nothing is written. */
+static int check_access(const aclOpExecutor *e, const aclTensor *t, const char *what) {
+	if (!t->magic || numel(t) == 0) return 0;
+	int64_t lo, hi;
+	byte_range(t, &lo, &hi);
+	if (!fake_in_device((const void *)(uintptr_t)lo, (size_t)(hi - lo))) {
+		set_err("%s: %s [%p,+%lld B) is outside every device allocation (freed, or never allocated)", e->op, what,
+		        (void *)(uintptr_t)lo, (long long)(hi - lo));
+		return ACL_ERROR_RT_AICORE_EXCEPTION;
 	}
-	return call_end(&c, "aclnnRmsNorm", workspaceSize, executor);
-}
-RUN(aclnnRmsNorm)
-
-aclnnStatus aclnnAddRmsNormGetWorkspaceSize(const aclTensor *x1, const aclTensor *x2, const aclTensor *gamma,
-                                            double epsilon, const aclTensor *yOut, const aclTensor *rstdOut,
-                                            const aclTensor *xOut, uint64_t *workspaceSize,
-                                            aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnAddRmsNormGetWorkspaceSize");
-	x1 = arg(&c, "x1", x1, 1);
-	x2 = arg(&c, "x2", x2, 1);
-	gamma = arg(&c, "gamma", gamma, 1);
-	yOut = arg(&c, "yOut", yOut, 1);
-	rstdOut = arg(&c, "rstdOut", rstdOut, 1);
-	xOut = arg(&c, "xOut", xOut, 1);
-	tr(",\"epsilon\":%.17g", epsilon);
-	c.ex->f[0] = epsilon;
-	check(&c, same_shape(x1, x2) && same_shape(x1, yOut) && same_shape(x1, xOut),
-	      "x1, x2, yOut and xOut must have one shape");
-	check(&c, x1 && (x1->dtype == ACL_FLOAT || x1->dtype == ACL_FLOAT16 || x1->dtype == ACL_BF16),
-	      "x1 must be FLOAT, FLOAT16 or BFLOAT16");
-	return call_end(&c, "aclnnAddRmsNorm", workspaceSize, executor);
-}
-RUN(aclnnAddRmsNorm)
-
-/* ---------------- elementwise ---------------- */
-
-static aclnnStatus unary(const char *fn, const char *op, const aclTensor *self, aclTensor *out, uint64_t *ws,
-                         aclOpExecutor **ex) {
-	call c;
-	call_begin(&c, fn);
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	return call_end(&c, op, ws, ex);
+	return 0;
 }
 
-static aclnnStatus binary(const char *fn, const char *op, const aclTensor *self, const aclTensor *other,
-                          const aclScalar *alpha, aclTensor *out, uint64_t *ws, aclOpExecutor **ex) {
-	call c;
-	call_begin(&c, fn);
-	self = arg(&c, "self", self, 1);
-	other = arg(&c, "other", other, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	if (alpha) tr(",\"alpha\":%.17g", alpha->v);
-	c.ex->f[0] = alpha ? alpha->v : 1;
-	check(&c, broadcasts(self, out) && broadcasts(other, out), "self and other must broadcast to out");
-	return call_end(&c, op, ws, ex);
-}
-
-aclnnStatus aclnnMulGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
-                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	return binary("aclnnMulGetWorkspaceSize", "aclnnMul", self, other, NULL, out, workspaceSize, executor);
-}
-RUN(aclnnMul)
-
-aclnnStatus aclnnInplaceMulGetWorkspaceSize(aclTensor *selfRef, const aclTensor *other, uint64_t *workspaceSize,
-                                            aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnInplaceMulGetWorkspaceSize");
-	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
-	other = arg(&c, "other", other, 1);
-	check(&c, broadcasts(other, selfRef), "other must broadcast to selfRef");
-	return call_end(&c, "aclnnInplaceMul", workspaceSize, executor);
-}
-RUN(aclnnInplaceMul)
-
-aclnnStatus aclnnAddGetWorkspaceSize(const aclTensor *self, const aclTensor *other, const aclScalar *alpha,
-                                     aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	if (!alpha || alpha->magic != 0x5343414cU) {
-		call c;
-		call_begin(&c, "aclnnAddGetWorkspaceSize");
-		if (!c.rc) {
-			c.rc = ACLNN_ERR_PARAM_NULLPTR;
-			set_err("aclnnAddGetWorkspaceSize: alpha is not a scalar");
+/* runs executor e's kernel (fake_ops[e->opid]) with its workspace; 0 or an
+ * error code with the error text set */
+static int compute(const aclOpExecutor *e, void *workspace, uint64_t wsSize) {
+	char what[32];
+	for (int i = 0; i < e->nt; i++) {
+		snprintf(what, sizeof what, "tensor argument %d", i);
+		int rc = check_access(e, &e->t[i], what);
+		if (rc) return rc;
+	}
+	for (int l = 0; l < 2; l++)
+		for (int i = 0; i < e->nl[l]; i++) {
+			snprintf(what, sizeof what, "tensor %d of list %d", i, l);
+			int rc = check_access(e, &e->l[l][i], what);
+			if (rc) return rc;
 		}
-		return call_end(&c, "aclnnAdd", workspaceSize, executor);
+	if (e->ws > 0 && !fake_in_device(workspace, (size_t)e->ws)) {
+		set_err("%s: workspace [%p,+%llu B) is outside every device allocation", e->op, workspace,
+		        (unsigned long long)e->ws);
+		return ACL_ERROR_RT_AICORE_EXCEPTION;
 	}
-	return binary("aclnnAddGetWorkspaceSize", "aclnnAdd", self, other, alpha, out, workspaceSize, executor);
+	kctx c = {e, workspace, wsSize};
+	int rc = fake_ops[e->opid].kernel(&c);
+	/* The workspace is the operator's scratch: it holds nothing afterwards,
+	 * which the emulator makes visible by leaving garbage in it. */
+	if (!rc && e->ws > 0) memset(workspace, 0xff, (size_t)e->ws);
+	return rc;
 }
-RUN(aclnnAdd)
-
-aclnnStatus aclnnMulsGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
-                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnMulsGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	int ok = other && other->magic == 0x5343414cU;
-	tr(",\"other\":%.17g", ok ? other->v : 0.0);
-	c.ex->f[0] = ok ? other->v : 0.0;
-	check(&c, ok, "other must be a scalar");
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	return call_end(&c, "aclnnMuls", workspaceSize, executor);
-}
-RUN(aclnnMuls)
-
-aclnnStatus aclnnSiluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                      aclOpExecutor **executor) {
-	LOCK();
-	return unary("aclnnSiluGetWorkspaceSize", "aclnnSilu", self, out, workspaceSize, executor);
-}
-RUN(aclnnSilu)
-
-aclnnStatus aclnnCosGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                     aclOpExecutor **executor) {
-	LOCK();
-	return unary("aclnnCosGetWorkspaceSize", "aclnnCos", self, out, workspaceSize, executor);
-}
-RUN(aclnnCos)
-
-aclnnStatus aclnnSinGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                     aclOpExecutor **executor) {
-	LOCK();
-	return unary("aclnnSinGetWorkspaceSize", "aclnnSin", self, out, workspaceSize, executor);
-}
-RUN(aclnnSin)
-
-aclnnStatus aclnnSwiGluGetWorkspaceSize(const aclTensor *x, int64_t dim, const aclTensor *out,
-                                        uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnSwiGluGetWorkspaceSize");
-	x = arg(&c, "x", x, 1);
-	out = arg(&c, "out", out, 1);
-	tr(",\"dim\":%lld", (long long)dim);
-	c.ex->i[0] = dim;
-	if (!c.rc) {
-		int d = (int)(dim < 0 ? dim + x->ndim : dim);
-		check(&c, d >= 0 && d < x->ndim && x->dims[d] % 2 == 0, "dim %lld must exist and be even", (long long)dim);
-		check(&c, out->ndim == x->ndim && numel(out) * 2 == numel(x), "out must be half of x along dim");
-	}
-	return call_end(&c, "aclnnSwiGlu", workspaceSize, executor);
-}
-RUN(aclnnSwiGlu)
-
-aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor *self, const aclDataType dtype, aclTensor *out,
-                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnCastGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	tr(",\"dtype\":%d", (int)dtype);
-	c.ex->i[0] = dtype;
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	check(&c, out && out->dtype == dtype, "out's type must be dtype");
-	return call_end(&c, "aclnnCast", workspaceSize, executor);
-}
-RUN(aclnnCast)
-
-aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor *selfRef, const aclTensor *src, uint64_t *workspaceSize,
-                                             aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnInplaceCopyGetWorkspaceSize");
-	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
-	src = arg(&c, "src", src, 1);
-	check(&c, broadcasts(src, selfRef), "src must broadcast to selfRef");
-	return call_end(&c, "aclnnInplaceCopy", workspaceSize, executor);
-}
-RUN(aclnnInplaceCopy)
-
-aclnnStatus aclnnInplaceAddGetWorkspaceSize(aclTensor *selfRef, const aclTensor *other, const aclScalar *alpha,
-                                            uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnInplaceAddGetWorkspaceSize");
-	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
-	other = arg(&c, "other", other, 1);
-	int ok = alpha && alpha->magic == 0x5343414cU;
-	tr(",\"alpha\":%.17g", ok ? alpha->v : 0.0);
-	c.ex->f[0] = ok ? alpha->v : 1;
-	if (!c.rc && !ok) {
-		c.rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("aclnnInplaceAddGetWorkspaceSize: alpha is not a scalar");
-	}
-	check(&c, broadcasts(other, selfRef), "other must broadcast to selfRef");
-	return call_end(&c, "aclnnInplaceAdd", workspaceSize, executor);
-}
-RUN(aclnnInplaceAdd)
-
-aclnnStatus aclnnDivGetWorkspaceSize(const aclTensor *self, const aclTensor *other, aclTensor *out,
-                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	return binary("aclnnDivGetWorkspaceSize", "aclnnDiv", self, other, NULL, out, workspaceSize, executor);
-}
-RUN(aclnnDiv)
-
-aclnnStatus aclnnCatGetWorkspaceSize(const aclTensorList *tensors, int64_t dim, aclTensor *out,
-                                     uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnCatGetWorkspaceSize");
-	list_arg(&c, "tensors", tensors);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	tr(",\"dim\":%lld", (long long)dim);
-	c.ex->i[0] = dim;
-	if (!c.rc) {
-		int nd = out->ndim, d = (int)(dim < 0 ? dim + nd : dim);
-		check(&c, d >= 0 && d < nd, "dim %lld out of range", (long long)dim);
-		int64_t sum = 0;
-		for (uint64_t k = 0; !c.rc && k < tensors->n; k++) {
-			const aclTensor *t = tensors->v[k];
-			check(&c, t->ndim == nd && t->dtype == out->dtype, "tensor %llu must have out's rank and dtype",
-			      (unsigned long long)k);
-			for (int i = 0; !c.rc && i < nd; i++)
-				check(&c, i == d || t->dims[i] == out->dims[i], "tensor %llu differs from out outside dim %d",
-				      (unsigned long long)k, d);
-			if (!c.rc) sum += t->dims[d];
-		}
-		check(&c, sum == out->dims[d], "the tensors' dim %d sums to %lld, out has %lld", d, (long long)sum,
-		      (long long)out->dims[d]);
-	}
-	return call_end(&c, "aclnnCat", workspaceSize, executor);
-}
-RUN(aclnnCat)
-
-aclnnStatus aclnnGeluGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                      aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnGeluGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	check(&c, self && out && self->dtype == out->dtype, "out must have the dtype of self");
-	check(&c, self && (self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16),
-	      "self must be FLOAT, FLOAT16 or BFLOAT16");
-	return call_end(&c, "aclnnGelu", workspaceSize, executor);
-}
-RUN(aclnnGelu)
-
-/* aclnnAbs: out = |self| */
-aclnnStatus aclnnAbsGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                     aclOpExecutor **executor) {
-	LOCK();
-	return unary("aclnnAbsGetWorkspaceSize", "aclnnAbs", self, out, workspaceSize, executor);
-}
-RUN(aclnnAbs)
-
-/* aclnnRound: self rounded to the nearest integer, ties to even (torch.round) */
-aclnnStatus aclnnRoundGetWorkspaceSize(const aclTensor *self, aclTensor *out, uint64_t *workspaceSize,
-                                       aclOpExecutor **executor) {
-	LOCK();
-	return unary("aclnnRoundGetWorkspaceSize", "aclnnRound", self, out, workspaceSize, executor);
-}
-RUN(aclnnRound)
-
-/* aclnnInplaceAddcmul: selfRef = selfRef + value·tensor1·tensor2, tensor1
- * and tensor2 broadcasting to selfRef (aclnnAddcmul&aclnnInplaceAddcmul) */
-aclnnStatus aclnnInplaceAddcmulGetWorkspaceSize(const aclTensor *selfRef, const aclTensor *tensor1,
-                                                const aclTensor *tensor2, const aclScalar *value,
-                                                uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnInplaceAddcmulGetWorkspaceSize");
-	selfRef = arg(&c, "selfRef", selfRef, 1);
-	tensor1 = arg(&c, "tensor1", tensor1, 1);
-	tensor2 = arg(&c, "tensor2", tensor2, 1);
-	int ok = value && value->magic == 0x5343414cU;
-	tr(",\"value\":%.17g", ok ? value->v : 0.0);
-	c.ex->f[0] = ok ? value->v : 1;
-	if (!c.rc && !ok) {
-		c.rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("aclnnInplaceAddcmulGetWorkspaceSize: value is not a scalar");
-	}
-	check(&c, broadcasts(tensor1, selfRef) && broadcasts(tensor2, selfRef),
-	      "tensor1 and tensor2 must broadcast to selfRef");
-	check(&c, selfRef && tensor1 && tensor2 &&
-	              (selfRef->dtype == ACL_FLOAT || selfRef->dtype == ACL_FLOAT16 || selfRef->dtype == ACL_BF16) &&
-	              tensor1->dtype == selfRef->dtype && tensor2->dtype == selfRef->dtype,
-	      "selfRef, tensor1 and tensor2 must be FLOAT, FLOAT16 or BFLOAT16 of one dtype");
-	return call_end(&c, "aclnnInplaceAddcmul", workspaceSize, executor);
-}
-RUN(aclnnInplaceAddcmul)
-
-/* a scalar's value; non-finite values are traced as strings (JSON has no
- * infinities) */
-static int scalar_arg(call *c, const char *key, const aclScalar *v, double *out) {
-	int ok = v && v->magic == 0x5343414cU;
-	if (ok && isfinite(v->v)) tr(",\"%s\":%.17g", key, v->v);
-	else if (ok) tr(",\"%s\":\"%g\"", key, v->v);
-	*out = ok ? v->v : 0;
-	if (!c->rc && !ok) {
-		c->rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("%s: %s is not a scalar", c->fn, key);
-	}
-	return ok;
-}
-
-aclnnStatus aclnnGeScalarGetWorkspaceSize(const aclTensor *self, const aclScalar *other, aclTensor *out,
-                                          uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnGeScalarGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	scalar_arg(&c, "other", other, &c.ex->f[0]);
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	check(&c, out && out->dtype == ACL_BOOL, "out must be BOOL");
-	return call_end(&c, "aclnnGeScalar", workspaceSize, executor);
-}
-RUN(aclnnGeScalar)
-
-aclnnStatus aclnnInplaceMaskedFillScalarGetWorkspaceSize(aclTensor *selfRef, const aclTensor *mask,
-                                                         const aclScalar *value, uint64_t *workspaceSize,
-                                                         aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnInplaceMaskedFillScalarGetWorkspaceSize");
-	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
-	mask = arg(&c, "mask", mask, 1);
-	scalar_arg(&c, "value", value, &c.ex->f[0]);
-	check(&c, mask && mask->dtype == ACL_BOOL, "mask must be BOOL");
-	check(&c, broadcasts(mask, selfRef), "mask must broadcast to selfRef");
-	return call_end(&c, "aclnnInplaceMaskedFillScalar", workspaceSize, executor);
-}
-RUN(aclnnInplaceMaskedFillScalar)
-
-/* ---------------- reductions ---------------- */
-
-aclnnStatus aclnnSoftmaxGetWorkspaceSize(const aclTensor *self, int64_t dim, aclTensor *out,
-                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnSoftmaxGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	tr(",\"dim\":%lld", (long long)dim);
-	c.ex->i[0] = dim;
-	check(&c, same_shape(self, out), "out must have the shape of self");
-	check(&c, self && dim >= -self->ndim && dim < self->ndim, "dim %lld out of range", (long long)dim);
-	return call_end(&c, "aclnnSoftmax", workspaceSize, executor);
-}
-RUN(aclnnSoftmax)
-
-/* the executor keeps the reduced dims as i[0] = count, i[1..8] = dims,
- * i[9] keepDims, i[10] dtype */
-aclnnStatus aclnnReduceSumGetWorkspaceSize(const aclTensor *self, const aclIntArray *dims, bool keepDims,
-                                           aclDataType dtype, aclTensor *out, uint64_t *workspaceSize,
-                                           aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnReduceSumGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	int ok = dims && dims->magic == 0x494e5441U;
-	tr_i64s("dims", ok ? dims->v : NULL, ok ? dims->n : 0);
-	tr(",\"keepDims\":%s,\"dtype\":%d", keepDims ? "true" : "false", (int)dtype);
-	if (!c.rc && !ok) {
-		c.rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("aclnnReduceSumGetWorkspaceSize: dims is not an int array");
-	}
-	if (!c.rc) {
-		check(&c, dims->n <= 8, "at most 8 dims");
-		c.ex->i[0] = (int64_t)dims->n;
-		for (uint64_t k = 0; !c.rc && k < dims->n; k++) {
-			int64_t d = dims->v[k];
-			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
-			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
-		}
-		c.ex->i[9] = keepDims, c.ex->i[10] = dtype;
-		check(&c, out->dtype == dtype, "out's type must be dtype");
-		/* out's shape is self's with the reduced dims 1 (keepDims) or gone */
-		int64_t want[8];
-		int nw = 0;
-		for (int i = 0; i < self->ndim; i++) {
-			int red = 0;
-			for (uint64_t k = 0; k < dims->n; k++) red |= c.ex->i[1 + k] == i;
-			if (!red) want[nw++] = self->dims[i];
-			else if (keepDims) want[nw++] = 1;
-		}
-		int same = nw == out->ndim;
-		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
-		check(&c, same, "out's shape must be self's reduced over dims");
-	}
-	return call_end(&c, "aclnnReduceSum", workspaceSize, executor);
-}
-RUN(aclnnReduceSum)
-
-/* aclnnAmax: the maximum of self over dim (an aclIntArray), keepDim as
- * aclnnReduceSum's keepDims; out has self's dtype. The executor keeps the
- * dims as aclnnReduceSum's does. */
-aclnnStatus aclnnAmaxGetWorkspaceSize(const aclTensor *self, const aclIntArray *dim, bool keepDim, aclTensor *out,
-                                      uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnAmaxGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	int ok = dim && dim->magic == 0x494e5441U;
-	tr_i64s("dim", ok ? dim->v : NULL, ok ? dim->n : 0);
-	tr(",\"keepDim\":%s", keepDim ? "true" : "false");
-	if (!c.rc && !ok) {
-		c.rc = ACLNN_ERR_PARAM_NULLPTR;
-		set_err("aclnnAmaxGetWorkspaceSize: dim is not an int array");
-	}
-	if (!c.rc) {
-		check(&c, dim->n <= 8, "at most 8 dims");
-		c.ex->i[0] = (int64_t)dim->n;
-		for (uint64_t k = 0; !c.rc && k < dim->n; k++) {
-			int64_t d = dim->v[k];
-			check(&c, d >= -self->ndim && d < self->ndim, "dim %lld out of range", (long long)d);
-			c.ex->i[1 + k] = d < 0 ? d + self->ndim : d;
-		}
-		c.ex->i[9] = keepDim, c.ex->i[10] = self->dtype;
-		check(&c, out->dtype == self->dtype, "out must have the dtype of self");
-		check(&c, self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16,
-		      "self must be FLOAT, FLOAT16 or BFLOAT16");
-		int64_t want[8];
-		int nw = 0;
-		for (int i = 0; i < self->ndim; i++) {
-			int red = 0;
-			for (uint64_t k = 0; k < dim->n; k++) red |= c.ex->i[1 + k] == i;
-			if (!red) want[nw++] = self->dims[i];
-			else if (keepDim) want[nw++] = 1;
-		}
-		int same = nw == out->ndim;
-		for (int i = 0; same && i < nw; i++) same = want[i] == out->dims[i];
-		check(&c, same, "out's shape must be self's reduced over dim");
-	}
-	return call_end(&c, "aclnnAmax", workspaceSize, executor);
-}
-RUN(aclnnAmax)
-
-aclnnStatus aclnnTopkGetWorkspaceSize(const aclTensor *self, int64_t k, int64_t dim, bool largest, bool sorted,
-                                      aclTensor *valuesOut, aclTensor *indicesOut, uint64_t *workspaceSize,
-                                      aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnTopkGetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	valuesOut = (aclTensor *)arg(&c, "valuesOut", valuesOut, 1);
-	indicesOut = (aclTensor *)arg(&c, "indicesOut", indicesOut, 1);
-	tr(",\"k\":%lld,\"dim\":%lld,\"largest\":%s,\"sorted\":%s", (long long)k, (long long)dim,
-	   largest ? "true" : "false", sorted ? "true" : "false");
-	c.ex->i[0] = k, c.ex->i[2] = largest, c.ex->i[3] = sorted;
-	if (!c.rc) {
-		int d = (int)(dim < 0 ? dim + self->ndim : dim);
-		c.ex->i[1] = d;
-		check(&c, d >= 0 && d < self->ndim, "dim %lld out of range", (long long)dim);
-		check(&c, !c.rc && k >= 0 && k <= self->dims[d], "k %lld outside [0, self.size(dim)]", (long long)k);
-		/* CANN 8.x: "sorted currently supports True only" */
-		check(&c, sorted, "sorted must be true");
-		check(&c, valuesOut->dtype == self->dtype, "valuesOut must have self's dtype");
-		check(&c, indicesOut->dtype == ACL_INT64, "indicesOut must be INT64");
-		int shp = valuesOut->ndim == self->ndim && indicesOut->ndim == self->ndim;
-		for (int i = 0; shp && i < self->ndim; i++)
-			shp = valuesOut->dims[i] == (i == d ? k : self->dims[i]) && indicesOut->dims[i] == valuesOut->dims[i];
-		check(&c, shp, "valuesOut and indicesOut must be self's shape with k along dim");
-	}
-	return call_end(&c, "aclnnTopk", workspaceSize, executor);
-}
-RUN(aclnnTopk)
-
-/* ---------------- matrix products ---------------- */
-
-static aclnnStatus matmul(const char *fn, const char *op, int rank, const aclTensor *self, const aclTensor *mat2,
-                          aclTensor *out, int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor) {
-	call c;
-	call_begin(&c, fn);
-	self = arg(&c, "self", self, 1);
-	mat2 = arg(&c, "mat2", mat2, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	tr(",\"cubeMathType\":%d", (int)cubeMathType);
-	c.ex->i[0] = cubeMathType;
-	if (!c.rc) {
-		check(&c, rank == 0 || (self->ndim == rank && mat2->ndim == rank && out->ndim == rank),
-		      "%s takes %d-D operands", op, rank);
-		int64_t k1 = self->ndim ? self->dims[self->ndim - 1] : 1;
-		int64_t k2 = mat2->ndim >= 2 ? mat2->dims[mat2->ndim - 2] : mat2->ndim ? mat2->dims[0] : 1;
-		check(&c, k1 == k2, "reduce dims differ: self has %lld, mat2 has %lld", (long long)k1, (long long)k2);
-		check(&c, out->ndim >= 1 && out->dims[out->ndim - 1] == (mat2->ndim ? mat2->dims[mat2->ndim - 1] : 1),
-		      "out's last dim must be mat2's");
-		check(&c, out->ndim < 2 || self->ndim < 2 || out->dims[out->ndim - 2] == self->dims[self->ndim - 2],
-		      "out's rows must be self's");
-		check(&c, cubeMathType >= 0 && cubeMathType <= 3, "cubeMathType %d is not 0..3", (int)cubeMathType);
-		/* KEEP_DTYPE and USE_HF32 with FLOAT need the HF32/FP32 cube of
-		 * Atlas A2/A3 (aclnnMatmul, cubeMathType) */
-		int a2 = strncmp(cfg_soc, "Ascend910B", 10) == 0 || strncmp(cfg_soc, "Ascend910_93", 12) == 0;
-		check(&c, a2 || self->dtype != ACL_FLOAT || (cubeMathType != 0 && cubeMathType != 3),
-		      "cubeMathType %d with FLOAT inputs is not supported on %s", (int)cubeMathType, cfg_soc);
-		/* mixed float types promote (FLOAT16 with FLOAT computes in FLOAT) */
-		int fs = self->dtype == ACL_FLOAT || self->dtype == ACL_FLOAT16 || self->dtype == ACL_BF16;
-		int fm = mat2->dtype == ACL_FLOAT || mat2->dtype == ACL_FLOAT16 || mat2->dtype == ACL_BF16;
-		check(&c, fs && fm, "self and mat2 must be FLOAT, FLOAT16 or BFLOAT16");
-	}
-	return call_end(&c, op, workspaceSize, executor);
-}
-
-aclnnStatus aclnnMatmulGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2, aclTensor *out,
-                                        int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	return matmul("aclnnMatmulGetWorkspaceSize", "aclnnMatmul", 0, self, mat2, out, cubeMathType, workspaceSize,
-	              executor);
-}
-RUN(aclnnMatmul)
-
-aclnnStatus aclnnMmGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2, aclTensor *out, int8_t cubeMathType,
-                                    uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	return matmul("aclnnMmGetWorkspaceSize", "aclnnMm", 2, self, mat2, out, cubeMathType, workspaceSize, executor);
-}
-RUN(aclnnMm)
-
-aclnnStatus aclnnBatchMatMulGetWorkspaceSize(const aclTensor *self, const aclTensor *mat2, aclTensor *out,
-                                             int8_t cubeMathType, uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	return matmul("aclnnBatchMatMulGetWorkspaceSize", "aclnnBatchMatMul", 3, self, mat2, out, cubeMathType,
-	              workspaceSize, executor);
-}
-RUN(aclnnBatchMatMul)
-
-aclnnStatus aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(
-    const aclTensor *x, const aclTensor *weight, const aclTensor *antiquantScale,
-    const aclTensor *antiquantOffsetOptional, const aclTensor *quantScaleOptional,
-    const aclTensor *quantOffsetOptional, const aclTensor *biasOptional, int antiquantGroupSize, const aclTensor *y,
-    uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnWeightQuantBatchMatmulV2GetWorkspaceSize");
-	x = arg(&c, "x", x, 1);
-	weight = arg(&c, "weight", weight, 1);
-	antiquantScale = arg(&c, "antiquantScale", antiquantScale, 1);
-	const aclTensor *antiquantOffset = arg(&c, "antiquantOffset", antiquantOffsetOptional, 0);
-	arg(&c, "quantScale", quantScaleOptional, 0);
-	arg(&c, "quantOffset", quantOffsetOptional, 0);
-	arg(&c, "bias", biasOptional, 0);
-	y = arg(&c, "y", y, 1);
-	tr(",\"antiquantGroupSize\":%d", antiquantGroupSize);
-	c.ex->i[0] = antiquantGroupSize;
-	/* The Atlas A2/A3 rules of the operator's page (aclnnWeightQuantBatchMatmulV2,
-	 * parameter descriptions and constraints), which CANN's argument checks
-	 * (ops-nn, op_api/aclnn_weight_quant_batch_matmul_v2.cpp) enforce. */
-	check(&c, x && x->ndim == 2, "x must be 2-D (m, k)");
-	check(&c, x && (x->dtype == ACL_FLOAT16 || x->dtype == ACL_BF16), "x must be FLOAT16 or BFLOAT16");
-	check(&c, weight && (weight->dtype == ACL_INT8 || weight->dtype == ACL_INT4), "weight must be INT8 or INT4");
-	check(&c, x && weight && weight->ndim == 2 && weight->dims[0] == x->dims[1], "weight must be (k, n)");
-	/* CANN also takes FRACTAL_NZ under conditions; the emulator computes ND only */
-	check(&c, weight && weight->format == ACL_FORMAT_ND, "weight: only ND is emulated (format %d)",
-	      weight ? (int)weight->format : -1);
-	if (!c.rc) {
-		int64_t m = x->dims[0], k = x->dims[1], n = weight->dims[1];
-		int xt = x->strides[0] == 1 && x->strides[1] == m && m > 1; /* x stored (k, m) */
-		check(&c, k >= 1 && k <= 65535, "weight: k = %lld outside [1, 65535] (Atlas A2/A3)", (long long)k);
-		check(&c, n >= 1 && n <= 65535, "weight: n = %lld outside [1, 65535] (Atlas A2/A3)", (long long)n);
-		check(&c, m >= 1 && m <= (xt ? 65535 : 2147483647LL), "x: m = %lld outside [1, %lld]%s", (long long)m,
-		      xt ? 65535LL : 2147483647LL, xt ? " (x transposed)" : "");
-		/* contiguous (k, n), or the transposed view of a contiguous (n, k) */
-		int wc = weight->strides[1] == 1 && (weight->strides[0] == n || k == 1);
-		int wt = weight->strides[0] == 1 && (weight->strides[1] == k || n == 1);
-		check(&c, wc || wt, "weight: strides (%lld, %lld) are neither (k, n) contiguous nor its transpose",
-		      (long long)weight->strides[0], (long long)weight->strides[1]);
-		check(&c, x->strides[1] == 1 || xt, "x: non-contiguous only when transposed");
-		/* INT4: the inner (stored last) axis must be even */
-		check(&c, weight->dtype != ACL_INT4 || (wt && !wc ? k % 2 == 0 : n % 2 == 0),
-		      "weight: INT4 with an odd inner axis (%s = %lld)", wt && !wc ? "k" : "n",
-		      (long long)(wt && !wc ? k : n));
-		check(&c, antiquantGroupSize == 0 || (antiquantGroupSize >= 32 && antiquantGroupSize % 32 == 0 &&
-		                                      antiquantGroupSize <= k - 1),
-		      "antiquantGroupSize = %d: must be 0 or a multiple of 32 in [32, k-1] = [32, %lld]", antiquantGroupSize,
-		      (long long)(k - 1));
-		check(&c, y->dtype == x->dtype && y->ndim == 2 && y->dims[0] == m && y->dims[1] == n,
-		      "y must be (m, n) of x's dtype");
-		check(&c, antiquantScale->dtype == x->dtype, "antiquantScale must have x's dtype");
-		const aclTensor *s = antiquantScale;
-		if (antiquantGroupSize > 0) {
-			int64_t groups = (k + antiquantGroupSize - 1) / antiquantGroupSize;
-			check(&c, s->ndim == 2 && s->dims[0] == groups && s->dims[1] == n,
-			      "per-group antiquantScale must be (ceil(k/%d), n) = (%lld, %lld)", antiquantGroupSize,
-			      (long long)groups, (long long)n);
-		} else {
-			/* per-tensor (1,) / (1, 1), per-channel (n,) / (1, n) */
-			int ok = (s->ndim == 1 && (s->dims[0] == 1 || s->dims[0] == n)) ||
-			         (s->ndim == 2 && s->dims[0] == 1 && (s->dims[1] == 1 || s->dims[1] == n));
-			check(&c, ok, "antiquantScale without groups must be (1,), (1, 1), (n,) or (1, n) with n = %lld",
-			      (long long)n);
-		}
-		const aclTensor *o = antiquantOffset;
-		check(&c, !o || same_shape(o, s), "antiquantOffset must have antiquantScale's shape");
-		check(&c, !o || o->dtype == s->dtype, "antiquantOffset must have antiquantScale's dtype");
-		const aclTensor *bias = live_tensor(biasOptional);
-		check(&c, !bias || (bias->dtype == (x->dtype == ACL_FLOAT16 ? ACL_FLOAT16 : ACL_FLOAT) &&
-		                    ((bias->ndim == 1 && bias->dims[0] == n) ||
-		                     (bias->ndim == 2 && bias->dims[0] == 1 && bias->dims[1] == n))),
-		      "bias must be (n,) or (1, n), FLOAT16 with FLOAT16 x, FLOAT with BFLOAT16 x");
-		check(&c, !quantScaleOptional && !quantOffsetOptional,
-		      "quantScale/quantOffset (INT8 output) are not emulated");
-	}
-	return call_end(&c, "aclnnWeightQuantBatchMatmulV2", workspaceSize, executor);
-}
-RUN(aclnnWeightQuantBatchMatmulV2)
-
-/* ---------------- rows: gather and scatter ---------------- */
-
-aclnnStatus aclnnInplaceIndexCopyGetWorkspaceSize(aclTensor *selfRef, int64_t dim, const aclTensor *index,
-                                                  const aclTensor *source, uint64_t *workspaceSize,
-                                                  aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnInplaceIndexCopyGetWorkspaceSize");
-	selfRef = (aclTensor *)arg(&c, "selfRef", selfRef, 1);
-	index = arg(&c, "index", index, 1);
-	source = arg(&c, "source", source, 1);
-	tr(",\"dim\":%lld", (long long)dim);
-	c.ex->i[0] = dim;
-	check(&c, index && (index->dtype == ACL_INT64 || index->dtype == ACL_INT32) && index->ndim <= 1,
-	      "index must be a 0-D or 1-D INT64/INT32 tensor");
-	check(&c, selfRef && source && selfRef->ndim == source->ndim, "source must have selfRef's rank");
-	check(&c, selfRef && dim >= -selfRef->ndim && dim < selfRef->ndim, "dim %lld out of range", (long long)dim);
-	return call_end(&c, "aclnnInplaceIndexCopy", workspaceSize, executor);
-}
-RUN(aclnnInplaceIndexCopy)
-
-aclnnStatus aclnnGatherV2GetWorkspaceSize(const aclTensor *self, int64_t dim, const aclTensor *index,
-                                          aclTensor *out, uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnGatherV2GetWorkspaceSize");
-	self = arg(&c, "self", self, 1);
-	index = arg(&c, "index", index, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	tr(",\"dim\":%lld", (long long)dim);
-	c.ex->i[0] = dim;
-	check(&c, index && (index->dtype == ACL_INT64 || index->dtype == ACL_INT32), "index must be INT64 or INT32");
-	check(&c, self && dim >= -self->ndim && dim < self->ndim, "dim %lld out of range", (long long)dim);
-	return call_end(&c, "aclnnGatherV2", workspaceSize, executor);
-}
-RUN(aclnnGatherV2)
-
-/* ---------------- rotary position embedding ---------------- */
-
-aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor *x, const aclTensor *cos,
-                                                         const aclTensor *sin, int64_t mode, aclTensor *out,
-                                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnRotaryPositionEmbeddingGetWorkspaceSize");
-	x = arg(&c, "x", x, 1);
-	cos = arg(&c, "cos", cos, 1);
-	sin = arg(&c, "sin", sin, 1);
-	out = (aclTensor *)arg(&c, "out", out, 1);
-	tr(",\"mode\":%lld", (long long)mode);
-	c.ex->i[0] = mode;
-	check(&c, mode >= 0 && mode <= 3, "mode %lld is not 0..3", (long long)mode);
-	check(&c, same_shape(x, out), "out must have the shape of x");
-	check(&c, same_shape(cos, sin), "cos and sin must have one shape");
-	check(&c, x && x->ndim == 4, "x must be 4-D");
-	/* the formulas split the last dim in halves (quarters in mode 2) */
-	check(&c, x && x->dims[3] % (mode == 2 ? 4 : 2) == 0, "x: last dim %lld is not a multiple of %d for mode %lld",
-	      x ? (long long)x->dims[3] : 0LL, mode == 2 ? 4 : 2, (long long)mode);
-	check(&c, x && cos && cos->dtype == x->dtype && sin->dtype == x->dtype, "cos and sin must have x's dtype");
-	return call_end(&c, "aclnnRotaryPositionEmbedding", workspaceSize, executor);
-}
-RUN(aclnnRotaryPositionEmbedding)
-
-/* ---------------- attention ---------------- */
-
-aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
-    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pseShiftOptional,
-    const aclTensor *attenMaskOptional, const aclIntArray *actualSeqLengthsOptional,
-    const aclIntArray *actualSeqLengthsKvOptional, const aclTensor *deqScale1Optional,
-    const aclTensor *quantScale1Optional, const aclTensor *deqScale2Optional, const aclTensor *quantScale2Optional,
-    const aclTensor *quantOffset2Optional, const aclTensor *antiquantScaleOptional,
-    const aclTensor *antiquantOffsetOptional, const aclTensor *blockTableOptional,
-    const aclTensor *queryPaddingSizeOptional, const aclTensor *kvPaddingSizeOptional,
-    const aclTensor *keyAntiquantScaleOptional, const aclTensor *keyAntiquantOffsetOptional,
-    const aclTensor *valueAntiquantScaleOptional, const aclTensor *valueAntiquantOffsetOptional,
-    const aclTensor *keySharedPrefixOptional, const aclTensor *valueSharedPrefixOptional,
-    const aclIntArray *actualSharedPrefixLenOptional, int64_t numHeads, double scaleValue, int64_t preTokens,
-    int64_t nextTokens, char *inputLayout, int64_t numKeyValueHeads, int64_t sparseMode, int64_t innerPrecise,
-    int64_t blockSize, int64_t antiquantMode, bool softmaxLseFlag, int64_t keyAntiquantMode,
-    int64_t valueAntiquantMode, const aclTensor *attentionOut, const aclTensor *softmaxLse,
-    uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnFusedInferAttentionScoreV2GetWorkspaceSize");
-	query = arg(&c, "query", query, 1);
-	list_arg(&c, "key", key);
-	list_arg(&c, "value", value);
-	arg(&c, "pseShift", pseShiftOptional, 0);
-	arg(&c, "attenMask", attenMaskOptional, 0);
-	const aclTensor *unused[] = {deqScale1Optional,         quantScale1Optional,         deqScale2Optional,
-	                             quantScale2Optional,       quantOffset2Optional,        antiquantScaleOptional,
-	                             antiquantOffsetOptional,   blockTableOptional,          queryPaddingSizeOptional,
-	                             kvPaddingSizeOptional,     keyAntiquantScaleOptional,   keyAntiquantOffsetOptional,
-	                             valueAntiquantScaleOptional, valueAntiquantOffsetOptional, keySharedPrefixOptional,
-	                             valueSharedPrefixOptional};
-	int extra = 0;
-	for (unsigned i = 0; i < sizeof unused / sizeof unused[0]; i++) extra += unused[i] != NULL;
-	extra += actualSeqLengthsOptional != NULL;
-	extra += actualSeqLengthsKvOptional != NULL;
-	extra += actualSharedPrefixLenOptional != NULL;
-	attentionOut = arg(&c, "attentionOut", attentionOut, 1);
-	arg(&c, "softmaxLse", softmaxLse, 0);
-	tr(",\"numHeads\":%lld,\"scaleValue\":%.17g,\"preTokens\":%lld,\"nextTokens\":%lld,\"inputLayout\":\"%s\","
-	   "\"numKeyValueHeads\":%lld,\"sparseMode\":%lld,\"innerPrecise\":%lld,\"blockSize\":%lld,"
-	   "\"antiquantMode\":%lld,\"softmaxLseFlag\":%s,\"keyAntiquantMode\":%lld,\"valueAntiquantMode\":%lld,"
-	   "\"optionalUsed\":%d",
-	   (long long)numHeads, scaleValue, (long long)preTokens, (long long)nextTokens, inputLayout ? inputLayout : "",
-	   (long long)numKeyValueHeads, (long long)sparseMode, (long long)innerPrecise, (long long)blockSize,
-	   (long long)antiquantMode, softmaxLseFlag ? "true" : "false", (long long)keyAntiquantMode,
-	   (long long)valueAntiquantMode, extra);
-	c.ex->f[0] = scaleValue;
-	c.ex->i[0] = numHeads, c.ex->i[1] = preTokens, c.ex->i[2] = nextTokens, c.ex->i[3] = numKeyValueHeads;
-	c.ex->i[4] = sparseMode, c.ex->i[5] = innerPrecise;
-	snprintf(c.ex->s, sizeof c.ex->s, "%s", inputLayout ? inputLayout : "");
-	check(&c, inputLayout && (strcmp(inputLayout, "BSND") == 0 || strcmp(inputLayout, "BNSD") == 0 ||
-	                          strcmp(inputLayout, "BSH") == 0),
-	      "inputLayout must be BSND, BNSD or BSH");
-	check(&c, numHeads > 0, "numHeads must be > 0");
-	check(&c, numKeyValueHeads >= 0 && (numKeyValueHeads == 0 || numHeads % numKeyValueHeads == 0),
-	      "numHeads must be a multiple of numKeyValueHeads");
-	check(&c, same_shape(query, attentionOut), "attentionOut must have the shape of query");
-	return call_end(&c, "aclnnFusedInferAttentionScoreV2", workspaceSize, executor);
-}
-RUN(aclnnFusedInferAttentionScoreV2)
 
 /* ---------------- control, for tests ---------------- */
 
 void irtfake_reset(void) {
 	LOCK();
-	trace_len = 0;
-	if (trace) trace[0] = 0;
-	seq = 0;
-	n_fail_rules = 0;
+	fake_trace_reset();
 	n_ws_rules = 0;
 	UNLOCK();
 }
@@ -2251,37 +1082,11 @@ void irtfake_set_soc(const char *name) {
 	UNLOCK();
 }
 
-void irtfake_fail(const char *fn, int nth, int code, const char *msg) {
-	LOCK();
-	if (n_fail_rules < MAX_FAIL_RULES) {
-		int i = n_fail_rules++;
-		snprintf(fail_rules[i].fn, sizeof fail_rules[i].fn, "%s", fn);
-		fail_rules[i].nth = nth;
-		fail_rules[i].seen = 0;
-		fail_rules[i].code = code;
-		snprintf(fail_rules[i].msg, sizeof fail_rules[i].msg, "%s", msg);
-	}
-	UNLOCK();
-}
-
-char *irtfake_trace(void) {
-	LOCK();
-	char *out = malloc(trace_len + 1);
-	if (trace_len) memcpy(out, trace, trace_len);
-	out[trace_len] = 0;
-	UNLOCK();
-	return out;
-}
-
-void irtfake_free(void *p) { free(p); }
-
 long long irtfake_stat(const char *key) {
 	LOCK();
 	long long v = -1;
-	if (strcmp(key, "live_tensors") == 0) v = live_tensors;
-	else if (strcmp(key, "live_scalars") == 0) v = live_scalars;
-	else if (strcmp(key, "live_arrays") == 0) v = live_arrays;
-	else if (strcmp(key, "live_lists") == 0) v = live_lists;
+	if (fake_objects_stat(key, &v)) /* aclnn.c */;
+	else if (fake_parallel_stat(key, &v)) /* parallel.c */;
 	else if (strcmp(key, "live_executors") == 0) v = live_execs;
 	else if (strcmp(key, "dev_used") == 0) v = dev_used;
 	else if (strcmp(key, "live_allocs") == 0) {

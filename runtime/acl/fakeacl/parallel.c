@@ -38,6 +38,13 @@ static void threads_init(void) {
 }
 
 static volatile int cfg_threads = 0, cfg_simd = -1;
+static long long splits; /* calls of fake_parallel that ran on more than one thread */
+
+int fake_parallel_stat(const char *key, long long *v) {
+	if (strcmp(key, "parallel_splits") != 0) return 0;
+	*v = __atomic_load_n(&splits, __ATOMIC_RELAXED);
+	return 1;
+}
 
 int fake_threads(void) {
 	if (cfg_threads > 0) return cfg_threads;
@@ -85,6 +92,7 @@ int fake_parallel(int64_t n, int64_t min_per_thread, fake_range_fn fn, void *arg
 	if (min_per_thread < 1) min_per_thread = 1;
 	if (n / min_per_thread < nt) nt = (int)(n / min_per_thread);
 	if (nt <= 1) return n > 0 ? fn(arg, 0, n) : 0;
+	__atomic_fetch_add(&splits, 1, __ATOMIC_RELAXED);
 	par_task tasks[64];
 	pthread_t th[64];
 	int started[64];

@@ -414,36 +414,47 @@ static void join_slot(struct shared *sh, uint32_t rank, int device) {
 	sh->joined++;
 }
 
-HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm_out) {
-	if (!rootInfo || !comm_out) {
+/* the name of the segment rootInfo names, the arguments checked; NULL
+ * with *rc and the error text set otherwise */
+static const char *root_segment(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, int *rc) {
+	if (!rootInfo) {
 		fake_set_err("HcclCommInitRootInfo: NULL argument");
-		return HCCL_E_PTR;
+		*rc = HCCL_E_PTR;
+		return NULL;
 	}
 	if (nRanks < 1 || nRanks > MAXR || rank >= nRanks) {
 		fake_set_err("HcclCommInitRootInfo: rank %u of %u ranks (the emulator has at most %d)", rank, nRanks, MAXR);
-		return HCCL_E_PARA;
+		*rc = HCCL_E_PARA;
+		return NULL;
 	}
 	if (fake_thread_device() < 0) {
 		fake_set_err("HcclCommInitRootInfo: no device set on this thread (aclrtSetDevice)");
-		return HCCL_E_RUNTIME;
+		*rc = HCCL_E_RUNTIME;
+		return NULL;
 	}
 	const char *info = rootInfo->internal;
 	size_t tl = strlen(ROOT_TAG);
 	if (strncmp(info, ROOT_TAG, tl) != 0 || memchr(info, 0, sizeof rootInfo->internal) == NULL) {
 		fake_set_err("HcclCommInitRootInfo: root info was not made by this library's HcclGetRootInfo");
-		return HCCL_E_PARA;
+		*rc = HCCL_E_PARA;
+		return NULL;
 	}
 	const char *name = info + tl;
 	if (strncmp(name, SHM_PREFIX, strlen(SHM_PREFIX)) != 0 || strchr(name + 1, '/') != NULL) {
 		fake_set_err("HcclCommInitRootInfo: root info names %.80s, not a segment of this library's "
 		             "HcclGetRootInfo",
 		             name);
-		return HCCL_E_PARA;
+		*rc = HCCL_E_PARA;
+		return NULL;
 	}
-	int64_t limit;
-	if (timeout_ms("HCCL_CONNECT_TIMEOUT", &limit) != 0) return HCCL_E_PARA;
-	int fd = shm_open(name, O_RDWR, 0600);
-	if (fd < 0) {
+	return name;
+}
+
+/* opens segment name and maps its header (*fd, *hdr), checked before it
+ * is read; 0 or an error with the text set */
+static int open_header(const char *name, uint32_t rank, int *fd, struct shared **hdr) {
+	*fd = shm_open(name, O_RDWR, 0600);
+	if (*fd < 0) {
 		fake_set_err("HcclCommInitRootInfo: rank %u: the root's segment %s is gone (%s): every rank must join "
 		             "before any has finished initialising, and only once",
 		             rank, name, strerror(errno));
@@ -452,24 +463,33 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
 	/* The object's size before mapping it: a page of the mapping past the
 	 * object's end would raise SIGBUS when touched. */
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)HDR_BYTES) {
+	if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)HDR_BYTES) {
 		fake_set_err("HcclCommInitRootInfo: %s is not a communicator segment (%lld B, a header is %zu B)", name,
 		             (long long)st.st_size, (size_t)HDR_BYTES);
-		close(fd);
+		close(*fd);
 		return HCCL_E_PARA;
 	}
-	struct shared *hdr = mmap(NULL, HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (hdr == MAP_FAILED || hdr->magic != SHM_MAGIC || hdr->version != SHM_VERSION) {
-		if (hdr == MAP_FAILED)
+	*hdr = mmap(NULL, HDR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, *fd, 0);
+	if (*hdr == MAP_FAILED || (*hdr)->magic != SHM_MAGIC || (*hdr)->version != SHM_VERSION) {
+		if (*hdr == MAP_FAILED)
 			fake_set_err("HcclCommInitRootInfo: mmap %s: %s", name, strerror(errno));
 		else
 			fake_set_err("HcclCommInitRootInfo: %s is not a communicator segment of this library (magic "
 			             "%#x version %u, want %#x version %u)",
-			             name, hdr->magic, hdr->version, SHM_MAGIC, SHM_VERSION);
-		if (hdr != MAP_FAILED) munmap(hdr, HDR_BYTES);
-		close(fd);
+			             name, (*hdr)->magic, (*hdr)->version, SHM_MAGIC, SHM_VERSION);
+		if (*hdr != MAP_FAILED) munmap(*hdr, HDR_BYTES);
+		close(*fd);
 		return HCCL_E_PARA;
 	}
+	return 0;
+}
+
+/* Under the header's lock: the first rank to come sets the rank count and
+ * sizes the segment, the others must agree; rank must not have joined.
+ * *len is the segment's size. 0 or an error with the text set. */
+static int claim_rank(struct shared *hdr, int fd, const char *name, uint32_t nRanks, uint32_t rank, size_t *len) {
+	struct stat st = {0};
+	fstat(fd, &st); /* its size as it joins, for the message below */
 	sh_lock(hdr);
 	int rc = 0;
 	if (hdr->failed) {
@@ -496,23 +516,27 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
 		fake_set_err("HcclCommInitRootInfo: rank %u joined twice: process %d has already joined as rank %u", rank,
 		             (int)hdr->slot[rank].pid, rank);
 	}
-	size_t len = HDR_BYTES + nRanks * hdr->cap;
-	if (!rc && (hdr->cap > ((uint64_t)1 << 40) || fstat(fd, &st) != 0 || st.st_size < (off_t)len)) {
+	*len = HDR_BYTES + nRanks * hdr->cap;
+	if (!rc && (hdr->cap > ((uint64_t)1 << 40) || fstat(fd, &st) != 0 || st.st_size < (off_t)*len)) {
 		rc = HCCL_E_PARA;
 		fake_set_err("HcclCommInitRootInfo: %s is not a communicator segment of %u ranks (%lld B, want %zu B)",
-		             name, nRanks, (long long)st.st_size, len);
+		             name, nRanks, (long long)st.st_size, *len);
 	}
 	sh_unlock(hdr);
-	munmap(hdr, HDR_BYTES);
-	if (rc) {
-		close(fd);
-		return rc;
-	}
+	return rc;
+}
+
+/* maps the whole segment (len bytes of fd, closed here), joins it as rank
+ * and waits up to limit ms for the other ranks: the communicator, or NULL
+ * with *rc and the error text set */
+static comm *join_segment(int fd, const char *name, size_t len, uint32_t nRanks, uint32_t rank, int64_t limit,
+                          int *rc) {
 	struct shared *sh = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (sh == MAP_FAILED) {
 		fake_set_err("HcclCommInitRootInfo: mmap %s: %s", name, strerror(errno));
-		return HCCL_E_SYSCALL;
+		*rc = HCCL_E_SYSCALL;
+		return NULL;
 	}
 	mapping *m = calloc(1, sizeof *m);
 	m->sh = sh;
@@ -525,13 +549,14 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
 	pthread_cond_broadcast(&sh->cv);
 	char what[64];
 	snprintf(what, sizeof what, "HcclCommInitRootInfo (rank %u)", rank);
-	if (wait_ranks(c, joined_all, NULL, limit, what) != 0) rc = failed_rc(c, "HcclCommInitRootInfo");
+	if (wait_ranks(c, joined_all, NULL, limit, what) != 0) *rc = failed_rc(c, "HcclCommInitRootInfo");
 	/* Every rank has mapped the segment; its name can go (the last to
 	 * join, or the first to see the failure, unlinks it). */
-	if (rc || sh->joined == (int32_t)nRanks) shm_unlink(name);
+	if (*rc || sh->joined == (int32_t)nRanks) shm_unlink(name);
 	sh_unlock(sh);
-	fake_trace_call("HcclCommInitRootInfo", rc, ",\"ranks\":%u,\"rank\":%u,\"device\":%d", nRanks, rank, c->device);
-	if (rc) {
+	fake_trace_call("HcclCommInitRootInfo", *rc, ",\"ranks\":%u,\"rank\":%u,\"device\":%d", nRanks, rank,
+	                c->device);
+	if (*rc) {
 		sh_lock(sh);
 		sh->slot[rank].state = 2;
 		sh_unlock(sh);
@@ -539,8 +564,33 @@ HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, u
 		free(m);
 		c->magic = 0;
 		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm_out) {
+	int rc = 0;
+	if (!comm_out) {
+		fake_set_err("HcclCommInitRootInfo: NULL argument");
+		return HCCL_E_PTR;
+	}
+	const char *name = root_segment(nRanks, rootInfo, rank, &rc);
+	if (!name) return rc;
+	int64_t limit;
+	if (timeout_ms("HCCL_CONNECT_TIMEOUT", &limit) != 0) return HCCL_E_PARA;
+	int fd;
+	struct shared *hdr;
+	if ((rc = open_header(name, rank, &fd, &hdr)) != 0) return rc;
+	size_t len;
+	rc = claim_rank(hdr, fd, name, nRanks, rank, &len);
+	munmap(hdr, HDR_BYTES);
+	if (rc) {
+		close(fd);
 		return rc;
 	}
+	comm *c = join_segment(fd, name, len, nRanks, rank, limit, &rc);
+	if (!c) return rc;
 	*comm_out = c;
 	return HCCL_SUCCESS;
 }

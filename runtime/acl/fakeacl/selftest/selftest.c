@@ -6,7 +6,7 @@
  * exits 1 if any failed.
  *
  * Expected values are computed here from the aclnn reference pages'
- * formulas, independently of kernels.c.
+ * formulas, independently of the emulator's kernels.
  */
 #include "irtool_acl.h"
 
@@ -17,6 +17,7 @@
 
 void irtfake_set_soc(const char *name);
 void irtfake_set(const char *key, long long value);
+long long irtfake_stat(const char *key);
 
 static int failures;
 
@@ -121,7 +122,7 @@ static void test_wqbmm(void) {
 	ok(rc == ACLNN_ERR_PARAM_INVALID && msg && strstr(msg, "antiquantScale"), "a (k/g+1, n) antiquantScale is ACLNN_ERR_PARAM_INVALID", msg);
 }
 
-/* WQBMM's vector and threaded path (AVX2/F16C, kernels.c wq_range_avx2)
+/* WQBMM's vector and threaded path (AVX2/F16C, ops_wqbmm.c wq_range_avx2)
  * against its scalar loop, bit for bit: INT8 and INT4 weights, float16 and
  * float32 activations, with and without antiquantOffset, per-channel and
  * grouped scales, column counts that leave a tail of fewer than 8, a bias,
@@ -214,6 +215,138 @@ static void test_wqbmm_paths(void) {
 	}
 	irtfake_set("simd", -1);
 	irtfake_set("threads", 0);
+}
+
+/* n pseudo-random values in [-4, 4) of dtype dt (FLOAT or FLOAT16) at p */
+static void fill(aclDataType dt, void *p, int64_t n, unsigned seed) {
+	for (int64_t i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		float v = (float)((int)(seed >> 12) % 8192 - 4096) / 1024.0f;
+		if (dt == ACL_FLOAT) ((float *)p)[i] = v;
+		else ((uint16_t *)p)[i] = half(v);
+	}
+}
+
+/* a contiguous tensor of nd dims over fresh device memory filled by fill */
+static aclTensor *th_tensor(aclDataType dt, int nd, const int64_t *dims, unsigned seed, void **data, size_t *bytes) {
+	int64_t st_[8], n = 1;
+	for (int i = nd - 1; i >= 0; i--) st_[i] = n, n *= dims[i];
+	*bytes = (size_t)n * (dt == ACL_FLOAT ? 4 : 2);
+	*data = dev(*bytes);
+	fill(dt, *data, n, seed);
+	return tensor(dt, nd, dims, st_, 0, *data);
+}
+
+enum { TH_MM_F32, TH_MM_HF32, TH_BMM_F16, TH_MM_GGML_F16, TH_MM_GGML_F32, TH_MUL, TH_SILU, TH_SWIGLU, TH_CAST, TH_INPLACE_ADD };
+
+/* launches case which once: its output copied into *out (malloc'd) */
+static int th_launch(int which, unsigned char **out, size_t *bytes) {
+	const aclDataType F = ACL_FLOAT, H = ACL_FLOAT16;
+	uint64_t wsz = 0;
+	aclOpExecutor *ex = NULL;
+	void *a, *b, *o;
+	size_t na, nb, no;
+	aclTensor *ta, *tb, *to;
+	int rc;
+	switch (which) {
+	case TH_MM_F32: case TH_MM_HF32: case TH_MM_GGML_F16: case TH_MM_GGML_F32: {
+		static const int64_t shapes[][3] = {{5, 64, 1000}, {64, 48, 300}, {0}, {4, 64, 2000}, {3, 40, 2000}};
+		const int64_t *sh = shapes[which];
+		aclDataType dt = which == TH_MM_GGML_F16 ? H : F;
+		int64_t ad[] = {sh[0], sh[1]}, bd[] = {sh[1], sh[2]}, od[] = {sh[0], sh[2]};
+		ta = th_tensor(dt, 2, ad, 1, &a, &na), tb = th_tensor(dt, 2, bd, 2, &b, &nb), to = th_tensor(F, 2, od, 3, &o, &no);
+		rc = run2("aclnnMm", aclnnMmGetWorkspaceSize(ta, tb, to, which == TH_MM_HF32 ? 1 : 0, &wsz, &ex), &wsz, &ex, aclnnMm, NULL);
+		break;
+	}
+	case TH_BMM_F16: {
+		int64_t ad[] = {4, 16, 32}, bd[] = {4, 32, 200}, od[] = {4, 16, 200};
+		ta = th_tensor(H, 3, ad, 4, &a, &na), tb = th_tensor(H, 3, bd, 5, &b, &nb), to = th_tensor(H, 3, od, 6, &o, &no);
+		rc = run2("aclnnBatchMatMul", aclnnBatchMatMulGetWorkspaceSize(ta, tb, to, 0, &wsz, &ex), &wsz, &ex, aclnnBatchMatMul, NULL);
+		break;
+	}
+	case TH_MUL: {
+		int64_t ad[] = {300, 512}, bd[] = {512};
+		ta = th_tensor(H, 2, ad, 7, &a, &na), tb = th_tensor(H, 1, bd, 8, &b, &nb), to = th_tensor(H, 2, ad, 9, &o, &no);
+		rc = run2("aclnnMul", aclnnMulGetWorkspaceSize(ta, tb, to, &wsz, &ex), &wsz, &ex, aclnnMul, NULL);
+		break;
+	}
+	case TH_SILU: case TH_CAST: {
+		int64_t ad[] = {200, 1003};
+		ta = th_tensor(F, 2, ad, 10, &a, &na), to = th_tensor(which == TH_CAST ? H : F, 2, ad, 11, &o, &no);
+		b = NULL;
+		rc = which == TH_SILU ? run2("aclnnSilu", aclnnSiluGetWorkspaceSize(ta, to, &wsz, &ex), &wsz, &ex, aclnnSilu, NULL)
+		                      : run2("aclnnCast", aclnnCastGetWorkspaceSize(ta, H, to, &wsz, &ex), &wsz, &ex, aclnnCast, NULL);
+		break;
+	}
+	case TH_SWIGLU: {
+		int64_t ad[] = {100, 1400}, od[] = {100, 700};
+		ta = th_tensor(F, 2, ad, 12, &a, &na), to = th_tensor(F, 2, od, 13, &o, &no);
+		b = NULL;
+		rc = run2("aclnnSwiGlu", aclnnSwiGluGetWorkspaceSize(ta, -1, to, &wsz, &ex), &wsz, &ex, aclnnSwiGlu, NULL);
+		break;
+	}
+	default: { /* TH_INPLACE_ADD: o += 0.5 · b, in place */
+		int64_t od[] = {300, 400}, bd[] = {400};
+		float half_ = 0.5f;
+		aclScalar *alpha = aclCreateScalar(&half_, F);
+		to = th_tensor(F, 2, od, 14, &o, &no), tb = th_tensor(F, 1, bd, 15, &b, &nb);
+		a = NULL;
+		rc = run2("aclnnInplaceAdd", aclnnInplaceAddGetWorkspaceSize(to, tb, alpha, &wsz, &ex), &wsz, &ex, aclnnInplaceAdd, NULL);
+		aclDestroyScalar(alpha);
+	}
+	}
+	*bytes = no;
+	*out = malloc(no);
+	memcpy(*out, o, no);
+	aclrtFree(o);
+	if (a) aclrtFree(a);
+	if (b) aclrtFree(b);
+	return rc;
+}
+
+/* The kernels that split their outputs over the host threads (matrix
+ * products, elementwise operators) give the same bits on 1, 2 and 3
+ * threads, under the device's arithmetic and ggml's; and they do split
+ * (irtfake_stat's parallel_splits grows). */
+static void test_threads(void) {
+	static const struct {
+		int which, arith;
+		const char *what;
+	} cases[] = {
+	    {TH_MM_F32, 0, "Mm float32 (5x64 @ 64x1000)"},
+	    {TH_MM_HF32, 0, "Mm float32 with HF32 inputs (64x48 @ 48x300)"},
+	    {TH_BMM_F16, 0, "BatchMatMul float16 (4 batches of 16x32 @ 32x200)"},
+	    {TH_MM_GGML_F16, 1, "Mm float16 under ggml's arithmetic (4x64 @ 64x2000)"},
+	    {TH_MM_GGML_F32, 1, "Mm float32 under ggml's arithmetic (3x40 @ 40x2000)"},
+	    {TH_MUL, 0, "Mul float16 broadcasting (300x512 by 512)"},
+	    {TH_SILU, 1, "Silu float32 under ggml's arithmetic (200x1003)"},
+	    {TH_SWIGLU, 1, "SwiGlu float32 under ggml's arithmetic (100x1400)"},
+	    {TH_CAST, 0, "Cast float32 to float16 (200x1003)"},
+	    {TH_INPLACE_ADD, 0, "InplaceAdd float32, alpha 0.5 (300x400 by 400)"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		irtfake_set("arith", cases[i].arith);
+		unsigned char *ref = NULL, *got;
+		size_t n = 0, m;
+		int rc = 0, same = 1;
+		long long before = irtfake_stat("parallel_splits");
+		for (int t = 1; t <= 3; t++) {
+			irtfake_set("threads", t);
+			rc |= th_launch(cases[i].which, &got, &m);
+			if (!ref) {
+				ref = got, n = m;
+				continue;
+			}
+			same &= m == n && memcmp(ref, got, n) == 0;
+			free(got);
+		}
+		free(ref);
+		char what[160];
+		snprintf(what, sizeof what, "%s: 1, 2 and 3 threads give the same bits", cases[i].what);
+		ok(rc == 0 && same && irtfake_stat("parallel_splits") >= before + 2, what, NULL);
+	}
+	irtfake_set("threads", 0);
+	irtfake_set("arith", -1);
 }
 
 /* aclnnRotaryPositionEmbedding modes 0 (half) and 1 (interleave) */
@@ -423,11 +556,10 @@ static void accept(const char *id, aclnnStatus rc, const char *op) {
 #define WQ "aclnnWeightQuantBatchMatmulV2"
 #define wq(x, w, s, o, g, y) aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(x, w, s, o, NULL, NULL, NULL, g, y, &cws, &cex)
 
-static void test_constraints(void) {
-	cbuf = dev(64 << 20);
-	const aclDataType F = ACL_FLOAT, H = ACL_FLOAT16;
+static const aclDataType F = ACL_FLOAT, H = ACL_FLOAT16;
 
-	/* aclnnWeightQuantBatchMatmulV2, Atlas A2/A3 */
+/* aclnnWeightQuantBatchMatmulV2, Atlas A2/A3 */
+static void constraints_wqbmm(void) {
 	accept("wqbmm.n", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 65535), ct(H, 2, 1, 65535, 0, 0), NULL, 0, ct(H, 2, 1, 65535, 0, 0)), WQ);
 	refuse("wqbmm.n", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 151936), ct(H, 2, 1, 151936, 0, 0), NULL, 0, ct(H, 2, 1, 151936, 0, 0)), 161002, WQ, "n = 151936");
 	refuse("wqbmm.n", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 65536), ct(H, 2, 1, 65536, 0, 0), NULL, 0, ct(H, 2, 1, 65536, 0, 0)), 161002, WQ, "n = 65536");
@@ -466,8 +598,10 @@ static void test_constraints(void) {
 	refuse("wqbmm.offset", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), ct(H, 2, 1, 8, 0, 0), 0, ct(H, 2, 1, 8, 0, 0)), 161002, WQ, "antiquantOffset must have antiquantScale's shape");
 	refuse("wqbmm.y", wq(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, 0, ct(F, 2, 1, 8, 0, 0)), 161002, WQ, "y must be (m, n) of x's dtype");
 	refuse("wqbmm.bias", aclnnWeightQuantBatchMatmulV2GetWorkspaceSize(ct(H, 2, 1, 64, 0, 0), wt(ACL_INT8, 64, 8), ct(H, 1, 8, 0, 0, 0), NULL, NULL, NULL, ct(F, 1, 8, 0, 0, 0), 0, ct(H, 2, 1, 8, 0, 0), &cws, &cex), 161002, WQ, "bias must be");
+}
 
-	/* aclCreateTensor */
+/* aclCreateTensor */
+static void constraints_tensor(void) {
 	{
 		int64_t d9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, s9[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, one = 1;
 		aclTensor *t = aclCreateTensor(d9, 9, F, s9, 0, ACL_FORMAT_ND, &one, 1, cbuf);
@@ -490,15 +624,15 @@ static void test_constraints(void) {
 		t = aclCreateTensor(d, 1, F, s1, 0, ACL_FORMAT_ND, &four, 1, cbuf + 4);
 		refuse("tensor.align", t ? 0 : 161002, 161002, "aclCreateTensor", "not 32-byte aligned");
 	}
+}
 
-	/* norms */
+/* norms, elementwise operators: broadcasting to out, out's shape */
+static void constraints_elementwise(void) {
 	refuse("rmsnorm.dtype", aclnnRmsNormGetWorkspaceSize(ct(ACL_INT32, 2, 2, 8, 0, 0), ct(ACL_INT32, 1, 8, 0, 0, 0), 1e-6, ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnRmsNorm", "x must be FLOAT");
 	refuse("rmsnorm.gamma", aclnnRmsNormGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 4, 0, 0, 0), 1e-6, ct(F, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnRmsNorm", "gamma must match");
 	refuse("rmsnorm.y", aclnnRmsNormGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), 1e-6, ct(F, 2, 2, 4, 0, 0), ct(F, 2, 2, 1, 0, 0), &cws, &cex), 161002, "aclnnRmsNorm", "yOut must have the shape of x");
 	refuse("addrmsnorm.shape", aclnnAddRmsNormGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 1, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), 1e-6, ct(F, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnAddRmsNorm", "x1, x2, yOut and xOut");
 	refuse("addrmsnorm.dtype", aclnnAddRmsNormGetWorkspaceSize(ct(ACL_INT32, 2, 2, 8, 0, 0), ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 1, 8, 0, 0, 0), 1e-6, ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 2, 2, 1, 0, 0), ct(ACL_INT32, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnAddRmsNorm", "x1 must be FLOAT");
-
-	/* elementwise: broadcasting to out, out's shape */
 	float one = 1;
 	aclScalar *alpha = aclCreateScalar(&one, F);
 	refuse("mul.broadcast", aclnnMulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 1, 3, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnMul", "self and other must broadcast to out");
@@ -533,8 +667,10 @@ static void test_constraints(void) {
 		aclTensorList *l2 = aclCreateTensorList((const aclTensor *const *)bad, 2);
 		refuse("cat.dtype", aclnnCatGetWorkspaceSize(l2, 1, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnCat", "tensor 1 must have out's rank and dtype");
 	}
+}
 
-	/* reductions */
+/* reductions, matrix products, rows, rotary position embedding */
+static void constraints_reduce_matmul(void) {
 	refuse("softmax.dim", aclnnSoftmaxGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), 2, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnSoftmax", "dim 2 out of range");
 	refuse("softmax.shape", aclnnSoftmaxGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), 1, ct(F, 2, 2, 4, 0, 0), &cws, &cex), 161002, "aclnnSoftmax", "out must have the shape of self");
 	{
@@ -547,31 +683,27 @@ static void test_constraints(void) {
 	refuse("topk.k", aclnnTopkGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), 9, 0, true, true, ct(F, 1, 9, 0, 0, 0), ct(ACL_INT64, 1, 9, 0, 0, 0), &cws, &cex), 161002, "aclnnTopk", "k 9 outside");
 	refuse("topk.sorted", aclnnTopkGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), 2, 0, true, false, ct(F, 1, 2, 0, 0, 0), ct(ACL_INT64, 1, 2, 0, 0, 0), &cws, &cex), 161002, "aclnnTopk", "sorted must be true");
 	refuse("topk.indices", aclnnTopkGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), 2, 0, true, true, ct(F, 1, 2, 0, 0, 0), ct(ACL_INT32, 1, 2, 0, 0, 0), &cws, &cex), 161002, "aclnnTopk", "indicesOut must be INT64");
-
-	/* matrix products */
 	refuse("mm.k", aclnnMmGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 4, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 1, &cws, &cex), 161002, "aclnnMm", "reduce dims differ");
 	refuse("mm.rank", aclnnMmGetWorkspaceSize(ct(F, 3, 1, 2, 8, 0), ct(F, 3, 1, 8, 3, 0), ct(F, 3, 1, 2, 3, 0), 1, &cws, &cex), 161002, "aclnnMm", "takes 2-D operands");
 	refuse("bmm.rank", aclnnBatchMatMulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 1, &cws, &cex), 161002, "aclnnBatchMatMul", "takes 3-D operands");
 	refuse("matmul.out", aclnnMatmulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 4, 0, 0), 1, &cws, &cex), 161002, "aclnnMatmul", "out's last dim must be mat2's");
 	refuse("matmul.cube", aclnnMatmulGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 4, &cws, &cex), 161002, "aclnnMatmul", "cubeMathType 4");
 	refuse("matmul.dtype", aclnnMatmulGetWorkspaceSize(ct(ACL_INT32, 2, 2, 8, 0, 0), ct(F, 2, 8, 3, 0, 0), ct(F, 2, 2, 3, 0, 0), 1, &cws, &cex), 161002, "aclnnMatmul", "self and mat2 must be FLOAT");
-
-	/* rows */
 	refuse("gather.index", aclnnGatherV2GetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 0, ct(F, 1, 2, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnGatherV2", "index must be INT64 or INT32");
 	refuse("gather.dim", aclnnGatherV2GetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 2, ct(ACL_INT64, 1, 2, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnGatherV2", "dim 2 out of range");
 	refuse("indexcopy.index", aclnnInplaceIndexCopyGetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 0, ct(ACL_INT64, 2, 1, 2, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnInplaceIndexCopy", "index must be a 0-D or 1-D");
 	refuse("indexcopy.dim", aclnnInplaceIndexCopyGetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 3, ct(ACL_INT64, 1, 2, 0, 0, 0), ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnInplaceIndexCopy", "dim 3 out of range");
 	refuse("indexcopy.rank", aclnnInplaceIndexCopyGetWorkspaceSize(ct(F, 2, 4, 8, 0, 0), 0, ct(ACL_INT64, 1, 2, 0, 0, 0), ct(F, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnInplaceIndexCopy", "source must have selfRef's rank");
-
-	/* rotary position embedding */
 	refuse("rope.rank", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 3, 1, 2, 8, 0), ct(F, 3, 1, 2, 8, 0), ct(F, 3, 1, 2, 8, 0), 0, ct(F, 3, 1, 2, 8, 0), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "x must be 4-D");
 	refuse("rope.mode", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), 4, ct(F, 4, 1, 1, 2, 8), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "mode 4");
 	refuse("rope.d", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 6), ct(F, 4, 1, 1, 2, 6), ct(F, 4, 1, 1, 2, 6), 2, ct(F, 4, 1, 1, 2, 6), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "x: last dim 6 is not a multiple of 4");
 	refuse("rope.cos", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 1, 8), 0, ct(F, 4, 1, 1, 2, 8), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "cos and sin must have one shape");
 	refuse("rope.dtype", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(H, 4, 1, 1, 2, 8), ct(H, 4, 1, 1, 2, 8), 0, ct(F, 4, 1, 1, 2, 8), &cws, &cex), 161002, "aclnnRotaryPositionEmbedding", "cos and sin must have x's dtype");
 	accept("rope.d", aclnnRotaryPositionEmbeddingGetWorkspaceSize(ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), ct(F, 4, 1, 1, 2, 8), 2, ct(F, 4, 1, 1, 2, 8), &cws, &cex), "aclnnRotaryPositionEmbedding");
+}
 
-	/* attention */
+/* attention */
+static void constraints_attention(void) {
 	{
 		aclTensor *k1[1] = {ct(H, 4, 1, 2, 4, 8)}, *v1[1] = {ct(H, 4, 1, 2, 4, 8)};
 		aclTensorList *kl = aclCreateTensorList((const aclTensor *const *)k1, 1), *vl = aclCreateTensorList((const aclTensor *const *)v1, 1);
@@ -582,8 +714,10 @@ static void test_constraints(void) {
 		refuse("fia.out", FIA(q, 4, 2, "BNSD", ct(H, 4, 1, 4, 2, 8)), 161002, "aclnnFusedInferAttentionScoreV2", "attentionOut must have the shape of query");
 #undef FIA
 	}
+}
 
-	/* memory, streams, capture, executors (runtime API) */
+/* memory, streams, capture, executors (runtime API) */
+static void constraints_runtime(void) {
 	{
 		void *p = NULL;
 		refuse("mem.size", aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM, "aclrtMalloc", "size must be > 0");
@@ -614,6 +748,16 @@ static void test_constraints(void) {
 	}
 }
 
+static void test_constraints(void) {
+	cbuf = dev(64 << 20);
+	constraints_wqbmm();
+	constraints_tensor();
+	constraints_elementwise();
+	constraints_reduce_matmul();
+	constraints_attention();
+	constraints_runtime();
+}
+
 
 int main(void) {
 	if (aclInit(NULL) != 0 || aclrtSetDevice(0) != 0) {
@@ -622,6 +766,7 @@ int main(void) {
 	}
 	test_wqbmm();
 	test_wqbmm_paths();
+	test_threads();
 	test_rope();
 	test_cube();
 	test_elementwise();
