@@ -11,12 +11,9 @@ import (
 	"fmt"
 
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/runtime/acl/layout"
 	"github.com/irtool/irtool/runtime/device"
 )
-
-// kqTypes are the K-quant types whose 2-D mul_mat the "ggml" QuantMatmul
-// mode computes with quantMulMatK.
-var kqTypes = map[ir.DType]bool{ir.Q2_K: true, ir.Q3_K: true, ir.Q4_K: true, ir.Q5_K: true, ir.Q6_K: true}
 
 // quantMulMatK is the QuantMatmulGGML recipe of a K-quant mul_mat,
 // out[M, N] = x[M, K] · W[N, K]ᵀ, computing ggml-cpu's bits: the x86 AVX2
@@ -25,7 +22,7 @@ var kqTypes = map[ir.DType]bool{ir.Q2_K: true, ir.Q3_K: true, ir.Q4_K: true, ir.
 // single columns and ggml_gemm_q4_K_8x8_q8_K for the first M − M mod 4
 // columns), which irtool's kernels package reproduces bit for bit
 // (kernels/qk.go, q6k_bsums.go, repack_q4k.go). The weight is converted
-// once at load (kqValues: integers sc·q in f32, lane order).
+// once at load (KQValues: integers sc·q in f32, lane order).
 //
 //  1. The activations are quantised to q8_K on the device (q8Quantise:
 //     the integers q in f32 and the block scales d_y kept apart; ggml's q
@@ -82,7 +79,7 @@ func quantMulMatK(b *builder, a, x, out device.TensorDesc) error {
 // activation rows of q8_K integers xq (contiguous [M, K]) with block
 // scales dy ([M, K/256]) and the N rows of the weight converted to
 // layout l at w.
-func (b *builder) kqDot(l kqLayout, w device.Ptr, M int64, xq, dy, oaddr device.Ptr, ostRow, ostCol int64) {
+func (b *builder) kqDot(l layout.KQ, w device.Ptr, M int64, xq, dy, oaddr device.Ptr, ostRow, ostCol int64) {
 	K, N := l.K, l.N
 	nsb, G16 := K/256, K/16
 	MN := M * N
@@ -164,28 +161,28 @@ func (b *builder) kqDot(l kqLayout, w device.Ptr, M int64, xq, dy, oaddr device.
 	b.call(C.IRT_REDUCESUM, rs)
 	// d = d_y·d_w and the mins' scale d_y·dm, [M, N, nsb].
 	dyT := f32([]int64{M, 1, nsb}, []int64{nsb, nsb, 1}, 0, dy)
-	b.op(C.IRT_MUL, dyT, f32([]int64{1, N, nsb}, []int64{N * nsb, nsb, 1}, 0, wAt(l.d)), f32([]int64{M, N, nsb}, []int64{N * nsb, nsb, 1}, 0, at(iD)))
-	if l.dm >= 0 {
-		b.op(C.IRT_MUL, dyT, f32([]int64{1, N, nsb}, []int64{N * nsb, nsb, 1}, 0, wAt(l.dm)), f32([]int64{M, N, nsb}, []int64{N * nsb, nsb, 1}, 0, at(iDM)))
+	b.op(C.IRT_MUL, dyT, f32([]int64{1, N, nsb}, []int64{N * nsb, nsb, 1}, 0, wAt(l.D)), f32([]int64{M, N, nsb}, []int64{N * nsb, nsb, 1}, 0, at(iD)))
+	if l.DM >= 0 {
+		b.op(C.IRT_MUL, dyT, f32([]int64{1, N, nsb}, []int64{N * nsb, nsb, 1}, 0, wAt(l.DM)), f32([]int64{M, N, nsb}, []int64{N * nsb, nsb, 1}, 0, at(iDM)))
 	}
 
-	if l.v == kqX8 {
+	if l.V == layout.KQX8 {
 		// Repacked q4_K: the first Mg columns in the GEMM's order, the
 		// rest in the GEMV's; out = acc − accMin.
 		Mg := M - M%4
 		if Mg > 0 {
-			bmm(xq, K, 0, Mg, wAt(l.w), K, 4*nsb, 64, at(iP))
-			bmm(at(iBS), G16, 0, Mg, wAt(l.mn), G16, 4*nsb, 4, at(iMM))
+			bmm(xq, K, 0, Mg, wAt(l.W), K, 4*nsb, 64, at(iP))
+			bmm(at(iBS), G16, 0, Mg, wAt(l.MN), G16, 4*nsb, 4, at(iMM))
 			chain(at(iAcc), 0, Mg, 1, 4*nsb, 4, term{at(iD), at(iP)})
 			chain(at(iAccM), 0, Mg, 1, 4*nsb, 4, term{at(iDM), at(iMM)})
 			b.add(plain(at(iAcc), Mg), plain(at(iAccM), Mg), outRows(0, Mg), -1)
 		}
 		if Mv := M - Mg; Mv > 0 {
 			// Two exact halves of each super-block, joined by one add.
-			bmm(xq, K, Mg, Mv, wAt(l.w), K, 2*nsb, 128, at(iR))
+			bmm(xq, K, Mg, Mv, wAt(l.W), K, 2*nsb, 128, at(iR))
 			b.add(f32([]int64{nsb, Mv, N}, []int64{2 * Mv * N, N, 1}, 0, at(iR)), f32([]int64{nsb, Mv, N}, []int64{2 * Mv * N, N, 1}, Mv*N, at(iR)),
 				f32([]int64{nsb, Mv, N}, []int64{Mv * N, N, 1}, 0, at(iP)), 1)
-			bmm(at(iBS), G16, Mg, Mv, wAt(l.mn), G16, nsb, 16, at(iMM))
+			bmm(at(iBS), G16, Mg, Mv, wAt(l.MN), G16, nsb, 16, at(iMM))
 			chain(at(iAcc), Mg, Mv, 1, nsb, 1, term{at(iD), at(iP)})
 			chain(at(iAccM), Mg, Mv, 1, nsb, 1, term{at(iDM), at(iMM)})
 			b.add(plain(at(iAcc), Mv), plain(at(iAccM), Mv), outRows(Mg, Mv), -1)
@@ -197,23 +194,23 @@ func (b *builder) kqDot(l kqLayout, w device.Ptr, M int64, xq, dy, oaddr device.
 	b.op(C.IRT_INPLACECOPY,
 		f32([]int64{M, nsb, 8, 8, 4}, []int64{K, 256, 4, 32, 1}, 0, at(iXP)),
 		f32([]int64{M, nsb, 8, 8, 4}, []int64{K, 256, 32, 4, 1}, 0, xq))
-	bmm(at(iXP), K, 0, M, wAt(l.w), K, 8*nsb, 32, at(iP))
+	bmm(at(iXP), K, 0, M, wAt(l.W), K, 8*nsb, 32, at(iP))
 	terms := []term{{at(iD), at(iP)}}
 	switch {
-	case l.v == kqQ6Bsums:
+	case l.V == layout.KQQ6Bsums:
 		n := 8 * nsb * MN
-		bmm(at(iXP), K, 0, M, wAt(l.scv), K, 8*nsb, 32, at(iR))
-		bmm(at(iBS), G16, 0, M, wAt(l.mn), G16, 8*nsb, 2, at(iMM))
+		bmm(at(iXP), K, 0, M, wAt(l.SCV), K, 8*nsb, 32, at(iR))
+		bmm(at(iBS), G16, 0, M, wAt(l.MN), G16, 8*nsb, 2, at(iMM))
 		b.inplaceAdd(flat(n, at(iR)), flat(n, at(iMM)), -1)
 		b.inplaceAdd(flat(n, at(iP)), flat(n, at(iR)), 32)
-	case l.t == ir.Q2_K:
-		bmm(at(iBS), G16, 0, M, wAt(l.mn), G16, 8*nsb, 2, at(iMM))
+	case l.T == ir.Q2_K:
+		bmm(at(iBS), G16, 0, M, wAt(l.MN), G16, 8*nsb, 2, at(iMM))
 		terms = []term{{at(iDM), at(iMM)}, {at(iD), at(iP)}}
 	}
 	chain(at(iAcc), 0, M, 8, nsb, 1, terms...)
-	switch l.t {
+	switch l.T {
 	case ir.Q4_K:
-		bmm(at(iBS), G16, 0, M, wAt(l.mn), G16, 4*nsb, 4, at(iMM))
+		bmm(at(iBS), G16, 0, M, wAt(l.MN), G16, 4*nsb, 4, at(iMM))
 		chain(at(iAccM), 0, M, 4, nsb, 1, term{at(iDM), at(iMM)})
 		hsum8(at(iAcc), M, plain(at(iS1), M))
 		b.add(f32([]int64{M, N, 2}, []int64{4 * N, 4, 1}, 0, at(iAccM)), f32([]int64{M, N, 2}, []int64{4 * N, 4, 1}, 2, at(iAccM)),
@@ -221,7 +218,7 @@ func (b *builder) kqDot(l kqLayout, w device.Ptr, M int64, xq, dy, oaddr device.
 		b.add(f32([]int64{M, N}, []int64{2 * N, 2}, 0, at(iU)), f32([]int64{M, N}, []int64{2 * N, 2}, 1, at(iU)), plain(at(iS2), M), 1)
 		b.add(plain(at(iS1), M), plain(at(iS2), M), outRows(0, M), 1)
 	case ir.Q5_K:
-		bmm(at(iBS), G16, 0, M, wAt(l.mn), G16, nsb, 16, at(iMM))
+		bmm(at(iBS), G16, 0, M, wAt(l.MN), G16, nsb, 16, at(iMM))
 		chain(at(iAccM), 0, M, 1, nsb, 1, term{at(iDM), at(iMM)})
 		hsum8(at(iAcc), M, plain(at(iS1), M))
 		b.add(plain(at(iS1), M), plain(at(iAccM), M), outRows(0, M), 1)
@@ -230,116 +227,186 @@ func (b *builder) kqDot(l kqLayout, w device.Ptr, M int64, xq, dy, oaddr device.
 	}
 }
 
-// kqKey names the converted copy of the K-quant weight at addr.
-func kqKey(l kqLayout, addr device.Ptr) string {
-	return fmt.Sprintf("kq %s v%d %#x [%d,%d]", l.t, l.v, uint64(addr), l.K, l.N)
-}
-
-// kqWeight returns the layout and device address of the converted copy of
-// the 2-D K-quant weight a (kqValues): the one placed at load
-// (PlaceWeight), else, outside a capture, one made now from the blocks
-// read back.
-func (b *builder) kqWeight(a device.TensorDesc) (kqLayout, device.Ptr) {
-	K, N := a.Ne[0], a.Ne[1]
-	l := newKQLayout(a.DType, K, N, kqVariantOf(a.DType, N, b.d.opts.LlamaBuild))
-	if b.err != nil {
-		return l, 0
+// quantMulMatQ8 is the QuantMatmulGGML recipe of a q4_0, q5_0, q8_0, q4_1
+// or q5_1 mul_mat, out[M, N] = x[M, K] · W[N, K]ᵀ, computing ggml-cpu's
+// bits as irtool's kernels package does (kernels/quant.go, legacy.go,
+// q8_1.go, simd.go; bit for bit llama.cpp's x86 AVX2 build):
+//
+//   - q8_0, q5_0, q4_1, q5_1, and q4_0 with a row count that is not a
+//     multiple of 8 (ggml_vec_dot_*_q8_0 / _q8_1, and llamafile's
+//     tinyBLAS_Q0_AVX for prefill, which forms the same lanes): per block
+//     of 32 the products of values 4k..4k+3 in int32 lane k (k < 8), then
+//     acc[k] = fma(d_w·d_x, float(lane k), acc[k]) block after block, the
+//     result the AVX horizontal sum ((a0+a4)+(a2+a6))+((a1+a5)+(a3+a7));
+//     q4_1 and q5_1 add the scalar chain summs = fma(m_w, s_x, summs)
+//     (s_x the q8_1 block's f16 sum) to it.
+//   - q4_0 with a multiple of 8 rows, which llama.cpp repacks to
+//     q4_0_8x8 in every build (ggml_gemv_q4_0_8x8_q8_0 for one column,
+//     ggml_gemm_q4_0_8x8_q8_0 for groups of four: the same per-column
+//     order): per block the whole integer sum s, and one chain
+//     acc = fma(d_w·d_x, float(s), acc) per output.
+//
+// One order serves every column, so decode and prefill differ only in M.
+// The calls:
+//
+//  1. The activations quantised on the device (q8Quantise: the integers q
+//     in f32, the blocks' f16 scales d_x and, for q8_1, the f16 sums s_x).
+//  2. The integer lanes (or block sums) as aclnnBatchMatMul (aclnnMatmul
+//     for a batch of experts) over groups of 4 (32) consecutive values of
+//     both operands, the weight converted at load (layout.Q8Values): every
+//     operand an integer and every partial sum below 2^24 in magnitude
+//     (|q_x| ≤ 127, |q_w| ≤ 128: 32·127·128 < 2^20), so the f32 sums are
+//     exact in any order: they are the int32 lanes.
+//  3. d = d_x·d_w by aclnnMul, then block after block
+//     aclnnInplaceAddcmul(acc, d, lanes) (value 1: one fused multiply-add
+//     under ggml's arithmetic), the horizontal sum by three aclnnAdd, the
+//     q8_1 min chain by aclnnInplaceAddcmul(summs, m_w, s_x) and one
+//     aclnnAdd.
+//
+// The blocks go through the matmul in chunks whose lanes fit in about
+// 16 MiB of scratch (and the columns in groups when one block's lanes do
+// not). ggml's sign trick for an activation of -128 (only NaN or infinite
+// inputs quantise to it, kernels' mulQuirk) is not reproduced.
+func quantMulMatQ8(b *builder, a, x, out device.TensorDesc) error {
+	K, N, M := a.Ne[0], a.Ne[1], x.Ne[1]
+	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
+		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
 	}
-	if !dense(a) {
-		b.unsupported("non-contiguous %s weight (nb %v)", a.DType, a.Nb)
-		return l, 0
+	if K%32 != 0 {
+		return b.unsupported("%s weight with %d columns (not a multiple of 32)", a.DType, K)
 	}
-	key := kqKey(l, a.Addr)
-	p, err := b.onDemand(a, key, "weight", func(n *npu, blocks []byte) (device.Ptr, error) {
-		return b.d.placeKQ(n, key, l, blocks)
-	})
-	if err != nil {
-		b.setErr(err)
-		return l, 0
+	l, w := b.q8Weight(a)
+	_, xst, ok := aclOrder(x)
+	if !ok {
+		return b.unsupported("activations %v", x.Nb)
 	}
-	return l, p
-}
-
-// placeKQ converts the blocks of a K-quant matrix into layout l
-// (kqValues) and uploads the copy into the pool under key. The caller
-// holds n.cmu.
-func (d *Device) placeKQ(n *npu, key string, l kqLayout, blocks []byte) (device.Ptr, error) {
-	vals, err := kqValues(l, blocks)
-	if err != nil {
-		return 0, err
-	}
-	return d.placeF32(n, key, fmt.Sprintf("converted %s weight", l.t), vals)
-}
-
-// kqExpertsKey names the converted copy of the stack of E K-quant expert
-// matrices at addr, each in layout l.
-func kqExpertsKey(l kqLayout, addr device.Ptr, E int64) string {
-	return fmt.Sprintf("%s experts %d", kqKey(l, addr), E)
-}
-
-// kqExperts returns the layout of one expert matrix of the K-quant stack
-// as ([K, N, E]) and the device address of its converted copy
-// (kqStackValues: E copies of that layout, l.size elements apart): the
-// one placed at load, else, outside a capture, one made now.
-func (b *builder) kqExperts(as device.TensorDesc) (kqLayout, device.Ptr) {
-	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
-	l := newKQLayout(as.DType, K, N, kqVariantOf(as.DType, N, b.d.opts.LlamaBuild))
-	if b.err != nil {
-		return l, 0
-	}
-	if !dense(as) {
-		b.unsupported("non-contiguous %s experts (nb %v)", as.DType, as.Nb)
-		return l, 0
-	}
-	key := kqExpertsKey(l, as.Addr, E)
-	p, err := b.onDemand(as, key, "experts", func(n *npu, blocks []byte) (device.Ptr, error) {
-		return b.d.placeKQExperts(n, key, l, E, blocks)
-	})
-	if err != nil {
-		b.setErr(err)
-		return l, 0
-	}
-	return l, p
-}
-
-// placeKQExperts converts E stacked expert matrices (blocks) into E
-// copies of layout l and uploads them under key. The caller holds n.cmu.
-func (d *Device) placeKQExperts(n *npu, key string, l kqLayout, E int64, blocks []byte) (device.Ptr, error) {
-	vals, err := kqStackValues(l, E, blocks)
-	if err != nil {
-		return 0, err
-	}
-	return d.placeF32(n, key, fmt.Sprintf("converted %s experts", l.t), vals)
-}
-
-// mulMatIDK is mul_mat_id over K-quant experts with QuantMatmulGGML:
-// ggml-cpu multiplies each (token, slot) with its expert's matrix as one
-// single-column mul_mat (kernels' MulMatID, the expert a 2-D matrix of N
-// rows: q4_K repacked when N is a multiple of 8 under 3f545bec), so each
-// slot is quantMulMatK's GEMV: the activations quantised to q8_K once,
-// then per slot the chosen expert's converted copy gathered by its id on
-// the device (aclnnGatherV2 of one row of the stack's copies) and
-// kqDot's calls on the slot's activation row.
-func mulMatIDK(b *builder, as, x, ids, out device.TensorDesc, xs int64) error {
-	K, N := as.Ne[0], as.Ne[1]
-	nUsed, T, ne11 := ids.Ne[0], ids.Ne[1], x.Ne[1]
-	if K%256 != 0 {
-		return b.unsupported("%s experts with %d columns (not a multiple of 256)", as.DType, K)
-	}
-	l, w := b.kqExperts(as)
+	_, ost, _ := aclOrder(out)
 	if b.err != nil {
 		return b.err
 	}
-	E, nsb := as.Ne[2], K/256
-	xq, _, dy := b.q8Quantise([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr, as.DType, true)
-	g := b.buffer(fmt.Sprintf("kq expert f32[%d]", l.size), 4*l.size)
-	stack := b.tensor(C.ACL_FLOAT, []int64{E, l.size}, []int64{l.size, 1}, 0, w)
-	for p := range nUsed * T {
-		t, s := p/nUsed, p%nUsed
-		row := t*ne11 + s%ne11
-		b.gather(stack, b.tensor(C.ACL_INT32, []int64{1}, []int64{1}, p, ids.Addr),
-			b.tensor(C.ACL_FLOAT, []int64{1, l.size}, []int64{l.size, 1}, 0, g))
-		b.kqDot(l, g, 1, xq+device.Ptr(4*row*K), dy+device.Ptr(4*row*nsb), out.Addr+device.Ptr(s*out.Nb[1]+t*out.Nb[2]), N, 1)
+	xq, sums, dx := b.q8Quantise([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr, a.DType, true)
+	wp := q8Parts{w: w + device.Ptr(4*l.W), d: w + device.Ptr(4*l.D)}
+	if l.M >= 0 {
+		wp.m = w + device.Ptr(4*l.M)
 	}
+	b.q8Dot(a.DType, layout.Q8Scalar(a.DType, N), 1, M, N, K, q8Parts{w: xq, d: dx, m: sums}, wp, out.Addr, [3]int64{M * ost[2], ost[2], ost[3]})
 	return b.err
+}
+
+// q8ScratchCap bounds the f32 lanes q8Dot keeps in scratch at a time
+// (16 MiB); tests lower it to exercise the chunks.
+var q8ScratchCap int64 = 4 << 20
+
+// q8Parts are the f32 operands of one side of q8Dot: the integers w
+// [B, rows, K], the blocks' scales d [B, rows, K/32] and, for q8_1, the
+// weight's mins or the activations' sums m (0 when none), all contiguous.
+type q8Parts struct{ w, d, m device.Ptr }
+
+// q8Dot adds the calls of quantMulMatQ8's steps 2 and 3 for B batches:
+// out[p, i, n] (at addr, strides ost in elements) = ggml's dot of
+// activation row i < M of batch p (x) with weight row n < N of batch p
+// (w). scalar selects the repacked q4_0 order.
+func (b *builder) q8Dot(t ir.DType, scalar bool, B, M, N, K int64, x, w q8Parts, addr device.Ptr, ost [3]int64) {
+	nb := K / 32
+	L, width := int64(8), int64(4)
+	if scalar {
+		L, width = 1, 32
+	}
+	q1 := x.m != 0 && w.m != 0
+	// Columns per pass and blocks per chunk: the lanes of a chunk,
+	// B·cb·L·Mc·N values, within q8ScratchCap (at least one block of one
+	// column).
+	capQ8 := q8ScratchCap
+	Mc := max(1, min(M, capQ8/max(1, B*L*N)))
+	cb := max(1, min(nb, capQ8/max(1, B*L*Mc*N)))
+	n := B * Mc * N
+	var parts []int64
+	part := func(n int64) int {
+		parts = append(parts, (n+15)/16*16)
+		return len(parts) - 1
+	}
+	iP, iD, iAcc, iSumm := part(cb*L*n), part(cb*n), part(L*n), part(n)
+	iT4, iU, iS := part(4*n), part(2*n), part(n)
+	var total int64
+	for _, v := range parts {
+		total += v
+	}
+	buf := b.buffer(fmt.Sprintf("q8 scratch f32[%d]", total), 4*total)
+	at := func(i int) device.Ptr {
+		var o int64
+		for _, v := range parts[:i] {
+			o += v
+		}
+		return buf + device.Ptr(4*o)
+	}
+	f32 := func(shape, st []int64, off int64, p device.Ptr) C.uintptr_t {
+		return b.tensor(C.ACL_FLOAT, shape, st, off, p)
+	}
+	zero := b.table("f32 0", f32Bytes(0))
+	for m0 := int64(0); m0 < M; m0 += Mc {
+		mc := min(Mc, M-m0)
+		// acc[B, mc, N, L] = 0 (and summs).
+		accT := f32([]int64{B, mc, N, L}, []int64{mc * N * L, N * L, L, 1}, 0, at(iAcc))
+		b.op(C.IRT_INPLACECOPY, accT, f32([]int64{1}, []int64{1}, 0, zero))
+		summT := f32([]int64{B, mc, N}, []int64{mc * N, N, 1}, 0, at(iSumm))
+		if q1 {
+			b.op(C.IRT_INPLACECOPY, summT, f32([]int64{1}, []int64{1}, 0, zero))
+		}
+		for c0 := int64(0); c0 < nb; c0 += cb {
+			nc := min(cb, nb-c0)
+			G := nc * L
+			// P[p, g, i, n] = Σ_j x[p, m0+i, c0·32 + g·width + j] · w[p, n, c0·32 + g·width + j].
+			xs := f32([]int64{B, G, mc, width}, []int64{M * K, width, K, 1}, m0*K+c0*32, x.w)
+			ws := f32([]int64{B, G, width, N}, []int64{N * K, width, 1, K}, c0*32, w.w)
+			ps := f32([]int64{B, G, mc, N}, []int64{G * mc * N, mc * N, N, 1}, 0, at(iP))
+			if B == 1 {
+				xs = f32([]int64{G, mc, width}, []int64{width, K, 1}, m0*K+c0*32, x.w)
+				ws = f32([]int64{G, width, N}, []int64{width, 1, K}, c0*32, w.w)
+				ps = f32([]int64{G, mc, N}, []int64{mc * N, N, 1}, 0, at(iP))
+				b.matmul(C.IRT_BMM, xs, ws, ps)
+			} else {
+				b.matmul(C.IRT_MATMUL, xs, ws, ps)
+			}
+			// D[p, i, n, c] = d_x[p, m0+i, c0+c] · d_w[p, n, c0+c].
+			b.op(C.IRT_MUL,
+				f32([]int64{B, mc, 1, nc}, []int64{M * nb, nb, 1, 1}, m0*nb+c0, x.d),
+				f32([]int64{B, 1, N, nc}, []int64{N * nb, 1, nb, 1}, c0, w.d),
+				f32([]int64{B, mc, N, nc}, []int64{mc * N * nc, N * nc, nc, 1}, 0, at(iD)))
+			for c := range nc {
+				a := tensors(accT,
+					f32([]int64{B, mc, N, 1}, []int64{mc * N * nc, N * nc, nc, 1}, c, at(iD)),
+					f32([]int64{B, mc, N, L}, []int64{G * mc * N, N, 1, mc * N}, c*L*mc*N, at(iP)))
+				a.s = b.scalarF32(1)
+				b.call(C.IRT_INPLACEADDCMUL, a)
+				if q1 {
+					// summs = fma(m_w, s_x, summs).
+					a := tensors(summT,
+						f32([]int64{B, 1, N}, []int64{N * nb, 1, nb}, c0+c, w.m),
+						f32([]int64{B, mc, 1}, []int64{M * nb, nb, 1}, m0*nb+c0+c, x.m))
+					a.s = b.scalarF32(1)
+					b.call(C.IRT_INPLACEADDCMUL, a)
+				}
+			}
+		}
+		dst := f32([]int64{B, mc, N}, ost[:], m0*ost[1], addr)
+		plain := func(i int) C.uintptr_t { return f32([]int64{B, mc, N}, []int64{mc * N, N, 1}, 0, at(i)) }
+		if scalar {
+			b.op(C.IRT_INPLACECOPY, dst, f32([]int64{B, mc, N}, []int64{mc * N, N, 1}, 0, at(iAcc)))
+			continue
+		}
+		// ((a0+a4)+(a2+a6))+((a1+a5)+(a3+a7)).
+		r := B * mc
+		b.add(f32([]int64{r, N, 4}, []int64{8 * N, 8, 1}, 0, at(iAcc)), f32([]int64{r, N, 4}, []int64{8 * N, 8, 1}, 4, at(iAcc)),
+			f32([]int64{r, N, 4}, []int64{4 * N, 4, 1}, 0, at(iT4)), 1)
+		b.add(f32([]int64{r, N, 2}, []int64{4 * N, 4, 1}, 0, at(iT4)), f32([]int64{r, N, 2}, []int64{4 * N, 4, 1}, 2, at(iT4)),
+			f32([]int64{r, N, 2}, []int64{2 * N, 2, 1}, 0, at(iU)), 1)
+		hs := dst
+		if q1 {
+			hs = plain(iS)
+		}
+		b.add(f32([]int64{B, mc, N}, []int64{mc * 2 * N, 2 * N, 2}, 0, at(iU)), f32([]int64{B, mc, N}, []int64{mc * 2 * N, 2 * N, 2}, 1, at(iU)), hs, 1)
+		if q1 {
+			b.add(plain(iS), plain(iSumm), dst, 1)
+		}
+	}
 }
