@@ -12,9 +12,10 @@ import (
 // copies of quantised weights converted at load to what
 // aclnnWeightQuantBatchMatmulV2 and get_rows read (gguf/wqconv, sized by
 // target.DeviceWeightBytes; a table get_rows reads gets an int8 copy of an
-// int4 layout). A weight the NPU only multiplies or gathers still keeps
-// its ggml bytes on the device: the runtime writes them there and converts
-// from them.
+// int4 layout) that do not fit in the weight's own bytes. A layout that
+// fits (target.WQInPlace: q4_0, q8_0) replaces the blocks in the weights
+// region and adds nothing; the others live beside the blocks, which the
+// runtime converts from.
 func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml, converted int64, err error) {
 	type use struct{ npu, matmul, rows bool }
 	uses := map[int]*use{}
@@ -58,13 +59,17 @@ func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml
 			continue
 		}
 		// As runtime/acl's PlaceWeight: one copy for the matmuls (and for
-		// an int8 table), an int8 copy of an int4 table for get_rows; q8_0
-		// tables are gathered from their blocks.
-		rows8 := u.rows && n.Type.DType != ir.Q8_0
+		// an int8 table), in place when it fits; an int8 copy of an int4
+		// table for get_rows.
 		int4 := l.Dtype.String() == "int4"
+		ne, err := n.Type.Shape.Ne()
+		if err != nil {
+			return 0, 0, fmt.Errorf("partition: weight %q: %w", n.Name, err)
+		}
+		inPlace := target.WQInPlace(n.Type.DType, ne[0], ne[1]*ne[2]*ne[3])
 		for _, c := range []struct{ need, widen bool }{
-			{u.matmul || rows8 && !int4, false},
-			{rows8 && int4, true},
+			{(u.matmul || u.rows && !int4) && !inPlace, false},
+			{u.rows && int4, true},
 		} {
 			if !c.need {
 				continue

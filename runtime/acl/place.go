@@ -18,6 +18,7 @@ import (
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/acl/layout"
 	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/target"
 )
 
 // Weight placement: where and how each quantised weight lives on the
@@ -32,9 +33,11 @@ import (
 // PlaceWeight implements device.WeightPlacer: it converts a quantised
 // weight, once, when it is placed on the device. data are its ggml blocks
 // (the bytes just written at t.Addr); the converted copies the recipes of
-// use read (gguf/wqconv; int4 values widened to int8 for get_rows) go into
-// the pool, so that no launch reads a weight back or converts it. Other
-// types (and q8_0 tables, gathered from their blocks) need nothing.
+// use read (gguf/wqconv; int4 values widened to int8 for get_rows) are
+// written over the blocks when they fit there (target.WQInPlace: q4_0,
+// q8_0, so that the device holds the weight once), else into the pool, so
+// that no launch reads a weight back or converts it. Other types need
+// nothing.
 func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.WeightUse) error {
 	if _, ok := wqLayout(t.DType, false); !ok || !dense(t) {
 		return nil
@@ -53,7 +56,7 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
-	rows8 := use.Rows && t.DType != ir.Q8_0 // q8_0 tables are gathered from their blocks
+	rows8 := use.Rows
 	l, _ := wqLayout(t.DType, false)
 	if d.quantMode() == QuantMatmulGGML {
 		// ggml's arithmetic: the integer layouts of the matmuls, f32
@@ -98,7 +101,11 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 		if !need {
 			continue
 		}
-		if _, err := d.placeConverted(n, wqKey(t.DType, t.Addr, K, rows, widen), t.DType, data, K, rows, widen); err != nil {
+		var at device.Ptr // the pool
+		if !widen && target.WQInPlace(t.DType, K, rows) {
+			at = t.Addr
+		}
+		if _, err := d.placeConverted(n, wqKey(t.DType, t.Addr, K, rows, widen), t.DType, data, K, rows, widen, at); err != nil {
 			return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
 		}
 	}
@@ -246,7 +253,7 @@ func (b *builder) convert(a device.TensorDesc, widen bool) (wqWeight, error) {
 	}
 	key := wqKey(a.DType, a.Addr, K, rows, widen)
 	p, err := b.onDemand(a, key, "weight", func(n *npu, blocks []byte) (device.Ptr, error) {
-		return b.d.placeConverted(n, key, a.DType, blocks, K, rows, widen)
+		return b.d.placeConverted(n, key, a.DType, blocks, K, rows, widen, 0)
 	})
 	if err != nil {
 		return wqWeight{}, err
@@ -366,6 +373,9 @@ func (b *builder) dequantise(a device.TensorDesc) (device.Ptr, error) {
 		return 0, b.fail(device.ACLErrCaptureModeNotSupport,
 			"the %s weight at %#x must be dequantised before its first captured use: launch it once eagerly (e.g. run prefill eagerly) first", a.DType, uint64(a.Addr))
 	}
+	if n.inPlace[a.Addr] {
+		return 0, b.unsupported("the %s weight at %#x holds its converted layout (placed over its blocks at load), not ggml blocks: no f32 copy can be made from it", a.DType, uint64(a.Addr))
+	}
 	blocks := make([]byte, N*rowBytes)
 	if rc := C.irt_d2h(hostPtr(blocks), C.uintptr_t(a.Addr), C.size_t(len(blocks))); rc != 0 {
 		return 0, newError("aclrtMemcpy", b.p.label, int32(rc))
@@ -400,6 +410,9 @@ func (b *builder) onDemand(a device.TensorDesc, key, what string, place func(n *
 		return 0, b.fail(device.ACLErrCaptureModeNotSupport,
 			"the %s %s at %#x %s not converted at load (PlaceWeight) and cannot be converted during a capture: launch %s once eagerly first", a.DType, what, uint64(a.Addr), verb, pron)
 	}
+	if n.inPlace[a.Addr] {
+		return 0, b.unsupported("the %s %s at %#x holds its converted layout (placed over its blocks at load), not ggml blocks: no other copy can be made from it", a.DType, what, uint64(a.Addr))
+	}
 	blocks := make([]byte, a.Bytes())
 	if rc := C.irt_d2h(hostPtr(blocks), C.uintptr_t(a.Addr), C.size_t(len(blocks))); rc != 0 {
 		return 0, newError("aclrtMemcpy", b.p.label, int32(rc))
@@ -413,9 +426,10 @@ func (b *builder) onDemand(a device.TensorDesc, key, what string, place func(n *
 }
 
 // placeConverted converts rows×K blocks of type t with gguf/wqconv and
-// uploads the result (values, scales, offsets) into the pool under key,
-// replacing what the key held. The caller holds n.cmu.
-func (d *Device) placeConverted(n *npu, key string, t ir.DType, blocks []byte, K, rows int64, widen bool) (device.Ptr, error) {
+// uploads the result (values, scales, offsets) under key, replacing what
+// the key held: at at, over the blocks it was converted from (which it
+// must fit), or into the pool when at is 0. The caller holds n.cmu.
+func (d *Device) placeConverted(n *npu, key string, t ir.DType, blocks []byte, K, rows int64, widen bool, at device.Ptr) (device.Ptr, error) {
 	t0 := time.Now()
 	w, err := wqconv.Convert(gguf.GGMLType(t), blocks, int(rows), int(K))
 	if err != nil {
@@ -426,9 +440,18 @@ func (d *Device) placeConverted(n *npu, key string, t ir.DType, blocks []byte, K
 	}
 	data := w.Bytes()
 	d.convertNS.Add(int64(time.Since(t0)))
-	if old, ok := n.tables[key]; ok {
-		n.pool.Free(int64(old - n.base))
-		delete(n.tables, key)
+	n.dropTable(key)
+	if at != 0 {
+		if len(data) > len(blocks) {
+			return 0, fmt.Errorf("converted %s weight (%d B) does not fit in its %d B", t, len(data), len(blocks))
+		}
+		if rc := C.irt_h2d(C.uintptr_t(at), hostPtr(data), C.size_t(len(data))); rc != 0 {
+			return 0, newError("aclrtMemcpy", "converted weight", int32(rc))
+		}
+		d.bytesH2D.Add(int64(len(data)))
+		n.tables[key] = at
+		n.inPlace[at] = true
+		return at, nil
 	}
 	off, _, err := n.pool.Alloc(int64(len(data)))
 	if err != nil {
@@ -442,6 +465,7 @@ func (d *Device) placeConverted(n *npu, key string, t ir.DType, blocks []byte, K
 	d.bytesH2D.Add(int64(len(data)))
 	d.convertedBytes.Add(int64(len(data)))
 	n.tables[key] = p
+	delete(n.inPlace, p)
 	return p, nil
 }
 
@@ -496,10 +520,7 @@ func (d *Device) placeF32(n *npu, key, what string, vals []float32) (device.Ptr,
 		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
 	}
 	d.convertNS.Add(int64(time.Since(t0)))
-	if old, ok := n.tables[key]; ok {
-		n.pool.Free(int64(old - n.base))
-		delete(n.tables, key)
-	}
+	n.dropTable(key)
 	off, _, err := n.pool.Alloc(int64(len(raw)))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
@@ -512,5 +533,17 @@ func (d *Device) placeF32(n *npu, key, what string, vals []float32) (device.Ptr,
 	d.bytesH2D.Add(int64(len(raw)))
 	d.convertedBytes.Add(int64(len(raw)))
 	n.tables[key] = p
+	delete(n.inPlace, p)
 	return p, nil
+}
+
+// dropTable forgets the copy stored under key, freeing it unless it was
+// written over its weight's blocks. The caller holds n.cmu.
+func (n *npu) dropTable(key string) {
+	if old, ok := n.tables[key]; ok {
+		if !n.inPlace[old] {
+			n.pool.Free(int64(old - n.base))
+		}
+		delete(n.tables, key)
+	}
 }
