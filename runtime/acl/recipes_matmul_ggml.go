@@ -80,14 +80,33 @@ func quantMulMatK(b *builder, a, x, out device.TensorDesc) error {
 // scales dy ([M, K/256]) and the N rows of the weight converted to
 // layout l at w.
 func (b *builder) kqDot(l layout.KQ, w device.Ptr, M int64, xq, dy, oaddr device.Ptr, ostRow, ostCol int64) {
-	K, N := l.K, l.N
-	nsb, G16 := K/256, K/16
-	MN := M * N
+	k := b.newKQCall(l, w, M, oaddr, ostRow, ostCol)
+	k.scales(xq, dy)
+	if l.V == layout.KQX8 {
+		k.repacked(xq)
+		return
+	}
+	k.lanes(xq)
+}
 
-	// Scratch, f32 elements: the activations in lane order, their 16-value
-	// sums, d and the mins' scale per (column, row, super-block), three
-	// integer-sum tensors of up to nsb·8 groups, the accumulators and the
-	// horizontal sums' partials.
+// kqCall is one kqDot: the weight (layout l at w), the M activation rows,
+// the output, and the f32 scratch of its steps: the activations in lane
+// order (xp), their 16-value sums (bs), d and the mins' scale per (column,
+// row, super-block) (d, dm), three integer-sum tensors of up to nsb·8
+// groups (p, r, mm), the accumulators (acc, accM) and the horizontal
+// sums' partials (t4, u, s1, s2).
+type kqCall struct {
+	b                                                 *builder
+	l                                                 layout.KQ
+	w, oaddr                                          device.Ptr
+	M, N, nsb, G16, ostRow, ostCol                    int64
+	xp, bs, d, dm, p, r, mm, acc, accM, t4, u, s1, s2 device.Ptr
+	zero                                              device.Ptr // f32 0
+}
+
+func (b *builder) newKQCall(l layout.KQ, w device.Ptr, M int64, oaddr device.Ptr, ostRow, ostCol int64) *kqCall {
+	K, N := l.K, l.N
+	nsb, G16, MN := K/256, K/16, M*N
 	var parts []int64
 	part := func(n int64) int {
 		parts = append(parts, (n+15)/16*16)
@@ -108,122 +127,155 @@ func (b *builder) kqDot(l layout.KQ, w device.Ptr, M int64, xq, dy, oaddr device
 		}
 		return buf + device.Ptr(4*o)
 	}
-	wAt := func(off int64) device.Ptr { return w + device.Ptr(4*off) }
-	f32 := func(shape, st []int64, off int64, p device.Ptr) C.uintptr_t {
-		return b.tensor(C.ACL_FLOAT, shape, st, off, p)
-	}
-	flat := func(n int64, p device.Ptr) C.uintptr_t { return f32([]int64{n}, []int64{1}, 0, p) }
-	// bmm: out[g, m, n] = Σ_j X[m0+m, g·width + j] · W[n, g·width + j] for
-	// G groups, X's rows xRow apart, W's wRow apart.
-	bmm := func(xp device.Ptr, xRow, m0, rows int64, wp device.Ptr, wRow, G, width int64, dst device.Ptr) {
-		b.matmul(C.IRT_BMM,
-			f32([]int64{G, rows, width}, []int64{width, xRow, 1}, m0*xRow, xp),
-			f32([]int64{G, width, N}, []int64{width, 1, wRow}, 0, wp),
-			f32([]int64{G, rows, N}, []int64{rows * N, N, 1}, 0, dst))
-	}
 	zero := b.table("f32 0", f32Bytes(0))
-	// chain: acc[m, n, 0..L) = 0, then for t < T and each term (ds, v):
-	// acc = fma(ds[m0+m, n, t/sub], v[t, 0..L, m, n], acc).
-	type term struct{ ds, v device.Ptr }
-	chain := func(acc device.Ptr, m0, rows, L, T, sub int64, terms ...term) C.uintptr_t {
-		accT := f32([]int64{rows, N, L}, []int64{N * L, L, 1}, 0, acc)
-		b.op(C.IRT_INPLACECOPY, accT, f32([]int64{1}, []int64{1}, 0, zero))
-		for t := range T {
-			for _, tm := range terms {
-				a := tensors(accT,
-					f32([]int64{rows, N, 1}, []int64{N * nsb, nsb, 1}, m0*N*nsb+t/sub, tm.ds),
-					f32([]int64{rows, N, L}, []int64{N, 1, rows * N}, t*L*rows*N, tm.v))
-				a.s = b.scalarF32(1)
-				b.call(C.IRT_INPLACEADDCMUL, a)
-			}
-		}
-		return accT
-	}
-	// hsum8: dst = ((a0+a4)+(a2+a6))+((a1+a5)+(a3+a7)) of acc[rows, N, 8].
-	hsum8 := func(acc device.Ptr, rows int64, dst C.uintptr_t) {
-		b.add(f32([]int64{rows, N, 4}, []int64{8 * N, 8, 1}, 0, acc), f32([]int64{rows, N, 4}, []int64{8 * N, 8, 1}, 4, acc),
-			f32([]int64{rows, N, 4}, []int64{4 * N, 4, 1}, 0, at(iT4)), 1)
-		b.add(f32([]int64{rows, N, 2}, []int64{4 * N, 4, 1}, 0, at(iT4)), f32([]int64{rows, N, 2}, []int64{4 * N, 4, 1}, 2, at(iT4)),
-			f32([]int64{rows, N, 2}, []int64{2 * N, 2, 1}, 0, at(iU)), 1)
-		b.add(f32([]int64{rows, N}, []int64{2 * N, 2}, 0, at(iU)), f32([]int64{rows, N}, []int64{2 * N, 2}, 1, at(iU)), dst, 1)
-	}
-	outRows := func(m0, rows int64) C.uintptr_t {
-		return f32([]int64{rows, N}, []int64{ostRow, ostCol}, m0*ostRow, oaddr)
-	}
-	plain := func(p device.Ptr, rows int64) C.uintptr_t {
-		return f32([]int64{rows, N}, []int64{N, 1}, 0, p)
-	}
+	return &kqCall{zero: zero, b: b, l: l, w: w, oaddr: oaddr, M: M, N: N, nsb: nsb, G16: G16, ostRow: ostRow, ostCol: ostCol,
+		xp: at(iXP), bs: at(iBS), d: at(iD), dm: at(iDM), p: at(iP), r: at(iR), mm: at(iMM),
+		acc: at(iAcc), accM: at(iAccM), t4: at(iT4), u: at(iU), s1: at(iS1), s2: at(iS2)}
+}
 
-	// The activations' 16-value sums: bs[m, g].
-	rs := tensors(f32([]int64{M, G16, 16}, []int64{K, 16, 1}, 0, xq), f32([]int64{M, G16, 1}, []int64{G16, 1, 1}, 0, at(iBS)))
+func (k *kqCall) f32(shape, st []int64, off int64, p device.Ptr) C.uintptr_t {
+	return k.b.tensor(C.ACL_FLOAT, shape, st, off, p)
+}
+
+func (k *kqCall) flat(n int64, p device.Ptr) C.uintptr_t {
+	return k.f32([]int64{n}, []int64{1}, 0, p)
+}
+
+// wAt is the address of the weight copy's part at element off.
+func (k *kqCall) wAt(off int64) device.Ptr { return k.w + device.Ptr(4*off) }
+
+// plain is a contiguous [rows, N] view of p.
+func (k *kqCall) plain(p device.Ptr, rows int64) C.uintptr_t {
+	return k.f32([]int64{rows, k.N}, []int64{k.N, 1}, 0, p)
+}
+
+// outRows is the output's rows m0..m0+rows.
+func (k *kqCall) outRows(m0, rows int64) C.uintptr_t {
+	return k.f32([]int64{rows, k.N}, []int64{k.ostRow, k.ostCol}, m0*k.ostRow, k.oaddr)
+}
+
+// bmm: dst[g, m, n] = Σ_j X[m0+m, g·width + j] · W[n, g·width + j] for G
+// groups, X's rows xRow apart, W's wRow apart.
+func (k *kqCall) bmm(xp device.Ptr, xRow, m0, rows int64, wp device.Ptr, wRow, G, width int64, dst device.Ptr) {
+	N := k.N
+	k.b.matmul(C.IRT_BMM,
+		k.f32([]int64{G, rows, width}, []int64{width, xRow, 1}, m0*xRow, xp),
+		k.f32([]int64{G, width, N}, []int64{width, 1, wRow}, 0, wp),
+		k.f32([]int64{G, rows, N}, []int64{rows * N, N, 1}, 0, dst))
+}
+
+// kqTerm is one product of a chain: a scale per super-block (ds) times
+// the integer sums v.
+type kqTerm struct{ ds, v device.Ptr }
+
+// chain: acc[m, n, 0..L) = 0, then for t < T and each term (ds, v):
+// acc = fma(ds[m0+m, n, t/sub], v[t, 0..L, m, n], acc).
+func (k *kqCall) chain(acc device.Ptr, m0, rows, L, T, sub int64, terms ...kqTerm) {
+	b, N, nsb := k.b, k.N, k.nsb
+	accT := k.f32([]int64{rows, N, L}, []int64{N * L, L, 1}, 0, acc)
+	b.op(C.IRT_INPLACECOPY, accT, k.f32([]int64{1}, []int64{1}, 0, k.zero))
+	for t := range T {
+		for _, tm := range terms {
+			a := tensors(accT,
+				k.f32([]int64{rows, N, 1}, []int64{N * nsb, nsb, 1}, m0*N*nsb+t/sub, tm.ds),
+				k.f32([]int64{rows, N, L}, []int64{N, 1, rows * N}, t*L*rows*N, tm.v))
+			a.s = b.scalarF32(1)
+			b.call(C.IRT_INPLACEADDCMUL, a)
+		}
+	}
+}
+
+// hsum8: dst = ((a0+a4)+(a2+a6))+((a1+a5)+(a3+a7)) of acc[rows, N, 8].
+func (k *kqCall) hsum8(acc device.Ptr, rows int64, dst C.uintptr_t) {
+	b, N := k.b, k.N
+	b.add(k.f32([]int64{rows, N, 4}, []int64{8 * N, 8, 1}, 0, acc), k.f32([]int64{rows, N, 4}, []int64{8 * N, 8, 1}, 4, acc),
+		k.f32([]int64{rows, N, 4}, []int64{4 * N, 4, 1}, 0, k.t4), 1)
+	k.hsum4(k.t4, rows, dst)
+}
+
+// hsum4: dst = (a0+a2)+(a1+a3) of acc[rows, N, 4].
+func (k *kqCall) hsum4(acc device.Ptr, rows int64, dst C.uintptr_t) {
+	b, N := k.b, k.N
+	b.add(k.f32([]int64{rows, N, 2}, []int64{4 * N, 4, 1}, 0, acc), k.f32([]int64{rows, N, 2}, []int64{4 * N, 4, 1}, 2, acc),
+		k.f32([]int64{rows, N, 2}, []int64{2 * N, 2, 1}, 0, k.u), 1)
+	b.add(k.f32([]int64{rows, N}, []int64{2 * N, 2}, 0, k.u), k.f32([]int64{rows, N}, []int64{2 * N, 2}, 1, k.u), dst, 1)
+}
+
+// scales adds the activations' 16-value sums bs[m, g] and the scales of
+// the chains: d = d_y·d_w and the mins' d_y·dm, [M, N, nsb].
+func (k *kqCall) scales(xq, dy device.Ptr) {
+	b, l, M, N, nsb, G16, K := k.b, k.l, k.M, k.N, k.nsb, k.G16, k.l.K
+	rs := tensors(k.f32([]int64{M, G16, 16}, []int64{K, 16, 1}, 0, xq), k.f32([]int64{M, G16, 1}, []int64{G16, 1, 1}, 0, k.bs))
 	rs.s = b.intArray(2)
 	rs.i[0], rs.i[1] = 1, C.ACL_FLOAT
 	b.call(C.IRT_REDUCESUM, rs)
-	// d = d_y·d_w and the mins' scale d_y·dm, [M, N, nsb].
-	dyT := f32([]int64{M, 1, nsb}, []int64{nsb, nsb, 1}, 0, dy)
-	b.op(C.IRT_MUL, dyT, f32([]int64{1, N, nsb}, []int64{N * nsb, nsb, 1}, 0, wAt(l.D)), f32([]int64{M, N, nsb}, []int64{N * nsb, nsb, 1}, 0, at(iD)))
+	dyT := k.f32([]int64{M, 1, nsb}, []int64{nsb, nsb, 1}, 0, dy)
+	b.op(C.IRT_MUL, dyT, k.f32([]int64{1, N, nsb}, []int64{N * nsb, nsb, 1}, 0, k.wAt(l.D)), k.f32([]int64{M, N, nsb}, []int64{N * nsb, nsb, 1}, 0, k.d))
 	if l.DM >= 0 {
-		b.op(C.IRT_MUL, dyT, f32([]int64{1, N, nsb}, []int64{N * nsb, nsb, 1}, 0, wAt(l.DM)), f32([]int64{M, N, nsb}, []int64{N * nsb, nsb, 1}, 0, at(iDM)))
+		b.op(C.IRT_MUL, dyT, k.f32([]int64{1, N, nsb}, []int64{N * nsb, nsb, 1}, 0, k.wAt(l.DM)), k.f32([]int64{M, N, nsb}, []int64{N * nsb, nsb, 1}, 0, k.dm))
 	}
+}
 
-	if l.V == layout.KQX8 {
-		// Repacked q4_K: the first Mg columns in the GEMM's order, the
-		// rest in the GEMV's; out = acc − accMin.
-		Mg := M - M%4
-		if Mg > 0 {
-			bmm(xq, K, 0, Mg, wAt(l.W), K, 4*nsb, 64, at(iP))
-			bmm(at(iBS), G16, 0, Mg, wAt(l.MN), G16, 4*nsb, 4, at(iMM))
-			chain(at(iAcc), 0, Mg, 1, 4*nsb, 4, term{at(iD), at(iP)})
-			chain(at(iAccM), 0, Mg, 1, 4*nsb, 4, term{at(iDM), at(iMM)})
-			b.add(plain(at(iAcc), Mg), plain(at(iAccM), Mg), outRows(0, Mg), -1)
-		}
-		if Mv := M - Mg; Mv > 0 {
-			// Two exact halves of each super-block, joined by one add.
-			bmm(xq, K, Mg, Mv, wAt(l.W), K, 2*nsb, 128, at(iR))
-			b.add(f32([]int64{nsb, Mv, N}, []int64{2 * Mv * N, N, 1}, 0, at(iR)), f32([]int64{nsb, Mv, N}, []int64{2 * Mv * N, N, 1}, Mv*N, at(iR)),
-				f32([]int64{nsb, Mv, N}, []int64{Mv * N, N, 1}, 0, at(iP)), 1)
-			bmm(at(iBS), G16, Mg, Mv, wAt(l.MN), G16, nsb, 16, at(iMM))
-			chain(at(iAcc), Mg, Mv, 1, nsb, 1, term{at(iD), at(iP)})
-			chain(at(iAccM), Mg, Mv, 1, nsb, 1, term{at(iDM), at(iMM)})
-			b.add(plain(at(iAcc), Mv), plain(at(iAccM), Mv), outRows(Mg, Mv), -1)
-		}
-		return
+// repacked is the repacked q4_K: the first Mg columns in the GEMM's
+// order, the rest in the GEMV's; out = acc − accMin.
+func (k *kqCall) repacked(xq device.Ptr) {
+	b, l, M, N, nsb, G16, K := k.b, k.l, k.M, k.N, k.nsb, k.G16, k.l.K
+	Mg := M - M%4
+	if Mg > 0 {
+		k.bmm(xq, K, 0, Mg, k.wAt(l.W), K, 4*nsb, 64, k.p)
+		k.bmm(k.bs, G16, 0, Mg, k.wAt(l.MN), G16, 4*nsb, 4, k.mm)
+		k.chain(k.acc, 0, Mg, 1, 4*nsb, 4, kqTerm{k.d, k.p})
+		k.chain(k.accM, 0, Mg, 1, 4*nsb, 4, kqTerm{k.dm, k.mm})
+		b.add(k.plain(k.acc, Mg), k.plain(k.accM, Mg), k.outRows(0, Mg), -1)
 	}
+	if Mv := M - Mg; Mv > 0 {
+		// Two exact halves of each super-block, joined by one add.
+		k.bmm(xq, K, Mg, Mv, k.wAt(l.W), K, 2*nsb, 128, k.r)
+		b.add(k.f32([]int64{nsb, Mv, N}, []int64{2 * Mv * N, N, 1}, 0, k.r), k.f32([]int64{nsb, Mv, N}, []int64{2 * Mv * N, N, 1}, Mv*N, k.r),
+			k.f32([]int64{nsb, Mv, N}, []int64{Mv * N, N, 1}, 0, k.p), 1)
+		k.bmm(k.bs, G16, Mg, Mv, k.wAt(l.MN), G16, nsb, 16, k.mm)
+		k.chain(k.acc, Mg, Mv, 1, nsb, 1, kqTerm{k.d, k.p})
+		k.chain(k.accM, Mg, Mv, 1, nsb, 1, kqTerm{k.dm, k.mm})
+		b.add(k.plain(k.acc, Mv), k.plain(k.accM, Mv), k.outRows(Mg, Mv), -1)
+	}
+}
 
+// lanes is every other variant: the eight lanes per super-block, their
+// chain, the mins, and the horizontal sum.
+func (k *kqCall) lanes(xq device.Ptr) {
+	b, l, M, N, nsb, G16, K := k.b, k.l, k.M, k.N, k.nsb, k.G16, k.l.K
 	// Lane order: value c·32 + 4k + j of a super-block to k·32 + c·4 + j.
 	b.op(C.IRT_INPLACECOPY,
-		f32([]int64{M, nsb, 8, 8, 4}, []int64{K, 256, 4, 32, 1}, 0, at(iXP)),
-		f32([]int64{M, nsb, 8, 8, 4}, []int64{K, 256, 32, 4, 1}, 0, xq))
-	bmm(at(iXP), K, 0, M, wAt(l.W), K, 8*nsb, 32, at(iP))
-	terms := []term{{at(iD), at(iP)}}
+		k.f32([]int64{M, nsb, 8, 8, 4}, []int64{K, 256, 4, 32, 1}, 0, k.xp),
+		k.f32([]int64{M, nsb, 8, 8, 4}, []int64{K, 256, 32, 4, 1}, 0, xq))
+	k.bmm(k.xp, K, 0, M, k.wAt(l.W), K, 8*nsb, 32, k.p)
+	terms := []kqTerm{{k.d, k.p}}
 	switch {
 	case l.V == layout.KQQ6Bsums:
-		n := 8 * nsb * MN
-		bmm(at(iXP), K, 0, M, wAt(l.SCV), K, 8*nsb, 32, at(iR))
-		bmm(at(iBS), G16, 0, M, wAt(l.MN), G16, 8*nsb, 2, at(iMM))
-		b.inplaceAdd(flat(n, at(iR)), flat(n, at(iMM)), -1)
-		b.inplaceAdd(flat(n, at(iP)), flat(n, at(iR)), 32)
+		n := 8 * nsb * M * N
+		k.bmm(k.xp, K, 0, M, k.wAt(l.SCV), K, 8*nsb, 32, k.r)
+		k.bmm(k.bs, G16, 0, M, k.wAt(l.MN), G16, 8*nsb, 2, k.mm)
+		b.inplaceAdd(k.flat(n, k.r), k.flat(n, k.mm), -1)
+		b.inplaceAdd(k.flat(n, k.p), k.flat(n, k.r), 32)
 	case l.T == ir.Q2_K:
-		bmm(at(iBS), G16, 0, M, wAt(l.MN), G16, 8*nsb, 2, at(iMM))
-		terms = []term{{at(iDM), at(iMM)}, {at(iD), at(iP)}}
+		k.bmm(k.bs, G16, 0, M, k.wAt(l.MN), G16, 8*nsb, 2, k.mm)
+		terms = []kqTerm{{k.dm, k.mm}, {k.d, k.p}}
 	}
-	chain(at(iAcc), 0, M, 8, nsb, 1, terms...)
+	k.chain(k.acc, 0, M, 8, nsb, 1, terms...)
 	switch l.T {
 	case ir.Q4_K:
-		bmm(at(iBS), G16, 0, M, wAt(l.MN), G16, 4*nsb, 4, at(iMM))
-		chain(at(iAccM), 0, M, 4, nsb, 1, term{at(iDM), at(iMM)})
-		hsum8(at(iAcc), M, plain(at(iS1), M))
-		b.add(f32([]int64{M, N, 2}, []int64{4 * N, 4, 1}, 0, at(iAccM)), f32([]int64{M, N, 2}, []int64{4 * N, 4, 1}, 2, at(iAccM)),
-			f32([]int64{M, N, 2}, []int64{2 * N, 2, 1}, 0, at(iU)), 1)
-		b.add(f32([]int64{M, N}, []int64{2 * N, 2}, 0, at(iU)), f32([]int64{M, N}, []int64{2 * N, 2}, 1, at(iU)), plain(at(iS2), M), 1)
-		b.add(plain(at(iS1), M), plain(at(iS2), M), outRows(0, M), 1)
+		k.bmm(k.bs, G16, 0, M, k.wAt(l.MN), G16, 4*nsb, 4, k.mm)
+		k.chain(k.accM, 0, M, 4, nsb, 1, kqTerm{k.dm, k.mm})
+		k.hsum8(k.acc, M, k.plain(k.s1, M))
+		k.hsum4(k.accM, M, k.plain(k.s2, M))
+		b.add(k.plain(k.s1, M), k.plain(k.s2, M), k.outRows(0, M), 1)
 	case ir.Q5_K:
-		bmm(at(iBS), G16, 0, M, wAt(l.MN), G16, nsb, 16, at(iMM))
-		chain(at(iAccM), 0, M, 1, nsb, 1, term{at(iDM), at(iMM)})
-		hsum8(at(iAcc), M, plain(at(iS1), M))
-		b.add(plain(at(iS1), M), plain(at(iAccM), M), outRows(0, M), 1)
+		k.bmm(k.bs, G16, 0, M, k.wAt(l.MN), G16, nsb, 16, k.mm)
+		k.chain(k.accM, 0, M, 1, nsb, 1, kqTerm{k.dm, k.mm})
+		k.hsum8(k.acc, M, k.plain(k.s1, M))
+		b.add(k.plain(k.s1, M), k.plain(k.accM, M), k.outRows(0, M), 1)
 	default:
-		hsum8(at(iAcc), M, outRows(0, M))
+		k.hsum8(k.acc, M, k.outRows(0, M))
 	}
 }
 
@@ -305,27 +357,57 @@ type q8Parts struct{ w, d, m device.Ptr }
 // q8Dot adds the calls of quantMulMatQ8's steps 2 and 3 for B batches:
 // out[p, i, n] (at addr, strides ost in elements) = ggml's dot of
 // activation row i < M of batch p (x) with weight row n < N of batch p
-// (w). scalar selects the repacked q4_0 order.
+// (w). scalar selects the repacked q4_0 order. The activation rows go in
+// passes of Mc, the blocks of a pass in chunks of cb (q8Call).
 func (b *builder) q8Dot(t ir.DType, scalar bool, B, M, N, K int64, x, w q8Parts, addr device.Ptr, ost [3]int64) {
+	q := b.newQ8Call(scalar, B, M, N, K, x, w, addr, ost)
 	nb := K / 32
-	L, width := int64(8), int64(4)
-	if scalar {
-		L, width = 1, 32
+	for m0 := int64(0); m0 < M; m0 += q.Mc {
+		mc := min(q.Mc, M-m0)
+		accT, summT := q.clear(mc)
+		for c0 := int64(0); c0 < nb; c0 += q.cb {
+			q.blocks(m0, mc, c0, min(q.cb, nb-c0), accT, summT)
+		}
+		q.finish(m0, mc)
 	}
-	q1 := x.m != 0 && w.m != 0
+}
+
+// q8Call is one q8Dot: its operands, the lanes per block (L, each of
+// width values), the columns per pass (Mc) and blocks per chunk (cb), and
+// the f32 scratch of its steps: the integer sums (p), the scale products
+// (d), the accumulators (acc, summ) and the horizontal sum's partials
+// (t4, u, s).
+type q8Call struct {
+	b                      *builder
+	scalar, q1             bool
+	B, M, N, K, L, width   int64
+	Mc, cb                 int64
+	x, w                   q8Parts
+	addr                   device.Ptr
+	ost                    [3]int64
+	p, d, acc, summ, t4, u device.Ptr
+	s, zero                device.Ptr
+}
+
+func (b *builder) newQ8Call(scalar bool, B, M, N, K int64, x, w q8Parts, addr device.Ptr, ost [3]int64) *q8Call {
+	nb := K / 32
+	q := &q8Call{b: b, scalar: scalar, q1: x.m != 0 && w.m != 0, B: B, M: M, N: N, K: K, L: 8, width: 4, x: x, w: w, addr: addr, ost: ost}
+	if scalar {
+		q.L, q.width = 1, 32
+	}
 	// Columns per pass and blocks per chunk: the lanes of a chunk,
 	// B·cb·L·Mc·N values, within q8ScratchCap (at least one block of one
 	// column).
-	capQ8 := q8ScratchCap
-	Mc := max(1, min(M, capQ8/max(1, B*L*N)))
-	cb := max(1, min(nb, capQ8/max(1, B*L*Mc*N)))
-	n := B * Mc * N
+	capQ8, L := q8ScratchCap, q.L
+	q.Mc = max(1, min(M, capQ8/max(1, B*L*N)))
+	q.cb = max(1, min(nb, capQ8/max(1, B*L*q.Mc*N)))
+	n := B * q.Mc * N
 	var parts []int64
 	part := func(n int64) int {
 		parts = append(parts, (n+15)/16*16)
 		return len(parts) - 1
 	}
-	iP, iD, iAcc, iSumm := part(cb*L*n), part(cb*n), part(L*n), part(n)
+	iP, iD, iAcc, iSumm := part(q.cb*L*n), part(q.cb*n), part(L*n), part(n)
 	iT4, iU, iS := part(4*n), part(2*n), part(n)
 	var total int64
 	for _, v := range parts {
@@ -339,74 +421,90 @@ func (b *builder) q8Dot(t ir.DType, scalar bool, B, M, N, K int64, x, w q8Parts,
 		}
 		return buf + device.Ptr(4*o)
 	}
-	f32 := func(shape, st []int64, off int64, p device.Ptr) C.uintptr_t {
-		return b.tensor(C.ACL_FLOAT, shape, st, off, p)
+	q.p, q.d, q.acc, q.summ, q.t4, q.u, q.s = at(iP), at(iD), at(iAcc), at(iSumm), at(iT4), at(iU), at(iS)
+	q.zero = b.table("f32 0", f32Bytes(0))
+	return q
+}
+
+func (q *q8Call) f32(shape, st []int64, off int64, p device.Ptr) C.uintptr_t {
+	return q.b.tensor(C.ACL_FLOAT, shape, st, off, p)
+}
+
+// clear zeroes the accumulators acc[B, mc, N, L] (and summs) of a pass of
+// mc columns and returns them.
+func (q *q8Call) clear(mc int64) (accT, summT C.uintptr_t) {
+	B, N, L := q.B, q.N, q.L
+	accT = q.f32([]int64{B, mc, N, L}, []int64{mc * N * L, N * L, L, 1}, 0, q.acc)
+	q.b.op(C.IRT_INPLACECOPY, accT, q.f32([]int64{1}, []int64{1}, 0, q.zero))
+	summT = q.f32([]int64{B, mc, N}, []int64{mc * N, N, 1}, 0, q.summ)
+	if q.q1 {
+		q.b.op(C.IRT_INPLACECOPY, summT, q.f32([]int64{1}, []int64{1}, 0, q.zero))
 	}
-	zero := b.table("f32 0", f32Bytes(0))
-	for m0 := int64(0); m0 < M; m0 += Mc {
-		mc := min(Mc, M-m0)
-		// acc[B, mc, N, L] = 0 (and summs).
-		accT := f32([]int64{B, mc, N, L}, []int64{mc * N * L, N * L, L, 1}, 0, at(iAcc))
-		b.op(C.IRT_INPLACECOPY, accT, f32([]int64{1}, []int64{1}, 0, zero))
-		summT := f32([]int64{B, mc, N}, []int64{mc * N, N, 1}, 0, at(iSumm))
-		if q1 {
-			b.op(C.IRT_INPLACECOPY, summT, f32([]int64{1}, []int64{1}, 0, zero))
+	return accT, summT
+}
+
+// blocks adds blocks c0..c0+nc of columns m0..m0+mc into the
+// accumulators: the integer sums, the scale products, then per block
+// acc = fma(d, lanes, acc) (and summs = fma(m_w, s_x, summs)).
+func (q *q8Call) blocks(m0, mc, c0, nc int64, accT, summT C.uintptr_t) {
+	b, B, M, N, K, L, width, x, w := q.b, q.B, q.M, q.N, q.K, q.L, q.width, q.x, q.w
+	nb, G := K/32, nc*L
+	// P[p, g, i, n] = Σ_j x[p, m0+i, c0·32 + g·width + j] · w[p, n, c0·32 + g·width + j].
+	if B == 1 {
+		b.matmul(C.IRT_BMM,
+			q.f32([]int64{G, mc, width}, []int64{width, K, 1}, m0*K+c0*32, x.w),
+			q.f32([]int64{G, width, N}, []int64{width, 1, K}, c0*32, w.w),
+			q.f32([]int64{G, mc, N}, []int64{mc * N, N, 1}, 0, q.p))
+	} else {
+		b.matmul(C.IRT_MATMUL,
+			q.f32([]int64{B, G, mc, width}, []int64{M * K, width, K, 1}, m0*K+c0*32, x.w),
+			q.f32([]int64{B, G, width, N}, []int64{N * K, width, 1, K}, c0*32, w.w),
+			q.f32([]int64{B, G, mc, N}, []int64{G * mc * N, mc * N, N, 1}, 0, q.p))
+	}
+	// D[p, i, n, c] = d_x[p, m0+i, c0+c] · d_w[p, n, c0+c].
+	b.op(C.IRT_MUL,
+		q.f32([]int64{B, mc, 1, nc}, []int64{M * nb, nb, 1, 1}, m0*nb+c0, x.d),
+		q.f32([]int64{B, 1, N, nc}, []int64{N * nb, 1, nb, 1}, c0, w.d),
+		q.f32([]int64{B, mc, N, nc}, []int64{mc * N * nc, N * nc, nc, 1}, 0, q.d))
+	for c := range nc {
+		a := tensors(accT,
+			q.f32([]int64{B, mc, N, 1}, []int64{mc * N * nc, N * nc, nc, 1}, c, q.d),
+			q.f32([]int64{B, mc, N, L}, []int64{G * mc * N, N, 1, mc * N}, c*L*mc*N, q.p))
+		a.s = b.scalarF32(1)
+		b.call(C.IRT_INPLACEADDCMUL, a)
+		if q.q1 {
+			// summs = fma(m_w, s_x, summs).
+			a := tensors(summT,
+				q.f32([]int64{B, 1, N}, []int64{N * nb, 1, nb}, c0+c, w.m),
+				q.f32([]int64{B, mc, 1}, []int64{M * nb, nb, 1}, m0*nb+c0+c, x.m))
+			a.s = b.scalarF32(1)
+			b.call(C.IRT_INPLACEADDCMUL, a)
 		}
-		for c0 := int64(0); c0 < nb; c0 += cb {
-			nc := min(cb, nb-c0)
-			G := nc * L
-			// P[p, g, i, n] = Σ_j x[p, m0+i, c0·32 + g·width + j] · w[p, n, c0·32 + g·width + j].
-			xs := f32([]int64{B, G, mc, width}, []int64{M * K, width, K, 1}, m0*K+c0*32, x.w)
-			ws := f32([]int64{B, G, width, N}, []int64{N * K, width, 1, K}, c0*32, w.w)
-			ps := f32([]int64{B, G, mc, N}, []int64{G * mc * N, mc * N, N, 1}, 0, at(iP))
-			if B == 1 {
-				xs = f32([]int64{G, mc, width}, []int64{width, K, 1}, m0*K+c0*32, x.w)
-				ws = f32([]int64{G, width, N}, []int64{width, 1, K}, c0*32, w.w)
-				ps = f32([]int64{G, mc, N}, []int64{mc * N, N, 1}, 0, at(iP))
-				b.matmul(C.IRT_BMM, xs, ws, ps)
-			} else {
-				b.matmul(C.IRT_MATMUL, xs, ws, ps)
-			}
-			// D[p, i, n, c] = d_x[p, m0+i, c0+c] · d_w[p, n, c0+c].
-			b.op(C.IRT_MUL,
-				f32([]int64{B, mc, 1, nc}, []int64{M * nb, nb, 1, 1}, m0*nb+c0, x.d),
-				f32([]int64{B, 1, N, nc}, []int64{N * nb, 1, nb, 1}, c0, w.d),
-				f32([]int64{B, mc, N, nc}, []int64{mc * N * nc, N * nc, nc, 1}, 0, at(iD)))
-			for c := range nc {
-				a := tensors(accT,
-					f32([]int64{B, mc, N, 1}, []int64{mc * N * nc, N * nc, nc, 1}, c, at(iD)),
-					f32([]int64{B, mc, N, L}, []int64{G * mc * N, N, 1, mc * N}, c*L*mc*N, at(iP)))
-				a.s = b.scalarF32(1)
-				b.call(C.IRT_INPLACEADDCMUL, a)
-				if q1 {
-					// summs = fma(m_w, s_x, summs).
-					a := tensors(summT,
-						f32([]int64{B, 1, N}, []int64{N * nb, 1, nb}, c0+c, w.m),
-						f32([]int64{B, mc, 1}, []int64{M * nb, nb, 1}, m0*nb+c0+c, x.m))
-					a.s = b.scalarF32(1)
-					b.call(C.IRT_INPLACEADDCMUL, a)
-				}
-			}
-		}
-		dst := f32([]int64{B, mc, N}, ost[:], m0*ost[1], addr)
-		plain := func(i int) C.uintptr_t { return f32([]int64{B, mc, N}, []int64{mc * N, N, 1}, 0, at(i)) }
-		if scalar {
-			b.op(C.IRT_INPLACECOPY, dst, f32([]int64{B, mc, N}, []int64{mc * N, N, 1}, 0, at(iAcc)))
-			continue
-		}
-		// ((a0+a4)+(a2+a6))+((a1+a5)+(a3+a7)).
-		r := B * mc
-		b.add(f32([]int64{r, N, 4}, []int64{8 * N, 8, 1}, 0, at(iAcc)), f32([]int64{r, N, 4}, []int64{8 * N, 8, 1}, 4, at(iAcc)),
-			f32([]int64{r, N, 4}, []int64{4 * N, 4, 1}, 0, at(iT4)), 1)
-		b.add(f32([]int64{r, N, 2}, []int64{4 * N, 4, 1}, 0, at(iT4)), f32([]int64{r, N, 2}, []int64{4 * N, 4, 1}, 2, at(iT4)),
-			f32([]int64{r, N, 2}, []int64{2 * N, 2, 1}, 0, at(iU)), 1)
-		hs := dst
-		if q1 {
-			hs = plain(iS)
-		}
-		b.add(f32([]int64{B, mc, N}, []int64{mc * 2 * N, 2 * N, 2}, 0, at(iU)), f32([]int64{B, mc, N}, []int64{mc * 2 * N, 2 * N, 2}, 1, at(iU)), hs, 1)
-		if q1 {
-			b.add(plain(iS), plain(iSumm), dst, 1)
-		}
+	}
+}
+
+// finish writes the output of columns m0..m0+mc: the accumulator (the
+// repacked order), else ((a0+a4)+(a2+a6))+((a1+a5)+(a3+a7)), plus the
+// summs of q8_1.
+func (q *q8Call) finish(m0, mc int64) {
+	b, B, N := q.b, q.B, q.N
+	dst := q.f32([]int64{B, mc, N}, q.ost[:], m0*q.ost[1], q.addr)
+	plain := func(p device.Ptr) C.uintptr_t { return q.f32([]int64{B, mc, N}, []int64{mc * N, N, 1}, 0, p) }
+	if q.scalar {
+		b.op(C.IRT_INPLACECOPY, dst, plain(q.acc))
+		return
+	}
+	r := B * mc
+	b.add(q.f32([]int64{r, N, 4}, []int64{8 * N, 8, 1}, 0, q.acc), q.f32([]int64{r, N, 4}, []int64{8 * N, 8, 1}, 4, q.acc),
+		q.f32([]int64{r, N, 4}, []int64{4 * N, 4, 1}, 0, q.t4), 1)
+	b.add(q.f32([]int64{r, N, 2}, []int64{4 * N, 4, 1}, 0, q.t4), q.f32([]int64{r, N, 2}, []int64{4 * N, 4, 1}, 2, q.t4),
+		q.f32([]int64{r, N, 2}, []int64{2 * N, 2, 1}, 0, q.u), 1)
+	hs := dst
+	if q.q1 {
+		hs = plain(q.s)
+	}
+	b.add(q.f32([]int64{B, mc, N}, []int64{mc * 2 * N, 2 * N, 2}, 0, q.u), q.f32([]int64{B, mc, N}, []int64{mc * 2 * N, 2 * N, 2}, 1, q.u), hs, 1)
+	if q.q1 {
+		b.add(plain(q.s), plain(q.summ), dst, 1)
 	}
 }
