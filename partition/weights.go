@@ -14,12 +14,22 @@ import (
 // target.DeviceWeightBytes; a table get_rows reads gets an int8 copy of an
 // int4 layout) that do not fit in the weight's own bytes. A layout that
 // fits (target.WQInPlace: q4_0, q8_0) replaces the blocks in the weights
-// region and adds nothing; the others live beside the blocks, which the
-// runtime converts from.
+// region and adds nothing. A weight with a larger layout that only
+// matmuls and get_rows read (as their matrix or table, on any device)
+// lives in its converted copies alone: the runtime hands it to the device
+// (runtime/acl's TakeWeight) instead of writing its blocks, so its ggml
+// bytes are not counted. As runtime/program's region placement, this
+// assumes the "wqbmm" QuantMatmul mode.
 func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml, converted int64, err error) {
-	type use struct{ npu, matmul, rows bool }
+	type use struct{ npu, matmul, rows, other bool }
 	uses := map[int]*use{}
+	other := map[int]bool{} // read other than as a matmul's matrix or a get_rows table
 	for _, n := range g.Nodes {
+		for i, a := range n.Args {
+			if a.Op == ir.OpWeight && (i != 0 || !isMatmul(n.Op) && n.Op != ir.OpGetRows) {
+				other[a.ID] = true
+			}
+		}
 		if dev[n.ID] != target.NPU {
 			continue
 		}
@@ -53,9 +63,9 @@ func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml
 		if err != nil {
 			return 0, 0, fmt.Errorf("partition: weight %q: %w", n.Name, err)
 		}
-		ggml += b
 		l, ok := target.WQLayout(n.Type.DType)
 		if !ok {
+			ggml += b
 			continue
 		}
 		// As runtime/acl's PlaceWeight: one copy for the matmuls (and for
@@ -67,6 +77,9 @@ func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml
 			return 0, 0, fmt.Errorf("partition: weight %q: %w", n.Name, err)
 		}
 		inPlace := target.WQInPlace(n.Type.DType, ne[0], ne[1]*ne[2]*ne[3])
+		if inPlace || other[n.ID] || !u.matmul && !u.rows {
+			ggml += b // the blocks (or a layout written over them)
+		}
 		for _, c := range []struct{ need, widen bool }{
 			{(u.matmul || u.rows && !int4) && !inPlace, false},
 			{u.rows && int4, true},
@@ -82,4 +95,8 @@ func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml
 		}
 	}
 	return ggml, converted, nil
+}
+
+func isMatmul(op ir.Op) bool {
+	return op == ir.OpMulMat || op == ir.OpMulMatAdd || op == ir.OpMulMatID
 }

@@ -53,9 +53,17 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 	if err := d.refuseWhileCapturing("PlaceWeight", n); err != nil {
 		return err
 	}
-	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
+	return d.placeCopies(n, t, data, use, false)
+}
+
+// placeCopies makes the copies of weight t (blocks data) that the recipes
+// of use read, keyed by t.Addr: over the blocks at t.Addr when the layout
+// fits there, else in the pool; when taken (TakeWeight), the first copy
+// at t.Addr, which was allocated for it. The caller holds n.cmu.
+func (d *Device) placeCopies(n *npu, t device.TensorDesc, data []byte, use device.WeightUse, taken bool) error {
+	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
 	rows8 := use.Rows
 	l, _ := wqLayout(t.DType, false)
 	if d.quantMode() == QuantMatmulGGML {
@@ -102,14 +110,100 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 			continue
 		}
 		var at device.Ptr // the pool
-		if !widen && target.WQInPlace(t.DType, K, rows) {
+		room := int64(len(data))
+		if taken {
+			at, room = t.Addr, mainBytes(t.DType, K, rows, use)
+			taken = false // the first copy only
+		} else if !widen && target.WQInPlace(t.DType, K, rows) {
 			at = t.Addr
 		}
-		if _, err := d.placeConverted(n, wqKey(t.DType, t.Addr, K, rows, widen), t.DType, data, K, rows, widen, at); err != nil {
+		if _, err := d.placeConverted(n, wqKey(t.DType, t.Addr, K, rows, widen), t.DType, data, K, rows, widen, at, room); err != nil {
 			return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
 		}
 	}
 	return nil
+}
+
+// TakeWeight implements device.WeightTaker: in the "wqbmm" QuantMatmul
+// mode, a quantised weight whose layout does not fit in its blocks
+// (target.WQInPlace) and that only matmuls and get_rows read (use) lives
+// on the device in its converted copies alone: the first (the matmuls'
+// layout, else a table's int8 widening) in a pool block allocated for it,
+// whose address names the weight from then on, the other in the pool.
+// It returns 0, and places nothing, for any other weight, whose blocks
+// the session writes. The blocks are never uploaded.
+func (d *Device) TakeWeight(t device.TensorDesc, data []byte, use device.WeightUse) (device.Ptr, error) {
+	if !takes(t, use) || d.quantMode() != QuantMatmulWQBMM {
+		return 0, nil
+	}
+	if int64(len(data)) != t.Bytes() {
+		return 0, fmt.Errorf("acl: take %s weight: %d bytes, its shape %v needs %d", t.DType, len(data), t.Ne, t.Bytes())
+	}
+	defer d.leave(d.enter())
+	n, err := d.bind("TakeWeight")
+	if err != nil {
+		return 0, err
+	}
+	if err := d.refuseWhileCapturing("TakeWeight", n); err != nil {
+		return 0, err
+	}
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
+	size := mainBytes(t.DType, K, rows, use)
+	off, _, err := n.pool.Alloc(size)
+	if err != nil {
+		return 0, fmt.Errorf("acl: take %s weight [%d×%d] (%d B): %w", t.DType, rows, K, size, err)
+	}
+	t.Addr = n.base + device.Ptr(off)
+	n.inPlace[t.Addr] = true // no blocks there
+	d.convertedBytes.Add(size)
+	if err := d.placeCopies(n, t, data, use, true); err != nil {
+		d.dropCopies(n, t)
+		return 0, err
+	}
+	return t.Addr, nil
+}
+
+// DropWeight implements device.WeightTaker: it frees the copies of weight
+// t that TakeWeight placed at t.Addr.
+func (d *Device) DropWeight(t device.TensorDesc) error {
+	defer d.leave(d.enter())
+	n, err := d.bind("DropWeight")
+	if err != nil {
+		return err
+	}
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	d.dropCopies(n, t)
+	return nil
+}
+
+func (d *Device) dropCopies(n *npu, t device.TensorDesc) {
+	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
+	for _, widen := range []bool{false, true} {
+		n.dropTable(wqKey(t.DType, t.Addr, K, rows, widen))
+	}
+	if n.inPlace[t.Addr] {
+		n.pool.Free(int64(t.Addr - n.base))
+		delete(n.inPlace, t.Addr)
+	}
+}
+
+// takes reports whether TakeWeight holds weight t without its blocks: a
+// dense quantised weight with a layout larger than its blocks, read by
+// matmuls or get_rows.
+func takes(t device.TensorDesc, use device.WeightUse) bool {
+	_, ok := wqLayout(t.DType, false)
+	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
+	return ok && dense(t) && (use.Matmul || use.Rows) && !target.WQInPlace(t.DType, K, rows)
+}
+
+// mainBytes is the size of a taken weight's first copy: the matmuls'
+// layout (also a table's, unless int4), else a table's int8 widening.
+func mainBytes(t ir.DType, K, rows int64, use device.WeightUse) int64 {
+	l, _ := wqLayout(t, !(use.Matmul || use.Rows && !needsWiden(t)))
+	return l.DeviceBytes(int(rows), int(K))
 }
 
 // PlacedBytes bounds the device bytes PlaceWeight adds to the pool for a
@@ -253,7 +347,7 @@ func (b *builder) convert(a device.TensorDesc, widen bool) (wqWeight, error) {
 	}
 	key := wqKey(a.DType, a.Addr, K, rows, widen)
 	p, err := b.onDemand(a, key, "weight", func(n *npu, blocks []byte) (device.Ptr, error) {
-		return b.d.placeConverted(n, key, a.DType, blocks, K, rows, widen, 0)
+		return b.d.placeConverted(n, key, a.DType, blocks, K, rows, widen, 0, 0)
 	})
 	if err != nil {
 		return wqWeight{}, err
@@ -428,8 +522,9 @@ func (b *builder) onDemand(a device.TensorDesc, key, what string, place func(n *
 // placeConverted converts rows×K blocks of type t with gguf/wqconv and
 // uploads the result (values, scales, offsets) under key, replacing what
 // the key held: at at, over the blocks it was converted from (which it
-// must fit), or into the pool when at is 0. The caller holds n.cmu.
-func (d *Device) placeConverted(n *npu, key string, t ir.DType, blocks []byte, K, rows int64, widen bool, at device.Ptr) (device.Ptr, error) {
+// must fit), or in the room bytes at at when the weight was taken
+// (TakeWeight), or into the pool when at is 0. The caller holds n.cmu.
+func (d *Device) placeConverted(n *npu, key string, t ir.DType, blocks []byte, K, rows int64, widen bool, at device.Ptr, room int64) (device.Ptr, error) {
 	t0 := time.Now()
 	w, err := wqconv.Convert(gguf.GGMLType(t), blocks, int(rows), int(K))
 	if err != nil {
@@ -442,8 +537,8 @@ func (d *Device) placeConverted(n *npu, key string, t ir.DType, blocks []byte, K
 	d.convertNS.Add(int64(time.Since(t0)))
 	n.dropTable(key)
 	if at != 0 {
-		if len(data) > len(blocks) {
-			return 0, fmt.Errorf("converted %s weight (%d B) does not fit in its %d B", t, len(data), len(blocks))
+		if int64(len(data)) > room {
+			return 0, fmt.Errorf("converted %s weight (%d B) does not fit in its %d B", t, len(data), room)
 		}
 		if rc := C.irt_h2d(C.uintptr_t(at), hostPtr(data), C.size_t(len(data))); rc != 0 {
 			return 0, newError("aclrtMemcpy", "converted weight", int32(rc))

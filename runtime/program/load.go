@@ -2,7 +2,10 @@ package program
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/irtool/irtool/eval"
@@ -23,9 +26,23 @@ import (
 type region struct {
 	name  string
 	npu   bool
-	bytes int64
+	bytes int64 // the program's size of the region
 	ptr   device.Ptr
 	host  []byte
+	// spans, when set, place the weights of an NPU weights region one by
+	// one (takeWeights): the allocation at ptr holds alloc bytes, and
+	// taken the weights the device holds in its own layouts alone.
+	spans []span
+	alloc int64
+	taken []device.TensorDesc
+}
+
+// span is where the bytes [src, src+bytes) of a weights region live: at
+// ptr, in the region's allocation or the device's copy of a taken weight.
+type span struct {
+	src, bytes int64
+	ptr        device.Ptr
+	taken      bool
 }
 
 // shared regions hold the same data for every bucket's program and are
@@ -111,7 +128,13 @@ func (s *Runner) ensureRegions(p *cann.Program) error {
 				}
 				continue
 			}
-			reg, err := s.alloc(r.Name, npu, r.Bytes)
+			var reg *region
+			var err error
+			if npu && r.Name == cann.RegionWeights {
+				reg, err = s.allocWeights(p, r.Bytes)
+			} else {
+				reg, err = s.alloc(r.Name, npu, r.Bytes)
+			}
 			if err != nil {
 				return err
 			}
@@ -212,6 +235,13 @@ func (s *Runner) alloc(name string, npu bool, n int64) (*region, error) {
 
 func (s *Runner) release(r *region) error {
 	delete(s.regions, r.name)
+	if wt, ok := s.dev.(device.WeightTaker); ok {
+		for _, t := range r.taken {
+			if err := wt.DropWeight(t); err != nil {
+				return fmt.Errorf("program: region %q: %w", r.name, err)
+			}
+		}
+	}
 	if r.npu {
 		if err := s.dev.Free(r.ptr); err != nil {
 			return fmt.Errorf("program: region %q: %w", r.name, err)
@@ -231,15 +261,23 @@ func (s *Runner) fill(p *cann.Program, r *region) error {
 			copy(r.host[a.Offset:], data)
 			return nil
 		}
-		if err := s.dev.MemcpyH2D(r.ptr+device.Ptr(a.Offset), data); err != nil {
+		dst, err := r.at(a.Offset, int64(len(data)))
+		if err != nil {
+			return fmt.Errorf("program: %s: %w", what, err)
+		}
+		if err := s.dev.MemcpyH2D(dst, data); err != nil {
 			return fmt.Errorf("program: %s: %w", what, err)
 		}
 		return nil
 	}
 	if r.npu {
 		// Pool blocks are reused: clear whatever the last owner left.
-		if err := write("clearing", cann.Addr{Region: r.name}, make([]byte, r.bytes)); err != nil {
-			return err
+		n := r.bytes
+		if r.spans != nil {
+			n = r.alloc
+		}
+		if err := s.dev.MemcpyH2D(r.ptr, make([]byte, n)); err != nil {
+			return fmt.Errorf("program: clearing region %q: %w", r.name, err)
 		}
 	}
 	for _, w := range p.Weights {
@@ -257,8 +295,14 @@ func (s *Runner) fill(p *cann.Program, r *region) error {
 		if int64(len(data)) < w.Bytes {
 			return fmt.Errorf("program: weight %q holds %d bytes, the program places %d", w.Name, len(data), w.Bytes)
 		}
+		if r.isTaken(w.Addr.Offset) {
+			continue // converted by the device already (allocWeights)
+		}
 		if err := write("weight "+w.Name, w.Addr, data[:w.Bytes]); err != nil {
 			return err
+		}
+		if r.npu {
+			s.weightBytes += w.Bytes
 		}
 		if err := s.place(r, w, data[:w.Bytes]); err != nil {
 			return err
@@ -284,33 +328,16 @@ func (s *Runner) place(r *region, w cann.Weight, data []byte) error {
 	if !ok || !r.npu || !w.DType.Quantized() {
 		return nil
 	}
-	g := s.comp.Graph()
-	var node *ir.Node
-	var use device.WeightUse
-	for _, n := range g.Nodes {
-		if len(n.Args) == 0 || n.Args[0].Op != ir.OpWeight || n.Args[0].Name != w.Name {
-			continue
-		}
-		node = n.Args[0]
-		switch n.Op {
-		case ir.OpMulMat, ir.OpMulMatAdd, ir.OpMulMatID:
-			use.Matmul = true
-		case ir.OpGetRows:
-			use.Rows = true
-		}
-	}
-	if node == nil || !use.Matmul && !use.Rows {
+	t, uses, ok := s.weightUse(w)
+	use := uses.WeightUse
+	if !ok || !use.Matmul && !use.Rows {
 		return nil
 	}
-	ne, err := node.Type.Shape.Ne()
-	if err != nil {
-		return fmt.Errorf("program: weight %q: %w", w.Name, err)
-	}
-	t := device.TensorDesc{DType: w.DType, Ne: ne, Nb: ir.ContiguousStrides(w.DType, ne)}
 	b := t.Bytes()
 	if b > int64(len(data)) {
-		return fmt.Errorf("program: weight %q: %d bytes, its shape %v needs %d", w.Name, len(data), ne, b)
+		return fmt.Errorf("program: weight %q: %d bytes, its shape %v needs %d", w.Name, len(data), t.Ne, b)
 	}
+	var err error
 	if t.Addr, err = s.ptr(w.Addr, b); err != nil {
 		return fmt.Errorf("program: weight %q: %w", w.Name, err)
 	}
@@ -332,7 +359,147 @@ func (s *Runner) ptr(a cann.Addr, n int64) (device.Ptr, error) {
 	if a.Offset < 0 || a.Offset+n > r.bytes {
 		return 0, fmt.Errorf("address %s: [%d, +%d) lies outside region %q (%d bytes)", a, a.Offset, n, a.Region, r.bytes)
 	}
-	return r.ptr + device.Ptr(a.Offset), nil
+	p, err := r.at(a.Offset, n)
+	if err != nil {
+		return 0, fmt.Errorf("address %s: %w", a, err)
+	}
+	return p, nil
+}
+
+// at is the device address of bytes [off, off+n) of NPU region r: in its
+// allocation, or, for a region placed weight by weight, where the weight
+// holding them lives.
+func (r *region) at(off, n int64) (device.Ptr, error) {
+	if r.spans == nil {
+		return r.ptr + device.Ptr(off), nil
+	}
+	i := sort.Search(len(r.spans), func(i int) bool { return r.spans[i].src+r.spans[i].bytes > off })
+	if i == len(r.spans) || off < r.spans[i].src || off+n > r.spans[i].src+max(r.spans[i].bytes, 1) {
+		return 0, fmt.Errorf("[%d, +%d) lies outside every weight of region %q", off, n, r.name)
+	}
+	return r.spans[i].ptr + device.Ptr(off-r.spans[i].src), nil
+}
+
+// isTaken reports whether the weight at off is one the device took.
+func (r *region) isTaken(off int64) bool {
+	for _, sp := range r.spans {
+		if sp.src == off {
+			return sp.taken
+		}
+	}
+	return false
+}
+
+// allocWeights makes the NPU weights region of p (bytes in the program).
+// On a device that can hold a quantised weight in its own layouts alone
+// (device.WeightTaker), each weight that only matmuls and get_rows read
+// is handed to it first (TakeWeight: its blocks never reach the device);
+// the others are laid out one after the other, at the program's
+// alignment, in one allocation that leaves out the taken ones. Elsewhere
+// the region is one allocation of the program's layout.
+func (s *Runner) allocWeights(p *cann.Program, bytes int64) (*region, error) {
+	wt, ok := s.dev.(device.WeightTaker)
+	if !ok {
+		return s.alloc(cann.RegionWeights, true, bytes)
+	}
+	r := &region{name: cann.RegionWeights, npu: true, bytes: bytes}
+	fail := func(err error) (*region, error) {
+		for _, t := range r.taken {
+			wt.DropWeight(t)
+		}
+		return nil, err
+	}
+	ws := make([]cann.Weight, 0, len(p.Weights))
+	for _, w := range p.Weights {
+		if w.Addr.Region == cann.RegionWeights {
+			ws = append(ws, w)
+		}
+	}
+	slices.SortFunc(ws, func(a, b cann.Weight) int { return cmp.Compare(a.Addr.Offset, b.Addr.Offset) })
+	align := max(p.Align, 1)
+	for _, w := range ws {
+		sp := span{src: w.Addr.Offset, bytes: w.Bytes}
+		if t, use, ok := s.weightUse(w); ok && use.Only && w.DType == w.SourceDType {
+			data, err := s.weights.TensorData(w.Name)
+			if err != nil {
+				return fail(fmt.Errorf("program: weight %q: %w", w.Name, err))
+			}
+			if int64(len(data)) < t.Bytes() {
+				return fail(fmt.Errorf("program: weight %q holds %d bytes, its shape %v needs %d", w.Name, len(data), t.Ne, t.Bytes()))
+			}
+			t0 := time.Now()
+			ptr, err := wt.TakeWeight(t, data[:t.Bytes()], use.WeightUse)
+			s.convertNS += int64(time.Since(t0))
+			if err != nil {
+				return fail(fmt.Errorf("program: weight %q: %w", w.Name, err))
+			}
+			if ptr != 0 {
+				t.Addr = ptr
+				sp.ptr, sp.taken = ptr, true
+				r.taken = append(r.taken, t)
+			}
+		}
+		if !sp.taken {
+			off := (r.alloc + align - 1) / align * align
+			sp.ptr = device.Ptr(off) // an offset until the allocation is made
+			r.alloc = off + max(w.Bytes, 1)
+		}
+		r.spans = append(r.spans, sp)
+	}
+	r.alloc = max(r.alloc, 1)
+	ptr, err := s.dev.Malloc(r.alloc)
+	if err != nil {
+		return fail(fmt.Errorf("program: region %q (%d bytes): %w", r.name, r.alloc, err))
+	}
+	r.ptr = ptr
+	for i := range r.spans {
+		if !r.spans[i].taken {
+			r.spans[i].ptr += ptr
+		}
+	}
+	s.regions[r.name] = r
+	return r, nil
+}
+
+// weightUses says which kernels read a weight (device.WeightUse) and
+// whether they are all that read it (Only: every user of the weight in
+// the compiled graph reads it as the matrix of a mul_mat, mul_mat_add or
+// mul_mat_id, or as the table of a get_rows).
+type weightUses struct {
+	device.WeightUse
+	Only bool
+}
+
+// weightUse finds the users of weight w in the compiled graph (whatever
+// device the partition of one bucket gives them, so that a later bucket's
+// program finds the weight placed) and its descriptor (Addr unset).
+func (s *Runner) weightUse(w cann.Weight) (device.TensorDesc, weightUses, bool) {
+	var node *ir.Node
+	u := weightUses{Only: true}
+	for _, n := range s.comp.Graph().Nodes {
+		for i, a := range n.Args {
+			if a.Op != ir.OpWeight || a.Name != w.Name {
+				continue
+			}
+			node = a
+			switch {
+			case i == 0 && (n.Op == ir.OpMulMat || n.Op == ir.OpMulMatAdd || n.Op == ir.OpMulMatID):
+				u.Matmul = true
+			case i == 0 && n.Op == ir.OpGetRows:
+				u.Rows = true
+			default:
+				u.Only = false
+			}
+		}
+	}
+	if node == nil || !w.DType.Quantized() {
+		return device.TensorDesc{}, u, false
+	}
+	ne, err := node.Type.Shape.Ne()
+	if err != nil {
+		return device.TensorDesc{}, u, false
+	}
+	return device.TensorDesc{DType: w.DType, Ne: ne, Nb: ir.ContiguousStrides(w.DType, ne)}, u, true
 }
 
 // hostBytes resolves an address in a host region.

@@ -112,10 +112,13 @@ type Runner struct {
 
 	pos       int64
 	stats     Stats
-	convertNS int64 // PlaceWeight time
-	launches  int64
-	closed    bool
-	lock      *sync.RWMutex // the device's lock (device.AcquireDeviceLock) until Close
+	convertNS int64 // PlaceWeight and TakeWeight time
+	// weightBytes are the ggml bytes of the weights written to device
+	// regions (a weight the device took is not).
+	weightBytes int64
+	launches    int64
+	closed      bool
+	lock        *sync.RWMutex // the device's lock (device.AcquireDeviceLock) until Close
 }
 
 // NewRunner compiles nothing yet: programs are compiled and loaded on the
@@ -173,6 +176,14 @@ func (s *Runner) Rewind(pos int64) error {
 	s.pos = pos
 	return nil
 }
+
+// WeightBytes is the ggml bytes of the weights the runner wrote to the
+// device: the weights region's contents, without its alignment padding or
+// a weight the device holds in its own layouts alone
+// (device.WeightTaker). With the device's own copies (runtime/acl's
+// Counters.ConvertedBytes) it is what partition.Result.DeviceWeightBytes
+// predicts.
+func (s *Runner) WeightBytes() int64 { return s.weightBytes }
 
 // Cache returns the runner's graph cache.
 func (s *Runner) Cache() *device.GraphCache { return s.cache }
