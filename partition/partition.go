@@ -98,9 +98,12 @@ type Result struct {
 	// minimises.
 	PredictedUS float64 `json:"predicted_us"`
 	// DeviceWeightBytes is the device memory of the weights NPU nodes
-	// read: their ggml bytes (GGMLWeightBytes, the weights region) plus
-	// the copies converted at load for aclnnWeightQuantBatchMatmulV2 and
-	// get_rows (ConvertedWeightBytes, gguf/wqconv's layouts).
+	// read, each held once: the weights region (GGMLWeightBytes: ggml's
+	// blocks, and the q4_0/q8_0 layouts written over theirs) plus the
+	// copies converted at load for aclnnWeightQuantBatchMatmulV2 and
+	// get_rows that live outside it (ConvertedWeightBytes, gguf/wqconv's
+	// layouts; a weight only matmuls and get_rows read has no blocks on
+	// the device then).
 	DeviceWeightBytes    int64 `json:"device_weight_bytes"`
 	GGMLWeightBytes      int64 `json:"ggml_weight_bytes"`
 	ConvertedWeightBytes int64 `json:"converted_weight_bytes"`

@@ -497,45 +497,56 @@ func TestConvert(t *testing.T) {
 	}
 }
 
-// TestDeviceWeightBytes: the NPU's weights are counted in ggml's bytes
-// plus their copies converted at load: on testdata's all-q4_K model, 0.625
-// bytes per weight (int4 values, f16 scale and offset per 32) for every
-// matrix an NPU matmul reads, 1.125 for a token table an NPU get_rows
-// reads (int8 values).
+// TestDeviceWeightBytes: the NPU's weights are counted once, in the
+// layout their kernels read. On testdata's all-q4_K model every q4_K
+// weight is only a matmul's matrix or a get_rows table, so it lives in its
+// converted copies alone: 0.625 bytes per weight (int4 values, f16 scale
+// and offset per 32) for every matrix an NPU matmul reads, 1.125 for a
+// token table an NPU get_rows reads (int8 values), and none of its ggml
+// bytes. On q8_0 and q4_0 models (the tied one's table is a q4_0 get_rows
+// and matmul) the layouts are written over the blocks: ggml's bytes, plus
+// the int8 widening of a q4_0 table get_rows reads.
 func TestDeviceWeightBytes(t *testing.T) {
-	_, m := testmodel.Build(t, testref.Testdata("synth-llama256-Q4_K.gguf"), models.Options{NCtx: 64})
-	g, res, err := Run(m.Graph, prof(t, "ascend910b"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ggml, conv float64
-	counted := map[int]bool{}
-	for _, n := range g.Nodes {
-		if res.Device[n.ID] != target.NPU {
-			continue
-		}
-		for i, a := range n.Args {
-			if a.Op != ir.OpWeight {
-				continue
+	for _, file := range []string{"synth-llama256-Q4_K.gguf", "synth-llama-Q8_0.gguf", "synth-llama-Q4_0.gguf", "synth-qwen2-tied-Q4_0.gguf"} {
+		t.Run(file, func(t *testing.T) {
+			_, m := testmodel.Build(t, testref.Testdata(file), models.Options{NCtx: 64})
+			g, res, err := Run(m.Graph, prof(t, "ascend910b"), nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if !counted[a.ID] {
-				counted[a.ID] = true
-				b, _ := a.Type.Bytes()
-				ggml += float64(b)
-			}
-			if i == 0 && a.Type.DType == ir.Q4_K {
-				e := float64(a.Type.Shape[0].Val * a.Type.Shape[1].Val)
-				switch n.Op {
-				case ir.OpMulMat, ir.OpMulMatAdd:
-					conv += 0.625 * e
-				case ir.OpGetRows:
-					conv += 1.125 * e
+			var ggml, conv float64
+			counted := map[int]bool{}
+			for _, n := range g.Nodes {
+				if res.Device[n.ID] != target.NPU {
+					continue
+				}
+				for i, a := range n.Args {
+					if a.Op != ir.OpWeight {
+						continue
+					}
+					if !counted[a.ID] && a.Type.DType != ir.Q4_K {
+						b, _ := a.Type.Bytes()
+						ggml += float64(b)
+					}
+					counted[a.ID] = true
+					if i != 0 {
+						continue
+					}
+					e := float64(a.Type.Shape[0].Val * a.Type.Shape[1].Val)
+					switch {
+					case a.Type.DType == ir.Q4_K && n.Op == ir.OpGetRows:
+						conv += 1.125 * e
+					case a.Type.DType == ir.Q4_K:
+						conv += 0.625 * e
+					case a.Type.DType == ir.Q4_0 && n.Op == ir.OpGetRows:
+						conv += 1.0625 * e
+					}
 				}
 			}
-		}
-	}
-	if conv == 0 || float64(res.GGMLWeightBytes) != ggml || float64(res.ConvertedWeightBytes) != conv ||
-		res.DeviceWeightBytes != res.GGMLWeightBytes+res.ConvertedWeightBytes {
-		t.Errorf("device weights %d = %d ggml + %d converted; want %g + %g", res.DeviceWeightBytes, res.GGMLWeightBytes, res.ConvertedWeightBytes, ggml, conv)
+			if ggml == 0 || float64(res.GGMLWeightBytes) != ggml || float64(res.ConvertedWeightBytes) != conv ||
+				res.DeviceWeightBytes != res.GGMLWeightBytes+res.ConvertedWeightBytes {
+				t.Errorf("device weights %d = %d ggml + %d converted; want %g + %g", res.DeviceWeightBytes, res.GGMLWeightBytes, res.ConvertedWeightBytes, ggml, conv)
+			}
+		})
 	}
 }

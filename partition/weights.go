@@ -12,13 +12,24 @@ import (
 // copies of quantised weights converted at load to what
 // aclnnWeightQuantBatchMatmulV2 and get_rows read (gguf/wqconv, sized by
 // target.DeviceWeightBytes; a table get_rows reads gets an int8 copy of an
-// int4 layout). A weight the NPU only multiplies or gathers still keeps
-// its ggml bytes on the device: the runtime writes them there and converts
-// from them.
+// int4 layout) that do not fit in the weight's own bytes. A layout that
+// fits (target.WQInPlace: q4_0, q8_0) replaces the blocks in the weights
+// region and adds nothing. A weight with a larger layout that only
+// matmuls and get_rows read (as their matrix or table, on any device)
+// lives in its converted copies alone: the runtime hands it to the device
+// (runtime/acl's TakeWeight) instead of writing its blocks, so its ggml
+// bytes are not counted. As runtime/program's region placement, this
+// assumes the "wqbmm" QuantMatmul mode.
 func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml, converted int64, err error) {
-	type use struct{ npu, matmul, rows bool }
+	type use struct{ npu, matmul, rows, other bool }
 	uses := map[int]*use{}
+	other := map[int]bool{} // read other than as a matmul's matrix or a get_rows table
 	for _, n := range g.Nodes {
+		for i, a := range n.Args {
+			if a.Op == ir.OpWeight && (i != 0 || !isMatmul(n.Op) && n.Op != ir.OpGetRows) {
+				other[a.ID] = true
+			}
+		}
 		if dev[n.ID] != target.NPU {
 			continue
 		}
@@ -52,19 +63,26 @@ func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml
 		if err != nil {
 			return 0, 0, fmt.Errorf("partition: weight %q: %w", n.Name, err)
 		}
-		ggml += b
 		l, ok := target.WQLayout(n.Type.DType)
 		if !ok {
+			ggml += b
 			continue
 		}
 		// As runtime/acl's PlaceWeight: one copy for the matmuls (and for
-		// an int8 table), an int8 copy of an int4 table for get_rows; q8_0
-		// tables are gathered from their blocks.
-		rows8 := u.rows && n.Type.DType != ir.Q8_0
+		// an int8 table), in place when it fits; an int8 copy of an int4
+		// table for get_rows.
 		int4 := l.Dtype.String() == "int4"
+		ne, err := n.Type.Shape.Ne()
+		if err != nil {
+			return 0, 0, fmt.Errorf("partition: weight %q: %w", n.Name, err)
+		}
+		inPlace := target.WQInPlace(n.Type.DType, ne[0], ne[1]*ne[2]*ne[3])
+		if inPlace || other[n.ID] || !u.matmul && !u.rows {
+			ggml += b // the blocks (or a layout written over them)
+		}
 		for _, c := range []struct{ need, widen bool }{
-			{u.matmul || rows8 && !int4, false},
-			{rows8 && int4, true},
+			{(u.matmul || u.rows && !int4) && !inPlace, false},
+			{u.rows && int4, true},
 		} {
 			if !c.need {
 				continue
@@ -77,4 +95,8 @@ func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml
 		}
 	}
 	return ggml, converted, nil
+}
+
+func isMatmul(op ir.Op) bool {
+	return op == ir.OpMulMat || op == ir.OpMulMatAdd || op == ir.OpMulMatID
 }

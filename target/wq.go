@@ -137,3 +137,19 @@ func DeviceWeightBytes(t ir.Type, widened bool) (int64, error) {
 	}
 	return l.DeviceBytes(int(ne[1]*ne[2]*ne[3]), int(ne[0])), nil
 }
+
+// WQInPlace reports whether the converted layout of a weight of dtype dt
+// with rows rows of k values fits in its ggml bytes, so that the runtime
+// writes it over the blocks when it places the weight and the device
+// holds the weight once: q4_0 and q8_0, whose layouts (int4 or int8
+// values, then one f16 scale per 32) are as large as their blocks.
+// ggml-cann transforms these two types in place too (its set_tensor,
+// ggml-cann.cpp). The other layouts are larger and live beside the
+// blocks.
+func WQInPlace(dt ir.DType, k, rows int64) bool {
+	l, ok := WQLayout(dt)
+	if !ok || k <= 0 || rows <= 0 || k%dt.BlockSize() != 0 {
+		return false
+	}
+	return l.DeviceBytes(int(rows), int(k)) <= rows*k/dt.BlockSize()*dt.TypeSize()
+}

@@ -70,7 +70,7 @@ type Partition struct {
 	Moved       int     `json:"moved"`
 	PredictedUS float64 `json:"predicted_us"`
 	// DeviceWeightBytes = GGMLWeightBytes + ConvertedWeightBytes: the
-	// NPU's weights in ggml's blocks and their copies converted at load
+	// NPU's weights region and the copies converted at load outside it
 	// (partition.Result).
 	DeviceWeightBytes    int64                    `json:"device_weight_bytes"`
 	GGMLWeightBytes      int64                    `json:"ggml_weight_bytes"`

@@ -118,6 +118,7 @@ type npu struct {
 	ownStages []unsafe.Pointer      // pinned buffers of tables larger than the staging
 	consts    map[string]*table     // uploaded tables by content key
 	tables    map[string]device.Ptr // binding scratch and repacked weights by key
+	inPlace   map[device.Ptr]bool   // weights whose converted layout replaced their blocks (PlaceWeight)
 }
 
 // table is a constant the binding uploaded from the pinned staging.
@@ -235,7 +236,7 @@ func (d *Device) SetDevice(id int) error {
 		d.soc.Store(C.GoString(name))
 	}
 	n := &npu{id: id, base: device.Ptr(base), pool: device.NewMemPool(size), kernels: newKernelCache(d.opts.MaxKernels),
-		consts: map[string]*table{}, tables: map[string]device.Ptr{}}
+		consts: map[string]*table{}, tables: map[string]device.Ptr{}, inPlace: map[device.Ptr]bool{}}
 	if d.opts.ConstBytes > 0 {
 		var rc C.aclError
 		n.stage = C.irt_aclrtMallocHost(C.size_t(d.opts.ConstBytes), &rc)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/runtime/acl/layout"
 	"github.com/irtool/irtool/runtime/device"
 )
 
@@ -307,7 +308,7 @@ func TestRepack(t *testing.T) {
 		t      ir.DType
 		block  int
 		repack func([]byte, int64, int64) ([]byte, error)
-	}{{ir.Q8_0, 34, RepackQ8_0}, {ir.Q4_0, 18, RepackQ4_0}} {
+	}{{ir.Q8_0, 34, layout.RepackQ8_0}, {ir.Q4_0, 18, layout.RepackQ4_0}} {
 		blocks := make([]byte, N*K/32*tc.block)
 		for i := range blocks {
 			blocks[i] = byte(rng.IntN(256))
@@ -323,7 +324,7 @@ func TestRepack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		q := quantBytes(tc.t, N*K)
+		q := layout.QuantBytes(tc.t, N*K)
 		for i := 0; i < N*K; i++ {
 			var v int
 			if tc.t == ir.Q8_0 {

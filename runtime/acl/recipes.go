@@ -58,8 +58,8 @@ import "github.com/irtool/irtool/ir"
 //	                    aclnnCast(→ f32), the f16 staging in the workspace, or with
 //	                    QuantMatmulGGML the activations' q8 integers, exact integer
 //	                    lanes by aclnnBatchMatMul against the weight's integers and
-//	                    ggml's FMA chains by aclnnInplaceAddcmul (recipes_q8.go,
-//	                    recipes_kquant.go)
+//	                    ggml's FMA chains by aclnnInplaceAddcmul
+//	                    (recipes_matmul_ggml.go)
 //	mul_mat_add         the mul_mat recipe, then aclnnInplaceAdd(out, bias)
 //
 // recipes_moe.go

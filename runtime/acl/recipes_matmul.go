@@ -13,6 +13,7 @@ import (
 
 	"github.com/irtool/irtool/gguf/wqconv"
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/runtime/acl/layout"
 	"github.com/irtool/irtool/runtime/device"
 )
 
@@ -33,10 +34,10 @@ func mulMat(b *builder) error {
 		if !recipeTakes(b.k.Op, a.DType) {
 			return b.unsupported("%s with %s weights: no recipe for the type", b.k.Op, a.DType)
 		}
-		if b.d.quantMode() == QuantMatmulGGML && kqTypes[a.DType] {
+		if b.d.quantMode() == QuantMatmulGGML && layout.KQTypes[a.DType] {
 			return quantMulMatK(b, a, x, out)
 		}
-		if b.d.quantMode() == QuantMatmulGGML && q8Types[a.DType] {
+		if b.d.quantMode() == QuantMatmulGGML && layout.Q8Types[a.DType] {
 			return quantMulMatQ8(b, a, x, out)
 		}
 		return quantMulMat(b, a, x, out)

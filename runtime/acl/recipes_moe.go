@@ -8,8 +8,11 @@ package acl
 import "C"
 
 import (
+	"fmt"
+
 	"github.com/irtool/irtool/gguf/wqconv"
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/runtime/acl/layout"
 	"github.com/irtool/irtool/runtime/device"
 )
 
@@ -50,10 +53,10 @@ func mulMatID(b *builder) error {
 	if !recipeTakes(ir.OpMulMatID, as.DType) {
 		return b.unsupported("mul_mat_id with %s experts: no recipe for the type", as.DType)
 	}
-	if b.d.quantMode() == QuantMatmulGGML && q8Types[as.DType] {
+	if b.d.quantMode() == QuantMatmulGGML && layout.Q8Types[as.DType] {
 		return mulMatIDQ8(b, as, x, ids, out, xs)
 	}
-	if b.d.quantMode() == QuantMatmulGGML && kqTypes[as.DType] {
+	if b.d.quantMode() == QuantMatmulGGML && layout.KQTypes[as.DType] {
 		return mulMatIDK(b, as, x, ids, out, xs)
 	}
 	return mulMatIDWQBMM(b, as, x, out, e, xs)
@@ -141,4 +144,102 @@ func (b *builder) expertMatmul(self C.uintptr_t, g device.Ptr, out device.Tensor
 	mat := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, K, N}, []int64{nUsed * N * K, N * K, 1, K}, 0, g)
 	ot := b.tensor(C.ACL_FLOAT, []int64{T, nUsed, 1, N}, []int64{out.Nb[2] / 4, out.Nb[1] / 4, N, 1}, 0, out.Addr)
 	b.matmul(C.IRT_MATMUL, self, mat, ot)
+}
+
+// mulMatIDK is mul_mat_id over K-quant experts with QuantMatmulGGML:
+// ggml-cpu multiplies each (token, slot) with its expert's matrix as one
+// single-column mul_mat (kernels' MulMatID, the expert a 2-D matrix of N
+// rows: q4_K repacked when N is a multiple of 8 under 3f545bec), so each
+// slot is quantMulMatK's GEMV: the activations quantised to q8_K once,
+// then per slot the chosen expert's converted copy gathered by its id on
+// the device (aclnnGatherV2 of one row of the stack's copies) and
+// kqDot's calls on the slot's activation row.
+func mulMatIDK(b *builder, as, x, ids, out device.TensorDesc, xs int64) error {
+	K, N := as.Ne[0], as.Ne[1]
+	nUsed, T, ne11 := ids.Ne[0], ids.Ne[1], x.Ne[1]
+	if K%256 != 0 {
+		return b.unsupported("%s experts with %d columns (not a multiple of 256)", as.DType, K)
+	}
+	l, w := b.kqExperts(as)
+	if b.err != nil {
+		return b.err
+	}
+	E, nsb := as.Ne[2], K/256
+	xq, _, dy := b.q8Quantise([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr, as.DType, true)
+	g := b.buffer(fmt.Sprintf("kq expert f32[%d]", l.Size), 4*l.Size)
+	stack := b.tensor(C.ACL_FLOAT, []int64{E, l.Size}, []int64{l.Size, 1}, 0, w)
+	for p := range nUsed * T {
+		t, s := p/nUsed, p%nUsed
+		row := t*ne11 + s%ne11
+		b.gather(stack, b.tensor(C.ACL_INT32, []int64{1}, []int64{1}, p, ids.Addr),
+			b.tensor(C.ACL_FLOAT, []int64{1, l.Size}, []int64{l.Size, 1}, 0, g))
+		b.kqDot(l, g, 1, xq+device.Ptr(4*row*K), dy+device.Ptr(4*row*nsb), out.Addr+device.Ptr(s*out.Nb[1]+t*out.Nb[2]), N, 1)
+	}
+	return b.err
+}
+
+// mulMatIDQ8 is mul_mat_id over q4_0, q5_0, q8_0, q4_1 or q5_1 experts
+// with QuantMatmulGGML: ggml-cpu multiplies each (token, slot) with its
+// expert's matrix as one single-column mul_mat (kernels' MulMatID), so
+// the recipe is quantMulMatQ8's with a batch of P = n_used·T slots: the
+// chosen experts' converted integers, scales (and mins) gathered by the
+// ids on the device (aclnnGatherV2), the activations quantised once and
+// spread over the slots (aclnnInplaceCopy), then q8Dot with B = P, M = 1.
+func mulMatIDQ8(b *builder, as, x, ids, out device.TensorDesc, xs int64) error {
+	K, N, E := as.Ne[0], as.Ne[1], as.Ne[2]
+	nUsed, T, ne11 := ids.Ne[0], ids.Ne[1], x.Ne[1]
+	P := nUsed * T
+	if K%32 != 0 {
+		return b.unsupported("%s experts with %d columns (not a multiple of 32)", as.DType, K)
+	}
+	if as.Nb[2] != as.Nb[1]*N {
+		return b.unsupported("mul_mat_id over non-contiguous %s experts (nb %v)", as.DType, as.Nb)
+	}
+	l, w := b.q8Weight(as)
+	if b.err != nil {
+		return b.err
+	}
+	nb := K / 32
+	xq, sums, dx := b.q8Quantise([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr, as.DType, true)
+	var parts []int64
+	part := func(n int64) int {
+		parts = append(parts, (n+15)/16*16)
+		return len(parts) - 1
+	}
+	iW, iWD, iWM, iX, iXD, iXM := part(P*N*K), part(P*N*nb), part(P*N*nb), part(P*K), part(P*nb), part(P*nb)
+	var total int64
+	for _, v := range parts {
+		total += v
+	}
+	buf := b.buffer(fmt.Sprintf("q8 experts f32[%d]", total), 4*total)
+	at := func(i int) device.Ptr {
+		var o int64
+		for _, v := range parts[:i] {
+			o += v
+		}
+		return buf + device.Ptr(4*o)
+	}
+	idt := func() C.uintptr_t { return b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr) }
+	gather := func(src device.Ptr, width int64, dst device.Ptr) {
+		b.gather(b.tensor(C.ACL_FLOAT, []int64{E, width}, []int64{width, 1}, 0, src), idt(),
+			b.tensor(C.ACL_FLOAT, []int64{P, width}, []int64{width, 1}, 0, dst))
+	}
+	gather(w+device.Ptr(4*l.W), N*K, at(iW))
+	gather(w+device.Ptr(4*l.D), N*nb, at(iWD))
+	wp := q8Parts{w: at(iW), d: at(iWD)}
+	// Slot (t, s) reads activation row t·ne11 + s mod ne11.
+	spread := func(src device.Ptr, width int64, dst device.Ptr) {
+		b.op(C.IRT_INPLACECOPY, b.tensor(C.ACL_FLOAT, []int64{T, nUsed, width}, []int64{nUsed * width, width, 1}, 0, dst),
+			b.tensor(C.ACL_FLOAT, []int64{T, ne11, width}, []int64{ne11 * width, width, 1}, 0, src))
+	}
+	spread(xq, K, at(iX))
+	spread(dx, nb, at(iXD))
+	xp := q8Parts{w: at(iX), d: at(iXD)}
+	if l.M >= 0 {
+		gather(w+device.Ptr(4*l.M), N*nb, at(iWM))
+		spread(sums, nb, at(iXM))
+		wp.m, xp.m = at(iWM), at(iXM)
+	}
+	b.q8Dot(as.DType, layout.Q8Scalar(as.DType, N), P, 1, N, K, xp, wp, out.Addr, [3]int64{out.Nb[1] / 4, out.Nb[1] / 4, 1})
+	return b.err
 }

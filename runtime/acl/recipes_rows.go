@@ -39,17 +39,11 @@ func getRows(b *builder) error {
 		if !recipeTakes(ir.OpGetRows, table.DType) {
 			return b.unsupported("get_rows from a %s table: no recipe for the type", table.DType)
 		}
-		// Gather the rows' bytes, then dequantise them: int8 quants at byte
-		// 2 of every 34-byte block times the f16 scale at byte 0.
-		rowBytes, blocks := table.Nb[1], ne0/32
-		if table.Nb[0] != 34 || rowBytes != blocks*34 {
+		blocks := ne0 / 32
+		if table.Nb[0] != 34 || table.Nb[1] != blocks*34 {
 			return b.unsupported("q8_0 table with strides %v", table.Nb)
 		}
-		tt := b.tensor(C.ACL_INT8, []int64{table.Ne[1], rowBytes}, []int64{rowBytes, 1}, 0, table.Addr)
-		tmp := b.temp("q8_0 rows", n*rowBytes, 32)
-		b.gather(tt, idt, b.tensor(C.ACL_INT8, []int64{n, rowBytes}, []int64{rowBytes, 1}, 0, tmp))
-		q := b.tensor(C.ACL_INT8, []int64{n, blocks, 32}, []int64{rowBytes, 34, 1}, 2, tmp)
-		s := b.tensor(C.ACL_FLOAT16, []int64{n, blocks, 1}, []int64{rowBytes / 2, 17, 1}, 0, tmp)
+		q, s := b.q8Rows(table, idt, n)
 		_, ost, _ := aclOrder(out)
 		o3 := b.tensor(C.ACL_FLOAT, []int64{n, blocks, 32}, []int64{ost[2], 32 * ost[3], ost[3]}, 0, out.Addr)
 		if b.d.quantMode() == QuantMatmulGGML {
@@ -68,6 +62,37 @@ func getRows(b *builder) error {
 		return getRowsConverted(b, table, out, idt, n, ne0)
 	}
 	return b.err
+}
+
+// q8Rows gathers the n rows of q8_0 table (by the ids of idt) into
+// scratch and returns views of their int8 quants [n, K/32, 32] and f16
+// scales [n, K/32, 1]: from the layout converted at load when the table
+// has one (int8 values, then the scales: written over the blocks, which
+// are gone), else from the blocks (int8 quants at byte 2 of every 34-byte
+// block, the f16 scale at byte 0).
+func (b *builder) q8Rows(table device.TensorDesc, idt C.uintptr_t, n int64) (q, s C.uintptr_t) {
+	K, R := table.Ne[0], table.Ne[1]
+	G := K / 32
+	b.n.cmu.Lock()
+	w, ok := b.n.tables[wqKey(ir.Q8_0, table.Addr, K, R, false)]
+	b.n.cmu.Unlock()
+	if !ok {
+		rowBytes := table.Nb[1]
+		tt := b.tensor(C.ACL_INT8, []int64{R, rowBytes}, []int64{rowBytes, 1}, 0, table.Addr)
+		tmp := b.temp("q8_0 rows", n*rowBytes, 32)
+		b.gather(tt, idt, b.tensor(C.ACL_INT8, []int64{n, rowBytes}, []int64{rowBytes, 1}, 0, tmp))
+		return b.tensor(C.ACL_INT8, []int64{n, G, 32}, []int64{rowBytes, 34, 1}, 2, tmp),
+			b.tensor(C.ACL_FLOAT16, []int64{n, G, 1}, []int64{rowBytes / 2, 17, 1}, 0, tmp)
+	}
+	l, _ := wqLayout(ir.Q8_0, false)
+	c := wqAt(l, w, K, R)
+	vals := b.temp("q8_0 rows", n*K, 32)
+	sc := b.temp("q8_0 row scales", 2*n*G, 32)
+	b.gather(b.tensor(C.ACL_INT8, []int64{R, K}, []int64{K, 1}, 0, c.values), idt, b.tensor(C.ACL_INT8, []int64{n, K}, []int64{K, 1}, 0, vals))
+	idx := b.desc("index", b.k.Inputs[1], 1)
+	b.gather(b.tensor(C.ACL_FLOAT16, []int64{R, G}, []int64{G, 1}, 0, c.scales), idx, b.tensor(C.ACL_FLOAT16, []int64{n, G}, []int64{G, 1}, 0, sc))
+	return b.tensor(C.ACL_INT8, []int64{n, G, 32}, []int64{K, 32, 1}, 0, vals),
+		b.tensor(C.ACL_FLOAT16, []int64{n, G, 1}, []int64{G, 1, 1}, 0, sc)
 }
 
 // getRowsConverted gathers rows of a quantised table from the layout

@@ -316,3 +316,16 @@ type WeightUse struct {
 type WeightPlacer interface {
 	PlaceWeight(t TensorDesc, data []byte, use WeightUse) error
 }
+
+// WeightTaker is implemented by a WeightPlacer that can hold a quantised
+// weight in its own layouts alone, its ggml blocks never written to the
+// device. TakeWeight converts data (the blocks of t, whose Addr it
+// ignores) for use and returns the device address that names the weight
+// in kernel descriptors from then on, or 0 when the device needs the
+// blocks (the session then writes them and calls PlaceWeight).
+// DropWeight frees what TakeWeight placed for t (t.Addr the address it
+// returned).
+type WeightTaker interface {
+	TakeWeight(t TensorDesc, data []byte, use WeightUse) (Ptr, error)
+	DropWeight(t TensorDesc) error
+}

@@ -1,4 +1,4 @@
-package acl
+package layout
 
 import (
 	"encoding/binary"
@@ -22,36 +22,39 @@ import (
 // kernels sum the whole block, so that both are groups of consecutive
 // values in this order.
 
-// q8Types are the types quantMulMatQ8 computes.
-var q8Types = map[ir.DType]bool{ir.Q4_0: true, ir.Q4_1: true, ir.Q5_0: true, ir.Q5_1: true, ir.Q8_0: true}
+// Q8Types are the types quantMulMatQ8 computes.
+var Q8Types = map[ir.DType]bool{ir.Q4_0: true, ir.Q4_1: true, ir.Q5_0: true, ir.Q5_1: true, ir.Q8_0: true}
 
-// q8Layout locates the parts of a converted matrix (N rows of K values,
+// Q8 locates the parts of a converted matrix (N rows of K values,
 // nb = K/32 blocks per row) in its f32 copy, as offsets in elements:
 //
-//	w  [N, K]   the integers q
-//	d  [N, nb]  the blocks' scales d
-//	m  [N, nb]  q4_1, q5_1: the blocks' mins m (else -1)
-type q8Layout struct {
-	t             ir.DType
-	K, N, nb      int64
-	w, d, m, size int64
-	blockBytes    int64 // bytes per block
+//	W  [N, K]   the integers q
+//	D  [N, nb]  the blocks' scales d
+//	M  [N, nb]  q4_1, q5_1: the blocks' mins m (else -1)
+//
+// T is the weight's type, Size the copy's length in f32 elements.
+type Q8 struct {
+	T             ir.DType
+	K, N, NB      int64
+	W, D, M, Size int64
+	BlockBytes    int64 // bytes per block
 }
 
-func newQ8Layout(t ir.DType, K, N int64) q8Layout {
-	l := q8Layout{t: t, K: K, N: N, nb: K / 32, m: -1, blockBytes: t.TypeSize()}
+// NewQ8 is the layout of an N×K matrix of type t (one of Q8Types).
+func NewQ8(t ir.DType, K, N int64) Q8 {
+	l := Q8{T: t, K: K, N: N, NB: K / 32, M: -1, BlockBytes: t.TypeSize()}
 	off := int64(0)
 	take := func(n int64) int64 {
 		o := off
 		off += (n + 15) / 16 * 16 // 64-byte aligned parts
 		return o
 	}
-	l.w = take(N * K)
-	l.d = take(N * l.nb)
+	l.W = take(N * K)
+	l.D = take(N * l.NB)
 	if t == ir.Q4_1 || t == ir.Q5_1 {
-		l.m = take(N * l.nb)
+		l.M = take(N * l.NB)
 	}
-	l.size = off
+	l.Size = off
 	return l
 }
 
@@ -95,29 +98,29 @@ func q8BlockValues(t ir.DType, b []byte, q *[32]int32) (d, m float32) {
 	return d, m
 }
 
-// q8Values converts N rows of K values of type t (blocks) into the f32
+// Q8Values converts N rows of K values of type t (blocks) into the f32
 // copy of layout l.
-func q8Values(l q8Layout, blocks []byte) ([]float32, error) {
-	if !q8Types[l.t] || l.K%32 != 0 || int64(len(blocks)) != l.N*l.nb*l.blockBytes {
-		return nil, fmt.Errorf("%s: %d bytes for a %d×%d matrix", l.t, len(blocks), l.N, l.K)
+func Q8Values(l Q8, blocks []byte) ([]float32, error) {
+	if !Q8Types[l.T] || l.K%32 != 0 || int64(len(blocks)) != l.N*l.NB*l.BlockBytes {
+		return nil, fmt.Errorf("%s: %d bytes for a %d×%d matrix", l.T, len(blocks), l.N, l.K)
 	}
-	out := make([]float32, l.size)
+	out := make([]float32, l.Size)
 	var q [32]int32
-	for i := range l.N * l.nb {
-		d, m := q8BlockValues(l.t, blocks[i*l.blockBytes:(i+1)*l.blockBytes], &q)
+	for i := range l.N * l.NB {
+		d, m := q8BlockValues(l.T, blocks[i*l.BlockBytes:(i+1)*l.BlockBytes], &q)
 		for j, v := range q {
-			out[l.w+32*i+int64(j)] = float32(v)
+			out[l.W+32*i+int64(j)] = float32(v)
 		}
-		out[l.d+i] = d
-		if l.m >= 0 {
-			out[l.m+i] = m
+		out[l.D+i] = d
+		if l.M >= 0 {
+			out[l.M+i] = m
 		}
 	}
 	return out, nil
 }
 
-// q8Scalar reports whether kernels multiply a matrix of type t with N rows
+// Q8Scalar reports whether kernels multiply a matrix of type t with N rows
 // (an expert's N for a stack) in the repacked q4_0_8x8 order (one float
 // chain per row: kernels' dotQ4_0x8, llama.cpp's ggml_gemv/gemm_q4_0_8x8_q8_0,
 // every build) rather than in eight lanes and a horizontal sum.
-func q8Scalar(t ir.DType, N int64) bool { return t == ir.Q4_0 && N%8 == 0 }
+func Q8Scalar(t ir.DType, N int64) bool { return t == ir.Q4_0 && N%8 == 0 }

@@ -1,5 +1,3 @@
-//go:build cann
-
 package wqconv_test
 
 import (
@@ -9,12 +7,12 @@ import (
 
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/gguf/wqconv"
-	"github.com/irtool/irtool/runtime/acl"
+	"github.com/irtool/irtool/runtime/acl/layout"
 )
 
 // TestMatchesRepack: for q4_0 and q8_0 the converted buffer (values, then
 // scales) is byte for byte what the CANN binding uploads today
-// (acl.RepackQ4_0, acl.RepackQ8_0: ggml-cann's set_tensor layout).
+// (layout.RepackQ4_0, layout.RepackQ8_0: ggml-cann's set_tensor layout).
 func TestMatchesRepack(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	rows, cols := 5, 96
@@ -27,8 +25,8 @@ func TestMatchesRepack(t *testing.T) {
 		quantize func([]float32) ([]byte, error)
 		repack   func([]byte, int64, int64) ([]byte, error)
 	}{
-		{gguf.TypeQ4_0, gguf.QuantizeQ4_0, acl.RepackQ4_0},
-		{gguf.TypeQ8_0, gguf.QuantizeQ8_0, acl.RepackQ8_0},
+		{gguf.TypeQ4_0, gguf.QuantizeQ4_0, layout.RepackQ4_0},
+		{gguf.TypeQ8_0, gguf.QuantizeQ8_0, layout.RepackQ8_0},
 	} {
 		raw, err := c.quantize(x)
 		if err != nil {

@@ -1,4 +1,4 @@
-package acl
+package layout
 
 import (
 	"encoding/binary"
@@ -10,10 +10,10 @@ import (
 	"github.com/irtool/irtool/ir"
 )
 
-// TestQ8ValuesMatchDequantize: the converted copy q8Values makes of random
+// TestQ8ValuesMatchDequantize: the converted copy Q8Values makes of random
 // q4_0, q5_0, q8_0, q4_1 and q5_1 rows (the integers q, natural order, the
 // f16 scales d and mins m) gives ggml's dequantised values
-// (gguf.Dequantize), d·q (+ m), bit for bit, and q8Scalar picks the
+// (gguf.Dequantize), d·q (+ m), bit for bit, and Q8Scalar picks the
 // repacked q4_0 order for a multiple of 8 rows only; a wrong byte count
 // is an error.
 func TestQ8ValuesMatchDequantize(t *testing.T) {
@@ -38,29 +38,29 @@ func TestQ8ValuesMatchDequantize(t *testing.T) {
 		if err := gguf.Dequantize(gguf.GGMLType(tt.t), blocks, want); err != nil {
 			t.Fatal(err)
 		}
-		l := newQ8Layout(tt.t, K, N)
-		vals, err := q8Values(l, blocks)
+		l := NewQ8(tt.t, K, N)
+		vals, err := Q8Values(l, blocks)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range want {
 			b := int64(i / 32)
-			x := float32(vals[l.d+b] * vals[l.w+int64(i)]) // no fused multiply-add
-			if l.m >= 0 {
-				x += vals[l.m+b]
+			x := float32(vals[l.D+b] * vals[l.W+int64(i)]) // no fused multiply-add
+			if l.M >= 0 {
+				x += vals[l.M+b]
 			}
-			if q := vals[l.w+int64(i)]; q != float32(math.Trunc(float64(q))) || math.Abs(float64(q)) > 128 {
+			if q := vals[l.W+int64(i)]; q != float32(math.Trunc(float64(q))) || math.Abs(float64(q)) > 128 {
 				t.Fatalf("%s value %d: q = %g is not a quant", tt.t, i, q)
 			}
 			if math.Float32bits(x) != math.Float32bits(want[i]) {
 				t.Fatalf("%s value %d: d·q (+ m) = %g, gguf.Dequantize %g", tt.t, i, x, want[i])
 			}
 		}
-		if _, err := q8Values(l, blocks[1:]); err == nil {
+		if _, err := Q8Values(l, blocks[1:]); err == nil {
 			t.Errorf("%s: a short matrix converted without an error", tt.t)
 		}
 	}
-	if !q8Scalar(ir.Q4_0, 16) || q8Scalar(ir.Q4_0, 12) || q8Scalar(ir.Q8_0, 16) {
-		t.Error("q8Scalar does not follow kernels' q4_0_8x8 repacking (q4_0, rows a multiple of 8)")
+	if !Q8Scalar(ir.Q4_0, 16) || Q8Scalar(ir.Q4_0, 12) || Q8Scalar(ir.Q8_0, 16) {
+		t.Error("Q8Scalar does not follow kernels' q4_0_8x8 repacking (q4_0, rows a multiple of 8)")
 	}
 }

@@ -1,4 +1,4 @@
-package acl
+package layout
 
 import (
 	"encoding/binary"
@@ -13,7 +13,7 @@ import (
 
 // TestKQuantUnpackMatchesDequantize: the integers unpackKQ reads from
 // random q2_K..q6_K blocks give ggml's dequantised values
-// (gguf.Dequantize), d·sc·q − dmin·m, to float32 rounding; and kqValues
+// (gguf.Dequantize), d·sc·q − dmin·m, to float32 rounding; and KQValues
 // puts value c·32 + 4k + j of a super-block at k·32 + c·4 + j (lane
 // order), except for the repacked q4_K (natural order).
 func TestKQuantUnpackMatchesDequantize(t *testing.T) {
@@ -51,33 +51,33 @@ func TestKQuantUnpackMatchesDequantize(t *testing.T) {
 			}
 		}
 		// Two rows of four super-blocks, in both orders.
-		for _, v := range []kqVariant{kqLanes, kqX8} {
-			if v == kqX8 && tt.t != ir.Q4_K {
+		for _, v := range []KQVariant{KQLanes, KQX8} {
+			if v == KQX8 && tt.t != ir.Q4_K {
 				continue
 			}
-			l := newKQLayout(tt.t, 1024, 2, v)
-			vals, err := kqValues(l, blocks)
+			l := NewKQ(tt.t, 1024, 2, v)
+			vals, err := KQValues(l, blocks)
 			if err != nil {
 				t.Fatal(err)
 			}
 			unpackKQ(tt.t, blocks[5*size:6*size], &s) // row 1, super-block 1
 			for val := range 256 {
 				p := val
-				if v == kqLanes {
+				if v == KQLanes {
 					p = val%32/4*32 + val/32*4 + val%4
 				}
-				if got, w := vals[l.w+1024+256+int64(p)], float32(s.sc[val/16]*s.q[val]); got != w {
+				if got, w := vals[l.W+1024+256+int64(p)], float32(s.sc[val/16]*s.q[val]); got != w {
 					t.Fatalf("%s variant %d: value %d at %d is %g, want sc·q = %g", tt.t, v, val, p, got, w)
 				}
 			}
-			if got := vals[l.d+5]; got != s.d {
+			if got := vals[l.D+5]; got != s.d {
 				t.Fatalf("%s: d of row 1 super-block 1 is %g, want %g", tt.t, got, s.d)
 			}
 		}
 	}
-	if kqVariantOf(ir.Q4_K, 16, kernels.LlamaCurrent) != kqX8 || kqVariantOf(ir.Q4_K, 12, kernels.LlamaCurrent) != kqLanes ||
-		kqVariantOf(ir.Q6_K, 16, kernels.LlamaCurrent) != kqQ6Bsums || kqVariantOf(ir.Q6_K, 16, kernels.LlamaC392e50) != kqLanes ||
-		kqVariantOf(ir.Q4_K, 16, kernels.LlamaC392e50) != kqLanes {
-		t.Error("kqVariantOf does not follow kernels' qkDot choices")
+	if KQVariantOf(ir.Q4_K, 16, kernels.LlamaCurrent) != KQX8 || KQVariantOf(ir.Q4_K, 12, kernels.LlamaCurrent) != KQLanes ||
+		KQVariantOf(ir.Q6_K, 16, kernels.LlamaCurrent) != KQQ6Bsums || KQVariantOf(ir.Q6_K, 16, kernels.LlamaC392e50) != KQLanes ||
+		KQVariantOf(ir.Q4_K, 16, kernels.LlamaC392e50) != KQLanes {
+		t.Error("KQVariantOf does not follow kernels' qkDot choices")
 	}
 }

@@ -1,6 +1,4 @@
-//go:build cann
-
-package acl
+package layout
 
 import (
 	"fmt"
@@ -8,9 +6,9 @@ import (
 	"github.com/irtool/irtool/ir"
 )
 
-// quantBytes is the size of the quant part of a repacked matrix of n
+// QuantBytes is the size of the quant part of a repacked matrix of n
 // values: one byte per value for q8_0, half a byte for q4_0.
-func quantBytes(t ir.DType, n int64) int64 {
+func QuantBytes(t ir.DType, n int64) int64 {
 	if t == ir.Q4_0 {
 		return n / 2
 	}

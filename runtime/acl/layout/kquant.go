@@ -1,4 +1,4 @@
-package acl
+package layout
 
 import (
 	"encoding/binary"
@@ -24,71 +24,79 @@ import (
 // (position k·32 + c·4 + j for value c·32 + 4k + j), so that a lane sum is
 // one contiguous dot of 32.
 
-// kqVariant is the order of the integer sums of one K-quant matrix.
-type kqVariant int
+// KQTypes are the K-quant types whose 2-D mul_mat the "ggml" QuantMatmul
+// mode computes with exact integer sums (layout KQ).
+var KQTypes = map[ir.DType]bool{ir.Q2_K: true, ir.Q3_K: true, ir.Q4_K: true, ir.Q5_K: true, ir.Q6_K: true}
+
+// KQVariant is the order of the integer sums of one K-quant matrix.
+type KQVariant int
 
 const (
-	// kqLanes: eight lanes per super-block (ggml_vec_dot_q*_K_q8_K).
-	kqLanes kqVariant = iota
-	// kqQ6Bsums: q6_K with the -32 offset taken out of the lanes and
+	// KQLanes: eight lanes per super-block (ggml_vec_dot_q*_K_q8_K).
+	KQLanes KQVariant = iota
+	// KQQ6Bsums: q6_K with the -32 offset taken out of the lanes and
 	// subtracted per lane from the activation's 16-value sums (llama.cpp
 	// 3f545bec's ggml_vec_dot_q6_K_q8_K).
-	kqQ6Bsums
-	// kqX8: q4_K repacked to q4_K_8x8 (3f545bec, a multiple of 8 rows): one
+	KQQ6Bsums
+	// KQX8: q4_K repacked to q4_K_8x8 (3f545bec, a multiple of 8 rows): one
 	// integer per super-block (GEMV) or per pair of 32-value sub-blocks
 	// (GEMM, groups of four activation columns), natural order.
-	kqX8
+	KQX8
 )
 
-// kqVariantOf is the variant llama.cpp build lb uses for a 2-D matrix of
+// KQVariantOf is the variant llama.cpp build lb uses for a 2-D matrix of
 // type t with N rows and f32 activations (kernels' qkDot and qkDotGemm).
-func kqVariantOf(t ir.DType, N int64, lb kernels.LlamaBuild) kqVariant {
+func KQVariantOf(t ir.DType, N int64, lb kernels.LlamaBuild) KQVariant {
 	switch {
 	case t == ir.Q4_K && lb == kernels.LlamaCurrent && N%8 == 0:
-		return kqX8
+		return KQX8
 	case t == ir.Q6_K && lb == kernels.LlamaCurrent:
-		return kqQ6Bsums
+		return KQQ6Bsums
 	}
-	return kqLanes
+	return KQLanes
 }
 
-// kqLayout locates the parts of a converted K-quant matrix (N rows of K)
+// KQ locates the parts of a converted K-quant matrix (N rows of K)
 // in its f32 copy, as offsets in elements; -1 when the variant has none.
 //
-//	w    [N, K]       the integers sc·q per value, lane order (natural for kqX8)
-//	scv  [N, K]       kqQ6Bsums: the scale sc of each value, lane order
-//	d    [N, nsb]     the super-block scales d
-//	dm   [N, nsb]     the super-block mins: -dmin (q2_K, q4_K, q5_K lanes),
-//	                  dmin (kqX8)
-//	mn   [N, nsb·16]  per group of 16: the mins m (q2_K, q4_K, q5_K), the
-//	                  scales sc (kqQ6Bsums)
-type kqLayout struct {
-	t                       ir.DType
-	v                       kqVariant
-	K, N, nsb               int64
-	w, scv, d, dm, mn, size int64
+//	W    [N, K]       the integers sc·q per value, lane order (natural for KQX8)
+//	SCV  [N, K]       KQQ6Bsums: the scale sc of each value, lane order
+//	D    [N, nsb]     the super-block scales d
+//	DM   [N, nsb]     the super-block mins: -dmin (q2_K, q4_K, q5_K lanes),
+//	                  dmin (KQX8)
+//	MN   [N, nsb·16]  per group of 16: the mins m (q2_K, q4_K, q5_K), the
+//	                  scales sc (KQQ6Bsums)
+//
+// T is the weight's type, V the variant, NSB = K/256 the super-blocks per
+// row, Size the copy's length in f32 elements.
+type KQ struct {
+	T                       ir.DType
+	V                       KQVariant
+	K, N, NSB               int64
+	W, SCV, D, DM, MN, Size int64
 }
 
-func newKQLayout(t ir.DType, K, N int64, v kqVariant) kqLayout {
-	l := kqLayout{t: t, v: v, K: K, N: N, nsb: K / 256, scv: -1, dm: -1, mn: -1}
+// NewKQ is the layout of an N×K matrix of K-quant type t in variant v.
+func NewKQ(t ir.DType, K, N int64, v KQVariant) KQ {
+	l := KQ{T: t, V: v, K: K, N: N, NSB: K / 256, SCV: -1, DM: -1, MN: -1}
 	off := int64(0)
 	take := func(n int64) int64 {
 		o := off
 		off += (n + 15) / 16 * 16 // 64-byte aligned parts
 		return o
 	}
-	l.w = take(N * K)
-	if v == kqQ6Bsums {
-		l.scv = take(N * K)
+	l.W = take(N * K)
+	if v == KQQ6Bsums {
+		l.SCV = take(N * K)
 	}
-	l.d = take(N * l.nsb)
+	l.D = take(N * l.NSB)
 	if t == ir.Q2_K || t == ir.Q4_K || t == ir.Q5_K {
-		l.dm = take(N * l.nsb)
+		l.DM = take(N * l.NSB)
 	}
-	if t == ir.Q2_K || t == ir.Q4_K || t == ir.Q5_K || v == kqQ6Bsums {
-		l.mn = take(N * l.nsb * 16)
+	if t == ir.Q2_K || t == ir.Q4_K || t == ir.Q5_K || v == KQQ6Bsums {
+		l.MN = take(N * l.NSB * 16)
 	}
-	l.size = off
+	l.Size = off
 	return l
 }
 
@@ -190,44 +198,44 @@ func unpackKQ(t ir.DType, b []byte, s *kqSuper) {
 	}
 }
 
-// kqValues converts N rows of K values of K-quant type t (blocks) into the
+// KQValues converts N rows of K values of K-quant type t (blocks) into the
 // f32 copy of layout l.
-func kqValues(l kqLayout, blocks []byte) ([]float32, error) {
-	ts := l.t.TypeSize()
-	if l.K%256 != 0 || int64(len(blocks)) != l.N*l.nsb*ts {
-		return nil, fmt.Errorf("%s: %d bytes for a %d×%d matrix", l.t, len(blocks), l.N, l.K)
+func KQValues(l KQ, blocks []byte) ([]float32, error) {
+	ts := l.T.TypeSize()
+	if l.K%256 != 0 || int64(len(blocks)) != l.N*l.NSB*ts {
+		return nil, fmt.Errorf("%s: %d bytes for a %d×%d matrix", l.T, len(blocks), l.N, l.K)
 	}
-	out := make([]float32, l.size)
+	out := make([]float32, l.Size)
 	var s kqSuper
 	for n := range l.N {
-		for sb := range l.nsb {
-			i := n*l.nsb + sb
-			unpackKQ(l.t, blocks[i*ts:(i+1)*ts], &s)
+		for sb := range l.NSB {
+			i := n*l.NSB + sb
+			unpackKQ(l.T, blocks[i*ts:(i+1)*ts], &s)
 			base := n*l.K + sb*256
 			for v := range 256 {
 				p := int64(v)
-				if l.v != kqX8 {
+				if l.V != KQX8 {
 					p = int64(lanePos(v))
 				}
-				out[l.w+base+p] = float32(s.sc[v/16] * s.q[v])
-				if l.scv >= 0 {
-					out[l.scv+base+p] = float32(s.sc[v/16])
+				out[l.W+base+p] = float32(s.sc[v/16] * s.q[v])
+				if l.SCV >= 0 {
+					out[l.SCV+base+p] = float32(s.sc[v/16])
 				}
 			}
-			out[l.d+i] = s.d
-			if l.dm >= 0 {
-				if l.v == kqX8 {
-					out[l.dm+i] = s.dmin
+			out[l.D+i] = s.d
+			if l.DM >= 0 {
+				if l.V == KQX8 {
+					out[l.DM+i] = s.dmin
 				} else {
-					out[l.dm+i] = -s.dmin
+					out[l.DM+i] = -s.dmin
 				}
 			}
-			if l.mn >= 0 {
+			if l.MN >= 0 {
 				for g := range 16 {
-					if l.v == kqQ6Bsums {
-						out[l.mn+i*16+int64(g)] = float32(s.sc[g])
+					if l.V == KQQ6Bsums {
+						out[l.MN+i*16+int64(g)] = float32(s.sc[g])
 					} else {
-						out[l.mn+i*16+int64(g)] = float32(s.m[g])
+						out[l.MN+i*16+int64(g)] = float32(s.m[g])
 					}
 				}
 			}
@@ -236,16 +244,16 @@ func kqValues(l kqLayout, blocks []byte) ([]float32, error) {
 	return out, nil
 }
 
-// kqStackValues converts E stacked matrices of layout l (blocks, expert
-// after expert) into E copies of that layout, l.size elements apart.
-func kqStackValues(l kqLayout, E int64, blocks []byte) ([]float32, error) {
-	per := l.N * l.nsb * l.t.TypeSize()
+// KQStackValues converts E stacked matrices of layout l (blocks, expert
+// after expert) into E copies of that layout, l.Size elements apart.
+func KQStackValues(l KQ, E int64, blocks []byte) ([]float32, error) {
+	per := l.N * l.NSB * l.T.TypeSize()
 	if E <= 0 || int64(len(blocks)) != E*per {
-		return nil, fmt.Errorf("%s: %d bytes for %d experts of %d×%d", l.t, len(blocks), E, l.N, l.K)
+		return nil, fmt.Errorf("%s: %d bytes for %d experts of %d×%d", l.T, len(blocks), E, l.N, l.K)
 	}
-	out := make([]float32, 0, E*l.size)
+	out := make([]float32, 0, E*l.Size)
 	for e := range E {
-		v, err := kqValues(l, blocks[e*per:(e+1)*per])
+		v, err := KQValues(l, blocks[e*per:(e+1)*per])
 		if err != nil {
 			return nil, err
 		}
