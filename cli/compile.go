@@ -134,6 +134,8 @@ type compileJSON struct {
 	Partition    any            `json:"partition,omitempty"`
 	Program      any            `json:"program,omitempty"`
 	Predicted    any            `json:"predicted,omitempty"`
+	// DeviceMemory is one device's memory (compiler.DeviceMemory).
+	DeviceMemory any `json:"device_memory,omitempty"`
 	// PredictedLlamaCpp is the same prediction for the program llama.cpp's
 	// CANN backend runs for the file; VsLlamaCpp the aclnn operators whose
 	// eager decode time differs most between the two.
@@ -565,6 +567,7 @@ func outStages(j *compileJob) error {
 		{compiler.StageMemory, outMemory},
 		{compiler.StagePartition, outPartition},
 		{compiler.StageLower, outLower},
+		{compiler.StageLower, outDeviceMemory},
 	} {
 		if j.R == nil || !slices.Contains(j.R.Ran, s.stage) {
 			continue
