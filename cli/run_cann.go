@@ -41,13 +41,32 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 	if err := checkCannPool(f, cf); err != nil {
 		return nil, err
 	}
-	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul,
+	// The pool is the compiler's device_memory.pool_bytes for the largest
+	// step (ubatch tokens over the context), which the runner loads.
+	ub := min(int64(defaultUBatch), m.Options.NCtx)
+	comp, err := program.NewCompiler(m, sim.reg.CompileOptions(compiler.Options{Target: sim.Target, Passes: "none", UBatch: ub,
+		PrefillGraph: pol.Graphs && pol.PrefillGraphs}))
+	if err != nil {
+		return nil, err
+	}
+	pool := cf.Pool
+	if pool == 0 {
+		dm, err := comp.DeviceMemory()
+		if err != nil {
+			return nil, fmt.Errorf("--backend cann: %w", err)
+		}
+		pool = dm.PoolBytes - dm.ReserveBytes + compiler.ReservedStreams*cf.Workspace
+		if cf.QuantMatmul == "ggml" {
+			pool += placedBytes(f, cf.QuantMatmul) // the f32 copies of the ggml mode
+		}
+	}
+	dev, err := acl.New(acl.Options{PoolBytes: pool, WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul,
 		LlamaBuild: sim.Kernels.LlamaBuild})
 	if err != nil {
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
 	}
 	s, err := sim.reg.NewRunner(m, f, dev, program.Options{Policy: pol, DeviceID: cf.Device, Kernels: sim.Kernels,
-		Compile: compiler.Options{Target: sim.Target, Passes: "none"}})
+		Compiler: comp, UBatch: ub})
 	if err != nil {
 		return nil, errors.Join(err, dev.Close())
 	}
@@ -102,6 +121,7 @@ func (b *cannBackend) stats() any { return b.phaseStats() }
 func (b *cannBackend) phaseStats() simStatsJSON {
 	st := programStats(b.Runner, b.dev.Stats())
 	st.QuantMatmul = b.mode
+	st.Device.CallsByName = b.dev.Counters().CallsByName
 	return st
 }
 

@@ -504,11 +504,11 @@ func (b *builder) upload(key string, data []byte) (device.Ptr, error) {
 		default:
 			return 0, b.fail(device.ACLErrMemoryAllocation, "table %s (%d B) does not fit the %d B of pinned staging left (Options.ConstBytes)", key, size, n.stageSize-n.stageUsed)
 		}
-		off, _, err := n.pool.Alloc(size)
+		dev, err := n.carve(size)
 		if err != nil {
 			return 0, fmt.Errorf("acl: %s: table %s: %w", b.p.label, key, err)
 		}
-		t = &table{dev: n.base + device.Ptr(off), host: host, size: size}
+		t = &table{dev: dev, host: host, size: size}
 		copy(unsafe.Slice((*byte)(host), size), data)
 		n.consts[key] = t
 	}
@@ -520,10 +520,27 @@ func (b *builder) upload(key string, data []byte) (device.Ptr, error) {
 	return t.dev, nil
 }
 
-// buffer returns device scratch shared by every kernel asking for the same
-// key, allocated from the pool once. Kernels that share it run in stream
-// order and each writes it before reading it.
+// buffer returns device scratch of size bytes for one launch: carved from
+// the kernel's planned workspace (temp) when the plan holds it, as the
+// target's workspace rules size it (target.AttentionScoresBytes, ...), so
+// that nothing is allocated after load. Scratch the plan did not foresee
+// is a pool block shared by every kernel asking for the same key
+// (Kernels that share it run in stream order and each writes it before
+// reading it); the pool counts it (program.Stats.Pool.AllocsAfterLoad).
 func (b *builder) buffer(key string, size int64) device.Ptr {
+	if b.err != nil {
+		return 0
+	}
+	if off := (b.used + 31) / 32 * 32; off+size <= b.k.WorkspaceBytes {
+		return b.temp(key, size, 32)
+	}
+	return b.shared(key, size)
+}
+
+// shared returns device scratch shared by every kernel asking for the same
+// key, carved once from the device's table block (npu.carve): the tables one kernel makes for later
+// ones (rope_cache's), and scratch the plan did not foresee.
+func (b *builder) shared(key string, size int64) device.Ptr {
 	if b.err != nil {
 		return 0
 	}
@@ -533,14 +550,34 @@ func (b *builder) buffer(key string, size int64) device.Ptr {
 	if p, ok := n.tables[key]; ok {
 		return p
 	}
-	off, _, err := n.pool.Alloc(size)
+	p, err := n.carve(size)
 	if err != nil {
 		b.setErr(fmt.Errorf("acl: %s: scratch %s: %w", b.p.label, key, err))
 		return 0
 	}
-	p := n.base + device.Ptr(off)
 	n.tables[key] = p
 	return p
+}
+
+// scratchParts lays out f32 parts of one scratch block, each rounded up
+// to 16 values (64 bytes).
+type scratchParts struct{ sizes []int64 }
+
+// part adds a part of n f32 values and returns its index.
+func (s *scratchParts) part(n int64) int {
+	s.sizes = append(s.sizes, (n+15)/16*16)
+	return len(s.sizes) - 1
+}
+
+// scratchF32 takes one block of scratch (buffer) for the parts of s and
+// returns the address of each part by index.
+func (b *builder) scratchF32(key string, s *scratchParts) func(int) device.Ptr {
+	offs := make([]int64, len(s.sizes)+1)
+	for i, n := range s.sizes {
+		offs[i+1] = offs[i] + n
+	}
+	buf := b.buffer(fmt.Sprintf("%s f32[%d]", key, offs[len(s.sizes)]), 4*offs[len(s.sizes)])
+	return func(i int) device.Ptr { return buf + device.Ptr(4*offs[i]) }
 }
 
 func onesF32(n int64) []byte {

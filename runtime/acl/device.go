@@ -37,7 +37,9 @@ type Options struct {
 	WorkspaceReserve int64
 	// ConstBytes is the pinned host staging kept per device for tables the
 	// binding uploads while a kernel is first prepared (RoPE angles), and
-	// the device bytes for them (default 1 MiB). A table larger than a
+	// the device bytes, reserved from the pool at SetDevice, for them and
+	// for scratch one kernel leaves to later ones (rope_cache's tables;
+	// beyond it, pool blocks) (default 1 MiB, compiler.TableBytes). A table larger than a
 	// quarter of it that does not fit gets its own pinned buffer (the
 	// RoPE angle table of rope_cache, P positions × head dim floats).
 	ConstBytes int64
@@ -95,6 +97,7 @@ type Device struct {
 	bytesH2D, bytesD2H, dispatchNS, syncNS, aclnnCalls     atomic.Int64
 	convertNS, convertedBytes                              atomic.Int64 // gguf/wqconv conversions of weights
 	descriptorsMade                                        atomic.Int64
+	callsByOp                                              []atomic.Int64 // two-phase calls by IRT_ACLNN_OPS index
 
 	// onLaunch, when set (by tests), sees every successful launch with
 	// the aclnn operators it called, in order.
@@ -116,6 +119,9 @@ type npu struct {
 	stageSize int64
 	stageUsed int64
 	ownStages []unsafe.Pointer      // pinned buffers of tables larger than the staging
+	tblBase   device.Ptr            // the device block tables and shared scratch are carved from (Options.ConstBytes)
+	tblSize   int64
+	tblUsed   int64
 	consts    map[string]*table     // uploaded tables by content key
 	tables    map[string]device.Ptr // binding scratch and repacked weights by key
 }
@@ -166,7 +172,7 @@ func New(opts Options) (*Device, error) {
 		return nil, err
 	}
 	d := &Device{opts: opts, npus: map[int]*npu{}, streams: map[device.Stream]*stream{},
-		graphs: map[device.GraphHandle]*graph{}, pinned: map[unsafe.Pointer]int64{}}
+		graphs: map[device.GraphHandle]*graph{}, pinned: map[unsafe.Pointer]int64{}, callsByOp: make([]atomic.Int64, C.IRT_NOPS)}
 	d.cur.Store(-1)
 	return d, nil
 }
@@ -245,6 +251,13 @@ func (d *Device) SetDevice(id int) error {
 			return err
 		}
 		n.stageSize = d.opts.ConstBytes
+		off, _, err := n.pool.Alloc(d.opts.ConstBytes)
+		if err != nil {
+			C.irt_aclrtFreeHost(n.stage)
+			C.irt_aclrtFree(base)
+			return fmt.Errorf("acl: table memory of %d B (Options.ConstBytes): %w", d.opts.ConstBytes, err)
+		}
+		n.tblBase, n.tblSize = n.base+device.Ptr(off), d.opts.ConstBytes
 	}
 	st := &stream{h: device.DefaultStream, npu: n}
 	if err := d.reserveLocked(st); err != nil {
@@ -271,6 +284,22 @@ func (d *Device) cubeMathType() C.int64_t {
 		return 0
 	}
 	return 1
+}
+
+// carve takes size bytes of the device's table block (64-byte aligned),
+// else a pool block: tables and shared scratch come from memory reserved
+// at SetDevice until it runs out. The caller holds n.cmu.
+func (n *npu) carve(size int64) (device.Ptr, error) {
+	off := (n.tblUsed + 63) / 64 * 64
+	if size > 0 && off+size <= n.tblSize {
+		n.tblUsed = off + size
+		return n.tblBase + device.Ptr(off), nil
+	}
+	o, _, err := n.pool.Alloc(size)
+	if err != nil {
+		return 0, err
+	}
+	return n.base + device.Ptr(o), nil
 }
 
 // defaultKey is the map key of device id's default stream (handle 0).
@@ -602,6 +631,7 @@ func (d *Device) run(p *prepared, st *stream) error {
 		var ws C.uint64_t
 		var exec C.uintptr_t
 		d.aclnnCalls.Add(1)
+		d.callsByOp[sp.op].Add(1)
 		if rc := C.irt_workspace(sp.op, sp.args, &ws, &exec); rc != 0 {
 			return newError(sp.name+"GetWorkspaceSize", p.label, int32(rc))
 		}
@@ -831,12 +861,20 @@ type Counters struct {
 	// (gguf/wqconv), ConvertedBytes the device bytes of the results.
 	ConvertNS      int64
 	ConvertedBytes int64
+	// CallsByName counts AclnnCalls by operator (aclnnMatmul, ...); the
+	// operators not called are absent.
+	CallsByName map[string]int64
 }
 
 // Counters returns the binding's counters.
 func (d *Device) Counters() Counters {
 	c := Counters{AclnnCalls: d.aclnnCalls.Load(), Descriptors: d.descriptorsMade.Load(),
-		ConvertNS: d.convertNS.Load(), ConvertedBytes: d.convertedBytes.Load()}
+		ConvertNS: d.convertNS.Load(), ConvertedBytes: d.convertedBytes.Load(), CallsByName: map[string]int64{}}
+	for i := range d.callsByOp {
+		if v := d.callsByOp[i].Load(); v > 0 {
+			c.CallsByName[opName(C.int(i))] += v
+		}
+	}
 	d.mu.Lock()
 	c.LiveGraphs = len(d.graphs)
 	npus := make([]*npu, 0, len(d.npus))

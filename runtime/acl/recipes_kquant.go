@@ -91,26 +91,11 @@ func (b *builder) kqDot(l kqLayout, w device.Ptr, M int64, xq, dy, oaddr device.
 	// sums, d and the mins' scale per (column, row, super-block), three
 	// integer-sum tensors of up to nsb·8 groups, the accumulators and the
 	// horizontal sums' partials.
-	var parts []int64
-	part := func(n int64) int {
-		parts = append(parts, (n+15)/16*16)
-		return len(parts) - 1
-	}
-	iXP, iBS, iD, iDM := part(M*K), part(M*G16), part(MN*nsb), part(MN*nsb)
-	iP, iR, iMM := part(8*nsb*MN), part(8*nsb*MN), part(8*nsb*MN)
-	iAcc, iAccM, iT4, iU, iS1, iS2 := part(8*MN), part(8*MN), part(4*MN), part(2*MN), part(MN), part(MN)
-	var total int64
-	for _, n := range parts {
-		total += n
-	}
-	buf := b.buffer(fmt.Sprintf("kq scratch f32[%d]", total), 4*total)
-	at := func(i int) device.Ptr {
-		var o int64
-		for _, n := range parts[:i] {
-			o += n
-		}
-		return buf + device.Ptr(4*o)
-	}
+	var sp scratchParts
+	iXP, iBS, iD, iDM := sp.part(M*K), sp.part(M*G16), sp.part(MN*nsb), sp.part(MN*nsb)
+	iP, iR, iMM := sp.part(8*nsb*MN), sp.part(8*nsb*MN), sp.part(8*nsb*MN)
+	iAcc, iAccM, iT4, iU, iS1, iS2 := sp.part(8*MN), sp.part(8*MN), sp.part(4*MN), sp.part(2*MN), sp.part(MN), sp.part(MN)
+	at := b.scratchF32("kq scratch", &sp)
 	wAt := func(off int64) device.Ptr { return w + device.Ptr(4*off) }
 	f32 := func(shape, st []int64, off int64, p device.Ptr) C.uintptr_t {
 		return b.tensor(C.ACL_FLOAT, shape, st, off, p)

@@ -107,25 +107,10 @@ func (b *builder) q8Dot(t ir.DType, scalar bool, B, M, N, K int64, x, w q8Parts,
 	Mc := max(1, min(M, capQ8/max(1, B*L*N)))
 	cb := max(1, min(nb, capQ8/max(1, B*L*Mc*N)))
 	n := B * Mc * N
-	var parts []int64
-	part := func(n int64) int {
-		parts = append(parts, (n+15)/16*16)
-		return len(parts) - 1
-	}
-	iP, iD, iAcc, iSumm := part(cb*L*n), part(cb*n), part(L*n), part(n)
-	iT4, iU, iS := part(4*n), part(2*n), part(n)
-	var total int64
-	for _, v := range parts {
-		total += v
-	}
-	buf := b.buffer(fmt.Sprintf("q8 scratch f32[%d]", total), 4*total)
-	at := func(i int) device.Ptr {
-		var o int64
-		for _, v := range parts[:i] {
-			o += v
-		}
-		return buf + device.Ptr(4*o)
-	}
+	var sp scratchParts
+	iP, iD, iAcc, iSumm := sp.part(cb*L*n), sp.part(cb*n), sp.part(L*n), sp.part(n)
+	iT4, iU, iS := sp.part(4*n), sp.part(2*n), sp.part(n)
+	at := b.scratchF32("q8 scratch", &sp)
 	f32 := func(shape, st []int64, off int64, p device.Ptr) C.uintptr_t {
 		return b.tensor(C.ACL_FLOAT, shape, st, off, p)
 	}
@@ -261,24 +246,9 @@ func mulMatIDQ8(b *builder, as, x, ids, out device.TensorDesc, xs int64) error {
 	}
 	nb := K / 32
 	xq, sums, dx := b.q8Quantise([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr, as.DType, true)
-	var parts []int64
-	part := func(n int64) int {
-		parts = append(parts, (n+15)/16*16)
-		return len(parts) - 1
-	}
-	iW, iWD, iWM, iX, iXD, iXM := part(P*N*K), part(P*N*nb), part(P*N*nb), part(P*K), part(P*nb), part(P*nb)
-	var total int64
-	for _, v := range parts {
-		total += v
-	}
-	buf := b.buffer(fmt.Sprintf("q8 experts f32[%d]", total), 4*total)
-	at := func(i int) device.Ptr {
-		var o int64
-		for _, v := range parts[:i] {
-			o += v
-		}
-		return buf + device.Ptr(4*o)
-	}
+	var sp scratchParts
+	iW, iWD, iWM, iX, iXD, iXM := sp.part(P*N*K), sp.part(P*N*nb), sp.part(P*N*nb), sp.part(P*K), sp.part(P*nb), sp.part(P*nb)
+	at := b.scratchF32("q8 experts", &sp)
 	idt := func() C.uintptr_t { return b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr) }
 	gather := func(src device.Ptr, width int64, dst device.Ptr) {
 		b.gather(b.tensor(C.ACL_FLOAT, []int64{E, width}, []int64{width, 1}, 0, src), idt(),
