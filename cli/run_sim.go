@@ -144,7 +144,7 @@ type simStatsJSON struct {
 	// WeightConvertMS is the host time of the conversion of quantised
 	// weights at load (program.Stats; 0 on the sim device, which reads
 	// ggml's blocks).
-	WeightConvertMS float64            `json:"weight_convert_ms"`
+	WeightConvertMS float64           `json:"weight_convert_ms"`
 	Cache           device.CacheStats `json:"cache"`
 	Device          deviceStatsJSON   `json:"device"`
 	Pool            poolStatsJSON     `json:"pool"`

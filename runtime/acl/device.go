@@ -118,8 +118,8 @@ type npu struct {
 	stage     unsafe.Pointer // pinned host staging for uploaded tables
 	stageSize int64
 	stageUsed int64
-	ownStages []unsafe.Pointer      // pinned buffers of tables larger than the staging
-	tblBase   device.Ptr            // the device block tables and shared scratch are carved from (Options.ConstBytes)
+	ownStages []unsafe.Pointer // pinned buffers of tables larger than the staging
+	tblBase   device.Ptr       // the device block tables and shared scratch are carved from (Options.ConstBytes)
 	tblSize   int64
 	tblUsed   int64
 	consts    map[string]*table     // uploaded tables by content key
