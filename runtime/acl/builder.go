@@ -520,27 +520,15 @@ func (b *builder) upload(key string, data []byte) (device.Ptr, error) {
 	return t.dev, nil
 }
 
-// buffer returns device scratch of size bytes for one launch: carved from
-// the kernel's planned workspace (temp) when the plan holds it, as the
-// target's workspace rules size it (target.AttentionScoresBytes, ...), so
-// that nothing is allocated after load. Scratch the plan did not foresee
-// is a pool block shared by every kernel asking for the same key
-// (Kernels that share it run in stream order and each writes it before
-// reading it); the pool counts it (program.Stats.Pool.AllocsAfterLoad).
+// buffer returns device scratch shared by every kernel asking for the same
+// key, carved once from the device's table block (npu.carve, reserved at
+// SetDevice; beyond it, a pool block): the tables one kernel makes for
+// later ones (rope_cache's), and scratch the target's workspace rules do
+// not plan yet. Kernels that share it run in stream order and each writes
+// it before reading it. Scratch the plan holds is temp's, carved from the
+// kernel's planned workspace (attention's scores,
+// target.AttentionScoresBytes).
 func (b *builder) buffer(key string, size int64) device.Ptr {
-	if b.err != nil {
-		return 0
-	}
-	if off := (b.used + 31) / 32 * 32; off+size <= b.k.WorkspaceBytes {
-		return b.temp(key, size, 32)
-	}
-	return b.shared(key, size)
-}
-
-// shared returns device scratch shared by every kernel asking for the same
-// key, carved once from the device's table block (npu.carve): the tables one kernel makes for later
-// ones (rope_cache's), and scratch the plan did not foresee.
-func (b *builder) shared(key string, size int64) device.Ptr {
 	if b.err != nil {
 		return 0
 	}

@@ -65,7 +65,7 @@ func ropeKey(cache device.TensorDesc) string {
 
 func (b *builder) ropeTables(cache device.TensorDesc) ropeTables {
 	T, D := cache.Ne[1], cache.Ne[0]
-	return tablesAt(b.shared(ropeKey(cache), 4*(T+3*T*D)), T, D)
+	return tablesAt(b.buffer(ropeKey(cache), 4*(T+3*T*D)), T, D)
 }
 
 // tablesAt lays out the tables of a [T, D] rope at p: positions, angles,
