@@ -176,7 +176,30 @@ func (r *Result) maxCtx(m *DeviceMemory) (int64, error) {
 		return 0, nil
 	}
 	c := int64(room/perCell) / models.KVPad * models.KVPad
+	// Below the compiled context the plans are at hand: step down until
+	// one fits, so that the context named is one that does.
+	for tries := 0; c > 0 && c < ctx && tries < 64; tries++ {
+		t, err := r.poolAt(m, c)
+		if err != nil {
+			return 0, err
+		}
+		if t+m.RuntimeBytes <= m.CapacityBytes {
+			break
+		}
+		c -= models.KVPad
+	}
 	return max(c, 0), nil
+}
+
+// poolAt is the pool of the step over c cells: m's, with the KV cache
+// scaled to c cells and the arena of that step's plan.
+func (r *Result) poolAt(m *DeviceMemory, c int64) (int64, error) {
+	_, p, err := r.Lower(RunBindings(min(m.UBatch, c), c))
+	if err != nil {
+		return 0, fmt.Errorf("compiler: device memory: %w", err)
+	}
+	kv := m.KVBytes * c / m.Ctx
+	return m.PoolBytes - poolRound(m.KVBytes) - poolRound(m.ArenaBytes) + poolRound(kv) + poolRound(p.ArenaBytes), nil
 }
 
 // CheckFits is the error of a context that does not fit the device: one
