@@ -96,6 +96,7 @@ type Device struct {
 	apiCalls, launches, captures, graphLaunches, destroyed atomic.Int64
 	bytesH2D, bytesD2H, dispatchNS, syncNS, aclnnCalls     atomic.Int64
 	convertNS, convertedBytes                              atomic.Int64 // gguf/wqconv conversions of weights
+	reserveUses                                            atomic.Int64 // aclnn calls whose workspace came from the stream reserve
 	descriptorsMade                                        atomic.Int64
 	callsByOp                                              []atomic.Int64 // two-phase calls by IRT_ACLNN_OPS index
 
@@ -643,6 +644,7 @@ func (d *Device) run(p *prepared, st *stream) error {
 					uint64(ws), avail, p.wsPlanned, st.reserveBytes)
 			}
 			addr = st.reserve
+			d.reserveUses.Add(1)
 		}
 		if ws == 0 {
 			addr = 0
@@ -861,6 +863,9 @@ type Counters struct {
 	// (gguf/wqconv), ConvertedBytes the device bytes of the results.
 	ConvertNS      int64
 	ConvertedBytes int64
+	// ReserveUses counts the calls whose workspace did not fit what the
+	// plan left their kernel and came from the stream's reserve.
+	ReserveUses int64
 	// CallsByName counts AclnnCalls by operator (aclnnMatmul, ...); the
 	// operators not called are absent.
 	CallsByName map[string]int64
@@ -869,7 +874,7 @@ type Counters struct {
 // Counters returns the binding's counters.
 func (d *Device) Counters() Counters {
 	c := Counters{AclnnCalls: d.aclnnCalls.Load(), Descriptors: d.descriptorsMade.Load(),
-		ConvertNS: d.convertNS.Load(), ConvertedBytes: d.convertedBytes.Load(), CallsByName: map[string]int64{}}
+		ConvertNS: d.convertNS.Load(), ConvertedBytes: d.convertedBytes.Load(), CallsByName: map[string]int64{}, ReserveUses: d.reserveUses.Load()}
 	for i := range d.callsByOp {
 		if v := d.callsByOp[i].Load(); v > 0 {
 			c.CallsByName[opName(C.int(i))] += v
