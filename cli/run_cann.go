@@ -50,18 +50,18 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 		return nil, err
 	}
 	pool := cf.Pool
+	dm, err := comp.DeviceMemory()
+	if err != nil {
+		return nil, fmt.Errorf("--backend cann: %w", err)
+	}
 	if pool == 0 {
-		dm, err := comp.DeviceMemory()
-		if err != nil {
-			return nil, fmt.Errorf("--backend cann: %w", err)
-		}
 		pool = dm.PoolBytes - dm.ReserveBytes + compiler.ReservedStreams*cf.Workspace
 		if cf.QuantMatmul == "ggml" {
 			pool += placedBytes(f, cf.QuantMatmul) // the f32 copies of the ggml mode
 		}
 	}
 	dev, err := acl.New(acl.Options{PoolBytes: pool, WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul,
-		LlamaBuild: sim.Kernels.LlamaBuild})
+		LlamaBuild: sim.Kernels.LlamaBuild, TableBytes: dm.TablesBytes, MaxTokens: ub})
 	if err != nil {
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
 	}

@@ -20,7 +20,8 @@ const StreamReserveBytes = 64 << 20
 const ReservedStreams = 2
 
 // TableBytes is the device memory runtime/acl keeps per device for the
-// tables it uploads while preparing kernels (acl.Options.ConstBytes).
+// small tables it uploads while preparing kernels (acl.Options.ConstBytes);
+// DeviceMemory.TablesBytes adds the RoPE tables of the program.
 const TableBytes = 1 << 20
 
 // RuntimeBytes is the device memory CANN itself holds on a device that
@@ -57,9 +58,15 @@ type DeviceMemory struct {
 	// WorkspaceBytes is the largest kernel workspace planned in the arena
 	// (part of ArenaBytes).
 	WorkspaceBytes int64 `json:"workspace_bytes"`
-	// OtherBytes are the constants, inputs and outputs regions and the
-	// binding's table memory (TableBytes).
+	// OtherBytes are the constants, inputs and outputs regions and
+	// TablesBytes.
 	OtherBytes int64 `json:"other_bytes"`
+	// TablesBytes is runtime/acl's table block (acl.Options.TableBytes,
+	// reserved at load): TableBytes for small tables, the RoPE angle
+	// table of each distinct rope (n_pos × head dim f32, the positions'
+	// angles precomputed) and each rope_cache node's tables for UBatch
+	// positions (positions, angles, cos and sin: 4·(T + 3·T·D) bytes).
+	TablesBytes int64 `json:"tables_bytes"`
 	// ReserveBytes is StreamReserveBytes per reserved stream.
 	ReserveBytes int64 `json:"reserve_bytes"`
 	// RuntimeBytes is CANN's own (the constant RuntimeBytes).
@@ -136,8 +143,9 @@ func (r *Result) DeviceMemory() (*DeviceMemory, error) {
 	for _, w := range plan.Workspaces {
 		m.WorkspaceBytes = max(m.WorkspaceBytes, w.Bytes)
 	}
-	m.OtherBytes += TableBytes
-	pool += poolRound(r.Partition.ConvertedWeightBytes) + TableBytes + m.ReserveBytes
+	m.TablesBytes = TableBytes + ropeTablesBytes(prog, ub)
+	m.OtherBytes += m.TablesBytes
+	pool += poolRound(r.Partition.ConvertedWeightBytes) + poolRound(m.TablesBytes) + m.ReserveBytes
 	m.PoolBytes = pool
 	m.TotalBytes = m.PoolBytes + m.RuntimeBytes
 	m.Fits = m.CapacityBytes == 0 || m.TotalBytes <= m.CapacityBytes // 0: a target file's device of unknown size
@@ -145,6 +153,42 @@ func (r *Result) DeviceMemory() (*DeviceMemory, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// ropeTablesBytes are the RoPE tables runtime/acl keeps for prog's
+// kernels: the angle table of each distinct rope with n_pos
+// (cann.RopePositionsAttr), n_pos × D f32, and one slot per rope_cache
+// node of 4·(ub + 3·ub·D) bytes, each rounded to 64 bytes as the table
+// block carves them.
+func ropeTablesBytes(prog *cann.Program, ub int64) int64 {
+	var n int64
+	seen := map[string]bool{}
+	for _, sg := range prog.Segments {
+		if sg.Device != string(target.NPU) {
+			continue
+		}
+		for _, k := range sg.Kernels {
+			D := k.Output.Ne[0]
+			if np, ok := k.Attrs.Int(cann.RopePositionsAttr); ok && np > 0 {
+				switch {
+				case k.Op == ir.OpRope && len(k.Inputs) > 0:
+					D = k.Inputs[0].Ne[0] // x [D, H, T]
+				case k.Op == ir.OpRopeSetRows && len(k.Inputs) > 1:
+					D = k.Inputs[1].Ne[0] // (dst, x, pos, idx)
+				}
+				rp := k.Attrs.Rope()
+				key := fmt.Sprintf("%d %d %d %g", np, D, rp.Mode, rp.FreqBase)
+				if !seen[key] {
+					seen[key] = true
+					n += poolRound(4 * np * D)
+				}
+			}
+			if k.Op == ir.OpRopeCache {
+				n += poolRound(4 * (ub + 3*ub*D))
+			}
+		}
+	}
+	return n
 }
 
 // maxCtx is the largest multiple of models.KVPad whose pool fits: the KV

@@ -547,6 +547,42 @@ func (b *builder) buffer(key string, size int64) device.Ptr {
 	return p
 }
 
+// ropeSlot returns the device tables of the rope_cache kernel writing
+// cache, [T, D] (tablesAt), and names them by the cache's address for its
+// consumers (ropeKey). Each rope_cache node keeps one slot, reused by
+// every shape bucket: sized for Options.MaxTokens positions when set
+// (compiler.DeviceMemory counts it in tables_bytes), so a longer prompt
+// or another bucket allocates nothing; a larger T than the slot holds
+// gets a new one.
+func (b *builder) ropeSlot(cache device.TensorDesc) device.Ptr {
+	if b.err != nil {
+		return 0
+	}
+	T, D := cache.Ne[1], cache.Ne[0]
+	size := 4 * (T + 3*T*D)
+	n := b.n
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	key := fmt.Sprintf("rope_cache node %d slot [%d]", b.k.Node, D)
+	p, ok := n.tables[key]
+	if !ok || n.slotBytes[key] < size {
+		c := size
+		if m := b.d.opts.MaxTokens; m > T {
+			c = 4 * (m + 3*m*D)
+		}
+		var err error
+		if p, err = n.carve(c); err != nil {
+			b.setErr(fmt.Errorf("acl: %s: rope tables: %w", b.p.label, err))
+			return 0
+		}
+		n.tables[key], n.slotBytes[key] = p, c
+	}
+	// The writer names its tables at preparation, before the consumers
+	// of this bucket are prepared (stream order).
+	n.tables[ropeKey(cache)] = p
+	return p
+}
+
 // scratchParts lays out f32 parts of one scratch block, each rounded up
 // to 16 values (64 bytes).
 type scratchParts struct{ sizes []int64 }

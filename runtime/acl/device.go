@@ -43,6 +43,14 @@ type Options struct {
 	// quarter of it that does not fit gets its own pinned buffer (the
 	// RoPE angle table of rope_cache, P positions × head dim floats).
 	ConstBytes int64
+	// TableBytes is the device block reserved at SetDevice for tables and
+	// scratch shared between kernels (0: ConstBytes);
+	// compiler.DeviceMemory's tables_bytes for the model.
+	TableBytes int64
+	// MaxTokens, when set, is the most tokens of one step (the runner's
+	// UBatch): rope_cache's tables are kept once per node at that size
+	// instead of once per shape.
+	MaxTokens int64
 	// MaxKernels bounds the cache of prepared kernels (descriptors) per
 	// device (default 4096); the least recently used are destroyed.
 	MaxKernels int
@@ -125,6 +133,7 @@ type npu struct {
 	tblUsed   int64
 	consts    map[string]*table     // uploaded tables by content key
 	tables    map[string]device.Ptr // binding scratch and repacked weights by key
+	slotBytes map[string]int64      // the bytes of rope_cache's slots (builder.ropeSlot)
 }
 
 // table is a constant the binding uploaded from the pinned staging.
@@ -163,7 +172,7 @@ func New(opts Options) (*Device, error) {
 	if opts.MaxKernels == 0 {
 		opts.MaxKernels = 4096
 	}
-	if opts.PoolBytes < 0 || opts.WorkspaceReserve < 0 || opts.ConstBytes < 0 || opts.MaxKernels < 0 {
+	if opts.PoolBytes < 0 || opts.WorkspaceReserve < 0 || opts.ConstBytes < 0 || opts.MaxKernels < 0 || opts.TableBytes < 0 || opts.MaxTokens < 0 {
 		return nil, fmt.Errorf("acl: negative option in %+v", opts)
 	}
 	if err := checkQuantMatmul(opts.QuantMatmul); err != nil {
@@ -242,7 +251,7 @@ func (d *Device) SetDevice(id int) error {
 		d.soc.Store(C.GoString(name))
 	}
 	n := &npu{id: id, base: device.Ptr(base), pool: device.NewMemPool(size), kernels: newKernelCache(d.opts.MaxKernels),
-		consts: map[string]*table{}, tables: map[string]device.Ptr{}}
+		consts: map[string]*table{}, tables: map[string]device.Ptr{}, slotBytes: map[string]int64{}}
 	if d.opts.ConstBytes > 0 {
 		var rc C.aclError
 		n.stage = C.irt_aclrtMallocHost(C.size_t(d.opts.ConstBytes), &rc)
@@ -252,13 +261,21 @@ func (d *Device) SetDevice(id int) error {
 			return err
 		}
 		n.stageSize = d.opts.ConstBytes
-		off, _, err := n.pool.Alloc(d.opts.ConstBytes)
+	}
+	tb := d.opts.TableBytes
+	if tb == 0 {
+		tb = d.opts.ConstBytes
+	}
+	if tb > 0 {
+		off, _, err := n.pool.Alloc(tb)
 		if err != nil {
-			C.irt_aclrtFreeHost(n.stage)
+			if n.stage != nil {
+				C.irt_aclrtFreeHost(n.stage)
+			}
 			C.irt_aclrtFree(base)
-			return fmt.Errorf("acl: table memory of %d B (Options.ConstBytes): %w", d.opts.ConstBytes, err)
+			return fmt.Errorf("acl: table memory of %d B (Options.TableBytes): %w", tb, err)
 		}
-		n.tblBase, n.tblSize = n.base+device.Ptr(off), d.opts.ConstBytes
+		n.tblBase, n.tblSize = n.base+device.Ptr(off), tb
 	}
 	st := &stream{h: device.DefaultStream, npu: n}
 	if err := d.reserveLocked(st); err != nil {
