@@ -73,8 +73,8 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 	return &cannBackend{Runner: s, dev: dev, mode: cf.QuantMatmul}, nil
 }
 
-// cannPool is the device memory pre-allocated for the model: --acl-pool,
-// or sized from the model file.
+// cannPool is the device memory pre-allocated for a rank of run --tp/--pp:
+// --acl-pool, or sized from the model file.
 func cannPool(f *gguf.File, cf *cannFlags) int64 {
 	pool := cf.Pool
 	if pool == 0 {
@@ -95,7 +95,7 @@ func checkCannPool(f *gguf.File, cf *cannFlags) error {
 		need += int64(t.Size)
 	}
 	if cf.Pool < need {
-		return fmt.Errorf("--acl-pool %d: the model's weights need %d B of device memory (more with the KV cache and the compute arenas); raise --acl-pool, or give 0 to size the pool from the model file (%d B)", cf.Pool, need, cannPool(f, &cannFlags{Workspace: cf.Workspace, QuantMatmul: cf.QuantMatmul}))
+		return fmt.Errorf("--acl-pool %d: the model's weights need %d B of device memory (more with the KV cache and the compute arenas); raise --acl-pool, or give 0 for the plan's pool (irtool compile --json: device_memory.pool_bytes)", cf.Pool, need)
 	}
 	return nil
 }
