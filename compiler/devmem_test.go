@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/compiler"
+	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/lower/cann"
 	"github.com/irtool/irtool/target"
 )
@@ -56,7 +57,22 @@ func TestDeviceMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := r.Partition.ConvertedWeightBytes + compiler.TableBytes + compiler.ReservedStreams*compiler.StreamReserveBytes
+			// The table block: 1 MiB, the RoPE angle table (512
+			// positions × head dim 8 f32) and the one rope_cache's
+			// slot for ubatch positions (positions, angles, cos, sin).
+			// (when the partition puts rope_cache on the NPU).
+			tables := int64(compiler.TableBytes)
+			for _, sg := range prog.Segments {
+				for _, k := range sg.Kernels {
+					if sg.Device == string(target.NPU) && k.Op == ir.OpRopeCache {
+						tables += 4*512*8 + (4*(c.ubatch+3*c.ubatch*8)+63)/64*64
+					}
+				}
+			}
+			if m.TablesBytes != tables {
+				t.Errorf("tables_bytes %d, want %d", m.TablesBytes, tables)
+			}
+			want := r.Partition.ConvertedWeightBytes + tables + compiler.ReservedStreams*compiler.StreamReserveBytes
 			for _, rg := range prog.Regions {
 				if rg.Device == string(target.NPU) {
 					want += (rg.Bytes + compiler.PoolAlign - 1) / compiler.PoolAlign * compiler.PoolAlign
