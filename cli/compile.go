@@ -134,13 +134,13 @@ type compileJSON struct {
 	Partition    any            `json:"partition,omitempty"`
 	Program      any            `json:"program,omitempty"`
 	Predicted    any            `json:"predicted,omitempty"`
-	// DeviceMemory is one device's memory (compiler.DeviceMemory).
-	DeviceMemory any `json:"device_memory,omitempty"`
 	// PredictedLlamaCpp is the same prediction for the program llama.cpp's
 	// CANN backend runs for the file; VsLlamaCpp the aclnn operators whose
 	// eager decode time differs most between the two.
 	PredictedLlamaCpp any              `json:"predicted_llamacpp,omitempty"`
 	VsLlamaCpp        []kernelDiffJSON `json:"vs_llamacpp,omitempty"`
+	// DeviceMemory is one device's memory (compiler.DeviceMemory).
+	DeviceMemory any `json:"device_memory,omitempty"`
 	// TP, PP and Ranks: with --tp N and/or --pp M, the split and each
 	// rank's stages; Parallel the link model's prediction of the step.
 	TP       *parallel.TPInfo     `json:"tp,omitempty"`
