@@ -142,6 +142,8 @@ type compileJSON struct {
 	// eager decode time differs most between the two.
 	PredictedLlamaCpp any                  `json:"predicted_llamacpp,omitempty"`
 	VsLlamaCpp        []summary.KernelDiff `json:"vs_llamacpp,omitempty"`
+	// DeviceMemory is one device's memory (compiler.DeviceMemory).
+	DeviceMemory any `json:"device_memory,omitempty"`
 	// TP, PP and Ranks: with --tp N and/or --pp M, the split and each
 	// rank's stages; Parallel the link model's prediction of the step.
 	TP       *parallel.TPInfo     `json:"tp,omitempty"`
@@ -568,6 +570,7 @@ func outStages(j *compileJob) error {
 		{compiler.StageMemory, outMemory},
 		{compiler.StagePartition, outPartition},
 		{compiler.StageLower, outLower},
+		{compiler.StageLower, outDeviceMemory},
 	} {
 		if j.R == nil || !slices.Contains(j.R.Ran, s.stage) {
 			continue

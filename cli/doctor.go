@@ -162,7 +162,7 @@ var cannOnly = []string{"device", "acl-workspace", "acl-pool", "acl-quant-matmul
 func (f *cannFlags) declare(fs *flag.FlagSet) {
 	fs.IntVar(&f.Device, "device", 0, "cann: the NPU to run on (its device id)")
 	fs.Int64Var(&f.Workspace, "acl-workspace", 64<<20, "cann: `BYTES` of scratch reserved per stream for aclnn workspaces the plan did not foresee")
-	fs.Int64Var(&f.Pool, "acl-pool", 0, "cann: `BYTES` of device memory pre-allocated for the model (default: sized from the model file)")
+	fs.Int64Var(&f.Pool, "acl-pool", 0, "cann: `BYTES` of device memory pre-allocated for the model (default: compile's device_memory.pool_bytes)")
 	fs.StringVar(&f.QuantMatmul, "acl-quant-matmul", "wqbmm", "cann: quantised matmul `MODE`: wqbmm (aclnnWeightQuantBatchMatmulV2 on f16 activations, fast) or ggml (q8_0/q8_K activations and f32 weights, llama.cpp's numbers)")
 }
 

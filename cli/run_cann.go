@@ -41,21 +41,40 @@ func newCannBackend(m *models.Model, f *gguf.File, sim *simFlags, cf *cannFlags,
 	if err := checkCannPool(f, cf); err != nil {
 		return nil, err
 	}
-	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul,
-		LlamaBuild: sim.Kernels.LlamaBuild})
+	// The pool is the compiler's device_memory.pool_bytes for the largest
+	// step (ubatch tokens over the context), which the runner loads.
+	ub := min(int64(defaultUBatch), m.Options.NCtx)
+	comp, err := program.NewCompiler(m, sim.reg.CompileOptions(compiler.Options{Target: sim.Target, Passes: "none", UBatch: ub,
+		PrefillGraph: pol.Graphs && pol.PrefillGraphs}))
+	if err != nil {
+		return nil, err
+	}
+	pool := cf.Pool
+	dm, err := comp.DeviceMemory()
+	if err != nil {
+		return nil, fmt.Errorf("--backend cann: %w", err)
+	}
+	if pool == 0 {
+		pool = dm.PoolBytes - dm.ReserveBytes + compiler.ReservedStreams*cf.Workspace
+		if cf.QuantMatmul == "ggml" {
+			pool += placedBytes(f, cf.QuantMatmul) // the f32 copies of the ggml mode
+		}
+	}
+	dev, err := acl.New(acl.Options{PoolBytes: pool, WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul,
+		LlamaBuild: sim.Kernels.LlamaBuild, TableBytes: dm.TablesBytes, MaxTokens: ub})
 	if err != nil {
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
 	}
 	s, err := sim.reg.NewRunner(m, f, dev, program.Options{Policy: pol, DeviceID: cf.Device, Kernels: sim.Kernels,
-		Compile: compiler.Options{Target: sim.Target, Passes: "none"}})
+		Compiler: comp, UBatch: ub})
 	if err != nil {
 		return nil, errors.Join(err, dev.Close())
 	}
 	return &cannBackend{Runner: s, dev: dev, mode: cf.QuantMatmul}, nil
 }
 
-// cannPool is the device memory pre-allocated for the model: --acl-pool,
-// or sized from the model file.
+// cannPool is the device memory pre-allocated for a rank of run --tp/--pp:
+// --acl-pool, or sized from the model file.
 func cannPool(f *gguf.File, cf *cannFlags) int64 {
 	pool := cf.Pool
 	if pool == 0 {
@@ -76,7 +95,7 @@ func checkCannPool(f *gguf.File, cf *cannFlags) error {
 		need += int64(t.Size)
 	}
 	if cf.Pool < need {
-		return fmt.Errorf("--acl-pool %d: the model's weights need %d B of device memory (more with the KV cache and the compute arenas); raise --acl-pool, or give 0 to size the pool from the model file (%d B)", cf.Pool, need, cannPool(f, &cannFlags{Workspace: cf.Workspace, QuantMatmul: cf.QuantMatmul}))
+		return fmt.Errorf("--acl-pool %d: the model's weights need %d B of device memory (more with the KV cache and the compute arenas); raise --acl-pool, or give 0 for the plan's pool (irtool compile --json: device_memory.pool_bytes)", cf.Pool, need)
 	}
 	return nil
 }
@@ -102,6 +121,7 @@ func (b *cannBackend) stats() any { return b.phaseStats() }
 func (b *cannBackend) phaseStats() simStatsJSON {
 	st := programStats(b.Runner, b.dev.Stats())
 	st.QuantMatmul = b.mode
+	st.Device.CallsByName = b.dev.Counters().CallsByName
 	return st
 }
 

@@ -144,13 +144,27 @@ type simStatsJSON struct {
 	// WeightConvertMS is the host time of the conversion of quantised
 	// weights at load (program.Stats; 0 on the sim device, which reads
 	// ggml's blocks).
-	WeightConvertMS float64            `json:"weight_convert_ms"`
-	Cache           device.CacheStats  `json:"cache"`
-	Device          device.DeviceStats `json:"device"`
-	Pool            device.PoolStats   `json:"pool"`
+	WeightConvertMS float64           `json:"weight_convert_ms"`
+	Cache           device.CacheStats `json:"cache"`
+	Device          deviceStatsJSON   `json:"device"`
+	Pool            poolStatsJSON     `json:"pool"`
 	// QuantMatmul is the cann backend's --acl-quant-matmul mode, which
 	// the weights were converted for ("" on the sim device).
 	QuantMatmul string `json:"-"`
+}
+
+// deviceStatsJSON is stats.device: the device's counters and, on the
+// cann backend, the aclnn calls by operator (acl.Counters.CallsByName).
+type deviceStatsJSON struct {
+	device.DeviceStats
+	CallsByName map[string]int64 `json:"calls_by_name,omitempty"`
+}
+
+// poolStatsJSON is stats.pool: the device pool and its allocations after
+// the runner's load (program.Stats.AllocsAfterLoad).
+type poolStatsJSON struct {
+	device.PoolStats
+	AllocsAfterLoad int64 `json:"allocs_after_load"`
 }
 
 func (b *simBackend) stats() simStatsJSON { return programStats(b.Runner, b.dev.Stats()) }
@@ -168,7 +182,8 @@ func programStats(s *program.Runner, ds device.DeviceStats) simStatsJSON {
 	}
 	ds.Pools = nil
 	return simStatsJSON{Mode: mode, Target: s.Compiler().Profile().Name, Prefill: st.Prefill, Decode: st.Decode,
-		Programs: st.Programs, WeightConvertMS: st.WeightConvertMS, Cache: s.Cache().Stats(), Device: ds, Pool: st.Pool}
+		Programs: st.Programs, WeightConvertMS: st.WeightConvertMS, Cache: s.Cache().Stats(), Device: deviceStatsJSON{DeviceStats: ds},
+		Pool: poolStatsJSON{PoolStats: st.Pool, AllocsAfterLoad: st.AllocsAfterLoad}}
 }
 
 // convertedFor says what the weights were converted for at load in

@@ -1,6 +1,10 @@
 package target
 
-import "github.com/irtool/irtool/ir"
+import (
+	"slices"
+
+	"github.com/irtool/irtool/ir"
+)
 
 // The rules of the attention ops (ir/attention.go).
 func init() {
@@ -92,10 +96,29 @@ func attentionTraffic(n *ir.Node, b ir.Bindings) (float64, float64, error) {
 }
 
 // attentionWorkspace: Q cast to f16 and the f16 result before its cast
-// back.
-func attentionWorkspace(n *ir.Node, _ Support) int64 {
-	return 2*elems(n.Args[0].Type) + 2*elems(n.Type)
+// back, the f16 copy of an f32 mask (the fused call's pse shift), and, on
+// the unfused path (its calls end in aclnnSoftmax), the scores
+// (AttentionScoresBytes); 32 bytes of alignment per piece.
+func attentionWorkspace(n *ir.Node, s Support) int64 {
+	ws := align32(2*elems(n.Args[0].Type)) + align32(2*elems(n.Type)) + 32
+	q, err1 := n.Args[0].Type.Shape.Ne()
+	k, err2 := n.Args[1].Type.Shape.Ne()
+	if err1 != nil || err2 != nil {
+		return ws
+	}
+	T, H, KV := q[1], q[2], k[1]
+	ws += align32(2*KV*T) + 32
+	if slices.Contains(s.Calls, "aclnnSoftmax") {
+		ws += align32(AttentionScoresBytes(H, T, KV)) + 32
+	}
+	return ws
 }
+
+// AttentionScoresBytes is the scratch of unfused attention over H heads,
+// T queries and KV cells: the f32 scores, the f32 scaled (and masked)
+// scores and the f16 probabilities, 10 bytes per score (ggml-cann's
+// attention with flash attention off keeps the same tensors).
+func AttentionScoresBytes(H, T, KV int64) int64 { return 10 * H * T * KV }
 
 // swa_mask: made on the device from the step's positions (llama.cpp makes
 // KQ_mask_swa on the host in set_input; on the device it needs no copy and

@@ -239,7 +239,7 @@ func (p *Profile) Workspace(n *ir.Node) int64 {
 	if !ok || rule.Workspace == nil {
 		return 0 // TestOpRecords catches an NPU op without a workspace rule
 	}
-	return rule.Workspace(n, s)
+	return rule.Workspace(n, s) + callsWorkspace(n, s)
 }
 
 // elems is the element count of a static type (0 when symbolic).

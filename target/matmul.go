@@ -84,10 +84,13 @@ func matmulTraffic(n *ir.Node, b ir.Bindings) (float64, float64, error) {
 }
 
 // matmulWorkspace: the f16 staging of a weight-quant matmul's input and
-// output.
+// output; the f16 copy of the f32 activations an f16 weight multiplies.
 func matmulWorkspace(n *ir.Node, s Support) int64 {
 	if s.Kernel == "aclnnWeightQuantBatchMatmulV2" {
 		return 2*elems(n.Args[1].Type) + 2*elems(n.Type)
+	}
+	if n.Args[0].Type.DType == ir.F16 && n.Args[1].Type.DType == ir.F32 {
+		return align32(2*elems(n.Args[1].Type)) + 32
 	}
 	return 0
 }

@@ -256,10 +256,10 @@ func TestWorkspace(t *testing.T) {
 	p, _ := target.Get("ascend910b")
 	for name, want := range map[string]int64{
 		"mm_q4":   2*64*4 + 2*32*4, // f16 input and output staging
-		"mm_f16":  0,
-		"sm_mask": 4 * 64 * 4, // the scaled copy
-		"norm":    4 * 4,      // rstd: one f32 per row
-		"write":   2 * 64 * 4, // rows cast to f16
+		"mm_f16":  2*64*4 + 32,     // the activations cast to f16, aligned
+		"sm_mask": 4 * 64 * 4,      // the scaled copy
+		"norm":    4 * 4,           // rstd: one f32 per row
+		"write":   2 * 64 * 4,      // rows cast to f16
 		"cont":    0,
 	} {
 		if got := p.Workspace(node(t, ops, name)); got != want {

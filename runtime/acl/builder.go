@@ -504,11 +504,11 @@ func (b *builder) upload(key string, data []byte) (device.Ptr, error) {
 		default:
 			return 0, b.fail(device.ACLErrMemoryAllocation, "table %s (%d B) does not fit the %d B of pinned staging left (Options.ConstBytes)", key, size, n.stageSize-n.stageUsed)
 		}
-		off, _, err := n.pool.Alloc(size)
+		dev, err := n.carve(size)
 		if err != nil {
 			return 0, fmt.Errorf("acl: %s: table %s: %w", b.p.label, key, err)
 		}
-		t = &table{dev: n.base + device.Ptr(off), host: host, size: size}
+		t = &table{dev: dev, host: host, size: size}
 		copy(unsafe.Slice((*byte)(host), size), data)
 		n.consts[key] = t
 	}
@@ -521,8 +521,13 @@ func (b *builder) upload(key string, data []byte) (device.Ptr, error) {
 }
 
 // buffer returns device scratch shared by every kernel asking for the same
-// key, allocated from the pool once. Kernels that share it run in stream
-// order and each writes it before reading it.
+// key, carved once from the device's table block (npu.carve, reserved at
+// SetDevice; beyond it, a pool block): the tables one kernel makes for
+// later ones (rope_cache's), and scratch the target's workspace rules do
+// not plan yet. Kernels that share it run in stream order and each writes
+// it before reading it. Scratch the plan holds is temp's, carved from the
+// kernel's planned workspace (attention's scores,
+// target.AttentionScoresBytes).
 func (b *builder) buffer(key string, size int64) device.Ptr {
 	if b.err != nil {
 		return 0
@@ -533,14 +538,70 @@ func (b *builder) buffer(key string, size int64) device.Ptr {
 	if p, ok := n.tables[key]; ok {
 		return p
 	}
-	off, _, err := n.pool.Alloc(size)
+	p, err := n.carve(size)
 	if err != nil {
 		b.setErr(fmt.Errorf("acl: %s: scratch %s: %w", b.p.label, key, err))
 		return 0
 	}
-	p := n.base + device.Ptr(off)
 	n.tables[key] = p
 	return p
+}
+
+// ropeSlot returns the device tables of the rope_cache kernel writing
+// cache, [T, D] (tablesAt), and names them by the cache's address for its
+// consumers (ropeKey). Each rope_cache node keeps one slot, reused by
+// every shape bucket: sized for Options.MaxTokens positions when set
+// (compiler.DeviceMemory counts it in tables_bytes), so a longer prompt
+// or another bucket allocates nothing; a larger T than the slot holds
+// gets a new one.
+func (b *builder) ropeSlot(cache device.TensorDesc) device.Ptr {
+	if b.err != nil {
+		return 0
+	}
+	T, D := cache.Ne[1], cache.Ne[0]
+	size := 4 * (T + 3*T*D)
+	n := b.n
+	n.cmu.Lock()
+	defer n.cmu.Unlock()
+	key := fmt.Sprintf("rope_cache node %d slot [%d]", b.k.Node, D)
+	p, ok := n.tables[key]
+	if !ok || n.slotBytes[key] < size {
+		c := size
+		if m := b.d.opts.MaxTokens; m > T {
+			c = 4 * (m + 3*m*D)
+		}
+		var err error
+		if p, err = n.carve(c); err != nil {
+			b.setErr(fmt.Errorf("acl: %s: rope tables: %w", b.p.label, err))
+			return 0
+		}
+		n.tables[key], n.slotBytes[key] = p, c
+	}
+	// The writer names its tables at preparation, before the consumers
+	// of this bucket are prepared (stream order).
+	n.tables[ropeKey(cache)] = p
+	return p
+}
+
+// scratchParts lays out f32 parts of one scratch block, each rounded up
+// to 16 values (64 bytes).
+type scratchParts struct{ sizes []int64 }
+
+// part adds a part of n f32 values and returns its index.
+func (s *scratchParts) part(n int64) int {
+	s.sizes = append(s.sizes, (n+15)/16*16)
+	return len(s.sizes) - 1
+}
+
+// scratchF32 takes one block of scratch (buffer) for the parts of s and
+// returns the address of each part by index.
+func (b *builder) scratchF32(key string, s *scratchParts) func(int) device.Ptr {
+	offs := make([]int64, len(s.sizes)+1)
+	for i, n := range s.sizes {
+		offs[i+1] = offs[i] + n
+	}
+	buf := b.buffer(fmt.Sprintf("%s f32[%d]", key, offs[len(s.sizes)]), 4*offs[len(s.sizes)])
+	return func(i int) device.Ptr { return buf + device.Ptr(4*offs[i]) }
 }
 
 func onesF32(n int64) []byte {

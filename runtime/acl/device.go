@@ -37,10 +37,20 @@ type Options struct {
 	WorkspaceReserve int64
 	// ConstBytes is the pinned host staging kept per device for tables the
 	// binding uploads while a kernel is first prepared (RoPE angles), and
-	// the device bytes for them (default 1 MiB). A table larger than a
+	// the device bytes, reserved from the pool at SetDevice, for them and
+	// for scratch one kernel leaves to later ones (rope_cache's tables;
+	// beyond it, pool blocks) (default 1 MiB, compiler.TableBytes). A table larger than a
 	// quarter of it that does not fit gets its own pinned buffer (the
 	// RoPE angle table of rope_cache, P positions × head dim floats).
 	ConstBytes int64
+	// TableBytes is the device block reserved at SetDevice for tables and
+	// scratch shared between kernels (0: ConstBytes);
+	// compiler.DeviceMemory's tables_bytes for the model.
+	TableBytes int64
+	// MaxTokens, when set, is the most tokens of one step (the runner's
+	// UBatch): rope_cache's tables are kept once per node at that size
+	// instead of once per shape.
+	MaxTokens int64
 	// MaxKernels bounds the cache of prepared kernels (descriptors) per
 	// device (default 4096); the least recently used are destroyed.
 	MaxKernels int
@@ -94,7 +104,9 @@ type Device struct {
 	apiCalls, launches, captures, graphLaunches, destroyed atomic.Int64
 	bytesH2D, bytesD2H, dispatchNS, syncNS, aclnnCalls     atomic.Int64
 	convertNS, convertedBytes                              atomic.Int64 // gguf/wqconv conversions of weights
+	reserveUses                                            atomic.Int64 // aclnn calls whose workspace came from the stream reserve
 	descriptorsMade                                        atomic.Int64
+	callsByOp                                              []atomic.Int64 // two-phase calls by IRT_ACLNN_OPS index
 
 	// onLaunch, when set (by tests), sees every successful launch with
 	// the aclnn operators it called, in order.
@@ -115,10 +127,14 @@ type npu struct {
 	stage     unsafe.Pointer // pinned host staging for uploaded tables
 	stageSize int64
 	stageUsed int64
-	ownStages []unsafe.Pointer      // pinned buffers of tables larger than the staging
+	ownStages []unsafe.Pointer // pinned buffers of tables larger than the staging
+	tblBase   device.Ptr       // the device block tables and shared scratch are carved from (Options.ConstBytes)
+	tblSize   int64
+	tblUsed   int64
 	consts    map[string]*table     // uploaded tables by content key
 	tables    map[string]device.Ptr // binding scratch and repacked weights by key
 	inPlace   map[device.Ptr]bool   // weights whose converted layout replaced their blocks (PlaceWeight)
+	slotBytes map[string]int64      // the bytes of rope_cache's slots (builder.ropeSlot)
 }
 
 // table is a constant the binding uploaded from the pinned staging.
@@ -157,7 +173,7 @@ func New(opts Options) (*Device, error) {
 	if opts.MaxKernels == 0 {
 		opts.MaxKernels = 4096
 	}
-	if opts.PoolBytes < 0 || opts.WorkspaceReserve < 0 || opts.ConstBytes < 0 || opts.MaxKernels < 0 {
+	if opts.PoolBytes < 0 || opts.WorkspaceReserve < 0 || opts.ConstBytes < 0 || opts.MaxKernels < 0 || opts.TableBytes < 0 || opts.MaxTokens < 0 {
 		return nil, fmt.Errorf("acl: negative option in %+v", opts)
 	}
 	if err := checkQuantMatmul(opts.QuantMatmul); err != nil {
@@ -167,7 +183,7 @@ func New(opts Options) (*Device, error) {
 		return nil, err
 	}
 	d := &Device{opts: opts, npus: map[int]*npu{}, streams: map[device.Stream]*stream{},
-		graphs: map[device.GraphHandle]*graph{}, pinned: map[unsafe.Pointer]int64{}}
+		graphs: map[device.GraphHandle]*graph{}, pinned: map[unsafe.Pointer]int64{}, callsByOp: make([]atomic.Int64, C.IRT_NOPS)}
 	d.cur.Store(-1)
 	return d, nil
 }
@@ -236,7 +252,7 @@ func (d *Device) SetDevice(id int) error {
 		d.soc.Store(C.GoString(name))
 	}
 	n := &npu{id: id, base: device.Ptr(base), pool: device.NewMemPool(size), kernels: newKernelCache(d.opts.MaxKernels),
-		consts: map[string]*table{}, tables: map[string]device.Ptr{}, inPlace: map[device.Ptr]bool{}}
+		consts: map[string]*table{}, tables: map[string]device.Ptr{}, inPlace: map[device.Ptr]bool{}, slotBytes: map[string]int64{}}
 	if d.opts.ConstBytes > 0 {
 		var rc C.aclError
 		n.stage = C.irt_aclrtMallocHost(C.size_t(d.opts.ConstBytes), &rc)
@@ -246,6 +262,21 @@ func (d *Device) SetDevice(id int) error {
 			return err
 		}
 		n.stageSize = d.opts.ConstBytes
+	}
+	tb := d.opts.TableBytes
+	if tb == 0 {
+		tb = d.opts.ConstBytes
+	}
+	if tb > 0 {
+		off, _, err := n.pool.Alloc(tb)
+		if err != nil {
+			if n.stage != nil {
+				C.irt_aclrtFreeHost(n.stage)
+			}
+			C.irt_aclrtFree(base)
+			return fmt.Errorf("acl: table memory of %d B (Options.TableBytes): %w", tb, err)
+		}
+		n.tblBase, n.tblSize = n.base+device.Ptr(off), tb
 	}
 	st := &stream{h: device.DefaultStream, npu: n}
 	if err := d.reserveLocked(st); err != nil {
@@ -272,6 +303,22 @@ func (d *Device) cubeMathType() C.int64_t {
 		return 0
 	}
 	return 1
+}
+
+// carve takes size bytes of the device's table block (64-byte aligned),
+// else a pool block: tables and shared scratch come from memory reserved
+// at SetDevice until it runs out. The caller holds n.cmu.
+func (n *npu) carve(size int64) (device.Ptr, error) {
+	off := (n.tblUsed + 63) / 64 * 64
+	if size > 0 && off+size <= n.tblSize {
+		n.tblUsed = off + size
+		return n.tblBase + device.Ptr(off), nil
+	}
+	o, _, err := n.pool.Alloc(size)
+	if err != nil {
+		return 0, err
+	}
+	return n.base + device.Ptr(o), nil
 }
 
 // defaultKey is the map key of device id's default stream (handle 0).
@@ -603,6 +650,7 @@ func (d *Device) run(p *prepared, st *stream) error {
 		var ws C.uint64_t
 		var exec C.uintptr_t
 		d.aclnnCalls.Add(1)
+		d.callsByOp[sp.op].Add(1)
 		if rc := C.irt_workspace(sp.op, sp.args, &ws, &exec); rc != 0 {
 			return newError(sp.name+"GetWorkspaceSize", p.label, int32(rc))
 		}
@@ -614,6 +662,7 @@ func (d *Device) run(p *prepared, st *stream) error {
 					uint64(ws), avail, p.wsPlanned, st.reserveBytes)
 			}
 			addr = st.reserve
+			d.reserveUses.Add(1)
 		}
 		if ws == 0 {
 			addr = 0
@@ -832,12 +881,23 @@ type Counters struct {
 	// (gguf/wqconv), ConvertedBytes the device bytes of the results.
 	ConvertNS      int64
 	ConvertedBytes int64
+	// ReserveUses counts the calls whose workspace did not fit what the
+	// plan left their kernel and came from the stream's reserve.
+	ReserveUses int64
+	// CallsByName counts AclnnCalls by operator (aclnnMatmul, ...); the
+	// operators not called are absent.
+	CallsByName map[string]int64
 }
 
 // Counters returns the binding's counters.
 func (d *Device) Counters() Counters {
 	c := Counters{AclnnCalls: d.aclnnCalls.Load(), Descriptors: d.descriptorsMade.Load(),
-		ConvertNS: d.convertNS.Load(), ConvertedBytes: d.convertedBytes.Load()}
+		ConvertNS: d.convertNS.Load(), ConvertedBytes: d.convertedBytes.Load(), CallsByName: map[string]int64{}, ReserveUses: d.reserveUses.Load()}
+	for i := range d.callsByOp {
+		if v := d.callsByOp[i].Load(); v > 0 {
+			c.CallsByName[opName(C.int(i))] += v
+		}
+	}
 	d.mu.Lock()
 	c.LiveGraphs = len(d.graphs)
 	npus := make([]*npu, 0, len(d.npus))

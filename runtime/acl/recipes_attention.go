@@ -14,6 +14,7 @@ import (
 
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/target"
 )
 
 // The attention family: attention (by matmuls and softmax, or fused) and
@@ -79,10 +80,10 @@ func matmulAttention(b *builder) error {
 	qin := b.tensor(C.ACL_FLOAT, []int64{H, T, D}, []int64{e(q, 2), e(q, 1), e(q, 0)}, 0, q.Addr)
 	b.cast(qin, b.tensor(C.ACL_FLOAT16, []int64{H, T, D}, []int64{T * D, D, 1}, 0, q16), C.ACL_FLOAT16)
 
-	// Scores and probabilities in device scratch shared by the attention
-	// kernels of this shape (each writes it before reading it).
+	// Scores and probabilities in the planned workspace (the attention
+	// rule plans target.AttentionScoresBytes).
 	n := H * T * KV
-	scratch := b.buffer(fmt.Sprintf("attention scores[%d,%d,%d]", H, T, KV), 4*n+4*n+2*n)
+	scratch := b.temp("attention scores", target.AttentionScoresBytes(H, T, KV), 32)
 	s1, s2, p16 := scratch, scratch+device.Ptr(4*n), scratch+device.Ptr(8*n)
 	sShape := []int64{Hkv, r, T, KV}
 	sStrides := contiguous(sShape)
@@ -181,7 +182,7 @@ func (b *builder) pseShift(m device.TensorDesc, H, T, KV int64) C.uintptr_t {
 	}
 	maddr, rowStride := m.Addr, m.Nb[1]/2
 	if m.DType == ir.F32 {
-		scratch := b.buffer(fmt.Sprintf("mask_f16@%#x[%d,%d]", uint64(m.Addr), KV, T), 2*KV*T)
+		scratch := b.temp("f16 mask", 2*KV*T, 32)
 		min := b.tensor(C.ACL_FLOAT, []int64{T, KV}, []int64{m.Nb[1] / 4, 1}, 0, m.Addr)
 		b.cast(min, b.tensor(C.ACL_FLOAT16, []int64{T, KV}, []int64{KV, 1}, 0, scratch), C.ACL_FLOAT16)
 		maddr, rowStride = scratch, KV

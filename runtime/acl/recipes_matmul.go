@@ -61,7 +61,7 @@ func mulMat(b *builder) error {
 	xAddr := x.Addr
 	if a.DType == ir.F16 && x.DType == ir.F32 {
 		n := prod(xs)
-		scratch := b.buffer(fmt.Sprintf("f16 activations[%d]", n), 2*n)
+		scratch := b.temp("f16 activations", 2*n, 32) // planned: target's matmul workspace
 		st := contiguous(xs)
 		b.cast(b.tensor(C.ACL_FLOAT, xs, xst, 0, x.Addr), b.tensor(C.ACL_FLOAT16, xs, st, 0, scratch), C.ACL_FLOAT16)
 		xst, xd, xAddr = st, C.ACL_FLOAT16, scratch

@@ -8,8 +8,6 @@ package acl
 import "C"
 
 import (
-	"fmt"
-
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/acl/layout"
 	"github.com/irtool/irtool/runtime/device"
@@ -107,26 +105,11 @@ type kqCall struct {
 func (b *builder) newKQCall(l layout.KQ, w device.Ptr, M int64, oaddr device.Ptr, ostRow, ostCol int64) *kqCall {
 	K, N := l.K, l.N
 	nsb, G16, MN := K/256, K/16, M*N
-	var parts []int64
-	part := func(n int64) int {
-		parts = append(parts, (n+15)/16*16)
-		return len(parts) - 1
-	}
-	iXP, iBS, iD, iDM := part(M*K), part(M*G16), part(MN*nsb), part(MN*nsb)
-	iP, iR, iMM := part(8*nsb*MN), part(8*nsb*MN), part(8*nsb*MN)
-	iAcc, iAccM, iT4, iU, iS1, iS2 := part(8*MN), part(8*MN), part(4*MN), part(2*MN), part(MN), part(MN)
-	var total int64
-	for _, n := range parts {
-		total += n
-	}
-	buf := b.buffer(fmt.Sprintf("kq scratch f32[%d]", total), 4*total)
-	at := func(i int) device.Ptr {
-		var o int64
-		for _, n := range parts[:i] {
-			o += n
-		}
-		return buf + device.Ptr(4*o)
-	}
+	var sp scratchParts
+	iXP, iBS, iD, iDM := sp.part(M*K), sp.part(M*G16), sp.part(MN*nsb), sp.part(MN*nsb)
+	iP, iR, iMM := sp.part(8*nsb*MN), sp.part(8*nsb*MN), sp.part(8*nsb*MN)
+	iAcc, iAccM, iT4, iU, iS1, iS2 := sp.part(8*MN), sp.part(8*MN), sp.part(4*MN), sp.part(2*MN), sp.part(MN), sp.part(MN)
+	at := b.scratchF32("kq scratch", &sp)
 	zero := b.table("f32 0", f32Bytes(0))
 	return &kqCall{zero: zero, b: b, l: l, w: w, oaddr: oaddr, M: M, N: N, nsb: nsb, G16: G16, ostRow: ostRow, ostCol: ostCol,
 		xp: at(iXP), bs: at(iBS), d: at(iD), dm: at(iDM), p: at(iP), r: at(iR), mm: at(iMM),
@@ -402,25 +385,10 @@ func (b *builder) newQ8Call(scalar bool, B, M, N, K int64, x, w q8Parts, addr de
 	q.Mc = max(1, min(M, capQ8/max(1, B*L*N)))
 	q.cb = max(1, min(nb, capQ8/max(1, B*L*q.Mc*N)))
 	n := B * q.Mc * N
-	var parts []int64
-	part := func(n int64) int {
-		parts = append(parts, (n+15)/16*16)
-		return len(parts) - 1
-	}
-	iP, iD, iAcc, iSumm := part(q.cb*L*n), part(q.cb*n), part(L*n), part(n)
-	iT4, iU, iS := part(4*n), part(2*n), part(n)
-	var total int64
-	for _, v := range parts {
-		total += v
-	}
-	buf := b.buffer(fmt.Sprintf("q8 scratch f32[%d]", total), 4*total)
-	at := func(i int) device.Ptr {
-		var o int64
-		for _, v := range parts[:i] {
-			o += v
-		}
-		return buf + device.Ptr(4*o)
-	}
+	var sp scratchParts
+	iP, iD, iAcc, iSumm := sp.part(q.cb*L*n), sp.part(q.cb*n), sp.part(L*n), sp.part(n)
+	iT4, iU, iS := sp.part(4*n), sp.part(2*n), sp.part(n)
+	at := b.scratchF32("q8 scratch", &sp)
 	q.p, q.d, q.acc, q.summ, q.t4, q.u, q.s = at(iP), at(iD), at(iAcc), at(iSumm), at(iT4), at(iU), at(iS)
 	q.zero = b.table("f32 0", f32Bytes(0))
 	return q

@@ -201,24 +201,9 @@ func mulMatIDQ8(b *builder, as, x, ids, out device.TensorDesc, xs int64) error {
 	}
 	nb := K / 32
 	xq, sums, dx := b.q8Quantise([]int64{T, ne11}, []int64{x.Nb[2] / 4, xs}, 1, K, x.Addr, as.DType, true)
-	var parts []int64
-	part := func(n int64) int {
-		parts = append(parts, (n+15)/16*16)
-		return len(parts) - 1
-	}
-	iW, iWD, iWM, iX, iXD, iXM := part(P*N*K), part(P*N*nb), part(P*N*nb), part(P*K), part(P*nb), part(P*nb)
-	var total int64
-	for _, v := range parts {
-		total += v
-	}
-	buf := b.buffer(fmt.Sprintf("q8 experts f32[%d]", total), 4*total)
-	at := func(i int) device.Ptr {
-		var o int64
-		for _, v := range parts[:i] {
-			o += v
-		}
-		return buf + device.Ptr(4*o)
-	}
+	var sp scratchParts
+	iW, iWD, iWM, iX, iXD, iXM := sp.part(P*N*K), sp.part(P*N*nb), sp.part(P*N*nb), sp.part(P*K), sp.part(P*nb), sp.part(P*nb)
+	at := b.scratchF32("q8 experts", &sp)
 	idt := func() C.uintptr_t { return b.tensor(C.ACL_INT32, []int64{P}, []int64{1}, 0, ids.Addr) }
 	gather := func(src device.Ptr, width int64, dst device.Ptr) {
 		b.gather(b.tensor(C.ACL_FLOAT, []int64{E, width}, []int64{width, 1}, 0, src), idt(),

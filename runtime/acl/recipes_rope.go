@@ -63,9 +63,11 @@ func ropeKey(cache device.TensorDesc) string {
 	return fmt.Sprintf("rope_tables@%#x[%d,%d]", uint64(cache.Addr), cache.Ne[0], cache.Ne[1])
 }
 
+// ropeTables are the tables a rope_cache kernel writes for its consumers
+// (ropeSlot).
 func (b *builder) ropeTables(cache device.TensorDesc) ropeTables {
 	T, D := cache.Ne[1], cache.Ne[0]
-	return tablesAt(b.buffer(ropeKey(cache), 4*(T+3*T*D)), T, D)
+	return tablesAt(b.ropeSlot(cache), T, D)
 }
 
 // tablesAt lays out the tables of a [T, D] rope at p: positions, angles,
@@ -373,7 +375,7 @@ func (b *builder) ropeInputs(x, cache device.TensorDesc) (ropeTables, int64, err
 		return ropeTables{}, 0, b.unsupported("rope of %s %v with a table %v", x.DType, x.Ne, cache.Ne)
 	}
 	b.n.cmu.Lock()
-	_, ok := b.n.tables[ropeKey(cache)]
+	p, ok := b.n.tables[ropeKey(cache)]
 	b.n.cmu.Unlock()
 	if !ok {
 		// The table was made elsewhere (a rope_cache the partition left
@@ -382,8 +384,7 @@ func (b *builder) ropeInputs(x, cache device.TensorDesc) (ropeTables, int64, err
 		rt := b.spreadTable(cache, mode)
 		return rt, aclRopeMode(mode), b.err
 	}
-	rt := b.ropeTables(cache)
-	return rt, aclRopeMode(mode), b.err
+	return tablesAt(p, T, D), aclRopeMode(mode), b.err
 }
 
 // spreadTable copies the IR's RoPE table cache ([D, T] f32, pair i of

@@ -83,6 +83,10 @@ func NewCompiler(m *models.Model, opts compiler.Options) (*Compiler, error) {
 		Part: res.Partition, progs: map[string]*cann.Program{}}, nil
 }
 
+// DeviceMemory is the device memory of the runner's largest step
+// (compiler.Result.DeviceMemory with the compiler's Ctx and UBatch).
+func (c *Compiler) DeviceMemory() (*compiler.DeviceMemory, error) { return c.res.DeviceMemory() }
+
 // Profile returns the target profile.
 func (c *Compiler) Profile() *target.Profile { return c.prof }
 

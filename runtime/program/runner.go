@@ -1,6 +1,7 @@
 package program
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -32,6 +33,13 @@ type Options struct {
 	// Kernels are the numeric options of CPU segments; keep them equal to
 	// the device's (device.SimOptions.Kernels) for bit-identical results.
 	Kernels kernels.Options
+	// UBatch, when positive, is the most tokens of one step: a longer
+	// prompt runs in steps of UBatch tokens (chunked prefill, llama.cpp's
+	// n_ubatch), and NewRunner loads the program of the largest step
+	// (UBatch tokens over n_ctx cells, Load), so that every device region
+	// is allocated at load and none after it (compiler.DeviceMemory plans
+	// that step).
+	UBatch int64
 	// KernelSet holds the kernels of CPU segments; nil means
 	// eval.DefaultKernels() (give a context's set for its custom ops, and
 	// the same set to the device: device.SimOptions.KernelSet).
@@ -75,6 +83,9 @@ type Stats struct {
 	WeightConvertMS float64 `json:"weight_convert_ms"`
 	// Pool is the device pool after the last step.
 	Pool device.PoolStats `json:"pool"`
+	// AllocsAfterLoad counts the pool's allocations after Load (0 before
+	// it): regions grown, scratch the plan did not hold.
+	AllocsAfterLoad int64 `json:"allocs_after_load"`
 }
 
 func (p *PhaseStats) finish() {
@@ -111,6 +122,8 @@ type Runner struct {
 	down    []byte // pinned download buffer
 
 	pos       int64
+	loaded    bool  // Load ran
+	allocs0   int64 // the pool's allocations at the end of Load
 	stats     Stats
 	convertNS int64 // PlaceWeight and TakeWeight time
 	// weightBytes are the ggml bytes of the weights written to device
@@ -159,7 +172,33 @@ func NewRunner(m *models.Model, w eval.WeightSource, dev device.Device, opts Opt
 		device.ReleaseDeviceLock(dev)
 		return nil, fmt.Errorf("program: %w", err)
 	}
+	if opts.UBatch > 0 {
+		if err := s.Load(); err != nil {
+			return nil, errors.Join(err, s.Close())
+		}
+	}
 	return s, nil
+}
+
+// Load allocates and fills every region at the size of the largest step,
+// Options.UBatch tokens (n_ctx when 0) over n_ctx cells, and marks the
+// point after which Stats counts the pool's allocations
+// (AllocsAfterLoad).
+func (s *Runner) Load() error {
+	nctx := s.model.Options.NCtx
+	n := nctx
+	if s.opts.UBatch > 0 {
+		n = min(s.opts.UBatch, nctx)
+	}
+	b := ir.Bindings{models.SymTokens: n, models.SymKV: models.KVLen(nctx, nctx), models.SymOutputs: 1, models.SymKVHead: 0}
+	if _, err := s.load(b); err != nil {
+		return err
+	}
+	s.loaded = true
+	if pools := s.dev.Stats().Pools; s.opts.DeviceID < len(pools) {
+		s.allocs0 = pools[s.opts.DeviceID].Allocs
+	}
+	return nil
 }
 
 // Pos is the number of tokens in the KV cache.
@@ -202,6 +241,9 @@ func (s *Runner) Stats() Stats {
 	st.Programs = len(s.progs)
 	if pools := s.dev.Stats().Pools; s.opts.DeviceID < len(pools) {
 		st.Pool = pools[s.opts.DeviceID]
+		if s.loaded {
+			st.AllocsAfterLoad = st.Pool.Allocs - s.allocs0
+		}
 	}
 	return st
 }
@@ -233,12 +275,26 @@ func (s *Runner) Step(tokens []int32) (*session.StepResult, error) {
 	if s.pos+n > nctx {
 		return nil, fmt.Errorf("program: context full: %d + %d tokens exceed n_ctx %d", s.pos, n, nctx)
 	}
+	if ub := s.opts.UBatch; ub > 0 && n > ub {
+		// Chunked prefill: every chunk but the last only fills the cache.
+		for len(tokens) > int(ub) {
+			if _, err := s.Step(tokens[:ub]); err != nil {
+				return nil, err
+			}
+			tokens = tokens[ub:]
+		}
+		return s.Step(tokens)
+	}
 	for _, t := range tokens {
 		if t < 0 || int64(t) >= s.model.HParams.NVocab {
 			return nil, fmt.Errorf("program: token id %d out of range [0, %d)", t, s.model.HParams.NVocab)
 		}
 	}
-	padded := s.policy.PrefillLength(n, nctx-s.pos)
+	limit := nctx - s.pos
+	if s.opts.UBatch > 0 {
+		limit = min(limit, s.opts.UBatch)
+	}
+	padded := s.policy.PrefillLength(n, limit)
 	feed := tokens
 	if padded > n {
 		feed = append(slices.Clone(tokens), make([]int32, padded-n)...)

@@ -232,6 +232,7 @@ int fake_in_device(const void *p, size_t n) { return find_alloc(p, n, 0) != NULL
 const char *fake_soc(void) { return cfg_soc; }
 
 static int capture_active_global(void); /* below */
+static int capture_active_any(void);    /* below */
 static void invalidate_unsafe(const char *fn);
 static int compute(const aclOpExecutor *e, void *workspace, uint64_t wsSize);
 
@@ -246,6 +247,12 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
 	if (!rc && (devPtr == NULL || size == 0)) {
 		rc = ACL_ERROR_INVALID_PARAM;
 		set_err("aclrtMalloc: size must be > 0");
+	}
+	/* irtool allocates every device byte before it captures: an
+	 * allocation while a stream captures, in any mode, fails the run */
+	if (!rc && capture_active_any()) {
+		rc = ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
+		set_err("aclrtMalloc: device memory allocated while a stream is being captured (allocate before capture)");
 	}
 	/* rounded up to 32 B plus 32 B, as documented */
 	size_t rounded = (size + 31) / 32 * 32 + 32;
@@ -450,6 +457,12 @@ static int capture_active_global(void) {
 		if (p->mode == ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL && pthread_equal(p->thread, pthread_self()))
 			return 1;
 	}
+	return 0;
+}
+
+static int capture_active_any(void) {
+	for (stream *p = streams; p; p = p->next)
+		if (p->capturing) return 1;
 	return 0;
 }
 
