@@ -39,6 +39,7 @@
  */
 #define _GNU_SOURCE
 #include "fakeacl.h"
+#include "ops.h"
 
 #include <errno.h>
 #include <math.h>
@@ -49,9 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-#define LOCK() pthread_mutex_lock(&mu)
-#define UNLOCK() pthread_mutex_unlock(&mu)
+pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER; /* LOCK and UNLOCK: ops.h */
 
 /* ---------------- configuration ---------------- */
 
@@ -122,7 +121,7 @@ static void tr_raw(const char *s, size_t n) {
 	trace[trace_len] = 0;
 }
 
-static void tr(const char *fmt, ...) {
+void tr(const char *fmt, ...) {
 	char buf[1024];
 	va_list ap;
 	va_start(ap, fmt);
@@ -1257,14 +1256,8 @@ static uint64_t ws_for(const char *op) {
 	return 0;
 }
 
-/* One phase-1 call under construction: tensors are checked and traced. */
-typedef struct {
-	const char *fn;
-	int rc;
-	aclOpExecutor *ex;
-} call;
 
-static void call_begin(call *c, const char *fn) {
+void call_begin(call *c, const char *fn) {
 	c->fn = fn;
 	c->rc = injected(fn);
 	c->ex = calloc(1, sizeof *c->ex);
@@ -1286,7 +1279,7 @@ static void byte_range(const aclTensor *t, int64_t *lo, int64_t *hi) {
 }
 
 /* records tensor argument key; required tensors must be live */
-static const aclTensor *arg(call *c, const char *key, const aclTensor *t, int required) {
+const aclTensor *arg(call *c, const char *key, const aclTensor *t, int required) {
 	aclTensor *lt = live_tensor(t);
 	tr(",\"%s\":%lld", key, lt ? lt->id : 0LL);
 	if (c->rc) return lt;
@@ -1313,7 +1306,7 @@ static const aclTensor *arg(call *c, const char *key, const aclTensor *t, int re
 	return lt;
 }
 
-static void list_arg(call *c, const char *key, const aclTensorList *l) {
+void list_arg(call *c, const char *key, const aclTensorList *l) {
 	int ok = l && l->magic == 0x4c495354U;
 	tr(",\"%s\":[", key);
 	for (uint64_t i = 0; ok && i < l->n; i++) {
@@ -1338,7 +1331,7 @@ static void list_arg(call *c, const char *key, const aclTensorList *l) {
 	}
 }
 
-static void check(call *c, int cond, const char *fmt, ...) {
+void check(call *c, int cond, const char *fmt, ...) {
 	if (c->rc || cond) return;
 	c->rc = ACLNN_ERR_PARAM_INVALID;
 	char buf[400];
@@ -1355,7 +1348,7 @@ static int64_t numel(const aclTensor *t) {
 	return n;
 }
 
-static int same_shape(const aclTensor *a, const aclTensor *b) {
+int same_shape(const aclTensor *a, const aclTensor *b) {
 	if (!a || !b || a->ndim != b->ndim) return 0;
 	for (int i = 0; i < a->ndim; i++)
 		if (a->dims[i] != b->dims[i]) return 0;
@@ -1372,7 +1365,7 @@ static int broadcasts(const aclTensor *b, const aclTensor *out) {
 	return 1;
 }
 
-static aclnnStatus call_end(call *c, const char *op, uint64_t *workspaceSize, aclOpExecutor **executor) {
+aclnnStatus call_end(call *c, const char *op, uint64_t *workspaceSize, aclOpExecutor **executor) {
 	if (!c->rc && (!workspaceSize || !executor)) {
 		c->rc = ACLNN_ERR_PARAM_NULLPTR;
 		set_err("%s: workspaceSize and executor must not be null", c->fn);
@@ -1399,7 +1392,7 @@ static aclnnStatus call_end(call *c, const char *op, uint64_t *workspaceSize, ac
 }
 
 /* phase 2, the same for every operator */
-static aclnnStatus run(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
+aclnnStatus run(const char *op, void *workspace, uint64_t workspaceSize, aclOpExecutor *executor,
                        aclrtStream s) {
 	LOCK();
 	int rc = injected(op);
@@ -1462,8 +1455,6 @@ static aclnnStatus run(const char *op, void *workspace, uint64_t workspaceSize, 
 	return rc;
 }
 
-#define RUN(name) \
-	IRT_ACLNN_RUN(name) { return run(#name, workspace, workspaceSize, executor, stream); }
 
 /* ---------------- norm ---------------- */
 
@@ -2150,68 +2141,6 @@ aclnnStatus aclnnRotaryPositionEmbeddingGetWorkspaceSize(const aclTensor *x, con
 	return call_end(&c, "aclnnRotaryPositionEmbedding", workspaceSize, executor);
 }
 RUN(aclnnRotaryPositionEmbedding)
-
-/* ---------------- attention ---------------- */
-
-aclnnStatus aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
-    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pseShiftOptional,
-    const aclTensor *attenMaskOptional, const aclIntArray *actualSeqLengthsOptional,
-    const aclIntArray *actualSeqLengthsKvOptional, const aclTensor *deqScale1Optional,
-    const aclTensor *quantScale1Optional, const aclTensor *deqScale2Optional, const aclTensor *quantScale2Optional,
-    const aclTensor *quantOffset2Optional, const aclTensor *antiquantScaleOptional,
-    const aclTensor *antiquantOffsetOptional, const aclTensor *blockTableOptional,
-    const aclTensor *queryPaddingSizeOptional, const aclTensor *kvPaddingSizeOptional,
-    const aclTensor *keyAntiquantScaleOptional, const aclTensor *keyAntiquantOffsetOptional,
-    const aclTensor *valueAntiquantScaleOptional, const aclTensor *valueAntiquantOffsetOptional,
-    const aclTensor *keySharedPrefixOptional, const aclTensor *valueSharedPrefixOptional,
-    const aclIntArray *actualSharedPrefixLenOptional, int64_t numHeads, double scaleValue, int64_t preTokens,
-    int64_t nextTokens, char *inputLayout, int64_t numKeyValueHeads, int64_t sparseMode, int64_t innerPrecise,
-    int64_t blockSize, int64_t antiquantMode, bool softmaxLseFlag, int64_t keyAntiquantMode,
-    int64_t valueAntiquantMode, const aclTensor *attentionOut, const aclTensor *softmaxLse,
-    uint64_t *workspaceSize, aclOpExecutor **executor) {
-	LOCK();
-	call c;
-	call_begin(&c, "aclnnFusedInferAttentionScoreV2GetWorkspaceSize");
-	query = arg(&c, "query", query, 1);
-	list_arg(&c, "key", key);
-	list_arg(&c, "value", value);
-	arg(&c, "pseShift", pseShiftOptional, 0);
-	arg(&c, "attenMask", attenMaskOptional, 0);
-	const aclTensor *unused[] = {deqScale1Optional,         quantScale1Optional,         deqScale2Optional,
-	                             quantScale2Optional,       quantOffset2Optional,        antiquantScaleOptional,
-	                             antiquantOffsetOptional,   blockTableOptional,          queryPaddingSizeOptional,
-	                             kvPaddingSizeOptional,     keyAntiquantScaleOptional,   keyAntiquantOffsetOptional,
-	                             valueAntiquantScaleOptional, valueAntiquantOffsetOptional, keySharedPrefixOptional,
-	                             valueSharedPrefixOptional};
-	int extra = 0;
-	for (unsigned i = 0; i < sizeof unused / sizeof unused[0]; i++) extra += unused[i] != NULL;
-	extra += actualSeqLengthsOptional != NULL;
-	extra += actualSeqLengthsKvOptional != NULL;
-	extra += actualSharedPrefixLenOptional != NULL;
-	attentionOut = arg(&c, "attentionOut", attentionOut, 1);
-	arg(&c, "softmaxLse", softmaxLse, 0);
-	tr(",\"numHeads\":%lld,\"scaleValue\":%.17g,\"preTokens\":%lld,\"nextTokens\":%lld,\"inputLayout\":\"%s\","
-	   "\"numKeyValueHeads\":%lld,\"sparseMode\":%lld,\"innerPrecise\":%lld,\"blockSize\":%lld,"
-	   "\"antiquantMode\":%lld,\"softmaxLseFlag\":%s,\"keyAntiquantMode\":%lld,\"valueAntiquantMode\":%lld,"
-	   "\"optionalUsed\":%d",
-	   (long long)numHeads, scaleValue, (long long)preTokens, (long long)nextTokens, inputLayout ? inputLayout : "",
-	   (long long)numKeyValueHeads, (long long)sparseMode, (long long)innerPrecise, (long long)blockSize,
-	   (long long)antiquantMode, softmaxLseFlag ? "true" : "false", (long long)keyAntiquantMode,
-	   (long long)valueAntiquantMode, extra);
-	c.ex->f[0] = scaleValue;
-	c.ex->i[0] = numHeads, c.ex->i[1] = preTokens, c.ex->i[2] = nextTokens, c.ex->i[3] = numKeyValueHeads;
-	c.ex->i[4] = sparseMode, c.ex->i[5] = innerPrecise;
-	snprintf(c.ex->s, sizeof c.ex->s, "%s", inputLayout ? inputLayout : "");
-	check(&c, inputLayout && (strcmp(inputLayout, "BSND") == 0 || strcmp(inputLayout, "BNSD") == 0 ||
-	                          strcmp(inputLayout, "BSH") == 0),
-	      "inputLayout must be BSND, BNSD or BSH");
-	check(&c, numHeads > 0, "numHeads must be > 0");
-	check(&c, numKeyValueHeads >= 0 && (numKeyValueHeads == 0 || numHeads % numKeyValueHeads == 0),
-	      "numHeads must be a multiple of numKeyValueHeads");
-	check(&c, same_shape(query, attentionOut), "attentionOut must have the shape of query");
-	return call_end(&c, "aclnnFusedInferAttentionScoreV2", workspaceSize, executor);
-}
-RUN(aclnnFusedInferAttentionScoreV2)
 
 /* ---------------- control, for tests ---------------- */
 

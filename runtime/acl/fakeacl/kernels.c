@@ -44,20 +44,13 @@
  * phase 1 and the binding's recipes are. Adding one: README.md.
  */
 #include "fakeacl.h"
+#include "ops.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-	const aclOpExecutor *e;
-	void *ws;
-	uint64_t wsz;
-} kctx;
-
-#define T(k) (&c->e->t[k])
-#define HAS(k) (c->e->t[k].magic != 0)
 
 /* ---------------- numbers ---------------- */
 
@@ -84,18 +77,16 @@ static float h2f_calc(uint16_t h) {
 	return f;
 }
 
-/* h2f(h) is h2f_calc(h) tabulated once when the library loads (every
- * float16 bit pattern, NaN payloads included) */
-static float h2f_tab[65536];
+/* h2f(h) (ops.h) is h2f_calc(h) tabulated once when the library loads
+ * (every float16 bit pattern, NaN payloads included) */
+float h2f_tab[65536];
 
 __attribute__((constructor)) static void h2f_init(void) {
 	for (uint32_t h = 0; h < 65536; h++) h2f_tab[h] = h2f_calc((uint16_t)h);
 }
 
-static inline float h2f(uint16_t h) { return h2f_tab[h]; }
-
 /* float32 -> float16, round to nearest even, overflow to infinity */
-static uint16_t f2h(float f) {
+uint16_t f2h(float f) {
 	uint32_t x;
 	memcpy(&x, &f, 4);
 	uint32_t s = (x >> 16) & 0x8000, e = (x >> 23) & 0xff, m = x & 0x7fffff;
@@ -130,7 +121,7 @@ static uint16_t f2bf(float f) {
 	return (uint16_t)(x >> 16);
 }
 
-static float round_h(float f) { return h2f(f2h(f)); }
+float round_h(float f) { return h2f(f2h(f)); }
 
 /* HF32: float32's range with 11 explicit mantissa bits, round to nearest
  * even (SetHF32 transMode 0). */
@@ -302,7 +293,7 @@ static double round_to(aclDataType t, double v) {
 }
 
 /* element e (storage offset included) of t */
-static double ld(const aclTensor *t, int64_t e) {
+double ld(const aclTensor *t, int64_t e) {
 	const char *p = t->data;
 	switch (t->dtype) {
 	case ACL_FLOAT: { float v; memcpy(&v, p + 4 * e, 4); return v; }
@@ -326,7 +317,7 @@ static double ld(const aclTensor *t, int64_t e) {
 	}
 }
 
-static void st(const aclTensor *t, int64_t e, double v) {
+void st(const aclTensor *t, int64_t e, double v) {
 	char *p = t->data;
 	switch (t->dtype) {
 	case ACL_FLOAT: { float x = (float)v; memcpy(p + 4 * e, &x, 4); return; }
@@ -362,7 +353,7 @@ static int64_t numel(const aclTensor *t) {
 
 /* the element offset in t of coordinates c of an nd-dim iteration space,
  * t's dims right-aligned to it; t's dims of size 1 broadcast */
-static int64_t toff(const aclTensor *t, const int64_t *c, int nd) {
+int64_t toff(const aclTensor *t, const int64_t *c, int nd) {
 	int64_t o = t->offset;
 	int shift = nd - t->ndim;
 	for (int i = 0; i < t->ndim; i++) {
@@ -1185,119 +1176,6 @@ static int k_rope(kctx *c) {
 	return 0;
 }
 
-/* ---------------- attention ---------------- */
-
-/* one head-major view of a layout: element (b, s, n, d) */
-typedef struct {
-	const aclTensor *t;
-	int ib, is, in, id; /* the tensor dim of each of b, s, n, d; -1: none */
-	int64_t heads;      /* BSH: D = H / heads */
-} lview;
-
-static int64_t lv_off(const lview *v, int64_t b, int64_t s, int64_t n, int64_t d) {
-	const aclTensor *t = v->t;
-	int64_t o = t->offset;
-	if (v->ib >= 0) o += b * t->strides[v->ib];
-	o += s * t->strides[v->is];
-	if (v->in >= 0) {
-		o += n * t->strides[v->in] + d * t->strides[v->id];
-	} else { /* BSH: hidden = n * D + d */
-		int64_t D = t->dims[2] / v->heads;
-		o += (n * D + d) * t->strides[2];
-	}
-	return o;
-}
-
-static int layout_view(const char *layout, const aclTensor *t, int64_t heads, lview *v) {
-	v->t = t;
-	v->heads = heads;
-	if (strcmp(layout, "BSND") == 0 && t->ndim == 4) {
-		v->ib = 0, v->is = 1, v->in = 2, v->id = 3;
-	} else if (strcmp(layout, "BNSD") == 0 && t->ndim == 4) {
-		v->ib = 0, v->in = 1, v->is = 2, v->id = 3;
-	} else if (strcmp(layout, "BSH") == 0 && t->ndim == 3) {
-		v->ib = 0, v->is = 1, v->in = -1, v->id = -1;
-	} else {
-		return -1;
-	}
-	return 0;
-}
-
-static int64_t lv_dim(const lview *v, char what) {
-	const aclTensor *t = v->t;
-	switch (what) {
-	case 'B': return t->dims[v->ib];
-	case 'S': return t->dims[v->is];
-	case 'N': return v->in >= 0 ? t->dims[v->in] : v->heads;
-	default: return v->in >= 0 ? t->dims[v->id] : t->dims[2] / v->heads;
-	}
-}
-
-static int k_fia(kctx *c) {
-	const aclTensor *q = T(0), *pse = T(1), *mask = T(2), *out = T(3);
-	const aclOpExecutor *e = c->e;
-	double scale = e->f[0];
-	int64_t N = e->i[0], pre = e->i[1], next = e->i[2], Nkv = e->i[3] ? e->i[3] : e->i[0];
-	lview qv, kv, vv, ov;
-	if (e->nl[0] != 1 || e->nl[1] != 1) {
-		fake_set_err("aclnnFusedInferAttentionScoreV2: key and value lists of one tensor only are emulated");
-		return ACLNN_ERR_PARAM_INVALID;
-	}
-	if (layout_view(e->s, q, N, &qv) || layout_view(e->s, &e->l[0][0], Nkv, &kv) ||
-	    layout_view(e->s, &e->l[1][0], Nkv, &vv) || layout_view(e->s, out, N, &ov)) {
-		fake_set_err("aclnnFusedInferAttentionScoreV2: tensors do not fit layout %s", e->s);
-		return ACLNN_ERR_PARAM_INVALID;
-	}
-	int64_t B = lv_dim(&qv, 'B'), S = lv_dim(&qv, 'S'), D = lv_dim(&qv, 'D'), Skv = lv_dim(&kv, 'S');
-	int64_t Dv = lv_dim(&vv, 'D');
-	if (lv_dim(&kv, 'D') != D || lv_dim(&vv, 'S') != Skv || lv_dim(&kv, 'N') != Nkv || lv_dim(&vv, 'N') != Nkv ||
-	    lv_dim(&qv, 'N') != N || N % Nkv != 0) {
-		fake_set_err("aclnnFusedInferAttentionScoreV2: query/key/value shapes disagree with numHeads %lld, "
-		             "numKeyValueHeads %lld", (long long)N, (long long)Nkv);
-		return ACLNN_ERR_PARAM_INVALID;
-	}
-	if ((pre < Skv && pre < 65535) || (next < Skv && next < 65535)) {
-		fake_set_err("aclnnFusedInferAttentionScoreV2: a preTokens/nextTokens band narrower than the keys is "
-		             "not emulated");
-		return ACLNN_ERR_PARAM_INVALID;
-	}
-	float *sc = malloc(sizeof(float) * (size_t)(Skv ? Skv : 1));
-	float *acc = malloc(sizeof(float) * (size_t)(Dv ? Dv : 1));
-	for (int64_t b = 0; b < B; b++) {
-		for (int64_t n = 0; n < N; n++) {
-			int64_t nk = n / (N / Nkv);
-			for (int64_t s = 0; s < S; s++) {
-				float m = -INFINITY;
-				for (int64_t j = 0; j < Skv; j++) {
-					float dot = 0;
-					for (int64_t d = 0; d < D; d++)
-						dot += (float)ld(q, lv_off(&qv, b, s, n, d)) * (float)ld(kv.t, lv_off(&kv, b, j, nk, d));
-					float v = dot * (float)scale;
-					int64_t pc[4] = {b, n, s, j};
-					if (pse->magic) v += (float)ld(pse, toff(pse, pc, 4));
-					if (mask->magic && ld(mask, toff(mask, pc + (4 - mask->ndim), mask->ndim)) != 0) v = -INFINITY;
-					sc[j] = v;
-					if (v > m) m = v;
-				}
-				float sum = 0;
-				for (int64_t j = 0; j < Skv; j++) {
-					sc[j] = m == -INFINITY ? 0 : expf(sc[j] - m);
-					sum += sc[j];
-				}
-				for (int64_t d = 0; d < Dv; d++) acc[d] = 0;
-				for (int64_t j = 0; j < Skv; j++) {
-					float p = sum > 0 ? round_h(sc[j] / sum) : 0;
-					for (int64_t d = 0; d < Dv; d++) acc[d] += p * (float)ld(vv.t, lv_off(&vv, b, j, nk, d));
-				}
-				for (int64_t d = 0; d < Dv; d++) st(out, lv_off(&ov, b, s, n, d), acc[d]);
-			}
-		}
-	}
-	free(sc);
-	free(acc);
-	return 0;
-}
-
 /* ---------------- the table ---------------- */
 
 static const struct kdef {
@@ -1343,7 +1221,7 @@ static const struct kdef {
     /* rotary position embedding */
     {"aclnnRotaryPositionEmbedding", k_rope},
     /* attention */
-    {"aclnnFusedInferAttentionScoreV2", k_fia},
+    {"aclnnFusedInferAttentionScoreV2", irt_kernel_FIA}, /* ops_attention.c */
 };
 
 static const struct kdef *find(const char *op) {
