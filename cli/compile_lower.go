@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -48,15 +49,16 @@ type partitionJSON struct {
 
 // programJSON is the "program" object of compile --json.
 type programJSON struct {
-	Bucket             string         `json:"bucket"`
-	Kernels            int            `json:"kernels"`
-	Segments           int            `json:"segments"`
-	CapturableSegments int            `json:"capturable_segments"`
-	Copies             int            `json:"copies"`
-	KernelsByName      map[string]int `json:"kernels_by_name"`
-	SplitCalls         []splitJSON    `json:"split_calls,omitempty"`
-	Regions            []cann.Region  `json:"regions"`
-	Blockers           []string       `json:"blockers,omitempty"`
+	Bucket             string          `json:"bucket"`
+	Kernels            int             `json:"kernels"`
+	Segments           int             `json:"segments"`
+	CapturableSegments int             `json:"capturable_segments"`
+	Copies             int             `json:"copies"`
+	KernelsByName      map[string]int  `json:"kernels_by_name"`
+	SplitCalls         []splitJSON     `json:"split_calls,omitempty"`
+	Attention          []attentionJSON `json:"attention,omitempty"`
+	Regions            []cann.Region   `json:"regions"`
+	Blockers           []string        `json:"blockers,omitempty"`
 }
 
 // splitJSON is one kernel whose operator is called more than once in an
@@ -89,6 +91,40 @@ func splitCalls(prog *cann.Program) []splitJSON {
 			if n > 1 {
 				out = append(out, splitJSON{Node: k.Node, Name: k.NodeName, Kernel: k.Name, Count: n, Calls: k.Calls})
 			}
+		}
+	}
+	return out
+}
+
+// attentionJSON is how the attention kernels of the program lower, one
+// entry per distinct lowering: the aclnn operator, the calls of an eager
+// launch, the target rule's reason (target/attention.go: FIA on Atlas A2,
+// the unfused calls where the part or the views do not allow it) and how
+// many kernels lower so.
+type attentionJSON struct {
+	Kernel  string   `json:"kernel"`
+	Calls   []string `json:"calls"`
+	Reason  string   `json:"reason"`
+	Kernels int      `json:"kernels"`
+}
+
+// attentionLowering groups the NPU attention kernels of prog by kernel,
+// calls and reason, in program order of first appearance.
+func attentionLowering(prog *cann.Program) []attentionJSON {
+	var out []attentionJSON
+	for _, s := range prog.Segments {
+		for _, k := range s.Kernels {
+			if k.Op != ir.OpAttention || strings.HasPrefix(k.Name, "cpu.") {
+				continue
+			}
+			i := slices.IndexFunc(out, func(a attentionJSON) bool {
+				return a.Kernel == k.Name && a.Reason == k.Note && slices.Equal(a.Calls, k.Calls)
+			})
+			if i < 0 {
+				out = append(out, attentionJSON{Kernel: k.Name, Calls: k.Calls, Reason: k.Note})
+				i = len(out) - 1
+			}
+			out[i].Kernels++
 		}
 	}
 	return out
@@ -161,7 +197,7 @@ func outLower(j *compileJob) error {
 	f := j.Flags
 	res, prog, pr := j.R.Partition, j.R.Program, *j.R.Prediction
 	out := programJSON{Bucket: prog.Bucket, Kernels: prog.Kernels(), Segments: len(prog.Segments),
-		KernelsByName: prog.KernelsByName(), SplitCalls: splitCalls(prog), Regions: prog.Regions}
+		KernelsByName: prog.KernelsByName(), SplitCalls: splitCalls(prog), Attention: attentionLowering(prog), Regions: prog.Regions}
 	blockers := map[string]bool{}
 	for _, s := range prog.Segments {
 		if s.Capturable {
@@ -194,6 +230,9 @@ func outLower(j *compileJob) error {
 	fmt.Fprintf(j.Text, "  kernels: %s\n", kernelSummary(out.KernelsByName))
 	for _, sp := range out.SplitCalls {
 		fmt.Fprintf(j.Text, "  split: node %d %s: %d %s calls (one per %d output columns)\n", sp.Node, sp.Name, sp.Count, sp.Kernel, target.WQBMMMaxDim)
+	}
+	for _, a := range out.Attention {
+		fmt.Fprintf(j.Text, "  attention x%d: %s (%s): %s\n", a.Kernels, a.Kernel, strings.Join(a.Calls, ", "), a.Reason)
 	}
 	for _, b := range out.Blockers {
 		fmt.Fprintf(j.Text, "  not captured: %s\n", b)
