@@ -99,14 +99,16 @@ func npuAttention(n *ir.Node) Support {
 const fiaPrefillAlign = 16
 
 // FIAPadding returns the head dim attention node n runs FIA with, and
-// whether that pads it: a prefill (more than one query token, or a token
-// count not yet known) whose head dim is not a multiple of 16 has Q, K and
-// V zero-padded to the next one in the workspace (the padded lanes add
-// exact zeros to every score; the output's are dropped). Decode (one
-// token, the IncreFlashAttention branch) has no such limit.
+// whether that pads it: a prefill (more than one query token) whose head
+// dim is not a multiple of 16 has Q, K and V zero-padded to the next one
+// in the workspace (the padded lanes add exact zeros to every score; the
+// output's are dropped). Decode (one token, the IncreFlashAttention
+// branch) has no such limit; a node whose token count is still symbolic
+// is costed as the decode step it is priced at (lowering specialises the
+// graph to its tokens first).
 func FIAPadding(n *ir.Node) (int64, bool) {
 	d := n.Args[0].Type.Shape[0].Val
-	if t := n.Args[0].Type.Shape[1]; t.IsConst() && t.Val == 1 || d%fiaPrefillAlign == 0 {
+	if t := n.Args[0].Type.Shape[1]; !t.IsConst() || t.Val == 1 || d%fiaPrefillAlign == 0 {
 		return d, false
 	}
 	return (d + fiaPrefillAlign - 1) / fiaPrefillAlign * fiaPrefillAlign, true
