@@ -236,6 +236,10 @@ typedef struct {
 	int64_t B, N, S, D, Dv, Skv, Nkv, pre, next;
 	int band;
 	float scale;
+	/* K as f32 [B][Nkv][D][Skv] (transposed: one query row's dots over
+	 * all keys run as D passes over contiguous keys) and V as f32
+	 * [B][Nkv][Skv][Dv], converted once per launch */
+	float *kf, *vf;
 } fia_job;
 
 /* element d of a head-major row at offset o with stride ds: float16 read
@@ -259,21 +263,39 @@ static int fia_rows(void *arg, int64_t lo, int64_t hi) {
 		int64_t b = r / (j->N * j->S), n = r / j->S % j->N, s = r % j->S, nk = n / (j->N / j->Nkv);
 		int64_t qo = lv_off(&j->qv, b, s, n, 0), qs = j->D > 1 ? lv_off(&j->qv, b, s, n, 1) - qo : 0;
 		for (int64_t d = 0; d < j->D; d++) qr[d] = fia_ld(j->qv.t, qo, qs, d);
-		int64_t k0 = lv_off(&j->kv, b, 0, nk, 0), kd = j->D > 1 ? lv_off(&j->kv, b, 0, nk, 1) - k0 : 0;
-		int64_t kss = j->Skv > 1 ? lv_off(&j->kv, b, 1, nk, 0) - k0 : 0;
+		/* the scores of every key, each summed over D in order (the
+		 * loop over keys is the inner one: the same sums, vectorisable) */
+		const float *kf = j->kf + (b * j->Nkv + nk) * j->D * j->Skv;
+		for (int64_t t = 0; t < j->Skv; t++) sc[t] = 0;
+		for (int64_t d = 0; d < j->D; d++) {
+			const float qd = qr[d], *kr = kf + d * j->Skv;
+			for (int64_t t = 0; t < j->Skv; t++) sc[t] += qd * kr[t];
+		}
+		/* the mask's row: its cells t apart by mstep (broadcast dims
+		 * step 0); a one-byte mask is read directly */
+		int64_t mrow = 0, mstep = 0;
+		const unsigned char *mb = NULL;
+		if (j->mask) {
+			int64_t pc0[4] = {b, n, s, 0}, pc1[4] = {b, n, s, 1};
+			int nd = j->mask->ndim;
+			mrow = toff(j->mask, pc0 + (4 - nd), nd);
+			mstep = toff(j->mask, pc1 + (4 - nd), nd) - mrow;
+			if (j->mask->dtype != ACL_FLOAT16 && j->mask->dtype != ACL_FLOAT && j->mask->dtype != ACL_BF16)
+				mb = (const unsigned char *)j->mask->data;
+		}
 		float m = -INFINITY;
 		for (int64_t t = 0; t < j->Skv; t++) {
-			int64_t pc[4] = {b, n, s, t};
-			if ((j->mask && ld(j->mask, toff(j->mask, pc + (4 - j->mask->ndim), j->mask->ndim)) != 0) ||
-			    (j->band && (t < s - j->pre || t > s + j->next))) {
+			int hidden = j->band && (t < s - j->pre || t > s + j->next);
+			if (j->mask && !hidden) hidden = mb ? mb[mrow + t * mstep] != 0 : ld(j->mask, mrow + t * mstep) != 0;
+			if (hidden) {
 				sc[t] = -INFINITY;
 				continue;
 			}
-			float dot = 0;
-			int64_t ko = k0 + t * kss;
-			for (int64_t d = 0; d < j->D; d++) dot += qr[d] * fia_ld(j->kv.t, ko, kd, d);
-			float v = dot * j->scale;
-			if (j->pse) v += (float)ld(j->pse, toff(j->pse, pc, 4));
+			float v = sc[t] * j->scale;
+			if (j->pse) {
+				int64_t pc[4] = {b, n, s, t};
+				v += (float)ld(j->pse, toff(j->pse, pc, 4));
+			}
 			sc[t] = v;
 			if (v > m) m = v;
 		}
@@ -283,12 +305,12 @@ static int fia_rows(void *arg, int64_t lo, int64_t hi) {
 			sum += sc[t];
 		}
 		for (int64_t d = 0; d < j->Dv; d++) acc[d] = 0;
-		int64_t v0 = lv_off(&j->vv, b, 0, nk, 0), vd = j->Dv > 1 ? lv_off(&j->vv, b, 0, nk, 1) - v0 : 0;
-		int64_t vss = j->Skv > 1 ? lv_off(&j->vv, b, 1, nk, 0) - v0 : 0;
+		const float *vf = j->vf + (b * j->Nkv + nk) * j->Skv * j->Dv;
 		for (int64_t t = 0; t < j->Skv; t++) {
 			float p = sum > 0 ? round_h(sc[t] / sum) : 0;
 			if (p == 0) continue; /* adds +0: no change to any sum */
-			for (int64_t d = 0; d < j->Dv; d++) acc[d] += p * fia_ld(j->vv.t, v0 + t * vss, vd, d);
+			const float *vr = vf + t * j->Dv;
+			for (int64_t d = 0; d < j->Dv; d++) acc[d] += p * vr[d];
 		}
 		for (int64_t d = 0; d < j->Dv; d++) st(j->ov.t, lv_off(&j->ov, b, s, n, d), acc[d]);
 	}
@@ -347,5 +369,24 @@ int irt_kernel_FIA(kctx *c) {
 	/* the band applies with a mask in sparseMode 0; Q_S 1 ignores it */
 	j.band = j.S > 1 && j.mask && sparse == 0;
 	if (j.B * j.N * j.S == 0) return 0;
-	return fake_parallel(j.B * j.N * j.S, 4, fia_rows, &j);
+	size_t nk = (size_t)(j.B * j.Nkv * j.Skv);
+	j.kf = malloc(sizeof(float) * (nk * (size_t)j.D + 1));
+	j.vf = malloc(sizeof(float) * (nk * (size_t)j.Dv + 1));
+	if (!j.kf || !j.vf) {
+		free(j.kf), free(j.vf);
+		fake_set_err("aclnnFusedInferAttentionScoreV2: out of host memory for K and V in f32");
+		return ACLNN_ERR_INNER;
+	}
+	for (int64_t b = 0; b < j.B; b++)
+		for (int64_t h = 0; h < j.Nkv; h++)
+			for (int64_t t = 0; t < j.Skv; t++) {
+				int64_t ko = lv_off(&j.kv, b, t, h, 0), kd = j.D > 1 ? lv_off(&j.kv, b, t, h, 1) - ko : 0;
+				int64_t vo = lv_off(&j.vv, b, t, h, 0), vd = j.Dv > 1 ? lv_off(&j.vv, b, t, h, 1) - vo : 0;
+				float *kf = j.kf + (b * j.Nkv + h) * j.D * j.Skv, *vf = j.vf + ((b * j.Nkv + h) * j.Skv + t) * j.Dv;
+				for (int64_t d = 0; d < j.D; d++) kf[d * j.Skv + t] = fia_ld(j.kv.t, ko, kd, d);
+				for (int64_t d = 0; d < j.Dv; d++) vf[d] = fia_ld(j.vv.t, vo, vd, d);
+			}
+	int rc = fake_parallel(j.B * j.N * j.S, 4, fia_rows, &j);
+	free(j.kf), free(j.vf);
+	return rc;
 }
