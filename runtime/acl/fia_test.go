@@ -55,7 +55,13 @@ func countCalls(d *Device) *callCounter {
 // attention kernel calls aclnnFusedInferAttentionScoreV2 and no
 // aclnnSoftmax (a mixture-of-experts router keeps its own softmax), and the logits (prefill, first decode step, llama.cpp's
 // top-5 of every step) stay within fiaBound of llama.cpp's, its greedy
-// tokens kept wherever its top-1/top-2 gap exceeds quantTieGap.
+// tokens kept wherever its top-1/top-2 gap exceeds quantTieGap. Without the
+// external directory it runs testdata's copies, with the weight-quant
+// mode's own exceptions (wqbmmMeasured; files that mode holds to no bound
+// are skipped). Measured (the shared models, attention unfused → fused,
+// both in the default arithmetic): f32/f16 files 0.7e-5–3.5e-4 →
+// 3.2e-4–6.7e-4, quantised files unchanged (1.8e-2–2.9e-2: the
+// weight-quant matmuls dominate).
 func TestFusedAttentionAgainstLlamaCpp(t *testing.T) {
 	for _, path := range testref.Models(t) {
 		name := strings.TrimSuffix(filepath.Base(path), ".gguf")
@@ -64,9 +70,16 @@ func TestFusedAttentionAgainstLlamaCpp(t *testing.T) {
 			if !ok {
 				t.Skip("no llama.cpp run")
 			}
+			if w := weightTypesOf(f); len(w.quant) > 0 && (w.experts || !w.allHaveRecipes()) {
+				t.Skip("quantised experts or matrices without a weight-quant recipe: TestWQBMMModeOnEmulatedCANN holds no bound on them either")
+			}
+			tol := fiaBound
+			if m, ok := wqbmmMeasured[name]; ok {
+				tol = m // the weight-quant matmuls' own departure (testdata's copies)
+			}
 			d := newDevice(t, Options{PoolBytes: 256 << 20, WorkspaceReserve: 16 << 20})
 			c := countCalls(d)
-			r := runOnEmulatorWithin(t, m, f, ref, d, true, fiaBound, quantTieGap)
+			r := runOnEmulatorWithin(t, m, f, ref, d, true, tol, quantTieGap)
 			if c.attention[target.FIA] == 0 || c.attention["aclnnSoftmax"] != 0 {
 				t.Errorf("%s: attention calls %v: want aclnnFusedInferAttentionScoreV2 and no softmax", name, c.attention)
 			}
