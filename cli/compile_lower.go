@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"fmt"
-	"github.com/irtool/irtool/compiler/summary"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+
+	"github.com/irtool/irtool/compiler/summary"
 
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/lower/cann"
@@ -63,6 +65,9 @@ func outLower(j *compileJob) error {
 	fmt.Fprintf(j.Text, "  kernels: %s\n", summary.KernelSummary(out.KernelsByName))
 	for _, sp := range out.SplitCalls {
 		fmt.Fprintf(j.Text, "  split: node %d %s: %d %s calls (one per %d output columns)\n", sp.Node, sp.Name, sp.Count, sp.Kernel, target.WQBMMMaxDim)
+	}
+	for _, a := range out.Attention {
+		fmt.Fprintf(j.Text, "  attention x%d: %s (%s): %s\n", a.Kernels, a.Kernel, strings.Join(a.Calls, ", "), a.Reason)
 	}
 	for _, b := range out.Blockers {
 		fmt.Fprintf(j.Text, "  not captured: %s\n", b)

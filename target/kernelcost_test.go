@@ -44,8 +44,9 @@ func TestKernelCostClasses(t *testing.T) {
 }
 
 // TestAttentionIntermediates: the fused attention run as ggml-cann's
-// unfused calls carries the traffic of its f32 scores and probabilities
-// (38 B per score) on top of its operands and result.
+// unfused calls (on the 310B, which has no aclnnFusedInferAttentionScoreV2)
+// carries the traffic of its f32 scores and probabilities (38 B per score)
+// on top of its operands and result; through FIA (Atlas A2) it does not.
 func TestAttentionIntermediates(t *testing.T) {
 	g, err := ir.ParseString(`graph "attention" {
   %0 = input() : f32[4,4,3] "Qcur-0"
@@ -59,17 +60,25 @@ func TestAttentionIntermediates(t *testing.T) {
   outputs(%7)
 }`)
 	require.NoError(t, err)
-	p, err := Get("ascend910b")
-	require.NoError(t, err)
-	n := g.Nodes[7]
-	s := p.Supports(n)
-	require.True(t, s.OK, s.Reason)
-	require.NotEqual(t, "aclnnFusedInferAttentionScoreV2", s.Kernel)
-	_, bytes, err := Traffic(n, nil)
-	require.NoError(t, err)
-	w, err := p.Work(n, nil)
-	require.NoError(t, err)
-	scores := 3.0 * 4 * 8 // query rows x heads x cells
-	require.InDelta(t, bytes+38*scores, w.Bytes, 1e-9)
-	require.Equal(t, ClassGEMV, w.Class, "3 query rows stream like a GEMV")
+	for _, c := range []struct {
+		target string
+		fused  bool
+	}{{"ascend310b", false}, {"ascend910b", true}} {
+		p, err := Get(c.target)
+		require.NoError(t, err)
+		n := g.Nodes[7]
+		s := p.Supports(n)
+		require.True(t, s.OK, s.Reason)
+		require.Equal(t, c.fused, s.Kernel == FIA, c.target)
+		_, bytes, err := Traffic(n, nil)
+		require.NoError(t, err)
+		w, err := p.Work(n, nil)
+		require.NoError(t, err)
+		scores := 3.0 * 4 * 8 // query rows x heads x cells
+		if c.fused {
+			scores = 0
+		}
+		require.InDelta(t, bytes+38*scores, w.Bytes, 1e-9, c.target)
+		require.Equal(t, ClassGEMV, w.Class, "3 query rows stream like a GEMV")
+	}
 }

@@ -97,6 +97,7 @@ func Contiguous(n *ir.Node) bool {
 // (CANN 8.3 aclnn reference, "产品支持情况"). llama.cpp emulates RoPE on
 // 310P with roll/mul/add (ggml-cann's aclnn_ops.cpp); irtool does not, so RoPE falls back.
 func gate310B(n *ir.Node, s Support) Support {
+	s = attentionWithoutFIA(n, s, "aclnnFusedInferAttentionScoreV2 is not available on Atlas 200I/500 A2 (CANN aclnn operator reference, product support table)")
 	for _, c := range s.Calls {
 		switch c {
 		case "aclnnRotaryPositionEmbedding", "aclnnWeightQuantBatchMatmulV2", "aclnnFusedInferAttentionScoreV2":

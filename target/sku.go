@@ -92,6 +92,7 @@ func ascend310P() *Profile {
 // RoPE, which ggml-cann emulates there with roll/mul/add, stays on the
 // CPU in irtool.
 func gate310P(n *ir.Node, s Support) Support {
+	s = attentionWithoutFIA(n, s, "flash attention is off on 310P in llama.cpp's CANN backend (ggml-cann's supports_op for ASCEND_310P), and CANN's aclnnFusedInferAttentionScoreV2 page lists Atlas inference products (310P) as unsupported")
 	for _, c := range s.Calls {
 		switch c {
 		case "aclnnRotaryPositionEmbedding", "aclnnWeightQuantBatchMatmulV2", "aclnnFusedInferAttentionScoreV2":

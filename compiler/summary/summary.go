@@ -9,6 +9,7 @@ package summary
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -88,8 +89,43 @@ type Program struct {
 	Copies             int            `json:"copies"`
 	KernelsByName      map[string]int `json:"kernels_by_name"`
 	SplitCalls         []Split        `json:"split_calls,omitempty"`
+	Attention          []Attention    `json:"attention,omitempty"`
 	Regions            []cann.Region  `json:"regions"`
 	Blockers           []string       `json:"blockers,omitempty"`
+}
+
+// Attention is how the attention kernels of the program lower, one entry
+// per distinct lowering: the aclnn operator, the calls of an eager launch,
+// the target rule's reason (target/attention.go: FIA on Atlas A2, the
+// unfused calls where the part or the views do not allow it) and how many
+// kernels lower so.
+type Attention struct {
+	Kernel  string   `json:"kernel"`
+	Calls   []string `json:"calls"`
+	Reason  string   `json:"reason"`
+	Kernels int      `json:"kernels"`
+}
+
+// AttentionLowering groups the NPU attention kernels of prog by kernel,
+// calls and reason, in program order of first appearance.
+func AttentionLowering(prog *cann.Program) []Attention {
+	var out []Attention
+	for _, s := range prog.Segments {
+		for _, k := range s.Kernels {
+			if k.Op != ir.OpAttention || strings.HasPrefix(k.Name, "cpu.") {
+				continue
+			}
+			i := slices.IndexFunc(out, func(a Attention) bool {
+				return a.Kernel == k.Name && a.Reason == k.Note && slices.Equal(a.Calls, k.Calls)
+			})
+			if i < 0 {
+				out = append(out, Attention{Kernel: k.Name, Calls: k.Calls, Reason: k.Note})
+				i = len(out) - 1
+			}
+			out[i].Kernels++
+		}
+	}
+	return out
 }
 
 // PartitionOf is the "partition" record of r's partition stage.
@@ -106,7 +142,7 @@ func PartitionOf(r *compiler.Result) Partition {
 // operator calls and why the other NPU segments are not captured.
 func ProgramOf(prog *cann.Program) Program {
 	out := Program{Bucket: prog.Bucket, Kernels: prog.Kernels(), Segments: len(prog.Segments),
-		KernelsByName: prog.KernelsByName(), SplitCalls: SplitCalls(prog), Regions: prog.Regions}
+		KernelsByName: prog.KernelsByName(), SplitCalls: SplitCalls(prog), Attention: AttentionLowering(prog), Regions: prog.Regions}
 	blockers := map[string]bool{}
 	for _, s := range prog.Segments {
 		if s.Capturable {

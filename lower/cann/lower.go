@@ -454,7 +454,7 @@ func (l *lowerer) kernel(n *ir.Node, d target.Device) (Kernel, error) {
 		return k, nil
 	}
 	s := l.prof.Supports(n)
-	k.Name, k.Calls, k.HostSync = s.Kernel, s.Calls, s.HostSync
+	k.Name, k.Calls, k.HostSync, k.Note = s.Kernel, s.Calls, s.HostSync, s.Reason
 	if ws, ok := l.plan.Workspaces[n.ID]; ok && ws.Bytes > 0 {
 		k.WorkspaceBytes = ws.Bytes
 		k.Workspace = Addr{Region: RegionArena, Offset: ws.Offset}

@@ -116,6 +116,9 @@ type Kernel struct {
 	Workspace      Addr  `json:"workspace"`
 	// HostSync marks a kernel that synchronises with the host internally.
 	HostSync bool `json:"host_sync,omitempty"`
+	// Note is the target rule's note on how the kernel lowers (the
+	// attention's fused or unfused calls and why), empty for most.
+	Note string `json:"note,omitempty"`
 	// Cost model: the kernel's device time and its eager host launch time.
 	DeviceUS float64 `json:"device_us"`
 	LaunchUS float64 `json:"launch_us"`

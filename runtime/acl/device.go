@@ -54,10 +54,13 @@ type Options struct {
 	// MaxKernels bounds the cache of prepared kernels (descriptors) per
 	// device (default 4096); the least recently used are destroyed.
 	MaxKernels int
-	// FlashAttention runs the fused attention op through
+	// FlashAttention forces the fused attention op through
 	// aclnnFusedInferAttentionScoreV2 (ggml-cann's flash-attention path,
-	// f16 output) instead of two f16 matmuls around an f32 softmax (its
-	// path with flash attention off, and ggml-cpu's arithmetic).
+	// f16 output) even where the target lowered it to two f16 matmuls
+	// around an f32 softmax (its path with flash attention off, and
+	// ggml-cpu's arithmetic) or the "ggml" QuantMatmul mode would keep
+	// those. Without it the kernel's name, the target's rule
+	// (target.FIA), chooses: FIA on Atlas A2.
 	FlashAttention bool
 	// QuantMatmul chooses the arithmetic of q4_0/q8_0 matmuls:
 	// QuantMatmulWQBMM ("wqbmm", the default when empty) or

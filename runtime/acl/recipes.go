@@ -102,14 +102,16 @@ import "github.com/irtool/irtool/ir"
 //
 // recipes_attention.go
 //
-//	attention           aclnnCast(q → f16) aclnnMatmul(q16, k16ᵀ → f32)
-//	                    aclnnMuls(scale) [aclnnAdd mask] aclnnSoftmax
-//	                    aclnnCast(→ f16) aclnnMatmul(p16, v16 → f32);
-//	                    with Options.FlashAttention: aclnnCast(q → f16)
-//	                    [aclnnCast(mask → f16)]
-//	                    aclnnFusedInferAttentionScoreV2 (BSND, mask as
-//	                    pse shift, GQA by numKeyValueHeads)
-//	                    aclnnCast(out → f32)
+//	attention           as the target lowered it (target.FIA): [zero-padded
+//	                    Q/K/V: aclnnInplaceCopy(0) … 2 × aclnnInplaceCopy]
+//	                    aclnnCast(q → f16) [aclnnMuls(−mask)
+//	                    aclnnGeScalar(≥ 1): BOOL attenMask]
+//	                    aclnnFusedInferAttentionScoreV2 (BSND, GQA by
+//	                    numKeyValueHeads) aclnnCast(out → f32); unfused
+//	                    (and in the "ggml" QuantMatmul mode): aclnnCast(q →
+//	                    f16) aclnnMatmul(q16, k16ᵀ → f32) aclnnMuls(scale)
+//	                    [aclnnAdd mask] aclnnSoftmax aclnnCast(→ f16)
+//	                    aclnnMatmul(p16, v16 → f32)
 //	swa_mask            aclnnCast(pos → f32), aclnnAdd(pos − (cell + window), alpha −1)
 //	                    against a constant table of cell + window, aclnnGeScalar(≥ 0),
 //	                    aclnnInplaceCopy(out ← mask),

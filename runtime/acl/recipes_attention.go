@@ -39,17 +39,20 @@ func bsnd(t device.TensorDesc, s, n, d int) ([]int64, []int64, bool) {
 // Hkv, 1], v [KV, Dv, Hkv, 1] (the transposed V view), mask [KV, T', 1, 1]
 // with T' ≥ T; out f32 [Dv·H, T, 1, 1].
 //
-// By default it runs as ggml-cann runs llama.cpp's attention with flash
-// attention off, which is also the arithmetic of ggml-cpu: q cast to f16,
-// scores = q16 · k16 with f32 results (aclnnMatmul, the KV-head groups
-// broadcast over their query heads), aclnnMuls by the scale, aclnnAdd of
-// the mask, aclnnSoftmax, the probabilities cast to f16, and out = p16 ·
-// v16 with f32 results written straight into the output's
-// [Dv·H, T] layout. Options.FlashAttention selects
-// aclnnFusedInferAttentionScoreV2 instead (ggml-cann's -fa path), whose
-// output is f16 (docs/LOWERING.md says what that costs in precision).
+// The target's rule chooses (target.FIA, the kernel's Name): on Atlas A2
+// it is aclnnFusedInferAttentionScoreV2 (fusedAttention), as ggml-cann
+// runs attention with flash attention on and vLLM-Ascend runs it. In the
+// "ggml" QuantMatmul mode (llama.cpp's arithmetic throughout) and where
+// the target lowered it unfused (parts without FIA), it runs as ggml-cann
+// runs llama.cpp's attention with flash attention off, which is also the
+// arithmetic of ggml-cpu (matmulAttention): q cast to f16, scores = q16 ·
+// k16 with f32 results (aclnnMatmul, the KV-head groups broadcast over
+// their query heads), aclnnMuls by the scale, aclnnAdd of the mask,
+// aclnnSoftmax, the probabilities cast to f16, and out = p16 · v16 with f32
+// results written straight into the output's [Dv·H, T] layout.
+// Options.FlashAttention forces the fused operator.
 func attention(b *builder) error {
-	if b.d.opts.FlashAttention {
+	if b.d.opts.FlashAttention || b.k.Name == target.FIA && b.d.quantMode() != QuantMatmulGGML {
 		return fusedAttention(b)
 	}
 	return matmulAttention(b)
@@ -81,9 +84,18 @@ func matmulAttention(b *builder) error {
 	b.cast(qin, b.tensor(C.ACL_FLOAT16, []int64{H, T, D}, []int64{T * D, D, 1}, 0, q16), C.ACL_FLOAT16)
 
 	// Scores and probabilities in the planned workspace (the attention
-	// rule plans target.AttentionScoresBytes).
+	// rule plans target.AttentionScoresBytes when it lowers attention
+	// unfused). Where the target chose FIA and the "ggml" arithmetic runs
+	// it unfused, the plan has no room for them: they come from the
+	// shared scratch (buffer), outside the plan, as the "ggml" mode's
+	// other scratch does (docs/RUNTIME.md).
 	n := H * T * KV
-	scratch := b.temp("attention scores", target.AttentionScoresBytes(H, T, KV), 32)
+	var scratch device.Ptr
+	if b.k.Name == target.FIA {
+		scratch = b.buffer(fmt.Sprintf("attention scores[%d,%d,%d]", H, T, KV), target.AttentionScoresBytes(H, T, KV))
+	} else {
+		scratch = b.temp("attention scores", target.AttentionScoresBytes(H, T, KV), 32)
+	}
 	s1, s2, p16 := scratch, scratch+device.Ptr(4*n), scratch+device.Ptr(8*n)
 	sShape := []int64{Hkv, r, T, KV}
 	sStrides := contiguous(sShape)
@@ -112,7 +124,15 @@ func matmulAttention(b *builder) error {
 	return b.err
 }
 
-// fusedAttention is attention through aclnnFusedInferAttentionScoreV2.
+// fusedAttention is attention through aclnnFusedInferAttentionScoreV2,
+// BSND (its query, key, value and output contiguous, as CANN's page
+// requires): the query cast to f16; the mask (0 or −inf per cell, llama.cpp's
+// KQ_mask and swa mask) as the boolean attenMask, 1 where −mask ≥ 1
+// (aclnnMuls by −1, aclnnGeScalar), one [T, KV] plane broadcast over the
+// heads; scale, numKeyValueHeads for GQA, preTokens/nextTokens open
+// (2147483647, the page's default: the mask alone bounds the window); the
+// f16 output cast into out. A prefill whose head dim is not a multiple of
+// 16 (target.FIAPadding) runs on Q, K and V zero-padded in the workspace.
 func fusedAttention(b *builder) error {
 	q, k, v, out := b.k.Inputs[0], b.k.Inputs[1], b.k.Inputs[2], b.k.Output
 	if mb := b.k.Attrs.MaxBias(); mb != 0 {
@@ -120,77 +140,88 @@ func fusedAttention(b *builder) error {
 	}
 	D, T, H := q.Ne[0], q.Ne[1], q.Ne[2]
 	KV, Hkv := k.Ne[1], k.Ne[2]
-	if k.DType != ir.F16 || v.DType != ir.F16 {
-		return b.unsupported("attention over %s/%s K/V: aclnnFusedInferAttentionScoreV2 reads f16 caches", k.DType, v.DType)
+	if k.DType != ir.F16 || v.DType != ir.F16 || q.DType != ir.F32 || out.DType != ir.F32 {
+		return b.unsupported("attention of %s q over %s/%s K/V: aclnnFusedInferAttentionScoreV2 takes f16 (q cast from f32)", q.DType, k.DType, v.DType)
 	}
-	if k.Ne[0] != D || v.Ne[1] != D || v.Ne[0] != KV || v.Ne[2] != Hkv || Hkv == 0 || H%Hkv != 0 || out.Ne[0] != D*H || out.Ne[1] != T {
+	if k.Ne[0] != D || v.Ne[1] != D || v.Ne[0] != KV || v.Ne[2] != Hkv || Hkv == 0 || H%Hkv != 0 || out.Ne[0] != D*H || out.Ne[1] != T || out.Nb[0] != 4 {
 		return b.unsupported("attention of q %v, k %v, v %v into %v", q.Ne, k.Ne, v.Ne, out.Ne)
 	}
-	// q → f16, BSND, contiguous (the operator takes no strided query).
 	qs, qst, ok := bsnd(q, 1, 2, 0)
-	if !ok || q.DType != ir.F32 {
-		return b.unsupported("query %s %v", q.DType, q.Nb)
-	}
-	qin := b.tensor(C.ACL_FLOAT, qs, qst, 0, q.Addr)
-	q16 := b.temp("f16 query", 2*T*H*D, 32)
-	o16 := b.temp("f16 output", 2*T*H*D, 32)
-	qshape := []int64{1, T, H, D}
-	bsnd16 := func(p device.Ptr) C.uintptr_t { return b.tensor(C.ACL_FLOAT16, qshape, contiguous(qshape), 0, p) }
-	b.cast(qin, bsnd16(q16), C.ACL_FLOAT16)
-
 	ks, kst, ok1 := bsnd(k, 1, 2, 0)
 	vs, vst, ok2 := bsnd(v, 0, 2, 1)
-	if !ok1 || !ok2 {
-		return b.unsupported("K/V views with strides %v / %v", k.Nb, v.Nb)
+	if !ok || !ok1 || !ok2 {
+		return b.unsupported("q/K/V views with strides %v / %v / %v", q.Nb, k.Nb, v.Nb)
 	}
+	Dp := D
+	if T > 1 && D%16 != 0 {
+		Dp = (D + 15) / 16 * 16 // target.FIAPadding
+	}
+	bsnd16 := func(p device.Ptr, s, n int64) C.uintptr_t {
+		sh := []int64{1, s, n, Dp}
+		return b.tensor(C.ACL_FLOAT16, sh, contiguous(sh), 0, p)
+	}
+	// the first D lanes of a padded BSND buffer
+	lanes := func(p device.Ptr, s, n int64) C.uintptr_t {
+		return b.tensor(C.ACL_FLOAT16, []int64{1, s, n, D}, []int64{s * n * Dp, n * Dp, Dp, 1}, 0, p)
+	}
+	q16 := b.temp("f16 query", 2*T*H*Dp, 32)
 	kt := b.tensor(C.ACL_FLOAT16, ks, kst, 0, k.Addr)
 	vt := b.tensor(C.ACL_FLOAT16, vs, vst, 0, v.Addr)
-	var pse C.uintptr_t
+	qin := b.tensor(C.ACL_FLOAT, qs, qst, 0, q.Addr)
+	if Dp != D {
+		kp := b.temp("padded key", 2*KV*Hkv*Dp, 32)
+		vp := b.temp("padded value", 2*KV*Hkv*Dp, 32)
+		span := int64(vp-q16)/2 + KV*Hkv*Dp
+		zero := b.table("f16 zero", make([]byte, 32))
+		b.op(C.IRT_INPLACECOPY, b.tensor(C.ACL_FLOAT16, []int64{span}, []int64{1}, 0, q16), b.tensor(C.ACL_FLOAT16, []int64{1}, []int64{1}, 0, zero))
+		b.cast(qin, lanes(q16, T, H), C.ACL_FLOAT16)
+		b.op(C.IRT_INPLACECOPY, lanes(kp, KV, Hkv), kt)
+		b.op(C.IRT_INPLACECOPY, lanes(vp, KV, Hkv), vt)
+		kt, vt = bsnd16(kp, KV, Hkv), bsnd16(vp, KV, Hkv)
+	} else {
+		b.cast(qin, bsnd16(q16, T, H), C.ACL_FLOAT16)
+	}
+	o16 := b.temp("f16 output", 2*T*H*Dp, 32)
+	var mask C.uintptr_t
 	if len(b.k.Inputs) > 3 {
-		if pse = b.pseShift(b.k.Inputs[3], H, T, KV); pse == 0 {
+		if mask = b.attenMask(b.k.Inputs[3], T, KV); mask == 0 {
 			return b.err
 		}
 	}
-	kl, vl := b.tensorList(kt), b.tensorList(vt)
-	o16t := bsnd16(o16)
-	a := tensors(bsnd16(q16), pse, 0, o16t)
-	a.l[0], a.l[1] = kl, vl
+	a := tensors(bsnd16(q16, T, H), 0, mask, bsnd16(o16, T, H))
+	a.l[0], a.l[1] = b.tensorList(kt), b.tensorList(vt)
 	a.f[0] = C.double(b.k.Attrs.Scale())
 	a.i[0] = C.int64_t(H)
-	a.i[1], a.i[2] = 65535, 65535
+	a.i[1], a.i[2] = 2147483647, 2147483647
 	a.i[3] = C.int64_t(Hkv)
-	a.i[4] = 0
+	a.i[4] = 0 // sparseMode 0: the full mask
 	if T > 1 {
-		a.i[5] = 2 // innerPrecise 2 for S > 1, 0 for S == 1, as ggml-cann
+		a.i[5] = 2 // innerPrecise 2 for S > 1 (row-invalid correction), 0 for S == 1, as ggml-cann
 	}
 	for i, ch := range "BSND" {
 		a.layout[i] = C.char(ch)
 	}
 	b.call(C.IRT_FIA, a)
-	o16in := bsnd16(o16)
-	b.cast(o16in, b.tensor(C.ACL_FLOAT, qshape, []int64{T * out.Nb[1] / 4, out.Nb[1] / 4, D, 1}, 0, out.Addr), C.ACL_FLOAT)
+	b.cast(lanes(o16, T, H), b.tensor(C.ACL_FLOAT, []int64{1, T, H, D}, []int64{T * out.Nb[1] / 4, out.Nb[1] / 4, D, 1}, 0, out.Addr), C.ACL_FLOAT)
 	return b.err
 }
 
-// pseShift is the mask m of a fused attention as its pse shift: one row
-// per query, the same for every head (head stride 0), as ggml-cann passes
-// it; an f32 mask is cast to f16 into scratch first. 0 after an error.
-func (b *builder) pseShift(m device.TensorDesc, H, T, KV int64) C.uintptr_t {
-	if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) {
-		b.fail(device.ACLErrParamInvalid, "mask %v does not cover %d rows of %d keys", m.Ne, T, KV)
+// attenMask is mask m (f32 or f16, 0 or −inf per cell) as FIA's boolean
+// attenMask [1, 1, T, KV] in the workspace, 1 where a cell is hidden:
+// −m ≥ 1 (aclnnMuls by −1 into f32, aclnnGeScalar). 0 after an error.
+func (b *builder) attenMask(m device.TensorDesc, T, KV int64) C.uintptr_t {
+	if m.Ne[0] != KV || m.Ne[1] < T || !rows2D(m) || (m.DType != ir.F32 && m.DType != ir.F16) {
+		b.fail(device.ACLErrParamInvalid, "mask %s %v does not cover %d rows of %d keys", m.DType, m.Ne, T, KV)
 		return 0
 	}
-	maddr, rowStride := m.Addr, m.Nb[1]/2
-	if m.DType == ir.F32 {
-		scratch := b.temp("f16 mask", 2*KV*T, 32)
-		min := b.tensor(C.ACL_FLOAT, []int64{T, KV}, []int64{m.Nb[1] / 4, 1}, 0, m.Addr)
-		b.cast(min, b.tensor(C.ACL_FLOAT16, []int64{T, KV}, []int64{KV, 1}, 0, scratch), C.ACL_FLOAT16)
-		maddr, rowStride = scratch, KV
-	} else if m.DType != ir.F16 {
-		b.unsupported("a %s mask", m.DType)
-		return 0
-	}
-	return b.tensor(C.ACL_FLOAT16, []int64{1, H, T, KV}, []int64{0, 0, rowStride, 1}, 0, maddr)
+	md, _ := aclDType(m.DType)
+	es := m.DType.TypeSize()
+	neg := b.temp("negated mask", 4*T*KV, 32)
+	hidden := b.temp("attenMask", T*KV, 32)
+	grid := func(dt C.int, p device.Ptr) C.uintptr_t { return b.tensor(dt, []int64{T, KV}, []int64{KV, 1}, 0, p) }
+	b.muls(b.tensor(md, []int64{T, KV}, []int64{m.Nb[1] / es, m.Nb[0] / es}, 0, m.Addr), grid(C.ACL_FLOAT, neg), -1)
+	b.geScalar(grid(C.ACL_FLOAT, neg), grid(C.ACL_BOOL, hidden), 1)
+	return b.tensor(C.ACL_BOOL, []int64{1, 1, T, KV}, []int64{T * KV, T * KV, KV, 1}, 0, hidden)
 }
 
 // swaMask: out = mask, with −inf where token r (at position pos[r]) and KV

@@ -715,6 +715,37 @@ static void constraints_attention(void) {
 		refuse("fia.layout", FIA(q, 4, 2, "SBH", o), 161002, "aclnnFusedInferAttentionScoreV2", "inputLayout must be BSND, BNSD or BSH");
 		refuse("fia.heads", FIA(q, 4, 3, "BNSD", o), 161002, "aclnnFusedInferAttentionScoreV2", "numHeads must be a multiple of numKeyValueHeads");
 		refuse("fia.out", FIA(q, 4, 2, "BNSD", ct(H, 4, 1, 4, 2, 8)), 161002, "aclnnFusedInferAttentionScoreV2", "attentionOut must have the shape of query");
+		refuse("fia.dtype", FIA(ct(F, 4, 1, 4, 1, 8), 4, 2, "BNSD", ct(F, 4, 1, 4, 1, 8)), 161002, "aclnnFusedInferAttentionScoreV2", "query must be FLOAT16, BFLOAT16 or INT8");
+		refuse("fia.rank", FIA(ct(H, 3, 1, 1, 32, 0), 4, 2, "BNSD", ct(H, 3, 1, 1, 32, 0)), 161002, "aclnnFusedInferAttentionScoreV2", "query must be 4-D for layout BNSD");
+		{ /* a query whose heads are 16 elements apart, 8 wide */
+			int64_t d[4] = {1, 4, 1, 8}, st[4] = {64, 16, 8, 1};
+			aclTensor *qt = tensor(H, 4, d, st, 0, cbuf);
+			refuse("fia.contiguous", FIA(qt, 4, 2, "BNSD", o), 161002, "aclnnFusedInferAttentionScoreV2", "query must be contiguous");
+			accept("fia.contiguous", FIA(q, 4, 2, "BNSD", o), "aclnnFusedInferAttentionScoreV2");
+		}
+		refuse("fia.limits", FIA(ct(H, 4, 1, 4, 1, 520), 4, 2, "BNSD", ct(H, 4, 1, 4, 1, 520)), 161002, "aclnnFusedInferAttentionScoreV2", "D 520 outside");
+		{ /* prefill (2 query tokens) with D 8: not a multiple of 16 on Atlas A2 */
+			aclTensor *k8[1] = {ct(H, 4, 1, 2, 4, 8)}, *v8[1] = {ct(H, 4, 1, 2, 4, 8)}, *k16[1] = {ct(H, 4, 1, 2, 4, 16)}, *v16[1] = {ct(H, 4, 1, 2, 4, 16)};
+			aclTensorList *kl8 = aclCreateTensorList((const aclTensor *const *)k8, 1), *vl8 = aclCreateTensorList((const aclTensor *const *)v8, 1);
+			aclTensorList *kl16 = aclCreateTensorList((const aclTensor *const *)k16, 1), *vl16 = aclCreateTensorList((const aclTensor *const *)v16, 1);
+#define FIAP(kk, vv, qq, mask, sparse, inner, out) aclnnFusedInferAttentionScoreV2GetWorkspaceSize(qq, kk, vv, NULL, mask, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 4, 0.35, 2147483647, 2147483647, "BNSD", 2, sparse, inner, 0, 0, false, 0, 0, out, NULL, &cws, &cex)
+			refuse("fia.d-align", FIAP(kl8, vl8, ct(H, 4, 1, 4, 2, 8), NULL, 0, 0, ct(H, 4, 1, 4, 2, 8)), 161002, "aclnnFusedInferAttentionScoreV2", "D 8 is not a multiple of 16");
+			accept("fia.d-align", FIAP(kl16, vl16, ct(H, 4, 1, 4, 2, 16), NULL, 0, 0, ct(H, 4, 1, 4, 2, 16)), "aclnnFusedInferAttentionScoreV2");
+			refuse("fia.sparse", FIAP(kl16, vl16, ct(H, 4, 1, 4, 2, 16), NULL, 5, 0, ct(H, 4, 1, 4, 2, 16)), 161002, "aclnnFusedInferAttentionScoreV2", "sparseMode 5 is not 0..4");
+			refuse("fia.inner", FIAP(kl16, vl16, ct(H, 4, 1, 4, 2, 16), NULL, 0, 4, ct(H, 4, 1, 4, 2, 16)), 161002, "aclnnFusedInferAttentionScoreV2", "innerPrecise 4 is not 0..3");
+			refuse("fia.mask", FIAP(kl16, vl16, ct(H, 4, 1, 4, 2, 16), ct(ACL_BOOL, 2, 2, 3, 0, 0), 0, 0, ct(H, 4, 1, 4, 2, 16)), 161002, "aclnnFusedInferAttentionScoreV2", "attenMask's last two dims must cover");
+			refuse("fia.dtype", FIAP(kl16, vl16, ct(H, 4, 1, 4, 2, 16), ct(F, 2, 2, 4, 0, 0), 0, 0, ct(H, 4, 1, 4, 2, 16)), 161002, "aclnnFusedInferAttentionScoreV2", "attenMask must be BOOL, INT8 or UINT8");
+			accept("fia.mask", FIAP(kl16, vl16, ct(H, 4, 1, 4, 2, 16), ct(ACL_BOOL, 4, 1, 1, 2, 4), 0, 0, ct(H, 4, 1, 4, 2, 16)), "aclnnFusedInferAttentionScoreV2");
+			aclTensor *v16b[1] = {ct(H, 4, 1, 2, 3, 16)};
+			aclTensorList *vl16b = aclCreateTensorList((const aclTensor *const *)v16b, 1);
+			refuse("fia.kv", FIAP(kl16, vl16b, ct(H, 4, 1, 4, 2, 16), NULL, 0, 0, ct(H, 4, 1, 4, 2, 16)), 161002, "aclnnFusedInferAttentionScoreV2", "key and value must have one shape");
+#undef FIAP
+			aclDestroyTensorList(kl8), aclDestroyTensorList(vl8), aclDestroyTensorList(kl16), aclDestroyTensorList(vl16), aclDestroyTensorList(vl16b);
+		}
+		{ /* a pseShift with one head where the query has 4 */
+			aclTensor *pse = ct(H, 4, 1, 1, 1, 4);
+			refuse("fia.pse", aclnnFusedInferAttentionScoreV2GetWorkspaceSize(q, kl, vl, pse, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 4, 0.35, 2147483647, 2147483647, "BNSD", 2, 0, 0, 0, 0, false, 0, 0, o, NULL, &cws, &cex), 161002, "aclnnFusedInferAttentionScoreV2", "pseShift must be (B or 1, N, >= Q_S, >= KV_S)");
+		}
 #undef FIA
 	}
 }
