@@ -60,6 +60,25 @@ func dotQ5_0RawGo(src []byte, qs []int8, d []float32, neg bool) float32 {
 	return hsum8(&acc)
 }
 
+// q5_0ToQ8_0 writes the nb Q5_0 blocks at src as Q8_0 blocks (34 bytes:
+// the same f16 d, then the 32 values q5_0Values expands) into dst. A
+// Q8_0 dot product of the result is bit for bit dotQ5_0RawGo: the same
+// d, values and lanes.
+func q5_0ToQ8_0(src, dst []byte, nb int) {
+	_, _ = src[nb*22-1], dst[nb*34-1]
+	for b := range nb {
+		s := src[b*22 : b*22+22 : b*22+22]
+		o := dst[b*34 : b*34+34 : b*34+34]
+		o[0], o[1] = s[0], s[1]
+		qh := uint32(s[2]) | uint32(s[3])<<8 | uint32(s[4])<<16 | uint32(s[5])<<24
+		for j := range 16 {
+			v := s[6+j]
+			o[2+j] = v&0x0f | uint8(qh>>uint(j)&1)<<4 - 16
+			o[18+j] = v>>4 | uint8(qh>>uint(j+16)&1)<<4 - 16
+		}
+	}
+}
+
 // dotLegacyGo is the Go twin of one row of the legacy kernels.
 func dotLegacyGo(t gguf.GGMLType, src []byte, c q8Row) float32 {
 	switch t {
@@ -151,9 +170,15 @@ func (t *tile) mulLegacy(m *matmul, out *dstWriter, r0 int64, nr int, base, i12,
 	for ; j+4 <= m.n; j += 4 {
 		cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
 		d := out.cols4(j, i12, i13)
-		for r, row := range t.raw[:nr] {
+		r := 0
+		if m.q50x && (base+j)%4 == 0 {
+			// The rows expanded to Q8_0 blocks once per tile: pairs of rows
+			// (four with AVX-512) per kernel call.
+			r = m.mulQ8x(out, &cols, &d, t.q50, m.k/32*34, r0, nr, base+j, j, i12, i13)
+		}
+		for ; r < nr; r++ {
 			var o [4]float32
-			dotLegacyx4(typ, row, &cols, &o)
+			dotLegacyx4(typ, t.raw[r], &cols, &o)
 			out.put4(&d, r0+int64(r), j, i12, i13, o[:])
 		}
 	}

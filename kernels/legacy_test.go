@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -134,21 +135,28 @@ func TestSIMDLegacy(t *testing.T) {
 }
 
 // TestLegacyMulMat runs MulMat (QuantGGML) on weights of each legacy type
-// with 1..9 activation columns (decode rows, four-column tiles and their
-// leftovers) and compares every element with the Go twin on the
-// activations quantised by the Go quantiser.
+// with 1..12 activation columns (decode rows, four-column tiles of odd and
+// even row counts and their leftovers), random and edge weights (zero,
+// subnormal, huge, Inf and NaN scales; all-zero and all-one bits), and
+// activations of which one column holds an Inf (its Q8_0 values -128:
+// the twin's path) in the largest shapes, and compares every element with
+// the Go twin on the activations quantised by the Go quantiser.
 func TestLegacyMulMat(t *testing.T) {
 	r := rand.New(rand.NewPCG(45, 46))
 	for _, typ := range legacyTypes {
-		for _, sh := range [][3]int64{{64, 16, 1}, {96, 24, 5}, {256, 40, 9}, {32, 7, 4}} {
-			k, m, n := sh[0], sh[1], sh[2]
-			t.Run(fmt.Sprintf("%s_%dx%dx%d", typ, k, m, n), func(t *testing.T) {
-				w := randLegacyWeights(r, typ, int(k/32*m), false)
+		for _, sh := range [][4]int64{{64, 16, 1, 0}, {96, 24, 5, 0}, {256, 40, 9, 0}, {32, 7, 4, 0},
+			{96, 23, 12, 1}, {256, 130, 8, 1}, {64, 9, 7, 1}} {
+			k, m, n, edge := sh[0], sh[1], sh[2], sh[3] == 1
+			t.Run(fmt.Sprintf("%s_%dx%dx%d_edge%v", typ, k, m, n, edge), func(t *testing.T) {
+				w := randLegacyWeights(r, typ, int(k/32*m), edge)
 				a, err := FromBytes(typ, w, k, m)
 				if err != nil {
 					t.Fatal(err)
 				}
 				xv := randF32(r, int(k*n), 1)
+				if edge {
+					xv[5*int(k)+3] = float32(math.Inf(1))
+				}
 				x, _ := FromF32(xv, k, n)
 				dst, _ := NewTensor(gguf.TypeF32, m, n)
 				if err := MulMat(dst, a, x); err != nil {
@@ -169,6 +177,31 @@ func TestLegacyMulMat(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestQ5_0ToQ8_0 checks the Q5_0 rows expanded to Q8_0 blocks (the prefill
+// tiles' copy) against unpackQ5_0, on random and edge blocks.
+func TestQ5_0ToQ8_0(t *testing.T) {
+	r := rand.New(rand.NewPCG(47, 48))
+	for _, edge := range []bool{false, true} {
+		const nb = 37
+		w := randLegacyWeights(r, gguf.TypeQ5_0, nb, edge)
+		got := make([]byte, nb*34)
+		q5_0ToQ8_0(w, got, nb)
+		qs, d := make([]int8, nb*32), make([]float32, nb)
+		unpackQ5_0(w, qs, d)
+		tab := f16tab()
+		for b := range nb {
+			if h := binary.LittleEndian.Uint16(got[34*b:]); !sameBits(tab[h], d[b]) {
+				t.Fatalf("edge %v block %d: d %g, want %g", edge, b, tab[h], d[b])
+			}
+			for i := range 32 {
+				if g := int8(got[34*b+2+i]); g != qs[32*b+i] {
+					t.Fatalf("edge %v block %d value %d: %d, want %d", edge, b, i, g, qs[32*b+i])
+				}
+			}
 		}
 	}
 }

@@ -103,7 +103,12 @@ type matmul struct {
 	// which takes the columns' scales from dc4 (per group of four columns
 	// c..c+3, c a multiple of 4: per block their four scales).
 	q8x bool
-	dc4 []float32
+	// q50x: Q5_0 rows read raw (AVX2) with at least four columns per b
+	// batch: each tile expands its rows once to Q8_0 blocks (tile.q50),
+	// which then take q8x's register tiles (the same lanes and FMAs as
+	// ggml_vec_dot_q5_0_q8_0, so the same bits).
+	q50x bool
+	dc4  []float32
 	// ns4: with useAVX512, per group of four columns and block, the
 	// columns' q8NegLaneSums for the four-row tile dotQ8_0x4x4AVX512.
 	ns4 []int32
@@ -290,6 +295,7 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 	}
 	m.wide = useAVX2 && m.raw && m.kind == mmFloat && a.Type == gguf.TypeF16 && !m.vec && m.n >= 4
 	m.q8x = useAVX2 && m.raw && m.kind == mmQ8_0 && a.Type == gguf.TypeQ8_0 && m.n >= 4
+	m.q50x = useAVX2 && m.raw && m.kind == mmQ8_0 && a.Type == gguf.TypeQ5_0 && m.n >= 4
 	cols := int(b.NRows())
 	m.cols = cols
 	k := m.k
@@ -310,7 +316,7 @@ func newMatmul(o Options, a, b Tensor) *matmul {
 			m.bq.s = make([]float32, cols*k/32)
 		}
 		m.negs = make([]bool, cols)
-		if m.q8x {
+		if m.q8x || m.q50x {
 			m.dc4 = make([]float32, (cols+3)/4*4*(k/32))
 			if useAVX512 {
 				m.ns4 = make([]int32, (cols+3)/4*k)
@@ -693,6 +699,7 @@ type tile struct {
 	zd   [][4][]float32 // mulWideZ: per group of four columns, its dst columns
 	zb   [][4][]float32 // and its activation columns
 	raw  [][]byte       // undecoded rows (matmul.raw)
+	q50  [][]byte       // matmul.q50x: the rows as Q8_0 blocks, one buffer
 	pack []byte         // rows repacked by packQ4_0x8 (matmul.packed)
 	out  []float32      // matmul.pk: one column of results for a strided dst
 	out4 []float32      // mmQ8_K rows in place: four columns of results for a strided dst
@@ -717,6 +724,14 @@ func newTile(m *matmul, rt int) *tile {
 		}
 		if m.kind == mmQ8_K && m.pk == nil {
 			t.out4 = make([]float32, 4*rt) // mulRawK's four columns
+		}
+		if m.q50x {
+			stride := k / 32 * 34
+			buf := make([]byte, rt*stride)
+			t.q50 = make([][]byte, rt)
+			for j := range t.q50 {
+				t.q50[j] = buf[j*stride:]
+			}
 		}
 		return t
 	}
@@ -771,6 +786,10 @@ func (t *tile) load(m *matmul, r0, r1, i02, i03 int64) {
 		j := int(r - r0)
 		if m.raw {
 			t.raw[j] = a.Data[off:]
+			if m.q50x {
+				q5_0ToQ8_0(t.raw[j], t.q50[j], k/32)
+				continue
+			}
 			if m.wide {
 				if err := loadRowInto(a, off, t.wide[j*k:(j+1)*k]); err != nil {
 					panic(err)
@@ -893,119 +912,140 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 	switch {
 	case m.kind == mmQ8_K && !k23Raw(m.a.Type) && !iq4Raw(m.a.Type):
 		t.mulRawK(m, out, r0, nr, base, i12, i13)
-		return
 	case m.pk != nil:
 		t.mulPk(m, out, r0, nr, base, i12, i13)
-		return
 	case m.repack:
-		stride := int(m.a.Nb[1])
-		for r := 0; r < nr; r += 8 {
-			src := t.raw[r]
-			i := r0 + int64(r)
-			var j int64
-			for ; j+4 <= m.n; j += 4 {
-				cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
-				var o [4][8]float32
-				if m.packed && !cols[0].neg && !cols[1].neg && !cols[2].neg && !cols[3].neg {
-					nb := m.k / 32
-					gemmQ4_0x8Packed(t.pack[(r/8)*nb*packedQ4Block:(r/8+1)*nb*packedQ4Block], &cols, &o)
-				} else {
-					dotQ4_0x8x4(src, stride, &cols, &o)
-				}
-				for c := range o {
-					if d := out.col(j+int64(c), i12, i13); d != nil {
-						copy(d[i:i+8], o[c][:])
-						continue
-					}
-					for e, v := range o[c] {
-						out.put(i+int64(e), j+int64(c), i12, i13, v)
-					}
-				}
-			}
-			for ; j < m.n; j++ {
-				var o [8]float32
-				dotQ4_0x8(src, stride, m.q8col(base+j), &o)
-				for e, v := range o {
-					out.put(i+int64(e), j, i12, i13, v)
-				}
-			}
-		}
-		return
+		t.mulRepack(m, out, r0, nr, base, i12, i13)
 	case legacyRaw(m.a.Type):
 		t.mulLegacy(m, out, r0, nr, base, i12, i13)
-		return
 	case iq4Raw(m.a.Type):
 		t.mulIQ4(m, out, r0, nr, base, i12, i13)
-		return
 	case k23Raw(m.a.Type):
 		t.mulK23(m, out, r0, nr, base, i12, i13)
-		return
 	case m.a.Type == gguf.TypeQ8_0:
+		t.mulRawQ8_0(m, out, r0, nr, base, i12, i13)
+	default:
+		t.mulRawRest(m, out, r0, nr, base, i12, i13)
+	}
+}
+
+// mulRepack is mulRaw for Q4_0 rows in llama.cpp's q4_0_8x8 order, eight
+// rows at a time: groups of four columns through the GEMM tile, the rest
+// through the GEMV.
+func (t *tile) mulRepack(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) {
+	stride := int(m.a.Nb[1])
+	for r := 0; r < nr; r += 8 {
+		src := t.raw[r]
+		i := r0 + int64(r)
 		var j int64
 		for ; j+4 <= m.n; j += 4 {
 			cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
-			d := out.cols4(j, i12, i13)
-			r := 0
-			if m.q8x && (base+j)%4 == 0 {
+			var o [4][8]float32
+			if m.packed && !cols[0].neg && !cols[1].neg && !cols[2].neg && !cols[3].neg {
 				nb := m.k / 32
-				g := int(base + j)
-				dc := m.dc4[g*nb : (g+4)*nb]
-
-				q := newQ8x2x4(&cols, dc)
-				if d0, d1, d2, d3 := d[0], d[1], d[2], d[3]; d0 != nil && d1 != nil && d2 != nil && d3 != nil {
-					// Dense dst columns: stored in place.
-					if m.ns4 != nil && q.asm {
-						// Four rows at a time (the tile's rows lie at the
-						// matrix's row stride).
-						ns := m.ns4[g/4*m.k : (g/4+1)*m.k]
-						stride := int(m.a.Nb[1])
-						for ; r+4 <= nr; r += 4 {
-							var o [16]float32
-							q.dot4(t.raw[r], stride, ns, &o)
-							i := r0 + int64(r)
-							_, _, _, _ = d0[i+3], d1[i+3], d2[i+3], d3[i+3]
-							for e := range int64(4) {
-								d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
-							}
-						}
-					}
-					for ; r+2 <= nr; r += 2 {
-						var o [8]float32
-						q.dot(t.raw[r], t.raw[r+1], &o)
-						i := r0 + int64(r)
-						_, _, _, _ = d0[i+1], d1[i+1], d2[i+1], d3[i+1]
-						d0[i], d1[i], d2[i], d3[i] = o[0], o[1], o[2], o[3]
-						d0[i+1], d1[i+1], d2[i+1], d3[i+1] = o[4], o[5], o[6], o[7]
-					}
-				}
-				for ; r+2 <= nr; r += 2 {
-					var o [8]float32
-					q.dot(t.raw[r], t.raw[r+1], &o)
-					out.put4(&d, r0+int64(r), j, i12, i13, o[:4])
-					out.put4(&d, r0+int64(r+1), j, i12, i13, o[4:])
-				}
+				gemmQ4_0x8Packed(t.pack[(r/8)*nb*packedQ4Block:(r/8+1)*nb*packedQ4Block], &cols, &o)
+			} else {
+				dotQ4_0x8x4(src, stride, &cols, &o)
 			}
-			for ; r < nr; r++ {
-				row := t.raw[r]
-				var o [4]float32
-				dotQ8_0Rawx4(row, &cols, &o)
-				out.put4(&d, r0+int64(r), j, i12, i13, o[:])
+			for c := range o {
+				if d := out.col(j+int64(c), i12, i13); d != nil {
+					copy(d[i:i+8], o[c][:])
+					continue
+				}
+				for e, v := range o[c] {
+					out.put(i+int64(e), j+int64(c), i12, i13, v)
+				}
 			}
 		}
 		for ; j < m.n; j++ {
-			c := m.q8col(base + j)
-			stride := int(m.a.Nb[1])
-			if d := out.col(j, i12, i13); d != nil && nr > 0 {
-				// Decode: the tile's rows in one kernel call, into dst.
-				dotQ8_0Rows(t.raw[0], stride, nr, c, d[r0:r0+int64(nr)])
-				continue
-			}
-			for r := range nr {
-				out.put(r0+int64(r), j, i12, i13, dotQ8_0Raw(t.raw[0][r*stride:], c))
+			var o [8]float32
+			dotQ4_0x8(src, stride, m.q8col(base+j), &o)
+			for e, v := range o {
+				out.put(i+int64(e), j, i12, i13, v)
 			}
 		}
-		return
 	}
+}
+
+// mulRawQ8_0 is mulRaw for Q8_0 rows: groups of four columns through the
+// register tiles of mulQ8x (m.q8x) or one row at a time, the other
+// columns (every decode step) through one dotQ8_0Rows call per column
+// straight into dst when its column is dense.
+func (t *tile) mulRawQ8_0(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) {
+	stride := int(m.a.Nb[1])
+	var j int64
+	for ; j+4 <= m.n; j += 4 {
+		cols := [4]q8Row{m.q8col(base + j), m.q8col(base + j + 1), m.q8col(base + j + 2), m.q8col(base + j + 3)}
+		d := out.cols4(j, i12, i13)
+		r := 0
+		if m.q8x && (base+j)%4 == 0 {
+			r = m.mulQ8x(out, &cols, &d, t.raw, stride, r0, nr, base+j, j, i12, i13)
+		}
+		for ; r < nr; r++ {
+			var o [4]float32
+			dotQ8_0Rawx4(t.raw[r], &cols, &o)
+			out.put4(&d, r0+int64(r), j, i12, i13, o[:])
+		}
+	}
+	for ; j < m.n; j++ {
+		c := m.q8col(base + j)
+		if d := out.col(j, i12, i13); d != nil && nr > 0 {
+			// Decode: the tile's rows in one kernel call, into dst.
+			dotQ8_0Rows(t.raw[0], stride, nr, c, d[r0:r0+int64(nr)])
+			continue
+		}
+		for r := range nr {
+			out.put(r0+int64(r), j, i12, i13, dotQ8_0Raw(t.raw[0][r*stride:], c))
+		}
+	}
+}
+
+// mulQ8x multiplies Q8_0 rows (row r at rows[r], which is rows[0][r·stride:])
+// with the four activation columns cols (columns g..g+3 of b, g a multiple
+// of 4; columns j..j+3 of dst, whose dense columns are d): four rows at a
+// time (AVX-512) and then pairs, through q8x2x4. It returns how many of the
+// nr rows it did (all but an odd last one).
+func (m *matmul) mulQ8x(out *dstWriter, cols *[4]q8Row, d *[4][]float32, rows [][]byte, stride int, r0 int64, nr int, g, j, i12, i13 int64) int {
+	nb := m.k / 32
+	q := newQ8x2x4(cols, m.dc4[g*int64(nb):(g+4)*int64(nb)])
+	r := 0
+	if d0, d1, d2, d3 := d[0], d[1], d[2], d[3]; d0 != nil && d1 != nil && d2 != nil && d3 != nil {
+		// Dense dst columns: stored in place.
+		if m.ns4 != nil && q.asm {
+			// Four rows at a time (the rows lie at stride).
+			ns := m.ns4[g/4*int64(m.k) : (g/4+1)*int64(m.k)]
+			for ; r+4 <= nr; r += 4 {
+				var o [16]float32
+				q.dot4(rows[r], stride, ns, &o)
+				i := r0 + int64(r)
+				_, _, _, _ = d0[i+3], d1[i+3], d2[i+3], d3[i+3]
+				for e := range int64(4) {
+					d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
+				}
+			}
+		}
+		for ; r+2 <= nr; r += 2 {
+			var o [8]float32
+			q.dot(rows[r], rows[r+1], &o)
+			i := r0 + int64(r)
+			_, _, _, _ = d0[i+1], d1[i+1], d2[i+1], d3[i+1]
+			d0[i], d1[i], d2[i], d3[i] = o[0], o[1], o[2], o[3]
+			d0[i+1], d1[i+1], d2[i+1], d3[i+1] = o[4], o[5], o[6], o[7]
+		}
+	}
+	for ; r+2 <= nr; r += 2 {
+		var o [8]float32
+		q.dot(rows[r], rows[r+1], &o)
+		out.put4(d, r0+int64(r), j, i12, i13, o[:4])
+		out.put4(d, r0+int64(r+1), j, i12, i13, o[4:])
+	}
+	return r
+}
+
+// mulRawRest is mulRaw for the other raw rows: F16 (tinyBLAS's order,
+// four columns at a time through mulF16x4, or ggml_vec_dot_f16's for
+// decode) and, without SIMD, Q4_0, Q4_1 and Q5_1 row by row.
+func (t *tile) mulRawRest(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i13 int64) {
 	var j0 int64
 	if m.a.Type == gguf.TypeF16 && !m.vec {
 		rz := 0 // rows every group of four columns has from mulWideZ
@@ -1013,66 +1053,8 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 			// The columns (at most 1.5 MiB) stay in L2.
 			rz = t.mulWideZ(m, out, r0, nr, base, i12, i13)
 		}
-		// tinyBLAS order, four columns at a time.
 		for ; j0+4 <= m.n; j0 += 4 {
-			c0, c1, c2, c3 := m.col(base+j0), m.col(base+j0+1), m.col(base+j0+2), m.col(base+j0+3)
-			d := out.cols4(j0, i12, i13)
-			r := rz
-			if m.wide {
-				k := m.k
-				w := t.wide
-				if d0, d1, d2, d3 := d[0], d[1], d[2], d[3]; d0 != nil && d1 != nil && d2 != nil && d3 != nil {
-					// Dense dst columns: stored in place.
-					if useAVX512 {
-						b4 := [4][]float32{c0, c1, c2, c3}
-						for ; r+6 <= nr; r += 6 {
-							var a6 [6][]float32
-							for e := range a6 {
-								a6[e] = w[(r+e)*k : (r+e+1)*k]
-							}
-							var o [24]float32
-							dotF32x6x4FMA(&a6, &b4, &o)
-							i := r0 + int64(r)
-							_, _, _, _ = d0[i+5], d1[i+5], d2[i+5], d3[i+5]
-							for e := range int64(6) {
-								d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
-							}
-						}
-					}
-					for ; r+3 <= nr; r += 3 {
-						var o [12]float32
-						dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)
-						i := r0 + int64(r)
-						_, _, _, _ = d0[i+2], d1[i+2], d2[i+2], d3[i+2]
-						for e := range int64(3) {
-							d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
-						}
-					}
-				}
-				for ; r+3 <= nr; r += 3 {
-					var o [12]float32
-					dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)
-					for e := range 3 {
-						out.put4(&d, r0+int64(r+e), j0, i12, i13, o[4*e:4*e+4])
-					}
-				}
-				for ; r < nr; r++ {
-					var o [4]float32
-					o[0], o[1], o[2], o[3] = dotF32x4FMA(w[r*k:(r+1)*k], c0, c1, c2, c3)
-					out.put4(&d, r0+int64(r), j0, i12, i13, o[:])
-				}
-			}
-			for ; r+2 <= nr; r += 2 {
-				var o [8]float32
-				dotF16x2x4(t.raw[r], t.raw[r+1], c0, c1, c2, c3, &o)
-				out.put4(&d, r0+int64(r), j0, i12, i13, o[:4])
-				out.put4(&d, r0+int64(r+1), j0, i12, i13, o[4:])
-			}
-			for ; r < nr; r++ {
-				var o [4]float32
-				dotF16x4(t.raw[r], c0, c1, c2, c3, &o)
-				out.put4(&d, r0+int64(r), j0, i12, i13, o[:])
-			}
+			t.mulF16x4(m, out, r0, nr, rz, base, j0, i12, i13)
 		}
 	}
 	if m.a.Type == gguf.TypeF16 && m.vec && nr > 0 {
@@ -1110,6 +1092,71 @@ func (t *tile) mulRaw(m *matmul, out *dstWriter, r0 int64, nr int, base, i12, i1
 			}
 			out.put(r0+int64(r), j, i12, i13, v)
 		}
+	}
+}
+
+// mulF16x4 multiplies the tile's F16 rows from rz on with activation
+// columns j0..j0+3 in tinyBLAS's order: the rows widened once (m.wide)
+// through the 6×4 (AVX-512) and 3×4 register tiles, otherwise two F16
+// rows at a time.
+func (t *tile) mulF16x4(m *matmul, out *dstWriter, r0 int64, nr, rz int, base, j0, i12, i13 int64) {
+	c0, c1, c2, c3 := m.col(base+j0), m.col(base+j0+1), m.col(base+j0+2), m.col(base+j0+3)
+	d := out.cols4(j0, i12, i13)
+	r := rz
+	if m.wide {
+		k := m.k
+		w := t.wide
+		if d0, d1, d2, d3 := d[0], d[1], d[2], d[3]; d0 != nil && d1 != nil && d2 != nil && d3 != nil {
+			// Dense dst columns: stored in place.
+			if useAVX512 {
+				b4 := [4][]float32{c0, c1, c2, c3}
+				for ; r+6 <= nr; r += 6 {
+					var a6 [6][]float32
+					for e := range a6 {
+						a6[e] = w[(r+e)*k : (r+e+1)*k]
+					}
+					var o [24]float32
+					dotF32x6x4FMA(&a6, &b4, &o)
+					i := r0 + int64(r)
+					_, _, _, _ = d0[i+5], d1[i+5], d2[i+5], d3[i+5]
+					for e := range int64(6) {
+						d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
+					}
+				}
+			}
+			for ; r+3 <= nr; r += 3 {
+				var o [12]float32
+				dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)
+				i := r0 + int64(r)
+				_, _, _, _ = d0[i+2], d1[i+2], d2[i+2], d3[i+2]
+				for e := range int64(3) {
+					d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
+				}
+			}
+		}
+		for ; r+3 <= nr; r += 3 {
+			var o [12]float32
+			dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)
+			for e := range 3 {
+				out.put4(&d, r0+int64(r+e), j0, i12, i13, o[4*e:4*e+4])
+			}
+		}
+		for ; r < nr; r++ {
+			var o [4]float32
+			o[0], o[1], o[2], o[3] = dotF32x4FMA(w[r*k:(r+1)*k], c0, c1, c2, c3)
+			out.put4(&d, r0+int64(r), j0, i12, i13, o[:])
+		}
+	}
+	for ; r+2 <= nr; r += 2 {
+		var o [8]float32
+		dotF16x2x4(t.raw[r], t.raw[r+1], c0, c1, c2, c3, &o)
+		out.put4(&d, r0+int64(r), j0, i12, i13, o[:4])
+		out.put4(&d, r0+int64(r+1), j0, i12, i13, o[4:])
+	}
+	for ; r < nr; r++ {
+		var o [4]float32
+		dotF16x4(t.raw[r], c0, c1, c2, c3, &o)
+		out.put4(&d, r0+int64(r), j0, i12, i13, o[:])
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 
 // BenchmarkPrefillTile times Qwen2.5-0.5B's FFN products (896→4864 and
 // 4864→896) with 64 and 512 activation columns (prefill steps) on one thread, in
-// CPU time (benchCPU), for the F16 and Q8_0 weights: "tile" is the
+// CPU time (benchCPU), for the F16, Q8_0 and Q5_0 weights (random Q5_0 blocks:
+// llama-quantize's fallback for the 896-wide rows): "tile" is the
 // register tile the products take, "base" the kernel they took before it
 // (same bits); "avx2" is the register tile without the AVX-512 tiles
 // (avx512_amd64.s), on CPUs that have them.
@@ -24,15 +25,18 @@ func BenchmarkPrefillTile(b *testing.B) {
 	}
 	r := rand.New(rand.NewPCG(9, 10))
 	for _, n := range []int64{64, 512} {
-		for _, ty := range []gguf.GGMLType{gguf.TypeF16, gguf.TypeQ8_0} {
+		for _, ty := range []gguf.GGMLType{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ5_0} {
 			for _, shape := range [][2]int64{{896, 4864}, {4864, 896}} {
 				k, rows := shape[0], shape[1]
 				wv := randF32(r, int(k*rows), 0.1)
 				var a Tensor
 				var err error
-				if ty == gguf.TypeF16 {
+				switch ty {
+				case gguf.TypeF16:
 					a, err = FromF16(wv, k, rows)
-				} else {
+				case gguf.TypeQ5_0:
+					a, err = FromBytes(ty, randLegacyWeights(r, ty, int(k/32*rows), false), k, rows)
+				default:
 					var q []byte
 					if q, err = gguf.QuantizeQ8_0(wv); err == nil {
 						a, err = FromBytes(ty, q, k, rows)
@@ -69,6 +73,6 @@ func BenchmarkPrefillTile(b *testing.B) {
 // it took before.
 func setTiled(m *matmul, on bool) {
 	if !on {
-		m.wide, m.q8x = false, false
+		m.wide, m.q8x, m.q50x = false, false, false
 	}
 }

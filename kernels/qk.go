@@ -37,8 +37,6 @@ func qkSupported(t gguf.GGMLType) bool {
 
 // unpackQK unpacks one row of type t (len(r.d) super-blocks) from src.
 func unpackQK(t gguf.GGMLType, src []byte, r *qkRow) {
-	tab := f16tab()
-	half := func(b []byte) float32 { return tab[binary.LittleEndian.Uint16(b)] }
 	ts := t.TypeSize()
 	r.t = t
 	for s := range r.d {
@@ -48,111 +46,139 @@ func unpackQK(t gguf.GGMLType, src []byte, r *qkRow) {
 		m := r.m[s*16 : s*16+16]
 		switch t {
 		case gguf.TypeQ2_K:
-			// scales[16] (low nibble scale, high nibble min), qs[64], d, dmin.
-			scales, qs := b[0:16], b[16:80]
-			r.d[s], r.dmin[s] = half(b[80:]), half(b[82:])
-			for g := range 16 {
-				sc[g] = int32(scales[g] & 0x0f)
-				m[g] = int32(scales[g] >> 4)
-			}
-			k := 0
-			for n := 0; n < 2; n++ {
-				qq := qs[n*32 : n*32+32]
-				for shift := uint(0); shift < 8; shift += 2 {
-					for l := range 32 {
-						q[k+l] = int8((qq[l] >> shift) & 3)
-					}
-					k += 32
-				}
-			}
+			r.d[s], r.dmin[s] = unpackQ2KBlock(b, q, sc, m)
 		case gguf.TypeQ3_K:
-			// hmask[32], qs[64], scales[12] (16 six-bit scales, biased by 32), d.
-			hm, qs, sb := b[0:32], b[32:96], b[96:108]
-			r.d[s], r.dmin[s] = half(b[108:]), 0
-			const kmask1, kmask2 = 0x03030303, 0x0f0f0f0f
-			a0 := binary.LittleEndian.Uint32(sb[0:])
-			a1 := binary.LittleEndian.Uint32(sb[4:])
-			tmp := binary.LittleEndian.Uint32(sb[8:])
-			aux := [4]uint32{
-				(a0 & kmask2) | (((tmp >> 0) & kmask1) << 4),
-				(a1 & kmask2) | (((tmp >> 2) & kmask1) << 4),
-				((a0 >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4),
-				((a1 >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4),
-			}
-			for g := range 16 {
-				sc[g] = int32(int8(aux[g/4]>>(8*(g%4)))) - 32
-				m[g] = 0
-			}
-			k := 0
-			mask := uint8(1)
-			for n := 0; n < 2; n++ {
-				qq := qs[n*32 : n*32+32]
-				for shift := uint(0); shift < 8; shift += 2 {
-					for l := range 32 {
-						v := int8((qq[l] >> shift) & 3)
-						if hm[l]&mask == 0 {
-							v -= 4
-						}
-						q[k+l] = v
-					}
-					k += 32
-					mask <<= 1
-				}
-			}
+			r.d[s], r.dmin[s] = unpackQ3KBlock(b, q, sc, m)
 		case gguf.TypeQ4_K, gguf.TypeQ5_K:
-			// d, dmin, scales[12] (8 six-bit scales and mins), [qh[32]], qs[128].
-			r.d[s], r.dmin[s] = half(b), half(b[2:])
-			scales := b[4:16]
-			var qh, ql []byte
-			if t == gguf.TypeQ4_K {
-				ql = b[16:144]
-			} else {
-				qh, ql = b[16:48], b[48:176]
-			}
-			for sub := range 8 {
-				c, mn := scaleMinK4(sub, scales)
-				sc[2*sub], sc[2*sub+1] = int32(c), int32(c)
-				m[2*sub], m[2*sub+1] = int32(mn), int32(mn)
-			}
-			u1, u2 := uint8(1), uint8(2)
-			for j := range 4 {
-				qq := ql[j*32 : j*32+32]
-				for l := range 32 {
-					lo, hi := int8(qq[l]&0x0f), int8(qq[l]>>4)
-					if qh != nil {
-						if qh[l]&u1 != 0 {
-							lo += 16
-						}
-						if qh[l]&u2 != 0 {
-							hi += 16
-						}
-					}
-					q[j*64+l] = lo
-					q[j*64+32+l] = hi
-				}
-				u1 <<= 2
-				u2 <<= 2
-			}
+			r.d[s], r.dmin[s] = unpackQ45KBlock(t, b, q, sc, m)
 		case gguf.TypeQ6_K:
-			// ql[128], qh[64], scales[16] int8, d.
-			ql, qh, scs := b[0:128], b[128:192], b[192:208]
-			r.d[s], r.dmin[s] = half(b[208:]), 0
-			for g := range 16 {
-				sc[g] = int32(int8(scs[g]))
-				m[g] = 0
-			}
-			for n := 0; n < 2; n++ {
-				l4, h2 := ql[n*64:n*64+64], qh[n*32:n*32+32]
-				y := q[n*128 : n*128+128]
-				for l := range 32 {
-					y[l] = int8((l4[l]&0x0f)|((h2[l]>>0)&3)<<4) - 32
-					y[l+32] = int8((l4[l+32]&0x0f)|((h2[l]>>2)&3)<<4) - 32
-					y[l+64] = int8((l4[l]>>4)|((h2[l]>>4)&3)<<4) - 32
-					y[l+96] = int8((l4[l+32]>>4)|((h2[l]>>6)&3)<<4) - 32
-				}
-			}
+			r.d[s], r.dmin[s] = unpackQ6KBlock(b, q, sc, m)
 		}
 	}
+}
+
+// f16At is the F16 value stored little-endian at b.
+func f16At(b []byte) float32 { return f16tab()[binary.LittleEndian.Uint16(b)] }
+
+// unpackQ2KBlock unpacks one Q2_K super-block b (scales[16]: low nibble
+// scale, high nibble min; qs[64]; d; dmin) into q, sc, m and returns d and
+// dmin.
+func unpackQ2KBlock(b []byte, q []int8, sc, m []int32) (d, dmin float32) {
+	scales, qs := b[0:16], b[16:80]
+	for g := range 16 {
+		sc[g] = int32(scales[g] & 0x0f)
+		m[g] = int32(scales[g] >> 4)
+	}
+	k := 0
+	for n := 0; n < 2; n++ {
+		qq := qs[n*32 : n*32+32]
+		for shift := uint(0); shift < 8; shift += 2 {
+			for l := range 32 {
+				q[k+l] = int8((qq[l] >> shift) & 3)
+			}
+			k += 32
+		}
+	}
+	return f16At(b[80:]), f16At(b[82:])
+}
+
+// unpackQ3KBlock unpacks one Q3_K super-block b (hmask[32], qs[64],
+// scales[12]: sixteen 6-bit scales biased by 32; d) into q, sc, m (zero)
+// and returns d and a zero dmin.
+func unpackQ3KBlock(b []byte, q []int8, sc, m []int32) (d, dmin float32) {
+	hm, qs, sb := b[0:32], b[32:96], b[96:108]
+	const kmask1, kmask2 = 0x03030303, 0x0f0f0f0f
+	a0 := binary.LittleEndian.Uint32(sb[0:])
+	a1 := binary.LittleEndian.Uint32(sb[4:])
+	tmp := binary.LittleEndian.Uint32(sb[8:])
+	aux := [4]uint32{
+		(a0 & kmask2) | (((tmp >> 0) & kmask1) << 4),
+		(a1 & kmask2) | (((tmp >> 2) & kmask1) << 4),
+		((a0 >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4),
+		((a1 >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4),
+	}
+	for g := range 16 {
+		sc[g] = int32(int8(aux[g/4]>>(8*(g%4)))) - 32
+		m[g] = 0
+	}
+	k := 0
+	mask := uint8(1)
+	for n := 0; n < 2; n++ {
+		qq := qs[n*32 : n*32+32]
+		for shift := uint(0); shift < 8; shift += 2 {
+			for l := range 32 {
+				v := int8((qq[l] >> shift) & 3)
+				if hm[l]&mask == 0 {
+					v -= 4
+				}
+				q[k+l] = v
+			}
+			k += 32
+			mask <<= 1
+		}
+	}
+	return f16At(b[108:]), 0
+}
+
+// unpackQ45KBlock unpacks one Q4_K or Q5_K super-block b (d, dmin,
+// scales[12]: eight 6-bit scales and mins; Q5_K's qh[32]; qs[128]) into q,
+// sc, m (each sub-block's scale and min in both of its groups of 16) and
+// returns d and dmin.
+func unpackQ45KBlock(t gguf.GGMLType, b []byte, q []int8, sc, m []int32) (d, dmin float32) {
+	scales := b[4:16]
+	var qh, ql []byte
+	if t == gguf.TypeQ4_K {
+		ql = b[16:144]
+	} else {
+		qh, ql = b[16:48], b[48:176]
+	}
+	for sub := range 8 {
+		c, mn := scaleMinK4(sub, scales)
+		sc[2*sub], sc[2*sub+1] = int32(c), int32(c)
+		m[2*sub], m[2*sub+1] = int32(mn), int32(mn)
+	}
+	u1, u2 := uint8(1), uint8(2)
+	for j := range 4 {
+		qq := ql[j*32 : j*32+32]
+		for l := range 32 {
+			lo, hi := int8(qq[l]&0x0f), int8(qq[l]>>4)
+			if qh != nil {
+				if qh[l]&u1 != 0 {
+					lo += 16
+				}
+				if qh[l]&u2 != 0 {
+					hi += 16
+				}
+			}
+			q[j*64+l] = lo
+			q[j*64+32+l] = hi
+		}
+		u1 <<= 2
+		u2 <<= 2
+	}
+	return f16At(b), f16At(b[2:])
+}
+
+// unpackQ6KBlock unpacks one Q6_K super-block b (ql[128], qh[64],
+// scales[16] int8, d) into q (values − 32), sc, m (zero) and returns d and
+// a zero dmin.
+func unpackQ6KBlock(b []byte, q []int8, sc, m []int32) (d, dmin float32) {
+	ql, qh, scs := b[0:128], b[128:192], b[192:208]
+	for g := range 16 {
+		sc[g] = int32(int8(scs[g]))
+		m[g] = 0
+	}
+	for n := 0; n < 2; n++ {
+		l4, h2 := ql[n*64:n*64+64], qh[n*32:n*32+32]
+		y := q[n*128 : n*128+128]
+		for l := range 32 {
+			y[l] = int8((l4[l]&0x0f)|((h2[l]>>0)&3)<<4) - 32
+			y[l+32] = int8((l4[l+32]&0x0f)|((h2[l]>>2)&3)<<4) - 32
+			y[l+64] = int8((l4[l]>>4)|((h2[l]>>4)&3)<<4) - 32
+			y[l+96] = int8((l4[l+32]>>4)|((h2[l]>>6)&3)<<4) - 32
+		}
+	}
+	return f16At(b[208:]), 0
 }
 
 // scaleMinK4 is get_scale_min_k4: the j-th 6-bit scale and min of a
