@@ -99,7 +99,7 @@ type compiled struct {
 // compileFigure forecasts the llama.cpp program of a figure's model on its
 // SKU under calibration c.
 func compileFigure(f figure, c target.Calibration) (*compiled, error) {
-	m, err := models.BuildHParams(f.shape.hp, f.shape.lookup(f.dtype), models.Options{NCtx: max(decodeKV, f.prompt()), KVType: models.KVF16, KVWrite: models.KVSetRows})
+	m, err := models.BuildHParams(f.shape.HP, f.shape.Lookup(f.dtype), models.Options{NCtx: max(decodeKV, f.prompt()), KVType: models.KVF16, KVWrite: models.KVSetRows})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.id, err)
 	}
