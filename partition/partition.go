@@ -287,6 +287,9 @@ func (s *state) place(policy Policy) error {
 		s.dev[i] = target.CPU
 		if s.prof.HasNPU() && s.sup[i].OK {
 			s.dev[i] = target.NPU
+			// A node whose rule says it stays on the NPU is never moved by
+			// the cost model (a placement policy may still decide).
+			s.pinned[i] = s.sup[i].Stay != ""
 		} else if s.prof.HasNPU() {
 			s.why[i] = s.sup[i].Reason
 		}

@@ -5,6 +5,6 @@ package target
 // calibrated is the cost model's fit on the public figures of
 // docs/LOWERING.md's calibration table.
 var calibrated = Calibration{
-	LaunchUS: 12.570400185102422, WQLaunchUS: 33.34169533155529, TaskUS: 5.878514692854315, GraphLaunchUS: 30,
-	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9906446223496982, CubeHalfGFLOP: 2.898373815676662, WQCubeEff: 0.12732556808148038, AntiquantGElemS: 180.83940256153033},
+	LaunchUS: 12.567331614341365, WQLaunchUS: 33.37019772553634, TaskUS: 5.877079683782264, GraphLaunchUS: 30,
+	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9902819038736085, CubeHalfGFLOP: 2.899435426243763, WQCubeEff: 0.1274033051619661, AntiquantGElemS: 180.68494270661736},
 }

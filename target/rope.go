@@ -117,7 +117,19 @@ func npuRopeCache(n *ir.Node) Support {
 	if s, ok := ropeAttrs(n, n.Type); !ok {
 		return s
 	}
-	return yes("aclnnSin", append(ropeAngleCalls(n, len(n.Args) > 1), "aclnnInplaceCopy", "aclnnInplaceCopy")...)
+	return stayWithRope(yes("aclnnSin", append(ropeAngleCalls(n, len(n.Args) > 1), "aclnnInplaceCopy", "aclnnInplaceCopy")...))
+}
+
+// stayWithRope keeps a RoPE table on the NPU. rope_apply's one
+// aclnnRotaryPositionEmbedding reads the full-width cos and sin tables the
+// NPU's rope_cache writes beside the IR table; a table made on the host
+// and copied in would first be spread to full width, two more calls in
+// every rope_apply and rope_apply_set_rows that reads it (runtime/acl's
+// recipes), which neither those rules nor the move's cost (one copy)
+// declare. So the partition never moves the table off the NPU.
+func stayWithRope(s Support) Support {
+	s.Stay = "rope_apply on the NPU reads the full-width cos/sin tables the NPU's rope_cache makes; a host-made table would cost two undeclared spread calls per use"
+	return s
 }
 
 // ggml-cann's formulation: angles from positions and a table of
@@ -135,7 +147,7 @@ func npuRopeCacheTable(n *ir.Node) Support {
 	}
 	// The half-width angles spread over each pair's two columns, cos and
 	// sin, then the IR table (runtime/acl's recipe).
-	return yes("aclnnSin", append(calls, "aclnnInplaceCopy", "aclnnCos", "aclnnSin", "aclnnInplaceCopy", "aclnnInplaceCopy")...)
+	return stayWithRope(yes("aclnnSin", append(calls, "aclnnInplaceCopy", "aclnnCos", "aclnnSin", "aclnnInplaceCopy", "aclnnInplaceCopy")...))
 }
 
 // aclnnRotaryPositionEmbedding(x, cos, sin, mode) is this op.

@@ -149,6 +149,11 @@ type Support struct {
 	HostSync bool
 	// Reason says why the NPU does not run the node, or notes a limit.
 	Reason string
+	// Stay says why a node the NPU runs must stay there: moving it to the
+	// host would change the calls its NPU users make, which the node's
+	// own cost cannot show (the RoPE tables, rope.go). The partition does
+	// not move such a node; empty: it is free to.
+	Stay string
 }
 
 // Supports decides whether the NPU runs n. Leaves and pure views need no

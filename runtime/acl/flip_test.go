@@ -513,7 +513,22 @@ func TestRopeApplyOnAHostTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	departureWith(t, name+" (f32 KV cache)", m, f, ref, cannLimitedRules(t))
+	// The target keeps the RoPE tables on the NPU (target.Support.Stay);
+	// this test lifts that, so that the host-table path still runs.
+	rules := cannLimitedRules(t)
+	for _, op := range []ir.Op{ir.OpRopeCache, ir.OpRopeCacheTable} {
+		r, _ := rules.Lookup(op)
+		npu := r.NPU
+		r.NPU = func(n *ir.Node) target.Support {
+			s := npu(n)
+			s.Stay = ""
+			return s
+		}
+		if err := rules.Override(op, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	departureWith(t, name+" (f32 KV cache)", m, f, ref, rules)
 	calls := trace(t)
 	if n, r := count(calls, "aclnnCosGetWorkspaceSize"), count(calls, "aclnnRotaryPositionEmbeddingGetWorkspaceSize"); n != 0 || r == 0 {
 		t.Errorf("%d aclnnCos and %d aclnnRotaryPositionEmbedding calls: the test wants rope_cache on the CPU and the rotation on the NPU", n, r)
