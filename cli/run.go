@@ -18,6 +18,7 @@ import (
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/bench"
+	"github.com/irtool/irtool/runtime/launch"
 	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 	"github.com/irtool/irtool/tokenizer"
@@ -279,9 +280,9 @@ type runJob struct {
 	m      *models.Model
 	sess   session.Stepper
 	cpu    *session.Session
-	sim    *simBackend
-	cann   *cannBackend
-	tp     *tpBackend
+	sim    *launch.Sim
+	cann   *launch.Cann
+	tp     *launch.Ranks
 	loadMS float64
 }
 
@@ -414,7 +415,7 @@ func (j *runJob) startParallel(opts models.Options, stderr io.Writer) (err error
 				return fmt.Errorf("rank %d: %w", t, err)
 			}
 		}
-		j.tp, err = newTPPPBackend(tp, stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+		j.tp, err = launch.NewTPPP(tp, stages, src.File, f.launchOptions(stderr))
 		return err
 	}
 	if f.tp.Stages > 1 {
@@ -422,7 +423,7 @@ func (j *runJob) startParallel(opts models.Options, stderr io.Writer) (err error
 		if err != nil {
 			return err
 		}
-		j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+		j.tp, err = launch.NewPP(stages, src.File, f.launchOptions(stderr))
 		return err
 	}
 	if f.tp.Ranks > 1 {
@@ -430,10 +431,10 @@ func (j *runJob) startParallel(opts models.Options, stderr io.Writer) (err error
 		if err != nil {
 			return err
 		}
-		if f.tp.RootInfo != "" { // one rank in this process (run_tp_cann.go)
-			j.tp, err = newTPProcBackend(tp, src.File, &f.sim, &f.cann, &f.tp, f.fs, stderr)
+		if f.tp.RootInfo != "" { // one rank in this process (launch.NewTPProc)
+			j.tp, err = launch.NewTPProc(tp, src.File, f.launchOptions(stderr))
 		} else {
-			j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+			j.tp, err = launch.NewTP(tp, src.File, f.launchOptions(stderr))
 		}
 		return err
 	}
@@ -482,10 +483,10 @@ func (j *runJob) startBackend() error {
 	var err error
 	switch *f.backend {
 	case "sim":
-		j.sim, err = newSimBackend(j.m, file, &f.sim, f.fs)
+		j.sim, err = launch.NewSim(j.m, file, f.launchOptions(nil))
 		j.sess = j.sim
 	case "cann":
-		j.cann, err = newCannBackend(j.m, file, &f.sim, &f.cann, f.fs)
+		j.cann, err = launch.NewCann(j.m, file, f.launchOptions(nil))
 		j.sess = j.cann
 	default:
 		j.cpu, err = newCPUSession(f.sim.reg, j.m, file, *f.check, *f.threads, f.sim.Kernels)
@@ -628,13 +629,13 @@ func (j *runJob) reportText(res *session.GenerateResult, tps float64, stderr io.
 		fmt.Fprintln(stderr)
 	}
 	if j.sim != nil {
-		j.sim.summary(stderr)
+		j.sim.WriteSummary(stderr)
 	}
 	if j.cann != nil {
-		j.cann.summary(stderr)
+		j.cann.WriteSummary(stderr)
 	}
 	if j.tp != nil {
-		j.tp.summary(stderr)
+		j.tp.WriteSummary(stderr)
 	}
 }
 
@@ -655,13 +656,13 @@ func (j *runJob) reportJSON(res *session.GenerateResult, text *string, tps float
 		}
 	}
 	if j.sim != nil {
-		out.Stats = j.sim.stats()
+		out.Stats = j.sim.Stats()
 	}
 	if j.cann != nil {
-		out.Stats = j.cann.stats()
+		out.Stats = j.cann.Stats()
 	}
 	if j.tp != nil {
-		out.Stats = j.tp.stats()
+		out.Stats = j.tp.Stats()
 	}
 	if err := writeJSON(stdout, out); err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
