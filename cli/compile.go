@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
@@ -299,16 +300,16 @@ func (f *compileFlags) checkOutputs() error {
 			return fmt.Errorf("--requant %q: want q8_0 or q4_0", f.Requant)
 		}
 	}
-	return checkPaths(nil, f.outputs())
+	return safeio.CheckPaths(nil, f.outputs())
 }
 
 // outputs are the files and directories the flags write.
-func (f *compileFlags) outputs() []pathArg {
-	return outputArgs(
-		pathArg{Flag: "--report", Path: f.Report},
-		pathArg{Flag: "--export-buffers", Path: f.ExportBuffers},
-		pathArg{Flag: "--out", Path: f.Out, Dir: true, Names: []string{"program.json", "partition.dot", "segments.dot"}},
-		pathArg{Flag: "--dump-dir", Path: f.DumpDir, Dir: true, Names: []string{"[0-9][0-9]-*.ir"}},
+func (f *compileFlags) outputs() []safeio.Path {
+	return safeio.Outputs(
+		safeio.Path{Flag: "--report", Path: f.Report},
+		safeio.Path{Flag: "--export-buffers", Path: f.ExportBuffers},
+		safeio.Path{Flag: "--out", Path: f.Out, Dir: true, Names: []string{"program.json", "partition.dot", "segments.dot"}},
+		safeio.Path{Flag: "--dump-dir", Path: f.DumpDir, Dir: true, Names: []string{"[0-9][0-9]-*.ir"}},
 	)
 }
 
@@ -434,7 +435,7 @@ func cmdCompile(reg *irtool.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	defer j.close()
-	if err := checkPaths(j.Source.inputs(), j.Flags.outputs()); err != nil {
+	if err := safeio.CheckPaths(j.Source.inputs(), j.Flags.outputs()); err != nil {
 		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
 		return 1
 	}

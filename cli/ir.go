@@ -71,7 +71,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer src.Close()
-	if err := checkPaths(src.inputs(), outputArgs(pathArg{Flag: "-o", Path: *out})); err != nil {
+	if err := safeio.CheckPaths(src.inputs(), safeio.Outputs(safeio.Path{Flag: "-o", Path: *out})); err != nil {
 		fmt.Fprintf(stderr, "irtool ir: %v\n", err)
 		return 1
 	}

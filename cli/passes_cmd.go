@@ -144,7 +144,7 @@ func runPassesOn(reg *irtool.Context, path, list, out, dumpDir string, pf passFl
 		return 1
 	}
 	defer j.close()
-	if err := checkPaths(j.Source.inputs(), outputArgs(pathArg{Flag: "-o", Path: out})); err != nil {
+	if err := safeio.CheckPaths(j.Source.inputs(), safeio.Outputs(safeio.Path{Flag: "-o", Path: out})); err != nil {
 		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 		return 1
 	}
