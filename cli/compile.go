@@ -149,7 +149,7 @@ type compileJSON struct {
 	// rank's stages; Parallel the link model's prediction of the step.
 	TP       *parallel.TPInfo     `json:"tp,omitempty"`
 	PP       *parallel.PPInfo     `json:"pp,omitempty"`
-	Ranks    []rankJSON           `json:"ranks,omitempty"`
+	Ranks    []parallel.Rank      `json:"ranks,omitempty"`
 	Parallel *parallel.Prediction `json:"parallel,omitempty"`
 	// TPSweep: with --tp-sweep, the prediction at each degree.
 	TPSweep []parallel.SweepRow `json:"tp_sweep,omitempty"`

@@ -99,7 +99,7 @@ func TestTPSweepShapes(t *testing.T) {
 			rows, err := parallel.Sweep(s.hp, s.lookup(ir.F16), mo, opts, &p, []int{1, 2, 4, 8}, false)
 			require.NoError(t, err, s.name)
 			fmt.Fprintf(&buf, "%s, F16, n_kv=4096, %s:\n", s.name, algo)
-			writeSweep(&buf, rows)
+			parallel.WriteSweep(&buf, rows)
 			checkSweep(t, s.name, rows)
 		}
 	}
