@@ -76,7 +76,7 @@ func planIR(reg *irtool.Context, path string, fl planFlags, stdout, stderr io.Wr
 		if len(b) > 0 {
 			name += " (" + b.String() + ")"
 		}
-		err = planText(stdout, name, align, rep, reg.Strategies)
+		err = rep.WriteText(stdout, name, align, reg.Strategies)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %v\n", err)
