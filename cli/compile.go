@@ -373,7 +373,7 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 		// The dumps name the model, so each one runs as a model file: the
 		// weights path is relative to the dump directory, also for IR
 		// input, whose own "weights" is relative to the IR file.
-		ref, err := weightsRef(model, filepath.Join(flags.DumpDir, "00-input.ir"))
+		ref, err := modelfile.WeightsRef(model, filepath.Join(flags.DumpDir, "00-input.ir"))
 		if err != nil {
 			src.Close()
 			return nil, err

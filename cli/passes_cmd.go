@@ -169,7 +169,7 @@ func runPassesOn(reg *irtool.Context, path, list, out, dumpDir string, pf passFl
 	} else if !pf.Check || out != "" {
 		g := j.Graph()
 		if model, ok := j.Source.WeightsModel(); ok {
-			if g.Meta[modelfile.MetaWeights], err = weightsRef(model, out); err != nil {
+			if g.Meta[modelfile.MetaWeights], err = modelfile.WeightsRef(model, out); err != nil {
 				fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 				return 1
 			}
