@@ -70,16 +70,16 @@ const maxThreads = 1024
 const maxCtx = 1 << 24
 
 type runJSON struct {
-	Model        string        `json:"model"`
-	Backend      string        `json:"backend"`
-	PromptTokens []int32       `json:"prompt_tokens"`
-	Tokens       []int32       `json:"tokens"`
-	Text         *string       `json:"text,omitempty"`
-	Timing       runTiming     `json:"timing"`
-	Logits       [][]jsonFloat `json:"logits,omitempty"` // NaN and infinities as null
-	Error        string        `json:"error,omitempty"`
-	Stats        any           `json:"stats,omitempty"` // --backend sim
-	Sampling     *samplingJSON `json:"sampling,omitempty"`
+	Model        string                  `json:"model"`
+	Backend      string                  `json:"backend"`
+	PromptTokens []int32                 `json:"prompt_tokens"`
+	Tokens       []int32                 `json:"tokens"`
+	Text         *string                 `json:"text,omitempty"`
+	Timing       runTiming               `json:"timing"`
+	Logits       [][]jsonFloat           `json:"logits,omitempty"` // NaN and infinities as null
+	Error        string                  `json:"error,omitempty"`
+	Stats        any                     `json:"stats,omitempty"` // --backend sim
+	Sampling     *session.SamplingRecord `json:"sampling,omitempty"`
 }
 
 type runTiming struct {
@@ -680,26 +680,17 @@ func newCPUSession(reg *irtool.Context, m *models.Model, w eval.WeightSource, ch
 		Exec: eval.ExecOptions{CheckFinite: check, Kernels: ko}})
 }
 
-// locateNonFinite replays tokens (the prompt, in ubatch-token steps, then
-// one token per step) on a fresh CPU session that checks every op's output,
-// and returns the error naming the first op whose output is not finite.
+// locateNonFinite replays tokens on a fresh CPU session that checks
+// every op's output (session.Replay), and returns the error naming the
+// first op whose output is not finite.
 func locateNonFinite(reg *irtool.Context, m *models.Model, w eval.WeightSource, tokens []int32, nPrompt, ubatch int, ko kernels.Options) error {
 	s, err := newCPUSession(reg, m, w, true, 0, ko)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	steps := [][]int32{}
-	for i := 0; i < nPrompt && i < len(tokens); i += ubatch {
-		steps = append(steps, tokens[i:min(i+ubatch, nPrompt, len(tokens))])
-	}
-	for i := nPrompt; i < len(tokens); i++ {
-		steps = append(steps, tokens[i:i+1])
-	}
-	for _, st := range steps {
-		if _, err := s.Step(st); err != nil {
-			return err
-		}
+	if err := session.Replay(s, tokens, nPrompt, ubatch); err != nil {
+		return err
 	}
 	return errors.New("the CPU reference executor found no op whose output is not finite (the backend's results differ from it)")
 }
