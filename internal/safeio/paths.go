@@ -231,4 +231,3 @@ func matchesAny(name string, pats []string) bool {
 	}
 	return false
 }
-
