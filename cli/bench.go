@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
@@ -152,7 +153,7 @@ func cmdBench(reg *irtool.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if bf.asJSON {
-		if err := writeJSON(stdout, out); err != nil {
+		if err := jsonout.Write(stdout, out); err != nil {
 			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
 			return 1
 		}

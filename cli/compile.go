@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
@@ -497,7 +498,7 @@ func cmdCompile(reg *irtool.Context, args []string, stdout, stderr io.Writer) in
 	j.Out.NodesAfter = j.Graph().NumOps()
 	j.Out.OpsAfter = opCounts(j.Graph())
 	if j.Flags.JSON {
-		if err := writeJSON(stdout, j.Out); err != nil {
+		if err := jsonout.Write(stdout, j.Out); err != nil {
 			fmt.Fprintf(stderr, "irtool compile: %v\n", err)
 			return 1
 		}

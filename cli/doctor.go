@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"io"
 	"os"
 	"strings"
@@ -91,7 +92,7 @@ func cmdDoctor(_ *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	rep := probeCANN(*device)
 	rep.Toolkit = os.Getenv("ASCEND_TOOLKIT_HOME")
 	if *asJSON {
-		if err := writeJSON(stdout, rep); err != nil {
+		if err := jsonout.Write(stdout, rep); err != nil {
 			fmt.Fprintf(stderr, "irtool doctor: %v\n", err)
 			return 1
 		}

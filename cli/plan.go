@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
@@ -177,7 +178,7 @@ func cmdPlan(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *fl.asJSON {
-		err = writeJSON(stdout, rep)
+		err = jsonout.Write(stdout, rep)
 	} else {
 		err = rep.WriteText(stdout, filepath.Base(pos[0]), *fl.align, reg.Strategies)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
@@ -70,7 +71,7 @@ func planIR(reg *irtool.Context, path string, fl planFlags, stdout, stderr io.Wr
 		rep.Gap = float64(gp.ArenaBytes-rep.Bound) / float64(rep.Bound)
 	}
 	if *fl.asJSON {
-		err = writeJSON(stdout, rep)
+		err = jsonout.Write(stdout, rep)
 	} else {
 		name := filepath.Base(path)
 		if len(b) > 0 {

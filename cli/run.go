@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"math"
@@ -76,7 +77,7 @@ type runJSON struct {
 	Tokens       []int32                 `json:"tokens"`
 	Text         *string                 `json:"text,omitempty"`
 	Timing       runTiming               `json:"timing"`
-	Logits       [][]jsonFloat           `json:"logits,omitempty"` // NaN and infinities as null
+	Logits       [][]jsonout.Float       `json:"logits,omitempty"` // NaN and infinities as null
 	Error        string                  `json:"error,omitempty"`
 	Stats        any                     `json:"stats,omitempty"` // --backend sim
 	Sampling     *session.SamplingRecord `json:"sampling,omitempty"`
@@ -610,7 +611,7 @@ func (j *runJob) generateFailed(err error, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, err)
 	if *f.asJSON {
 		// Still one valid JSON document, saying what went wrong.
-		_ = writeJSON(stdout, runJSON{Model: j.name, Backend: *f.backend, PromptTokens: j.ids, Tokens: []int32{}, Error: err.Error()})
+		_ = jsonout.Write(stdout, runJSON{Model: j.name, Backend: *f.backend, PromptTokens: j.ids, Tokens: []int32{}, Error: err.Error()})
 	}
 	return 1
 }
@@ -650,7 +651,7 @@ func (j *runJob) reportJSON(res *session.GenerateResult, text *string, tps float
 	}
 	if *f.withLogits {
 		var nonFinite bool
-		out.Logits, nonFinite = jsonFloats(res.Logits)
+		out.Logits, nonFinite = jsonout.Floats(res.Logits)
 		if nonFinite {
 			out.Error = "logits hold NaN or infinite values (written as null)"
 		}
@@ -664,7 +665,7 @@ func (j *runJob) reportJSON(res *session.GenerateResult, text *string, tps float
 	if j.tp != nil {
 		out.Stats = j.tp.Stats()
 	}
-	if err := writeJSON(stdout, out); err != nil {
+	if err := jsonout.Write(stdout, out); err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1
 	}

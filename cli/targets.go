@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"io"
 	"os"
 
@@ -54,7 +55,7 @@ func cmdTargets(_ *irtool.Context, args []string, stdout, stderr io.Writer) int 
 		files = append(files, p.File())
 	}
 	if asJSON {
-		if err := writeJSON(stdout, files); err != nil {
+		if err := jsonout.Write(stdout, files); err != nil {
 			fmt.Fprintf(stderr, "irtool targets: %v\n", err)
 			return 1
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"io"
 	"runtime"
 	"runtime/debug"
@@ -88,7 +89,7 @@ func cmdVersion(_ *irtool.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	v := readVersion()
 	if *asJSON {
-		if err := writeJSON(stdout, v); err != nil {
+		if err := jsonout.Write(stdout, v); err != nil {
 			fmt.Fprintf(stderr, "irtool version: %v\n", err)
 			return 1
 		}
