@@ -264,7 +264,7 @@ func (f *compileFlags) checkShape() error {
 	if f.PromptTokens < 1 || f.PromptTokens > maxCtx {
 		return fmt.Errorf("--prompt-tokens %d: want 1..%d", f.PromptTokens, maxCtx)
 	}
-	_, err := modelOptions(max(f.Ctx, 1), f.KVType, f.KVWrite)
+	_, err := models.ParseOptions(max(f.Ctx, 1), f.KVType, f.KVWrite)
 	return err
 }
 
@@ -330,8 +330,8 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	}
 	warning := ""
 	if src.IsIR() {
-		def, _ := modelOptions(defaultCtx, "f16", "set_rows")
-		opts, err := modelOptions(max(flags.Ctx, 1), flags.KVType, flags.KVWrite)
+		def, _ := models.ParseOptions(defaultCtx, "f16", "set_rows")
+		opts, err := models.ParseOptions(max(flags.Ctx, 1), flags.KVType, flags.KVWrite)
 		if err != nil {
 			return fail(err)
 		}
@@ -361,7 +361,7 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	} else if warning, err = flags.resolveShape(src.File); err != nil {
 		return fail(err)
 	}
-	opts, err := modelOptions(flags.Ctx, flags.KVType, flags.KVWrite)
+	opts, err := models.ParseOptions(flags.Ctx, flags.KVType, flags.KVWrite)
 	if err != nil {
 		return fail(err)
 	}
@@ -392,19 +392,6 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 
 // close releases the model files.
 func (j *compileJob) close() { j.Source.Close() }
-
-// modelOptions turns the shared model flags into models.Options.
-func modelOptions(ctx int64, kvType, kvWrite string) (models.Options, error) {
-	opts := models.Options{NCtx: ctx}
-	var err error
-	if opts.KVType, err = models.ParseKVCacheType(kvType); err != nil {
-		return opts, err
-	}
-	if opts.KVWrite, err = models.ParseKVWrite(kvWrite); err != nil {
-		return opts, err
-	}
-	return opts, nil
-}
 
 func opCounts(g *ir.Graph) map[string]int {
 	return g.OpCounts()

@@ -22,7 +22,7 @@ import (
 func forecast(j *compileJob) error {
 	f := j.Flags
 	prompt := f.PromptTokens
-	mo, err := modelOptions(max(f.Ctx, prompt), f.KVType, f.KVWrite)
+	mo, err := models.ParseOptions(max(f.Ctx, prompt), f.KVType, f.KVWrite)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 1 {
 		path = pos[0]
 	}
-	opts, err := modelOptions(*ctx, *kvType, *kvWrite)
+	opts, err := models.ParseOptions(*ctx, *kvType, *kvWrite)
 	if err != nil {
 		return usageError(stderr, "ir", "%v", err)
 	}
@@ -85,7 +85,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "irtool ir: %s: %s\n", modelName(path), w)
 		}
 	}
-	def, _ := modelOptions(defaultCtx, "f16", "set_rows")
+	def, _ := models.ParseOptions(defaultCtx, "f16", "set_rows")
 	if opts, err = src.Options(opts, def); err != nil {
 		return usageError(stderr, "ir", "%v", err)
 	}

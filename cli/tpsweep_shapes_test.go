@@ -87,7 +87,7 @@ func TestTPSweepShapes(t *testing.T) {
 	opts, err := flags.options(0)
 	require.NoError(t, err)
 	opts.Ctx, opts.UBatch = 4096, 512
-	mo, err := modelOptions(4096, "f16", "set_rows")
+	mo, err := models.ParseOptions(4096, "f16", "set_rows")
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	for _, s := range sweepShapes {
