@@ -4,8 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/models"
@@ -105,25 +103,12 @@ func shardPP(reg *irtool.Context, m *models.Model, stages int, list string) ([]*
 
 // opsText is the size of the compiled graphs the run steps, for its
 // progress line: the optimised graph's op count, as compile reports it
-// after the passes; with --tp each rank's, with --pp each stage's (rank
-// 0's stages with both: the ranks' graphs differ only in shapes).
+// after the passes, or the ranks' (launch.Ranks.OpsText).
 func (j *runJob) opsText() string {
-	b := j.tp
-	switch {
-	case b == nil:
+	if j.tp == nil {
 		return plural(j.m.Graph.NumOps(), "op")
-	case b.Stages != nil:
-		counts := make([]string, len(b.Stages))
-		for i, m := range b.Stages {
-			counts[i] = strconv.Itoa(m.Graph.NumOps())
-		}
-		s := fmt.Sprintf("%d stages of %s ops", len(b.Stages), strings.Join(counts, "+"))
-		if b.TP != nil {
-			s = fmt.Sprintf("%d ranks × %s", len(b.TP.Ranks), s)
-		}
-		return s
 	}
-	return fmt.Sprintf("%d ranks of %s", len(b.TP.Ranks), plural(b.TP.Ranks[0].Model.Graph.NumOps(), "op"))
+	return j.tp.OpsText()
 }
 
 // plural is "1 token", "2 tokens".

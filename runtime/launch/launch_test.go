@@ -3,6 +3,7 @@ package launch_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -98,6 +99,9 @@ func TestBackendsGenerateAlike(t *testing.T) {
 		if st.TP == nil || st.TP.Ranks != 2 || (backend == "sim") != (len(st.Ranks) == 2) {
 			t.Errorf("%s --tp 2: stats %+v", backend, st)
 		}
+		if got, want := r.OpsText(), fmt.Sprintf("2 ranks of %d ops", tp.Ranks[0].Model.Graph.NumOps()); got != want {
+			t.Errorf("%s --tp 2: OpsText %q, want %q", backend, got, want)
+		}
 		r.Close()
 
 		stages, err := parallel.Stages(m, 2)
@@ -110,6 +114,9 @@ func TestBackendsGenerateAlike(t *testing.T) {
 		}
 		if got := generate(t, p); !slices.Equal(got, want) {
 			t.Errorf("%s --pp 2: tokens %v, want %v", backend, got, want)
+		}
+		if got, want := p.OpsText(), fmt.Sprintf("2 stages of %d+%d ops", stages[0].Graph.NumOps(), stages[1].Graph.NumOps()); got != want {
+			t.Errorf("%s --pp 2: OpsText %q, want %q", backend, got, want)
 		}
 		buf.Reset()
 		p.WriteSummary(&buf)

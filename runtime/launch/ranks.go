@@ -3,6 +3,8 @@ package launch
 import (
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/eval"
@@ -266,4 +268,27 @@ func (b *Ranks) WriteSummary(w io.Writer) {
 		}
 		WritePhases(w, name, r.stats())
 	}
+}
+
+// OpsText is the size of the graphs the ranks step, for run's progress
+// line: with --tp each rank's op count after the passes, with --pp each
+// stage's (rank 0's stages with both: the ranks' graphs differ only in
+// shapes).
+func (b *Ranks) OpsText() string {
+	if b.Stages != nil {
+		counts := make([]string, len(b.Stages))
+		for i, m := range b.Stages {
+			counts[i] = strconv.Itoa(m.Graph.NumOps())
+		}
+		s := fmt.Sprintf("%d stages of %s ops", len(b.Stages), strings.Join(counts, "+"))
+		if b.TP != nil {
+			s = fmt.Sprintf("%d ranks × %s", len(b.TP.Ranks), s)
+		}
+		return s
+	}
+	ops := fmt.Sprintf("%d ops", b.TP.Ranks[0].Model.Graph.NumOps())
+	if b.TP.Ranks[0].Model.Graph.NumOps() == 1 {
+		ops = "1 op"
+	}
+	return fmt.Sprintf("%d ranks of %s", len(b.TP.Ranks), ops)
 }
