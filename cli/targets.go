@@ -84,12 +84,8 @@ func readTargetFile(path string) (*target.Rules, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("--target-file: %w", err)
 	}
-	rules := target.NewRules()
-	p, err := target.ParseFile(data, rules)
+	rules, p, err := target.LoadFile(data)
 	if err != nil {
-		return nil, "", fmt.Errorf("--target-file %s: %w", path, err)
-	}
-	if err := rules.RegisterTarget(p); err != nil {
 		return nil, "", fmt.Errorf("--target-file %s: %w", path, err)
 	}
 	return rules, p.Name, nil
