@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/compiler/summary"
@@ -52,10 +51,7 @@ func outMemory(j *compileJob) error {
 // (id,lower,upper,size) with sizes already rounded to the alignment, so
 // that `irtool plan F.csv` scores the same instance.
 func exportBuffers(path string, p *planner.MemoryPlan) error {
-	q := &planner.Problem{Buffers: slices.Clone(p.Problem.Buffers)}
-	for i := range q.Buffers {
-		q.Buffers[i].Size = p.Problem.AlignedSize(i)
-	}
+	q := p.Problem.Aligned()
 	fh, err := safeio.Create(path)
 	if err != nil {
 		return fmt.Errorf("--export-buffers: %w", err)
