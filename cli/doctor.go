@@ -13,7 +13,7 @@ import (
 
 // "irtool doctor" answers one question: can this irtool run on Ascend
 // hardware here? The probe itself needs the cgo binding of runtime/acl and
-// lives in run_cann.go (built with -tags cann); a default build answers
+// lives in doctor_cann.go (built with -tags cann); a default build answers
 // that it has no CANN support and how to get it (cann_stub.go).
 
 func init() {
