@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
@@ -68,10 +69,10 @@ func threadsFlag(fs *flag.FlagSet) *int {
 	return t
 }
 
-// intList is a flag holding llama-bench's list of values: comma-separated
-// values, each a number or a range first-last, first-last+step or
-// first-last*mult; the flag given again adds to the list, whose default
-// the first value given replaces.
+// intList is a flag holding llama-bench's list of values (bench.ParseList):
+// comma-separated values, each a number or a range first-last,
+// first-last+step or first-last*mult; the flag given again adds to the
+// list, whose default the first value given replaces.
 type intList struct {
 	vals []int
 	set  bool
@@ -88,83 +89,13 @@ func (l *intList) String() string {
 	return strings.Join(parts, ",")
 }
 
-// maxListLen bounds a list (a range such as 1-1000000000 is refused, not
-// expanded).
-const maxListLen = 1024
-
 func (l *intList) Set(s string) error {
 	if !l.set {
 		l.vals, l.set = nil, true
 	}
-	for _, part := range strings.Split(s, ",") {
-		vals, err := parseRange(strings.TrimSpace(part))
-		if err != nil {
-			return err
-		}
-		l.vals = append(l.vals, vals...)
-		if len(l.vals) > maxListLen {
-			return fmt.Errorf("more than %d values", maxListLen)
-		}
-	}
-	return nil
-}
-
-// parseRange parses one element of a list: N, first-last, first-last+step
-// or first-last*mult (llama-bench's syntax).
-func parseRange(s string) ([]int, error) {
-	num := func(t string) (int, error) {
-		v, err := strconv.Atoi(t)
-		if err != nil || v < 0 {
-			return 0, fmt.Errorf("%q is not a number >= 0", t)
-		}
-		return v, nil
-	}
-	first, rest, isRange := strings.Cut(s, "-")
-	if !isRange || first == "" { // a number, or a negative one
-		v, err := num(s)
-		return []int{v}, err
-	}
-	step, mult := 1, 1
-	last := rest
-	if a, b, ok := strings.Cut(rest, "+"); ok {
-		last = a
-		v, err := num(b)
-		if err != nil || v == 0 {
-			return nil, fmt.Errorf("%q: the step must be a positive number", s)
-		}
-		step = v
-	} else if a, b, ok := strings.Cut(rest, "*"); ok {
-		last = a
-		v, err := num(b)
-		if err != nil || v < 2 {
-			return nil, fmt.Errorf("%q: the multiplier must be at least 2", s)
-		}
-		mult, step = v, 0
-	}
-	lo, err := num(first)
-	if err != nil {
-		return nil, err
-	}
-	hi, err := num(last)
-	if err != nil {
-		return nil, err
-	}
-	if hi < lo || mult > 1 && lo == 0 {
-		return nil, fmt.Errorf("%q is not a range first-last with first <= last (and first > 0 with *mult)", s)
-	}
-	var out []int
-	for v := lo; v <= hi; {
-		if len(out) == maxListLen {
-			return nil, fmt.Errorf("%q has more than %d values", s, maxListLen)
-		}
-		out = append(out, v)
-		if mult > 1 {
-			v *= mult
-		} else {
-			v += step
-		}
-	}
-	return out, nil
+	vals, err := bench.ParseList(s, bench.MaxListLen-len(l.vals))
+	l.vals = append(l.vals, vals...)
+	return err
 }
 
 // pgList is -pg: pairs PP,TG, one per occurrence of the flag.
@@ -182,14 +113,11 @@ func (l *pgList) String() string {
 }
 
 func (l *pgList) Set(s string) error {
-	a, b, ok := strings.Cut(s, ",")
-	pp, err1 := strconv.Atoi(strings.TrimSpace(a))
-	tg, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || pp < 0 || tg < 0 || strings.Contains(b, ",") {
-		return fmt.Errorf("want PP,TG: two numbers >= 0")
+	p, err := bench.ParsePair(s)
+	if err == nil {
+		l.pairs = append(l.pairs, p)
 	}
-	l.pairs = append(l.pairs, [2]int{pp, tg})
-	return nil
+	return err
 }
 
 func cmdBench(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
@@ -225,7 +153,7 @@ func cmdBench(reg *irtool.Context, args []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if bf.asJSON {
-		if err := writeJSON(stdout, out); err != nil {
+		if err := jsonout.Write(stdout, out); err != nil {
 			fmt.Fprintf(stderr, "irtool bench: %v\n", err)
 			return 1
 		}
@@ -374,25 +302,9 @@ func benchModel(src *modelSource, bf *benchFlags, stderr io.Writer) (*models.Mod
 	return m, 0
 }
 
-// writeBenchTable prints the results as llama-bench's markdown table: an
-// n_ubatch column when -ub is not llama-bench's default alone.
+// writeBenchTable prints the results as llama-bench's markdown table
+// (bench.WriteTable): an n_ubatch column when -ub is not llama-bench's
+// default alone.
 func writeBenchTable(stdout io.Writer, f *gguf.File, bf *benchFlags, out benchJSON) {
-	size, params := bench.ModelSize(f)
-	name := filepath.Base(modelName(bf.modelPath))
-	ubCol := !slices.Equal(bf.ubatches, []int{defaultUBatch})
-	if ubCol {
-		fmt.Fprintln(stdout, "| model | size | params | backend | threads | n_ubatch | test | t/s |")
-		fmt.Fprintln(stdout, "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
-	} else {
-		fmt.Fprintln(stdout, "| model | size | params | backend | threads | test | t/s |")
-		fmt.Fprintln(stdout, "| --- | ---: | ---: | --- | ---: | ---: | ---: |")
-	}
-	for _, r := range out.Results {
-		ub := ""
-		if ubCol {
-			ub = fmt.Sprintf(" %d |", r.UBatch)
-		}
-		fmt.Fprintf(stdout, "| %s | %.2f MiB | %.2f M | irtool cpu | %d |%s %s | %.2f ± %.2f |\n",
-			name, float64(size)/(1<<20), float64(params)/1e6, r.Threads, ub, r.Test, r.TokS, r.Stddev)
-	}
+	bench.WriteTable(stdout, f, filepath.Base(modelName(bf.modelPath)), !slices.Equal(bf.ubatches, []int{defaultUBatch}), out.Results)
 }

@@ -109,19 +109,3 @@ func TestBenchTableAndUsage(t *testing.T) {
 		}
 	}
 }
-
-// TestParseRange: llama-bench's list elements.
-func TestParseRange(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []int
-	}{
-		{"7", []int{7}}, {"0", []int{0}}, {"1-4", []int{1, 2, 3, 4}}, {"1-8+3", []int{1, 4, 7}},
-		{"1-16*2", []int{1, 2, 4, 8, 16}}, {"5-5", []int{5}}, {"64-600*2", []int{64, 128, 256, 512}},
-	} {
-		got, err := parseRange(c.in)
-		if err != nil || !slices.Equal(got, c.want) {
-			t.Errorf("parseRange(%q) = %v, %v; want %v", c.in, got, err, c.want)
-		}
-	}
-}

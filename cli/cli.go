@@ -1,13 +1,10 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 
@@ -286,63 +283,6 @@ func openModel(path string) (*gguf.File, error) {
 		return gguf.Parse(irtool.EmbeddedModel, irtool.EmbeddedModelName)
 	}
 	return gguf.Open(path)
-}
-
-// writeJSON writes v as JSON indented by two spaces with a trailing newline.
-// Field order is that of the Go structs, so output is stable; HTML
-// characters are not escaped.
-//
-// The output is valid JSON even when v cannot be encoded (a NaN that
-// escaped the non-finite checks): an object {"error": "..."} is written
-// instead, and the error is returned.
-func writeJSON(w io.Writer, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		buf.Reset()
-		_ = enc.Encode(struct {
-			Error string `json:"error"`
-		}{err.Error()})
-		if _, werr := w.Write(buf.Bytes()); werr != nil {
-			return fmt.Errorf("writing JSON: %w", werr)
-		}
-		return fmt.Errorf("encoding JSON: %w", err)
-	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return fmt.Errorf("writing JSON: %w", err)
-	}
-	return nil
-}
-
-// jsonFloat is a float32 that encodes NaN and infinities as null (JSON has
-// no spelling for them); the document says why in an error field.
-type jsonFloat float32
-
-// MarshalJSON writes the value as encoding/json writes a float32, or null.
-func (f jsonFloat) MarshalJSON() ([]byte, error) {
-	x := float64(f)
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(float32(f))
-}
-
-// jsonFloats converts rows of logits to jsonFloat rows, reporting whether
-// any value was not finite.
-func jsonFloats(rows [][]float32) (out [][]jsonFloat, nonFinite bool) {
-	out = make([][]jsonFloat, len(rows))
-	for i, r := range rows {
-		out[i] = make([]jsonFloat, len(r))
-		for j, x := range r {
-			out[i][j] = jsonFloat(x)
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				nonFinite = true
-			}
-		}
-	}
-	return out, nonFinite
 }
 
 // usageError reports a command-line mistake: the command prints it with

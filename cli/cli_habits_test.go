@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool/internal/testref"
+	"github.com/irtool/irtool/kernels"
 )
 
 // TestFlagErrorIsOneLine: an unknown flag prints one line and the hint
@@ -69,7 +70,7 @@ func TestVersion(t *testing.T) {
 	if runtime.GOARCH == "amd64" && len(v.CPUFeatures) != 3 {
 		t.Errorf("version: cpu features %v, want avx2, fma, f16c", v.CPUFeatures)
 	}
-	if purego && !strings.HasPrefix(v.Kernels, "pure Go") {
+	if kernels.Purego && !strings.HasPrefix(v.Kernels, "pure Go") {
 		t.Errorf("version: kernels %q in a purego build", v.Kernels)
 	}
 	code, out, _ = runCLI(t, "version")

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"flag"
+	"github.com/irtool/irtool/internal/jsonout"
 	"io"
 	"slices"
 	"strings"
@@ -128,7 +129,7 @@ func TestUsageErrors(t *testing.T) {
 
 func TestWriteJSON(t *testing.T) {
 	var b strings.Builder
-	err := writeJSON(&b, struct {
+	err := jsonout.Write(&b, struct {
 		B string  `json:"b"`
 		A []int   `json:"a"`
 		F float32 `json:"f"`
@@ -137,7 +138,7 @@ func TestWriteJSON(t *testing.T) {
 	if err != nil || b.String() != want {
 		t.Errorf("got %q, %v", b.String(), err)
 	}
-	if err := writeJSON(io.Discard, make(chan int)); err == nil {
+	if err := jsonout.Write(io.Discard, make(chan int)); err == nil {
 		t.Error("unencodable value accepted")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
+	"github.com/irtool/irtool/internal/safeio"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
@@ -148,7 +150,7 @@ type compileJSON struct {
 	// rank's stages; Parallel the link model's prediction of the step.
 	TP       *parallel.TPInfo     `json:"tp,omitempty"`
 	PP       *parallel.PPInfo     `json:"pp,omitempty"`
-	Ranks    []rankJSON           `json:"ranks,omitempty"`
+	Ranks    []parallel.Rank      `json:"ranks,omitempty"`
 	Parallel *parallel.Prediction `json:"parallel,omitempty"`
 	// TPSweep: with --tp-sweep, the prediction at each degree.
 	TPSweep []parallel.SweepRow `json:"tp_sweep,omitempty"`
@@ -262,7 +264,7 @@ func (f *compileFlags) checkShape() error {
 	if f.PromptTokens < 1 || f.PromptTokens > maxCtx {
 		return fmt.Errorf("--prompt-tokens %d: want 1..%d", f.PromptTokens, maxCtx)
 	}
-	_, err := modelOptions(max(f.Ctx, 1), f.KVType, f.KVWrite)
+	_, err := models.ParseOptions(max(f.Ctx, 1), f.KVType, f.KVWrite)
 	return err
 }
 
@@ -299,16 +301,16 @@ func (f *compileFlags) checkOutputs() error {
 			return fmt.Errorf("--requant %q: want q8_0 or q4_0", f.Requant)
 		}
 	}
-	return checkPaths(nil, f.outputs())
+	return safeio.CheckPaths(nil, f.outputs())
 }
 
 // outputs are the files and directories the flags write.
-func (f *compileFlags) outputs() []pathArg {
-	return outputArgs(
-		pathArg{Flag: "--report", Path: f.Report},
-		pathArg{Flag: "--export-buffers", Path: f.ExportBuffers},
-		pathArg{Flag: "--out", Path: f.Out, Dir: true, Names: []string{"program.json", "partition.dot", "segments.dot"}},
-		pathArg{Flag: "--dump-dir", Path: f.DumpDir, Dir: true, Names: []string{"[0-9][0-9]-*.ir"}},
+func (f *compileFlags) outputs() []safeio.Path {
+	return safeio.Outputs(
+		safeio.Path{Flag: "--report", Path: f.Report},
+		safeio.Path{Flag: "--export-buffers", Path: f.ExportBuffers},
+		safeio.Path{Flag: "--out", Path: f.Out, Dir: true, Names: []string{"program.json", "partition.dot", "segments.dot"}},
+		safeio.Path{Flag: "--dump-dir", Path: f.DumpDir, Dir: true, Names: []string{"[0-9][0-9]-*.ir"}},
 	)
 }
 
@@ -328,8 +330,8 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	}
 	warning := ""
 	if src.IsIR() {
-		def, _ := modelOptions(defaultCtx, "f16", "set_rows")
-		opts, err := modelOptions(max(flags.Ctx, 1), flags.KVType, flags.KVWrite)
+		def, _ := models.ParseOptions(defaultCtx, "f16", "set_rows")
+		opts, err := models.ParseOptions(max(flags.Ctx, 1), flags.KVType, flags.KVWrite)
 		if err != nil {
 			return fail(err)
 		}
@@ -359,7 +361,7 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 	} else if warning, err = flags.resolveShape(src.File); err != nil {
 		return fail(err)
 	}
-	opts, err := modelOptions(flags.Ctx, flags.KVType, flags.KVWrite)
+	opts, err := models.ParseOptions(flags.Ctx, flags.KVType, flags.KVWrite)
 	if err != nil {
 		return fail(err)
 	}
@@ -372,7 +374,7 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 		// The dumps name the model, so each one runs as a model file: the
 		// weights path is relative to the dump directory, also for IR
 		// input, whose own "weights" is relative to the IR file.
-		ref, err := weightsRef(model, filepath.Join(flags.DumpDir, "00-input.ir"))
+		ref, err := modelfile.WeightsRef(model, filepath.Join(flags.DumpDir, "00-input.ir"))
 		if err != nil {
 			src.Close()
 			return nil, err
@@ -390,19 +392,6 @@ func newCompileJob(path string, flags compileFlags) (*compileJob, error) {
 
 // close releases the model files.
 func (j *compileJob) close() { j.Source.Close() }
-
-// modelOptions turns the shared model flags into models.Options.
-func modelOptions(ctx int64, kvType, kvWrite string) (models.Options, error) {
-	opts := models.Options{NCtx: ctx}
-	var err error
-	if opts.KVType, err = models.ParseKVCacheType(kvType); err != nil {
-		return opts, err
-	}
-	if opts.KVWrite, err = models.ParseKVWrite(kvWrite); err != nil {
-		return opts, err
-	}
-	return opts, nil
-}
 
 func opCounts(g *ir.Graph) map[string]int {
 	return g.OpCounts()
@@ -434,7 +423,7 @@ func cmdCompile(reg *irtool.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	defer j.close()
-	if err := checkPaths(j.Source.inputs(), j.Flags.outputs()); err != nil {
+	if err := safeio.CheckPaths(j.Source.inputs(), j.Flags.outputs()); err != nil {
 		fmt.Fprintf(stderr, "irtool compile: %v\n", err)
 		return 1
 	}
@@ -496,7 +485,7 @@ func cmdCompile(reg *irtool.Context, args []string, stdout, stderr io.Writer) in
 	j.Out.NodesAfter = j.Graph().NumOps()
 	j.Out.OpsAfter = opCounts(j.Graph())
 	if j.Flags.JSON {
-		if err := writeJSON(stdout, j.Out); err != nil {
+		if err := jsonout.Write(stdout, j.Out); err != nil {
 			fmt.Fprintf(stderr, "irtool compile: %v\n", err)
 			return 1
 		}

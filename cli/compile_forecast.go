@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"github.com/irtool/irtool/models/modelfile"
 	"strconv"
 
@@ -23,7 +22,7 @@ import (
 func forecast(j *compileJob) error {
 	f := j.Flags
 	prompt := f.PromptTokens
-	mo, err := modelOptions(max(f.Ctx, prompt), f.KVType, f.KVWrite)
+	mo, err := models.ParseOptions(max(f.Ctx, prompt), f.KVType, f.KVWrite)
 	if err != nil {
 		return err
 	}
@@ -54,14 +53,9 @@ func forecast(j *compileJob) error {
 	if opts.Requant != 0 {
 		opts.Weights = j.File
 	}
-	ours, err := compiler.ForecastProgram(context.Background(), g, opts, prompt)
+	ours, ref, err := compiler.ForecastPrograms(context.Background(), g, opts, prompt)
 	if err != nil {
-		return fmt.Errorf("prefill forecast: %w", err)
-	}
-	opts.Passes, opts.MergeQKV = "none", false
-	ref, err := compiler.ForecastProgram(context.Background(), g, opts, prompt)
-	if err != nil {
-		return fmt.Errorf("llama.cpp's program: %w", err)
+		return err
 	}
 	j.Forecast, j.LlamaCpp = ours, ref
 	return nil

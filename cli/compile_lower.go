@@ -1,20 +1,14 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/irtool/irtool/compiler/summary"
 
 	"github.com/irtool/irtool/internal/safeio"
-	"github.com/irtool/irtool/lower/cann"
-	"github.com/irtool/irtool/partition"
 	"github.com/irtool/irtool/target"
-	"github.com/irtool/irtool/viz"
 )
 
 // The partition and lowering stages of irtool compile. The driver's
@@ -48,7 +42,7 @@ func outPartition(j *compileJob) error {
 
 func outLower(j *compileJob) error {
 	f := j.Flags
-	res, prog, pr := j.R.Partition, j.R.Program, *j.R.Prediction
+	prog, pr := j.R.Program, *j.R.Prediction
 	out := summary.ProgramOf(prog)
 	j.Out.Program = out
 	if j.forecast && j.R.Profile.HasNPU() {
@@ -86,78 +80,26 @@ func outLower(j *compileJob) error {
 			lj.EagerTokPerS, lj.GraphTokPerS, lj.Speedup, lj.PrefillTokPerS)
 	}
 	if f.Out != "" {
-		if err := writeLowerOut(j, res, prog); err != nil {
+		if err := writeLowerOut(j); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeLowerOut writes program.json, partition.dot and segments.dot.
-func writeLowerOut(j *compileJob, res *partition.Result, prog *cann.Program) error {
+// writeLowerOut writes program.json, partition.dot and segments.dot
+// (summary.OutFiles), all or none (safeio.WriteFiles).
+func writeLowerOut(j *compileJob) error {
 	dir := j.Flags.Out
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	var buf bytes.Buffer
-	if err := prog.Write(&buf); err != nil {
-		return err
-	}
-	files := map[string][]byte{"program.json": append([]byte(nil), buf.Bytes()...)}
-	part, err := summary.PartitionPlacement(res, j.Graph(), false)
+	files, err := summary.OutFiles(j.Out.Model, j.R)
 	if err != nil {
 		return err
 	}
-	segs, err := summary.SegmentPlacement(res, prog, j.Graph())
-	if err != nil {
-		return err
-	}
-	for name, c := range map[string]struct {
-		title string
-		p     *viz.Partition
-	}{
-		"partition.dot": {fmt.Sprintf("%s on %s: partition (%d NPU, %d CPU nodes, %d copies)", j.Out.Model, res.Target, res.NPUNodes, res.CPUNodes, len(res.Copies)), part},
-		"segments.dot":  {fmt.Sprintf("%s on %s: segments of %s", j.Out.Model, res.Target, prog.Bucket), segs},
-	} {
-		d, err := viz.GraphDOT(j.Graph(), viz.GraphOptions{Title: c.title, Partition: c.p, NoWeights: true})
-		if err != nil {
-			return err
-		}
-		files[name] = []byte(d.String())
-	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	// All files are written to temporaries first and renamed into place
-	// only when every one was written: a failure leaves the old files.
-	tmp := make([]*safeio.File, 0, len(names))
-	defer func() {
-		for _, f := range tmp {
-			f.Abort()
-		}
-	}()
-	for _, n := range names {
-		f, err := safeio.Create(filepath.Join(dir, n))
-		if err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		tmp = append(tmp, f)
-		if _, err := f.Write(files[n]); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-	}
-	for _, f := range tmp {
-		if err := f.Flush(); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-	}
-	for _, f := range tmp {
-		if err := f.Commit(); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-		fmt.Fprintf(j.Stderr, "irtool compile: wrote %s\n", f.Name())
+	if err := safeio.WriteFiles(dir, files, func(path string) { fmt.Fprintf(j.Stderr, "irtool compile: wrote %s\n", path) }); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	return nil
 }

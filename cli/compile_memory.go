@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"io"
-	"slices"
 
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/compiler/summary"
@@ -38,7 +36,7 @@ func outMemory(j *compileJob) error {
 		}
 		fmt.Fprintf(j.Text, "memory, %s (%s): arena %d B = %.4f x lower bound %d B (%s, %s), naive %d B, %d in place\n",
 			c.mp.What, out.Bindings, p.ArenaBytes, p.Ratio(), p.LowerBound, p.Strategy, order, p.NaiveBytes, p.InPlace)
-		writeMemoryComparison(j.Text, c.mp.Compare)
+		summary.WriteCompare(j.Text, c.mp.Compare)
 		if c.mp == j.R.Memory && j.Flags.ExportBuffers != "" {
 			if err := exportBuffers(j.Flags.ExportBuffers, p); err != nil {
 				return err
@@ -49,28 +47,11 @@ func outMemory(j *compileJob) error {
 	return nil
 }
 
-// writeMemoryComparison prints the two layouts under a plan's summary line.
-func writeMemoryComparison(w io.Writer, c compiler.Compare) {
-	for _, l := range []struct {
-		name string
-		f    compiler.LayoutCompare
-	}{{"this target's layout", c.Target}, {"ggml's layout (llama.cpp's compute buffer)", c.GgmlLayout}} {
-		bound := fmt.Sprintf("lower bound %d B", l.f.GraphOrderBound)
-		if l.f.OursReordered && l.f.OursLowerBound != l.f.GraphOrderBound {
-			bound = fmt.Sprintf("lower bound %d B in graph order, %d B in ours", l.f.GraphOrderBound, l.f.OursLowerBound)
-		}
-		fmt.Fprintf(w, "  %s: ours %d B, ggml-alloc (gallocr replay) %d B; %s\n", l.name, l.f.OursBytes, l.f.GallocrBytes, bound)
-	}
-}
-
 // exportBuffers writes the plan's problem in the benchmark CSV format
 // (id,lower,upper,size) with sizes already rounded to the alignment, so
 // that `irtool plan F.csv` scores the same instance.
 func exportBuffers(path string, p *planner.MemoryPlan) error {
-	q := &planner.Problem{Buffers: slices.Clone(p.Problem.Buffers)}
-	for i := range q.Buffers {
-		q.Buffers[i].Size = p.Problem.AlignedSize(i)
-	}
+	q := p.Problem.Aligned()
 	fh, err := safeio.Create(path)
 	if err != nil {
 		return fmt.Errorf("--export-buffers: %w", err)

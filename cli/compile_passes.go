@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/irtool/irtool/compiler/summary"
-	"io"
-	"math"
-	"sort"
-	"strings"
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
@@ -58,54 +54,6 @@ func outPasses(j *compileJob) error {
 	out, total := summary.PassesOf(res)
 	j.Out.Passes = out
 	g := j.R.Optimised
-	passesText(j.Text, j.R.Pipeline, out, total, j.Input.OpCounts(), g.OpCounts(), j.Input.NumOps(), g.NumOps())
+	summary.WritePasses(j.Text, j.R.Pipeline, out, total, j.Input, g)
 	return nil
-}
-
-func passesText(w io.Writer, p passes.Pipeline, out []summary.Pass, total float64, opsBefore, opsAfter map[string]int, nBefore, nAfter int) {
-	fmt.Fprintf(w, "passes %s: %d -> %d ops in %.2f ms\n", p, nBefore, nAfter, total)
-	if len(out) > 0 {
-		fmt.Fprintf(w, "  %-20s %-7s %8s %5s  %s\n", "pass", "changed", "ms", "ops", "rule hits / stats")
-	}
-	for _, x := range out {
-		changed := "no"
-		if x.Changed {
-			changed = "yes"
-		}
-		line := fmt.Sprintf("  %-20s %-7s %8.3f %5d  %s", x.Name, changed, math.Round(x.MS*1000)/1000, x.NodesAfter, passesCounts(x.RuleHits, x.Stats))
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
-	}
-	names := map[string]int{}
-	for k := range opsBefore {
-		names[k] = 1
-	}
-	for k := range opsAfter {
-		names[k] = 1
-	}
-	keys := passesSortedKeys(names)
-	fmt.Fprintf(w, "  %-20s %6s %6s\n", "op", "before", "after")
-	for _, k := range keys {
-		fmt.Fprintf(w, "  %-20s %6d %6d\n", k, opsBefore[k], opsAfter[k])
-	}
-}
-
-// passesCounts prints rule hits, then statistics in brackets, sorted by key.
-func passesCounts(hits, stats map[string]int) string {
-	var parts []string
-	for _, k := range passesSortedKeys(hits) {
-		parts = append(parts, fmt.Sprintf("%s=%d", k, hits[k]))
-	}
-	for _, k := range passesSortedKeys(stats) {
-		parts = append(parts, fmt.Sprintf("[%s=%d]", k, stats[k]))
-	}
-	return strings.Join(parts, " ")
-}
-
-func passesSortedKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

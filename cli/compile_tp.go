@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/irtool/irtool/models/modelfile"
-	"io"
 	"strconv"
 	"strings"
 
@@ -22,40 +21,7 @@ import (
 // memory plans in its own arena, partition, lowering); --json adds "tp",
 // "pp", a "ranks" array and "parallel", the link model's prediction of
 // the decode step (target.Profile.EstimateStep). Every rank's device
-// memory (weights, KV cache, worst-case arena and 2 × HCCL_BUFFSIZE per
-// communicator, CANN's HCCL_BUFFSIZE documentation) is checked against
-// the target's device memory.
-
-// defaultHCCLBuffMB is HCCL_BUFFSIZE's default in MB (CANN environment
-// variable reference, HCCL_BUFFSIZE).
-const defaultHCCLBuffMB = 200
-
-// rankJSON is one rank's part of compile --json with --tp or --pp.
-type rankJSON struct {
-	Rank int `json:"rank"`
-	// TPRank and Stage place the rank: its tensor-parallel rank and its
-	// pipeline stage (0 without --tp or --pp).
-	TPRank       int            `json:"tp_rank"`
-	Stage        int            `json:"stage"`
-	Nodes        int            `json:"nodes"`
-	Ops          map[string]int `json:"ops"`
-	Collectives  []string       `json:"collectives"`
-	Memory       any            `json:"memory,omitempty"`
-	MemoryDecode any            `json:"memory_decode,omitempty"`
-	Partition    any            `json:"partition,omitempty"`
-	Program      any            `json:"program,omitempty"`
-	// Predicted is the cost model's decode step of the rank's lowered
-	// program (the "predicted" object of the whole model, cann.Predict).
-	Predicted any `json:"predicted,omitempty"`
-	// CollectiveBuffers are the collectives' operands and results in the
-	// rank's decode arena: planned like any tensor, at fixed offsets.
-	CollectiveBuffers parallel.CollectiveBuffers `json:"collective_buffers"`
-	// CollectiveBytes is CollectiveBuffers.Bytes.
-	CollectiveBytes int64                  `json:"collective_bytes"`
-	DeviceMemory    *parallel.DeviceMemory `json:"device_memory,omitempty"`
-	// Step is the link model's decode step of the rank.
-	Step *target.StepEstimate `json:"step,omitempty"`
-}
+// memory is checked against the target's (parallel.AnalyzeRank).
 
 // compileParallel splits the job's model (--tp, --pp or both) and
 // compiles every rank's graph with opts; files the flags name (--out,
@@ -81,7 +47,7 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 	if err != nil {
 		return err
 	}
-	j.Out.Ranks = []rankJSON{}
+	j.Out.Ranks = []parallel.Rank{}
 	var par parallel.Prediction
 	for i, rm := range rms {
 		rj := *j
@@ -104,37 +70,10 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 				return fmt.Errorf("rank %d: %s: %w", i, s.stage, err)
 			}
 		}
-		g := rj.Graph()
-		var colls []string
-		for _, c := range ir.Collectives(g) {
-			colls = append(colls, c.String())
-		}
-		fmt.Fprintf(j.Text, "  %d ops, %d collectives per step\n", g.NumOps(), len(colls))
-		out := rankJSON{Rank: i, TPRank: rm.TPRank, Stage: rm.Stage, Nodes: g.NumOps(), Ops: opCounts(g), Collectives: colls,
-			Memory: rj.Out.Memory, MemoryDecode: rj.Out.MemoryDecode, Partition: rj.Out.Partition, Program: rj.Out.Program, Predicted: rj.Out.Predicted}
-		if out.CollectiveBuffers, err = parallel.CollectiveBuffersOf(rj.R); err != nil {
-			return fmt.Errorf("rank %d: %w", i, err)
-		}
-		out.CollectiveBytes = out.CollectiveBuffers.Bytes
-		fmt.Fprintf(j.Text, "  collective buffers: %d planned in the decode arena, %d B at fixed offsets\n", out.CollectiveBuffers.Count, out.CollectiveBytes)
-		if mem := parallel.MemoryOf(rj.R, prof, rm.Comms, buffMB); mem != nil {
-			out.DeviceMemory = mem
-			fmt.Fprintf(j.Text, "  device memory: %d B = weights %d + KV %d + arena %d + other %d + HCCL buffers %d (%d communicator(s) x 2 x %d MB) of %d B\n",
-				mem.TotalBytes, mem.WeightBytes, mem.KVBytes, mem.ArenaBytes, mem.OtherBytes, mem.HCCLBufferBytes, mem.Communicators, buffMB, mem.CapacityBytes)
-			if !mem.Fits {
-				return fmt.Errorf("rank %d (tp rank %d, stage %d): needs %d B of device memory (weights %d, KV cache %d, arena %d, other %d, HCCL buffers %d = %d communicator(s) x 2 x HCCL_BUFFSIZE %d MB), more than the %s's %d B",
-					i, rm.TPRank, rm.Stage, mem.TotalBytes, mem.WeightBytes, mem.KVBytes, mem.ArenaBytes, mem.OtherBytes, mem.HCCLBufferBytes, mem.Communicators, buffMB, prof.NPU.Name, mem.CapacityBytes)
-			}
-		}
-		st, err := parallel.StepOf(rj.R, prof)
-		if err != nil {
-			return fmt.Errorf("rank %d: %w", i, err)
-		}
-		if st != nil {
-			out.Step = st
-			par.Add(rm, st)
-			fmt.Fprintf(j.Text, "  link model: decode step %.0f us = compute %.0f + collectives %.0f + launch and copies %.0f\n",
-				st.StepUS, st.ComputeUS, st.CollectiveUS, st.LaunchUS)
+		out := parallel.Rank{Rank: i, Memory: rj.Out.Memory, MemoryDecode: rj.Out.MemoryDecode, Partition: rj.Out.Partition,
+			Program: rj.Out.Program, Predicted: rj.Out.Predicted}
+		if err := parallel.AnalyzeRank(&out, rj.R, rm, prof, buffMB, &par, j.Text); err != nil {
+			return err
 		}
 		j.Out.Ranks = append(j.Out.Ranks, out)
 	}
@@ -147,22 +86,10 @@ func compileParallel(j *compileJob, opts compiler.Options) error {
 	return nil
 }
 
-// linkProfile is the target's profile under the ranks' rules
-// (parallel.Profile) with --link-algo applied.
+// linkProfile is the target's profile under the ranks' rules with
+// --link-algo applied (parallel.LinkProfile).
 func linkProfile(f compileFlags) (*target.Profile, error) {
-	prof, err := parallel.Profile(f.Target)
-	if err != nil {
-		return nil, err
-	}
-	if f.LinkAlgo != "" {
-		if prof.Interconnect == nil {
-			return nil, fmt.Errorf("--link-algo %s: target %s has no NPU interconnect", f.LinkAlgo, prof.Name)
-		}
-		ic := *prof.Interconnect
-		ic.Algorithm = target.Algorithm(f.LinkAlgo)
-		prof.Interconnect = &ic
-	}
-	return prof, nil
+	return parallel.LinkProfile(f.Target, f.LinkAlgo)
 }
 
 // rankLabel describes a rank's place in the split.
@@ -283,26 +210,6 @@ func compileSweep(j *compileJob, opts compiler.Options) error {
 	rows, err := parallel.Sweep(hp, lookup, j.Model.Options, opts, prof, degrees, j.Flags.TP.Exact)
 	j.Out.TPSweep = rows
 	fmt.Fprintf(j.Text, "\ntensor-parallel sweep on %s (%s, %s algorithm; decode at n_kv=%d):\n", prof.Name, prof.Interconnect.Name, prof.Interconnect.Algorithm, j.Flags.Ctx)
-	writeSweep(j.Text, rows)
+	parallel.WriteSweep(j.Text, rows)
 	return err
-}
-
-// writeSweep prints the sweep's table.
-func writeSweep(w io.Writer, rows []parallel.SweepRow) {
-	fmt.Fprintf(w, "  %-4s %10s %10s %11s %14s %10s  %s\n", "tp", "step us", "tok/s", "compute us", "collective us", "rank MB", "collectives per step (n summed)")
-	for _, row := range rows {
-		if row.Error != "" {
-			fmt.Fprintf(w, "  %-4d refused: %s\n", row.TP, row.Error)
-			continue
-		}
-		var cs []string
-		for _, c := range row.Collectives {
-			cs = append(cs, fmt.Sprintf("%s x%d %.1f KB", c.Op, c.Count, c.Bytes/1024))
-		}
-		if len(cs) == 0 {
-			cs = []string{"none"}
-		}
-		fmt.Fprintf(w, "  %-4d %10.0f %10.1f %11.0f %14.0f %10.1f  %s\n", row.TP, row.StepUS, row.PredictedTokS, row.ComputeUS, row.CollectiveUS,
-			float64(row.WeightBytes)/(1<<20), strings.Join(cs, ", "))
-	}
 }

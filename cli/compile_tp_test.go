@@ -179,7 +179,7 @@ func TestPlanCollectives(t *testing.T) {
 	f, err := openModel("")
 	require.NoError(t, err)
 	defer f.Close()
-	mo, err := modelOptions(64, "f16", "set_rows")
+	mo, err := models.ParseOptions(64, "f16", "set_rows")
 	require.NoError(t, err)
 	tp, err := models.ShardTPFile(f, mo, models.TPOptions{Ranks: 2})
 	require.NoError(t, err)

@@ -157,13 +157,6 @@ func TestRunReportLines(t *testing.T) {
 			}
 		})
 	}
-	for _, c := range []struct {
-		mode, want string
-	}{{"", "for aclnnWeightQuantBatchMatmulV2"}, {"wqbmm", "for aclnnWeightQuantBatchMatmulV2"}, {"ggml", "ggml mode's matmuls"}} {
-		if got := convertedFor(c.mode); !strings.Contains(got, c.want) || c.mode == "ggml" && strings.Contains(got, "WeightQuant") {
-			t.Errorf("convertedFor(%q) = %q, want %q", c.mode, got, c.want)
-		}
-	}
 }
 
 // TestReadmeWritesIntoOut: every file README's commands write goes into

@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"io"
 	"os"
 	"strings"
@@ -12,7 +13,7 @@ import (
 
 // "irtool doctor" answers one question: can this irtool run on Ascend
 // hardware here? The probe itself needs the cgo binding of runtime/acl and
-// lives in run_cann.go (built with -tags cann); a default build answers
+// lives in doctor_cann.go (built with -tags cann); a default build answers
 // that it has no CANN support and how to get it (cann_stub.go).
 
 func init() {
@@ -91,7 +92,7 @@ func cmdDoctor(_ *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	rep := probeCANN(*device)
 	rep.Toolkit = os.Getenv("ASCEND_TOOLKIT_HOME")
 	if *asJSON {
-		if err := writeJSON(stdout, rep); err != nil {
+		if err := jsonout.Write(stdout, rep); err != nil {
 			fmt.Fprintf(stderr, "irtool doctor: %v\n", err)
 			return 1
 		}

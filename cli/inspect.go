@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"io"
 
 	"github.com/irtool/irtool"
@@ -65,7 +66,7 @@ func cmdInspect(_ *irtool.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer f.Close()
 	if o.json {
-		err = writeJSON(stdout, gguf.Describe(f))
+		err = jsonout.Write(stdout, gguf.Describe(f))
 	} else {
 		err = gguf.WriteSummary(stdout, f)
 	}

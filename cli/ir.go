@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
-	"path/filepath"
 
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/internal/safeio"
@@ -61,7 +60,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	if len(pos) == 1 {
 		path = pos[0]
 	}
-	opts, err := modelOptions(*ctx, *kvType, *kvWrite)
+	opts, err := models.ParseOptions(*ctx, *kvType, *kvWrite)
 	if err != nil {
 		return usageError(stderr, "ir", "%v", err)
 	}
@@ -71,7 +70,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer src.Close()
-	if err := checkPaths(src.inputs(), outputArgs(pathArg{Flag: "-o", Path: *out})); err != nil {
+	if err := safeio.CheckPaths(src.inputs(), safeio.Outputs(safeio.Path{Flag: "-o", Path: *out})); err != nil {
 		fmt.Fprintf(stderr, "irtool ir: %v\n", err)
 		return 1
 	}
@@ -86,7 +85,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "irtool ir: %s: %s\n", modelName(path), w)
 		}
 	}
-	def, _ := modelOptions(defaultCtx, "f16", "set_rows")
+	def, _ := models.ParseOptions(defaultCtx, "f16", "set_rows")
 	if opts, err = src.Options(opts, def); err != nil {
 		return usageError(stderr, "ir", "%v", err)
 	}
@@ -97,7 +96,7 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	g := m.Graph
 	if model, ok := src.WeightsModel(); ok {
-		ref, err := weightsRef(model, *out)
+		ref, err := modelfile.WeightsRef(model, *out)
 		if err != nil {
 			fmt.Fprintf(stderr, "irtool ir: %v\n", err)
 			return 1
@@ -115,33 +114,6 @@ func cmdIR(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return printIR(g, *emit, *out, stdout, stderr)
-}
-
-// weightsRef is the "weights" meta value for a graph built from the GGUF
-// file at model ("" = embedded) and written to out ("" or "-" = stdout):
-// the model's path relative to out's directory, so the IR file and its
-// model can move together; for stdout, where the text's final place is not
-// known, the model's absolute path, so the text reads back from anywhere.
-func weightsRef(model, out string) (string, error) {
-	if model == "" {
-		return modelfile.EmbeddedWeights, nil
-	}
-	absModel, err := filepath.Abs(model)
-	if err != nil {
-		return "", err
-	}
-	if out == "" || out == "-" {
-		return filepath.ToSlash(absModel), nil
-	}
-	absDir, err := filepath.Abs(filepath.Dir(out))
-	if err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(absDir, absModel)
-	if err != nil {
-		return filepath.ToSlash(absModel), nil
-	}
-	return filepath.ToSlash(rel), nil
 }
 
 // printIR prints g as IR text or as the table (emit) to out, or to stdout

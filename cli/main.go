@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 
 	"github.com/irtool/irtool"
+	"github.com/irtool/irtool/internal/safeio"
 )
 
 // Main runs one irtool invocation, args as os.Args[1:] ("compile",
@@ -42,8 +43,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // a usage error.
 func runIn(ctx *irtool.Context, args []string, stdout, stderr io.Writer) (code int) {
 	// Every write to stdout is checked here, once for all commands: a
-	// command that succeeded but whose output was lost fails.
-	out := &checkedWriter{w: stdout}
+	// command that succeeded but whose output was lost fails. Files are
+	// written with internal/safeio (a temporary file renamed into place on
+	// success).
+	out := &safeio.CheckedWriter{W: stdout}
 	defer func() {
 		if err := out.Err(); err != nil && code == 0 {
 			fmt.Fprintf(stderr, "irtool: writing standard output: %v\n", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"strings"
@@ -85,7 +86,7 @@ func cmdPasses(reg *irtool.Context, args []string, stdout, stderr io.Writer) int
 		return 1
 	}
 	if *asJSON {
-		if err := writeJSON(stdout, all); err != nil {
+		if err := jsonout.Write(stdout, all); err != nil {
 			fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 			return 1
 		}
@@ -144,7 +145,7 @@ func runPassesOn(reg *irtool.Context, path, list, out, dumpDir string, pf passFl
 		return 1
 	}
 	defer j.close()
-	if err := checkPaths(j.Source.inputs(), outputArgs(pathArg{Flag: "-o", Path: out})); err != nil {
+	if err := safeio.CheckPaths(j.Source.inputs(), safeio.Outputs(safeio.Path{Flag: "-o", Path: out})); err != nil {
 		fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 		return 1
 	}
@@ -164,12 +165,12 @@ func runPassesOn(reg *irtool.Context, path, list, out, dumpDir string, pf passFl
 		return 1
 	}
 	if asJSON {
-		err = writeJSON(stdout, passesRunJSON{Model: j.Out.Model, Arch: j.Out.Arch, NodesBefore: j.Out.NodesBefore,
+		err = jsonout.Write(stdout, passesRunJSON{Model: j.Out.Model, Arch: j.Out.Arch, NodesBefore: j.Out.NodesBefore,
 			NodesAfter: j.Graph().NumOps(), OpsBefore: j.Out.OpsBefore, OpsAfter: opCounts(j.Graph()), Passes: j.Out.Passes})
 	} else if !pf.Check || out != "" {
 		g := j.Graph()
 		if model, ok := j.Source.WeightsModel(); ok {
-			if g.Meta[modelfile.MetaWeights], err = weightsRef(model, out); err != nil {
+			if g.Meta[modelfile.MetaWeights], err = modelfile.WeightsRef(model, out); err != nil {
 				fmt.Fprintf(stderr, "irtool passes: %v\n", err)
 				return 1
 			}

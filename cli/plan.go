@@ -4,12 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/irtool/irtool"
@@ -178,45 +178,13 @@ func cmdPlan(reg *irtool.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *fl.asJSON {
-		err = writeJSON(stdout, rep)
+		err = jsonout.Write(stdout, rep)
 	} else {
-		err = planText(stdout, filepath.Base(pos[0]), *fl.align, rep, reg.Strategies)
+		err = rep.WriteText(stdout, filepath.Base(pos[0]), *fl.align, reg.Strategies)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %v\n", err)
 		return 1
 	}
 	return 0
-}
-
-// planText prints the report as a short summary and a table of strategies
-// in the order "best" runs them.
-func planText(w io.Writer, name string, align int64, rep *planner.Report, set *planner.StrategySet) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "instance\t%s (%d buffers, alignment %d)\n", name, rep.Buffers, align)
-	fmt.Fprintf(tw, "lower bound\t%d B\n", rep.LowerBound)
-	fmt.Fprintf(tw, "arena\t%d B\t%.4f x LB, by %s after %.1f ms (of %.1f ms)\n", rep.Arena, rep.Ratio, rep.Winner, rep.BestMS, rep.MS)
-	if rep.Optimal {
-		fmt.Fprintf(tw, "optimal\tproven\t(arena = proven bound %d B)\n", rep.Bound)
-	} else {
-		fmt.Fprintf(tw, "optimal\tnot proven\tproven bound %d B, gap %.4f%%\n", rep.Bound, 100*rep.Gap)
-	}
-	fmt.Fprintf(tw, "naive\t%d B\t%.4f x LB\n", rep.Naive, planner.Ratio(rep.Naive, rep.LowerBound))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "strategy\tarena (B)\tx LB\tms")
-	for _, s := range set.Names() {
-		arena, ok := rep.Strategies[s]
-		if !ok {
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.4f\t%.1f\n", s, arena, planner.Ratio(arena, rep.LowerBound), rep.StrategyMS[s])
-	}
-	if len(rep.Unfinished) > 0 {
-		fmt.Fprintf(tw, "unfinished\t%s\t(stopped by the budget)\n", strings.Join(rep.Unfinished, ", "))
-	}
-	return tw.Flush()
 }

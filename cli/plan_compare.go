@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
@@ -110,7 +111,7 @@ func planCompare(reg *irtool.Context, args []string, fl planFlags, stdout, stder
 		}
 	}
 	if *fl.asJSON {
-		if err := writeJSON(stdout, out); err != nil {
+		if err := jsonout.Write(stdout, out); err != nil {
 			fmt.Fprintf(stderr, "irtool plan: %v\n", err)
 			return 1
 		}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"path/filepath"
@@ -70,13 +71,13 @@ func planIR(reg *irtool.Context, path string, fl planFlags, stdout, stderr io.Wr
 		rep.Gap = float64(gp.ArenaBytes-rep.Bound) / float64(rep.Bound)
 	}
 	if *fl.asJSON {
-		err = writeJSON(stdout, rep)
+		err = jsonout.Write(stdout, rep)
 	} else {
 		name := filepath.Base(path)
 		if len(b) > 0 {
 			name += " (" + b.String() + ")"
 		}
-		err = planText(stdout, name, align, rep, reg.Strategies)
+		err = rep.WriteText(stdout, name, align, reg.Strategies)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "irtool plan: %v\n", err)

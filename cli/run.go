@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/jsonout"
 	"github.com/irtool/irtool/models/modelfile"
 	"io"
 	"math"
@@ -18,6 +19,7 @@ import (
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/bench"
+	"github.com/irtool/irtool/runtime/launch"
 	"github.com/irtool/irtool/runtime/session"
 	"github.com/irtool/irtool/target"
 	"github.com/irtool/irtool/tokenizer"
@@ -69,16 +71,16 @@ const maxThreads = 1024
 const maxCtx = 1 << 24
 
 type runJSON struct {
-	Model        string        `json:"model"`
-	Backend      string        `json:"backend"`
-	PromptTokens []int32       `json:"prompt_tokens"`
-	Tokens       []int32       `json:"tokens"`
-	Text         *string       `json:"text,omitempty"`
-	Timing       runTiming     `json:"timing"`
-	Logits       [][]jsonFloat `json:"logits,omitempty"` // NaN and infinities as null
-	Error        string        `json:"error,omitempty"`
-	Stats        any           `json:"stats,omitempty"` // --backend sim
-	Sampling     *samplingJSON `json:"sampling,omitempty"`
+	Model        string                  `json:"model"`
+	Backend      string                  `json:"backend"`
+	PromptTokens []int32                 `json:"prompt_tokens"`
+	Tokens       []int32                 `json:"tokens"`
+	Text         *string                 `json:"text,omitempty"`
+	Timing       runTiming               `json:"timing"`
+	Logits       [][]jsonout.Float       `json:"logits,omitempty"` // NaN and infinities as null
+	Error        string                  `json:"error,omitempty"`
+	Stats        any                     `json:"stats,omitempty"` // --backend sim
+	Sampling     *session.SamplingRecord `json:"sampling,omitempty"`
 }
 
 type runTiming struct {
@@ -279,9 +281,9 @@ type runJob struct {
 	m      *models.Model
 	sess   session.Stepper
 	cpu    *session.Session
-	sim    *simBackend
-	cann   *cannBackend
-	tp     *tpBackend
+	sim    *launch.Sim
+	cann   *launch.Cann
+	tp     *launch.Ranks
 	loadMS float64
 }
 
@@ -414,7 +416,7 @@ func (j *runJob) startParallel(opts models.Options, stderr io.Writer) (err error
 				return fmt.Errorf("rank %d: %w", t, err)
 			}
 		}
-		j.tp, err = newTPPPBackend(tp, stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+		j.tp, err = launch.NewTPPP(tp, stages, src.File, f.launchOptions(stderr))
 		return err
 	}
 	if f.tp.Stages > 1 {
@@ -422,7 +424,7 @@ func (j *runJob) startParallel(opts models.Options, stderr io.Writer) (err error
 		if err != nil {
 			return err
 		}
-		j.tp, err = newPPBackend(stages, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+		j.tp, err = launch.NewPP(stages, src.File, f.launchOptions(stderr))
 		return err
 	}
 	if f.tp.Ranks > 1 {
@@ -430,10 +432,10 @@ func (j *runJob) startParallel(opts models.Options, stderr io.Writer) (err error
 		if err != nil {
 			return err
 		}
-		if f.tp.RootInfo != "" { // one rank in this process (run_tp_cann.go)
-			j.tp, err = newTPProcBackend(tp, src.File, &f.sim, &f.cann, &f.tp, f.fs, stderr)
+		if f.tp.RootInfo != "" { // one rank in this process (launch.NewTPProc)
+			j.tp, err = launch.NewTPProc(tp, src.File, f.launchOptions(stderr))
 		} else {
-			j.tp, err = newTPBackend(tp, src.File, *f.backend, &f.sim, &f.cann, f.fs, *f.threads, *f.check)
+			j.tp, err = launch.NewTP(tp, src.File, f.launchOptions(stderr))
 		}
 		return err
 	}
@@ -482,10 +484,10 @@ func (j *runJob) startBackend() error {
 	var err error
 	switch *f.backend {
 	case "sim":
-		j.sim, err = newSimBackend(j.m, file, &f.sim, f.fs)
+		j.sim, err = launch.NewSim(j.m, file, f.launchOptions(nil))
 		j.sess = j.sim
 	case "cann":
-		j.cann, err = newCannBackend(j.m, file, &f.sim, &f.cann, f.fs)
+		j.cann, err = launch.NewCann(j.m, file, f.launchOptions(nil))
 		j.sess = j.cann
 	default:
 		j.cpu, err = newCPUSession(f.sim.reg, j.m, file, *f.check, *f.threads, f.sim.Kernels)
@@ -609,7 +611,7 @@ func (j *runJob) generateFailed(err error, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "irtool run: %s: %v\n", j.name, err)
 	if *f.asJSON {
 		// Still one valid JSON document, saying what went wrong.
-		_ = writeJSON(stdout, runJSON{Model: j.name, Backend: *f.backend, PromptTokens: j.ids, Tokens: []int32{}, Error: err.Error()})
+		_ = jsonout.Write(stdout, runJSON{Model: j.name, Backend: *f.backend, PromptTokens: j.ids, Tokens: []int32{}, Error: err.Error()})
 	}
 	return 1
 }
@@ -628,13 +630,13 @@ func (j *runJob) reportText(res *session.GenerateResult, tps float64, stderr io.
 		fmt.Fprintln(stderr)
 	}
 	if j.sim != nil {
-		j.sim.summary(stderr)
+		j.sim.WriteSummary(stderr)
 	}
 	if j.cann != nil {
-		j.cann.summary(stderr)
+		j.cann.WriteSummary(stderr)
 	}
 	if j.tp != nil {
-		j.tp.summary(stderr)
+		j.tp.WriteSummary(stderr)
 	}
 }
 
@@ -649,21 +651,21 @@ func (j *runJob) reportJSON(res *session.GenerateResult, text *string, tps float
 	}
 	if *f.withLogits {
 		var nonFinite bool
-		out.Logits, nonFinite = jsonFloats(res.Logits)
+		out.Logits, nonFinite = jsonout.Floats(res.Logits)
 		if nonFinite {
 			out.Error = "logits hold NaN or infinite values (written as null)"
 		}
 	}
 	if j.sim != nil {
-		out.Stats = j.sim.stats()
+		out.Stats = j.sim.Stats()
 	}
 	if j.cann != nil {
-		out.Stats = j.cann.stats()
+		out.Stats = j.cann.Stats()
 	}
 	if j.tp != nil {
-		out.Stats = j.tp.stats()
+		out.Stats = j.tp.Stats()
 	}
-	if err := writeJSON(stdout, out); err != nil {
+	if err := jsonout.Write(stdout, out); err != nil {
 		fmt.Fprintf(stderr, "irtool run: %v\n", err)
 		return 1
 	}
@@ -679,26 +681,17 @@ func newCPUSession(reg *irtool.Context, m *models.Model, w eval.WeightSource, ch
 		Exec: eval.ExecOptions{CheckFinite: check, Kernels: ko}})
 }
 
-// locateNonFinite replays tokens (the prompt, in ubatch-token steps, then
-// one token per step) on a fresh CPU session that checks every op's output,
-// and returns the error naming the first op whose output is not finite.
+// locateNonFinite replays tokens on a fresh CPU session that checks
+// every op's output (session.Replay), and returns the error naming the
+// first op whose output is not finite.
 func locateNonFinite(reg *irtool.Context, m *models.Model, w eval.WeightSource, tokens []int32, nPrompt, ubatch int, ko kernels.Options) error {
 	s, err := newCPUSession(reg, m, w, true, 0, ko)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	steps := [][]int32{}
-	for i := 0; i < nPrompt && i < len(tokens); i += ubatch {
-		steps = append(steps, tokens[i:min(i+ubatch, nPrompt, len(tokens))])
-	}
-	for i := nPrompt; i < len(tokens); i++ {
-		steps = append(steps, tokens[i:i+1])
-	}
-	for _, st := range steps {
-		if _, err := s.Step(st); err != nil {
-			return err
-		}
+	if err := session.Replay(s, tokens, nPrompt, ubatch); err != nil {
+		return err
 	}
 	return errors.New("the CPU reference executor found no op whose output is not finite (the backend's results differ from it)")
 }

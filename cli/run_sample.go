@@ -123,55 +123,19 @@ func (f *sampleFlags) sampler() (*session.Sampler, error) {
 	return session.NewSampler(f.opts)
 }
 
-// samplingJSON is run --json's "sampling": the settings used and, when
-// tokens are drawn (temp > 0), the seed.
-type samplingJSON struct {
-	Temp          float32 `json:"temp"`
-	TopK          int     `json:"top_k"`
-	TopP          float32 `json:"top_p"`
-	MinP          float32 `json:"min_p"`
-	MinKeep       int     `json:"min_keep"`
-	RepeatPenalty float32 `json:"repeat_penalty"`
-	RepeatLastN   int     `json:"repeat_last_n"`
-	Seed          *uint64 `json:"seed,omitempty"`
-	SeedRandom    bool    `json:"seed_random,omitempty"`
-}
-
-func (f *sampleFlags) json() *samplingJSON {
-	o := f.opts
-	j := &samplingJSON{Temp: o.Temp, TopK: o.TopK, TopP: o.TopP, MinP: o.MinP, MinKeep: o.MinKeep,
-		RepeatPenalty: o.RepeatPenalty, RepeatLastN: o.RepeatLastN}
-	if !o.Greedy() {
-		seed := o.Seed
-		j.Seed, j.SeedRandom = &seed, f.randomSeed
-	}
-	return j
+func (f *sampleFlags) json() *session.SamplingRecord {
+	r := f.opts.Record()
+	r.SeedRandom = r.Seed != nil && f.randomSeed
+	return r
 }
 
 // describe is the sampling line of run's stderr ("" for greedy decoding
-// without a penalty).
+// without a penalty): SamplerOptions.Describe, and how to repeat a draw
+// from a random seed.
 func (f *sampleFlags) describe() string {
-	o := f.opts
-	pen := ""
-	if o.RepeatPenalty != 1 && o.RepeatLastN != 0 {
-		pen = fmt.Sprintf("repeat-penalty %g over the last %d tokens", o.RepeatPenalty, o.RepeatLastN)
-		if o.RepeatLastN < 0 {
-			pen = fmt.Sprintf("repeat-penalty %g over every token", o.RepeatPenalty)
-		}
-	}
-	if o.Greedy() {
-		if pen == "" {
-			return ""
-		}
-		return "greedy, " + pen
-	}
-	s := fmt.Sprintf("temp %g, top-k %d, top-p %g, min-p %g", o.Temp, o.TopK, o.TopP, o.MinP)
-	if pen != "" {
-		s += ", " + pen
-	}
-	s += fmt.Sprintf(", seed %d", o.Seed)
-	if f.randomSeed {
-		s += fmt.Sprintf(" (random; --seed %d repeats this run)", o.Seed)
+	s := f.opts.Describe()
+	if f.randomSeed && !f.opts.Greedy() {
+		s += fmt.Sprintf(" (random; --seed %d repeats this run)", f.opts.Seed)
 	}
 	return s
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"io"
 	"os"
 
@@ -54,7 +55,7 @@ func cmdTargets(_ *irtool.Context, args []string, stdout, stderr io.Writer) int 
 		files = append(files, p.File())
 	}
 	if asJSON {
-		if err := writeJSON(stdout, files); err != nil {
+		if err := jsonout.Write(stdout, files); err != nil {
 			fmt.Fprintf(stderr, "irtool targets: %v\n", err)
 			return 1
 		}
@@ -83,12 +84,8 @@ func readTargetFile(path string) (*target.Rules, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("--target-file: %w", err)
 	}
-	rules := target.NewRules()
-	p, err := target.ParseFile(data, rules)
+	rules, p, err := target.LoadFile(data)
 	if err != nil {
-		return nil, "", fmt.Errorf("--target-file %s: %w", path, err)
-	}
-	if err := rules.RegisterTarget(p); err != nil {
 		return nil, "", fmt.Errorf("--target-file %s: %w", path, err)
 	}
 	return rules, p.Name, nil

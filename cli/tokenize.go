@@ -3,6 +3,7 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"io"
 	"strconv"
 
@@ -121,7 +122,7 @@ func cmdTokenize(_ *irtool.Context, args []string, stdout, stderr io.Writer) int
 		out.Pieces[i] = string(tk.Piece(id))
 	}
 	if *asJSON {
-		if err := writeJSON(stdout, out); err != nil {
+		if err := jsonout.Write(stdout, out); err != nil {
 			fmt.Fprintf(stderr, "irtool tokenize: %v\n", err)
 			return 1
 		}

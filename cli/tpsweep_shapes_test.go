@@ -35,7 +35,7 @@ func TestTPSweepShapes(t *testing.T) {
 	opts, err := flags.options(0)
 	require.NoError(t, err)
 	opts.Ctx, opts.UBatch = 4096, 512
-	mo, err := modelOptions(4096, "f16", "set_rows")
+	mo, err := models.ParseOptions(4096, "f16", "set_rows")
 	require.NoError(t, err)
 	var buf bytes.Buffer
 	for _, s := range sweepShapes {
@@ -47,7 +47,7 @@ func TestTPSweepShapes(t *testing.T) {
 			rows, err := parallel.Sweep(s.HP, s.Lookup(ir.F16), mo, opts, &p, []int{1, 2, 4, 8}, false)
 			require.NoError(t, err, s.Name)
 			fmt.Fprintf(&buf, "%s, F16, n_kv=4096, %s:\n", s.Name, algo)
-			writeSweep(&buf, rows)
+			parallel.WriteSweep(&buf, rows)
 			checkSweep(t, s.Name, rows)
 		}
 	}

@@ -3,14 +3,14 @@ package cli
 import (
 	"flag"
 	"fmt"
+	"github.com/irtool/irtool/internal/jsonout"
 	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
 
-	"golang.org/x/sys/cpu"
-
 	"github.com/irtool/irtool"
+	"github.com/irtool/irtool/kernels"
 )
 
 func init() {
@@ -46,18 +46,9 @@ type versionInfo struct {
 	Kernels      string          `json:"kernels"`
 }
 
-// kernelFeatures are the CPU features the assembly kernels need (see
-// kernels/simd_amd64.go), by name.
-func kernelFeatures() map[string]bool {
-	if runtime.GOARCH != "amd64" {
-		return map[string]bool{}
-	}
-	return map[string]bool{"avx2": cpu.X86.HasAVX2, "fma": cpu.X86.HasFMA, "f16c": cpu.X86.HasF16C}
-}
-
 func readVersion() versionInfo {
 	v := versionInfo{Module: "github.com/irtool/irtool", Version: "(unknown)", Revision: "(unknown: built without VCS information)",
-		Go: runtime.Version(), Tags: []string{}, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUFeatures: kernelFeatures()}
+		Go: runtime.Version(), Tags: []string{}, OS: runtime.GOOS, Arch: runtime.GOARCH, CPUFeatures: kernels.CPUFeatures(), Kernels: kernels.Implementation()}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if bi.Main.Path != "" {
 			v.Module = bi.Main.Path
@@ -82,16 +73,6 @@ func readVersion() versionInfo {
 			}
 		}
 	}
-	switch {
-	case runtime.GOARCH != "amd64":
-		v.Kernels = "pure Go (no assembly kernels for " + runtime.GOARCH + ")"
-	case purego:
-		v.Kernels = "pure Go (built with -tags purego)"
-	case v.CPUFeatures["avx2"] && v.CPUFeatures["fma"] && v.CPUFeatures["f16c"]:
-		v.Kernels = "assembly (AVX2, FMA, F16C)"
-	default:
-		v.Kernels = "pure Go (this CPU lacks AVX2, FMA or F16C)"
-	}
 	return v
 }
 
@@ -108,7 +89,7 @@ func cmdVersion(_ *irtool.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	v := readVersion()
 	if *asJSON {
-		if err := writeJSON(stdout, v); err != nil {
+		if err := jsonout.Write(stdout, v); err != nil {
 			fmt.Fprintf(stderr, "irtool version: %v\n", err)
 			return 1
 		}

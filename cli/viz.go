@@ -223,7 +223,7 @@ func drawViz(path string, f *vizFlags, need compiler.Stage, format string) ([]by
 		return nil, err
 	}
 	defer j.close()
-	if err := checkPaths(j.Source.inputs(), outputArgs(pathArg{Flag: "-o", Path: f.out})); err != nil {
+	if err := safeio.CheckPaths(j.Source.inputs(), safeio.Outputs(safeio.Path{Flag: "-o", Path: f.out})); err != nil {
 		return nil, err
 	}
 	opts, _ = j.Flags.options(need) // the shape the model resolved

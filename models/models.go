@@ -109,6 +109,22 @@ type Options struct {
 	Ops *ir.OpSet
 }
 
+// ParseOptions returns the Options of a KV cache of ctx cells whose
+// element type and write mode are spelled kvType ("f16" or "f32") and
+// kvWrite (ParseKVWrite), as irtool's --ctx, --kv-type and --kv-write
+// give them.
+func ParseOptions(ctx int64, kvType, kvWrite string) (Options, error) {
+	opts := Options{NCtx: ctx}
+	var err error
+	if opts.KVType, err = ParseKVCacheType(kvType); err != nil {
+		return opts, err
+	}
+	if opts.KVWrite, err = ParseKVWrite(kvWrite); err != nil {
+		return opts, err
+	}
+	return opts, nil
+}
+
 // Symbols used by every builder.
 const (
 	SymTokens  = "n_tokens"

@@ -3,6 +3,7 @@ package planner
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // MaxSize bounds a single buffer's size and the sum of all sizes of a
@@ -50,6 +51,17 @@ func (p *Problem) align() int64 {
 // AlignedSize returns buffer i's size rounded up to the problem's alignment.
 func (p *Problem) AlignedSize(i int) int64 {
 	return alignUp(p.Buffers[i].Size, p.align())
+}
+
+// Aligned returns a copy of the problem whose sizes are already rounded
+// up to its alignment, with no alignment of its own: the same instance
+// for a reader of its CSV (WriteCSV), which has no alignment column.
+func (p *Problem) Aligned() *Problem {
+	q := &Problem{Buffers: slices.Clone(p.Buffers)}
+	for i := range q.Buffers {
+		q.Buffers[i].Size = p.AlignedSize(i)
+	}
+	return q
 }
 
 func alignUp(v, a int64) int64 {

@@ -178,3 +178,16 @@ func TestValidateBruteForce(t *testing.T) {
 		}
 	}
 }
+
+// Aligned: sizes rounded up to the alignment, which the copy drops; the
+// original is left alone.
+func TestProblemAligned(t *testing.T) {
+	p := &Problem{Alignment: 64, Buffers: []Buffer{{ID: 0, Start: 0, End: 2, Size: 1}, {ID: 1, Start: 1, End: 3, Size: 128}}}
+	q := p.Aligned()
+	if q.Alignment != 0 || q.Buffers[0].Size != 64 || q.Buffers[1].Size != 128 || q.Buffers[0].End != 2 {
+		t.Errorf("Aligned: %+v", q)
+	}
+	if p.Buffers[0].Size != 1 {
+		t.Errorf("the original changed: %+v", p.Buffers[0])
+	}
+}

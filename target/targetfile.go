@@ -68,6 +68,22 @@ func (p *Profile) File() File {
 	return f
 }
 
+// LoadFile parses a profile written as File JSON (ParseFile) into a
+// fresh rule set (NewRules: the built-in rules, its own additions) and
+// registers it there under its own name, so that a compile with those
+// rules finds it.
+func LoadFile(data []byte) (*Rules, *Profile, error) {
+	rules := NewRules()
+	p, err := ParseFile(data, rules)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := rules.RegisterTarget(p); err != nil {
+		return nil, nil, err
+	}
+	return rules, p, nil
+}
+
 // ParseFile reads a profile written as File JSON (one object, no unknown
 // fields). The profile decides with rules (nil: DefaultRules). Every error
 // names the field at fault.

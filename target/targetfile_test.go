@@ -79,3 +79,29 @@ func FuzzParseFile(f *testing.F) {
 		}
 	})
 }
+
+// TestLoadFile: a profile file lands in a fresh rule set under its own
+// name, not in the defaults; a name already built in is refused.
+func TestLoadFile(t *testing.T) {
+	base, err := Get("ascend910b")
+	require.NoError(t, err)
+	f := base.File()
+	f.Name = "my-npu"
+	data, err := json.Marshal(f)
+	require.NoError(t, err)
+	rules, p, err := LoadFile(data)
+	require.NoError(t, err)
+	require.Equal(t, "my-npu", p.Name)
+	got, err := rules.Profile("my-npu")
+	require.NoError(t, err)
+	require.Equal(t, p.Name, got.Name)
+	_, err = Get("my-npu")
+	require.Error(t, err, "the default rules must not see a loaded file")
+	f.Name = "ascend910b"
+	data, err = json.Marshal(f)
+	require.NoError(t, err)
+	_, _, err = LoadFile(data)
+	require.Error(t, err)
+	_, _, err = LoadFile([]byte(`{"name": 1}`))
+	require.Error(t, err)
+}

@@ -439,3 +439,30 @@ func (src *Source) CheckAsBuilt(opts models.Options) error {
 	return fmt.Errorf("the tensor-parallel split rebuilds each rank's graph from the weights' hyper-parameters, so IR text must be the graph as built (irtool ir MODEL.gguf -o FILE.ir); %s is not: its node %q differs from the graph its weights build",
 		src.Path, first)
 }
+
+// WeightsRef is the "weights" meta value for a graph built from the GGUF
+// file at model ("" = embedded) and written to out ("" or "-" = stdout):
+// the model's path relative to out's directory, so the IR file and its
+// model can move together; for stdout, where the text's final place is not
+// known, the model's absolute path, so the text reads back from anywhere.
+func WeightsRef(model, out string) (string, error) {
+	if model == "" {
+		return EmbeddedWeights, nil
+	}
+	absModel, err := filepath.Abs(model)
+	if err != nil {
+		return "", err
+	}
+	if out == "" || out == "-" {
+		return filepath.ToSlash(absModel), nil
+	}
+	absDir, err := filepath.Abs(filepath.Dir(out))
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(absDir, absModel)
+	if err != nil {
+		return filepath.ToSlash(absModel), nil
+	}
+	return filepath.ToSlash(rel), nil
+}

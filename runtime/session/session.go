@@ -434,6 +434,27 @@ func (e *NonFiniteError) Error() string {
 	return fmt.Sprintf("session: the logits of step %d (after %d tokens) are not finite: logit %d is %v", e.Step, len(e.Tokens), e.Index, e.Value)
 }
 
+// Replay steps s through tokens as a generation did: the first nPrompt
+// (the prompt) in steps of ubatch tokens, then one token per step; it
+// returns the first step's error. A run whose logits were not finite
+// (NonFiniteError.Tokens) is replayed this way on a session that checks
+// every op's output, to name the op at fault.
+func Replay(s Stepper, tokens []int32, nPrompt, ubatch int) error {
+	steps := [][]int32{}
+	for i := 0; i < nPrompt && i < len(tokens); i += ubatch {
+		steps = append(steps, tokens[i:min(i+ubatch, nPrompt, len(tokens))])
+	}
+	for i := nPrompt; i < len(tokens); i++ {
+		steps = append(steps, tokens[i:i+1])
+	}
+	for _, st := range steps {
+		if _, err := s.Step(st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // firstNonFinite returns the index of the first NaN or infinity in v, or -1.
 func firstNonFinite(v []float32) int {
 	for i, x := range v {

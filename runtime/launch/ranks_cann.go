@@ -1,15 +1,13 @@
 //go:build cann
 
-package cli
+package launch
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"flag"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"os"
 
 	"github.com/irtool/irtool/compiler"
@@ -41,7 +39,7 @@ type cannRank struct {
 	mode  string // --acl-quant-matmul
 }
 
-func (r *cannRank) stats() simStatsJSON {
+func (r *cannRank) stats() Stats {
 	st := programStats(r.Runner, r.dev.Stats())
 	st.QuantMatmul = r.mode
 	return st
@@ -75,9 +73,9 @@ func closeCann(rs []*cannRank) {
 }
 
 // newRankDevice opens device id with the pool of one rank's model and the
-// llama.cpp build of run's --llama-build (the "ggml" QuantMatmul mode's
-// summation orders), as the single-device backend does.
-func newRankDevice(f *gguf.File, cf *cannFlags, lb kernels.LlamaBuild, id, ranks int) (*acl.Device, error) {
+// llama.cpp build lb (the "ggml" QuantMatmul mode's summation orders), as
+// the single-device backend does.
+func newRankDevice(f *gguf.File, cf CannOptions, lb kernels.LlamaBuild, id, ranks int) (*acl.Device, error) {
 	dev, err := acl.New(acl.Options{PoolBytes: cannPool(f, cf), WorkspaceReserve: cf.Workspace, QuantMatmul: cf.QuantMatmul, LlamaBuild: lb})
 	if err != nil {
 		return nil, fmt.Errorf("--backend cann: %w (irtool doctor explains what is missing)", err)
@@ -97,8 +95,8 @@ func newRankDevice(f *gguf.File, cf *cannFlags, lb kernels.LlamaBuild, id, ranks
 // compile --tp lowers with: the collectives HCCL can do run on the NPU,
 // any other on the host through hostComms (none in a process of its own:
 // there every collective must be HCCL's).
-func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, hostComms []eval.Communicator, flags *simFlags, fs *flag.FlagSet) (*program.Runner, error) {
-	pol, err := flags.policy(fs)
+func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, hostComms []eval.Communicator, o Options) (*program.Runner, error) {
+	pol, err := o.Policy()
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +107,9 @@ func rankSession(m *models.Model, w eval.WeightSource, dev *acl.Device, id int, 
 	if err != nil {
 		return nil, err
 	}
-	ks := eval.NewCollectiveKernels(flags.reg.Kernels, hostComms...)
-	return flags.reg.NewRunner(m, w, dev, program.Options{Policy: pol, DeviceID: id, Kernels: flags.Kernels, KernelSet: ks,
-		Compile: compiler.Options{Target: flags.Target, Passes: "none", Rules: rules}})
+	ks := eval.NewCollectiveKernels(o.KernelSet, hostComms...)
+	return o.NewRunner(m, w, dev, program.Options{Policy: pol, DeviceID: id, Kernels: o.Kernels, KernelSet: ks,
+		Compile: compiler.Options{Target: o.Target, Passes: "none", Rules: rules}})
 }
 
 // cannGroup is one communicator of the ranks of this process: its group
@@ -123,20 +121,20 @@ type cannGroup struct {
 
 // startCann starts the ranks of group (the tensor-parallel ranks, or the
 // pipeline stages) as goroutines of this process, rank i on device
-// --device + i.
-func (b *tpBackend) startCann(group string, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, flags *simFlags, cf *cannFlags, fs *flag.FlagSet) error {
+// Cann.Device + i.
+func (b *Ranks) startCann(group string, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, o Options) error {
 	all := make([]int, len(ms))
 	for i := range all {
 		all[i] = i
 	}
-	return b.startCannGroups([]cannGroup{{group, all}}, ms, ws, f, flags, cf, fs)
+	return b.startCannGroups([]cannGroup{{group, all}}, ms, ws, f, o)
 }
 
 // startCannGroups starts the ranks ms as goroutines of this process, rank
-// i on device --device + i, with one HCCL communicator (HcclCommInitAll)
+// i on device Cann.Device + i, with one HCCL communicator (HcclCommInitAll)
 // and one host group per entry of groups.
-func (b *tpBackend) startCannGroups(groups []cannGroup, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, flags *simFlags, cf *cannFlags, fs *flag.FlagSet) error {
-	n := len(ms)
+func (b *Ranks) startCannGroups(groups []cannGroup, ms []*models.Model, ws []eval.WeightSource, f *gguf.File, o Options) error {
+	n, cf := len(ms), o.Cann
 	ids := make([]int, n)
 	for i := range ids {
 		ids[i] = cf.Device + i
@@ -147,7 +145,7 @@ func (b *tpBackend) startCannGroups(groups []cannGroup, ms []*models.Model, ws [
 		return err
 	}
 	for i := range ms {
-		dev, err := newRankDevice(f, cf, flags.Kernels.LlamaBuild, ids[i], n)
+		dev, err := newRankDevice(f, cf, o.Kernels.LlamaBuild, ids[i], n)
 		if err != nil {
 			return fail(err)
 		}
@@ -187,7 +185,7 @@ func (b *tpBackend) startCannGroups(groups []cannGroup, ms []*models.Model, ws [
 	var steppers []session.Stepper
 	for i, r := range b.canns {
 		var err error
-		if r.Runner, err = rankSession(ms[i], ws[i], r.dev, ids[i], hostComms[i], flags, fs); err != nil {
+		if r.Runner, err = rankSession(ms[i], ws[i], r.dev, ids[i], hostComms[i], o); err != nil {
 			return fail(fmt.Errorf("rank %d: %w", i, err))
 		}
 		steppers = append(steppers, r)
@@ -217,29 +215,28 @@ func hcclTimeouts() (acl.HCCLTimeouts, error) {
 	return acl.ReadHCCLTimeouts(os.Getenv, acl.Emulated())
 }
 
-// newTPProcBackend runs rank tf.Rank of the split alone in this process;
-// the other ranks run in other processes started with the same flags and
-// their own --rank. Rank 0 writes the HCCL root info to tf.RootInfo; the
-// others wait for it (a file left by an earlier run is refused by HCCL and
-// read again until rank 0 has replaced it), within HCCL_CONNECT_TIMEOUT.
-// Once joined, the ranks check that they were given the same model and
-// flags.
-func newTPProcBackend(tp *models.TP, f *gguf.File, flags *simFlags, cf *cannFlags, tf *tpFlags, fs *flag.FlagSet, stderr io.Writer) (*tpBackend, error) {
-	n, r := len(tp.Ranks), tf.Rank
+// NewTPProc runs rank o.Cann.Rank of the split alone in this process;
+// the other ranks run in other processes started with the same settings
+// and their own rank. Rank 0 writes the HCCL root info to o.Cann.RootInfo;
+// the others wait for it (a file left by an earlier run is refused by HCCL
+// and read again until rank 0 has replaced it), within
+// HCCL_CONNECT_TIMEOUT. Once joined, the ranks check that they were given
+// the same model and o.Cann.Agree.
+func NewTPProc(tp *models.TP, f *gguf.File, o Options) (*Ranks, error) {
+	cf := o.Cann
+	n, r := len(tp.Ranks), cf.Rank
 	id := cf.Device
-	set := false
-	fs.Visit(func(fl *flag.Flag) { set = set || fl.Name == "device" })
-	if !set {
+	if !cf.DeviceSet {
 		id = r // one device per rank unless --device says which
 	}
-	b := &tpBackend{tp: tp, first: r, proc: true}
-	dev, err := newRankDevice(f, cf, flags.Kernels.LlamaBuild, id, n)
+	b := &Ranks{TP: tp, first: r, proc: true}
+	dev, err := newRankDevice(f, cf, o.Kernels.LlamaBuild, id, n)
 	if err != nil {
 		return nil, err
 	}
 	rank := &cannRank{dev: dev, mode: cf.QuantMatmul}
 	b.canns = []*cannRank{rank}
-	fail := func(err error) (*tpBackend, error) {
+	fail := func(err error) (*Ranks, error) {
 		closeCann(b.canns)
 		return nil, err
 	}
@@ -247,16 +244,16 @@ func newTPProcBackend(tp *models.TP, f *gguf.File, flags *simFlags, cf *cannFlag
 	if err != nil {
 		return fail(err)
 	}
-	comm, err := rootjoin.Join(dev, models.TPGroup, tf.RootInfo, n, r, to.Connect, stderr)
+	comm, err := rootjoin.Join(dev, models.TPGroup, cf.RootInfo, n, r, to.Connect, cf.Log)
 	if err != nil {
 		return fail(err)
 	}
 	rank.comms = []*acl.Comm{comm}
-	if err := agreeFlags(dev, comm, f, fs); err != nil {
-		return fail(fmt.Errorf("--root-info %s: rank %d: %w", tf.RootInfo, r, err))
+	if err := agreeFlags(dev, comm, f, cf.Agree); err != nil {
+		return fail(fmt.Errorf("--root-info %s: rank %d: %w", cf.RootInfo, r, err))
 	}
 	dev.AttachComm(comm)
-	if rank.Runner, err = rankSession(tp.Ranks[r].Model, tp.Ranks[r].Weights(f), dev, id, nil, flags, fs); err != nil {
+	if rank.Runner, err = rankSession(tp.Ranks[r].Model, tp.Ranks[r].Weights(f), dev, id, nil, o); err != nil {
 		return fail(fmt.Errorf("rank %d: %w", r, err))
 	}
 	// A failure destroys the communicator, so that the other processes'
@@ -272,21 +269,15 @@ func newTPProcBackend(tp *models.TP, f *gguf.File, flags *simFlags, cf *cannFlag
 	return b, nil
 }
 
-// agreeFlags checks that every rank of comm runs the same model and the
-// flags that shape the run (all but --rank, --device, --json, --logits,
-// --root-info and the CPU's --threads and --check-numerics): each rank
-// all-gathers one hash per flag, and the first that differs is named with
-// this rank's value and the other rank.
-func agreeFlags(dev *acl.Device, comm *acl.Comm, f *gguf.File, fs *flag.FlagSet) error {
-	names := []string{"model", "ctx", "n", "p", "tokens", "ubatch", "kv-type", "kv-write", "passes", "tp", "tp-exact",
-		"graph", "prefill-graph", "graph-cache", "target", "llama-build", "acl-quant-matmul", "acl-workspace", "acl-pool"}
-	vals := make([]string, len(names))
-	for i, name := range names {
-		if name == "model" {
-			vals[i] = fmt.Sprintf("%d bytes, %d tensors, data at %d", f.Size, len(f.Tensors), f.DataOffset)
-		} else if fl := fs.Lookup(name); fl != nil {
-			vals[i] = fl.Value.String()
-		}
+// agreeFlags checks that every rank of comm runs the same model and
+// settings: each rank all-gathers one hash per setting (the model's size,
+// tensor count and data offset first), and the first that differs is
+// named with this rank's value and the other rank.
+func agreeFlags(dev *acl.Device, comm *acl.Comm, f *gguf.File, settings []Setting) error {
+	names := []string{"model"}
+	vals := []string{fmt.Sprintf("%d bytes, %d tensors, data at %d", f.Size, len(f.Tensors), f.DataOffset)}
+	for _, st := range settings {
+		names, vals = append(names, st.Name), append(vals, st.Value)
 	}
 	k := len(names)
 	mine := make([]byte, 8*k)
