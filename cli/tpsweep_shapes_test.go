@@ -10,6 +10,7 @@ import (
 
 	"github.com/irtool/irtool/internal/pubshape"
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/parallel"
 	"github.com/irtool/irtool/target"
 	"github.com/stretchr/testify/require"
