@@ -11,8 +11,10 @@ import (
 // weight an NPU node reads in ggml's bytes (the weights region), plus the
 // copies of quantised weights converted at load to what
 // aclnnWeightQuantBatchMatmulV2 and get_rows read (gguf/wqconv, sized by
-// target.DeviceWeightBytes; a table get_rows reads gets an int8 copy of an
-// int4 layout) that do not fit in the weight's own bytes. A layout that
+// target.DeviceWeightBytes; a table get_rows reads on the NPU gets an int8
+// copy of an int4 layout, which the target never asks for: it keeps such
+// a get_rows on the CPU, as llama.cpp keeps its input layer) that do not
+// fit in the weight's own bytes. A layout that
 // fits (target.WQInPlace: q4_0, q8_0) replaces the blocks in the weights
 // region and adds nothing. A weight with a larger layout that only
 // matmuls and get_rows read (as their matrix or table, on any device)
