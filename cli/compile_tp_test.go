@@ -280,10 +280,24 @@ func TestCompileTPLowersHCCL(t *testing.T) {
 		r := compile(args...)
 		require.NotEmpty(t, r.Ranks, "%v", args)
 		for i, rk := range r.Ranks {
-			require.Zero(t, rk.Partition.CPUNodes, "%v rank %d: %+v", args, i, rk.Partition.Fallbacks)
-			require.Equal(t, 1, rk.Partition.Segments, "%v rank %d", args, i)
-			require.Zero(t, rk.Partition.Copies, "%v rank %d", args, i)
-			require.InDelta(t, rk.Step.StepUS, rk.Predicted.GraphUS, 1e-6*rk.Step.StepUS, "%v rank %d: predicted against the link model", args, i)
+			// The one CPU node a q4_0 model keeps: its input layer (the
+			// get_rows from the int4 token table), whose embeddings are
+			// one copy to the device.
+			input := 0
+			for _, f := range rk.Partition.Fallbacks {
+				if f.Op == "get_rows" && strings.Contains(f.Reason, "llama.cpp's input layer") {
+					input++
+				}
+			}
+			require.Equal(t, input, rk.Partition.CPUNodes, "%v rank %d: %+v", args, i, rk.Partition.Fallbacks)
+			require.Equal(t, 1+input, rk.Partition.Segments, "%v rank %d", args, i)
+			require.Equal(t, input, rk.Partition.Copies, "%v rank %d", args, i)
+			if input == 0 {
+				// target.Profile.EstimateStep prices a CPU node (the input layer) and
+				// its copies apart from lower/cann's simulation, so the two
+				// agree on all-NPU ranks only.
+				require.InDelta(t, rk.Step.StepUS, rk.Predicted.GraphUS, 1e-6*rk.Step.StepUS, "%v rank %d: predicted against the link model", args, i)
+			}
 		}
 		if len(args) == 3 && args[1] == "--tp" { // --tp 2 alone: rank 0's calls are every rank's
 			for _, c := range r.Parallel.Collectives {

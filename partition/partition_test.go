@@ -3,6 +3,7 @@ package partition
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -501,11 +502,11 @@ func TestConvert(t *testing.T) {
 // layout their kernels read. On testdata's all-q4_K model every q4_K
 // weight is only a matmul's matrix or a get_rows table, so it lives in its
 // converted copies alone: 0.625 bytes per weight (int4 values, f16 scale
-// and offset per 32) for every matrix an NPU matmul reads, 1.125 for a
-// token table an NPU get_rows reads (int8 values), and none of its ggml
-// bytes. On q8_0 and q4_0 models (the tied one's table is a q4_0 get_rows
-// and matmul) the layouts are written over the blocks: ggml's bytes, plus
-// the int8 widening of a q4_0 table get_rows reads.
+// and offset per 32) for every matrix an NPU matmul reads, and none of its
+// ggml bytes. On q8_0 and q4_0 models (the tied one's table is a q4_0
+// get_rows and matmul) the layouts are written over the blocks: ggml's
+// bytes. A get_rows from a q4_K or q4_0 table (int4 on the NPU) runs on the
+// CPU, with its reason among the fallbacks, and adds nothing.
 func TestDeviceWeightBytes(t *testing.T) {
 	for _, file := range []string{"synth-llama256-Q4_K.gguf", "synth-llama-Q8_0.gguf", "synth-llama-Q4_0.gguf", "synth-qwen2-tied-Q4_0.gguf"} {
 		t.Run(file, func(t *testing.T) {
@@ -534,14 +535,17 @@ func TestDeviceWeightBytes(t *testing.T) {
 					}
 					e := float64(a.Type.Shape[0].Val * a.Type.Shape[1].Val)
 					switch {
-					case a.Type.DType == ir.Q4_K && n.Op == ir.OpGetRows:
-						conv += 1.125 * e
+					case n.Op == ir.OpGetRows && (a.Type.DType == ir.Q4_K || a.Type.DType == ir.Q4_0):
+						t.Errorf("%s: get_rows from a %s table on the NPU", n.Name, a.Type.DType)
 					case a.Type.DType == ir.Q4_K:
 						conv += 0.625 * e
-					case a.Type.DType == ir.Q4_0 && n.Op == ir.OpGetRows:
-						conv += 1.0625 * e
 					}
 				}
+			}
+			if file != "synth-llama-Q8_0.gguf" && !slices.ContainsFunc(res.Fallbacks, func(f Fallback) bool {
+				return f.Op == ir.OpGetRows && strings.Contains(f.Reason, "as llama.cpp's input layer")
+			}) {
+				t.Errorf("no get_rows kept on the cpu as llama.cpp's input layer among %+v", res.Fallbacks)
 			}
 			if ggml == 0 || float64(res.GGMLWeightBytes) != ggml || float64(res.ConvertedWeightBytes) != conv ||
 				res.DeviceWeightBytes != res.GGMLWeightBytes+res.ConvertedWeightBytes {

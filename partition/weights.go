@@ -11,8 +11,9 @@ import (
 // weight an NPU node reads in ggml's bytes (the weights region), plus the
 // copies of quantised weights converted at load to what
 // aclnnWeightQuantBatchMatmulV2 and get_rows read (gguf/wqconv, sized by
-// target.DeviceWeightBytes; a table get_rows reads gets an int8 copy of an
-// int4 layout) that do not fit in the weight's own bytes. A layout that
+// target.DeviceWeightBytes; a get_rows from a table with an int4 layout
+// runs on the CPU, as llama.cpp's input layer, and asks for nothing) that
+// do not fit in the weight's own bytes. A layout that
 // fits (target.WQInPlace: q4_0, q8_0) replaces the blocks in the weights
 // region and adds nothing. A weight with a larger layout that only
 // matmuls and get_rows read (as their matrix or table, on any device)
@@ -63,15 +64,14 @@ func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml
 		if err != nil {
 			return 0, 0, fmt.Errorf("partition: weight %q: %w", n.Name, err)
 		}
-		l, ok := target.WQLayout(n.Type.DType)
+		_, ok := target.WQLayout(n.Type.DType)
 		if !ok {
 			ggml += b
 			continue
 		}
-		// As runtime/acl's PlaceWeight: one copy for the matmuls (and for
-		// an int8 table), in place when it fits; an int8 copy of an int4
-		// table for get_rows.
-		int4 := l.Dtype.String() == "int4"
+		// As runtime/acl's PlaceWeight: one copy for the matmuls and for
+		// an NPU get_rows (whose table is int8: the target keeps int4
+		// tables' get_rows on the CPU), in place when it fits.
 		ne, err := n.Type.Shape.Ne()
 		if err != nil {
 			return 0, 0, fmt.Errorf("partition: weight %q: %w", n.Name, err)
@@ -80,14 +80,8 @@ func deviceWeights(g *ir.Graph, dev []target.Device, prof *target.Profile) (ggml
 		if inPlace || other[n.ID] || !u.matmul && !u.rows {
 			ggml += b // the blocks (or a layout written over them)
 		}
-		for _, c := range []struct{ need, widen bool }{
-			{(u.matmul || u.rows && !int4) && !inPlace, false},
-			{u.rows && int4, true},
-		} {
-			if !c.need {
-				continue
-			}
-			b, err := target.DeviceWeightBytes(n.Type, c.widen)
+		if (u.matmul || u.rows) && !inPlace {
+			b, err := target.DeviceWeightBytes(n.Type)
 			if err != nil {
 				return 0, 0, fmt.Errorf("partition: weight %q: %w", n.Name, err)
 			}

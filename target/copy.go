@@ -1,6 +1,9 @@
 package target
 
-import "github.com/irtool/irtool/ir"
+import (
+	"github.com/irtool/irtool/gguf/wqconv"
+	"github.com/irtool/irtool/ir"
+)
 
 // The rules of the ops that move data (ir/copy.go).
 func init() {
@@ -28,12 +31,23 @@ func npuGetRows(n *ir.Node) Support {
 	case ir.Q8_0:
 		return yes("aclnnGatherV2", "aclnnMul", "aclnnGatherV2")
 	default:
-		// The rows of the table converted at load (gguf/wqconv, int4
-		// values widened to int8): values, scales (and offsets) gathered,
-		// then (w + offset) · scale in f32.
+		// The rows of the table converted at load (gguf/wqconv): int8
+		// values, scales (and offsets) gathered, then (w + offset) · scale
+		// in f32.
 		l, why := wqRows(n.Args[0])
 		if why != "" {
 			return no("get_rows: %s", why)
+		}
+		if l.Dtype == wqconv.Int4 {
+			// No operator bound here gathers int4 rows, and an int8
+			// copy of the table just for them would hold it twice
+			// (the int4 layout a tied output projection reads, or
+			// the blocks). The CPU gathers it from the file, as
+			// llama.cpp keeps its input layer on the CPU
+			// (src/llama-model.cpp, load_tensors: "there is very
+			// little benefit to offloading the input layer"); one
+			// step's embeddings go to the device.
+			return no("get_rows from a %s table (int4 on the NPU) runs on the cpu, as llama.cpp's input layer", n.Args[0].Type.DType)
 		}
 		calls := []string{"aclnnGatherV2", "aclnnGatherV2"}
 		if l.Offset {

@@ -82,7 +82,9 @@ const ops = `graph "ops" {
   %26 = weight() : q8_K[256,32] "wq8k"
   %27 = mul_mat(%26, %4) : f32[32,4] "mm_q8k"
   %28 = get_rows(%3, %8) : f32[256,4] "rows_q4k"
-  outputs(%5, %6, %7, %9, %10, %11, %14, %15, %17, %20, %21, %23, %25, %27, %28)
+  %29 = weight() : q5_K[256,32] "wq5k"
+  %30 = get_rows(%29, %8) : f32[256,4] "rows_q5k"
+  outputs(%5, %6, %7, %9, %10, %11, %14, %15, %17, %20, %21, %23, %25, %27, %28, %30)
 }`
 
 func TestSupports(t *testing.T) {
@@ -96,8 +98,9 @@ func TestSupports(t *testing.T) {
 		{"ascend910b", "mm_q4", true, "aclnnWeightQuantBatchMatmulV2", 3},
 		{"ascend910b", "mm_q4k", true, "aclnnWeightQuantBatchMatmulV2", 3},
 		{"ascend910b", "mm_q8k", false, "q8_K weights have no aclnnWeightQuantBatchMatmulV2 layout", 0},
-		{"ascend910b", "rows_q4", true, "aclnnGatherV2", 5},
-		{"ascend910b", "rows_q4k", true, "aclnnGatherV2", 8}, // values, scales, offsets gathered; casts; add; mul
+		{"ascend910b", "rows_q4", false, "runs on the cpu, as llama.cpp's input layer", 0}, // int4: no gather
+		{"ascend910b", "rows_q4k", false, "runs on the cpu, as llama.cpp's input layer", 0},
+		{"ascend910b", "rows_q5k", true, "aclnnGatherV2", 8}, // values, scales, offsets gathered; casts; add; mul
 		{"ascend910b", "rows_f16", true, "aclnnGatherV2", 2},
 		{"ascend910b", "norm", true, "aclnnRmsNorm", 1},
 		{"ascend910b", "rope", true, "aclnnRotaryPositionEmbedding", 4}, // gather the angles, cos, sin, rotate

@@ -109,31 +109,23 @@ func npuWeightBytes(n *ir.Node, s Support, b ir.Bindings) float64 {
 		if err != nil {
 			return 0
 		}
-		// The table is gathered from its int8 copy (int4 values widened).
-		if l.Dtype == wqconv.Int4 {
-			per += 0.5
-		}
-		return per * out
+		return per * out // int8 layouts only: an int4 table's rows are the CPU's
 	}
 	return 0
 }
 
 // DeviceWeightBytes is the size of a weight on the NPU: the converted
 // layout's (values, scales, offsets) for a quantised type the NPU's
-// recipes read converted, with rows of k = ne[0] (the layout of a table
-// only get_rows reads has its int4 values widened to int8: widened), or
-// the ggml bytes otherwise.
-func DeviceWeightBytes(t ir.Type, widened bool) (int64, error) {
+// recipes read converted, with rows of k = ne[0], or the ggml bytes
+// otherwise.
+func DeviceWeightBytes(t ir.Type) (int64, error) {
 	ne, err := t.Shape.Ne()
 	if err != nil {
 		return 0, err
 	}
 	l, ok := WQLayout(t.DType)
-	if !ok || t.DType == ir.Q8_0 && widened {
+	if !ok {
 		return t.Bytes()
-	}
-	if widened && l.Dtype == wqconv.Int4 {
-		l.Dtype = wqconv.Int8
 	}
 	return l.DeviceBytes(int(ne[1]*ne[2]*ne[3]), int(ne[0])), nil
 }

@@ -33,13 +33,13 @@ import (
 // PlaceWeight implements device.WeightPlacer: it converts a quantised
 // weight, once, when it is placed on the device. data are its ggml blocks
 // (the bytes just written at t.Addr); the converted copies the recipes of
-// use read (gguf/wqconv; int4 values widened to int8 for get_rows) are
+// use read (gguf/wqconv; get_rows reads an int8 layout only) are
 // written over the blocks when they fit there (target.WQInPlace: q4_0,
 // q8_0, so that the device holds the weight once), else into the pool, so
 // that no launch reads a weight back or converts it. Other types need
 // nothing.
 func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.WeightUse) error {
-	if _, ok := wqLayout(t.DType, false); !ok || !dense(t) {
+	if _, ok := wqLayout(t.DType); !ok || !dense(t) {
 		return nil
 	}
 	if int64(len(data)) != t.Bytes() {
@@ -65,7 +65,7 @@ func (d *Device) PlaceWeight(t device.TensorDesc, data []byte, use device.Weight
 func (d *Device) placeCopies(n *npu, t device.TensorDesc, data []byte, use device.WeightUse, taken bool) error {
 	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
 	rows8 := use.Rows
-	l, _ := wqLayout(t.DType, false)
+	l, _ := wqLayout(t.DType)
 	if d.quantMode() == QuantMatmulGGML {
 		// ggml's arithmetic: the integer layouts of the matmuls, f32
 		// values for the rows of a re-quantised layout's table.
@@ -101,25 +101,20 @@ func (d *Device) placeCopies(n *npu, t device.TensorDesc, data []byte, use devic
 		use.Matmul = use.Matmul && !ggmlModeTypes[t.DType]
 		rows8 = rows8 && l.Accuracy != wqconv.Requantised
 	}
-	for _, widen := range []bool{false, true} {
-		need := use.Matmul || rows8 && !needsWiden(t.DType)
-		if widen {
-			need = rows8 && needsWiden(t.DType)
-		}
-		if !need {
-			continue
-		}
-		var at device.Ptr // the pool
-		room := int64(len(data))
-		if taken {
-			at, room = t.Addr, mainBytes(t.DType, K, rows, use)
-			taken = false // the first copy only
-		} else if !widen && target.WQInPlace(t.DType, K, rows) {
-			at = t.Addr
-		}
-		if _, err := d.placeConverted(n, wqKey(t.DType, t.Addr, K, rows, widen), t.DType, data, K, rows, widen, at, room); err != nil {
-			return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
-		}
+	// get_rows gathers int8 values only: an int4 table's rows are the
+	// CPU's (the target keeps that get_rows there).
+	if !use.Matmul && !(rows8 && l.Dtype == wqconv.Int8) {
+		return nil
+	}
+	var at device.Ptr // the pool
+	room := int64(len(data))
+	if taken {
+		at, room = t.Addr, mainBytes(t.DType, K, rows)
+	} else if target.WQInPlace(t.DType, K, rows) {
+		at = t.Addr
+	}
+	if _, err := d.placeConverted(n, wqKey(t.DType, t.Addr, K, rows), t.DType, data, K, rows, at, room); err != nil {
+		return fmt.Errorf("acl: place %s weight [%d×%d] at %#x: %w", t.DType, rows, K, uint64(t.Addr), err)
 	}
 	return nil
 }
@@ -127,9 +122,8 @@ func (d *Device) placeCopies(n *npu, t device.TensorDesc, data []byte, use devic
 // TakeWeight implements device.WeightTaker: in the "wqbmm" QuantMatmul
 // mode, a quantised weight whose layout does not fit in its blocks
 // (target.WQInPlace) and that only matmuls and get_rows read (use) lives
-// on the device in its converted copies alone: the first (the matmuls'
-// layout, else a table's int8 widening) in a pool block allocated for it,
-// whose address names the weight from then on, the other in the pool.
+// on the device in its converted copy alone, in a pool block allocated
+// for it, whose address names the weight from then on.
 // It returns 0, and places nothing, for any other weight, whose blocks
 // the session writes. The blocks are never uploaded.
 func (d *Device) TakeWeight(t device.TensorDesc, data []byte, use device.WeightUse) (device.Ptr, error) {
@@ -150,7 +144,7 @@ func (d *Device) TakeWeight(t device.TensorDesc, data []byte, use device.WeightU
 	n.cmu.Lock()
 	defer n.cmu.Unlock()
 	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
-	size := mainBytes(t.DType, K, rows, use)
+	size := mainBytes(t.DType, K, rows)
 	off, _, err := n.pool.Alloc(size)
 	if err != nil {
 		return 0, fmt.Errorf("acl: take %s weight [%d×%d] (%d B): %w", t.DType, rows, K, size, err)
@@ -181,9 +175,7 @@ func (d *Device) DropWeight(t device.TensorDesc) error {
 
 func (d *Device) dropCopies(n *npu, t device.TensorDesc) {
 	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
-	for _, widen := range []bool{false, true} {
-		n.dropTable(wqKey(t.DType, t.Addr, K, rows, widen))
-	}
+	n.dropTable(wqKey(t.DType, t.Addr, K, rows))
 	if n.inPlace[t.Addr] {
 		n.pool.Free(int64(t.Addr - n.base))
 		delete(n.inPlace, t.Addr)
@@ -192,34 +184,33 @@ func (d *Device) dropCopies(n *npu, t device.TensorDesc) {
 
 // takes reports whether TakeWeight holds weight t without its blocks: a
 // dense quantised weight with a layout larger than its blocks, read by
-// matmuls or get_rows.
+// matmuls or (an int8 layout) get_rows.
 func takes(t device.TensorDesc, use device.WeightUse) bool {
-	_, ok := wqLayout(t.DType, false)
+	l, ok := wqLayout(t.DType)
 	K, rows := t.Ne[0], t.Ne[1]*t.Ne[2]*t.Ne[3]
-	return ok && dense(t) && (use.Matmul || use.Rows) && !target.WQInPlace(t.DType, K, rows)
+	return ok && dense(t) && (use.Matmul || use.Rows && l.Dtype == wqconv.Int8) && !target.WQInPlace(t.DType, K, rows)
 }
 
-// mainBytes is the size of a taken weight's first copy: the matmuls'
-// layout (also a table's, unless int4), else a table's int8 widening.
-func mainBytes(t ir.DType, K, rows int64, use device.WeightUse) int64 {
-	l, _ := wqLayout(t, !(use.Matmul || use.Rows && !needsWiden(t)))
+// mainBytes is the size of a taken weight's copy, its gguf/wqconv layout.
+func mainBytes(t ir.DType, K, rows int64) int64 {
+	l, _ := wqLayout(t)
 	return l.DeviceBytes(int(rows), int(K))
 }
 
 // PlacedBytes bounds the device bytes PlaceWeight adds to the pool for a
 // weight of type t with rows rows of K values, in QuantMatmul mode
 // (QuantMatmulWQBMM when empty), whether it feeds matmuls, get_rows or
-// both: the gguf/wqconv layout (plus its int8 widening for an int4
-// layout's rows) in "wqbmm" mode; in "ggml" mode the integer layout of
+// both: the gguf/wqconv layout in "wqbmm" mode; in "ggml" mode the integer layout of
 // the matmuls (layout.Q8 for q4_0…q5_1, layout.KQ for the K-quants: 4 bytes
 // per value, 8 for q6_K, plus the per-block scales; expert stacks alike),
 // an f32 copy of the values (4 bytes per value: the rows of a re-quantised
 // layout, or a K-quant weight without an integer layout; counted for
 // every K-quant, which also covers the alignment of an expert stack's
-// per-expert layouts) and, for the others' rows, their int8 layout.
+// per-expert layouts) and, for the others' rows, their int8 layout (an
+// int4 layout's rows are the CPU's).
 // 0 for a type PlaceWeight leaves as it is. It sizes Options.PoolBytes.
 func PlacedBytes(t ir.DType, K, rows int64, mode string) int64 {
-	l, ok := wqLayout(t, false)
+	l, ok := wqLayout(t)
 	if !ok || K <= 0 || rows <= 0 {
 		return 0
 	}
@@ -239,27 +230,15 @@ func PlacedBytes(t ir.DType, K, rows int64, mode string) int64 {
 			}
 			n += 4 * layout.NewKQ(t, K, rows, v).Size
 		}
-		if t != ir.Q8_0 && l.Accuracy != wqconv.Requantised {
-			w, _ := wqLayout(t, true)
-			n += w.DeviceBytes(int(rows), int(K))
+		if t != ir.Q8_0 && l.Accuracy != wqconv.Requantised && l.Dtype == wqconv.Int8 {
+			n += l.DeviceBytes(int(rows), int(K))
 		}
 		if !ggmlModeTypes[t] {
 			n += l.DeviceBytes(int(rows), int(K))
 		}
 		return n
 	}
-	n = l.DeviceBytes(int(rows), int(K))
-	if l.Dtype == wqconv.Int4 {
-		w, _ := wqLayout(t, true)
-		n += w.DeviceBytes(int(rows), int(K))
-	}
-	return n
-}
-
-// needsWiden: get_rows reads an int8 copy of an int4 layout.
-func needsWiden(t ir.DType) bool {
-	l, ok := wqLayout(t, false)
-	return ok && l.Dtype == wqconv.Int4
+	return l.DeviceBytes(int(rows), int(K))
 }
 
 // wqWeight is a quantised weight in the layout gguf/wqconv converts it to,
@@ -272,22 +251,15 @@ type wqWeight struct {
 }
 
 // wqKey names the converted copy of the weight at addr: its type, row
-// length, row count and whether int4 values were widened to int8 (a
-// table get_rows reads).
-func wqKey(t ir.DType, addr device.Ptr, K, rows int64, widen bool) string {
-	return fmt.Sprintf("wq %s %#x [%d,%d] widen=%v", t, uint64(addr), K, rows, widen)
+// length and row count.
+func wqKey(t ir.DType, addr device.Ptr, K, rows int64) string {
+	return fmt.Sprintf("wq %s %#x [%d,%d]", t, uint64(addr), K, rows)
 }
 
-// wqLayout is the layout of a converted weight (widened when asked).
-func wqLayout(t ir.DType, widen bool) (wqconv.Layout, bool) {
+// wqLayout is the layout of a converted weight.
+func wqLayout(t ir.DType) (wqconv.Layout, bool) {
 	l, err := wqconv.LayoutOf(gguf.GGMLType(t))
-	if err != nil {
-		return l, false
-	}
-	if widen && l.Dtype == wqconv.Int4 {
-		l.Dtype = wqconv.Int8
-	}
-	return l, true
+	return l, err == nil
 }
 
 func wqAt(l wqconv.Layout, p device.Ptr, K, rows int64) wqWeight {
@@ -327,27 +299,27 @@ func f32Key(t ir.DType, addr device.Ptr, K, rows int64) string {
 // K = Ne[0] elements; the outer dims are rows too, expert after expert):
 // the one placed at load (PlaceWeight), else, outside a capture, one made
 // now from the blocks read back from the device.
-func (b *builder) converted(a device.TensorDesc, widen bool) wqWeight {
+func (b *builder) converted(a device.TensorDesc) wqWeight {
 	if b.err != nil {
 		return wqWeight{}
 	}
-	w, err := b.convert(a, widen)
+	w, err := b.convert(a)
 	b.setErr(err)
 	return w
 }
 
-func (b *builder) convert(a device.TensorDesc, widen bool) (wqWeight, error) {
+func (b *builder) convert(a device.TensorDesc) (wqWeight, error) {
 	K, rows := a.Ne[0], a.Ne[1]*a.Ne[2]*a.Ne[3]
-	l, ok := wqLayout(a.DType, widen)
+	l, ok := wqLayout(a.DType)
 	if !ok {
 		return wqWeight{}, b.unsupported("%s weight: no aclnnWeightQuantBatchMatmulV2 layout (gguf/wqconv)", a.DType)
 	}
 	if !dense(a) {
 		return wqWeight{}, b.unsupported("non-contiguous %s weight (nb %v)", a.DType, a.Nb)
 	}
-	key := wqKey(a.DType, a.Addr, K, rows, widen)
+	key := wqKey(a.DType, a.Addr, K, rows)
 	p, err := b.onDemand(a, key, "weight", func(n *npu, blocks []byte) (device.Ptr, error) {
-		return b.d.placeConverted(n, key, a.DType, blocks, K, rows, widen, 0, 0)
+		return b.d.placeConverted(n, key, a.DType, blocks, K, rows, 0, 0)
 	})
 	if err != nil {
 		return wqWeight{}, err
@@ -524,14 +496,11 @@ func (b *builder) onDemand(a device.TensorDesc, key, what string, place func(n *
 // the key held: at at, over the blocks it was converted from (which it
 // must fit), or in the room bytes at at when the weight was taken
 // (TakeWeight), or into the pool when at is 0. The caller holds n.cmu.
-func (d *Device) placeConverted(n *npu, key string, t ir.DType, blocks []byte, K, rows int64, widen bool, at device.Ptr, room int64) (device.Ptr, error) {
+func (d *Device) placeConverted(n *npu, key string, t ir.DType, blocks []byte, K, rows int64, at device.Ptr, room int64) (device.Ptr, error) {
 	t0 := time.Now()
 	w, err := wqconv.Convert(gguf.GGMLType(t), blocks, int(rows), int(K))
 	if err != nil {
 		return 0, err
-	}
-	if widen {
-		w = w.Widen()
 	}
 	data := w.Bytes()
 	d.convertNS.Add(int64(time.Since(t0)))

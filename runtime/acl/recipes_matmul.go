@@ -117,7 +117,8 @@ var quantRecipeTypes = map[ir.Op][]ir.DType{
 	ir.OpMulMat:    quantTypes,
 	ir.OpMulMatAdd: quantTypes,
 	ir.OpMulMatID:  quantTypes,
-	ir.OpGetRows:   quantTypes,
+	// get_rows gathers int8 values: not q4_0, q4_1, q4_K (int4 layouts).
+	ir.OpGetRows: {ir.Q5_0, ir.Q5_1, ir.Q8_0, ir.Q2_K, ir.Q3_K, ir.Q5_K, ir.Q6_K},
 }
 
 // recipeTakes reports whether op's recipe computes quantised type t.
@@ -169,7 +170,7 @@ func quantMulMat(b *builder, a, x, out device.TensorDesc) error {
 	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
 		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
 	}
-	w := b.converted(a, false)
+	w := b.converted(a)
 	if b.err != nil {
 		return b.err
 	}

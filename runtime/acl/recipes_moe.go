@@ -97,7 +97,7 @@ func mulMatIDWQBMM(b *builder, as, x, out device.TensorDesc, e experts, xs int64
 	if as.Nb[2] != as.Nb[1]*N {
 		return b.unsupported("mul_mat_id over non-contiguous %s experts (nb %v)", as.DType, as.Nb)
 	}
-	w := b.converted(as, false)
+	w := b.converted(as)
 	if b.err != nil {
 		return b.err
 	}

@@ -56,6 +56,9 @@ func getRows(b *builder) error {
 		}
 		b.op(C.IRT_MUL, q, s, o3)
 	default:
+		if l, ok := wqLayout(table.DType); ok && l.Dtype == wqconv.Int4 {
+			return b.unsupported("get_rows from a %s table: its layout is int4, and no bound operator gathers int4 rows (the target runs this get_rows on the CPU)", table.DType)
+		}
 		if !table.DType.Quantized() || !recipeTakes(ir.OpGetRows, table.DType) {
 			return b.unsupported("get_rows from a %s table", table.DType)
 		}
@@ -74,7 +77,7 @@ func (b *builder) q8Rows(table device.TensorDesc, idt C.uintptr_t, n int64) (q, 
 	K, R := table.Ne[0], table.Ne[1]
 	G := K / 32
 	b.n.cmu.Lock()
-	w, ok := b.n.tables[wqKey(ir.Q8_0, table.Addr, K, R, false)]
+	w, ok := b.n.tables[wqKey(ir.Q8_0, table.Addr, K, R)]
 	b.n.cmu.Unlock()
 	if !ok {
 		rowBytes := table.Nb[1]
@@ -84,7 +87,7 @@ func (b *builder) q8Rows(table device.TensorDesc, idt C.uintptr_t, n int64) (q, 
 		return b.tensor(C.ACL_INT8, []int64{n, G, 32}, []int64{rowBytes, 34, 1}, 2, tmp),
 			b.tensor(C.ACL_FLOAT16, []int64{n, G, 1}, []int64{rowBytes / 2, 17, 1}, 0, tmp)
 	}
-	l, _ := wqLayout(ir.Q8_0, false)
+	l, _ := wqLayout(ir.Q8_0)
 	c := wqAt(l, w, K, R)
 	vals := b.temp("q8_0 rows", n*K, 32)
 	sc := b.temp("q8_0 row scales", 2*n*G, 32)
@@ -96,20 +99,21 @@ func (b *builder) q8Rows(table device.TensorDesc, idt C.uintptr_t, n int64) (q, 
 }
 
 // getRowsConverted gathers rows of a quantised table from the layout
-// converted at load (gguf/wqconv; int4 values widened to int8): the rows'
+// converted at load (gguf/wqconv, an int8 layout; the target keeps a
+// get_rows from an int4 table on the CPU): the rows'
 // int8 values, f16 scales (and offsets) gathered, then, in f32 over each
 // group of Span values, (w + offset) · scale: the sum exact, the product
 // rounded once (wqconv.Dequant's arithmetic, which gives ggml's values bit
 // for bit for the exact types).
 func getRowsConverted(b *builder, table, out device.TensorDesc, idt C.uintptr_t, n, K int64) error {
-	if l, _ := wqLayout(table.DType, false); l.Accuracy == wqconv.Requantised && b.d.quantMode() == QuantMatmulGGML {
+	if l, _ := wqLayout(table.DType); l.Accuracy == wqconv.Requantised && b.d.quantMode() == QuantMatmulGGML {
 		// ggml's values of a table whose layout is re-quantised (q2_K,
 		// q6_K): the rows of its f32 copy.
 		w := b.dequantised(table)
 		b.gather(b.tensor(C.ACL_FLOAT, []int64{table.Ne[1], K}, []int64{K, 1}, 0, w), idt, b.desc("out", out, 2))
 		return b.err
 	}
-	w := b.converted(table, needsWiden(table.DType))
+	w := b.converted(table)
 	if b.err != nil {
 		return b.err
 	}

@@ -472,10 +472,13 @@ type weightUses struct {
 
 // weightUse finds the users of weight w in the compiled graph (whatever
 // device the partition of one bucket gives them, so that a later bucket's
-// program finds the weight placed) and its descriptor (Addr unset).
+// program finds the weight placed) and its descriptor (Addr unset). A user
+// the target never runs on the NPU (a get_rows from an int4 table, which
+// the CPU gathers from the file) asks the device for no layout.
 func (s *Runner) weightUse(w cann.Weight) (device.TensorDesc, weightUses, bool) {
 	var node *ir.Node
 	u := weightUses{Only: true}
+	prof := s.comp.Profile()
 	for _, n := range s.comp.Graph().Nodes {
 		for i, a := range n.Args {
 			if a.Op != ir.OpWeight || a.Name != w.Name {
@@ -483,6 +486,8 @@ func (s *Runner) weightUse(w cann.Weight) (device.TensorDesc, weightUses, bool) 
 			}
 			node = a
 			switch {
+			case i == 0 && n.Op == ir.OpGetRows && prof != nil && !prof.Supports(n).OK:
+				// read on the host only: no device layout
 			case i == 0 && (n.Op == ir.OpMulMat || n.Op == ir.OpMulMatAdd || n.Op == ir.OpMulMatID):
 				u.Matmul = true
 			case i == 0 && n.Op == ir.OpGetRows:
