@@ -110,7 +110,9 @@ func Convert(data []byte, from, to ir.DType) ([]byte, error) {
 // keeps one of its users off the NPU, and would not with type to (q8_0 or
 // q4_0), has type to; a source that serves the converted bytes; and the
 // numeric cost of each conversion (which reads every converted weight
-// once). Weights the NPU already takes are left alone.
+// once). Weights the NPU already takes are left alone, and so are tables
+// whose only refused user is their get_rows (the input layer, which runs
+// on the CPU by choice).
 func Requant(g *ir.Graph, prof *target.Profile, w eval.WeightSource, to ir.DType) (*ir.Graph, *RequantSource, *RequantReport, error) {
 	if to != ir.Q8_0 && to != ir.Q4_0 {
 		return nil, nil, nil, fmt.Errorf("partition: requantise to %s: only q8_0 and q4_0 are supported", to)
@@ -134,7 +136,11 @@ func Requant(g *ir.Graph, prof *target.Profile, w eval.WeightSource, to ir.DType
 		}
 		helps := false
 		for _, u := range users[n.ID] {
-			if prof.Supports(u).OK {
+			// A table's get_rows off the NPU is a placement, not a
+			// missing kernel: the input layer stays on the CPU, as
+			// llama.cpp keeps it (target/copy.go), so it asks for no
+			// conversion.
+			if prof.Supports(u).OK || u.Op == ir.OpGetRows && len(u.Args) > 0 && u.Args[0] == n {
 				continue
 			}
 			// Would u run with the weight converted?
