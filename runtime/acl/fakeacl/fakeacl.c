@@ -232,7 +232,7 @@ int fake_in_device(const void *p, size_t n) { return find_alloc(p, n, 0) != NULL
 const char *fake_soc(void) { return cfg_soc; }
 
 static int capture_active_global(void); /* below */
-static int capture_active_any(void);    /* below */
+static int capture_blocks_malloc(void); /* below */
 static void invalidate_unsafe(const char *fn);
 static int compute(const aclOpExecutor *e, void *workspace, uint64_t wsSize);
 
@@ -249,8 +249,9 @@ aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy) {
 		set_err("aclrtMalloc: size must be > 0");
 	}
 	/* irtool allocates every device byte before it captures: an
-	 * allocation while a stream captures, in any mode, fails the run */
-	if (!rc && capture_active_any()) {
+	 * allocation while a stream of this device captures, in any mode, or
+	 * while any stream captures in global mode, fails the run */
+	if (!rc && capture_blocks_malloc()) {
 		rc = ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
 		set_err("aclrtMalloc: device memory allocated while a stream is being captured (allocate before capture)");
 	}
@@ -432,6 +433,7 @@ typedef struct stream {
 	int capturing;
 	int mode;
 	int invalidated;
+	int device; /* the device current on the creating thread */
 	pthread_t thread;
 	ri *building;
 	struct stream *next;
@@ -460,9 +462,13 @@ static int capture_active_global(void) {
 	return 0;
 }
 
-static int capture_active_any(void) {
-	for (stream *p = streams; p; p = p->next)
-		if (p->capturing) return 1;
+/* another rank's thread-local capture on another device does not stop this
+ * thread's allocations: ranks load and capture concurrently */
+static int capture_blocks_malloc(void) {
+	for (stream *p = streams; p; p = p->next) {
+		if (!p->capturing) continue;
+		if (p->mode == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL || p->device == cur_device) return 1;
+	}
 	return 0;
 }
 
@@ -490,6 +496,7 @@ aclError aclrtCreateStream(aclrtStream *s) {
 		p = calloc(1, sizeof *p);
 		p->magic = STREAM_MAGIC;
 		p->id = ++stream_ids;
+		p->device = cur_device;
 		p->next = streams;
 		streams = p;
 		*s = p;
