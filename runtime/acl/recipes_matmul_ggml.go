@@ -52,20 +52,13 @@ import (
 //     repacked q4_K's acc − accMin.
 func quantMulMatK(b *builder, a, x, out device.TensorDesc) error {
 	K, M := a.Ne[0], x.Ne[1]
-	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
-		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
-	}
-	if K%256 != 0 {
-		return b.unsupported("%s weight with %d columns (not a multiple of 256)", a.DType, K)
+	if err := b.ggmlMatmulShape(a, x, out, 256); err != nil {
+		return err
 	}
 	l, w := b.kqWeight(a)
-	_, xst, ok := aclOrder(x)
-	if !ok {
-		return b.unsupported("activations %v", x.Nb)
-	}
-	_, ost, _ := aclOrder(out)
-	if b.err != nil {
-		return b.err
+	xst, ost, err := b.ggmlMatmulStrides(x, out)
+	if err != nil {
+		return err
 	}
 	xq, _, dy := b.q8Quantise([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr, a.DType, true)
 	b.kqDot(l, w, M, xq, dy, out.Addr, ost[2], ost[3])
@@ -304,20 +297,13 @@ func (k *kqCall) lanes(xq device.Ptr) {
 // inputs quantise to it, kernels' mulQuirk) is not reproduced.
 func quantMulMatQ8(b *builder, a, x, out device.TensorDesc) error {
 	K, N, M := a.Ne[0], a.Ne[1], x.Ne[1]
-	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
-		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
-	}
-	if K%32 != 0 {
-		return b.unsupported("%s weight with %d columns (not a multiple of 32)", a.DType, K)
+	if err := b.ggmlMatmulShape(a, x, out, 32); err != nil {
+		return err
 	}
 	l, w := b.q8Weight(a)
-	_, xst, ok := aclOrder(x)
-	if !ok {
-		return b.unsupported("activations %v", x.Nb)
-	}
-	_, ost, _ := aclOrder(out)
-	if b.err != nil {
-		return b.err
+	xst, ost, err := b.ggmlMatmulStrides(x, out)
+	if err != nil {
+		return err
 	}
 	xq, sums, dx := b.q8Quantise([]int64{M}, []int64{xst[2]}, xst[3], K, x.Addr, a.DType, true)
 	wp := q8Parts{w: w + device.Ptr(4*l.W), d: w + device.Ptr(4*l.D)}
@@ -475,4 +461,29 @@ func (q *q8Call) finish(m0, mc int64) {
 	if q.q1 {
 		b.add(plain(q.s), plain(q.summ), dst, 1)
 	}
+}
+
+// ggmlMatmulShape checks the operands of an exact-integer mul_mat: a 2-D
+// weight a of K columns (a multiple of block) by 2-D f32 activations x
+// into f32 out.
+func (b *builder) ggmlMatmulShape(a, x, out device.TensorDesc, block int64) error {
+	K := a.Ne[0]
+	if a.Ne[2] != 1 || a.Ne[3] != 1 || x.Ne[2] != 1 || x.Ne[3] != 1 || x.Ne[0] != K || x.DType != ir.F32 || out.DType != ir.F32 {
+		return b.unsupported("%s mul_mat of a %v by %s %v: 2-D f32 activations only", a.DType, a.Ne, x.DType, x.Ne)
+	}
+	if K%block != 0 {
+		return b.unsupported("%s weight with %d columns (not a multiple of %d)", a.DType, K, block)
+	}
+	return nil
+}
+
+// ggmlMatmulStrides are the element strides of x and out in ACL's order,
+// after the weight was placed (its error, if any, first).
+func (b *builder) ggmlMatmulStrides(x, out device.TensorDesc) (xst, ost []int64, err error) {
+	_, xst, ok := aclOrder(x)
+	if !ok {
+		return xst, ost, b.unsupported("activations %v", x.Nb)
+	}
+	_, ost, _ = aclOrder(out)
+	return xst, ost, b.err
 }
