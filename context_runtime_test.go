@@ -9,40 +9,16 @@ import (
 	"github.com/irtool/irtool"
 	"github.com/irtool/irtool/compiler"
 	"github.com/irtool/irtool/gguf"
-	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/kernels"
+	"github.com/irtool/irtool/internal/testext"
 	"github.com/irtool/irtool/models"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/runtime/device"
 	"github.com/irtool/irtool/runtime/program"
 	"github.com/irtool/irtool/runtime/session"
-	"github.com/irtool/irtool/target"
 )
 
-// mySiluContext is a context with the op my_silu (silu under another
+// mySiluContext is testext's context: the op my_silu (silu under another
 // name, CPU only) and the pass use-my-silu that rewrites silu into it.
-func mySiluContext(t *testing.T) *irtool.Context {
-	t.Helper()
-	ctx := irtool.NewContext()
-	err := ctx.RegisterOp(irtool.Op{
-		Info: ir.OpInfo{Name: "my_silu", MinArgs: 1, ElementWise: true, Doc: "my_silu(x): x*sigmoid(x)",
-			Infer: func(n *ir.Node) (ir.Type, error) { return n.Args[0].Type, nil }},
-		Kernel: func(n *ir.Node, dst kernels.Tensor, args []kernels.Tensor, _ kernels.Options) error {
-			return kernels.Silu(dst, args[0])
-		},
-		Rule: target.OpRule{CPUOnly: "my_silu: no CANN recipe",
-			Traffic: func(n *ir.Node, b ir.Bindings) (float64, float64, error) { return 1, 1, nil }},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rule := &passes.Rule{Name: "silu-to-my-silu", Pattern: passes.Op(ir.OpSilu, passes.Any("x")),
-		Build: func(b *passes.Builder, m *passes.Match) (*ir.Node, error) { return b.Op("my_silu", nil, m.Get("x")) }}
-	if err := ctx.Passes.Register(passes.RulePass("use-my-silu", "silu(x) -> my_silu(x)", rule)); err != nil {
-		t.Fatal(err)
-	}
-	return ctx
-}
+func mySiluContext(t *testing.T) *irtool.Context { return testext.MySiluContext(t) }
 
 // TestContextKernelsReachRuntime: a custom op's kernel reaches the CPU
 // session, the simulated device and the program runner a context creates,

@@ -8,38 +8,17 @@ import (
 	"testing"
 
 	"github.com/irtool/irtool"
+	"github.com/irtool/irtool/internal/testext"
 	"github.com/irtool/irtool/internal/testref"
-	"github.com/irtool/irtool/ir"
-	"github.com/irtool/irtool/kernels"
-	"github.com/irtool/irtool/passes"
 	"github.com/irtool/irtool/planner"
-	"github.com/irtool/irtool/target"
 )
 
-// extendedContext is what a researcher's main registers: an op my_silu
-// (silu's kernel under another name, kept on the host), a pass
-// use-my-silu rewriting silu into it, and a strategy ctx-stack (no reuse).
+// extendedContext is what a researcher's main registers: testext's op
+// my_silu and pass use-my-silu, and a strategy ctx-stack (no reuse).
 func extendedContext(t *testing.T) *irtool.Context {
 	t.Helper()
-	reg := irtool.NewContext()
-	err := reg.RegisterOp(irtool.Op{
-		Info: ir.OpInfo{Name: "my_silu", MinArgs: 1, ElementWise: true, Doc: "my_silu(x): silu under another name",
-			Infer: func(n *ir.Node) (ir.Type, error) { return n.Args[0].Type, nil }},
-		Kernel: func(_ *ir.Node, dst kernels.Tensor, a []kernels.Tensor, _ kernels.Options) error {
-			return kernels.Silu(dst, a[0])
-		},
-		Rule: target.OpRule{CPUOnly: "my_silu: no CANN recipe",
-			Traffic: func(n *ir.Node, b ir.Bindings) (float64, float64, error) { return 1, 1, nil }},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rule := &passes.Rule{Name: "silu-to-my-silu", Pattern: passes.Op(ir.OpSilu, passes.Any("x")),
-		Build: func(b *passes.Builder, m *passes.Match) (*ir.Node, error) { return b.Op("my_silu", nil, m.Get("x")) }}
-	if err := reg.Passes.Register(passes.RulePass("use-my-silu", "silu(x) -> my_silu(x)", rule)); err != nil {
-		t.Fatal(err)
-	}
-	err = reg.Strategies.Register("ctx-stack", func(_ context.Context, p *planner.Problem, _ planner.Options) (*planner.Assignment, error) {
+	reg := testext.MySiluContext(t)
+	err := reg.Strategies.Register("ctx-stack", func(_ context.Context, p *planner.Problem, _ planner.Options) (*planner.Assignment, error) {
 		a := &planner.Assignment{}
 		for i := range p.Buffers {
 			a.Offsets = append(a.Offsets, a.Arena)

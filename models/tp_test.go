@@ -11,6 +11,7 @@ import (
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
 	"github.com/irtool/irtool/internal/golden"
+	"github.com/irtool/irtool/internal/testsession"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/runtime/device"
@@ -59,23 +60,6 @@ func tpGenerate(t *testing.T, tp *models.TP, f *gguf.File, prompt []int32, n int
 	return res
 }
 
-func oneDevice(t *testing.T, f *gguf.File, prompt []int32, n int) *session.GenerateResult {
-	t.Helper()
-	m, err := models.Build(f, models.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := session.NewSession(m, f, session.SessionOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Generate(prompt, n, true, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
 // TestTPMatchesOneDevice: on the reference models whose heads allow it,
 // the ranks' greedy tokens are one device's, the logits within 1e-4 of
 // max|logit| (partial sums added in another order: 1.4e-5 measured on
@@ -92,7 +76,7 @@ func TestTPMatchesOneDevice(t *testing.T) {
 		{"../testdata/synth-qwen2-tied-Q4_0.gguf", []int{2}},
 	} {
 		f := openModel(t, c.file)
-		want := oneDevice(t, f, prompt, steps)
+		want := testsession.OneDevice(t, f, prompt, steps)
 		for _, n := range c.ranks {
 			for _, exact := range []bool{false, true} {
 				name := strings.TrimPrefix(c.file, "../testdata/")
@@ -102,7 +86,7 @@ func TestTPMatchesOneDevice(t *testing.T) {
 					continue
 				}
 				got := tpGenerate(t, tp, f, prompt, steps)
-				if !slicesEqual(got.Tokens, want.Tokens) {
+				if !slices.Equal(got.Tokens, want.Tokens) {
 					t.Errorf("%s --tp %d exact=%v: tokens %v, one device %v", name, n, exact, got.Tokens, want.Tokens)
 				}
 				worst := 0.0
@@ -121,18 +105,6 @@ func TestTPMatchesOneDevice(t *testing.T) {
 			}
 		}
 	}
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestShardTPRefuses: a degree the heads cannot take, named by the

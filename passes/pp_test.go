@@ -1,12 +1,14 @@
 package passes_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/irtool/irtool/eval"
 	"github.com/irtool/irtool/gguf"
+	"github.com/irtool/irtool/internal/testsession"
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/models"
 	"github.com/irtool/irtool/passes"
@@ -28,7 +30,7 @@ func TestPPMatchesOneDevice(t *testing.T) {
 		{"../testdata/synth-gemma3-Q4_0.gguf", []int{2}},
 	} {
 		f := openModel(t, c.file)
-		want := oneDevice(t, f, prompt, steps)
+		want := testsession.OneDevice(t, f, prompt, steps)
 		m, err := models.Build(f, models.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +64,7 @@ func TestPPMatchesOneDevice(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s --pp %d: %v", c.file, s, err)
 			}
-			if !slicesEqual(got.Tokens, want.Tokens) {
+			if !slices.Equal(got.Tokens, want.Tokens) {
 				t.Errorf("%s --pp %d: tokens %v, one device %v", c.file, s, got.Tokens, want.Tokens)
 			}
 			for i := range want.Logits {
@@ -100,34 +102,4 @@ func openModel(t *testing.T, path string) *gguf.File {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f
-}
-
-// oneDevice runs greedy generation on one CPU session.
-func oneDevice(t *testing.T, f *gguf.File, prompt []int32, n int) *session.GenerateResult {
-	t.Helper()
-	m, err := models.Build(f, models.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := session.NewSession(m, f, session.SessionOptions{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Generate(prompt, n, true, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
-
-func slicesEqual(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
