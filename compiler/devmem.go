@@ -46,9 +46,10 @@ type DeviceMemory struct {
 	// step (chunked prefill: a longer prompt runs in steps of UBatch).
 	Ctx    int64 `json:"ctx"`
 	UBatch int64 `json:"ubatch"`
-	// WeightsBytes are the NPU's weights: the weights region plus the
-	// copies runtime/acl converts at load (partition's
-	// converted_weight_bytes).
+	// WeightsBytes are the NPU's weights, each as the device holds it
+	// (partition.DeviceWeights: its blocks and, or only, the copy
+	// runtime/acl converts at load): partition's device_weight_bytes. The
+	// weights region holds them at the target's alignment.
 	WeightsBytes int64 `json:"weights_bytes"`
 	KVBytes      int64 `json:"kv_bytes"`
 	// ArenaBytes is the arena of the largest step (UBatch tokens over Ctx
@@ -122,7 +123,11 @@ func (r *Result) DeviceMemory() (*DeviceMemory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiler: device memory: %w", err)
 	}
-	m.WeightsBytes = r.Partition.ConvertedWeightBytes
+	for _, w := range prog.Weights {
+		if w.Addr.Region == cann.RegionWeights {
+			m.WeightsBytes += w.DeviceBytes
+		}
+	}
 	var pool int64
 	for _, rg := range prog.Regions {
 		if rg.Device != string(target.NPU) {
@@ -131,7 +136,6 @@ func (r *Result) DeviceMemory() (*DeviceMemory, error) {
 		pool += poolRound(rg.Bytes)
 		switch rg.Name {
 		case cann.RegionWeights:
-			m.WeightsBytes += rg.Bytes
 		case cann.RegionKV:
 			m.KVBytes += rg.Bytes
 		case cann.RegionArena:
@@ -145,7 +149,7 @@ func (r *Result) DeviceMemory() (*DeviceMemory, error) {
 	}
 	m.TablesBytes = TableBytes + ropeTablesBytes(prog, ub)
 	m.OtherBytes += m.TablesBytes
-	pool += poolRound(r.Partition.ConvertedWeightBytes) + poolRound(m.TablesBytes) + m.ReserveBytes
+	pool += poolRound(m.TablesBytes) + m.ReserveBytes
 	m.PoolBytes = pool
 	m.TotalBytes = m.PoolBytes + m.RuntimeBytes
 	m.Fits = m.CapacityBytes == 0 || m.TotalBytes <= m.CapacityBytes // 0: a target file's device of unknown size
