@@ -65,8 +65,10 @@ type DeviceMemory struct {
 	// TablesBytes is runtime/acl's table block (acl.Options.TableBytes,
 	// reserved at load): TableBytes for small tables, the RoPE angle
 	// table of each distinct rope (n_pos × head dim f32, the positions'
-	// angles precomputed) and each rope_cache node's tables for UBatch
-	// positions (positions, angles, cos and sin: 4·(T + 3·T·D) bytes).
+	// angles precomputed), each rope_cache node's tables for UBatch
+	// positions (positions, angles, cos and sin: 4·(T + 3·T·D) bytes)
+	// and, when the NPU multiplies a q5_0 weight, the −0.5 offsets of its
+	// high-bit matmuls (target.HighBitsOffsetTable f16 values).
 	TablesBytes int64 `json:"tables_bytes"`
 	// ReserveBytes is StreamReserveBytes per reserved stream.
 	ReserveBytes int64 `json:"reserve_bytes"`
@@ -189,6 +191,14 @@ func ropeTablesBytes(prog *cann.Program, ub int64) int64 {
 			}
 			if k.Op == ir.OpRopeCache {
 				n += poolRound(4 * (ub + 3*ub*D))
+			}
+			if (k.Op == ir.OpMulMat || k.Op == ir.OpMulMatAdd) && len(k.Inputs) > 0 && !seen["high bits"] {
+				if l, ok := target.WQLayout(k.Inputs[0].DType); ok && l.HighBits {
+					// the −0.5 offsets and the shift table of the
+					// high-bit matmuls (target.HighBitsOffsetTable)
+					seen["high bits"] = true
+					n += poolRound(2*target.HighBitsOffsetTable) + poolRound(8)
+				}
 			}
 		}
 	}

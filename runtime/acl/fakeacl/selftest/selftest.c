@@ -672,6 +672,28 @@ static void constraints_elementwise(void) {
 	}
 }
 
+/* the bitmask unpacking of q5_0's high bits: expand, shift, mask */
+static void constraints_bitwise(void) {
+	const aclDataType U8 = ACL_UINT8;
+	int64_t sz[3] = {2, 4, 8};
+	aclIntArray *size = aclCreateIntArray(sz, 3);
+	refuse("expand.dtype", aclnnExpandGetWorkspaceSize(ct(ACL_INT16, 3, 2, 4, 1, 0), size, ct(ACL_INT16, 3, 2, 4, 8, 0), &cws, &cex), 161002, "aclnnExpand", "self must be BFLOAT16, FLOAT16, FLOAT, UINT8");
+	refuse("expand.shape", aclnnExpandGetWorkspaceSize(ct(U8, 3, 2, 4, 1, 0), size, ct(U8, 3, 2, 4, 4, 0), &cws, &cex), 161002, "aclnnExpand", "out's shape must be size");
+	refuse("expand.broadcast", aclnnExpandGetWorkspaceSize(ct(U8, 3, 2, 3, 1, 0), size, ct(U8, 3, 2, 4, 8, 0), &cws, &cex), 161002, "aclnnExpand", "self must broadcast to size");
+	accept("expand.broadcast", aclnnExpandGetWorkspaceSize(ct(U8, 3, 2, 4, 1, 0), size, ct(U8, 3, 2, 4, 8, 0), &cws, &cex), "aclnnExpand");
+	refuse("rightshift.dtype", aclnnRightShiftGetWorkspaceSize(ct(F, 3, 2, 4, 8, 0), ct(U8, 1, 8, 0, 0, 0), ct(F, 3, 2, 4, 8, 0), &cws, &cex), 161002, "aclnnRightShift", "input, shiftBits and out must be INT8");
+	refuse("rightshift.broadcast", aclnnRightShiftGetWorkspaceSize(ct(U8, 3, 2, 4, 8, 0), ct(U8, 1, 3, 0, 0, 0), ct(U8, 3, 2, 4, 8, 0), &cws, &cex), 161002, "aclnnRightShift", "shiftBits must broadcast to input");
+	refuse("rightshift.shape", aclnnRightShiftGetWorkspaceSize(ct(U8, 3, 2, 4, 8, 0), ct(U8, 1, 8, 0, 0, 0), ct(U8, 3, 2, 4, 4, 0), &cws, &cex), 161002, "aclnnRightShift", "out must have the shape of input");
+	accept("rightshift.shape", aclnnRightShiftGetWorkspaceSize(ct(U8, 3, 2, 4, 8, 0), ct(U8, 1, 8, 0, 0, 0), ct(U8, 3, 2, 4, 8, 0), &cws, &cex), "aclnnRightShift");
+	uint8_t onev = 1;
+	float onef = 1;
+	aclScalar *one8 = aclCreateScalar(&onev, U8), *onef32 = aclCreateScalar(&onef, F);
+	refuse("bitwiseand.dtype", aclnnBitwiseAndScalarGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), one8, ct(F, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnBitwiseAndScalar", "self must be INT16, UINT16, INT32, INT64, INT8, UINT8 or BOOL");
+	refuse("bitwiseand.other", aclnnBitwiseAndScalarGetWorkspaceSize(ct(U8, 1, 8, 0, 0, 0), onef32, ct(U8, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnBitwiseAndScalar", "other must be an integer or BOOL scalar");
+	refuse("bitwiseand.shape", aclnnBitwiseAndScalarGetWorkspaceSize(ct(U8, 1, 8, 0, 0, 0), one8, ct(U8, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnBitwiseAndScalar", "out must have the shape of self");
+	accept("bitwiseand.shape", aclnnBitwiseAndScalarGetWorkspaceSize(ct(U8, 1, 8, 0, 0, 0), one8, ct(U8, 1, 8, 0, 0, 0), &cws, &cex), "aclnnBitwiseAndScalar");
+}
+
 /* reductions, matrix products, rows, rotary position embedding */
 static void constraints_reduce_matmul(void) {
 	refuse("softmax.dim", aclnnSoftmaxGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), 2, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnSoftmax", "dim 2 out of range");
@@ -787,6 +809,7 @@ static void test_constraints(void) {
 	constraints_wqbmm();
 	constraints_tensor();
 	constraints_elementwise();
+	constraints_bitwise();
 	constraints_reduce_matmul();
 	constraints_attention();
 	constraints_runtime();
