@@ -81,6 +81,49 @@ static inline void walk_next(walk *w) {
 	}
 }
 
+/* whether t is laid out row-major without gaps (its storage offset aside) */
+static int dense_t(const aclTensor *t) {
+	int64_t acc = 1;
+	for (int i = t->ndim - 1; i >= 0; i--) {
+		if (t->dims[i] != 1 && t->strides[i] != acc) return 0;
+		acc *= t->dims[i];
+	}
+	return 1;
+}
+
+/* The byte kernels' fast path: out, and every input, dense bytes; rows of
+ * len elements split over the host threads (fake_split: distinct outputs,
+ * inputs disjoint from out or out itself). */
+typedef struct {
+	const unsigned char *a, *b; /* input, and the per-column table (shift) */
+	unsigned char *out;
+	int64_t len;
+	int op;
+	int64_t v;
+} bytes_job;
+
+enum { BY_EXPAND, BY_SHIFT, BY_AND };
+
+static int bytes_range(void *arg, int64_t lo, int64_t hi) {
+	const bytes_job *j = arg;
+	int64_t L = j->len;
+	for (int64_t r = lo; r < hi; r++) {
+		unsigned char *o = j->out + r * L;
+		switch (j->op) {
+		case BY_EXPAND: memset(o, j->a[r], (size_t)L); break;
+		case BY_SHIFT:
+			for (int64_t i = 0; i < L; i++) {
+				unsigned s = j->b[i];
+				o[i] = s >= 8 ? 0 : (unsigned char)(j->a[r * L + i] >> s);
+			}
+			break;
+		default:
+			for (int64_t i = 0; i < L; i++) o[i] = (unsigned char)(j->a[r * L + i] & j->v);
+		}
+	}
+	return 0;
+}
+
 aclnnStatus aclnnExpandGetWorkspaceSize(const aclTensor *self, const aclIntArray *size, aclTensor *out,
                                         uint64_t *workspaceSize, aclOpExecutor **executor) {
 	LOCK();
@@ -116,6 +159,17 @@ RUN(aclnnExpand)
 int irt_kernel_EXPAND(kctx *c) {
 	const aclTensor *self = T(0), *out = T(1);
 	int es = dtype_size(out->dtype);
+	/* bytes repeated along the last dim: [.., 1] -> [.., L], both dense */
+	int nd = out->ndim;
+	if (es == 1 && nd >= 1 && self->ndim == nd && self->dims[nd - 1] == 1 && dense_t(self) && dense_t(out)) {
+		int same = 1;
+		for (int i = 0; i < nd - 1; i++) same = same && self->dims[i] == out->dims[i];
+		if (same) {
+			bytes_job j = {(const unsigned char *)self->data + self->offset, NULL,
+			               (unsigned char *)out->data + out->offset, out->dims[nd - 1], BY_EXPAND, 0};
+			return fake_split(numel(self), 4096, bytes_range, &j, out, &self, 1);
+		}
+	}
 	walk w;
 	walk_init(&w, out, &self, 1);
 	int64_t n = numel(out);
@@ -149,6 +203,15 @@ int irt_kernel_RIGHTSHIFT(kctx *c) {
 	const aclTensor *in = T(0), *sh = T(1), *out = T(2);
 	const aclTensor *ins[2] = {in, sh};
 	int bits = 8 * dtype_size(in->dtype), uns = is_unsigned(in->dtype);
+	/* UINT8 bytes shifted by a table along the last dim, all dense */
+	int nd = out->ndim;
+	if (in->dtype == ACL_UINT8 && sh->dtype == ACL_UINT8 && out->dtype == ACL_UINT8 && nd >= 1 && sh->ndim == 1 &&
+	    sh->dims[0] == out->dims[nd - 1] && sh->strides[0] == 1 && dense_t(in) && dense_t(out) && out->data != in->data) {
+		int64_t L = out->dims[nd - 1];
+		bytes_job j = {(const unsigned char *)in->data + in->offset, (const unsigned char *)sh->data + sh->offset,
+		               (unsigned char *)out->data + out->offset, L, BY_SHIFT, 0};
+		return fake_split(numel(out) / (L ? L : 1), 64, bytes_range, &j, out, ins, 2);
+	}
 	walk w;
 	walk_init(&w, out, ins, 2);
 	int64_t n = numel(out);
@@ -196,6 +259,15 @@ RUN(aclnnBitwiseAndScalar)
 int irt_kernel_BITWISEANDSCALAR(kctx *c) {
 	const aclTensor *self = T(0), *out = T(1);
 	int64_t v = c->e->i[0];
+	/* dense bytes */
+	if ((self->dtype == ACL_UINT8 || self->dtype == ACL_INT8) && self->dtype == out->dtype && dense_t(self) && dense_t(out)) {
+		int64_t n = numel(out), L = 1 << 16;
+		bytes_job j = {(const unsigned char *)self->data + self->offset, NULL, (unsigned char *)out->data + out->offset,
+		               L, BY_AND, v};
+		int rc = fake_split(n / L, 1, bytes_range, &j, out, &self, 1);
+		for (int64_t i = n / L * L; !rc && i < n; i++) j.out[i] = (unsigned char)(j.a[i] & v);
+		return rc;
+	}
 	walk w;
 	walk_init(&w, out, &self, 1);
 	int64_t n = numel(out);
