@@ -514,6 +514,38 @@ static void test_elementwise(void) {
 	irtfake_set("arith", -1);
 }
 
+/* q5_0's fifth-bit unpacking: Expand [n, B, 1] -> [n, B, 8], RightShift by
+ * the table 0..7, BitwiseAndScalar 1: element 8b+i is bit i of byte b. A
+ * dense and a strided (padded rows) output take the kernels' two paths. */
+static void test_bitwise(void) {
+	uint64_t wsz = 0;
+	aclOpExecutor *ex = NULL;
+	enum { N = 3, B = 2 };
+	const aclDataType U8 = ACL_UINT8;
+	unsigned char *m = dev(N * B), *sh = dev(8), *e = dev(2 * N * B * 8), *s = dev(2 * N * B * 8), *o = dev(2 * N * B * 8);
+	for (int i = 0; i < N * B; i++) m[i] = (unsigned char)(37 * i + 5);
+	for (int i = 0; i < 8; i++) sh[i] = (unsigned char)i;
+	for (int pad = 0; pad < 2; pad++) {
+		int64_t md[] = {N, B, 1}, ms[] = {B, 1, 1}, ed[] = {N, B, 8}, es[] = {B * 8 * (1 + pad), 8, 1}, sd[] = {8}, ss[] = {1};
+		uint8_t onev = 1;
+		aclScalar *one = aclCreateScalar(&onev, U8);
+		int rc = run2("aclnnExpand", aclnnExpandGetWorkspaceSize(tensor(U8, 3, md, ms, 0, m), aclCreateIntArray(ed, 3), tensor(U8, 3, ed, es, 0, e), &wsz, &ex), &wsz, &ex, aclnnExpand, NULL);
+		rc |= run2("aclnnRightShift", aclnnRightShiftGetWorkspaceSize(tensor(U8, 3, ed, es, 0, e), tensor(U8, 1, sd, ss, 0, sh), tensor(U8, 3, ed, es, 0, s), &wsz, &ex), &wsz, &ex, aclnnRightShift, NULL);
+		rc |= run2("aclnnBitwiseAndScalar", aclnnBitwiseAndScalarGetWorkspaceSize(tensor(U8, 3, ed, es, 0, s), one, tensor(U8, 3, ed, es, 0, o), &wsz, &ex), &wsz, &ex, aclnnBitwiseAndScalar, NULL);
+		int good = rc == 0;
+		for (int r = 0; r < N; r++)
+			for (int b = 0; b < B; b++)
+				for (int i = 0; i < 8; i++) good = good && o[r * es[0] + b * 8 + i] == ((m[r * B + b] >> i) & 1);
+		ok(good, pad ? "Expand, RightShift, BitwiseAndScalar unpack a bitmask (strided out)" : "Expand, RightShift, BitwiseAndScalar unpack a bitmask (dense)", NULL);
+	}
+	/* a signed input shifts arithmetically; a negative shift counts as 0 */
+	int8_t *x = dev(2), *y = dev(2), *k = dev(2);
+	x[0] = x[1] = -128, k[0] = 7, k[1] = -3;
+	int64_t d2[] = {2}, s1[] = {1};
+	int rc = run2("aclnnRightShift", aclnnRightShiftGetWorkspaceSize(tensor(ACL_INT8, 1, d2, s1, 0, x), tensor(ACL_INT8, 1, d2, s1, 0, k), tensor(ACL_INT8, 1, d2, s1, 0, y), &wsz, &ex), &wsz, &ex, aclnnRightShift, NULL);
+	ok(rc == 0 && y[0] == -1 && y[1] == -128, "RightShift: INT8 -128 >> 7 is -1, a shift of -3 is 0", NULL);
+}
+
 /* ---- documented constraints: one rejection per constraint ----
  * Each check is named [id]; docs/CANN-CONSTRAINTS.md cites the ids, and
  * TestConstraintTable (runtime/acl) requires every id the table cites to
@@ -827,6 +859,7 @@ int main(void) {
 	test_rope();
 	test_cube();
 	test_elementwise();
+	test_bitwise();
 	test_faults();
 	test_constraints();
 	printf("%d failures\n", failures);
