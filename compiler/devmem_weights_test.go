@@ -19,7 +19,8 @@ import (
 const envShapeDir = "IRTOOL_QWEN_SHAPE_DIR"
 
 // TestDeviceWeightsOnce: on every reference model (and the generated
-// shapes of $IRTOOL_QWEN_SHAPE_DIR), device_memory's weights_bytes is
+// shapes of $IRTOOL_QWEN_SHAPE_DIR, each also at most 1.1× its file),
+// device_memory's weights_bytes is
 // partition's device_weight_bytes: the lowered weights region holds each
 // NPU weight as the device does (its blocks, or only its converted copy),
 // no converted weight's blocks beside it, and the region is that sum
@@ -28,6 +29,12 @@ func TestDeviceWeightsOnce(t *testing.T) {
 	files := append(testref.Models(t), mustGlob(t, filepath.Join(testref.Root(), "testdata", "*.gguf"))...)
 	if dir := os.Getenv(envShapeDir); dir != "" {
 		files = append(files, mustGlob(t, filepath.Join(dir, "*.gguf"))...)
+	}
+	shapes := map[string]bool{}
+	if dir := os.Getenv(envShapeDir); dir != "" {
+		for _, p := range mustGlob(t, filepath.Join(dir, "*.gguf")) {
+			shapes[p] = true
+		}
 	}
 	seen := map[string]bool{}
 	for _, path := range files {
@@ -69,6 +76,11 @@ func TestDeviceWeightsOnce(t *testing.T) {
 			align := max(r.Profile.Align, 1)
 			if region < held || n > 0 && region >= held+n*align {
 				t.Errorf("weights region %d B for %d weights holding %d B (alignment %d)", region, n, held, align)
+			}
+			// A generated real shape holds each weight once, within 1.1×
+			// the file (the Q4_0, Q4_K_M, Q8_0 and F16 Qwen2.5-0.5B shapes).
+			if fi, err := os.Stat(path); err == nil && shapes[path] && float64(r.Partition.DeviceWeightBytes) > 1.1*float64(fi.Size()) {
+				t.Errorf("device_weight_bytes %d: %.3f× the file's %d B (at most 1.1×)", r.Partition.DeviceWeightBytes, float64(r.Partition.DeviceWeightBytes)/float64(fi.Size()), fi.Size())
 			}
 			t.Logf("weights %d B (%d ggml + %d converted), region %d B", dm.WeightsBytes, r.Partition.GGMLWeightBytes, r.Partition.ConvertedWeightBytes, region)
 		})
