@@ -46,9 +46,10 @@ type DeviceMemory struct {
 	// step (chunked prefill: a longer prompt runs in steps of UBatch).
 	Ctx    int64 `json:"ctx"`
 	UBatch int64 `json:"ubatch"`
-	// WeightsBytes are the NPU's weights: the weights region plus the
-	// copies runtime/acl converts at load (partition's
-	// converted_weight_bytes).
+	// WeightsBytes are the NPU's weights, each as the device holds it
+	// (partition.DeviceWeights: its blocks and, or only, the copy
+	// runtime/acl converts at load): partition's device_weight_bytes. The
+	// weights region holds them at the target's alignment.
 	WeightsBytes int64 `json:"weights_bytes"`
 	KVBytes      int64 `json:"kv_bytes"`
 	// ArenaBytes is the arena of the largest step (UBatch tokens over Ctx
@@ -64,8 +65,10 @@ type DeviceMemory struct {
 	// TablesBytes is runtime/acl's table block (acl.Options.TableBytes,
 	// reserved at load): TableBytes for small tables, the RoPE angle
 	// table of each distinct rope (n_pos × head dim f32, the positions'
-	// angles precomputed) and each rope_cache node's tables for UBatch
-	// positions (positions, angles, cos and sin: 4·(T + 3·T·D) bytes).
+	// angles precomputed), each rope_cache node's tables for UBatch
+	// positions (positions, angles, cos and sin: 4·(T + 3·T·D) bytes)
+	// and, when the NPU multiplies a q5_0 weight, the −0.5 offsets of its
+	// high-bit matmuls (target.HighBitsOffsetTable f16 values).
 	TablesBytes int64 `json:"tables_bytes"`
 	// ReserveBytes is StreamReserveBytes per reserved stream.
 	ReserveBytes int64 `json:"reserve_bytes"`
@@ -122,7 +125,11 @@ func (r *Result) DeviceMemory() (*DeviceMemory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiler: device memory: %w", err)
 	}
-	m.WeightsBytes = r.Partition.ConvertedWeightBytes
+	for _, w := range prog.Weights {
+		if w.Addr.Region == cann.RegionWeights {
+			m.WeightsBytes += w.DeviceBytes
+		}
+	}
 	var pool int64
 	for _, rg := range prog.Regions {
 		if rg.Device != string(target.NPU) {
@@ -131,7 +138,6 @@ func (r *Result) DeviceMemory() (*DeviceMemory, error) {
 		pool += poolRound(rg.Bytes)
 		switch rg.Name {
 		case cann.RegionWeights:
-			m.WeightsBytes += rg.Bytes
 		case cann.RegionKV:
 			m.KVBytes += rg.Bytes
 		case cann.RegionArena:
@@ -145,7 +151,7 @@ func (r *Result) DeviceMemory() (*DeviceMemory, error) {
 	}
 	m.TablesBytes = TableBytes + ropeTablesBytes(prog, ub)
 	m.OtherBytes += m.TablesBytes
-	pool += poolRound(r.Partition.ConvertedWeightBytes) + poolRound(m.TablesBytes) + m.ReserveBytes
+	pool += poolRound(m.TablesBytes) + m.ReserveBytes
 	m.PoolBytes = pool
 	m.TotalBytes = m.PoolBytes + m.RuntimeBytes
 	m.Fits = m.CapacityBytes == 0 || m.TotalBytes <= m.CapacityBytes // 0: a target file's device of unknown size
@@ -185,6 +191,14 @@ func ropeTablesBytes(prog *cann.Program, ub int64) int64 {
 			}
 			if k.Op == ir.OpRopeCache {
 				n += poolRound(4 * (ub + 3*ub*D))
+			}
+			if (k.Op == ir.OpMulMat || k.Op == ir.OpMulMatAdd) && len(k.Inputs) > 0 && !seen["high bits"] {
+				if l, ok := target.WQLayout(k.Inputs[0].DType); ok && l.HighBits {
+					// the −0.5 offsets and the shift table of the
+					// high-bit matmuls (target.HighBitsOffsetTable)
+					seen["high bits"] = true
+					n += poolRound(2*target.HighBitsOffsetTable) + poolRound(8)
+				}
 			}
 		}
 	}

@@ -34,7 +34,8 @@ func withCapacity(r *compiler.Result, bytes int64) {
 }
 
 // TestDeviceMemory: the pool is the largest step's NPU regions (each
-// rounded to a pool block), the converted weights, the table block and
+// rounded to a pool block; the weights region holds each weight as
+// partition's device_weight_bytes counts it), the table block and
 // two stream reserves; the unfused attention's scores are planned in the
 // arena; the total adds CANN's runtime; a device too small is refused
 // naming a context that fits, and that context compiles and fits.
@@ -72,7 +73,10 @@ func TestDeviceMemory(t *testing.T) {
 			if m.TablesBytes != tables {
 				t.Errorf("tables_bytes %d, want %d", m.TablesBytes, tables)
 			}
-			want := r.Partition.ConvertedWeightBytes + tables + compiler.ReservedStreams*compiler.StreamReserveBytes
+			if m.WeightsBytes != r.Partition.DeviceWeightBytes {
+				t.Errorf("weights_bytes %d, partition's device_weight_bytes %d", m.WeightsBytes, r.Partition.DeviceWeightBytes)
+			}
+			want := tables + compiler.ReservedStreams*compiler.StreamReserveBytes
 			for _, rg := range prog.Regions {
 				if rg.Device == string(target.NPU) {
 					want += (rg.Bytes + compiler.PoolAlign - 1) / compiler.PoolAlign * compiler.PoolAlign

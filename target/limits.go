@@ -116,8 +116,74 @@ func wqbmmCalls(a *ir.Node) []string {
 	for range WQBMMChunks(constOr1(a.Type.Shape[1])) {
 		calls = append(calls, "aclnnWeightQuantBatchMatmulV2")
 	}
+	if l, ok := WQLayout(a.Type.DType); ok && l.HighBits {
+		// The fifth bits: per HighBitsChunks range, the bitmask expanded
+		// to one byte per weight (aclnnExpand, aclnnRightShift by the
+		// bit's position, aclnnBitwiseAndScalar 1), the scales times 16
+		// (aclnnMuls), the int8 weight-quant matmul with the offsets of
+		// the −0.5 table (HighBitsOffsetTable); its output added to the
+		// first.
+		for range HighBitsChunks(constOr1(a.Type.Shape[0]), constOr1(a.Type.Shape[1])) {
+			calls = append(calls, "aclnnExpand", "aclnnRightShift", "aclnnBitwiseAndScalar", "aclnnMuls",
+				"aclnnWeightQuantBatchMatmulV2")
+		}
+		calls = append(calls, "aclnnInplaceAdd")
+	}
 	return append(calls, "aclnnCast")
 }
+
+// HighBitsElems bounds the weights one expansion of a HighBits layout's
+// bitmask unpacks (two bytes each of arena scratch: the expanded and the
+// shifted bytes).
+const HighBitsElems = 1 << 23
+
+// HighBitsOffsetTable is the number of f16 −0.5 values of the table the
+// second matmul of every HighBits weight reads its antiquantOffset from
+// (a prefix of it: the offsets of one chunk are all −0.5), uploaded once
+// per device with runtime/acl's tables (device_memory.tables_bytes): one
+// per group of 32 of the largest chunk.
+const HighBitsOffsetTable = HighBitsElems / 32
+
+// HighBitsChunks returns the output-column ranges over which the second
+// matmul of a HighBits weight (gguf/wqconv: q5_0's fifth bits) with rows
+// of k values and n output columns expands its bitmask: at most
+// HighBitsElems weights and WQBMMMaxDim columns each. runtime/acl's recipe,
+// the Calls and the workspace the target plans all split by it.
+func HighBitsChunks(k, n int64) []Chunk {
+	per := min(max(HighBitsElems/max(k, 1), 1), WQBMMMaxDim)
+	var out []Chunk
+	for n0 := int64(0); n0 < n; n0 += per {
+		out = append(out, Chunk{N0: n0, N: min(per, n-n0)})
+	}
+	return out
+}
+
+// HighBitsScratch is the arena scratch of a HighBits weight's second
+// matmul (rows of k, n output columns, m activation rows): the expanded
+// and the shifted bitmask (k bytes per column of the largest chunk), its
+// f16 scales (2·k/32 bytes per column), and its f16 output (2·m·n), each
+// 32-byte aligned, and 64 bytes for aligning them after the input and
+// output staging. 0 for other layouts.
+func HighBitsScratch(dt ir.DType, k, n, m int64) int64 {
+	l, ok := WQLayout(dt)
+	if !ok || !l.HighBits {
+		return 0
+	}
+	var c int64
+	for _, ch := range HighBitsChunks(k, n) {
+		c = max(c, ch.N)
+	}
+	g := k / int64(l.Span)
+	return 2*align32(k*c) + align32(2*g*c) + align32(2*m*n) + 64
+}
+
+// HighBitsBytesPerWeight is the scratch traffic per weight of a HighBits
+// layout's second matmul, beyond its layout's bytes: the bitmask read
+// (1/8) and expanded (1 written), shifted and masked (1 read and 1
+// written each), the int8 bits read by the matmul (1), and its scales and
+// offsets (the scales times 16 made per call: 4 bytes per group of 32,
+// both read by the matmul: 4 more).
+const HighBitsBytesPerWeight = 1.0/8 + 1 + 2 + 2 + 1 + 8.0/32
 
 // constOr1 is d's value, 1 when d is symbolic.
 func constOr1(d ir.Dim) int64 {

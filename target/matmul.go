@@ -87,7 +87,9 @@ func matmulTraffic(n *ir.Node, b ir.Bindings) (float64, float64, error) {
 // output; the f16 copy of the f32 activations an f16 weight multiplies.
 func matmulWorkspace(n *ir.Node, s Support) int64 {
 	if s.Kernel == "aclnnWeightQuantBatchMatmulV2" {
-		return 2*elems(n.Args[1].Type) + 2*elems(n.Type)
+		a := n.Args[0].Type
+		return 2*elems(n.Args[1].Type) + 2*elems(n.Type) +
+			HighBitsScratch(a.DType, constOr1(a.Shape[0]), constOr1(a.Shape[1]), elems(n.Type)/max(constOr1(a.Shape[1]), 1))
 	}
 	if n.Args[0].Type.DType == ir.F16 && n.Args[1].Type.DType == ir.F32 {
 		return align32(2*elems(n.Args[1].Type)) + 32

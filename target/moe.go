@@ -66,6 +66,9 @@ func npuMulMatID(n *ir.Node) Support {
 		if why != "" {
 			return no("mul_mat_id: %s", why)
 		}
+		if l.HighBits {
+			return no("mul_mat_id of %s experts: their int4 + high-bit layout has no expert recipe (gathered experts and two matmuls per slot); they run on the cpu", dt)
+		}
 		// The chosen experts' values, scales (and offsets) of the layout
 		// converted at load (gguf/wqconv.ConvertExperts) gathered, the
 		// activations cast to f16, one weight-quant matmul per token and

@@ -85,6 +85,9 @@ func npuWeightBytes(n *ir.Node, s Support, b ir.Bindings) float64 {
 	}
 	dt := a.Type.DType
 	per := l.BytesPerWeight() - float64(dt.TypeSize())/float64(dt.BlockSize())
+	if l.HighBits && n.Op != ir.OpGetRows {
+		per += HighBitsBytesPerWeight
+	}
 	switch n.Op {
 	case ir.OpMulMat, ir.OpMulMatAdd:
 		if s.Kernel != "aclnnWeightQuantBatchMatmulV2" {

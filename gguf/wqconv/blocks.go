@@ -3,6 +3,7 @@ package wqconv
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/irtool/irtool/gguf"
 )
@@ -27,6 +28,9 @@ var converters = map[gguf.GGMLType]converter{
 }
 
 func le16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }
+
+// maxHighScale is the largest |d| whose 16·d an f16 holds (65504/16).
+const maxHighScale = 65504.0 / 16
 
 // q8_0 (34 bytes: d, qs[32] int8; y = d·q): the quants as they are, d as
 // the scale. Exact.
@@ -58,10 +62,15 @@ func q5u(qh uint32, qs []byte, u *[32]int) {
 	}
 }
 
-// q5_0 (22 bytes: d, qh u32, qs[16]; y = d·(u − 16)): int8 u − 16, d as the
-// scale. Exact.
+// q5_0 (22 bytes: d, qh u32, qs[16]; y = d·(u − 16)): u − 16, d as the
+// scale (the HighBits layout splits it into the low nibble minus 8 and the
+// fifth bit: convertBlocks). The second matmul's scale is 16·d in f16, so
+// a block whose |d| exceeds 65504/16 (or is not finite) is refused. Exact.
 func convQ5_0(b []byte, v []int8, s, _ []uint16) error {
 	s[0] = le16(b)
+	if d := gguf.F16ToF32(s[0]); !(math.Abs(float64(d)) <= maxHighScale) {
+		return fmt.Errorf("scale d = %g: 16·d is beyond f16 (the layout's high-bit matmul scales by 16·d)", d)
+	}
 	var u [32]int
 	q5u(binary.LittleEndian.Uint32(b[2:]), b[6:22], &u)
 	for j, x := range u {

@@ -18,7 +18,9 @@
 //
 //   - q8_0: int8 q, scale d (ggml-cann's own layout for Q8_0);
 //   - q4_0: int4 u−8, scale d (ggml-cann's Q4_0 layout: the nibble xor 8);
-//   - q5_0: int8 u−16, scale d;
+//   - q5_0: int4 lo−8 (the low nibble), scale d, and the fifth bits h as a
+//     bitmask after the scales (Layout.HighBits): d·(lo−8) + 16d·(h−0.5),
+//     as large as ggml's blocks;
 //   - q3_K: int8 −(sc−32)·q ∈ [−128, 124], scale −d, one group per
 //     super-block of 256 (the 16-element sub-blocks of ggml's q3_K cannot
 //     carry their own scale, as the group must be a multiple of 32, but

@@ -77,10 +77,18 @@ func (a Accuracy) String() string {
 // Layout is a type's mapping, independent of the data: what Convert makes
 // of it.
 type Layout struct {
-	Type     gguf.GGMLType
-	Dtype    Dtype
-	Span     int  // elements sharing one scale (and offset) along a row
-	Offset   bool // whether an antiquantOffset is stored
+	Type   gguf.GGMLType
+	Dtype  Dtype
+	Span   int  // elements sharing one scale (and offset) along a row
+	Offset bool // whether an antiquantOffset is stored
+	// HighBits: the Int4 values are the low four bits of five-bit quants
+	// minus 8, and a bitmask of each value's fifth bit follows the
+	// scales (one bit per value, bit c%8 of byte c/8 of its row, uint8):
+	// the weight is scale·(v + 16·(h − 0.5)), two
+	// aclnnWeightQuantBatchMatmulV2 calls (int4 v with the scale; h
+	// expanded to int8 per call, with antiquantOffset −0.5 and 16× the
+	// scale) whose outputs are added.
+	HighBits bool
 	Accuracy Accuracy
 }
 
@@ -97,6 +105,9 @@ func (l Layout) BytesPerWeight() float64 {
 	p := 2.0
 	if l.Offset {
 		p = 4
+	}
+	if l.HighBits {
+		v += 0.125
 	}
 	return v + p/float64(l.Span)
 }
@@ -126,21 +137,33 @@ func (l Layout) DeviceBytes(rows, cols int) int64 {
 	if l.Offset {
 		p *= 2
 	}
+	if l.HighBits {
+		p += l.HighBytes(rows, cols)
+	}
 	return v + p
+}
+
+// HighBytes is the size of a rows×cols matrix's bitmask of fifth bits
+// (HighBits layouts; 0 for the others): ⌈cols/8⌉ bytes per row.
+func (l Layout) HighBytes(rows, cols int) int64 {
+	if !l.HighBits {
+		return 0
+	}
+	return int64(rows) * int64((cols+7)/8)
 }
 
 // layouts is the mapping of each type (docs/LOWERING.md gives the reasons).
 var layouts = map[gguf.GGMLType]Layout{
-	gguf.TypeQ8_0: {gguf.TypeQ8_0, Int8, 32, false, Exact},
-	gguf.TypeQ4_0: {gguf.TypeQ4_0, Int4, 32, false, Exact},
-	gguf.TypeQ5_0: {gguf.TypeQ5_0, Int8, 32, false, Exact},
-	gguf.TypeQ3_K: {gguf.TypeQ3_K, Int8, 256, false, Exact},
-	gguf.TypeQ4_1: {gguf.TypeQ4_1, Int4, 32, true, RoundedParams},
-	gguf.TypeQ5_1: {gguf.TypeQ5_1, Int8, 32, true, RoundedParams},
-	gguf.TypeQ4_K: {gguf.TypeQ4_K, Int4, 32, true, RoundedParams},
-	gguf.TypeQ5_K: {gguf.TypeQ5_K, Int8, 32, true, RoundedParams},
-	gguf.TypeQ6_K: {gguf.TypeQ6_K, Int8, 32, false, Requantised},
-	gguf.TypeQ2_K: {gguf.TypeQ2_K, Int8, 32, true, Requantised},
+	gguf.TypeQ8_0: {gguf.TypeQ8_0, Int8, 32, false, false, Exact},
+	gguf.TypeQ4_0: {gguf.TypeQ4_0, Int4, 32, false, false, Exact},
+	gguf.TypeQ5_0: {gguf.TypeQ5_0, Int4, 32, false, true, Exact},
+	gguf.TypeQ3_K: {gguf.TypeQ3_K, Int8, 256, false, false, Exact},
+	gguf.TypeQ4_1: {gguf.TypeQ4_1, Int4, 32, true, false, RoundedParams},
+	gguf.TypeQ5_1: {gguf.TypeQ5_1, Int8, 32, true, false, RoundedParams},
+	gguf.TypeQ4_K: {gguf.TypeQ4_K, Int4, 32, true, false, RoundedParams},
+	gguf.TypeQ5_K: {gguf.TypeQ5_K, Int8, 32, true, false, RoundedParams},
+	gguf.TypeQ6_K: {gguf.TypeQ6_K, Int8, 32, false, false, Requantised},
+	gguf.TypeQ2_K: {gguf.TypeQ2_K, Int8, 32, true, false, Requantised},
 }
 
 // Types lists the types Convert handles, in ggml's id order.
@@ -173,6 +196,9 @@ type Weights struct {
 	Scale []uint16
 	// Offset holds the f16 antiquantOffset bits in Scale's order, or is nil.
 	Offset []uint16
+	// High holds a HighBits layout's fifth bits, [Experts][Rows][Cols/8]
+	// (bit c%8 of byte c/8 for column c), or is nil.
+	High []byte
 }
 
 // GroupSize is the antiquantGroupSize to pass (0: one group per row).
@@ -188,11 +214,12 @@ func (w *Weights) Groups() int {
 
 // DeviceBytes is the size of the converted weight on the device.
 func (w *Weights) DeviceBytes() int64 {
-	return int64(len(w.Data)) + 2*int64(len(w.Scale)) + 2*int64(len(w.Offset))
+	return int64(len(w.Data)) + 2*int64(len(w.Scale)) + 2*int64(len(w.Offset)) + int64(len(w.High))
 }
 
 // Bytes returns the weight as one device buffer: all values, then all
-// scales, then all offsets (f16 little-endian). For q4_0 and q8_0 this is
+// scales, then all offsets (f16 little-endian), then a HighBits layout's
+// bitmasks. For q4_0 and q8_0 this is
 // ggml-cann's layout (ggml_backend_cann_transform): its set_tensor writes
 // the quants of the whole tensor, then its f16 scales.
 func (w *Weights) Bytes() []byte {
@@ -204,11 +231,11 @@ func (w *Weights) Bytes() []byte {
 	for _, o := range w.Offset {
 		out = binary.LittleEndian.AppendUint16(out, o)
 	}
-	return out
+	return append(out, w.High...)
 }
 
 // Value returns the integer value of element (e, r, c) of an Int4 or Int8
-// weight.
+// weight (of a HighBits layout: its int4 part).
 func (w *Weights) Value(e, r, c int) int8 {
 	i := (e*w.Rows+r)*w.Cols + c
 	if w.Dtype == Int4 {
@@ -278,6 +305,9 @@ func ConvertExperts(t gguf.GGMLType, raw []byte, experts, rows, cols int) (*Weig
 	if l.Offset {
 		w.Offset = make([]uint16, ng)
 	}
+	if l.HighBits {
+		w.High = make([]byte, l.HighBytes(nrows, cols))
+	}
 	// Blocks are independent: large weights are converted by GOMAXPROCS
 	// workers over contiguous ranges of blocks; the first failing block (in
 	// block order) is reported.
@@ -318,6 +348,18 @@ func (w *Weights) convertBlocks(conv converter, raw []byte, from, to, bs, ts int
 				w.Type, w.Experts, w.Rows, w.Cols, row/w.Rows, row%w.Rows, b%(w.Cols/bs), err)
 		}
 		base := b * bs
+		if w.High != nil {
+			// vals are u − 16 ∈ [−16, 15]: the low nibble minus 8 as
+			// int4, the fifth bit in the mask. Blocks of 32 start on a
+			// byte of the mask (bs is a multiple of 8).
+			for j := 0; j < bs; j++ {
+				u := int(vals[j]) + 16
+				vals[j] = int8(u&15) - 8
+				if u >= 16 {
+					w.High[(base+j)/8] |= 1 << ((base + j) % 8)
+				}
+			}
+		}
 		if w.Dtype == Int4 {
 			for j := 0; j < bs; j += 2 {
 				w.Data[(base+j)/2] = byte(vals[j])&0x0f | byte(vals[j+1])<<4
@@ -404,8 +446,19 @@ func DequantF16(w *Weights) []float32 {
 			v = gguf.F16ToF32(gguf.F32ToF16(v + gguf.F16ToF32(w.Offset[k])))
 		}
 		out[i] = gguf.F16ToF32(gguf.F32ToF16(v * gguf.F16ToF32(w.Scale[k])))
+		if w.High != nil {
+			// the second product, f16(f16(h − 0.5) · f16(16·scale)),
+			// added in f16 as the two matmuls' outputs are
+			h := float32(w.high(i)) - 0.5
+			out[i] = gguf.F16ToF32(gguf.F32ToF16(out[i] + gguf.F16ToF32(gguf.F32ToF16(h*gguf.F16ToF32(gguf.F32ToF16(16*gguf.F16ToF32(w.Scale[k])))))))
+		}
 	}
 	return out
+}
+
+// high is the fifth bit of value i (in Data's order) of a HighBits layout.
+func (w *Weights) high(i int) int {
+	return int(w.High[i/8]>>(i%8)) & 1
 }
 
 func (w *Weights) dequantRow(r int, out []float32) {
@@ -426,6 +479,11 @@ func (w *Weights) dequantRow(r int, out []float32) {
 		}
 		k := r*g + c/w.Span
 		s := gguf.F16ToF32(w.Scale[k])
+		if w.High != nil {
+			// v + 16·(h − 0.5) = u − 16, an integer: exact
+			out[c] = float32(int(v)+16*w.high(i)-8) * s
+			continue
+		}
 		if w.Offset == nil {
 			out[c] = float32(v) * s
 			continue
@@ -435,10 +493,11 @@ func (w *Weights) dequantRow(r int, out []float32) {
 }
 
 // Widen returns an Int8 copy of an Int4 weight (the same values, scales and
-// offsets); other weights are returned as they are. get_rows on the device
+// offsets); other weights, and HighBits layouts (whose values are two
+// terms), are returned as they are. get_rows on the device
 // gathers whole rows of bytes: an int8 table needs no nibble unpacking.
 func (w *Weights) Widen() *Weights {
-	if w.Dtype != Int4 {
+	if w.Dtype != Int4 || w.HighBits {
 		return w
 	}
 	c := *w

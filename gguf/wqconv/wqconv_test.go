@@ -1,6 +1,7 @@
 package wqconv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -44,7 +45,11 @@ func randomBlocks(r *rand.Rand, t gguf.GGMLType, n int, wide bool) []byte {
 	}
 	for b := range n {
 		for _, off := range f16Fields[t] {
-			binary.LittleEndian.PutUint16(raw[b*ts+off:], randomF16(r, wide))
+			h := randomF16(r, wide)
+			if t == gguf.TypeQ5_0 && math.Abs(float64(gguf.F16ToF32(h))) > 65504.0/16 {
+				h &^= 0x4000 // q5_0's layout needs 16·d in f16: 2^-16 times d
+			}
+			binary.LittleEndian.PutUint16(raw[b*ts+off:], h)
 		}
 	}
 	return raw
@@ -81,8 +86,13 @@ func TestExact(t *testing.T) {
 			for _, wide := range []bool{true, false} {
 				rows, cols := 7, 4*typ.BlockSize()
 				raw := randomBlocks(r, typ, rows*cols/typ.BlockSize(), wide)
-				// Special scales in the first blocks of row 0.
-				for i, h := range []uint16{0x0000, 0x8000, 0x0001, 0x7bff, 0xfbff} {
+				// Special scales in the first blocks of row 0 (q5_0's
+				// largest: 16·d must be an f16, 0x6bff).
+				special := []uint16{0x0000, 0x8000, 0x0001, 0x7bff, 0xfbff}
+				if l.HighBits {
+					special = []uint16{0x0000, 0x8000, 0x0001, 0x6bff, 0xebff}
+				}
+				for i, h := range special {
 					if i < cols/typ.BlockSize() {
 						binary.LittleEndian.PutUint16(raw[i*typ.TypeSize()+f16Fields[typ][0]:], h)
 					}
@@ -106,8 +116,19 @@ func checkExact(t *testing.T, typ gguf.GGMLType, raw []byte, rows, cols int) {
 			t.Fatalf("%s [%d×%d] element %d (row %d col %d): Dequant %g (%#x), ggml %g (%#x)",
 				typ, rows, cols, i, i/cols, i%cols, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
 		}
-		// In f16 arithmetic the product is ggml's value rounded once.
-		if w16 := gguf.F16ToF32(gguf.F32ToF16(want[i])); !sameValue(got16[i], w16) {
+		// In f16 arithmetic the product is ggml's value rounded once;
+		// a HighBits layout's two terms (each at most 8·|d|), each
+		// rounded to f16 and their sum rounded, lie within 2 f16 ulps of
+		// 16·|d| of it.
+		w16 := gguf.F16ToF32(gguf.F32ToF16(want[i]))
+		if w.HighBits {
+			d := gguf.F16ToF32(w.Scale[i/w.Span])
+			if e := math.Abs(float64(got16[i] - w16)); e > 2*f16ULP(16*d) {
+				t.Fatalf("%s element %d: DequantF16 %g, f16(ggml) %g", typ, i, got16[i], w16)
+			}
+			continue
+		}
+		if !sameValue(got16[i], w16) {
 			t.Fatalf("%s element %d: DequantF16 %g, f16(ggml) %g", typ, i, got16[i], w16)
 		}
 	}
@@ -126,7 +147,7 @@ func TestLayouts(t *testing.T) {
 	}{
 		{gguf.TypeQ4_0, Int4, 32, false, Exact, 0.5625},
 		{gguf.TypeQ4_1, Int4, 32, true, RoundedParams, 0.625},
-		{gguf.TypeQ5_0, Int8, 32, false, Exact, 1.0625},
+		{gguf.TypeQ5_0, Int4, 32, false, Exact, 0.6875},
 		{gguf.TypeQ5_1, Int8, 32, true, RoundedParams, 1.125},
 		{gguf.TypeQ8_0, Int8, 32, false, Exact, 1.0625},
 		{gguf.TypeQ2_K, Int8, 32, true, Requantised, 1.125},
@@ -306,7 +327,7 @@ func TestGetRows(t *testing.T) {
 				}
 			}
 		}
-		if w.Dtype == Int4 && (w.Widen().Dtype != Int8 || len(w.Widen().Data) != rows*cols) {
+		if w.Dtype == Int4 && !w.HighBits && (w.Widen().Dtype != Int8 || len(w.Widen().Data) != rows*cols) {
 			t.Errorf("%s: Widen gave %s with %d bytes", typ, w.Widen().Dtype, len(w.Widen().Data))
 		}
 		if _, err := w.GetRows([]int32{9}); err == nil || !strings.Contains(err.Error(), "row 9 (index 0) outside the "+typ.String()+" table's 9 rows") {
@@ -488,5 +509,43 @@ func TestEdgeBlocks(t *testing.T) {
 		if v != -0.25*37 {
 			t.Fatalf("sub-block 0 element %d: %g, want %g", i, v, -0.25*37)
 		}
+	}
+}
+
+// f16ULP is the spacing of f16 values at v (the subnormal spacing below
+// 2^-14).
+func f16ULP(v float32) float64 {
+	a := math.Abs(float64(v))
+	if a < 0x1p-14 {
+		return 0x1p-24
+	}
+	return math.Ldexp(1, math.Ilogb(a)-10)
+}
+
+// TestQ5_0Bytes pins q5_0's int4 + high-bit layout on one hand-made block
+// (d = 1, fifth bits of elements 0 and 31 set, qs[j] = j): the low nibbles
+// minus 8 as int4 (even column in the low nibble), the f16 scale, then
+// the bitmask of fifth bits (bit c%8 of byte c/8), 22 bytes as the block;
+// and a block whose 16·d is beyond f16 is refused.
+func TestQ5_0Bytes(t *testing.T) {
+	blk := make([]byte, 22)
+	binary.LittleEndian.PutUint16(blk, 0x3c00)
+	binary.LittleEndian.PutUint32(blk[2:], 0x80000001)
+	for j := range 16 {
+		blk[6+j] = byte(j)
+	}
+	w, err := Convert(gguf.TypeQ5_0, blk, 1, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []byte{0x98, 0xba, 0xdc, 0xfe, 0x10, 0x32, 0x54, 0x76, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88,
+		0x00, 0x3c, 0x01, 0x00, 0x00, 0x80}
+	if got := w.Bytes(); !bytes.Equal(got, want) {
+		t.Errorf("bytes % x\nwant  % x", got, want)
+	}
+	checkExact(t, gguf.TypeQ5_0, blk, 1, 32)
+	binary.LittleEndian.PutUint16(blk, 0x6c00) // 4096: 16·d = 65536
+	if _, err := Convert(gguf.TypeQ5_0, blk, 1, 32); err == nil || !strings.Contains(err.Error(), "16·d is beyond f16") {
+		t.Errorf("d = 4096: %v", err)
 	}
 }

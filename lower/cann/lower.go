@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/partition"
 	"github.com/irtool/irtool/planner"
 	"github.com/irtool/irtool/target"
 )
@@ -233,6 +234,22 @@ func (l *lowerer) placeLeaves() error {
 			}
 		}
 	}
+	// The NPU's weights take what partition.DeviceWeights says: a weight
+	// the device holds in its converted copy alone takes that copy's bytes
+	// in the weights region, not its blocks'.
+	var onNPU map[int]partition.WeightBytes
+	if l.prof.HasNPU() {
+		rds := make([]target.Device, len(g.Nodes))
+		for i, n := range g.Nodes {
+			if l.dev[i] != "" {
+				rds[i] = l.readDev(n)
+			}
+		}
+		var err error
+		if onNPU, err = partition.DeviceWeights(g, rds, l.prof); err != nil {
+			return fmt.Errorf("cann: lower: %w", err)
+		}
+	}
 	for _, n := range g.Nodes {
 		isLeaf, _, _ := kindOf(n)
 		if !isLeaf {
@@ -264,12 +281,16 @@ func (l *lowerer) placeLeaves() error {
 		for _, d := range devs {
 			switch n.Op {
 			case ir.OpWeight:
-				a := l.alloc(regionFor(d, RegionWeights, RegionHostWeights), bytes)
+				held := bytes
+				if w, ok := onNPU[n.ID]; ok && d == target.NPU {
+					held = w.Bytes()
+				}
+				a := l.alloc(regionFor(d, RegionWeights, RegionHostWeights), max(held, bytes))
 				src := n.Type.DType
 				if s, ok := l.opts.SourceDTypes[n.Name]; ok {
 					src = s
 				}
-				l.p.Weights = append(l.p.Weights, Weight{Name: n.Name, DType: n.Type.DType, SourceDType: src, Bytes: bytes, Addr: a})
+				l.p.Weights = append(l.p.Weights, Weight{Name: n.Name, DType: n.Type.DType, SourceDType: src, Bytes: bytes, DeviceBytes: held, Addr: a})
 				l.leaf[n.ID][d] = a
 			case ir.OpConst:
 				a := l.alloc(regionFor(d, RegionConsts, RegionHostConsts), bytes)

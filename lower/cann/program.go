@@ -203,8 +203,14 @@ type Weight struct {
 	Name        string   `json:"name"`
 	DType       ir.DType `json:"-"`
 	SourceDType ir.DType `json:"-"`
-	Bytes       int64    `json:"bytes"`
-	Addr        Addr     `json:"addr"`
+	// Bytes are the weight's ggml bytes, as the file holds them.
+	Bytes int64 `json:"bytes"`
+	// DeviceBytes are what the weight takes on its device
+	// (partition.DeviceWeights on the NPU: its blocks and, or only, the
+	// copy converted at load; Bytes on the CPU). The region reserves
+	// max(Bytes, DeviceBytes) at Addr.
+	DeviceBytes int64 `json:"device_bytes"`
+	Addr        Addr  `json:"addr"`
 }
 
 type weightJSON struct {

@@ -133,6 +133,9 @@ uintptr_t irt_aclCreateScalarF32(float v) {
 uintptr_t irt_aclCreateScalarF64(double v) {
 	return F.aclCreateScalar ? (uintptr_t)F.aclCreateScalar(&v, ACL_DOUBLE) : 0;
 }
+uintptr_t irt_aclCreateScalarU8(uint8_t v) {
+	return F.aclCreateScalar ? (uintptr_t)F.aclCreateScalar(&v, ACL_UINT8) : 0;
+}
 aclnnStatus irt_aclDestroyScalar(uintptr_t s) { return CALL(aclDestroyScalar, (const aclScalar *)s); }
 uintptr_t irt_aclCreateTensorList(const uintptr_t *ts, uint64_t n) {
 	const aclTensor *v[16];

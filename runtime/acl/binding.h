@@ -59,6 +59,7 @@ uintptr_t irt_aclCreateTensor(const int64_t *dims, uint64_t n, int dtype, const 
 aclnnStatus irt_aclDestroyTensor(uintptr_t t);
 uintptr_t irt_aclCreateScalarF32(float v);
 uintptr_t irt_aclCreateScalarF64(double v);
+uintptr_t irt_aclCreateScalarU8(uint8_t v);
 aclnnStatus irt_aclDestroyScalar(uintptr_t s);
 uintptr_t irt_aclCreateTensorList(const uintptr_t *ts, uint64_t n);
 aclnnStatus irt_aclDestroyTensorList(uintptr_t l);

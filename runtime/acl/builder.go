@@ -412,6 +412,20 @@ func (b *builder) temp(role string, n, align int64) device.Ptr {
 	return b.k.Workspace + device.Ptr(off)
 }
 
+// scalarU8 makes a UINT8 aclScalar owned by the prepared kernel.
+func (b *builder) scalarU8(v uint8) C.uintptr_t {
+	if b.err != nil {
+		return 0
+	}
+	s := C.irt_aclCreateScalarU8(C.uint8_t(v))
+	if s == 0 {
+		b.setErr(newError("aclCreateScalar", b.p.label, C.ACLNN_ERR_PARAM_INVALID))
+		return 0
+	}
+	b.p.scalars = append(b.p.scalars, s)
+	return s
+}
+
 func (b *builder) scalarF32(v float32) C.uintptr_t {
 	if b.err != nil {
 		return 0
@@ -731,6 +745,21 @@ func (b *builder) inplaceAdd(self, other C.uintptr_t, alpha float32) {
 	a := tensors(self, other)
 	a.s = b.scalarF32(alpha)
 	b.call(C.IRT_INPLACEADD, a)
+}
+
+// expand adds aclnnExpand(self, size, out): self broadcast to size.
+func (b *builder) expand(self, out C.uintptr_t, size ...int64) {
+	a := tensors(self, out)
+	a.s = b.intArray(size...)
+	b.call(C.IRT_EXPAND, a)
+}
+
+// bitwiseAndScalar adds aclnnBitwiseAndScalar(self, v, out) with a UINT8
+// v.
+func (b *builder) bitwiseAndScalar(self, out C.uintptr_t, v uint8) {
+	a := tensors(self, out)
+	a.s = b.scalarU8(v)
+	b.call(C.IRT_BITWISEANDSCALAR, a)
 }
 
 // geScalar adds aclnnGeScalar(self, v, out): out = self ≥ v.

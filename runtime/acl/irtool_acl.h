@@ -296,7 +296,13 @@ aclnnStatus aclDestroyTensorList(const aclTensorList *array);
 	X(ROUND, aclnnRound, (const aclTensor *self, aclTensor *out), (T(0), T(1)))                                  \
 	X(INPLACEADDCMUL, aclnnInplaceAddcmul,                                                                        \
 	  (const aclTensor *selfRef, const aclTensor *tensor1, const aclTensor *tensor2, const aclScalar *value),     \
-	  (T(0), T(1), T(2), SCALAR))
+	  (T(0), T(1), T(2), SCALAR))                                                                                 \
+	X(EXPAND, aclnnExpand, (const aclTensor *self, const aclIntArray *size, aclTensor *out),                     \
+	  (T(0), INTARRAY, T(1)))                                                                                     \
+	X(RIGHTSHIFT, aclnnRightShift, (const aclTensor *input, const aclTensor *shiftBits, aclTensor *out),         \
+	  (T(0), T(1), T(2)))                                                                                         \
+	X(BITWISEANDSCALAR, aclnnBitwiseAndScalar, (const aclTensor *self, const aclScalar *other, aclTensor *out),  \
+	  (T(0), SCALAR, T(1)))
 
 #define IRT_ACLNN_RUN(name) \
 	aclnnStatus name(void *workspace, uint64_t workspaceSize, aclOpExecutor *executor, aclrtStream stream)

@@ -244,10 +244,11 @@ func PlacedBytes(t ir.DType, K, rows int64, mode string) int64 {
 // wqWeight is a quantised weight in the layout gguf/wqconv converts it to,
 // resident in the device pool: Rows×K values (int4 or int8), then the
 // f16 scales (Rows × K/Span), then the f16 offsets when the layout has
-// them.
+// them, then a HighBits layout's bitmask of fifth bits (Rows × K/8).
 type wqWeight struct {
 	layout                  wqconv.Layout
 	values, scales, offsets device.Ptr // offsets 0 when the layout has none
+	high                    device.Ptr // 0 unless the layout has HighBits
 }
 
 // wqKey names the converted copy of the weight at addr: its type, row
@@ -270,6 +271,9 @@ func wqAt(l wqconv.Layout, p device.Ptr, K, rows int64) wqWeight {
 	w := wqWeight{layout: l, values: p, scales: p + device.Ptr(v)}
 	if l.Offset {
 		w.offsets = w.scales + device.Ptr(2*rows*K/int64(l.Span))
+	}
+	if l.HighBits {
+		w.high = w.scales + device.Ptr(2*rows*K/int64(l.Span))
 	}
 	return w
 }

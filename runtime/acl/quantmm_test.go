@@ -90,7 +90,7 @@ func TestQuantMatmulModes(t *testing.T) {
 				k := &device.KernelLaunch{Name: "aclnnMm", Op: ir.OpMulMat, Node: 1,
 					Inputs: []device.TensorDesc{{DType: wt.ir, Ne: [4]int64{K, N, 1, 1}, Nb: [4]int64{wt.size, K / wt.bs * wt.size, nblk * wt.size, nblk * wt.size}, Addr: w},
 						f32(buf, K, M)},
-					Output: f32(buf+8192, N, M), Workspace: buf + 16384, WorkspaceBytes: 16384}
+					Output: f32(buf+8192, N, M), Workspace: buf + 16384, WorkspaceBytes: 32768} // q5_0: its bits expanded (2 B/w)
 				if err := d.Launch(device.DefaultStream, k); err != nil {
 					t.Fatalf("%s %s: %v", wt.ir, mode, err)
 				}

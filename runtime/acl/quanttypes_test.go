@@ -14,6 +14,7 @@ import (
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/kernels"
 	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/target"
 )
 
 // f16Fields are the byte offsets of the f16 fields (d, and m or dmin) of
@@ -93,7 +94,7 @@ func TestQuantTypesOnEmulatedCANN(t *testing.T) {
 				d2h := d.Stats().BytesD2H
 				k := &device.KernelLaunch{Name: "aclnnMm", Op: ir.OpMulMat, Node: 1,
 					Inputs: []device.TensorDesc{wdesc(w), f32(buf, K, M)},
-					Output: f32(buf+8192, N, M), Workspace: buf + 16384, WorkspaceBytes: 2*M*K + 2*M*N}
+					Output: f32(buf+8192, N, M), Workspace: buf + 16384, WorkspaceBytes: 2*M*K + 2*M*N + target.HighBitsScratch(dt, K, N, M)}
 				if err := d.Launch(device.DefaultStream, k); err != nil {
 					t.Fatal(err)
 				}
@@ -243,7 +244,16 @@ func TestQuantExpertsOnEmulatedCANN(t *testing.T) {
 						{DType: ir.I32, Ne: [4]int64{nUsed, T, 1, 1}, Nb: [4]int64{4, 4 * nUsed, 4 * nUsed * T, 4 * nUsed * T}, Addr: buf + 8192}},
 					Output:    device.TensorDesc{DType: ir.F32, Ne: [4]int64{N, nUsed, T, 1}, Nb: [4]int64{4, 4 * N, 4 * N * nUsed, 4 * N * nUsed * T}, Addr: buf + 16384},
 					Workspace: buf + 65536, WorkspaceBytes: 1<<20 - 65536}
-				if err := d.Launch(device.DefaultStream, k); err != nil {
+				// q5_0's int4 + high-bit layout has no expert recipe: the
+				// target keeps its mul_mat_id on the CPU ("ggml" mode
+				// still computes it exactly).
+				refused := mode == QuantMatmulWQBMM && !recipeTakes(ir.OpMulMatID, dt)
+				if err := d.Launch(device.DefaultStream, k); refused {
+					if err == nil || !strings.Contains(err.Error(), "no recipe for the type") {
+						t.Fatalf("%s mul_mat_id: %v, want refused", dt, err)
+					}
+					return
+				} else if err != nil {
 					t.Fatal(err)
 				}
 				if err := d.SynchronizeStream(device.DefaultStream); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/runtime/acl/layout"
 	"github.com/irtool/irtool/runtime/device"
+	"github.com/irtool/irtool/target"
 )
 
 // The matmul family: mul_mat (f32, f16, and the quantised types of
@@ -116,9 +117,12 @@ var quantTypes = []ir.DType{ir.Q4_0, ir.Q4_1, ir.Q5_0, ir.Q5_1, ir.Q8_0, ir.Q2_K
 var quantRecipeTypes = map[ir.Op][]ir.DType{
 	ir.OpMulMat:    quantTypes,
 	ir.OpMulMatAdd: quantTypes,
-	ir.OpMulMatID:  quantTypes,
-	// get_rows gathers int8 values: not q4_0, q4_1, q4_K (int4 layouts).
-	ir.OpGetRows: {ir.Q5_0, ir.Q5_1, ir.Q8_0, ir.Q2_K, ir.Q3_K, ir.Q5_K, ir.Q6_K},
+	// mul_mat_id: not q5_0, whose int4 + high-bit layout has no expert
+	// recipe (the target keeps such a mul_mat_id on the CPU).
+	ir.OpMulMatID: {ir.Q4_0, ir.Q4_1, ir.Q5_1, ir.Q8_0, ir.Q2_K, ir.Q3_K, ir.Q4_K, ir.Q5_K, ir.Q6_K},
+	// get_rows gathers int8 values: not q4_0, q4_1, q5_0, q4_K (int4
+	// layouts).
+	ir.OpGetRows: {ir.Q5_1, ir.Q8_0, ir.Q2_K, ir.Q3_K, ir.Q5_K, ir.Q6_K},
 }
 
 // recipeTakes reports whether op's recipe computes quantised type t.
@@ -191,9 +195,75 @@ func quantMulMat(b *builder, a, x, out device.TensorDesc) error {
 		wqParamOperand(l, K, N, w.scales), wqParamOperand(l, K, N, w.offsets), y16o, int64(l.GroupSize(int(K)))); err != nil {
 		return err
 	}
+	if l.HighBits {
+		if err := b.highBitsMatmul(w, K, N, M, x16o, y16o); err != nil {
+			return err
+		}
+	}
 	os, ost, _ := aclOrder(out)
 	b.cast(b.make(y16o), b.tensor(C.ACL_FLOAT, os[2:], ost[2:], 0, out.Addr), C.ACL_FLOAT)
 	return b.err
+}
+
+// highBitsMatmul adds the second term of a weight whose layout has
+// HighBits (gguf/wqconv: q5_0 = d·(lo − 8) + 16·d·(h − 0.5), the first
+// term the int4 matmul already in y) to y (f16 [M, N]): per
+// target.HighBitsChunks range of output columns, the rows' bitmask (uint8
+// [n, K/8]) is expanded to [n, K/8, 8] (aclnnExpand), shifted right by
+// each value's bit position (aclnnRightShift by the table 0..7,
+// broadcast) and masked to its bit (aclnnBitwiseAndScalar 1): one byte
+// {0, 1} per weight, read as INT8; the rows' scales times 16 (aclnnMuls)
+// and the offsets of a table of −0.5 (target.HighBitsOffsetTable, one
+// per device) make it 16·d·(h − 0.5) in aclnnWeightQuantBatchMatmulV2,
+// which writes those columns of a second f16 output; aclnnInplaceAdd adds
+// it to y. The rest lives in the kernel's planned workspace
+// (target.HighBitsScratch).
+func (b *builder) highBitsMatmul(w wqWeight, K, N, M int64, x, y operand) error {
+	l := w.layout
+	G, B := K/int64(l.Span), K/8
+	chunks := target.HighBitsChunks(K, N)
+	var c int64
+	for _, ch := range chunks {
+		c = max(c, ch.N)
+	}
+	y2 := b.temp("high-bit output", 2*M*N, 32)
+	ex := b.temp("expanded bits", K*c, 32)
+	sh := b.temp("shifted bits", K*c, 32)
+	sc := b.temp("high-bit scales", 2*G*c, 32)
+	shifts := b.table("u8 0..7", []byte{0, 1, 2, 3, 4, 5, 6, 7})
+	of := b.table("f16 -0.5 offsets", halves())
+	if b.err != nil {
+		return b.err
+	}
+	y2o := operand{C.ACL_FLOAT16, []int64{M, N}, []int64{N, 1}, 0, y2}
+	u8 := func(p device.Ptr, n int64) C.uintptr_t {
+		return b.tensor(C.ACL_UINT8, []int64{n, B, 8}, []int64{K, 8, 1}, 0, p)
+	}
+	f16 := func(p device.Ptr, n int64) C.uintptr_t {
+		return b.tensor(C.ACL_FLOAT16, []int64{n, G}, []int64{G, 1}, 0, p)
+	}
+	group := int64(l.GroupSize(int(K)))
+	for _, ch := range chunks {
+		n := ch.N
+		mask := b.tensor(C.ACL_UINT8, []int64{n, B, 1}, []int64{B, 1, 1}, 0, w.high+device.Ptr(ch.N0*B))
+		b.expand(mask, u8(ex, n), n, B, 8)
+		b.op(C.IRT_RIGHTSHIFT, u8(ex, n), b.tensor(C.ACL_UINT8, []int64{8}, []int64{1}, 0, shifts), u8(sh, n))
+		b.bitwiseAndScalar(u8(sh, n), u8(ex, n), 1)
+		b.muls(f16(w.scales+device.Ptr(2*ch.N0*G), n), f16(sc, n), 16)
+		b.wqbmm(b.make(x), b.make(operand{C.ACL_INT8, []int64{K, n}, []int64{1, K}, 0, ex}),
+			b.make(*wqParamOperand(l, K, n, sc)), b.make(*wqParamOperand(l, K, n, of)), b.make(y2o.columns(ch.N0, n)), group)
+	}
+	b.inplaceAdd(b.make(y), b.make(y2o), 1)
+	return b.err
+}
+
+// halves is the f16 −0.5 offset table of the HighBits matmuls.
+func halves() []byte {
+	out := make([]byte, 2*target.HighBitsOffsetTable)
+	for i := 0; i < len(out); i += 2 {
+		out[i], out[i+1] = 0x00, 0xb8
+	}
+	return out
 }
 
 // mulMatAdd: the mul_mat recipe into the output, then the bias added in

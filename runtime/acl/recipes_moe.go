@@ -50,14 +50,17 @@ func mulMatID(b *builder) error {
 		b.expertMatmul(self, g, out, T, nUsed, K, N)
 		return b.err
 	}
-	if !recipeTakes(ir.OpMulMatID, as.DType) {
-		return b.unsupported("mul_mat_id with %s experts: no recipe for the type", as.DType)
-	}
+	// The "ggml" mode's exact integer recipes (q5_0 included); the
+	// weight-quant one for the types quantRecipeTypes lists (not q5_0,
+	// whose int4 + high-bit layout has no expert recipe).
 	if b.d.quantMode() == QuantMatmulGGML && layout.Q8Types[as.DType] {
 		return mulMatIDQ8(b, as, x, ids, out, xs)
 	}
 	if b.d.quantMode() == QuantMatmulGGML && layout.KQTypes[as.DType] {
 		return mulMatIDK(b, as, x, ids, out, xs)
+	}
+	if !recipeTakes(ir.OpMulMatID, as.DType) {
+		return b.unsupported("mul_mat_id with %s experts: no recipe for the type", as.DType)
 	}
 	return mulMatIDWQBMM(b, as, x, out, e, xs)
 }

@@ -20,7 +20,7 @@ import (
 // on the emulator (the ggml bytes it writes to the weights region, plus
 // the copies the device converts at load) are what compile predicts
 // (partition.Result.DeviceWeightBytes), and each weight is held once: a
-// q8_0 or q4_0 layout over its blocks, a q4_K or q5_0 weight in its
+// q8_0, q4_0 or q5_0 layout over its blocks, a q4_K weight in its
 // converted copies alone, its blocks never uploaded.
 func TestWeightBytesMatchCompile(t *testing.T) {
 	for _, c := range []struct {
@@ -31,7 +31,7 @@ func TestWeightBytesMatchCompile(t *testing.T) {
 		{"synth-llama-Q8_0.gguf", true, false},
 		{"synth-qwen2-tied-Q4_0.gguf", true, false},
 		{"synth-llama256-Q4_K.gguf", false, true},
-		{"synth-llama-Q5_0.gguf", false, true},
+		{"synth-llama-Q5_0.gguf", true, false}, // int4 + high bits, as large as its blocks
 	} {
 		t.Run(strings.TrimSuffix(c.file, ".gguf"), func(t *testing.T) {
 			f, m := testmodel.Build(t, testref.Testdata(c.file), models.Options{NCtx: 64})
@@ -65,8 +65,10 @@ func TestWeightBytesMatchCompile(t *testing.T) {
 			if c.noBlocks && s.WeightBytes() > all-quant {
 				t.Errorf("%d B written: some of the %d B of quantised blocks reached the device", s.WeightBytes(), quant)
 			}
-			if c.inPlace && (s.WeightBytes() < quant || conv != 0) {
-				t.Errorf("%d B written, %d B converted: the q8_0/q4_0 layouts should replace the %d B of blocks", s.WeightBytes(), conv, quant)
+			// (Some blocks may be the CPU's: a q5_0 token table's get_rows,
+			// or a matmul the partition moved there.)
+			if c.inPlace && (s.WeightBytes() == 0 || conv != 0) {
+				t.Errorf("%d B written, %d B converted: the q8_0/q4_0/q5_0 layouts should replace the %d B of blocks", s.WeightBytes(), conv, quant)
 			}
 			t.Logf("%d B written, %d B converted (file: %d B of tensors, %d B quantised)", s.WeightBytes(), conv, all, quant)
 		})

@@ -152,6 +152,8 @@ aclScalar *aclCreateScalar(void *value, aclDataType dataType) {
 		case ACL_DOUBLE: s->v = *(double *)value; break;
 		case ACL_INT32: s->v = *(int32_t *)value; break;
 		case ACL_INT64: s->v = (double)*(int64_t *)value; break;
+		case ACL_UINT8: s->v = *(uint8_t *)value; break;
+		case ACL_INT8: s->v = *(int8_t *)value; break;
 		default: s->v = 0;
 		}
 		live_scalars++;

@@ -514,6 +514,38 @@ static void test_elementwise(void) {
 	irtfake_set("arith", -1);
 }
 
+/* q5_0's fifth-bit unpacking: Expand [n, B, 1] -> [n, B, 8], RightShift by
+ * the table 0..7, BitwiseAndScalar 1: element 8b+i is bit i of byte b. A
+ * dense and a strided (padded rows) output take the kernels' two paths. */
+static void test_bitwise(void) {
+	uint64_t wsz = 0;
+	aclOpExecutor *ex = NULL;
+	enum { N = 3, B = 2 };
+	const aclDataType U8 = ACL_UINT8;
+	unsigned char *m = dev(N * B), *sh = dev(8), *e = dev(2 * N * B * 8), *s = dev(2 * N * B * 8), *o = dev(2 * N * B * 8);
+	for (int i = 0; i < N * B; i++) m[i] = (unsigned char)(37 * i + 5);
+	for (int i = 0; i < 8; i++) sh[i] = (unsigned char)i;
+	for (int pad = 0; pad < 2; pad++) {
+		int64_t md[] = {N, B, 1}, ms[] = {B, 1, 1}, ed[] = {N, B, 8}, es[] = {B * 8 * (1 + pad), 8, 1}, sd[] = {8}, ss[] = {1};
+		uint8_t onev = 1;
+		aclScalar *one = aclCreateScalar(&onev, U8);
+		int rc = run2("aclnnExpand", aclnnExpandGetWorkspaceSize(tensor(U8, 3, md, ms, 0, m), aclCreateIntArray(ed, 3), tensor(U8, 3, ed, es, 0, e), &wsz, &ex), &wsz, &ex, aclnnExpand, NULL);
+		rc |= run2("aclnnRightShift", aclnnRightShiftGetWorkspaceSize(tensor(U8, 3, ed, es, 0, e), tensor(U8, 1, sd, ss, 0, sh), tensor(U8, 3, ed, es, 0, s), &wsz, &ex), &wsz, &ex, aclnnRightShift, NULL);
+		rc |= run2("aclnnBitwiseAndScalar", aclnnBitwiseAndScalarGetWorkspaceSize(tensor(U8, 3, ed, es, 0, s), one, tensor(U8, 3, ed, es, 0, o), &wsz, &ex), &wsz, &ex, aclnnBitwiseAndScalar, NULL);
+		int good = rc == 0;
+		for (int r = 0; r < N; r++)
+			for (int b = 0; b < B; b++)
+				for (int i = 0; i < 8; i++) good = good && o[r * es[0] + b * 8 + i] == ((m[r * B + b] >> i) & 1);
+		ok(good, pad ? "Expand, RightShift, BitwiseAndScalar unpack a bitmask (strided out)" : "Expand, RightShift, BitwiseAndScalar unpack a bitmask (dense)", NULL);
+	}
+	/* a signed input shifts arithmetically; a negative shift counts as 0 */
+	int8_t *x = dev(2), *y = dev(2), *k = dev(2);
+	x[0] = x[1] = -128, k[0] = 7, k[1] = -3;
+	int64_t d2[] = {2}, s1[] = {1};
+	int rc = run2("aclnnRightShift", aclnnRightShiftGetWorkspaceSize(tensor(ACL_INT8, 1, d2, s1, 0, x), tensor(ACL_INT8, 1, d2, s1, 0, k), tensor(ACL_INT8, 1, d2, s1, 0, y), &wsz, &ex), &wsz, &ex, aclnnRightShift, NULL);
+	ok(rc == 0 && y[0] == -1 && y[1] == -128, "RightShift: INT8 -128 >> 7 is -1, a shift of -3 is 0", NULL);
+}
+
 /* ---- documented constraints: one rejection per constraint ----
  * Each check is named [id]; docs/CANN-CONSTRAINTS.md cites the ids, and
  * TestConstraintTable (runtime/acl) requires every id the table cites to
@@ -672,6 +704,28 @@ static void constraints_elementwise(void) {
 	}
 }
 
+/* the bitmask unpacking of q5_0's high bits: expand, shift, mask */
+static void constraints_bitwise(void) {
+	const aclDataType U8 = ACL_UINT8;
+	int64_t sz[3] = {2, 4, 8};
+	aclIntArray *size = aclCreateIntArray(sz, 3);
+	refuse("expand.dtype", aclnnExpandGetWorkspaceSize(ct(ACL_INT16, 3, 2, 4, 1, 0), size, ct(ACL_INT16, 3, 2, 4, 8, 0), &cws, &cex), 161002, "aclnnExpand", "self must be BFLOAT16, FLOAT16, FLOAT, UINT8");
+	refuse("expand.shape", aclnnExpandGetWorkspaceSize(ct(U8, 3, 2, 4, 1, 0), size, ct(U8, 3, 2, 4, 4, 0), &cws, &cex), 161002, "aclnnExpand", "out's shape must be size");
+	refuse("expand.broadcast", aclnnExpandGetWorkspaceSize(ct(U8, 3, 2, 3, 1, 0), size, ct(U8, 3, 2, 4, 8, 0), &cws, &cex), 161002, "aclnnExpand", "self must broadcast to size");
+	accept("expand.broadcast", aclnnExpandGetWorkspaceSize(ct(U8, 3, 2, 4, 1, 0), size, ct(U8, 3, 2, 4, 8, 0), &cws, &cex), "aclnnExpand");
+	refuse("rightshift.dtype", aclnnRightShiftGetWorkspaceSize(ct(F, 3, 2, 4, 8, 0), ct(U8, 1, 8, 0, 0, 0), ct(F, 3, 2, 4, 8, 0), &cws, &cex), 161002, "aclnnRightShift", "input, shiftBits and out must be INT8");
+	refuse("rightshift.broadcast", aclnnRightShiftGetWorkspaceSize(ct(U8, 3, 2, 4, 8, 0), ct(U8, 1, 3, 0, 0, 0), ct(U8, 3, 2, 4, 8, 0), &cws, &cex), 161002, "aclnnRightShift", "shiftBits must broadcast to input");
+	refuse("rightshift.shape", aclnnRightShiftGetWorkspaceSize(ct(U8, 3, 2, 4, 8, 0), ct(U8, 1, 8, 0, 0, 0), ct(U8, 3, 2, 4, 4, 0), &cws, &cex), 161002, "aclnnRightShift", "out must have the shape of input");
+	accept("rightshift.shape", aclnnRightShiftGetWorkspaceSize(ct(U8, 3, 2, 4, 8, 0), ct(U8, 1, 8, 0, 0, 0), ct(U8, 3, 2, 4, 8, 0), &cws, &cex), "aclnnRightShift");
+	uint8_t onev = 1;
+	float onef = 1;
+	aclScalar *one8 = aclCreateScalar(&onev, U8), *onef32 = aclCreateScalar(&onef, F);
+	refuse("bitwiseand.dtype", aclnnBitwiseAndScalarGetWorkspaceSize(ct(F, 1, 8, 0, 0, 0), one8, ct(F, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnBitwiseAndScalar", "self must be INT16, UINT16, INT32, INT64, INT8, UINT8 or BOOL");
+	refuse("bitwiseand.other", aclnnBitwiseAndScalarGetWorkspaceSize(ct(U8, 1, 8, 0, 0, 0), onef32, ct(U8, 1, 8, 0, 0, 0), &cws, &cex), 161002, "aclnnBitwiseAndScalar", "other must be an integer or BOOL scalar");
+	refuse("bitwiseand.shape", aclnnBitwiseAndScalarGetWorkspaceSize(ct(U8, 1, 8, 0, 0, 0), one8, ct(U8, 1, 4, 0, 0, 0), &cws, &cex), 161002, "aclnnBitwiseAndScalar", "out must have the shape of self");
+	accept("bitwiseand.shape", aclnnBitwiseAndScalarGetWorkspaceSize(ct(U8, 1, 8, 0, 0, 0), one8, ct(U8, 1, 8, 0, 0, 0), &cws, &cex), "aclnnBitwiseAndScalar");
+}
+
 /* reductions, matrix products, rows, rotary position embedding */
 static void constraints_reduce_matmul(void) {
 	refuse("softmax.dim", aclnnSoftmaxGetWorkspaceSize(ct(F, 2, 2, 8, 0, 0), 2, ct(F, 2, 2, 8, 0, 0), &cws, &cex), 161002, "aclnnSoftmax", "dim 2 out of range");
@@ -787,6 +841,7 @@ static void test_constraints(void) {
 	constraints_wqbmm();
 	constraints_tensor();
 	constraints_elementwise();
+	constraints_bitwise();
 	constraints_reduce_matmul();
 	constraints_attention();
 	constraints_runtime();
@@ -804,6 +859,7 @@ int main(void) {
 	test_rope();
 	test_cube();
 	test_elementwise();
+	test_bitwise();
 	test_faults();
 	test_constraints();
 	printf("%d failures\n", failures);
