@@ -5,6 +5,6 @@ package target
 // calibrated is the cost model's fit on the public figures of
 // docs/LOWERING.md's calibration table.
 var calibrated = Calibration{
-	LaunchUS: 12.567331614341365, WQLaunchUS: 33.37019772553634, TaskUS: 5.877079683782264, GraphLaunchUS: 30,
-	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9902819038736085, CubeHalfGFLOP: 2.899435426243763, WQCubeEff: 0.1274033051619661, AntiquantGElemS: 180.68494270661736},
+	LaunchUS: 12.56733161434136, EarlyLaunchUS: 20.438673030416048, WQLaunchUS: 32.99127168230207, TaskUS: 5.819965658472806, GraphLaunchUS: 30, MemEff310P: 0.6431313813711866,
+	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9692332344763441, CubeHalfGFLOP: 2.4607188862446487, WQCubeEff: 0.08586930542645765, AntiquantGElemS: 617.2477552650477},
 }
