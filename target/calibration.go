@@ -5,6 +5,6 @@ package target
 // calibrated is the cost model's fit on the public figures of
 // docs/LOWERING.md's calibration table.
 var calibrated = Calibration{
-	LaunchUS: 12.56733161434136, EarlyLaunchUS: 20.438673030416048, WQLaunchUS: 32.99127168230207, TaskUS: 5.819965658472806, GraphLaunchUS: 30, MemEff310P: 0.6431313813711866,
-	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9692332344763441, CubeHalfGFLOP: 2.4607188862446487, WQCubeEff: 0.08586930542645765, AntiquantGElemS: 617.2477552650477},
+	LaunchUS: 12.56733161434136, EarlyLaunchUS: 20.319265349446717, WQLaunchUS: 47.908354612529024, TaskUS: 5.7634066727514695, GraphLaunchUS: 30, MemEff310P: 0.6443887248251954,
+	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.988349647113845, CubeHalfGFLOP: 2.8824962218319667, WQCubeEff: 1, AntiquantGElemS: 624.52367648182, WQMatmulGElemS: 43.35599039554768},
 }
