@@ -119,6 +119,11 @@ type Options struct {
 	// eagerly, as upstream).
 	PrefillGraph bool
 
+	// LlamaCpp costs the program as llama.cpp's CANN backend drives the
+	// target (target.Profile.LlamaCpp): ForecastPrograms sets it for
+	// llama.cpp's program.
+	LlamaCpp bool
+
 	// Until is the last stage to run (0: every stage).
 	Until Stage
 	// Progress, when set, is called before each stage runs.
@@ -276,6 +281,9 @@ func (o Options) profile() (*target.Profile, error) {
 	prof, err := o.Rules.Profile(o.Target)
 	if err != nil {
 		return nil, fmt.Errorf("compiler: %w", err)
+	}
+	if o.LlamaCpp {
+		prof = prof.LlamaCpp()
 	}
 	return prof, nil
 }

@@ -103,12 +103,13 @@ func ForecastProgram(ctx context.Context, g *ir.Graph, opts Options, prompt int6
 
 // ForecastPrograms forecasts two programs of g for a prompt of prompt
 // tokens (ForecastProgram): the one opts compiles, and llama.cpp's (the
-// graph as built: opts with Passes "none" and no MergeQKV).
+// graph as built: opts with Passes "none", no MergeQKV, and the target as
+// llama.cpp drives it, Options.LlamaCpp).
 func ForecastPrograms(ctx context.Context, g *ir.Graph, opts Options, prompt int64) (ours, llamacpp *Forecast, err error) {
 	if ours, err = ForecastProgram(ctx, g, opts, prompt); err != nil {
 		return nil, nil, fmt.Errorf("prefill forecast: %w", err)
 	}
-	opts.Passes, opts.MergeQKV = "none", false
+	opts.Passes, opts.MergeQKV, opts.LlamaCpp = "none", false, true
 	if llamacpp, err = ForecastProgram(ctx, g, opts, prompt); err != nil {
 		return nil, nil, fmt.Errorf("llama.cpp's program: %w", err)
 	}

@@ -5,6 +5,6 @@ package target
 // calibrated is the cost model's fit on the public figures of
 // docs/LOWERING.md's calibration table.
 var calibrated = Calibration{
-	LaunchUS: 12.567331614341365, WQLaunchUS: 33.37019772553634, TaskUS: 5.877079683782264, GraphLaunchUS: 30,
-	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9902819038736085, CubeHalfGFLOP: 2.899435426243763, WQCubeEff: 0.1274033051619661, AntiquantGElemS: 180.68494270661736},
+	LaunchUS: 12.56733161434136, EarlyLaunchUS: 20.319265349446717, WQLaunchUS: 47.908354612529024, TaskUS: 5.7634066727514695, GraphLaunchUS: 30, MemEff310P: 0.6443887248251954,
+	Costs: Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.988349647113845, CubeHalfGFLOP: 2.8824962218319667, WQCubeEff: 1, AntiquantGElemS: 624.52367648182, WQMatmulGElemS: 43.35599039554768},
 }

@@ -31,6 +31,11 @@ type Costs struct {
 	// aclnnWeightQuantBatchMatmulV2 dequantises its weight at few rows,
 	// on top of streaming it.
 	AntiquantGElemS float64 `json:"antiquant_gelem_s"`
+	// WQMatmulGElemS is the rate, in 10⁹ weights/s, of the per-weight
+	// work aclnnWeightQuantBatchMatmulV2 does at more rows (prefill), on
+	// top of its cube time: a time per weight that does not grow with
+	// the rows (0: none).
+	WQMatmulGElemS float64 `json:"wq_matmul_gelem_s"`
 }
 
 // GEMVRows is the row count up to which a matmul is costed as a stream of
@@ -135,6 +140,9 @@ func (p *Profile) KernelCost(w Work) (deviceUS, launchUS float64) {
 			curve *= w.FLOPs / (w.FLOPs + c.CubeHalfGFLOP*1e9)
 		}
 		work = max(w.Bytes/(bw*eff(c.StreamEff)), w.FLOPs/(peak*max(curve, 1e-6)))
+		if c.WQMatmulGElemS > 0 {
+			work += w.WeightElems / (c.WQMatmulGElemS * 1e9)
+		}
 	default:
 		work = w.Bytes / (bw * eff(c.VectorEff))
 	}
@@ -142,13 +150,32 @@ func (p *Profile) KernelCost(w Work) (deviceUS, launchUS float64) {
 }
 
 // Calibration is what scripts/costfit fits: the per-call overheads and
-// the kernel classes' efficiencies every Atlas A2 profile shares.
+// the kernel classes' efficiencies every Atlas A2 profile shares, and the
+// 310P's memory efficiency relative to them.
 type Calibration struct {
 	LaunchUS      float64 `json:"launch_us"`
 	WQLaunchUS    float64 `json:"wq_launch_us"`
 	TaskUS        float64 `json:"task_us"`
 	GraphLaunchUS float64 `json:"graph_launch_us"`
 	Costs         Costs   `json:"costs"`
+	// EarlyLaunchUS is LaunchUS of ggml-cann's builds before August 2025
+	// (the public figures' builds differ; scripts/costfit prices those
+	// figures with it). The profiles use LaunchUS, the later builds'.
+	EarlyLaunchUS float64 `json:"early_launch_us"`
+	// MemEff310P is the fraction of the A2 parts' bandwidth efficiencies
+	// (StreamEff, VectorEff) the 310P's LPDDR4X sustains: the 310P
+	// profile's costs are Costs with both scaled by it (0: by 1).
+	MemEff310P float64 `json:"mem_eff_310p"`
+}
+
+// costs310P are the kernel costs of the 310P profile under c.
+func (c Calibration) costs310P() Costs {
+	k := c.Costs
+	if c.MemEff310P > 0 {
+		k.StreamEff *= c.MemEff310P
+		k.VectorEff *= c.MemEff310P
+	}
+	return k
 }
 
 // Calibrated returns the built-in calibration (calibration.go).
@@ -159,4 +186,7 @@ func Calibrated() Calibration { return calibrated }
 func (p *Profile) Calibrate(c Calibration) {
 	p.Overheads.LaunchUS, p.Overheads.WQLaunchUS, p.Overheads.TaskUS, p.Overheads.GraphLaunchUS = c.LaunchUS, c.WQLaunchUS, c.TaskUS, c.GraphLaunchUS
 	p.Costs = c.Costs
+	if p.Family == "310p" {
+		p.Costs = c.costs310P()
+	}
 }

@@ -16,6 +16,9 @@ func TestKernelCostClasses(t *testing.T) {
 		Costs: Costs{StreamEff: 0.5, VectorEff: 0.25, CubeEff: 1, CubeHalfGFLOP: 1, WQCubeEff: 0.5, AntiquantGElemS: 100}}
 	p.Calibrate(c)
 	bw, peak := p.NPU.MemBW, p.NPU.MatmulFLOPS
+	wq := *p
+	wq.Calibrate(Calibration{LaunchUS: 10, WQLaunchUS: 20, TaskUS: 5, GraphLaunchUS: 30,
+		Costs: Costs{StreamEff: 0.5, VectorEff: 0.25, CubeEff: 1, CubeHalfGFLOP: 1, WQCubeEff: 0.5, AntiquantGElemS: 100, WQMatmulGElemS: 40}})
 	for _, tc := range []struct {
 		name         string
 		w            Work
@@ -26,9 +29,15 @@ func TestKernelCostClasses(t *testing.T) {
 		{"vector streams at vector_eff", Work{Class: ClassVector, Calls: 3, Bytes: 1e6}, 15 + 1e6/(bw*0.25)*1e6, 30},
 		{"matmul on the curve", Work{Class: ClassMatmul, Calls: 1, FLOPs: 1e9, Bytes: 1}, 5 + 1e9/(peak*(1e9/(1e9+1e9)))*1e6, 10},
 		{"wq-matmul on the curve at wq_cube_eff", Work{Class: ClassWQMatmul, Calls: 1, WQCalls: 1, FLOPs: 1e9, Bytes: 1}, 5 + 1e9/(peak*0.5*(1e9/(1e9+1e9)))*1e6, 30},
+		{"wq-matmul adds its per-weight time", Work{Class: ClassWQMatmul, Calls: 1, WQCalls: 1, FLOPs: 1e9, Bytes: 1, WeightElems: 1e8},
+			5 + (1e9/(peak*0.5*(1e9/(1e9+1e9)))+1e8/40e9)*1e6, 30},
 		{"collective: the link model's time", Work{Class: ClassLink, Calls: 1, LinkUS: 42}, 42, 10},
 	} {
-		d, h := p.KernelCost(tc.w)
+		q := p
+		if tc.w.WeightElems > 0 && tc.w.Class == ClassWQMatmul {
+			q = &wq
+		}
+		d, h := q.KernelCost(tc.w)
 		require.InDelta(t, tc.device, d, 1e-9*tc.device, tc.name)
 		require.InDelta(t, tc.host, h, 1e-12, tc.name)
 	}
@@ -41,6 +50,24 @@ func TestKernelCostClasses(t *testing.T) {
 		require.LessOrEqual(t, tp, peak)
 		last = tp
 	}
+}
+
+// TestCalibrate310P: the 310P's bandwidth efficiencies are the A2
+// parts' scaled by mem_eff_310p; the A2 parts take them as they are.
+func TestCalibrate310P(t *testing.T) {
+	c := Calibration{LaunchUS: 10, TaskUS: 5, MemEff310P: 0.5, Costs: Costs{StreamEff: 0.8, VectorEff: 0.4, CubeEff: 1}}
+	p, err := Get("ascend310p")
+	require.NoError(t, err)
+	p.Calibrate(c)
+	require.InDelta(t, 0.4, p.Costs.StreamEff, 1e-12)
+	require.InDelta(t, 0.2, p.Costs.VectorEff, 1e-12)
+	a2, err := Get("ascend910b")
+	require.NoError(t, err)
+	a2.Calibrate(c)
+	require.Equal(t, c.Costs, a2.Costs)
+	fresh, err := Get("ascend310p")
+	require.NoError(t, err)
+	require.Equal(t, Calibrated().costs310P(), fresh.Costs)
 }
 
 // TestAttentionIntermediates: the fused attention run as ggml-cann's

@@ -66,7 +66,9 @@ func ascend910B() *Profile {
 
 // ascend310P is one chip of an Atlas 300I Pro / Duo card. llama.cpp's
 // CANN backend runs F32 and F16 models on it (PR 10216) without ACL
-// graphs or quantised matmul; irtool applies the 310-class gate.
+// graphs or quantised matmul; irtool applies the 310-class gate. Its
+// bandwidth efficiencies are the A2 parts' scaled by the fitted
+// Calibration.MemEff310P.
 func ascend310P() *Profile {
 	npu := Chip{Name: "Ascend 310P (Atlas 300I Pro/Duo, one chip)", MatmulFLOPS: 70 * tf, MemBW: 204.8 * gb, MemBytes: 24 << 30, AICores: 8,
 		Source: "Atlas 300I Pro inference card specifications (huawei.com): 70 TFLOPS FP16, 140 TOPS INT8, 24 GB LPDDR4X at 204.8 GB/s; assumption: 8 AI cores"}
@@ -80,11 +82,66 @@ func ascend310P() *Profile {
 		GraphCapture: false, // ggml-cann builds no ACL graph for 310P (PR 10216)
 		Align:        64,
 		Overheads:    defaultOverheads(),
-		Costs:        calibrated.Costs,
+		Costs:        calibrated.costs310P(),
 		Family:       "310p",
 		rules:        defaultRules,
 		gate:         gate310P,
 	}
+}
+
+// LlamaCpp returns the profile as llama.cpp's CANN backend drives the
+// part, to cost its program (compiler.Options.LlamaCpp): every node the
+// NPU can run stays there, since ggml's scheduler places an op on the
+// backend that supports it, not by cost; and on 310P ggml-cann runs RoPE
+// on the NPU, emulated without aclnnRotaryPositionEmbedding
+// (gateLlamaCpp310P).
+func (p *Profile) LlamaCpp() *Profile {
+	if p.NPU == nil {
+		return p
+	}
+	c := p.clone()
+	gate := p.gate
+	if p.Family == "310p" {
+		gate = gateLlamaCpp310P
+	}
+	c.gate = func(n *ir.Node, s Support) Support {
+		if gate != nil {
+			s = gate(n, s)
+		}
+		if s.OK && s.Stay == "" {
+			s.Stay = llamaCppStay
+		}
+		return s
+	}
+	return c
+}
+
+const llamaCppStay = "llama.cpp's scheduler runs every op ggml-cann's supports_op accepts on the NPU, whatever its cost"
+
+// rope310P are the calls ggml-cann's ROPE makes on 310P for an f32
+// input after its sin/cos cache (aclnn_ops.cpp, the ASCEND_310P branch
+// of ggml_cann_rope): the input rolled by half a head (NeoX) or by one
+// element in pairs (normal), the sign vector filled and negated on its
+// first half, the rolled input times the signs, the input times cos and
+// the rolled input times sin in place, and their sum.
+var rope310P = []string{"aclnnRoll", "aclnnInplaceFillScalar", "aclnnInplaceMuls", "aclnnMul", "aclnnInplaceMul", "aclnnInplaceMul", "aclnnAdd"}
+
+// gateLlamaCpp310P is gate310P for llama.cpp's program: a rope runs on
+// the NPU with ggml-cann's 310P calls in place of
+// aclnnRotaryPositionEmbedding.
+func gateLlamaCpp310P(n *ir.Node, s Support) Support {
+	if n.Op == ir.OpRope && s.OK {
+		var calls []string
+		for _, c := range s.Calls {
+			if c == "aclnnRotaryPositionEmbedding" {
+				calls = append(calls, rope310P...)
+				continue
+			}
+			calls = append(calls, c)
+		}
+		s.Calls, s.Kernel = calls, "aclnnAdd"
+	}
+	return gate310P(n, s)
 }
 
 // gate310P is llama.cpp's CANN backend on 310P (ggml-cann's supports_op
@@ -95,7 +152,9 @@ func gate310P(n *ir.Node, s Support) Support {
 	s = attentionWithoutFIA(n, s, "flash attention is off on 310P in llama.cpp's CANN backend (ggml-cann's supports_op for ASCEND_310P), and CANN's aclnnFusedInferAttentionScoreV2 page lists Atlas inference products (310P) as unsupported")
 	for _, c := range s.Calls {
 		switch c {
-		case "aclnnRotaryPositionEmbedding", "aclnnWeightQuantBatchMatmulV2", "aclnnFusedInferAttentionScoreV2":
+		case "aclnnRotaryPositionEmbedding":
+			return no("aclnnRotaryPositionEmbedding is not used on 310P: ggml-cann emulates RoPE there with roll, mul and add (its ASCEND_310P branch of ggml_cann_rope), which irtool's runtime does not bind, so RoPE stays on the host")
+		case "aclnnWeightQuantBatchMatmulV2", "aclnnFusedInferAttentionScoreV2":
 			return no("%s is not used on 310P by llama.cpp's CANN backend (ggml-cann's supports_op for ASCEND_310P)", c)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/irtool/irtool/ir"
 	"github.com/irtool/irtool/target"
+	"github.com/stretchr/testify/require"
 )
 
 func node(t *testing.T, src, name string) *ir.Node {
@@ -135,6 +136,37 @@ func TestSupports(t *testing.T) {
 			t.Errorf("%s %s: reason %q lacks %q", c.target, c.node, s.Reason, c.kernel)
 		}
 	}
+}
+
+// TestLlamaCppProfile: llama.cpp's program on a part keeps every node the
+// NPU supports there (Stay), and on 310P runs RoPE on the NPU as
+// ggml-cann's 310P emulation, where irtool's own 310P profile keeps it on
+// the host.
+func TestLlamaCppProfile(t *testing.T) {
+	p310, err := target.Get("ascend310p")
+	require.NoError(t, err)
+	rope := node(t, ops, "rope")
+	s := p310.Supports(rope)
+	require.False(t, s.OK, "irtool's 310P program keeps RoPE on the host")
+	require.Contains(t, s.Reason, "emulates RoPE")
+	s = p310.LlamaCpp().Supports(rope)
+	require.True(t, s.OK, s.Reason)
+	require.Equal(t, "aclnnAdd", s.Kernel)
+	require.Equal(t, []string{"aclnnGatherV2", "aclnnCos", "aclnnSin", "aclnnRoll", "aclnnInplaceFillScalar", "aclnnInplaceMuls",
+		"aclnnMul", "aclnnInplaceMul", "aclnnInplaceMul", "aclnnAdd"}, s.Calls)
+	require.NotEmpty(t, s.Stay)
+	// The quantised matmul stays gated off on 310P in both.
+	require.False(t, p310.LlamaCpp().Supports(node(t, ops, "mm_q4")).OK)
+
+	a2, err := target.Get("ascend910b")
+	require.NoError(t, err)
+	own, ll := a2.Supports(node(t, ops, "norm")), a2.LlamaCpp().Supports(node(t, ops, "norm"))
+	require.Empty(t, own.Stay)
+	require.Equal(t, own.Calls, ll.Calls)
+	require.NotEmpty(t, ll.Stay)
+	cpu, err := target.Get("cpu")
+	require.NoError(t, err)
+	require.Same(t, cpu, cpu.LlamaCpp())
 }
 
 // TestEveryOpHasALowering: every compute op in the registry, the fused

@@ -136,7 +136,7 @@ func ParseFile(data []byte, rules *Rules) (*Profile, error) {
 	for _, x := range []field{{"overheads.launch_us", o.LaunchUS}, {"overheads.wq_launch_us", o.WQLaunchUS}, {"overheads.task_us", o.TaskUS},
 		{"overheads.graph_launch_us", o.GraphLaunchUS}, {"overheads.copy_us", o.CopyUS}, {"overheads.cpu_op_us", o.CPUOpUS},
 		{"costs.stream_eff", c.StreamEff}, {"costs.vector_eff", c.VectorEff}, {"costs.cube_eff", c.CubeEff}, {"costs.cube_half_gflop", c.CubeHalfGFLOP},
-		{"costs.wq_cube_eff", c.WQCubeEff}, {"costs.antiquant_gelem_s", c.AntiquantGElemS}} {
+		{"costs.wq_cube_eff", c.WQCubeEff}, {"costs.antiquant_gelem_s", c.AntiquantGElemS}, {"costs.wq_matmul_gelem_s", c.WQMatmulGElemS}} {
 		checks = append(checks, nonneg(x.what, x.v))
 	}
 	for _, x := range []field{{"costs.stream_eff", c.StreamEff}, {"costs.vector_eff", c.VectorEff}, {"costs.cube_eff", c.CubeEff}, {"costs.wq_cube_eff", c.WQCubeEff}} {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/irtool/irtool/internal/pubshape"
 	"github.com/irtool/irtool/ir"
+	"github.com/irtool/irtool/target"
 )
 
 // The public figures the calibration is fitted on, each with its source.
@@ -36,20 +37,46 @@ const (
 	// of Q to f16 and of its output back) and the RoPE sin/cos made once
 	// per step and reused by every layer (PR 15912).
 	buildFA
+	// buildFAEarly is ggml-cann's first flash attention (PR 13627, May
+	// 2025, with -fa): FLASH_ATTN_EXT as in buildFA, the RoPE sin/cos
+	// still computed in every layer.
+	buildFAEarly
+	// buildNoFA25 is buildEarly's node set in ggml-cann of August 2025
+	// (PR 15065: ACL graph support, set_rows): its host path is the later
+	// builds'.
+	buildNoFA25
 )
 
 // passes is the irtool pipeline that turns llama.cpp's graph as built into
 // the build's node set.
 func (b build) passes() string {
-	if b == buildFA {
+	switch b {
+	case buildFA:
 		return "rope-cache,cse,fuse-softmax,fuse-attention"
+	case buildFAEarly:
+		return "fuse-softmax,fuse-attention"
 	}
 	return "none"
 }
 
+// early reports whether the build predates August 2025, whose host cost
+// per eager call is Calibration.EarlyLaunchUS.
+func (b build) early() bool { return b != buildFA && b != buildNoFA25 }
+
+// calibration is c as the build's host path costs it.
+func (b build) calibration(c target.Calibration) target.Calibration {
+	if b.early() && c.EarlyLaunchUS > 0 {
+		c.LaunchUS = c.EarlyLaunchUS
+	}
+	return c
+}
+
 func (b build) text() string {
-	if b == buildFA {
+	switch b {
+	case buildFA:
 		return "FA + RoPE cache"
+	case buildFAEarly:
+		return "FA"
 	}
 	return "no FA"
 }
@@ -129,16 +156,20 @@ func (f figure) unit() string {
 // heldFA is why PR 16752's figures are predicted, not fitted.
 const heldFA = "fitted together with PR 15065 they move its graph/eager ratio from 1.71 to 2.46, since per-call costs shared by both builds cannot give 120 and 224 tok/s; ggml-cann changed more between August and October 2025 than the flash attention and RoPE cache modelled"
 
-// held310P is why PR 14407's figures are not fitted.
-const held310P = "not llama.cpp's program as modelled: irtool's 310P profile keeps RoPE, and with it part of attention, on the host, where ggml-cann emulates RoPE on the NPU; and the step is bound by the 310P's LPDDR4X stream, whose efficiency no other figure pins (the A2 parts' assumed 0.7 gives this residual)"
+// heldLlamaF16PP is why PR 12671's F16 llama prefill figures are not
+// fitted.
+const heldLlamaF16PP = "not understood: F16 llama prefill ran at about 1.4 TFLOPS in that build, 7-25x below the same table's Q4_0, Q8_0 and F16 BERT prefill per FLOP; the PR does not say why (these are its only rows with RoPE in normal, non-NeoX mode, which ggml-cann maps to aclnnRotaryPositionEmbedding mode 1), and the program modelled runs ggml-cann's F16 matmul on the cube"
 
 func figures() []figure {
 	q05, q7, q2_7, l7 := pubshape.Qwen25_05B, pubshape.Qwen25_7B, pubshape.Qwen2_7B, pubshape.Llama2_7B
+	phi3, l32, tiny, q3 := pubshape.Phi3_Mini, pubshape.Llama32_1B, pubshape.TinyLlama_1B, pubshape.Qwen3_32B
 	const torchPerf = "github.com/zzc0721/torch-performance-test-data/issues/109 (torch_npu)"
+	const bench12671 = "llama.cpp PR 12671 (llama-bench, the PR's model table)"
+	const batched13627 = "llama.cpp PR 13627 (llama-batched-bench -c 65536 -fa, PP 128, TG 128, B 1)"
 	return []figure{
-		{id: "15065-eager", group: "PR 15065", source: "llama.cpp PR 15065", shape: q05, dtype: ir.F16, typNote: "assumed: not stated", sku: "ascend910b4",
+		{id: "15065-eager", group: "PR 15065", build: buildNoFA25, source: "llama.cpp PR 15065", shape: q05, dtype: ir.F16, typNote: "assumed: not stated", sku: "ascend910b4",
 			skuNote: "assumed: the author's PR 16752 ran one", mode: modeEager, value: 70},
-		{id: "15065-graph", group: "PR 15065", source: "llama.cpp PR 15065", shape: q05, dtype: ir.F16, typNote: "assumed: not stated", sku: "ascend910b4",
+		{id: "15065-graph", group: "PR 15065", build: buildNoFA25, source: "llama.cpp PR 15065", shape: q05, dtype: ir.F16, typNote: "assumed: not stated", sku: "ascend910b4",
 			skuNote: "assumed: the author's PR 16752 ran one", mode: modeGraph, value: 120},
 		{id: "12671-tg", group: "PR 12671", source: "llama.cpp PR 12671 (llama-bench tg128, mean of 43.43-45.38)", shape: q05, dtype: ir.Q4_0, sku: "ascend910b",
 			skuNote: "not stated", mode: modeEager, value: 44.26},
@@ -156,10 +187,26 @@ func figures() []figure {
 			mode: modeGraph, value: 223.77, heldOut: heldFA},
 		{id: "16752-pp", group: "PR 16752", build: buildFA, source: "llama.cpp PR 16752 (llama-cli prompt eval, 20 tokens, before the PR)", shape: q05, dtype: ir.F16, sku: "ascend910b4",
 			mode: modePrefill, pp: 20, value: 1333.33, heldOut: heldFA},
+		{id: "12671-phi3-tg", group: "PR 12671", source: bench12671 + ": phi3 3B Q4_0 tg128 27.59", shape: phi3, dtype: ir.Q4_0, sku: "ascend910b",
+			skuNote: "not stated", mode: modeEager, value: 27.59},
+		{id: "12671-phi3-pp", group: "PR 12671", source: bench12671 + ": phi3 3B Q4_0 pp512 5351.96", shape: phi3, dtype: ir.Q4_0, sku: "ascend910b",
+			skuNote: "not stated", mode: modePrefill, value: 5351.96},
+		{id: "12671-l32-tg", group: "PR 12671", source: bench12671 + ": llama 1B F16, 1.24 B, tg128 63.70", shape: l32, dtype: ir.F16, sku: "ascend910b",
+			skuNote: "not stated", mode: modeEager, value: 63.70},
+		{id: "12671-tiny-tg", group: "PR 12671", source: bench12671 + ": llama 1B F16, 1.10 B, tg128 54.43", shape: tiny, dtype: ir.F16, sku: "ascend910b",
+			skuNote: "not stated", mode: modeEager, value: 54.43},
+		{id: "12671-l32-pp", group: "PR 12671", source: bench12671 + ": llama 1B F16, 1.24 B, pp512 578.29", shape: l32, dtype: ir.F16, sku: "ascend910b",
+			skuNote: "not stated", mode: modePrefill, value: 578.29, heldOut: heldLlamaF16PP},
+		{id: "12671-tiny-pp", group: "PR 12671", source: bench12671 + ": llama 1B F16, 1.10 B, pp512 424.31", shape: tiny, dtype: ir.F16, sku: "ascend910b",
+			skuNote: "not stated", mode: modePrefill, value: 424.31, heldOut: heldLlamaF16PP},
+		{id: "13627-tg", group: "PR 13627", build: buildFAEarly, source: batched13627 + ", S_TG 9.05", shape: q3, dtype: ir.Q8_0, sku: "ascend910b",
+			skuNote: "not stated", mode: modeEager, value: 9.05},
+		{id: "13627-pp", group: "PR 13627", build: buildFAEarly, source: batched13627 + ", S_PP 130.25", shape: q3, dtype: ir.Q8_0, sku: "ascend910b",
+			skuNote: "not stated", mode: modePrefill, pp: 128, value: 130.25},
 		{id: "14407", group: "PR 14407", source: "llama.cpp PR 14407 (llama-cli eval, weights in NZ format)", shape: q2_7, dtype: ir.F16, sku: "ascend310p",
-			skuNote: "Ascend310P3", mode: modeEager, value: 6.33, heldOut: held310P},
+			skuNote: "Ascend310P3", mode: modeEager, value: 6.33},
 		{id: "14407-pp", group: "PR 14407", source: "llama.cpp PR 14407 (llama-cli prompt eval, 21 tokens, weights in NZ format)", shape: q2_7, dtype: ir.F16, sku: "ascend310p",
-			skuNote: "Ascend310P3", mode: modePrefill, pp: 21, value: 88.57, heldOut: held310P},
+			skuNote: "Ascend310P3", mode: modePrefill, pp: 21, value: 88.57},
 		{id: "14407-nd", group: "PR 14407", source: "llama.cpp PR 14407 (llama-cli eval, weights in ND format, before the PR)", shape: q2_7, dtype: ir.F16, sku: "ascend310p",
 			skuNote: "Ascend310P3", mode: modeEager, value: 2.62, heldOut: "the ND weight layout the PR replaced: 310P's cube reads NZ, and ND weights are converted per call; the program modelled loads them in NZ"},
 	}

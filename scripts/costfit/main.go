@@ -97,6 +97,7 @@ type program struct {
 	prog  *cann.Program
 	works map[int]target.Work // by segment*1e6 + kernel index
 	prof  *target.Profile
+	build build
 }
 
 // compiled holds a figure's forecast.
@@ -120,12 +121,12 @@ func compileFigure(f figure, c target.Calibration) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Calibrate(c)
+	p.Calibrate(f.build.calibration(c))
 	p.Name = "fit-" + f.sku
 	if err := rules.RegisterTarget(p); err != nil {
 		return nil, err
 	}
-	opts := compiler.Options{Target: p.Name, Passes: f.build.passes(), Ctx: decodeKV, Rules: rules}
+	opts := compiler.Options{Target: p.Name, Passes: f.build.passes(), Ctx: decodeKV, Rules: rules, LlamaCpp: true}
 	fc, err := compiler.ForecastProgram(context.Background(), m.Graph, opts, f.prompt())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.id, err)
@@ -134,6 +135,7 @@ func compileFigure(f figure, c target.Calibration) (*compiled, error) {
 	if err != nil {
 		return nil, err
 	}
+	prof = prof.LlamaCpp()
 	out := &compiled{fc: fc}
 	if out.decode, err = works(fc.Program, fc.Partitioned, fc.DecodeBindings, prof); err != nil {
 		return nil, fmt.Errorf("%s: decode: %w", f.id, err)
@@ -141,6 +143,7 @@ func compileFigure(f figure, c target.Calibration) (*compiled, error) {
 	if out.prefill, err = works(fc.PrefillProgram, fc.Partitioned, fc.PrefillBindings, prof); err != nil {
 		return nil, fmt.Errorf("%s: prefill: %w", f.id, err)
 	}
+	out.decode.build, out.prefill.build = f.build, f.build
 	return out, nil
 }
 
@@ -150,7 +153,7 @@ func compileFigure(f figure, c target.Calibration) (*compiled, error) {
 // aclnnFusedInferAttentionScoreV2, aclnnCast of its f16 output to f32).
 func buildRules(b build) (*target.Rules, error) {
 	rules := target.NewRules()
-	if b != buildFA {
+	if b != buildFA && b != buildFAEarly {
 		return rules, nil
 	}
 	def, ok := rules.Lookup(ir.OpAttention)
@@ -204,7 +207,7 @@ func works(prog *cann.Program, g *ir.Graph, b ir.Bindings, prof *target.Profile)
 // schedule (cann.Predict).
 func (p *program) predict(c target.Calibration) (cann.Prediction, error) {
 	prof := *p.prof
-	prof.Calibrate(c)
+	prof.Calibrate(p.build.calibration(c))
 	cp := *p.prog
 	cp.Segments = make([]cann.Segment, len(p.prog.Segments))
 	for si, s := range p.prog.Segments {
@@ -311,18 +314,21 @@ type param struct {
 
 var fitted = []param{
 	{"launch_us", func(c *target.Calibration) *float64 { return &c.LaunchUS }, 1, 100},
+	{"early_launch_us", func(c *target.Calibration) *float64 { return &c.EarlyLaunchUS }, 1, 100},
 	{"wq_launch_us", func(c *target.Calibration) *float64 { return &c.WQLaunchUS }, 0.1, 300},
 	{"task_us", func(c *target.Calibration) *float64 { return &c.TaskUS }, 0.5, 50},
 	{"costs.antiquant_gelem_s", func(c *target.Calibration) *float64 { return &c.Costs.AntiquantGElemS }, 1, 10000},
 	{"costs.cube_eff", func(c *target.Calibration) *float64 { return &c.Costs.CubeEff }, 0.1, 1},
 	{"costs.cube_half_gflop", func(c *target.Calibration) *float64 { return &c.Costs.CubeHalfGFLOP }, 0.01, 1000},
 	{"costs.wq_cube_eff", func(c *target.Calibration) *float64 { return &c.Costs.WQCubeEff }, 0.005, 1},
+	{"costs.wq_matmul_gelem_s", func(c *target.Calibration) *float64 { return &c.Costs.WQMatmulGElemS }, 1, 10000},
+	{"mem_eff_310p", func(c *target.Calibration) *float64 { return &c.MemEff310P }, 0.05, 1.5},
 }
 
 // start is where the fit begins: round values, the assumptions at their
 // assumed values.
-var start = target.Calibration{LaunchUS: 10, WQLaunchUS: 10, TaskUS: 4, GraphLaunchUS: 30,
-	Costs: target.Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9, CubeHalfGFLOP: 5, WQCubeEff: 0.1, AntiquantGElemS: 200}}
+var start = target.Calibration{LaunchUS: 10, EarlyLaunchUS: 10, WQLaunchUS: 10, TaskUS: 4, GraphLaunchUS: 30, MemEff310P: 1,
+	Costs: target.Costs{StreamEff: 0.7, VectorEff: 0.5, CubeEff: 0.9, CubeHalfGFLOP: 5, WQCubeEff: 0.1, AntiquantGElemS: 200, WQMatmulGElemS: 50}}
 
 // fit minimises the loss over the fitted parameters by coordinate descent
 // on their logarithms, from c: deterministic, no randomness.
@@ -577,8 +583,8 @@ package target
 // calibrated is the cost model's fit on the public figures of
 // docs/LOWERING.md's calibration table.
 var calibrated = Calibration{
-	LaunchUS: %v, WQLaunchUS: %v, TaskUS: %v, GraphLaunchUS: %v,
-	Costs: Costs{StreamEff: %v, VectorEff: %v, CubeEff: %v, CubeHalfGFLOP: %v, WQCubeEff: %v, AntiquantGElemS: %v},
+	LaunchUS: %v, EarlyLaunchUS: %v, WQLaunchUS: %v, TaskUS: %v, GraphLaunchUS: %v, MemEff310P: %v,
+	Costs: Costs{StreamEff: %v, VectorEff: %v, CubeEff: %v, CubeHalfGFLOP: %v, WQCubeEff: %v, AntiquantGElemS: %v, WQMatmulGElemS: %v},
 }
-`, c.LaunchUS, c.WQLaunchUS, c.TaskUS, c.GraphLaunchUS, k.StreamEff, k.VectorEff, k.CubeEff, k.CubeHalfGFLOP, k.WQCubeEff, k.AntiquantGElemS)
+`, c.LaunchUS, c.EarlyLaunchUS, c.WQLaunchUS, c.TaskUS, c.GraphLaunchUS, c.MemEff310P, k.StreamEff, k.VectorEff, k.CubeEff, k.CubeHalfGFLOP, k.WQCubeEff, k.AntiquantGElemS, k.WQMatmulGElemS)
 }
