@@ -1695,8 +1695,8 @@ f32x3x4loop:
 	RET
 
 // Q8X2PAIR multiplies the activation block in Y12 (signed) with weight
-// row block A (its values at memory A, their magnitudes in ABS) and adds
-// the sums, scaled by the product at S, into ACC: Q8X4COL's steps.
+// row block A (its values in A, their magnitudes in ABS) and adds the
+// sums, scaled by the product at S, into ACC: Q8X4COL's steps.
 #define Q8X2PAIR(A, ABS, S, ACC) \
 	VPSIGNB A, Y12, Y13        \
 	VPMADDUBSW Y13, ABS, Y13   \
@@ -1705,6 +1705,18 @@ f32x3x4loop:
 	VBROADCASTSS S, Y14        \
 	VFMADD231PS Y14, Y13, ACC
 
+// Q8X2SCALES stores at SLOT the eight float32 scale products of one block
+// of dotQ8_0x2x4AVX2: the rows' F16 scales (at S0, S1) widened as
+// d0,d0,d0,d0,d1,d1,d1,d1 times the four columns' scales at DC.
+#define Q8X2SCALES(S0, S1, DC, SLOT) \
+	VPBROADCASTW S0, X14          \
+	VPBROADCASTW S1, X13          \
+	VPUNPCKLQDQ X13, X14, X14     \
+	VCVTPH2PS X14, Y14            \
+	VBROADCASTF128 DC, Y13        \
+	VMULPS Y13, Y14, Y14          \
+	VMOVUPS Y14, SLOT
+
 // func dotQ8_0x2x4AVX2(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32)
 // dotQ8_0Rawx4AVX2 for two Q8_0 rows at once (out[4r+c]). The scale
 // products of a block come from one multiply: the rows' F16 scales
@@ -1712,7 +1724,7 @@ f32x3x4loop:
 // per block, broadcast to both halves); lane 4r+c of the product is
 // d_r·d_c, the float32 product tinyBLAS takes. Same lanes and order per
 // output element.
-TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $32-48
+TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $64-48
 	MOVQ src0+0(FP), SI
 	MOVQ src1+8(FP), DI
 	MOVQ qs+16(FP), AX
@@ -1735,29 +1747,39 @@ TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $32-48
 	VXORPS Y7, Y7, Y7
 	TESTQ  CX, CX
 	JZ     q8x2x4done
+	// The scale products of a block are stored one block ahead, in the
+	// other of two stack slots (BX the current one, R12 the next): read
+	// back from memory a block later, not straight after the store.
+	LEAQ 0(SP), BX
+	LEAQ 32(SP), R12
+	Q8X2SCALES(0(SI), 0(DI), (DX), (BX))
 
 q8x2x4loop:
-	VPABSB 2(SI), Y10
-	VPABSB 2(DI), Y11
-	VPBROADCASTW 0(SI), X14
-	VPBROADCASTW 0(DI), X13
-	VPUNPCKLQDQ X13, X14, X14
-	VCVTPH2PS X14, Y14
-	VBROADCASTF128 (DX), Y13
-	VMULPS Y13, Y14, Y14
-	VMOVUPS Y14, 0(SP)
+	LEAQ 32(R13), AX
+	CMPQ AX, CX
+	JGE  q8x2x4last
+	Q8X2SCALES(34(SI), 34(DI), 16(DX), (R12))
+
+q8x2x4last:
+	// Each row's block is loaded once (Y8, Y9), its magnitudes once (Y10,
+	// Y11), for the four columns.
+	VMOVDQU 2(SI), Y8
+	VMOVDQU 2(DI), Y9
+	VPABSB Y8, Y10
+	VPABSB Y9, Y11
 	VMOVDQU (R8)(R13*1), Y12
-	Q8X2PAIR(2(SI), Y10, 0(SP), Y0)
-	Q8X2PAIR(2(DI), Y11, 16(SP), Y4)
+	Q8X2PAIR(Y8, Y10, 0(BX), Y0)
+	Q8X2PAIR(Y9, Y11, 16(BX), Y4)
 	VMOVDQU (R9)(R13*1), Y12
-	Q8X2PAIR(2(SI), Y10, 4(SP), Y1)
-	Q8X2PAIR(2(DI), Y11, 20(SP), Y5)
+	Q8X2PAIR(Y8, Y10, 4(BX), Y1)
+	Q8X2PAIR(Y9, Y11, 20(BX), Y5)
 	VMOVDQU (R10)(R13*1), Y12
-	Q8X2PAIR(2(SI), Y10, 8(SP), Y2)
-	Q8X2PAIR(2(DI), Y11, 24(SP), Y6)
+	Q8X2PAIR(Y8, Y10, 8(BX), Y2)
+	Q8X2PAIR(Y9, Y11, 24(BX), Y6)
 	VMOVDQU (R11)(R13*1), Y12
-	Q8X2PAIR(2(SI), Y10, 12(SP), Y3)
-	Q8X2PAIR(2(DI), Y11, 28(SP), Y7)
+	Q8X2PAIR(Y8, Y10, 12(BX), Y3)
+	Q8X2PAIR(Y9, Y11, 28(BX), Y7)
+	XCHGQ BX, R12
 	ADDQ $34, SI
 	ADDQ $34, DI
 	ADDQ $16, DX
