@@ -1124,14 +1124,11 @@ func (t *tile) mulF16x4(m *matmul, out *dstWriter, r0 int64, nr, rz int, base, j
 					}
 				}
 			}
-			for ; r+3 <= nr; r += 3 {
-				var o [12]float32
-				dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)
-				i := r0 + int64(r)
-				_, _, _, _ = d0[i+2], d1[i+2], d2[i+2], d3[i+2]
-				for e := range int64(3) {
-					d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
-				}
+			if nt := (nr - r) / 3; nt > 0 {
+				// Every row triple in one call (dotF32x3x4FMARows).
+				b4 := [4][]float32{c0, c1, c2, c3}
+				dotF32x3x4FMARows(w[r*k:], k, nt, &b4, &d, int(r0)+r)
+				r += 3 * nt
 			}
 		}
 		for ; r+3 <= nr; r += 3 {

@@ -241,6 +241,29 @@ func dotF32x3x4FMA(a0, a1, a2, b0, b1, b2, b3 []float32, out *[12]float32) {
 	}
 }
 
+// dotF32x3x4FMARows sets d[c][i+r] = dotF32FMA(row r of a, b[c]) for
+// the rows r < 3·nt of a (row r at a[r·k:(r+1)·k]) and four columns b[c]
+// of length k: dotF32x3x4FMA's register tile over nt row triples in one
+// call, storing straight into the output columns (the F16 prefill's
+// widened rows into dense dst columns), without a call, twelve stores
+// and the bounds checks per triple in Go.
+func dotF32x3x4FMARows(a []float32, k, nt int, b, d *[4][]float32, i int) {
+	if nt <= 0 {
+		return
+	}
+	if !useAVX2 || k <= 0 || k%8 != 0 {
+		dotF32x3x4FMARowsGo(a, k, nt, b, d, i)
+		return
+	}
+	_ = a[3*nt*k-1]
+	var bs, ds [4]*float32
+	for c := range bs {
+		_, _ = b[c][k-1], d[c][i+3*nt-1]
+		bs[c], ds[c] = &b[c][0], &d[c][i]
+	}
+	dotF32x3x4FMARowsAVX2(&a[0], k, nt, &bs, &ds)
+}
+
 // dotVecF16Raw is dotVec(f16 = true) with a given as raw little-endian
 // F16 values, widened on the fly (ggml_vec_dot_f16).
 func dotVecF16Raw(a []byte, b []float32) float32 {

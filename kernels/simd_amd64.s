@@ -1705,6 +1705,109 @@ f32x3x4loop:
 	VBROADCASTSS S, Y14        \
 	VFMADD231PS Y14, Y13, ACC
 
+// func dotF32x3x4FMARowsAVX2(a *float32, k int, nt int, b *[4]*float32, d *[4]*float32)
+// dotF32x3x4FMAAVX2 for nt row triples in one call: rows 3t, 3t+1, 3t+2
+// at a + (3t+e)·k, each triple's twelve sums stored straight into the
+// four output columns, d[c][3t+e] = row 3t+e · column c. Same lanes and
+// order per output element as dotF32x3x4FMAAVX2. k is a positive
+// multiple of 8, nt positive.
+TEXT ·dotF32x3x4FMARowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ a+0(FP), SI
+	MOVQ k+8(FP), CX
+	MOVQ CX, AX
+	SHLQ $2, AX
+	LEAQ (SI)(AX*1), DI
+	LEAQ (DI)(AX*1), BX
+	MOVQ b+24(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ nt+16(FP), R12
+	XORQ R13, R13
+
+f32rowstriple:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ DX, DX
+
+f32rowsloop:
+	VMOVUPS (SI)(DX*4), Y12
+	VMOVUPS (DI)(DX*4), Y13
+	VMOVUPS (BX)(DX*4), Y14
+	VMOVUPS (R8)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y8
+	VMOVUPS (R9)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y1
+	VFMADD231PS Y15, Y13, Y5
+	VFMADD231PS Y15, Y14, Y9
+	VMOVUPS (R10)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y2
+	VFMADD231PS Y15, Y13, Y6
+	VFMADD231PS Y15, Y14, Y10
+	VMOVUPS (R11)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y7
+	VFMADD231PS Y15, Y14, Y11
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  f32rowsloop
+
+	// Row 3t+e of column c at d[c] + 4·(3t+e) (R13 = 12t).
+	MOVQ d+32(FP), AX
+	MOVQ 0(AX), DX
+	HSUM8(Y0, X0, X12)
+	VMOVSS X0, 0(DX)(R13*1)
+	HSUM8(Y4, X4, X12)
+	VMOVSS X4, 4(DX)(R13*1)
+	HSUM8(Y8, X8, X12)
+	VMOVSS X8, 8(DX)(R13*1)
+	MOVQ 8(AX), DX
+	HSUM8(Y1, X1, X12)
+	VMOVSS X1, 0(DX)(R13*1)
+	HSUM8(Y5, X5, X12)
+	VMOVSS X5, 4(DX)(R13*1)
+	HSUM8(Y9, X9, X12)
+	VMOVSS X9, 8(DX)(R13*1)
+	MOVQ 16(AX), DX
+	HSUM8(Y2, X2, X12)
+	VMOVSS X2, 0(DX)(R13*1)
+	HSUM8(Y6, X6, X12)
+	VMOVSS X6, 4(DX)(R13*1)
+	HSUM8(Y10, X10, X12)
+	VMOVSS X10, 8(DX)(R13*1)
+	MOVQ 24(AX), DX
+	HSUM8(Y3, X3, X12)
+	VMOVSS X3, 0(DX)(R13*1)
+	HSUM8(Y7, X7, X12)
+	VMOVSS X7, 4(DX)(R13*1)
+	HSUM8(Y11, X11, X12)
+	VMOVSS X11, 8(DX)(R13*1)
+	// The next triple: rows 12k bytes on.
+	MOVQ CX, AX
+	SHLQ $2, AX
+	LEAQ (AX)(AX*2), AX
+	ADDQ AX, SI
+	ADDQ AX, DI
+	ADDQ AX, BX
+	ADDQ $12, R13
+	DECQ R12
+	JNZ  f32rowstriple
+	VZEROUPPER
+	RET
+
 // Q8X2SCALES stores at SLOT the eight float32 scale products of one block
 // of dotQ8_0x2x4AVX2: the rows' F16 scales (at S0, S1) widened as
 // d0,d0,d0,d0,d1,d1,d1,d1 times the four columns' scales at DC.

@@ -731,6 +731,48 @@ func TestSIMDDotF32FMA(t *testing.T) {
 	}
 }
 
+// TestSIMDDotF32x3x4FMARows checks the many-triples F16 prefill tile
+// against dotF32FMAGo per output element: rows of edge values (NaN, Inf,
+// subnormal, zero) and random rows, one to five triples, output columns
+// at an offset with their neighbours left alone, odd addresses.
+func TestSIMDDotF32x3x4FMARows(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, k := range []int{8, 16, 40, 896} {
+		cases := activationCases(r, k)
+		for _, nt := range []int{1, 2, 5} {
+			a := offsetF32(make([]float32, 3*nt*k))
+			for row := range 3 * nt {
+				src := cases[(row*5+nt)%len(cases)]
+				if row%2 == 1 {
+					src = randF32(r, k, 1e-2)
+				}
+				copy(a[row*k:], src)
+			}
+			b := [4][]float32{offsetF32(cases[(nt+1)%len(cases)]), randF32(r, k, 1), cases[(nt+3)%len(cases)], randF32(r, k+3, 1)}
+			const i, sentinel = 3, float32(-7)
+			var d [4][]float32
+			for c := range d {
+				d[c] = offsetF32(make([]float32, i+3*nt+2))
+				for j := range d[c] {
+					d[c][j] = sentinel
+				}
+			}
+			dotF32x3x4FMARows(a, k, nt, &b, &d, i)
+			for c := range d {
+				for j, got := range d[c] {
+					want := sentinel
+					if row := j - i; row >= 0 && row < 3*nt {
+						want = dotF32FMAGo(a[row*k:(row+1)*k], b[c][:k])
+					}
+					if !sameBits(got, want) {
+						t.Errorf("k %d nt %d col %d out %d: %g (%#x), want %g (%#x)", k, nt, c, j, got, math.Float32bits(got), want, math.Float32bits(want))
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestSIMDDotQ4_0x8i checks the interleaved Q4_0 layout: the repacked
 // rows' Go twin against dotQ4_0x8Go on the original rows, the assembly
 // against the twin (several groups, odd addresses), and the prefill
