@@ -1024,13 +1024,10 @@ func (m *matmul) mulQ8x(out *dstWriter, cols *[4]q8Row, d *[4][]float32, rows []
 				}
 			}
 		}
-		for ; r+2 <= nr; r += 2 {
-			var o [8]float32
-			q.dot(rows[r], rows[r+1], &o)
-			i := r0 + int64(r)
-			_, _, _, _ = d0[i+1], d1[i+1], d2[i+1], d3[i+1]
-			d0[i], d1[i], d2[i], d3[i] = o[0], o[1], o[2], o[3]
-			d0[i+1], d1[i+1], d2[i+1], d3[i+1] = o[4], o[5], o[6], o[7]
+		if np := (nr - r) / 2; np > 0 {
+			// Every row pair in one call (q8x2x4.rows).
+			q.rows(rows[r], stride, np, d, int(r0)+r)
+			r += 2 * np
 		}
 	}
 	for ; r+2 <= nr; r += 2 {

@@ -119,6 +119,36 @@ func (q *q8x2x4) dot(src0, src1 []byte, out *[8]float32) {
 	copy(out[4:], o[:])
 }
 
+// rows sets d[c][i+r] = dotQ8_0Raw(src[r·stride:], q.c[c]) for the rows r
+// < 2·np: q.dot's pairs in one call (dotQ8_0x2x4RowsAVX2 when the columns
+// suit the AVX2 kernel and no VNNI kernel is chosen), storing straight
+// into the output columns, without a call, eight stores and the bounds
+// checks per pair in Go.
+func (q *q8x2x4) rows(src []byte, stride, np int, d *[4][]float32, i int) {
+	if np <= 0 {
+		return
+	}
+	if q.asm && !useVNNI {
+		_ = src[(2*np-1)*stride+q.nb*34-1]
+		var ds [4]*float32
+		for c := range ds {
+			_ = d[c][i+2*np-1]
+			ds[c] = &d[c][i]
+		}
+		dotQ8_0x2x4RowsAVX2(&src[0], stride, np, &q.ptrs, &q.dc[0], q.nb, &ds)
+		return
+	}
+	for p := range np {
+		var o [8]float32
+		q.dot(src[2*p*stride:], src[(2*p+1)*stride:], &o)
+		for e := range 2 {
+			for c := range 4 {
+				d[c][i+2*p+e] = o[4*e+c]
+			}
+		}
+	}
+}
+
 // dotQ4_0x8 is dotQ4_0x8Go (llama.cpp's repacked q4_0_8x8 order) for eight
 // weight rows src[j·stride:] and one activation row.
 func dotQ4_0x8(src []byte, stride int, c q8Row, out *[8]float32) {

@@ -1911,6 +1911,110 @@ q8x2x4done:
 	VZEROUPPER
 	RET
 
+// func dotQ8_0x2x4RowsAVX2(src *byte, stride int, np int, qs *[4]*int8, dc *float32, nb int, d *[4]*float32)
+// dotQ8_0x2x4AVX2 for np row pairs in one call: rows 2p and 2p+1 at src
+// + (2p)·stride and src + (2p+1)·stride, each pair's eight sums stored
+// straight into the four output columns, d[c][2p+e] = row 2p+e · column
+// c. Same lanes and order per output element. nb and np are positive.
+// Stack: the two scale slots at 0 and 32, then the pairs left (64), the
+// output byte offset (72) and the pair's first row (80).
+TEXT ·dotQ8_0x2x4RowsAVX2(SB), NOSPLIT, $88-56
+	MOVQ qs+24(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	BCAST32($0x00010001, X15, Y15)
+	MOVQ np+16(FP), AX
+	MOVQ AX, 64(SP)
+	MOVQ $0, 72(SP)
+	MOVQ src+0(FP), AX
+	MOVQ AX, 80(SP)
+
+q8rowspair:
+	MOVQ 80(SP), SI
+	MOVQ stride+8(FP), AX
+	LEAQ (SI)(AX*1), DI
+	MOVQ dc+32(FP), DX
+	MOVQ nb+40(FP), CX
+	SHLQ $5, CX
+	XORQ R13, R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	LEAQ 0(SP), BX
+	LEAQ 32(SP), R12
+	Q8X2SCALES(0(SI), 0(DI), (DX), (BX))
+
+q8rowsloop:
+	LEAQ 32(R13), AX
+	CMPQ AX, CX
+	JGE  q8rowslast
+	Q8X2SCALES(34(SI), 34(DI), 16(DX), (R12))
+
+q8rowslast:
+	VMOVDQU 2(SI), Y8
+	VMOVDQU 2(DI), Y9
+	VPABSB Y8, Y10
+	VPABSB Y9, Y11
+	VMOVDQU (R8)(R13*1), Y12
+	Q8X2PAIR(Y8, Y10, 0(BX), Y0)
+	Q8X2PAIR(Y9, Y11, 16(BX), Y4)
+	VMOVDQU (R9)(R13*1), Y12
+	Q8X2PAIR(Y8, Y10, 4(BX), Y1)
+	Q8X2PAIR(Y9, Y11, 20(BX), Y5)
+	VMOVDQU (R10)(R13*1), Y12
+	Q8X2PAIR(Y8, Y10, 8(BX), Y2)
+	Q8X2PAIR(Y9, Y11, 24(BX), Y6)
+	VMOVDQU (R11)(R13*1), Y12
+	Q8X2PAIR(Y8, Y10, 12(BX), Y3)
+	Q8X2PAIR(Y9, Y11, 28(BX), Y7)
+	XCHGQ BX, R12
+	ADDQ $34, SI
+	ADDQ $34, DI
+	ADDQ $16, DX
+	ADDQ $32, R13
+	CMPQ R13, CX
+	JLT  q8rowsloop
+
+	// Row 2p+e of column c at d[c] + 4·(2p+e) (CX = 8p).
+	MOVQ d+48(FP), AX
+	MOVQ 72(SP), CX
+	MOVQ 0(AX), DX
+	HSUM8(Y0, X0, X8)
+	VMOVSS X0, 0(DX)(CX*1)
+	HSUM8(Y4, X4, X8)
+	VMOVSS X4, 4(DX)(CX*1)
+	MOVQ 8(AX), DX
+	HSUM8(Y1, X1, X8)
+	VMOVSS X1, 0(DX)(CX*1)
+	HSUM8(Y5, X5, X8)
+	VMOVSS X5, 4(DX)(CX*1)
+	MOVQ 16(AX), DX
+	HSUM8(Y2, X2, X8)
+	VMOVSS X2, 0(DX)(CX*1)
+	HSUM8(Y6, X6, X8)
+	VMOVSS X6, 4(DX)(CX*1)
+	MOVQ 24(AX), DX
+	HSUM8(Y3, X3, X8)
+	VMOVSS X3, 0(DX)(CX*1)
+	HSUM8(Y7, X7, X8)
+	VMOVSS X7, 4(DX)(CX*1)
+	ADDQ $8, CX
+	MOVQ CX, 72(SP)
+	MOVQ stride+8(FP), AX
+	SHLQ $1, AX
+	ADDQ AX, 80(SP)
+	DECQ 64(SP)
+	JNZ  q8rowspair
+	VZEROUPPER
+	RET
+
 // Q8X2PAIRVNNI is Q8X2PAIR with the four-byte sums of one VPDPBUSD (into
 // zero) in place of VPMADDUBSW and VPMADDWD: the same exact int32 lanes,
 // since VPMADDUBSW's pairs never saturate here (|a| <= 128, |b| <= 127).
