@@ -129,6 +129,7 @@ type matmul struct {
 	// Task split of run (schedule): rt weight rows per task.
 	rt, tilesPerBatch int64
 	tasks             int
+	taskWork          int64 // multiply-adds per task
 }
 
 func checkMulMat(op string, dst, a, b Tensor) error {
@@ -536,6 +537,7 @@ func (m *matmul) schedule(w int) (grain int) {
 	}
 	// Work per task in multiply-adds, to keep tiny products on one goroutine.
 	perTask := rt * int64(k) * m.n * m.r2 * m.r3
+	m.taskWork = perTask
 	return int(max(1, (1<<16)/max(perTask, 1)))
 }
 
@@ -549,11 +551,18 @@ func (m *matmul) run(o Options, dst Tensor) {
 		return
 	}
 	out := newDstWriter(dst)
-	parallelFor(o.Pool, o.Threads, m.tasks, grain, func(lo, hi int) {
+	body := func(lo, hi int) {
 		tile := newTile(m, int(m.rt))
 		m.runTasks(tile, &out, lo, hi)
 		tile.release()
-	})
+	}
+	if m.n*m.r2*m.r3 >= 4 && m.taskWork >= 1<<20 {
+		// Prefill tiles: one per chunk, so that both workers stay busy to
+		// the end of a product with few tiles.
+		parallelForEach(o.Pool, o.Threads, m.tasks, body)
+		return
+	}
+	parallelFor(o.Pool, o.Threads, m.tasks, grain, body)
 }
 
 // runTasks computes tasks [lo, hi) of the schedule with one tile.
