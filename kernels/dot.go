@@ -305,3 +305,17 @@ func dotF32x3x4FMAGo(a0, a1, a2, b0, b1, b2, b3 []float32, out *[12]float32) {
 		out[4*r], out[4*r+1], out[4*r+2], out[4*r+3] = dotF32x4FMAGo(a, b0, b1, b2, b3)
 	}
 }
+
+// dotF32x3x4FMARowsGo is the pure-Go twin of dotF32x3x4FMARows.
+func dotF32x3x4FMARowsGo(a []float32, k, nt int, b, d *[4][]float32, i int) {
+	for t := range nt {
+		var o [12]float32
+		r := 3 * t * k
+		dotF32x3x4FMAGo(a[r:r+k], a[r+k:r+2*k], a[r+2*k:r+3*k], b[0][:k], b[1][:k], b[2][:k], b[3][:k], &o)
+		for e := range 3 {
+			for c := range 4 {
+				d[c][i+3*t+e] = o[4*e+c]
+			}
+		}
+	}
+}

@@ -129,6 +129,7 @@ type matmul struct {
 	// Task split of run (schedule): rt weight rows per task.
 	rt, tilesPerBatch int64
 	tasks             int
+	taskWork          int64 // multiply-adds per task
 }
 
 func checkMulMat(op string, dst, a, b Tensor) error {
@@ -536,6 +537,7 @@ func (m *matmul) schedule(w int) (grain int) {
 	}
 	// Work per task in multiply-adds, to keep tiny products on one goroutine.
 	perTask := rt * int64(k) * m.n * m.r2 * m.r3
+	m.taskWork = perTask
 	return int(max(1, (1<<16)/max(perTask, 1)))
 }
 
@@ -549,11 +551,18 @@ func (m *matmul) run(o Options, dst Tensor) {
 		return
 	}
 	out := newDstWriter(dst)
-	parallelFor(o.Pool, o.Threads, m.tasks, grain, func(lo, hi int) {
+	body := func(lo, hi int) {
 		tile := newTile(m, int(m.rt))
 		m.runTasks(tile, &out, lo, hi)
 		tile.release()
-	})
+	}
+	if m.n*m.r2*m.r3 >= 4 && m.taskWork >= 1<<20 {
+		// Prefill tiles: one per chunk, so that both workers stay busy to
+		// the end of a product with few tiles.
+		parallelForEach(o.Pool, o.Threads, m.tasks, body)
+		return
+	}
+	parallelFor(o.Pool, o.Threads, m.tasks, grain, body)
 }
 
 // runTasks computes tasks [lo, hi) of the schedule with one tile.
@@ -1024,13 +1033,10 @@ func (m *matmul) mulQ8x(out *dstWriter, cols *[4]q8Row, d *[4][]float32, rows []
 				}
 			}
 		}
-		for ; r+2 <= nr; r += 2 {
-			var o [8]float32
-			q.dot(rows[r], rows[r+1], &o)
-			i := r0 + int64(r)
-			_, _, _, _ = d0[i+1], d1[i+1], d2[i+1], d3[i+1]
-			d0[i], d1[i], d2[i], d3[i] = o[0], o[1], o[2], o[3]
-			d0[i+1], d1[i+1], d2[i+1], d3[i+1] = o[4], o[5], o[6], o[7]
+		if np := (nr - r) / 2; np > 0 {
+			// Every row pair in one call (q8x2x4.rows).
+			q.rows(rows[r], stride, np, d, int(r0)+r)
+			r += 2 * np
 		}
 	}
 	for ; r+2 <= nr; r += 2 {
@@ -1124,14 +1130,11 @@ func (t *tile) mulF16x4(m *matmul, out *dstWriter, r0 int64, nr, rz int, base, j
 					}
 				}
 			}
-			for ; r+3 <= nr; r += 3 {
-				var o [12]float32
-				dotF32x3x4FMA(w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], c0, c1, c2, c3, &o)
-				i := r0 + int64(r)
-				_, _, _, _ = d0[i+2], d1[i+2], d2[i+2], d3[i+2]
-				for e := range int64(3) {
-					d0[i+e], d1[i+e], d2[i+e], d3[i+e] = o[4*e], o[4*e+1], o[4*e+2], o[4*e+3]
-				}
+			if nt := (nr - r) / 3; nt > 0 {
+				// Every row triple in one call (dotF32x3x4FMARows).
+				b4 := [4][]float32{c0, c1, c2, c3}
+				dotF32x3x4FMARows(w[r*k:], k, nt, &b4, &d, int(r0)+r)
+				r += 3 * nt
 			}
 		}
 		for ; r+3 <= nr; r += 3 {

@@ -35,7 +35,27 @@ func parallelFor(pool *Pool, threads, n, grain int, fn func(lo, hi int)) {
 		return
 	}
 	// Aim for a few chunks per worker so uneven chunks balance out.
-	chunk := max(grain, (n+4*w-1)/(4*w))
+	parallelChunks(pool, w, n, max(grain, (n+4*w-1)/(4*w)), fn)
+}
+
+// parallelForEach is parallelFor with chunks of one item: for a few
+// large items (a prefill matmul's tiles, each millions of multiply-adds),
+// where chunks of several would leave one worker idle for up to a chunk
+// at the end (15 tiles in chunks of 2 on 2 workers: 8 tiles against 7).
+func parallelForEach(pool *Pool, threads, n int, fn func(lo, hi int)) {
+	if n <= 0 {
+		return
+	}
+	if w := workers(threads, n); w > 1 {
+		parallelChunks(pool, w, n, 1, fn)
+		return
+	}
+	fn(0, n)
+}
+
+// parallelChunks runs fn over [0, n) in chunks of chunk items handed out
+// dynamically to w > 1 workers (parallelFor's loop).
+func parallelChunks(pool *Pool, w, n, chunk int, fn func(lo, hi int)) {
 	if pool != nil && pool.run(fn, n, chunk) {
 		return
 	}

@@ -119,6 +119,36 @@ func (q *q8x2x4) dot(src0, src1 []byte, out *[8]float32) {
 	copy(out[4:], o[:])
 }
 
+// rows sets d[c][i+r] = dotQ8_0Raw(src[r·stride:], q.c[c]) for the rows r
+// < 2·np: q.dot's pairs in one call (dotQ8_0x2x4RowsAVX2 when the columns
+// suit the AVX2 kernel and no VNNI kernel is chosen), storing straight
+// into the output columns, without a call, eight stores and the bounds
+// checks per pair in Go.
+func (q *q8x2x4) rows(src []byte, stride, np int, d *[4][]float32, i int) {
+	if np <= 0 {
+		return
+	}
+	if q.asm && !useVNNI {
+		_ = src[(2*np-1)*stride+q.nb*34-1]
+		var ds [4]*float32
+		for c := range ds {
+			_ = d[c][i+2*np-1]
+			ds[c] = &d[c][i]
+		}
+		dotQ8_0x2x4RowsAVX2(&src[0], stride, np, &q.ptrs, &q.dc[0], q.nb, &ds)
+		return
+	}
+	for p := range np {
+		var o [8]float32
+		q.dot(src[2*p*stride:], src[(2*p+1)*stride:], &o)
+		for e := range 2 {
+			for c := range 4 {
+				d[c][i+2*p+e] = o[4*e+c]
+			}
+		}
+	}
+}
+
 // dotQ4_0x8 is dotQ4_0x8Go (llama.cpp's repacked q4_0_8x8 order) for eight
 // weight rows src[j·stride:] and one activation row.
 func dotQ4_0x8(src []byte, stride int, c q8Row, out *[8]float32) {
@@ -239,6 +269,29 @@ func dotF32x3x4FMA(a0, a1, a2, b0, b1, b2, b3 []float32, out *[12]float32) {
 			out[4*r+3] = fma32(x, b3[i], out[4*r+3])
 		}
 	}
+}
+
+// dotF32x3x4FMARows sets d[c][i+r] = dotF32FMA(row r of a, b[c]) for
+// the rows r < 3·nt of a (row r at a[r·k:(r+1)·k]) and four columns b[c]
+// of length k: dotF32x3x4FMA's register tile over nt row triples in one
+// call, storing straight into the output columns (the F16 prefill's
+// widened rows into dense dst columns), without a call, twelve stores
+// and the bounds checks per triple in Go.
+func dotF32x3x4FMARows(a []float32, k, nt int, b, d *[4][]float32, i int) {
+	if nt <= 0 {
+		return
+	}
+	if !useAVX2 || k <= 0 || k%8 != 0 {
+		dotF32x3x4FMARowsGo(a, k, nt, b, d, i)
+		return
+	}
+	_ = a[3*nt*k-1]
+	var bs, ds [4]*float32
+	for c := range bs {
+		_, _ = b[c][k-1], d[c][i+3*nt-1]
+		bs[c], ds[c] = &b[c][0], &d[c][i]
+	}
+	dotF32x3x4FMARowsAVX2(&a[0], k, nt, &bs, &ds)
 }
 
 // dotVecF16Raw is dotVec(f16 = true) with a given as raw little-endian

@@ -1695,8 +1695,8 @@ f32x3x4loop:
 	RET
 
 // Q8X2PAIR multiplies the activation block in Y12 (signed) with weight
-// row block A (its values at memory A, their magnitudes in ABS) and adds
-// the sums, scaled by the product at S, into ACC: Q8X4COL's steps.
+// row block A (its values in A, their magnitudes in ABS) and adds the
+// sums, scaled by the product at S, into ACC: Q8X4COL's steps.
 #define Q8X2PAIR(A, ABS, S, ACC) \
 	VPSIGNB A, Y12, Y13        \
 	VPMADDUBSW Y13, ABS, Y13   \
@@ -1705,6 +1705,121 @@ f32x3x4loop:
 	VBROADCASTSS S, Y14        \
 	VFMADD231PS Y14, Y13, ACC
 
+// func dotF32x3x4FMARowsAVX2(a *float32, k int, nt int, b *[4]*float32, d *[4]*float32)
+// dotF32x3x4FMAAVX2 for nt row triples in one call: rows 3t, 3t+1, 3t+2
+// at a + (3t+e)·k, each triple's twelve sums stored straight into the
+// four output columns, d[c][3t+e] = row 3t+e · column c. Same lanes and
+// order per output element as dotF32x3x4FMAAVX2. k is a positive
+// multiple of 8, nt positive.
+TEXT ·dotF32x3x4FMARowsAVX2(SB), NOSPLIT, $0-40
+	MOVQ a+0(FP), SI
+	MOVQ k+8(FP), CX
+	MOVQ CX, AX
+	SHLQ $2, AX
+	LEAQ (SI)(AX*1), DI
+	LEAQ (DI)(AX*1), BX
+	MOVQ b+24(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	MOVQ nt+16(FP), R12
+	XORQ R13, R13
+
+f32rowstriple:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	XORQ DX, DX
+
+f32rowsloop:
+	VMOVUPS (SI)(DX*4), Y12
+	VMOVUPS (DI)(DX*4), Y13
+	VMOVUPS (BX)(DX*4), Y14
+	VMOVUPS (R8)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y0
+	VFMADD231PS Y15, Y13, Y4
+	VFMADD231PS Y15, Y14, Y8
+	VMOVUPS (R9)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y1
+	VFMADD231PS Y15, Y13, Y5
+	VFMADD231PS Y15, Y14, Y9
+	VMOVUPS (R10)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y2
+	VFMADD231PS Y15, Y13, Y6
+	VFMADD231PS Y15, Y14, Y10
+	VMOVUPS (R11)(DX*4), Y15
+	VFMADD231PS Y15, Y12, Y3
+	VFMADD231PS Y15, Y13, Y7
+	VFMADD231PS Y15, Y14, Y11
+	ADDQ $8, DX
+	CMPQ DX, CX
+	JLT  f32rowsloop
+
+	// Row 3t+e of column c at d[c] + 4·(3t+e) (R13 = 12t).
+	MOVQ d+32(FP), AX
+	MOVQ 0(AX), DX
+	HSUM8(Y0, X0, X12)
+	VMOVSS X0, 0(DX)(R13*1)
+	HSUM8(Y4, X4, X12)
+	VMOVSS X4, 4(DX)(R13*1)
+	HSUM8(Y8, X8, X12)
+	VMOVSS X8, 8(DX)(R13*1)
+	MOVQ 8(AX), DX
+	HSUM8(Y1, X1, X12)
+	VMOVSS X1, 0(DX)(R13*1)
+	HSUM8(Y5, X5, X12)
+	VMOVSS X5, 4(DX)(R13*1)
+	HSUM8(Y9, X9, X12)
+	VMOVSS X9, 8(DX)(R13*1)
+	MOVQ 16(AX), DX
+	HSUM8(Y2, X2, X12)
+	VMOVSS X2, 0(DX)(R13*1)
+	HSUM8(Y6, X6, X12)
+	VMOVSS X6, 4(DX)(R13*1)
+	HSUM8(Y10, X10, X12)
+	VMOVSS X10, 8(DX)(R13*1)
+	MOVQ 24(AX), DX
+	HSUM8(Y3, X3, X12)
+	VMOVSS X3, 0(DX)(R13*1)
+	HSUM8(Y7, X7, X12)
+	VMOVSS X7, 4(DX)(R13*1)
+	HSUM8(Y11, X11, X12)
+	VMOVSS X11, 8(DX)(R13*1)
+	// The next triple: rows 12k bytes on.
+	MOVQ CX, AX
+	SHLQ $2, AX
+	LEAQ (AX)(AX*2), AX
+	ADDQ AX, SI
+	ADDQ AX, DI
+	ADDQ AX, BX
+	ADDQ $12, R13
+	DECQ R12
+	JNZ  f32rowstriple
+	VZEROUPPER
+	RET
+
+// Q8X2SCALES stores at SLOT the eight float32 scale products of one block
+// of dotQ8_0x2x4AVX2: the rows' F16 scales (at S0, S1) widened as
+// d0,d0,d0,d0,d1,d1,d1,d1 times the four columns' scales at DC.
+#define Q8X2SCALES(S0, S1, DC, SLOT) \
+	VPBROADCASTW S0, X14          \
+	VPBROADCASTW S1, X13          \
+	VPUNPCKLQDQ X13, X14, X14     \
+	VCVTPH2PS X14, Y14            \
+	VBROADCASTF128 DC, Y13        \
+	VMULPS Y13, Y14, Y14          \
+	VMOVUPS Y14, SLOT
+
 // func dotQ8_0x2x4AVX2(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32)
 // dotQ8_0Rawx4AVX2 for two Q8_0 rows at once (out[4r+c]). The scale
 // products of a block come from one multiply: the rows' F16 scales
@@ -1712,7 +1827,7 @@ f32x3x4loop:
 // per block, broadcast to both halves); lane 4r+c of the product is
 // d_r·d_c, the float32 product tinyBLAS takes. Same lanes and order per
 // output element.
-TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $32-48
+TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $64-48
 	MOVQ src0+0(FP), SI
 	MOVQ src1+8(FP), DI
 	MOVQ qs+16(FP), AX
@@ -1735,29 +1850,39 @@ TEXT ·dotQ8_0x2x4AVX2(SB), NOSPLIT, $32-48
 	VXORPS Y7, Y7, Y7
 	TESTQ  CX, CX
 	JZ     q8x2x4done
+	// The scale products of a block are stored one block ahead, in the
+	// other of two stack slots (BX the current one, R12 the next): read
+	// back from memory a block later, not straight after the store.
+	LEAQ 0(SP), BX
+	LEAQ 32(SP), R12
+	Q8X2SCALES(0(SI), 0(DI), (DX), (BX))
 
 q8x2x4loop:
-	VPABSB 2(SI), Y10
-	VPABSB 2(DI), Y11
-	VPBROADCASTW 0(SI), X14
-	VPBROADCASTW 0(DI), X13
-	VPUNPCKLQDQ X13, X14, X14
-	VCVTPH2PS X14, Y14
-	VBROADCASTF128 (DX), Y13
-	VMULPS Y13, Y14, Y14
-	VMOVUPS Y14, 0(SP)
+	LEAQ 32(R13), AX
+	CMPQ AX, CX
+	JGE  q8x2x4last
+	Q8X2SCALES(34(SI), 34(DI), 16(DX), (R12))
+
+q8x2x4last:
+	// Each row's block is loaded once (Y8, Y9), its magnitudes once (Y10,
+	// Y11), for the four columns.
+	VMOVDQU 2(SI), Y8
+	VMOVDQU 2(DI), Y9
+	VPABSB Y8, Y10
+	VPABSB Y9, Y11
 	VMOVDQU (R8)(R13*1), Y12
-	Q8X2PAIR(2(SI), Y10, 0(SP), Y0)
-	Q8X2PAIR(2(DI), Y11, 16(SP), Y4)
+	Q8X2PAIR(Y8, Y10, 0(BX), Y0)
+	Q8X2PAIR(Y9, Y11, 16(BX), Y4)
 	VMOVDQU (R9)(R13*1), Y12
-	Q8X2PAIR(2(SI), Y10, 4(SP), Y1)
-	Q8X2PAIR(2(DI), Y11, 20(SP), Y5)
+	Q8X2PAIR(Y8, Y10, 4(BX), Y1)
+	Q8X2PAIR(Y9, Y11, 20(BX), Y5)
 	VMOVDQU (R10)(R13*1), Y12
-	Q8X2PAIR(2(SI), Y10, 8(SP), Y2)
-	Q8X2PAIR(2(DI), Y11, 24(SP), Y6)
+	Q8X2PAIR(Y8, Y10, 8(BX), Y2)
+	Q8X2PAIR(Y9, Y11, 24(BX), Y6)
 	VMOVDQU (R11)(R13*1), Y12
-	Q8X2PAIR(2(SI), Y10, 12(SP), Y3)
-	Q8X2PAIR(2(DI), Y11, 28(SP), Y7)
+	Q8X2PAIR(Y8, Y10, 12(BX), Y3)
+	Q8X2PAIR(Y9, Y11, 28(BX), Y7)
+	XCHGQ BX, R12
 	ADDQ $34, SI
 	ADDQ $34, DI
 	ADDQ $16, DX
@@ -1783,6 +1908,110 @@ q8x2x4done:
 	VMOVSS X6, 24(AX)
 	HSUM8(Y7, X7, X8)
 	VMOVSS X7, 28(AX)
+	VZEROUPPER
+	RET
+
+// func dotQ8_0x2x4RowsAVX2(src *byte, stride int, np int, qs *[4]*int8, dc *float32, nb int, d *[4]*float32)
+// dotQ8_0x2x4AVX2 for np row pairs in one call: rows 2p and 2p+1 at src
+// + (2p)·stride and src + (2p+1)·stride, each pair's eight sums stored
+// straight into the four output columns, d[c][2p+e] = row 2p+e · column
+// c. Same lanes and order per output element. nb and np are positive.
+// Stack: the two scale slots at 0 and 32, then the pairs left (64), the
+// output byte offset (72) and the pair's first row (80).
+TEXT ·dotQ8_0x2x4RowsAVX2(SB), NOSPLIT, $88-56
+	MOVQ qs+24(FP), AX
+	MOVQ 0(AX), R8
+	MOVQ 8(AX), R9
+	MOVQ 16(AX), R10
+	MOVQ 24(AX), R11
+	BCAST32($0x00010001, X15, Y15)
+	MOVQ np+16(FP), AX
+	MOVQ AX, 64(SP)
+	MOVQ $0, 72(SP)
+	MOVQ src+0(FP), AX
+	MOVQ AX, 80(SP)
+
+q8rowspair:
+	MOVQ 80(SP), SI
+	MOVQ stride+8(FP), AX
+	LEAQ (SI)(AX*1), DI
+	MOVQ dc+32(FP), DX
+	MOVQ nb+40(FP), CX
+	SHLQ $5, CX
+	XORQ R13, R13
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	LEAQ 0(SP), BX
+	LEAQ 32(SP), R12
+	Q8X2SCALES(0(SI), 0(DI), (DX), (BX))
+
+q8rowsloop:
+	LEAQ 32(R13), AX
+	CMPQ AX, CX
+	JGE  q8rowslast
+	Q8X2SCALES(34(SI), 34(DI), 16(DX), (R12))
+
+q8rowslast:
+	VMOVDQU 2(SI), Y8
+	VMOVDQU 2(DI), Y9
+	VPABSB Y8, Y10
+	VPABSB Y9, Y11
+	VMOVDQU (R8)(R13*1), Y12
+	Q8X2PAIR(Y8, Y10, 0(BX), Y0)
+	Q8X2PAIR(Y9, Y11, 16(BX), Y4)
+	VMOVDQU (R9)(R13*1), Y12
+	Q8X2PAIR(Y8, Y10, 4(BX), Y1)
+	Q8X2PAIR(Y9, Y11, 20(BX), Y5)
+	VMOVDQU (R10)(R13*1), Y12
+	Q8X2PAIR(Y8, Y10, 8(BX), Y2)
+	Q8X2PAIR(Y9, Y11, 24(BX), Y6)
+	VMOVDQU (R11)(R13*1), Y12
+	Q8X2PAIR(Y8, Y10, 12(BX), Y3)
+	Q8X2PAIR(Y9, Y11, 28(BX), Y7)
+	XCHGQ BX, R12
+	ADDQ $34, SI
+	ADDQ $34, DI
+	ADDQ $16, DX
+	ADDQ $32, R13
+	CMPQ R13, CX
+	JLT  q8rowsloop
+
+	// Row 2p+e of column c at d[c] + 4·(2p+e) (CX = 8p).
+	MOVQ d+48(FP), AX
+	MOVQ 72(SP), CX
+	MOVQ 0(AX), DX
+	HSUM8(Y0, X0, X8)
+	VMOVSS X0, 0(DX)(CX*1)
+	HSUM8(Y4, X4, X8)
+	VMOVSS X4, 4(DX)(CX*1)
+	MOVQ 8(AX), DX
+	HSUM8(Y1, X1, X8)
+	VMOVSS X1, 0(DX)(CX*1)
+	HSUM8(Y5, X5, X8)
+	VMOVSS X5, 4(DX)(CX*1)
+	MOVQ 16(AX), DX
+	HSUM8(Y2, X2, X8)
+	VMOVSS X2, 0(DX)(CX*1)
+	HSUM8(Y6, X6, X8)
+	VMOVSS X6, 4(DX)(CX*1)
+	MOVQ 24(AX), DX
+	HSUM8(Y3, X3, X8)
+	VMOVSS X3, 0(DX)(CX*1)
+	HSUM8(Y7, X7, X8)
+	VMOVSS X7, 4(DX)(CX*1)
+	ADDQ $8, CX
+	MOVQ CX, 72(SP)
+	MOVQ stride+8(FP), AX
+	SHLQ $1, AX
+	ADDQ AX, 80(SP)
+	DECQ 64(SP)
+	JNZ  q8rowspair
 	VZEROUPPER
 	RET
 

@@ -61,7 +61,13 @@ func repackQ4_0x8iAVX2(dst *byte, src *byte, stride int, nb int) { panic("kernel
 func dotF32x3x4FMAAVX2(a *[3]*float32, b *[4]*float32, n int, out *[12]float32) {
 	panic("kernels: no SIMD")
 }
+func dotF32x3x4FMARowsAVX2(a *float32, k int, nt int, b *[4]*float32, d *[4]*float32) {
+	panic("kernels: no SIMD")
+}
 func dotQ8_0x2x4AVX2(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32) {
+	panic("kernels: no SIMD")
+}
+func dotQ8_0x2x4RowsAVX2(src *byte, stride int, np int, qs *[4]*int8, dc *float32, nb int, d *[4]*float32) {
 	panic("kernels: no SIMD")
 }
 func dotQ8_0x2x4VNNI(src0, src1 *byte, qs *[4]*int8, dc *float32, nb int, out *[8]float32) {

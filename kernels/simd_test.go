@@ -246,6 +246,55 @@ func TestSIMDDotQ8_0x2x4(t *testing.T) {
 	}
 }
 
+// TestSIMDDotQ8_0x2x4Rows checks the many-pairs Q8_0 prefill tile
+// (q8x2x4.rows) against dotQ8_0RawGo per output element: rows at a
+// stride with gaps, random and edge weight blocks, every activation case
+// (those holding -128 take the Go loop), one to four pairs, output columns
+// at an offset with their neighbours left alone.
+func TestSIMDDotQ8_0x2x4Rows(t *testing.T) {
+	r := rand.New(rand.NewPCG(43, 44))
+	for _, nb := range []int{1, 2, 3, 28} {
+		cols := quantCases(r, nb)
+		for _, np := range []int{1, 4} {
+			stride := nb*34 + 5
+			src := make([]byte, 2*np*stride+1)[1:]
+			for j := range 2 * np {
+				copy(src[j*stride:], randQ8Weights(r, nb, j%3 == 1))
+			}
+			for ci := range cols {
+				c4 := [4]q8Row{cols[ci], cols[(ci+1)%len(cols)], cols[(ci+5)%len(cols)], cols[(ci+7)%len(cols)]}
+				dc := offsetF32(make([]float32, 4*nb))
+				for b := range nb {
+					for c := range 4 {
+						dc[4*b+c] = c4[c].d[b]
+					}
+				}
+				const i, sentinel = 1, float32(-7)
+				var d [4][]float32
+				for c := range d {
+					d[c] = offsetF32(make([]float32, i+2*np+1))
+					for j := range d[c] {
+						d[c][j] = sentinel
+					}
+				}
+				q := newQ8x2x4(&c4, dc)
+				q.rows(src, stride, np, &d, i)
+				for c := range d {
+					for j, got := range d[c] {
+						want := sentinel
+						if row := j - i; row >= 0 && row < 2*np {
+							want = dotQ8_0RawGo(src[row*stride:], c4[c].qs, c4[c].d, c4[c].neg)
+						}
+						if !sameBits(got, want) {
+							t.Errorf("nb %d np %d cols %d col %d out %d: %g (%#x), want %g (%#x)", nb, np, ci, c, j, got, math.Float32bits(got), want, math.Float32bits(want))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestSIMDDotQ8_0Rows checks the many-rows Q8_0 kernel (decode tiles)
 // against the twin row by row, rows at a stride with gaps, odd addresses.
 func TestSIMDDotQ8_0Rows(t *testing.T) {
@@ -724,6 +773,48 @@ func TestSIMDDotF32FMA(t *testing.T) {
 				for c := range 4 {
 					if want := dotF32FMAGo(row, b[c]); !sameBits(w12[4*rr+c], want) {
 						t.Errorf("3x4 twin n %d case %d row %d col %d: %g, dotF32FMAGo %g", n, ci, rr, c, w12[4*rr+c], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSIMDDotF32x3x4FMARows checks the many-triples F16 prefill tile
+// against dotF32FMAGo per output element: rows of edge values (NaN, Inf,
+// subnormal, zero) and random rows, one to five triples, output columns
+// at an offset with their neighbours left alone, odd addresses.
+func TestSIMDDotF32x3x4FMARows(t *testing.T) {
+	r := rand.New(rand.NewPCG(41, 42))
+	for _, k := range []int{8, 16, 40, 896} {
+		cases := activationCases(r, k)
+		for _, nt := range []int{1, 2, 5} {
+			a := offsetF32(make([]float32, 3*nt*k))
+			for row := range 3 * nt {
+				src := cases[(row*5+nt)%len(cases)]
+				if row%2 == 1 {
+					src = randF32(r, k, 1e-2)
+				}
+				copy(a[row*k:], src)
+			}
+			b := [4][]float32{offsetF32(cases[(nt+1)%len(cases)]), randF32(r, k, 1), cases[(nt+3)%len(cases)], randF32(r, k+3, 1)}
+			const i, sentinel = 3, float32(-7)
+			var d [4][]float32
+			for c := range d {
+				d[c] = offsetF32(make([]float32, i+3*nt+2))
+				for j := range d[c] {
+					d[c][j] = sentinel
+				}
+			}
+			dotF32x3x4FMARows(a, k, nt, &b, &d, i)
+			for c := range d {
+				for j, got := range d[c] {
+					want := sentinel
+					if row := j - i; row >= 0 && row < 3*nt {
+						want = dotF32FMAGo(a[row*k:(row+1)*k], b[c][:k])
+					}
+					if !sameBits(got, want) {
+						t.Errorf("k %d nt %d col %d out %d: %g (%#x), want %g (%#x)", k, nt, c, j, got, math.Float32bits(got), want, math.Float32bits(want))
 					}
 				}
 			}
